@@ -1,0 +1,117 @@
+/*
+ * graph.h: the model as a DAG of placeable nodes, and the GPT builder.
+ *
+ * A graph is a list of nodes in topological order: every input index of a
+ * node is smaller than the node's own index. Each node carries what the
+ * simulator, the spec profiler and the engine need to know about it without
+ * running it: its op kind, shapes, parameter count, bytes and FLOPs.
+ *
+ * Sizes that grow with the batch are stored per *sample* (one sequence of
+ * seq_len tokens); multiply by the micro-batch size b = batch / m to get the
+ * figure for one micro-batch. Parameter counts do not depend on the batch.
+ *
+ * The default GPT (vocab 50257, d_model 384, 6 heads, 6 layers, seq 256,
+ * batch 16) has 40 nodes and 49,343,232 parameters:
+ *   0            embedding (token + learned position)
+ *   1 + 6*l + 0  layernorm 1 of block l
+ *   1 + 6*l + 1  attention (qkv projection, causal softmax, output projection)
+ *   1 + 6*l + 2  residual add (block input + attention)
+ *   1 + 6*l + 3  layernorm 2
+ *   1 + 6*l + 4  mlp (fc, GELU-tanh, proj)
+ *   1 + 6*l + 5  residual add
+ *   1 + 6*L      final layernorm
+ *   2 + 6*L      output head (logits, no bias, untied from the embedding)
+ *   3 + 6*L      loss (fused softmax + cross-entropy)
+ */
+#ifndef PLACER_CORE_GRAPH_H
+#define PLACER_CORE_GRAPH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define GRAPH_MAX_INPUTS 2
+#define GRAPH_NAME_LEN 24
+
+typedef enum {
+    OP_EMBEDDING = 0,
+    OP_LAYERNORM,
+    OP_ATTENTION,
+    OP_RESIDUAL,
+    OP_MLP,
+    OP_HEAD,
+    OP_LOSS,
+    OP_KIND_COUNT
+} op_kind;
+
+typedef struct {
+    int vocab;    /* vocabulary size V */
+    int d_model;  /* channels C */
+    int n_heads;  /* attention heads NH; must divide d_model */
+    int n_layers; /* transformer blocks L */
+    int seq_len;  /* tokens per sample T */
+    int batch;    /* samples per step B */
+} gpt_config;
+
+typedef struct {
+    op_kind kind;
+    char name[GRAPH_NAME_LEN];           /* e.g. "attn.3", "head" */
+    int layer;                           /* block index; -1 embedding, L after */
+    int n_inputs;                        /* 0..GRAPH_MAX_INPUTS */
+    int inputs[GRAPH_MAX_INPUTS];        /* producer node indices */
+    int out_rank;                        /* number of dims in out_shape */
+    int64_t out_shape[3];                /* output shape for the full batch */
+    int64_t params;                      /* trainable parameters (floats) */
+    int64_t out_bytes_per_sample;        /* output tensor bytes (fp32) */
+    int64_t act_bytes_per_sample;        /* bytes kept for backward, incl. output */
+    double fwd_flops_per_sample;         /* forward FLOPs */
+    double bwd_flops_per_sample;         /* backward FLOPs */
+    double fwd_bytes_per_sample;         /* forward DRAM traffic estimate */
+    double bwd_bytes_per_sample;         /* backward DRAM traffic estimate */
+    int fwd_kernels;                     /* kernel launches in forward */
+    int bwd_kernels;                     /* kernel launches in backward */
+} graph_node;
+
+typedef struct {
+    gpt_config cfg;     /* the config this graph was built from */
+    int n_nodes;        /* number of nodes */
+    graph_node *nodes;  /* n_nodes entries, topological order */
+    int *cons_start;    /* n_nodes + 1 offsets into cons */
+    int *cons;          /* consumers of node i: cons[cons_start[i] .. cons_start[i+1]) */
+    int64_t total_params; /* sum of params */
+} graph;
+
+/* Fill *cfg with a named preset: "default" (the 49M GPT), "gpt12" (12 layers,
+ * d_model 768, 12 heads) or "tiny" (for tests). A preset may be followed by
+ * comma-separated overrides, e.g. "default,layers=24,batch=8"; keys are
+ * vocab, d_model, heads, layers, seq, batch. Returns PL_ERR_INVALID with a
+ * message for an unknown preset, key or a non-positive value. */
+pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t len);
+
+/* Check a config: all fields positive, heads divide d_model. */
+pl_status gpt_config_validate(const gpt_config *cfg, char *msg, size_t len);
+
+/* Build the GPT graph for cfg. On success *out owns a new graph that the
+ * caller frees with graph_destroy. On failure *out is NULL. */
+pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t len);
+
+/* Free a graph. Accepts NULL. */
+void graph_destroy(graph *g);
+
+/* Human name of an op kind ("embedding", "layernorm", ...). */
+const char *op_kind_name(op_kind k);
+
+/* Number of consumers of node i. */
+static inline int graph_n_consumers(const graph *g, int i) {
+    return g->cons_start[i + 1] - g->cons_start[i];
+}
+
+/* Bytes of one node's trainable parameters in fp32. */
+static inline int64_t graph_param_bytes(const graph_node *n) { return n->params * 4; }
+
+/* Short string naming a config, e.g. "gpt-L6-C384-H6-V50257-T256-B16".
+ * Used as the graph key in the profile store. */
+void gpt_config_key(const gpt_config *cfg, char *buf, size_t len);
+
+#endif
