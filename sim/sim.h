@@ -1,0 +1,118 @@
+/*
+ * sim.h: the discrete-event simulator. Predicts the step time, per-device
+ * busy/idle time and peak memory of any placement under any pipeline
+ * schedule, from a profile, in microseconds.
+ *
+ * Model: each device is an in-order compute queue; each directed link
+ * (src, dst) is a FIFO transfer queue that overlaps with compute. Forward
+ * and backward run per micro-batch in the order the schedule gives each
+ * device; a cut edge sends the activation forward and its gradient back;
+ * AdamW runs on each device after that device's last backward.
+ *
+ * Hot path: sim_run allocates nothing. Create one sim_ctx per thread with
+ * sim_ctx_create, then call sim_run as often as needed; results go into
+ * caller-owned memory.
+ */
+#ifndef PLACER_SIM_H
+#define PLACER_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "graph.h"
+#include "placement.h"
+#include "profile_data.h"
+#include "schedule.h"
+#include "status.h"
+
+#define SIM_MAX_DEVICES PLACEMENT_MAX_DEVICES
+
+/* The simulator's own parameters, fitted by calibration. Defaults are
+ * neutral: the prediction is the profile's costs and nothing else. */
+typedef struct {
+    double launch_overhead_us;  /* added to every node phase (fwd, bwd, opt) */
+    double transfer_latency_us; /* added to every cross-device transfer */
+    double contention;          /* fractional compute slowdown on a device while
+                                   one of its links is transferring (0 = none) */
+    double step_fixed_us;       /* added once per step (host sync, launch gaps) */
+    double compute_scale;       /* multiplies every compute cost (1 = neutral) */
+    double transfer_scale;      /* multiplies every transfer cost (1 = neutral) */
+} sim_params;
+
+#define SIM_N_PARAMS 6
+
+/* Neutral parameters. */
+void sim_params_default(sim_params *p);
+/* Parameter i's name ("launch_overhead_us", ...), for the store and reports. */
+const char *sim_param_name(int i);
+/* Pointer to parameter i inside p (0 <= i < SIM_N_PARAMS). */
+double *sim_param_ptr(sim_params *p, int i);
+
+typedef struct {
+    double step_us;                          /* predicted step time */
+    int n_devices;                           /* devices in the profile */
+    double busy_us[SIM_MAX_DEVICES];         /* compute time per device */
+    double idle_us[SIM_MAX_DEVICES];         /* step_us - busy_us, devices used only */
+    double bubble[SIM_MAX_DEVICES];          /* idle / ideal busy per device */
+    double bubble_fraction;                  /* mean bubble over used devices */
+    int64_t static_bytes[SIM_MAX_DEVICES];   /* params + grads + AdamW m and v */
+    int64_t peak_bytes[SIM_MAX_DEVICES];     /* static + peak activations, buffers, workspace */
+    int oom;                                 /* 1 when some device's peak exceeds its cap */
+    int oom_device;                          /* first such device, -1 if none */
+    int n_transfers;                         /* cross-device transfers in the step */
+    double transfer_bytes;                   /* bytes sent across devices */
+    int critical_path_len;                   /* events on the critical path (see sim_critical_path) */
+} sim_result;
+
+typedef enum { SIM_EV_FWD = 0, SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT, SIM_EV_SEND_GRAD } sim_event_kind;
+
+typedef struct {
+    sim_event_kind kind; /* what ran */
+    int node;            /* graph node (producer node for transfers) */
+    int micro_batch;     /* 0..m-1; -1 for the optimizer */
+    int device;          /* compute device, or source device of a transfer */
+    int dst_device;      /* destination of a transfer; -1 for compute */
+    double start_us;     /* start time */
+    double end_us;       /* end time */
+} sim_event;
+
+typedef struct sim_ctx sim_ctx;
+
+/* Create a simulator context for graph g and profile p (both borrowed: they
+ * must outlive the context and must not change while it is used). It is
+ * sized for up to max_micro_batches micro-batches. Returns PL_ERR_INVALID when
+ * g and p disagree on the node count, PL_ERR_NOMEM on allocation failure. */
+pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_batches, sim_ctx **out);
+
+/* Free a context. Accepts NULL. */
+void sim_ctx_destroy(sim_ctx *ctx);
+
+/* Record every event of the next runs (off by default). Events are kept in
+ * the context until the next sim_run. */
+void sim_ctx_set_trace(sim_ctx *ctx, int on);
+
+/* Simulate one training step.
+ *   placement  one device per graph node (validated: PL_ERR_PLACEMENT_RANGE)
+ *   sched      validated against the graph's batch (PL_ERR_SCHEDULE)
+ *   caps       per-device byte caps (n_devices entries), or NULL for the
+ *              devices' own memory
+ *   prm        simulator parameters, or NULL for neutral ones
+ *   res        caller-owned result, fully written on PL_OK
+ * An OOM is a result (res->oom), not an error. Allocates nothing. */
+pl_status sim_run(sim_ctx *ctx, const int *placement, const schedule *sched, const int64_t *caps,
+                  const sim_params *prm, sim_result *res);
+
+/* Events of the last run when tracing was on (sorted by start time), and
+ * their count. NULL when tracing is off. */
+const sim_event *sim_events(const sim_ctx *ctx, int *n);
+
+/* Indices into sim_events (or node-phase ids when tracing is off) of the
+ * critical path of the last run, in time order; *n gets its length. */
+const sim_event *sim_critical_path(const sim_ctx *ctx, int *n);
+
+/* Write the last traced run as Chrome Trace Event JSON (Perfetto,
+ * chrome://tracing): one track per device and one per link, events named by
+ * node and micro-batch. PL_ERR_INVALID if tracing was off. */
+pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f);
+
+#endif
