@@ -1,0 +1,25 @@
+#!/bin/sh
+# The README's test command: installs what is missing, builds (CUDA objects
+# included when the toolkit is present, no GPU needed), runs the CPU test
+# suite under AddressSanitizer + UndefinedBehaviorSanitizer, then the plain
+# build's suite. The output ends with Criterion's synthesis line.
+set -eu
+cd "$(dirname "$0")/.."
+./scripts/install-deps.sh
+if [ -x /usr/local/cuda/bin/nvcc ]; then PATH="/usr/local/cuda/bin:$PATH"; export PATH; fi
+
+echo "== sanitizer build (address, undefined) =="
+if [ ! -f build-asan/build.ninja ]; then
+  meson setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false \
+    >/tmp/placer-asan-setup.log 2>&1 || { cat /tmp/placer-asan-setup.log >&2; exit 1; }
+fi
+ninja -C build-asan >/tmp/placer-asan-ninja.log 2>&1 || {
+  grep -E "error|FAILED" -A3 /tmp/placer-asan-ninja.log | head -60 >&2; exit 1; }
+UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
+  meson test -C build-asan --print-errorlogs --no-rebuild -q
+
+echo "== build (CUDA objects when the toolkit is present) =="
+./scripts/build.sh
+grep -q "CUDA engine *: YES" build/meson-logs/meson-log.txt 2>/dev/null && echo "CUDA engine objects built" || true
+echo "== tests =="
+./build/tests/placer-tests -j2 --short-filename
