@@ -119,14 +119,18 @@ pl_status pl_parse_mem_cap(const char *text, int64_t device_bytes, int64_t *out,
         double p = strtod(text, &end);
         if (end != text + n - 1 || errno || !(p > 0) || p > 100)
             return pl_fail(msg, len, PL_ERR_INVALID, "memory cap '%s' must be a percentage in (0, 100]", text);
-        *out = (int64_t)(p / 100.0 * (double)device_bytes);
+        int64_t b = (int64_t)(p / 100.0 * (double)device_bytes);
+        if (b < 1) return pl_fail(msg, len, PL_ERR_INVALID, "memory cap '%s' rounds to zero bytes", text);
+        *out = b;
         return PL_OK;
     }
     char *end = NULL;
     errno = 0;
     double f = strtod(text, &end);
     if (end != text && *end == 0 && !errno && f > 0 && f <= 1.0) {
-        *out = (int64_t)(f * (double)device_bytes);
+        int64_t b = (int64_t)(f * (double)device_bytes);
+        if (b < 1) return pl_fail(msg, len, PL_ERR_INVALID, "memory cap '%s' rounds to zero bytes", text);
+        *out = b;
         return PL_OK;
     }
     return pl_parse_bytes(text, out, msg, len);

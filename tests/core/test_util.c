@@ -64,4 +64,7 @@ Test(util, parses_memory_caps_as_bytes_or_fractions) {
     cr_assert_eq(b, 2000000000LL);
     cr_assert_eq(pl_parse_mem_cap("150%", 1000, &b, NULL, 0), PL_ERR_INVALID);
     cr_assert_eq(pl_parse_mem_cap("x%", 1000, &b, NULL, 0), PL_ERR_INVALID);
+    /* fuzz finding: a tiny fraction used to give a cap of zero bytes */
+    cr_assert_eq(pl_parse_mem_cap("7E-89", 150000000000LL, &b, NULL, 0), PL_ERR_INVALID);
+    cr_assert_eq(pl_parse_mem_cap("1e-20%", 1000, &b, NULL, 0), PL_ERR_INVALID);
 }
