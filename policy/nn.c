@@ -1,0 +1,154 @@
+/*
+ * nn.c: forward/backward pairs of the placer network's layers (see nn.h).
+ *
+ * Matrix products go through cblas_dgemm, declared by GSL's CBLAS header
+ * and resolved at link time by OpenBLAS when it is found (GSL's own
+ * reference CBLAS otherwise). The sizes here are small (B <= 64 samples,
+ * H <= 256), so the elementwise loops are plain C.
+ */
+#include "nn.h"
+
+#include <gsl/gsl_cblas.h>
+#include <math.h>
+#include <string.h>
+
+static inline double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
+
+void linear_forward(double *out, const double *inp, const double *W, const double *b, int B, int I, int O) {
+    double beta = 0.0;
+    if (b) {
+        for (int r = 0; r < B; r++) memcpy(out + (size_t)r * O, b, sizeof *b * (size_t)O);
+        beta = 1.0;
+    }
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0, inp, I, W, I, beta, out, O);
+}
+
+void linear_backward(double *dinp, double *dW, double *db, const double *dout, const double *inp,
+                     const double *W, int B, int I, int O) {
+    if (dinp) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0, dout, O, W, I, 0.0, dinp, I);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0, dout, O, inp, I, 1.0, dW, I);
+    if (db)
+        for (int r = 0; r < B; r++)
+            for (int o = 0; o < O; o++) db[o] += dout[(size_t)r * O + o];
+}
+
+void lstm_forward(double *h, double *c, double *gates, double *tanh_c, const double *xh, const double *c_prev,
+                  const double *W, const double *b, int B, int XH, int H) {
+    linear_forward(gates, xh, W, b, B, XH, 4 * H);
+    for (int r = 0; r < B; r++) {
+        double *z = gates + (size_t)r * 4 * H;
+        for (int j = 0; j < H; j++) {
+            double i = sigmoid(z[j]), f = sigmoid(z[H + j]), g = tanh(z[2 * H + j]), o = sigmoid(z[3 * H + j]);
+            z[j] = i; z[H + j] = f; z[2 * H + j] = g; z[3 * H + j] = o;
+            double cc = f * c_prev[(size_t)r * H + j] + i * g;
+            double tc = tanh(cc);
+            c[(size_t)r * H + j] = cc;
+            tanh_c[(size_t)r * H + j] = tc;
+            h[(size_t)r * H + j] = o * tc;
+        }
+    }
+}
+
+void lstm_backward(double *dxh, double *dc_prev, double *dW, double *db, double *dz, const double *dh,
+                   const double *dc, const double *gates, const double *tanh_c, const double *c_prev,
+                   const double *xh, const double *W, int B, int XH, int H) {
+    for (int r = 0; r < B; r++) {
+        const double *z = gates + (size_t)r * 4 * H;
+        double *d = dz + (size_t)r * 4 * H;
+        for (int j = 0; j < H; j++) {
+            size_t k = (size_t)r * H + j;
+            double i = z[j], f = z[H + j], g = z[2 * H + j], o = z[3 * H + j];
+            double tc = tanh_c[k];
+            double dct = dh[k] * o * (1.0 - tc * tc) + (dc ? dc[k] : 0.0);
+            d[j] = dct * g * i * (1.0 - i);
+            d[H + j] = dct * c_prev[k] * f * (1.0 - f);
+            d[2 * H + j] = dct * i * (1.0 - g * g);
+            d[3 * H + j] = dh[k] * tc * o * (1.0 - o);
+            dc_prev[k] = dct * f;
+        }
+    }
+    linear_backward(dxh, dW, db, dz, xh, W, B, XH, 4 * H);
+}
+
+void attention_forward(double *ctx, double *alpha, double *u, double *q, const double *h, const double *E,
+                       const double *K, const double *Wq, const double *v, int B, int T, int H, int A) {
+    linear_forward(q, h, Wq, NULL, B, H, A);
+    for (int r = 0; r < B; r++) {
+        double *al = alpha + (size_t)r * T;
+        double mx = -INFINITY;
+        for (int j = 0; j < T; j++) {
+            double *uu = u + ((size_t)r * T + j) * A;
+            double s = 0.0;
+            for (int a = 0; a < A; a++) {
+                uu[a] = tanh(q[(size_t)r * A + a] + K[(size_t)j * A + a]);
+                s += v[a] * uu[a];
+            }
+            al[j] = s;
+            if (s > mx) mx = s;
+        }
+        double sum = 0.0;
+        for (int j = 0; j < T; j++) sum += (al[j] = exp(al[j] - mx));
+        for (int j = 0; j < T; j++) al[j] /= sum;
+    }
+    /* ctx (B,H) = alpha (B,T) @ E (T,H) */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, T, 1.0, alpha, T, E, H, 0.0, ctx, H);
+}
+
+void attention_backward(double *dh, double *dE, double *dK, double *dWq, double *dv, double *scratch,
+                        const double *dctx, const double *alpha, const double *u, const double *h,
+                        const double *E, const double *Wq, const double *v, int B, int T, int H, int A) {
+    double *dalpha = scratch;           /* (B,T) */
+    double *dq = scratch + (size_t)B * T; /* (B,A) */
+    /* dalpha (B,T) = dctx (B,H) @ E^T;  dE (T,H) += alpha^T @ dctx */
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, T, H, 1.0, dctx, H, E, H, 0.0, dalpha, T);
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, H, B, 1.0, alpha, T, dctx, H, 1.0, dE, H);
+    memset(dq, 0, sizeof *dq * (size_t)B * A);
+    for (int r = 0; r < B; r++) {
+        const double *al = alpha + (size_t)r * T;
+        double *da = dalpha + (size_t)r * T;
+        double dot = 0.0;
+        for (int j = 0; j < T; j++) dot += al[j] * da[j];
+        for (int j = 0; j < T; j++) {
+            double ds = al[j] * (da[j] - dot);
+            const double *uu = u + ((size_t)r * T + j) * A;
+            for (int a = 0; a < A; a++) {
+                dv[a] += ds * uu[a];
+                double dpre = ds * v[a] * (1.0 - uu[a] * uu[a]);
+                dq[(size_t)r * A + a] += dpre;
+                dK[(size_t)j * A + a] += dpre;
+            }
+        }
+    }
+    linear_backward(dh, dWq, NULL, dq, h, Wq, B, H, A);
+}
+
+void softmax_forward(double *probs, const double *logits, int B, int D) {
+    for (int r = 0; r < B; r++) {
+        const double *z = logits + (size_t)r * D;
+        double *p = probs + (size_t)r * D;
+        double mx = z[0];
+        for (int d = 1; d < D; d++) if (z[d] > mx) mx = z[d];
+        double sum = 0.0;
+        for (int d = 0; d < D; d++) sum += (p[d] = exp(z[d] - mx));
+        for (int d = 0; d < D; d++) p[d] /= sum;
+    }
+}
+
+double policy_loss_backward(double *dlogits, const double *probs, const int *a, const double *w, double beta,
+                            double scale, int B, int D) {
+    double loss = 0.0;
+    for (int r = 0; r < B; r++) {
+        const double *p = probs + (size_t)r * D;
+        double *dz = dlogits + (size_t)r * D;
+        double ent = 0.0;
+        for (int d = 0; d < D; d++) ent -= p[d] > 0 ? p[d] * log(p[d]) : 0.0;
+        double pa = p[a[r]] > 1e-300 ? p[a[r]] : 1e-300;
+        loss += scale * (-w[r] * log(pa) - beta * ent);
+        for (int d = 0; d < D; d++) {
+            double lp = p[d] > 1e-300 ? log(p[d]) : log(1e-300);
+            /* d(-w log p_a)/dz_d = w (p_d - [d==a]);  d(-beta H)/dz_d = beta p_d (log p_d + H) */
+            dz[d] = scale * (w[r] * (p[d] - (d == a[r] ? 1.0 : 0.0)) + beta * p[d] * (lp + ent));
+        }
+    }
+    return loss;
+}

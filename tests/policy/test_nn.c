@@ -1,0 +1,249 @@
+/*
+ * test_nn.c: every hand-written backward pass of the placer network against
+ * central finite differences.
+ *
+ * Tolerance: in double precision a central difference with step 1e-6 has a
+ * truncation error of O(h^2) ~ 1e-12 and a rounding error of about
+ * eps * |f| / h ~ 1e-10 relative to the loss magnitude (~1), so analytic and
+ * numeric gradients agree to ~1e-8 absolute; we require relative error
+ * below 1e-6 (or absolute below 1e-8 for near-zero entries). A sign or
+ * indexing mistake gives errors of order 1.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+#include "placer_net.h"
+#include "util.h"
+
+#define FD_H 1e-6
+
+static void fill(double *x, int n, pl_rng *r, double s) {
+    for (int i = 0; i < n; i++) x[i] = s * (2.0 * pl_rng_uniform(r) - 1.0);
+}
+
+static void check_close(double analytic, double numeric, const char *what, int i) {
+    double err = fabs(analytic - numeric);
+    double scale = fmax(fabs(analytic), fabs(numeric));
+    cr_assert(err <= 1e-8 || err <= 1e-6 * scale, "%s[%d]: analytic %.10g numeric %.10g", what, i, analytic,
+              numeric);
+}
+
+/* ---- LSTM cell: loss = sum(h * gh) + sum(c * gc) ------------------------ */
+enum { LB = 3, LX = 4, LH = 5 };
+typedef struct {
+    double xh[LB * (LX + LH)], c_prev[LB * LH], W[4 * LH * (LX + LH)], b[4 * LH], gh[LB * LH], gc[LB * LH];
+} lstm_case;
+
+static double lstm_loss(const lstm_case *k) {
+    double h[LB * LH], c[LB * LH], gates[LB * 4 * LH], tc[LB * LH];
+    lstm_forward(h, c, gates, tc, k->xh, k->c_prev, k->W, k->b, LB, LX + LH, LH);
+    double L = 0;
+    for (int i = 0; i < LB * LH; i++) L += h[i] * k->gh[i] + c[i] * k->gc[i];
+    return L;
+}
+
+Test(nn, lstm_backward_matches_finite_differences) {
+    pl_rng r;
+    pl_rng_seed(&r, 1);
+    lstm_case k;
+    fill(k.xh, LB * (LX + LH), &r, 1.0);
+    fill(k.c_prev, LB * LH, &r, 1.0);
+    fill(k.W, 4 * LH * (LX + LH), &r, 0.7);
+    fill(k.b, 4 * LH, &r, 0.5);
+    fill(k.gh, LB * LH, &r, 1.0);
+    fill(k.gc, LB * LH, &r, 1.0);
+    double h[LB * LH], c[LB * LH], gates[LB * 4 * LH], tc[LB * LH];
+    lstm_forward(h, c, gates, tc, k.xh, k.c_prev, k.W, k.b, LB, LX + LH, LH);
+    double dxh[LB * (LX + LH)], dcp[LB * LH], dW[4 * LH * (LX + LH)] = {0}, db[4 * LH] = {0}, dz[LB * 4 * LH];
+    lstm_backward(dxh, dcp, dW, db, dz, k.gh, k.gc, gates, tc, k.c_prev, k.xh, k.W, LB, LX + LH, LH);
+    struct { double *p; double *g; int n; const char *name; } t[] = {
+        {k.xh, dxh, LB * (LX + LH), "dxh"}, {k.c_prev, dcp, LB * LH, "dc_prev"},
+        {k.W, dW, 4 * LH * (LX + LH), "dW"}, {k.b, db, 4 * LH, "db"}};
+    for (int q = 0; q < 4; q++)
+        for (int i = 0; i < t[q].n; i++) {
+            double old = t[q].p[i];
+            t[q].p[i] = old + FD_H;
+            double lp = lstm_loss(&k);
+            t[q].p[i] = old - FD_H;
+            double lm = lstm_loss(&k);
+            t[q].p[i] = old;
+            check_close(t[q].g[i], (lp - lm) / (2 * FD_H), t[q].name, i);
+        }
+}
+
+/* ---- attention: loss = sum(ctx * g) ------------------------------------ */
+enum { AB = 2, AT = 5, AH = 4, AA = 3 };
+typedef struct {
+    double h[AB * AH], E[AT * AH], Wk[AA * AH], Wq[AA * AH], v[AA], g[AB * AH];
+} att_case;
+
+static double att_loss(const att_case *k) {
+    double K[AT * AA], ctx[AB * AH], alpha[AB * AT], u[AB * AT * AA], q[AB * AA];
+    linear_forward(K, k->E, k->Wk, NULL, AT, AH, AA);
+    attention_forward(ctx, alpha, u, q, k->h, k->E, K, k->Wq, k->v, AB, AT, AH, AA);
+    double L = 0;
+    for (int i = 0; i < AB * AH; i++) L += ctx[i] * k->g[i];
+    return L;
+}
+
+Test(nn, attention_backward_matches_finite_differences) {
+    pl_rng r;
+    pl_rng_seed(&r, 2);
+    att_case k;
+    fill(k.h, AB * AH, &r, 1.0);
+    fill(k.E, AT * AH, &r, 1.0);
+    fill(k.Wk, AA * AH, &r, 1.0);
+    fill(k.Wq, AA * AH, &r, 1.0);
+    fill(k.v, AA, &r, 1.5);
+    fill(k.g, AB * AH, &r, 1.0);
+    double K[AT * AA], ctx[AB * AH], alpha[AB * AT], u[AB * AT * AA], q[AB * AA];
+    linear_forward(K, k.E, k.Wk, NULL, AT, AH, AA);
+    attention_forward(ctx, alpha, u, q, k.h, k.E, K, k.Wq, k.v, AB, AT, AH, AA);
+    double dh[AB * AH], dE[AT * AH] = {0}, dK[AT * AA] = {0}, dWq[AA * AH] = {0}, dv[AA] = {0};
+    double scratch[AB * AT + AB * AA + AA], dWk[AA * AH] = {0}, dEk[AT * AH];
+    attention_backward(dh, dE, dK, dWq, dv, scratch, k.g, alpha, u, k.h, k.E, k.Wq, k.v, AB, AT, AH, AA);
+    linear_backward(dEk, dWk, NULL, dK, k.E, k.Wk, AT, AH, AA);
+    for (int i = 0; i < AT * AH; i++) dE[i] += dEk[i];
+    /* alpha rows are distributions */
+    for (int b = 0; b < AB; b++) {
+        double s = 0;
+        for (int j = 0; j < AT; j++) s += alpha[b * AT + j];
+        cr_assert(fabs(s - 1.0) < 1e-12);
+    }
+    struct { double *p; double *g; int n; const char *name; } t[] = {
+        {k.h, dh, AB * AH, "dh"}, {k.E, dE, AT * AH, "dE"}, {k.Wq, dWq, AA * AH, "dWq"},
+        {k.Wk, dWk, AA * AH, "dWk"}, {k.v, dv, AA, "dv"}};
+    for (int q2 = 0; q2 < 5; q2++)
+        for (int i = 0; i < t[q2].n; i++) {
+            double old = t[q2].p[i];
+            t[q2].p[i] = old + FD_H;
+            double lp = att_loss(&k);
+            t[q2].p[i] = old - FD_H;
+            double lm = att_loss(&k);
+            t[q2].p[i] = old;
+            check_close(t[q2].g[i], (lp - lm) / (2 * FD_H), t[q2].name, i);
+        }
+}
+
+/* ---- softmax + policy loss with entropy -------------------------------- */
+Test(nn, softmax_policy_loss_backward_matches_finite_differences) {
+    enum { B = 3, D = 4 };
+    pl_rng r;
+    pl_rng_seed(&r, 3);
+    double z[B * D], p[B * D], dz[B * D], dzs[B * D], w[B] = {1.3, -0.7, 0.2};
+    int a[B] = {2, 0, 3};
+    fill(z, B * D, &r, 2.0);
+    softmax_forward(p, z, B, D);
+    policy_loss_backward(dz, p, a, w, 0.3, 0.5, B, D);
+    for (int i = 0; i < B * D; i++) {
+        double old = z[i];
+        z[i] = old + FD_H;
+        softmax_forward(p, z, B, D);
+        double lp = policy_loss_backward(dzs, p, a, w, 0.3, 0.5, B, D);
+        z[i] = old - FD_H;
+        softmax_forward(p, z, B, D);
+        double lm = policy_loss_backward(dzs, p, a, w, 0.3, 0.5, B, D);
+        z[i] = old;
+        check_close(dz[i], (lp - lm) / (2 * FD_H), "dlogits", i);
+    }
+}
+
+Test(nn, linear_backward_matches_finite_differences) {
+    enum { B = 3, I = 4, O = 2 };
+    pl_rng r;
+    pl_rng_seed(&r, 4);
+    double x[B * I], W[O * I], b[O], g[B * O], y[B * O], dx[B * I], dW[O * I] = {0}, db[O] = {0};
+    fill(x, B * I, &r, 1);
+    fill(W, O * I, &r, 1);
+    fill(b, O, &r, 1);
+    fill(g, B * O, &r, 1);
+    linear_backward(dx, dW, db, g, x, W, B, I, O);
+    double *ps[3] = {x, W, b}, *gs[3] = {dx, dW, db};
+    int ns[3] = {B * I, O * I, O};
+    for (int q = 0; q < 3; q++)
+        for (int i = 0; i < ns[q]; i++) {
+            double old = ps[q][i], lp = 0, lm = 0;
+            ps[q][i] = old + FD_H;
+            linear_forward(y, x, W, b, B, I, O);
+            for (int j = 0; j < B * O; j++) lp += y[j] * g[j];
+            ps[q][i] = old - FD_H;
+            linear_forward(y, x, W, b, B, I, O);
+            for (int j = 0; j < B * O; j++) lm += y[j] * g[j];
+            ps[q][i] = old;
+            check_close(gs[q][i], (lp - lm) / (2 * FD_H), "linear", i);
+        }
+}
+
+/* ---- the whole network: REINFORCE loss with fixed actions ---------------- */
+static double net_loss(placer_net *net, placer_acts *acts, const double *feat, int T, int B, int *act,
+                       const double *w, double beta) {
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, B, PN_GIVEN, NULL, act, NULL), PL_OK);
+    return placer_net_policy_loss(acts, w, beta, 1.0 / B, NULL);
+}
+
+Test(nn, whole_network_backward_matches_finite_differences) {
+    enum { F = 6, D = 3, T = 5, B = 4 };
+    placer_net_config cfg = {F, D, 4, 5, 3, 2};
+    placer_net *net = NULL;
+    cr_assert_eq(placer_net_create(&cfg, 7, &net), PL_OK);
+    /* bigger output weights than the default init, so every path matters */
+    pl_rng r;
+    pl_rng_seed(&r, 5);
+    fill(placer_net_param(net, PN_OUT_W), (int)net->size[PN_OUT_W], &r, 1.0);
+    fill(placer_net_param(net, PN_DEV_EMB), (int)net->size[PN_DEV_EMB], &r, 1.0);
+    placer_acts *acts = NULL;
+    cr_assert_eq(placer_acts_create(net, T, B, &acts), PL_OK);
+    double feat[T * F], w[B] = {0.9, -1.1, 0.4, -0.2};
+    fill(feat, T * F, &r, 1.0);
+    int act[B * T];
+    pl_rng srng;
+    pl_rng_seed(&srng, 11);
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, B, PN_SAMPLE, &srng, act, NULL), PL_OK);
+    placer_net_zero_grad(net);
+    net_loss(net, acts, feat, T, B, act, w, 0.05);
+    placer_net_backward(net, acts, feat);
+    double *grad = malloc(sizeof *grad * net->n_params);
+    memcpy(grad, net->grads, sizeof *grad * net->n_params);
+    for (size_t i = 0; i < net->n_params; i++) {
+        double old = net->params[i];
+        net->params[i] = old + FD_H;
+        double lp = net_loss(net, acts, feat, T, B, act, w, 0.05);
+        net->params[i] = old - FD_H;
+        double lm = net_loss(net, acts, feat, T, B, act, w, 0.05);
+        net->params[i] = old;
+        check_close(grad[i], (lp - lm) / (2 * FD_H), "param", (int)i);
+    }
+    free(grad);
+    placer_acts_destroy(acts);
+    placer_net_destroy(net);
+}
+
+Test(nn, sampling_is_deterministic_for_a_seed_and_greedy_takes_the_mode) {
+    enum { F = 6, D = 4, T = 7, B = 3 };
+    placer_net_config cfg = placer_net_default_config(F, D);
+    placer_net *net = NULL;
+    cr_assert_eq(placer_net_create(&cfg, 9, &net), PL_OK);
+    placer_acts *acts = NULL;
+    cr_assert_eq(placer_acts_create(net, T, B, &acts), PL_OK);
+    double feat[T * F];
+    pl_rng r;
+    pl_rng_seed(&r, 1);
+    fill(feat, T * F, &r, 1.0);
+    int a1[B * T], a2[B * T], g[T];
+    pl_rng s1, s2;
+    pl_rng_seed(&s1, 42);
+    pl_rng_seed(&s2, 42);
+    placer_net_forward(net, acts, feat, T, B, PN_SAMPLE, &s1, a1, NULL);
+    placer_net_forward(net, acts, feat, T, B, PN_SAMPLE, &s2, a2, NULL);
+    cr_assert_arr_eq(a1, a2, sizeof a1);
+    placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL);
+    for (int t = 0; t < T; t++) {
+        const double *p = placer_acts_probs(acts, t);
+        for (int d = 0; d < D; d++) cr_assert(p[d] <= p[g[t]]);
+    }
+    placer_acts_destroy(acts);
+    placer_net_destroy(net);
+}
