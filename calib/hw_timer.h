@@ -1,0 +1,43 @@
+/*
+ * hw_timer.h: the timer backed by the real engine (hw/): CUDA devices, or
+ * the engine's CPU reference backend on virtual devices (no GPU needed).
+ *
+ * The engine keeps its devices, streams and communicators across calls;
+ * each call builds the placement's memory layout under the cap, runs the
+ * warm-up steps, then times each step (device events and a host sync per
+ * step) and releases the placement's memory again. An engine OOM
+ * (PL_ERR_DEVICE_OOM) is reported as an outcome, not a failure.
+ */
+#ifndef PLACER_CALIB_HW_TIMER_H
+#define PLACER_CALIB_HW_TIMER_H
+
+#include <stdint.h>
+
+#include "graph.h"
+#include "status.h"
+#include "timer.h"
+
+typedef struct calib_hw_timer calib_hw_timer;
+
+/* Create an engine timer for graph g (borrowed, must outlive the timer).
+ *   backend  "cuda" or "cpu"
+ *   gpus     physical device of each logical device 0..n_devices-1 (CUDA
+ *            ordinals; ignored by the CPU backend, which makes n_devices
+ *            virtual devices); may repeat a GPU
+ *   seed     data and parameter initialisation
+ * PL_ERR_UNSUPPORTED when the backend is not built in, PL_ERR_NO_DEVICE
+ * when a GPU is missing, PL_ERR_CUDA. On success *out owns the timer
+ * (calib_hw_timer_destroy) and *timer is ready to use. */
+pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *gpus, int n_devices, uint64_t seed,
+                                calib_hw_timer **out, calib_timer *timer, char *msg, size_t len);
+
+/* Free. Accepts NULL. */
+void calib_hw_timer_destroy(calib_hw_timer *t);
+
+/* Write a Chrome trace of one measured step of node_placement under s and
+ * mem_cap to path, when the engine can trace. PL_ERR_UNSUPPORTED when it
+ * cannot. */
+pl_status calib_hw_timer_trace(calib_hw_timer *t, const int *node_placement, const schedule *s, int64_t mem_cap,
+                               const char *path, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,807 @@
+/*
+ * report.c: gnuplot figures, markdown tables and Chrome traces from the
+ * store (see report.h). Each figure is a .dat file and a .gp script that
+ * gnuplot runs in the output directory, once per terminal (PNG, SVG).
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include "calib_db.h"
+#include "graph.h"
+#include "placement.h"
+#include "sim.h"
+#include "stats.h"
+#include "util.h"
+
+#define PATH_LEN 4096
+
+typedef struct {
+    const calib_report_options *opt;
+    char png_term[128];        /* "pngcairo ..." or "png ..." */
+    profile_db *db;
+    sqlite3 *h;
+    graph *g;                  /* the profile's graph, owned */
+    profile_data *p;           /* owned */
+    gpt_config cfg;
+    char graph_key[PROFILE_NAME_LEN];
+    sim_ctx *ctx;              /* m up to the batch, owned */
+    sim_params neutral, calibrated;
+    int n_calibrated;          /* parameters stored (0 = never calibrated) */
+    FILE *md;                  /* the markdown being written */
+    calib_report_summary sum;
+    char *msg;
+    size_t len;
+} report;
+
+/* ---- small helpers ---- */
+
+static int mkdir_p(const char *dir) {
+    char buf[PATH_LEN];
+    if (snprintf(buf, sizeof buf, "%s", dir) >= (int)sizeof buf) return -1;
+    for (char *q = buf + 1; *q; q++) {
+        if (*q != '/') continue;
+        *q = 0;
+        if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+        *q = '/';
+    }
+    if (mkdir(buf, 0777) && errno != EEXIST) return -1;
+    return 0;
+}
+
+/* Keep [A-Za-z0-9_-] of a label for file names; "x" when nothing is left. */
+static void file_safe(const char *in, char *out, size_t len) {
+    size_t k = 0;
+    for (const char *c = in; *c && k + 1 < len; c++)
+        out[k++] = ((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') || *c == '-' ||
+                    *c == '_')
+                       ? *c
+                       : '_';
+    if (k == 0 && len > 1) out[k++] = 'x';
+    out[k] = 0;
+}
+
+static FILE *open_out(report *r, const char *name, const char *mode) {
+    char path[PATH_LEN];
+    snprintf(path, sizeof path, "%s/%s", r->opt->out_dir, name);
+    FILE *f = fopen(path, mode);
+    if (!f) pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    return f;
+}
+
+/* Which PNG terminal this gnuplot has; PL_ERR_UNSUPPORTED when gnuplot is
+ * missing or has neither PNG nor SVG. */
+static pl_status probe_gnuplot(report *r) {
+    char cmd[PATH_LEN];
+    snprintf(cmd, sizeof cmd, "%s -e 'set terminal' 2>&1", r->opt->gnuplot ? r->opt->gnuplot : "gnuplot");
+    FILE *f = popen(cmd, "r");
+    if (!f) return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "cannot run gnuplot");
+    int cairo = 0, png = 0, svg = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char name[64];
+        if (sscanf(line, " %63s", name) != 1) continue;
+        cairo |= !strcmp(name, "pngcairo");
+        png |= !strcmp(name, "png");
+        svg |= !strcmp(name, "svg");
+    }
+    int rc = pclose(f);
+    if (rc != 0 || (!cairo && !png) || !svg)
+        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED,
+                       "gnuplot with png and svg terminals is needed for the report; install gnuplot-nox "
+                       "(scripts/install-deps.sh)");
+    snprintf(r->png_term, sizeof r->png_term, "%s", cairo ? "pngcairo size 1000,620 font ',11'" : "png size 1000,620");
+    return PL_OK;
+}
+
+/* Write <base>.gp with the plot body for PNG then SVG and run gnuplot in
+ * the output directory. body must end with a plot command. */
+static pl_status draw(report *r, const char *base, const char *body) {
+    char name[PATH_LEN];
+    snprintf(name, sizeof name, "%s.gp", base);
+    FILE *f = open_out(r, name, "w");
+    if (!f) return PL_ERR_IO;
+    fprintf(f, "# %s.gp: written by placer report; run with gnuplot in this directory.\n", base);
+    fprintf(f, "set datafile missing 'NaN'\nset grid lc rgb '#dddddd'\nset key top left\n");
+    fprintf(f, "set terminal %s\nset output '%s.png'\n%s\n", r->png_term, base, body);
+    fprintf(f, "set terminal svg size 1000,620 dynamic font ',11'\nset output '%s.svg'\nreplot\nunset output\n", base);
+    if (fclose(f)) return pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s", name);
+    char cmd[3 * PATH_LEN];
+    if (strchr(r->opt->out_dir, '\'')) return pl_fail(r->msg, r->len, PL_ERR_INVALID, "output directory has a quote");
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s.gp' 2>>gnuplot.log", r->opt->out_dir,
+             r->opt->gnuplot ? r->opt->gnuplot : "gnuplot", base);
+    if (system(cmd) != 0)
+        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "gnuplot failed on %s/%s.gp (see %s/gnuplot.log)",
+                       r->opt->out_dir, base, r->opt->out_dir);
+    r->sum.n_figures++;
+    return PL_OK;
+}
+
+static const char *img(report *r) { return r->opt->image_prefix ? r->opt->image_prefix : ""; }
+
+static int table_exists(report *r, const char *name) {
+    sqlite3_stmt *s = NULL;
+    int yes = 0;
+    if (sqlite3_prepare_v2(r->h, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1, &s, NULL) ==
+        SQLITE_OK) {
+        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+        yes = sqlite3_step(s) == SQLITE_ROW;
+    }
+    sqlite3_finalize(s);
+    return yes;
+}
+
+static double col_real(sqlite3_stmt *s, int i) {
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+}
+
+static const char *col_text(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? (const char *)t : "";
+}
+
+/* "12.345" ms from us, or "-" for NaN, into buf. */
+static const char *ms(char *buf, size_t len, double us) {
+    if (!isfinite(us)) snprintf(buf, len, "-");
+    else snprintf(buf, len, "%.3f", us / 1000.0);
+    return buf;
+}
+
+/* ---- learning curves ---- */
+
+typedef struct {
+    int n, cap;
+    int *update;
+    double *us;
+    int *oom;
+} samples;
+
+static int collect_sample(void *ctx, const profile_run_sample *s) {
+    samples *a = ctx;
+    if (a->n == a->cap) {
+        int cap = a->cap ? 2 * a->cap : 1024;
+        int *u = realloc(a->update, sizeof(int) * (size_t)cap);
+        if (u) a->update = u;
+        double *v = realloc(a->us, sizeof(double) * (size_t)cap);
+        if (v) a->us = v;
+        int *o = realloc(a->oom, sizeof(int) * (size_t)cap);
+        if (o) a->oom = o;
+        if (!u || !v || !o) return 1;
+        a->cap = cap;
+    }
+    a->update[a->n] = s->update;
+    a->us[a->n] = s->step_us;
+    a->oom[a->n] = s->oom;
+    a->n++;
+    return 0;
+}
+
+typedef struct {
+    int n, cap;
+    int64_t *id;
+    char (*method)[32];
+    char (*args)[160];
+} run_list;
+
+static int collect_run(void *ctx, const profile_run_info *ri) {
+    run_list *l = ctx;
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        int64_t *id = realloc(l->id, sizeof *id * (size_t)cap);
+        if (id) l->id = id;
+        char(*m)[32] = realloc(l->method, sizeof *m * (size_t)cap);
+        if (m) l->method = m;
+        char(*a)[160] = realloc(l->args, sizeof *a * (size_t)cap);
+        if (a) l->args = a;
+        if (!id || !m || !a) return 1;
+        l->cap = cap;
+    }
+    l->id[l->n] = ri->id;
+    snprintf(l->method[l->n], 32, "%s", ri->method ? ri->method : "");
+    snprintf(l->args[l->n], 160, "%s", ri->args ? ri->args : "");
+    l->n++;
+    return 0;
+}
+
+static pl_status learning_curve(report *r, int64_t run, const char *method, const char *args, int explicit_run) {
+    samples a = {0};
+    pl_status st = profile_db_run_samples(r->db, run, collect_sample, &a);
+    if (st != PL_OK) {
+        st = pl_fail(r->msg, r->len, st, "cannot read run %lld: %s", (long long)run, profile_db_last_error(r->db));
+        goto out;
+    }
+    int max_u = -1;
+    for (int i = 0; i < a.n; i++)
+        if (a.update[i] > max_u) max_u = a.update[i];
+    if (max_u < 1 && !explicit_run) goto out; /* a search, not a learning run */
+    char base[64], name[80];
+    snprintf(base, sizeof base, "learning-%lld", (long long)run);
+    snprintf(name, sizeof name, "%s.dat", base);
+    FILE *f = open_out(r, name, "w");
+    if (!f) {
+        st = PL_ERR_IO;
+        goto out;
+    }
+    fprintf(f, "# update sampled_step_ms (OOM samples left out)\n");
+    int n_oom = 0;
+    for (int i = 0; i < a.n; i++) {
+        if (a.oom[i] || !isfinite(a.us[i])) n_oom++;
+        else fprintf(f, "%d %.4f\n", a.update[i], a.us[i] / 1000.0);
+    }
+    fclose(f);
+    snprintf(name, sizeof name, "%s-curve.dat", base);
+    f = open_out(r, name, "w");
+    if (!f) {
+        st = PL_ERR_IO;
+        goto out;
+    }
+    fprintf(f, "# update mean_ms best_ms best_so_far_ms\n");
+    double best_all = INFINITY;
+    double final_mean = NAN, first_mean = NAN;
+    for (int u = 0; u <= max_u; u++) {
+        double sum = 0, best = INFINITY;
+        int k = 0;
+        for (int i = 0; i < a.n; i++)
+            if (a.update[i] == u && !a.oom[i] && isfinite(a.us[i])) {
+                sum += a.us[i];
+                k++;
+                if (a.us[i] < best) best = a.us[i];
+            }
+        if (!k) continue;
+        if (best < best_all) best_all = best;
+        if (!isfinite(first_mean)) first_mean = sum / k;
+        final_mean = sum / k;
+        fprintf(f, "%d %.4f %.4f %.4f\n", u, sum / k / 1000.0, best / 1000.0, best_all / 1000.0);
+    }
+    fclose(f);
+    char body[2048];
+    snprintf(body, sizeof body,
+             "set title \"run %lld (%s): predicted step time of sampled placements\" noenhanced\n"
+             "set xlabel 'policy update'\nset ylabel 'predicted step time (ms)'\nset key top right\n"
+             "plot '%s.dat' using 1:2 with points pt 7 ps 0.35 lc rgb '#99aaaaaa' title 'sampled placements', \\\n"
+             "  '%s-curve.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'mean of update', \\\n"
+             "  '' using 1:3 with lines lw 1 lc rgb '#2ca02c' title 'best of update', \\\n"
+             "  '' using 1:4 with lines lw 2 dt 2 lc rgb '#d62728' title 'best so far'",
+             (long long)run, method, base, base);
+    if ((st = draw(r, base, body)) != PL_OK) goto out;
+    r->sum.n_learning++;
+    char b1[32], b2[32], b3[32];
+    fprintf(r->md, "- run %lld (`%s %s`): %d samples over %d updates (%d OOM); mean sampled step %s ms at the "
+                   "first update, %s ms at the last; best found %s ms (predicted). ![learning curve](%s%s.png)\n",
+            (long long)run, method, args, a.n, max_u + 1, n_oom, ms(b1, sizeof b1, first_mean),
+            ms(b2, sizeof b2, final_mean), ms(b3, sizeof b3, best_all), img(r), base);
+out:
+    free(a.update);
+    free(a.us);
+    free(a.oom);
+    return st;
+}
+
+static pl_status learning_section(report *r) {
+    fprintf(r->md, "\n## Learning curves\n\n");
+    int before = r->sum.n_learning;
+    pl_status st = PL_OK;
+    if (r->opt->runs && r->opt->n_runs > 0) {
+        for (int i = 0; i < r->opt->n_runs && st == PL_OK; i++)
+            st = learning_curve(r, r->opt->runs[i], "run", "", 1);
+        if (st != PL_OK) return st;
+    } else {
+        run_list l = {0};
+        st = profile_db_runs(r->db, collect_run, &l);
+        if (st != PL_OK) st = pl_fail(r->msg, r->len, st, "cannot list runs: %s", profile_db_last_error(r->db));
+        for (int i = 0; i < l.n && st == PL_OK; i++) st = learning_curve(r, l.id[i], l.method[i], l.args[i], 0);
+        free(l.id);
+        free(l.method);
+        free(l.args);
+        if (st != PL_OK) return st;
+    }
+    if (r->sum.n_learning == before) fprintf(r->md, "No placer run with more than one update is stored.\n");
+    return PL_OK;
+}
+
+/* ---- calibration ---- */
+
+static pl_status calibration_section(report *r) {
+    fprintf(r->md, "\n## Simulator calibration\n\n");
+    if (!table_exists(r, "calib_fit")) {
+        fprintf(r->md, "No calibration is stored (run `placer calibrate`).\n");
+        return PL_OK;
+    }
+    sqlite3_stmt *s = NULL;
+    pl_status st = PL_OK;
+    if (sqlite3_prepare_v2(r->h,
+                           "SELECT id, graph_key, timer, created_at, seed, holdout, n_train, n_test, iterations,"
+                           " before_mape, before_max_ape, before_tau, before_mem_mape, before_mem_max_ape,"
+                           " after_mape, after_max_ape, after_tau, after_mem_mape, after_mem_max_ape,"
+                           " train_before_mape, train_after_mape, params, errors, before_params"
+                           " FROM calib_fit ORDER BY id DESC LIMIT 1",
+                           -1, &s, NULL) != SQLITE_OK)
+        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read calibrations: %s", sqlite3_errmsg(r->h));
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        fprintf(r->md, "No calibration is stored (run `placer calibrate`).\n");
+        sqlite3_finalize(s);
+        return PL_OK;
+    }
+    int64_t fid = sqlite3_column_int64(s, 0);
+    r->sum.has_fit = 1;
+    fprintf(r->md,
+            "Fit %lld (%s), timings from `%s`, graph `%s`: %d placements to fit on, %d held out (fraction %.2f, "
+            "split seed %lld), %d trust-region iterations. Residuals are log(predicted) - log(measured).\n\n",
+            (long long)fid, col_text(s, 3), col_text(s, 2), col_text(s, 1), sqlite3_column_int(s, 6),
+            sqlite3_column_int(s, 7), col_real(s, 5), (long long)sqlite3_column_int64(s, 4), sqlite3_column_int(s, 8));
+    fprintf(r->md, "| held-out placements | MAPE | max error | Kendall's tau | peak-memory MAPE | peak-memory max error |\n");
+    fprintf(r->md, "|---|---|---|---|---|---|\n");
+    for (int j = 0; j < 2; j++) {
+        int b = 9 + 5 * j;
+        fprintf(r->md, "| %s | %.2f%% | %.2f%% | %.3f | %.2f%% | %.2f%% |\n",
+                j ? "after calibration" : "before (neutral parameters)", col_real(s, b), col_real(s, b + 1),
+                col_real(s, b + 2), col_real(s, b + 3), col_real(s, b + 4));
+    }
+    fprintf(r->md, "| target | <= 3%% | <= 10%% | >= 0.85 | <= 5%% | |\n\n");
+    fprintf(r->md, "On the placements it was fitted on: MAPE %.2f%% before, %.2f%% after.\n\n", col_real(s, 19),
+            col_real(s, 20));
+    fprintf(r->md, "Fitted parameters (value ± covariance-scaled 1-sigma error; null = not fitted): `%s` ± `%s`; "
+                   "starting point `%s`.\n\n",
+            col_text(s, 21), col_text(s, 22), col_text(s, 23));
+    sqlite3_finalize(s);
+    s = NULL;
+
+    /* the scatter */
+    FILE *ftr = open_out(r, "calibration-train.dat", "w");
+    FILE *fte = ftr ? open_out(r, "calibration-test.dat", "w") : NULL;
+    if (!ftr || !fte) {
+        if (ftr) fclose(ftr);
+        return PL_ERR_IO;
+    }
+    fprintf(ftr, "# measured_ms pred_before_ms pred_after_ms micro_batches schedule\n");
+    fprintf(fte, "# measured_ms pred_before_ms pred_after_ms micro_batches schedule\n");
+    double lo = INFINITY, hi = 0;
+    if (sqlite3_prepare_v2(r->h,
+                           "SELECT split, measured_us, pred_before_us, pred_after_us, micro_batches, schedule"
+                           " FROM calib_fit_point WHERE fit_id = ? ORDER BY rowid",
+                           -1, &s, NULL) != SQLITE_OK) {
+        st = pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read fit points: %s", sqlite3_errmsg(r->h));
+        fclose(ftr);
+        fclose(fte);
+        return st;
+    }
+    sqlite3_bind_int64(s, 1, fid);
+    while (sqlite3_step(s) == SQLITE_ROW) {
+        FILE *f = strcmp(col_text(s, 0), "test") ? ftr : fte;
+        double v[3] = {col_real(s, 1), col_real(s, 2), col_real(s, 3)};
+        for (int j = 0; j < 3; j++)
+            if (isfinite(v[j])) {
+                if (v[j] < lo) lo = v[j];
+                if (v[j] > hi) hi = v[j];
+            }
+        fprintf(f, "%.4f %.4f %.4f %d %s\n", v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0, sqlite3_column_int(s, 4),
+                col_text(s, 5));
+    }
+    sqlite3_finalize(s);
+    fclose(ftr);
+    fclose(fte);
+    if (!(hi > 0)) return PL_OK;
+    lo = lo / 1000.0 * 0.9;
+    hi = hi / 1000.0 * 1.1;
+    char body[2048];
+    snprintf(body, sizeof body,
+             "set title 'Simulator against hardware: step time of each measured placement'\n"
+             "set xlabel 'measured step time (ms)'\nset ylabel 'predicted step time (ms)'\n"
+             "set size ratio -1\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
+             "plot x with lines dt 2 lc rgb 'black' title 'y = x', \\\n"
+             "  'calibration-test.dat' using 1:2 with points pt 6 ps 1.2 lc rgb '#ff7f0e' title 'held out, before', \\\n"
+             "  'calibration-test.dat' using 1:3 with points pt 7 ps 1.2 lc rgb '#1f77b4' title 'held out, after', \\\n"
+             "  'calibration-train.dat' using 1:3 with points pt 1 ps 0.8 lc rgb '#7f7f7f' title 'fitted on, after'",
+             lo, hi, lo, hi);
+    if ((st = draw(r, "calibration", body)) != PL_OK) return st;
+    fprintf(r->md, "![predicted vs measured](%scalibration.png)\n", img(r));
+    return PL_OK;
+}
+
+/* ---- confirmation (the A/B/C table) ---- */
+
+#define MAX_SIDES 16
+
+typedef struct {
+    char side[32], cand[64];
+    char *placement;  /* owned */
+    int n_cand, n_oom, n;
+    double mean, sd, se, pred_at_confirm;
+    double pred_neutral, pred_cal;
+    int pred_oom;
+    int64_t peak;
+} side_row;
+
+/* Predict placement text under the setting; NaN when it does not parse. */
+static void predict(report *r, const char *ptext, const schedule *sc, int64_t cap, const sim_params *prm,
+                    double *us, int *oom) {
+    *us = NAN;
+    *oom = 0;
+    if (!r->ctx || !ptext || !*ptext) return;
+    int *pl = malloc(sizeof(int) * (size_t)r->g->n_nodes);
+    if (!pl) return;
+    int64_t caps[SIM_MAX_DEVICES];
+    for (int d = 0; d < SIM_MAX_DEVICES; d++) caps[d] = cap;
+    sim_result res;
+    if (placement_parse(ptext, r->g->n_nodes, r->p->n_devices, pl, NULL, 0) == PL_OK &&
+        sim_run(r->ctx, pl, sc, cap > 0 ? caps : NULL, prm, &res) == PL_OK) {
+        *us = res.step_us;
+        *oom = res.oom;
+    }
+    free(pl);
+}
+
+static pl_status trace_winner(report *r, const char *fname, const char *ptext, const schedule *sc, int64_t cap) {
+    int *pl = malloc(sizeof(int) * (size_t)r->g->n_nodes);
+    if (!pl) return pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
+    pl_status st = placement_parse(ptext, r->g->n_nodes, r->p->n_devices, pl, NULL, 0);
+    if (st != PL_OK) {
+        free(pl);
+        return PL_OK; /* another graph: no trace */
+    }
+    int64_t caps[SIM_MAX_DEVICES];
+    for (int d = 0; d < SIM_MAX_DEVICES; d++) caps[d] = cap;
+    sim_result res;
+    sim_ctx_set_trace(r->ctx, 1);
+    st = sim_run(r->ctx, pl, sc, cap > 0 ? caps : NULL, &r->calibrated, &res);
+    free(pl);
+    if (st == PL_OK) {
+        FILE *f = open_out(r, fname, "w");
+        if (!f) st = PL_ERR_IO;
+        else {
+            st = sim_write_chrome_trace(r->ctx, f);
+            if (fclose(f) && st == PL_OK) st = PL_ERR_IO;
+            if (st != PL_OK) pl_fail(r->msg, r->len, st, "cannot write %s", fname);
+            else r->sum.n_traces++;
+        }
+    } else {
+        pl_fail(r->msg, r->len, st, "cannot simulate the winner for its trace");
+    }
+    sim_ctx_set_trace(r->ctx, 0);
+    return st;
+}
+
+static pl_status placement_map(report *r, const char *base, const char *title, side_row *rows, int n) {
+    char name[PATH_LEN];
+    snprintf(name, sizeof name, "%s.dat", base);
+    FILE *f = open_out(r, name, "w");
+    if (!f) return PL_ERR_IO;
+    fprintf(f, "# node row device name\n");
+    int used[PLACEMENT_MAX_DEVICES] = {0};
+    int *pl = malloc(sizeof(int) * (size_t)r->g->n_nodes);
+    if (!pl) {
+        fclose(f);
+        return pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
+    }
+    char ytics[1024] = "";
+    int w = 0, nrow = 0;
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].placement ||
+            placement_parse(rows[i].placement, r->g->n_nodes, r->p->n_devices, pl, NULL, 0) != PL_OK)
+            continue;
+        for (int k = 0; k < r->g->n_nodes; k++) {
+            fprintf(f, "%d %d %d %s\n", k, nrow, pl[k], r->g->nodes[k].name);
+            used[pl[k]] = 1;
+        }
+        w += snprintf(ytics + w, sizeof ytics - (size_t)w, "%s\"%s\" %d", nrow ? ", " : "", rows[i].side, nrow);
+        nrow++;
+    }
+    free(pl);
+    fclose(f);
+    if (!nrow) return PL_OK;
+    char body[8192];
+    int b = snprintf(body, sizeof body,
+                     "set title \"%s\" noenhanced\nset xlabel 'graph node'\nset ytics (%s)\n"
+                     "set yrange [-0.6:%d.6]\nset xrange [-0.6:%d.6]\nset xtics rotate by 90 right font ',8' noenhanced\n"
+                     "set key outside right top\nset style fill solid 1.0 noborder\nset grid noxtics noytics\n"
+                     "plot '%s.dat' using 1:2:(0.45):(0.4):($3+1):xtic(4) with boxxyerror lc variable notitle",
+                     title, ytics, nrow - 1, r->g->n_nodes - 1, base);
+    for (int d = 0; d < r->p->n_devices && d < PLACEMENT_MAX_DEVICES; d++)
+        if (used[d] && b > 0 && (size_t)b < sizeof body)
+            b += snprintf(body + b, sizeof body - (size_t)b, ", \\\n  NaN with boxes lc %d title 'device %d'", d + 1, d);
+    return draw(r, base, body);
+}
+
+static pl_status h2h_chart(report *r, const char *base, const char *title, side_row *rows, int n, int use_cal) {
+    char name[PATH_LEN];
+    snprintf(name, sizeof name, "%s.dat", base);
+    FILE *f = open_out(r, name, "w");
+    if (!f) return PL_ERR_IO;
+    fprintf(f, "# idx side mean_ms sd_ms predicted_ms\n");
+    char labels[2048] = "";
+    int w = 0;
+    double top = 0;
+    for (int i = 0; i < n; i++) {
+        double pr = use_cal ? rows[i].pred_cal : rows[i].pred_neutral;
+        double m = rows[i].n ? rows[i].mean / 1000.0 : NAN, sd = rows[i].n ? rows[i].sd / 1000.0 : NAN;
+        fprintf(f, "%d %s %.4f %.4f %.4f\n", i, rows[i].side, m, sd, pr / 1000.0);
+        if (isfinite(m) && m + sd > top) top = m + sd;
+        if (isfinite(pr) && pr / 1000.0 > top) top = pr / 1000.0;
+        if (!rows[i].n && w >= 0 && (size_t)w < sizeof labels)
+            w += snprintf(labels + w, sizeof labels - (size_t)w, "set label 'OOM' at %d,graph 0.05 center\n", i);
+    }
+    fclose(f);
+    char body[4096];
+    snprintf(body, sizeof body,
+             "set title \"%s\" noenhanced\nset ylabel 'step time (ms)'\nset yrange [0:%g]\nset xrange [-0.6:%d.6]\n"
+             "set style fill solid 0.55 border -1\nset boxwidth 0.6\nset key top right\n%s"
+             "plot '%s.dat' using 1:3:4:xtic(2) with boxerrorbars lc rgb '#4878a8' title 'confirmed mean ± sd', \\\n"
+             "  '' using 1:5 with points pt 9 ps 1.8 lc rgb '#d62728' title 'simulator (%s)'",
+             title, top > 0 ? top * 1.25 : 1.0, n - 1, labels, base, use_cal ? "calibrated" : "neutral");
+    return draw(r, base, body);
+}
+
+static const char *verdict(const side_row *rl, const side_row *rows, int n, char *buf, size_t len) {
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (&rows[i] != rl && rows[i].n > 0 && (best < 0 || rows[i].mean < rows[best].mean)) best = i;
+    if (!rl || rl->n == 0) {
+        snprintf(buf, len, "the RL placer has no confirmed placement (all its candidates ran out of memory).");
+        return buf;
+    }
+    if (best < 0) {
+        snprintf(buf, len, "no other side has a confirmed placement.");
+        return buf;
+    }
+    calib_summary a = {rl->n, rl->mean, rl->sd, rl->se}, b = {rows[best].n, rows[best].mean, rows[best].sd, rows[best].se};
+    calib_diff d = calib_welch(a, b);
+    const char *what = d.z <= -2 ? "**RL beats** the best other side"
+                       : d.z >= 2 ? "**RL does not beat** the best other side: it is slower than"
+                                  : "**RL does not beat** the best other side: within noise of";
+    snprintf(buf, len, "%s `%s` by %+.3f ms (%+.1f%%), %.1f standard errors (Welch dof %.1f).", what,
+             rows[best].side, d.diff / 1000.0, 100.0 * d.diff / b.mean, d.z, d.dof);
+    return buf;
+}
+
+static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
+    int64_t cid = sqlite3_column_int64(cs, 0);
+    char label[64], safe[64];
+    snprintf(label, sizeof label, "%s", col_text(cs, 1));
+    file_safe(label, safe, sizeof safe);
+    int64_t run = sqlite3_column_int64(cs, 2);
+    const char *gkey = col_text(cs, 3);
+    schedule sc = schedule_make(sqlite3_column_int(cs, 4), SCHED_GPIPE);
+    schedule_parse_order(col_text(cs, 5), &sc.order, NULL, 0);
+    int64_t cap = sqlite3_column_int64(cs, 6);
+    int same_graph = !strcmp(gkey, r->graph_key);
+    char capbuf[32] = "no cap";
+    if (cap > 0) pl_format_bytes((double)cap, capbuf, sizeof capbuf);
+    fprintf(r->md, "\n### Setting %s: m=%d, %s, per-device cap %s\n\n", label, sc.micro_batches,
+            schedule_order_name(sc.order), capbuf);
+    fprintf(r->md,
+            "Confirmation %lld (%s) on `%s`, shortlist from run %lld: %d selection rounds over every candidate, then "
+            "%d confirmation rounds of the picks, each timing %d steps after %d warm-up steps, shuffled (seed %lld). "
+            "Only confirmation rounds are reported.\n\n",
+            (long long)cid, col_text(cs, 13), col_text(cs, 12), (long long)run, sqlite3_column_int(cs, 7),
+            sqlite3_column_int(cs, 8), sqlite3_column_int(cs, 9), sqlite3_column_int(cs, 10),
+            (long long)sqlite3_column_int64(cs, 11));
+    side_row rows[MAX_SIDES];
+    memset(rows, 0, sizeof rows);
+    int n = 0;
+    sqlite3_stmt *s = NULL;
+    pl_status st = PL_OK;
+    if (sqlite3_prepare_v2(r->h,
+                           "SELECT side, candidate, placement, n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us,"
+                           " peak_bytes FROM calib_confirm_side WHERE confirm_id = ? ORDER BY side_idx",
+                           -1, &s, NULL) != SQLITE_OK)
+        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read sides: %s", sqlite3_errmsg(r->h));
+    sqlite3_bind_int64(s, 1, cid);
+    while (n < MAX_SIDES && sqlite3_step(s) == SQLITE_ROW) {
+        side_row *w = &rows[n++];
+        snprintf(w->side, sizeof w->side, "%s", col_text(s, 0));
+        snprintf(w->cand, sizeof w->cand, "%s", col_text(s, 1));
+        w->placement = sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : strdup(col_text(s, 2));
+        w->n_cand = sqlite3_column_int(s, 3);
+        w->n_oom = sqlite3_column_int(s, 4);
+        w->n = sqlite3_column_int(s, 5);
+        w->mean = col_real(s, 6);
+        w->sd = col_real(s, 7);
+        w->se = col_real(s, 8);
+        w->pred_at_confirm = col_real(s, 9);
+        w->peak = sqlite3_column_int64(s, 10);
+        int o1 = 0;
+        w->pred_neutral = w->pred_cal = NAN;
+        if (same_graph && w->placement) {
+            predict(r, w->placement, &sc, cap, &r->neutral, &w->pred_neutral, &w->pred_oom);
+            predict(r, w->placement, &sc, cap, &r->calibrated, &w->pred_cal, &o1);
+        }
+    }
+    sqlite3_finalize(s);
+    int use_cal = r->n_calibrated > 0;
+    fprintf(r->md, "| side | pick | candidates (OOM) | confirmed mean ± sd (ms) | se (ms) | predicted%s (ms) |%s "
+                   "measured peak |\n|---|---|---|---|---|---|%s---|\n",
+            use_cal ? ", neutral" : "", use_cal ? " predicted, calibrated (ms) |" : "", use_cal ? "---|" : "");
+    int rl = -1, win = -1;
+    for (int i = 0; i < n; i++) {
+        side_row *w = &rows[i];
+        if (!strcmp(w->side, "rl")) rl = i;
+        if (w->n > 0 && (win < 0 || w->mean < rows[win].mean)) win = i;
+        char b1[32], b2[32], b3[32], b4[32], b5[32], pk[32] = "-";
+        if (w->peak > 0) pl_format_bytes((double)w->peak, pk, sizeof pk);
+        char conf[80];
+        if (w->n > 0) snprintf(conf, sizeof conf, "%s ± %s", ms(b1, sizeof b1, w->mean), ms(b2, sizeof b2, w->sd));
+        else snprintf(conf, sizeof conf, "OOM");
+        fprintf(r->md, "| %s | %s | %d (%d) | %s | %s | %s%s |", w->side, w->n ? w->cand : "-", w->n_cand, w->n_oom,
+                conf, w->n ? ms(b3, sizeof b3, w->se) : "-", ms(b4, sizeof b4, w->pred_neutral),
+                w->pred_oom ? " (OOM)" : "");
+        if (use_cal) fprintf(r->md, " %s |", ms(b5, sizeof b5, w->pred_cal));
+        fprintf(r->md, " %s |\n", pk);
+    }
+    char vb[512];
+    fprintf(r->md, "\nVerdict: %s\n\n", verdict(rl >= 0 ? &rows[rl] : NULL, rows, n, vb, sizeof vb));
+    /* every pair, in standard errors */
+    fprintf(r->md, "Pairwise differences (row minus column, ms, and in standard errors):\n\n|  |");
+    for (int j = 0; j < n; j++) fprintf(r->md, " %s |", rows[j].side);
+    fprintf(r->md, "\n|---|");
+    for (int j = 0; j < n; j++) fprintf(r->md, "---|");
+    fprintf(r->md, "\n");
+    for (int i = 0; i < n; i++) {
+        fprintf(r->md, "| %s |", rows[i].side);
+        for (int j = 0; j < n; j++) {
+            if (i == j || !rows[i].n || !rows[j].n) {
+                fprintf(r->md, " - |");
+                continue;
+            }
+            calib_summary a = {rows[i].n, rows[i].mean, rows[i].sd, rows[i].se};
+            calib_summary b = {rows[j].n, rows[j].mean, rows[j].sd, rows[j].se};
+            calib_diff d = calib_welch(a, b);
+            fprintf(r->md, " %+.3f (%+.1f se) |", d.diff / 1000.0, d.z);
+        }
+        fprintf(r->md, "\n");
+    }
+    /* summary row for the combined table: single, human, rl, dp, search */
+    static const char *order[] = {"single", "human", "rl", "dp", "search"};
+    fprintf(summary_rows, "| %s (m=%d %s, cap %s) |", label, sc.micro_batches, schedule_order_name(sc.order), capbuf);
+    for (int k = 0; k < 5; k++) {
+        int i = -1;
+        for (int j = 0; j < n; j++)
+            if (!strcmp(rows[j].side, order[k])) i = j;
+        char b1[32], b2[32], b3[32];
+        if (i < 0) fprintf(summary_rows, " - |");
+        else if (!rows[i].n) fprintf(summary_rows, " OOM |");
+        else
+            fprintf(summary_rows, " %s ± %s (%s) |", ms(b1, sizeof b1, rows[i].mean), ms(b2, sizeof b2, rows[i].sd),
+                    ms(b3, sizeof b3, use_cal ? rows[i].pred_cal : rows[i].pred_neutral));
+    }
+    fprintf(summary_rows, " %s |\n", win >= 0 ? rows[win].side : "-");
+
+    char base[128], title[256];
+    if (r->ctx && same_graph) {
+        snprintf(base, sizeof base, "h2h-%s", safe);
+        snprintf(title, sizeof title, "Setting %s: m=%d %s, cap %s (confirmation rounds only)", label, sc.micro_batches,
+                 schedule_order_name(sc.order), capbuf);
+        if ((st = h2h_chart(r, base, title, rows, n, use_cal)) != PL_OK) goto out;
+        fprintf(r->md, "\n![head to head %s](%s%s.png)\n", label, img(r), base);
+        snprintf(base, sizeof base, "placement-%s", safe);
+        snprintf(title, sizeof title, "Setting %s: each side's pick, nodes coloured by device", label);
+        if ((st = placement_map(r, base, title, rows, n)) != PL_OK) goto out;
+        fprintf(r->md, "![placements %s](%s%s.png)\n", label, img(r), base);
+        if (win >= 0 && rows[win].placement) {
+            char tname[128];
+            snprintf(tname, sizeof tname, "trace-%s-sim.json", safe);
+            if ((st = trace_winner(r, tname, rows[win].placement, &sc, cap)) != PL_OK) goto out;
+            fprintf(r->md, "\nWinner `%s` (%s): simulated trace [%s](%s%s) (Perfetto or chrome://tracing).", rows[win].side,
+                    rows[win].cand, tname, img(r), tname);
+            if (r->opt->measured_trace_note) fprintf(r->md, " %s", r->opt->measured_trace_note);
+            fprintf(r->md, "\n");
+        }
+    }
+    r->sum.n_confirms++;
+out:
+    for (int i = 0; i < n; i++) free(rows[i].placement);
+    return st;
+}
+
+static pl_status confirm_section(report *r) {
+    fprintf(r->md, "\n## Head to head on hardware\n\n");
+    if (!table_exists(r, "calib_confirm")) {
+        fprintf(r->md, "No confirmation is stored (run `placer confirm`).\n");
+        return PL_OK;
+    }
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->h,
+                           "SELECT id, label, run_id, graph_key, micro_batches, schedule, mem_cap, selection_rounds,"
+                           " confirm_rounds, steps, warmup, seed, timer, created_at FROM calib_confirm"
+                           " WHERE id IN (SELECT MAX(id) FROM calib_confirm GROUP BY label) ORDER BY label",
+                           -1, &s, NULL) != SQLITE_OK)
+        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read confirmations: %s", sqlite3_errmsg(r->h));
+    char *rows_text = NULL;
+    size_t rows_len = 0;
+    FILE *rows = open_memstream(&rows_text, &rows_len);
+    if (!rows) {
+        sqlite3_finalize(s);
+        return pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
+    }
+    /* the detailed sections go to a second buffer so the summary table leads */
+    char *detail_text = NULL;
+    size_t detail_len = 0;
+    FILE *detail = open_memstream(&detail_text, &detail_len);
+    FILE *md = r->md;
+    pl_status st = PL_OK;
+    if (!detail) st = pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
+    r->md = detail;
+    while (st == PL_OK && sqlite3_step(s) == SQLITE_ROW) st = one_confirm(r, s, rows);
+    r->md = md;
+    sqlite3_finalize(s);
+    fclose(rows);
+    if (detail) fclose(detail);
+    if (st == PL_OK) {
+        if (r->sum.n_confirms == 0) fprintf(md, "No confirmation is stored (run `placer confirm`).\n");
+        else {
+            fprintf(md, "Confirmed mean ± sd over the confirmation rounds (ms), simulator prediction in brackets%s.\n\n",
+                    r->n_calibrated ? " (calibrated parameters)" : " (neutral parameters: not calibrated)");
+            fprintf(md, "| setting | best single GPU | best human split | RL placer | DP | search | fastest |\n");
+            fprintf(md, "|---|---|---|---|---|---|---|\n%s\n%s", rows_text ? rows_text : "",
+                    detail_text ? detail_text : "");
+        }
+    }
+    free(rows_text);
+    free(detail_text);
+    return st;
+}
+
+/* ---- entry ---- */
+
+pl_status calib_report_write(profile_db *db, const calib_report_options *opt, calib_report_summary *sum, char *msg,
+                             size_t len) {
+    if (!db || !opt || !opt->out_dir) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
+    report r;
+    memset(&r, 0, sizeof r);
+    r.opt = opt;
+    r.db = db;
+    r.h = profile_db_handle(db);
+    r.msg = msg;
+    r.len = len;
+    pl_status st = PL_OK;
+    char mdpath[PATH_LEN];
+    if (mkdir_p(opt->out_dir)) return pl_fail(msg, len, PL_ERR_IO, "cannot create %s: %s", opt->out_dir, strerror(errno));
+    if ((st = probe_gnuplot(&r)) != PL_OK) return st;
+    st = profile_db_load_profile(db, NULL, &r.p, &r.cfg, msg, len);
+    if (st != PL_OK) return st;
+    if ((st = graph_build_gpt(&r.cfg, &r.g, msg, len)) != PL_OK) goto out;
+    gpt_config_key(&r.cfg, r.graph_key, sizeof r.graph_key);
+    if ((st = sim_ctx_create(r.g, r.p, r.cfg.batch, &r.ctx)) != PL_OK) {
+        pl_fail(msg, len, st, "cannot create a simulator for the stored profile");
+        goto out;
+    }
+    sim_params_default(&r.neutral);
+    if ((st = calib_db_load_params(db, r.graph_key, &r.calibrated, &r.n_calibrated, msg, len)) != PL_OK) goto out;
+    snprintf(mdpath, sizeof mdpath, "%s", opt->markdown ? opt->markdown : "");
+    if (!opt->markdown) snprintf(mdpath, sizeof mdpath, "%s/results.md", opt->out_dir);
+    r.md = fopen(mdpath, "w");
+    if (!r.md) {
+        st = pl_fail(msg, len, PL_ERR_IO, "cannot write %s: %s", mdpath, strerror(errno));
+        goto out;
+    }
+    profile_db_machine_row mach;
+    int have_mach = profile_db_machine(db, &mach) == PL_OK;
+    fprintf(r.md, "# Results\n\nGenerated by `placer report` from the profile database; every number below is read "
+                  "from it (regenerate with `scripts/experiments.sh`).\n\n");
+    fprintf(r.md, "- machine: `%s` (%s profile%s%s), %d devices", have_mach ? mach.name : r.p->machine,
+            have_mach ? mach.source : r.p->source, have_mach && *mach.topology ? "; " : "",
+            have_mach ? mach.topology : "", r.p->n_devices);
+    for (int d = 0; d < r.p->n_devices; d++) {
+        char b[32];
+        pl_format_bytes((double)r.p->devices[d].mem_bytes, b, sizeof b);
+        fprintf(r.md, "%s%s (%s)", d ? ", " : ": ", r.p->devices[d].name, b);
+    }
+    fprintf(r.md, "\n- graph: `%s`, %d nodes, %lld parameters\n", r.graph_key, r.g->n_nodes, (long long)r.g->total_params);
+    fprintf(r.md, "- simulator parameters: %s\n", r.n_calibrated ? "calibrated (stored in the database)" : "neutral (never calibrated)");
+    if ((st = confirm_section(&r)) != PL_OK) goto out;
+    if ((st = calibration_section(&r)) != PL_OK) goto out;
+    if ((st = learning_section(&r)) != PL_OK) goto out;
+out:
+    if (r.md && fclose(r.md) && st == PL_OK) st = pl_fail(msg, len, PL_ERR_IO, "cannot write %s", mdpath);
+    sim_ctx_destroy(r.ctx);
+    graph_destroy(r.g);
+    profile_data_destroy(r.p);
+    if (sum) *sum = r.sum;
+    return st;
+}
