@@ -62,6 +62,13 @@ typedef struct {
     int n_transfers;                         /* cross-device transfers in the step */
     double transfer_bytes;                   /* bytes sent across devices */
     int critical_path_len;                   /* events on the critical path (see sim_critical_path) */
+    /* added by the simulator (additive): */
+    int n_used_devices;                      /* devices holding at least one node */
+    int n_stages;                            /* runs of consecutive nodes on one device */
+    int64_t cap_bytes[SIM_MAX_DEVICES];      /* cap each device was judged against (<= 0: none) */
+    int max_in_flight[SIM_MAX_DEVICES];      /* most micro-batches stashed at once per device */
+    double critical_compute_us;              /* compute time on the critical path */
+    double critical_transfer_us;             /* transfer time on the critical path */
 } sim_result;
 
 typedef enum { SIM_EV_FWD = 0, SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT, SIM_EV_SEND_GRAD } sim_event_kind;
@@ -78,6 +85,9 @@ typedef struct {
 
 typedef struct sim_ctx sim_ctx;
 
+/* Short name of an event kind: "F", "B", "adamw", "act", "grad". */
+const char *sim_event_kind_name(sim_event_kind k);
+
 /* Create a simulator context for graph g and profile p (both borrowed: they
  * must outlive the context and must not change while it is used). It is
  * sized for up to max_micro_batches micro-batches. Returns PL_ERR_INVALID when
@@ -93,21 +103,34 @@ void sim_ctx_set_trace(sim_ctx *ctx, int on);
 
 /* Simulate one training step.
  *   placement  one device per graph node (validated: PL_ERR_PLACEMENT_RANGE)
- *   sched      validated against the graph's batch (PL_ERR_SCHEDULE)
+ *   sched      validated against the graph's batch (PL_ERR_SCHEDULE); also
+ *              PL_ERR_SCHEDULE when m exceeds the context's
+ *              max_micro_batches, and for interleaved (chunks > 1) unless
+ *              the placement is v*p runs cycling over p devices and p
+ *              divides m. interleaved with chunks == 1 runs as 1f1b.
  *   caps       per-device byte caps (n_devices entries), or NULL for the
- *              devices' own memory
+ *              devices' own memory; a cap <= 0 means no cap
  *   prm        simulator parameters, or NULL for neutral ones
  *   res        caller-owned result, fully written on PL_OK
- * An OOM is a result (res->oom), not an error. Allocates nothing. */
+ * An OOM is a result (res->oom), not an error. Allocates nothing. On failure
+ * sim_last_error(ctx) gives a one-line detail. The model (stages, orders,
+ * memory, contention) is described at the top of sim.c. */
 pl_status sim_run(sim_ctx *ctx, const int *placement, const schedule *sched, const int64_t *caps,
                   const sim_params *prm, sim_result *res);
+
+/* One-line detail of the last sim_run failure ("" after a success). Never
+ * NULL; valid until the next sim_run on ctx. */
+const char *sim_last_error(const sim_ctx *ctx);
 
 /* Events of the last run when tracing was on (sorted by start time), and
  * their count. NULL when tracing is off. */
 const sim_event *sim_events(const sim_ctx *ctx, int *n);
 
-/* Indices into sim_events (or node-phase ids when tracing is off) of the
- * critical path of the last run, in time order; *n gets its length. */
+/* The critical path of the last run, in time order, as events (whether or
+ * not tracing was on); *n gets its length (res->critical_path_len). Each
+ * event starts when its predecessor on the path ends, the first at 0 and
+ * the last at step_us - step_fixed_us. The array lives in ctx until the
+ * next sim_run. NULL (and *n = 0) before a successful run. */
 const sim_event *sim_critical_path(const sim_ctx *ctx, int *n);
 
 /* Write the last traced run as Chrome Trace Event JSON (Perfetto,
