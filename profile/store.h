@@ -2,24 +2,43 @@
  * store.h: the profile store, one SQLite file per machine.
  *
  * Tables (schema version PROFILE_DB_SCHEMA_VERSION, in table meta):
- *   meta(key, value)                     schema version, creator
+ *   meta(key, value)                     schema_version, creator
  *   machine(id, name, source, created_at, host, driver, cuda, topology)
  *   device(machine_id, idx, name, mem_bytes, peak_flops, mem_bw, launch_us, sm_count)
  *   link(machine_id, src, dst, latency_us, bandwidth, kind)
  *   link_point(machine_id, src, dst, bytes, us, spread_us)
  *   graph(id, key, vocab, d_model, heads, layers, seq, batch, n_nodes, params)
- *   node(graph_id, idx, name, kind, params, out_bytes_per_sample, act_bytes_per_sample, workspace_bytes)
+ *   node(graph_id, idx, name, kind, params, param_bytes, out_bytes_per_sample,
+ *        act_bytes_per_sample, workspace_bytes)
  *   node_cost(machine_id, graph_id, device, node, phase, mb_size, us, spread_us, measured_at)
- *   step_anchor(machine_id, graph_id, device, mb_size, us)           whole single-device steps
- *   measurement(id, machine_id, graph_id, placement, micro_batches, schedule,
- *               mem_cap, step_us, spread_us, peak_bytes, oom, purpose, measured_at, ...)
- *   sim_params(machine_id, graph_id, name, value, label, fitted_at)
- *   run(id, method, args, created_at, finished)  and  run_sample(run_id, update, sample, ...)
- *   checkpoint(run_id, update, blob)
+ *        phase is 'fwd', 'bwd' or 'opt'; 'opt' rows have mb_size 0
+ *   step_anchor(machine_id, graph_id, device, mb_size, us, spread_us, measured_at)
+ *        whole single-device steps, for calibration
+ *   measurement(id, machine_id, graph_key, placement, micro_batches, schedule,
+ *               mem_cap, step_us, spread_us, peak_bytes, oom, purpose, measured_at, extra)
+ *   sim_params(machine_id, graph_key, name, value, label, fitted_at)
+ *   run(id, method, args, created_at, finished)
+ *   run_sample(run_id, update_idx, sample, placement, step_us, peak_bytes, oom)
+ *   checkpoint(run_id, update_idx, blob, saved_at)
+ * A NaN time is stored as NULL and read back as NaN.
  *
- * Every write runs in a transaction; WAL mode. Opening a file that is
- * missing (without CREATE), not SQLite, or from a newer schema fails with a
- * clear message and changes nothing.
+ * A file holds one machine: writing a profile of another machine into it is
+ * refused, so a measured file is never silently overwritten by a spec.
+ *
+ * Every write runs in a transaction (its own, or the caller's explicit one
+ * from profile_db_begin); the journal is WAL. A killed writer therefore
+ * leaves the file as of its last commit. Opening a file that is missing
+ * (without CREATE), not SQLite, damaged, or from a newer schema fails with a
+ * clear message and changes nothing: the file is checked by its header and
+ * through a read-only connection before anything opens it for writing.
+ *
+ * A READ open of a WAL-mode file leaves (empty) -wal and -shm files next to
+ * it, as SQLite needs them; the main file is not touched. Files meant to be
+ * shipped or read from read-only media should be switched to a rollback
+ * journal with profile_db_make_portable.
+ *
+ * A handle is for one thread at a time. Statements are prepared once per
+ * handle and reused.
  */
 #ifndef PLACER_PROFILE_STORE_H
 #define PLACER_PROFILE_STORE_H
@@ -42,46 +61,226 @@ typedef enum {
 } profile_db_mode;
 
 /* Open path. On success *out owns the handle (profile_db_close). Errors:
- * PL_ERR_NOT_FOUND (missing file, not CREATE), PL_ERR_NOT_SQLITE,
- * PL_ERR_SCHEMA_NEWER, PL_ERR_DB; msg names the file and the fix. An older
- * schema is migrated (in a transaction) when mode allows writing. */
+ * PL_ERR_NOT_FOUND (missing file, not CREATE), PL_ERR_NOT_SQLITE (not an
+ * SQLite file, damaged, truncated, or SQLite but not a profile database),
+ * PL_ERR_SCHEMA_NEWER, PL_ERR_INVALID (an older schema opened READ: open it
+ * once for writing to migrate), PL_ERR_DB; msg names the file and the fix.
+ * On any error *out is NULL and the file is unchanged (a file CREATE made is
+ * removed again). An older schema is migrated (in one transaction) when mode
+ * allows writing. An existing empty (0-byte) file counts as missing for
+ * CREATE and as not SQLite otherwise. */
 pl_status profile_db_open(const char *path, profile_db_mode mode, profile_db **out, char *msg, size_t len);
 
-/* Close. Accepts NULL. */
+/* Close. Accepts NULL. An open explicit transaction is rolled back. */
 void profile_db_close(profile_db *db);
 
+/* The detail of the last failure on db (for the functions that take no
+ * message buffer), "" when none. Never NULL; valid until the next call. */
+const char *profile_db_last_error(const profile_db *db);
+
+/* The file's schema version as found when opened (before any migration). */
+int profile_db_opened_version(const profile_db *db);
+
 /* Explicit transactions for callers that group several writes. Writes made
- * outside one run in their own transaction. */
+ * outside one run in their own transaction. begin fails with PL_ERR_INVALID
+ * when one is already open, or on a READ handle; commit and rollback fail
+ * with PL_ERR_INVALID when none is open. */
 pl_status profile_db_begin(profile_db *db);
 pl_status profile_db_commit(profile_db *db);
 pl_status profile_db_rollback(profile_db *db);
 
+/* Switch the file from WAL to a rollback journal (after checkpointing), so
+ * that it opens READ anywhere, also on read-only media, without -wal/-shm
+ * files. The next write open switches it back to WAL. Fails with
+ * PL_ERR_INVALID on a READ handle or inside a transaction, PL_ERR_DB when
+ * another connection holds the file. */
+pl_status profile_db_make_portable(profile_db *db, char *msg, size_t len);
+
 /* Write a whole profile (machine, devices, links and curves, graph, nodes and
  * costs) for cfg, replacing any rows for the same machine name and graph key,
- * in one transaction. */
+ * in one transaction. p->machine must be set; p->graph_key is ignored (the
+ * key comes from cfg) and p->n_nodes must match cfg's graph. Link kinds
+ * already stored are kept (set them with profile_db_put_link). PL_ERR_INVALID
+ * when the file already holds a different machine. PHASE_OPT costs are taken
+ * from micro-batch slot 0. Step anchors, measurements, sim_params and runs
+ * are not touched. */
 pl_status profile_db_save_profile(profile_db *db, const gpt_config *cfg, const profile_data *p, char *msg,
                                   size_t len);
 
 /* Load the profile for graph key of cfg (or, when cfg is NULL, the only or
  * most recent graph in the file) into a new profile_data (*out, caller frees)
  * and its config into *cfg_out (may be NULL). PL_ERR_NOT_FOUND with a message
- * listing the graphs the file holds when there is no profile for cfg. */
+ * listing the graphs the file holds when there is no profile for cfg.
+ * PL_ERR_INVALID when the stored profile is incomplete (a node cost or a
+ * link missing, e.g. after an interrupted profiler run) or inconsistent.
+ * The micro-batch sizes are the distinct sizes of the stored fwd/bwd costs;
+ * PHASE_OPT costs are copied into every micro-batch slot. */
 pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile_data **out,
                                   gpt_config *cfg_out, char *msg, size_t len);
 
+/* ---- listing ---------------------------------------------------------- */
+
+typedef struct {
+    char key[PROFILE_NAME_LEN]; /* gpt_config_key */
+    gpt_config cfg;             /* the stored config */
+    int n_nodes;                /* nodes of the graph */
+    int64_t params;             /* total parameters */
+    int64_t n_costs;            /* node_cost rows for the file's machine (0: no profile) */
+} profile_db_graph_info;
+
+/* All graphs stored in the file, most recent first. *out is a malloc'd array
+ * of *n entries the caller frees with free() (NULL when *n is 0). */
+pl_status profile_db_list_graphs(profile_db *db, profile_db_graph_info **out, int *n);
+
+typedef struct {
+    char name[PROFILE_NAME_LEN]; /* unique machine name */
+    char source[16];             /* "spec" or "measured" */
+    char created_at[32];         /* ISO-8601 UTC */
+    char host[PROFILE_NAME_LEN]; /* "" when unknown */
+    char driver[32];             /* "" when unknown */
+    char cuda[32];               /* "" when unknown */
+    char topology[256];          /* free text, "" when unknown */
+} profile_db_machine_row;
+
+/* The file's machine. PL_ERR_NOT_FOUND when no machine is stored yet. */
+pl_status profile_db_machine(profile_db *db, profile_db_machine_row *out);
+
+/* The kind of link src -> dst ("nvlink", ...) into buf; "" when unknown.
+ * PL_ERR_NOT_FOUND when no such link is stored. */
+pl_status profile_db_link_kind(profile_db *db, int src, int dst, char *buf, size_t len);
+
+/* ---- unit writes, for the resumable hardware profiler ------------------
+ * Each call is its own transaction unless an explicit one is open, so a
+ * profiler can commit one unit at a time and skip what already exists after
+ * a restart. `machine` is the machine name; it must have been put first
+ * (PL_ERR_NOT_FOUND otherwise); graph_key must name a graph put with
+ * profile_db_put_graph (PL_ERR_NOT_FOUND otherwise). Details of failures are
+ * in profile_db_last_error. */
+
+typedef struct {
+    const char *name;     /* unique machine name, e.g. "h200x2"; required */
+    const char *source;   /* "spec" or "measured"; required */
+    const char *host;     /* host name, may be NULL */
+    const char *driver;   /* driver version, may be NULL */
+    const char *cuda;     /* CUDA runtime version, may be NULL */
+    const char *topology; /* free text (e.g. nvidia-smi topo summary), may be NULL */
+} profile_machine_info;
+
+/* Insert the machine, or update the stored row of the same name (NULL
+ * fields keep their stored value). PL_ERR_INVALID when the file holds a
+ * different machine or name/source are missing. */
+pl_status profile_db_put_machine(profile_db *db, const profile_machine_info *m);
+
+/* Insert or replace device idx (>= 0) of machine. */
+pl_status profile_db_put_device(profile_db *db, const char *machine, int idx, const profile_device *d);
+
+/* Insert or replace the link src -> dst (src != dst) of machine with its
+ * fitted latency (us) and bandwidth (bytes/s). kind may be NULL (kept when
+ * the link exists, else unknown). Its curve points are not touched. */
+pl_status profile_db_put_link(profile_db *db, const char *machine, int src, int dst, double latency_us,
+                              double bandwidth, const char *kind);
+
+/* Insert or replace one point (bytes -> us, spread_us may be NaN) of the
+ * curve src -> dst. The link row must exist (profile_db_put_link). */
+pl_status profile_db_put_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
+                                    double us, double spread_us);
+
+/* Set *has to 1 when the point (src, dst, bytes) is stored, else 0. */
+pl_status profile_db_has_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
+                                    int *has);
+
+/* Insert the graph of g (by gpt_config_key) and its nodes, or replace the
+ * node rows of the stored graph of that key. workspace_bytes (g->n_nodes
+ * entries) may be NULL for zeros. Costs stored for the graph are kept. */
+pl_status profile_db_put_graph(profile_db *db, const graph *g, const int64_t *workspace_bytes);
+
+/* Insert or replace the cost of node on device at micro-batch mb_size for
+ * phase: us and spread_us (NaN allowed) in microseconds. For PHASE_OPT
+ * mb_size is ignored (stored as 0). PL_ERR_INVALID for a negative index or
+ * phase out of range, mb_size < 1 for fwd/bwd, or node >= the graph's nodes. */
+pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                   int node, cost_phase phase, int mb_size, double us, double spread_us);
+
+/* Set *has to 1 when that cost is stored, else 0 (also when the machine or
+ * graph is not stored yet: nothing is measured then). */
+pl_status profile_db_has_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                   int node, cost_phase phase, int mb_size, int *has);
+
+/* Insert or replace a whole single-device step time (us, spread_us) at
+ * micro-batch size mb_size (one micro-batch per step). */
+pl_status profile_db_put_step_anchor(profile_db *db, const char *machine, const char *graph_key,
+                                     int device, int mb_size, double us, double spread_us);
+
+/* Read a step anchor of the file's machine. PL_ERR_NOT_FOUND when absent.
+ * spread_us may be NULL. */
+pl_status profile_db_get_step_anchor(profile_db *db, const char *graph_key, int device, int mb_size,
+                                     double *us, double *spread_us);
+
+/* ---- simulator parameters ---------------------------------------------- */
+
 /* Simulator parameters (by name) fitted for the stored machine and graph.
- * save replaces; load fills vals[i] for names[i] found and sets *found to how
- * many were stored (0 when never calibrated). */
+ * save replaces the whole set stored for the graph (PL_ERR_NOT_FOUND when no
+ * machine is stored); load fills vals[i] for names[i] found (others are left
+ * alone) and sets *found to how many were stored (0 when never calibrated). */
 pl_status profile_db_save_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
                                      const double *vals, const char *label);
 pl_status profile_db_load_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
                                      double *vals, int *found);
 
-/* Placer runs: one row per run, one per sampled placement. */
+/* ---- placer runs -------------------------------------------------------- */
+
+/* Placer runs: one row per run, one per sampled placement. run_create sets
+ * *run_id; add_sample replaces a sample with the same (update, sample);
+ * step_us may be NaN. PL_ERR_DB when run_id does not exist. */
 pl_status profile_db_run_create(profile_db *db, const char *method, const char *args, int64_t *run_id);
 pl_status profile_db_run_add_sample(profile_db *db, int64_t run_id, int update, int sample,
                                     const char *placement, double step_us, int64_t peak_bytes, int oom);
 pl_status profile_db_run_finish(profile_db *db, int64_t run_id);
+
+typedef struct {
+    int update;            /* policy update (0-based) */
+    int sample;            /* sample within the update */
+    const char *placement; /* placement text; borrowed for the callback only */
+    double step_us;        /* NaN when stored as NULL */
+    int64_t peak_bytes;    /* largest per-device peak */
+    int oom;               /* 1 when the placement ran out of memory */
+} profile_run_sample;
+
+/* Callback for reading rows back: return 0 to continue, non-zero to stop
+ * (the reader then returns PL_OK). */
+typedef int (*profile_run_sample_cb)(void *ctx, const profile_run_sample *s);
+
+/* Call cb for each sample of run_id in (update, sample) order. PL_OK also
+ * for a run with no samples; PL_ERR_NOT_FOUND when the run does not exist. */
+pl_status profile_db_run_samples(profile_db *db, int64_t run_id, profile_run_sample_cb cb, void *ctx);
+
+typedef struct {
+    int64_t id;             /* run id */
+    const char *method;     /* borrowed for the callback only */
+    const char *args;       /* borrowed; may be "" */
+    const char *created_at; /* borrowed; ISO-8601 UTC */
+    int finished;           /* 1 after profile_db_run_finish */
+    int64_t n_samples;      /* stored samples */
+} profile_run_info;
+
+typedef int (*profile_run_cb)(void *ctx, const profile_run_info *r);
+
+/* Call cb for each run, oldest first. */
+pl_status profile_db_runs(profile_db *db, profile_run_cb cb, void *ctx);
+
+/* Save a policy checkpoint (n bytes, n may be 0) for (run_id, update),
+ * replacing one stored for the same pair. PL_ERR_DB when the run does not
+ * exist. */
+pl_status profile_db_checkpoint_save(profile_db *db, int64_t run_id, int update, const void *blob, size_t n);
+
+/* Load the checkpoint of (run_id, update), or with update < 0 the one of the
+ * highest update. On success *blob is a malloc'd copy (caller frees; never
+ * NULL, even for 0 bytes), *n its size and *update_out (may be NULL) its
+ * update. PL_ERR_NOT_FOUND when there is none. */
+pl_status profile_db_checkpoint_load(profile_db *db, int64_t run_id, int update, int *update_out, void **blob,
+                                     size_t *n);
+
+/* ---- hardware measurements of whole placements --------------------------- */
 
 /* Hardware measurement of a whole placement. */
 typedef struct {
@@ -98,7 +297,19 @@ typedef struct {
     const char *extra;      /* free-form JSON, may be NULL */
 } profile_measurement;
 
+/* Store m against the file's machine; *id (may be NULL) gets its row id.
+ * PL_ERR_NOT_FOUND when no machine is stored; PL_ERR_INVALID when
+ * graph_key, placement, schedule or purpose is NULL. */
 pl_status profile_db_add_measurement(profile_db *db, const profile_measurement *m, int64_t *id);
+
+/* Callback for measurements: m's strings are borrowed for the call only
+ * (extra may be NULL); measured_at is ISO-8601 UTC. Return non-zero to stop. */
+typedef int (*profile_measurement_cb)(void *ctx, int64_t id, const profile_measurement *m,
+                                      const char *measured_at);
+
+/* Call cb for each measurement whose purpose equals purpose (all when NULL),
+ * in insertion order. */
+pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_measurement_cb cb, void *ctx);
 
 /* The underlying SQLite handle, for modules that own their own tables
  * (checkpoints, calibration). Borrowed. */

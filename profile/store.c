@@ -1,0 +1,1879 @@
+/*
+ * store.c: the profile store on SQLite.
+ *
+ * Opening is careful because a profile file may be the only record of hours
+ * of GPU time: before anything opens the file for writing, its 100-byte
+ * header is checked by hand (magic string, page size, and a page count the
+ * file can hold) and its schema version is read through a read-only
+ * connection. Only a file that passes is reopened read-write, switched to
+ * WAL and migrated. So a text file, random bytes, a truncated copy or a file
+ * from a newer placer is refused and left byte-for-byte as it was.
+ *
+ * Schema changes go through MIGRATIONS: entry v upgrades version v to v + 1,
+ * all inside one transaction with the version bump. Version 0 is a bare meta
+ * table; a new file is created at version 0 and migrated like any old one,
+ * so the migration path runs every time a file is created.
+ *
+ * Every statement is prepared once per handle (lazily, SQLITE_PREPARE_PERSISTENT)
+ * and then bound, stepped and reset. Writes run inside BEGIN IMMEDIATE ...
+ * COMMIT, or inside a SAVEPOINT when the caller holds an explicit
+ * transaction, so a public call either happens whole or not at all.
+ */
+#include "store.h"
+
+#include <errno.h>
+#include <math.h>
+#include <sqlite3.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+#define BUSY_TIMEOUT_MS 5000
+
+/* ---- schema and migrations ------------------------------------------------ */
+
+/* Version 0: only the meta table. Written by the store when it creates a file,
+ * then migrated like any older file. */
+static const char SCHEMA_V0[] =
+    "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+    "INSERT INTO meta(key, value) VALUES('schema_version', '0'), ('creator', 'placer');";
+
+/* MIGRATIONS[v] takes a file from version v to v + 1. */
+static const char *const MIGRATIONS[PROFILE_DB_SCHEMA_VERSION] = {
+    /* 0 -> 1: the first full schema. */
+    "CREATE TABLE machine(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT NOT NULL UNIQUE,\n"
+    "  source TEXT NOT NULL,\n"
+    "  created_at TEXT NOT NULL,\n"
+    "  host TEXT, driver TEXT, cuda TEXT, topology TEXT);\n"
+    "CREATE TABLE device(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  idx INTEGER NOT NULL CHECK(idx >= 0),\n"
+    "  name TEXT NOT NULL,\n"
+    "  mem_bytes INTEGER NOT NULL,\n"
+    "  peak_flops REAL NOT NULL DEFAULT 0,\n"
+    "  mem_bw REAL NOT NULL DEFAULT 0,\n"
+    "  launch_us REAL NOT NULL DEFAULT 0,\n"
+    "  sm_count INTEGER NOT NULL DEFAULT 0,\n"
+    "  PRIMARY KEY(machine_id, idx));\n"
+    "CREATE TABLE link(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  src INTEGER NOT NULL, dst INTEGER NOT NULL,\n"
+    "  latency_us REAL NOT NULL, bandwidth REAL NOT NULL, kind TEXT,\n"
+    "  PRIMARY KEY(machine_id, src, dst), CHECK(src <> dst));\n"
+    "CREATE TABLE link_point(\n"
+    "  machine_id INTEGER NOT NULL, src INTEGER NOT NULL, dst INTEGER NOT NULL,\n"
+    "  bytes REAL NOT NULL, us REAL NOT NULL, spread_us REAL,\n"
+    "  PRIMARY KEY(machine_id, src, dst, bytes),\n"
+    "  FOREIGN KEY(machine_id, src, dst) REFERENCES link(machine_id, src, dst) ON DELETE CASCADE);\n"
+    "CREATE TABLE graph(\n"
+    "  id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,\n"
+    "  vocab INTEGER NOT NULL, d_model INTEGER NOT NULL, heads INTEGER NOT NULL,\n"
+    "  layers INTEGER NOT NULL, seq INTEGER NOT NULL, batch INTEGER NOT NULL,\n"
+    "  n_nodes INTEGER NOT NULL, params INTEGER NOT NULL);\n"
+    "CREATE TABLE node(\n"
+    "  graph_id INTEGER NOT NULL REFERENCES graph(id) ON DELETE CASCADE,\n"
+    "  idx INTEGER NOT NULL, name TEXT NOT NULL, kind TEXT NOT NULL,\n"
+    "  params INTEGER NOT NULL, param_bytes INTEGER NOT NULL,\n"
+    "  out_bytes_per_sample INTEGER NOT NULL, act_bytes_per_sample INTEGER NOT NULL,\n"
+    "  workspace_bytes INTEGER NOT NULL DEFAULT 0,\n"
+    "  PRIMARY KEY(graph_id, idx));\n"
+    "CREATE TABLE node_cost(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  graph_id INTEGER NOT NULL REFERENCES graph(id) ON DELETE CASCADE,\n"
+    "  device INTEGER NOT NULL, node INTEGER NOT NULL,\n"
+    "  phase TEXT NOT NULL CHECK(phase IN ('fwd', 'bwd', 'opt')),\n"
+    "  mb_size INTEGER NOT NULL, us REAL, spread_us REAL, measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(machine_id, graph_id, device, node, phase, mb_size)) WITHOUT ROWID;\n"
+    "CREATE TABLE step_anchor(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  graph_id INTEGER NOT NULL REFERENCES graph(id) ON DELETE CASCADE,\n"
+    "  device INTEGER NOT NULL, mb_size INTEGER NOT NULL,\n"
+    "  us REAL, spread_us REAL, measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(machine_id, graph_id, device, mb_size));\n"
+    "CREATE TABLE measurement(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  graph_key TEXT NOT NULL, placement TEXT NOT NULL, micro_batches INTEGER NOT NULL,\n"
+    "  schedule TEXT NOT NULL, mem_cap INTEGER NOT NULL, step_us REAL, spread_us REAL,\n"
+    "  peak_bytes INTEGER NOT NULL, oom INTEGER NOT NULL, purpose TEXT NOT NULL,\n"
+    "  measured_at TEXT NOT NULL, extra TEXT);\n"
+    "CREATE INDEX measurement_by_purpose ON measurement(purpose, id);\n"
+    "CREATE TABLE sim_params(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  graph_key TEXT NOT NULL, name TEXT NOT NULL, value REAL, label TEXT,\n"
+    "  fitted_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(machine_id, graph_key, name));\n"
+    "CREATE TABLE run(\n"
+    "  id INTEGER PRIMARY KEY, method TEXT NOT NULL, args TEXT NOT NULL DEFAULT '',\n"
+    "  created_at TEXT NOT NULL, finished INTEGER NOT NULL DEFAULT 0);\n"
+    "CREATE TABLE run_sample(\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  update_idx INTEGER NOT NULL, sample INTEGER NOT NULL, placement TEXT NOT NULL,\n"
+    "  step_us REAL, peak_bytes INTEGER NOT NULL, oom INTEGER NOT NULL,\n"
+    "  PRIMARY KEY(run_id, update_idx, sample));\n"
+    "CREATE TABLE checkpoint(\n"
+    "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
+    "  update_idx INTEGER NOT NULL, blob BLOB NOT NULL, saved_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(run_id, update_idx));\n",
+};
+
+/* ---- prepared statements ---------------------------------------------------- */
+
+enum {
+    S_MACHINE_FIRST,
+    S_MACHINE_ID,
+    S_MACHINE_INSERT,
+    S_MACHINE_UPDATE,
+    S_DEVICE_PUT,
+    S_DEVICE_TRIM,
+    S_DEVICE_LIST,
+    S_LINK_PUT,
+    S_LINK_TRIM,
+    S_LINK_GET,
+    S_POINTS_CLEAR,
+    S_POINT_PUT,
+    S_POINT_HAS,
+    S_POINT_LIST,
+    S_GRAPH_ID,
+    S_GRAPH_UPSERT,
+    S_GRAPH_GET,
+    S_GRAPH_LIST,
+    S_NODE_CLEAR,
+    S_NODE_PUT,
+    S_NODE_LIST,
+    S_COST_CLEAR,
+    S_COST_PUT,
+    S_COST_HAS,
+    S_COST_MB,
+    S_COST_LIST,
+    S_COST_LATEST_GRAPH,
+    S_ANCHOR_PUT,
+    S_ANCHOR_GET,
+    S_SIM_CLEAR,
+    S_SIM_PUT,
+    S_SIM_GET,
+    S_RUN_CREATE,
+    S_RUN_FINISH,
+    S_RUN_EXISTS,
+    S_RUN_LIST,
+    S_SAMPLE_PUT,
+    S_SAMPLE_LIST,
+    S_CKPT_PUT,
+    S_CKPT_GET,
+    S_CKPT_LATEST,
+    S_MEAS_PUT,
+    S_MEAS_LIST,
+    N_STMT
+};
+
+static const char *const STMT_SQL[N_STMT] = {
+    [S_MACHINE_FIRST] = "SELECT id, name, source, created_at, host, driver, cuda, topology "
+                        "FROM machine ORDER BY id LIMIT 1",
+    [S_MACHINE_ID] = "SELECT id FROM machine WHERE name = ?1",
+    [S_MACHINE_INSERT] = "INSERT INTO machine(name, source, created_at, host, driver, cuda, topology) "
+                         "VALUES(?1, ?2, " NOW_SQL ", ?3, ?4, ?5, ?6)",
+    [S_MACHINE_UPDATE] = "UPDATE machine SET source = ?2, created_at = " NOW_SQL ", "
+                         "host = coalesce(?3, host), driver = coalesce(?4, driver), "
+                         "cuda = coalesce(?5, cuda), topology = coalesce(?6, topology) WHERE id = ?1",
+    [S_DEVICE_PUT] = "INSERT OR REPLACE INTO device(machine_id, idx, name, mem_bytes, peak_flops, mem_bw, "
+                     "launch_us, sm_count) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    [S_DEVICE_TRIM] = "DELETE FROM device WHERE machine_id = ?1 AND idx >= ?2",
+    [S_DEVICE_LIST] = "SELECT idx, name, mem_bytes, peak_flops, mem_bw, launch_us, sm_count "
+                      "FROM device WHERE machine_id = ?1 ORDER BY idx",
+    [S_LINK_PUT] = "INSERT INTO link(machine_id, src, dst, latency_us, bandwidth, kind) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT(machine_id, src, dst) DO UPDATE SET "
+                   "latency_us = excluded.latency_us, bandwidth = excluded.bandwidth, "
+                   "kind = coalesce(excluded.kind, kind)",
+    [S_LINK_TRIM] = "DELETE FROM link WHERE machine_id = ?1 AND (src >= ?2 OR dst >= ?2)",
+    [S_LINK_GET] = "SELECT latency_us, bandwidth, kind FROM link WHERE machine_id = ?1 AND src = ?2 AND dst = ?3",
+    [S_POINTS_CLEAR] = "DELETE FROM link_point WHERE machine_id = ?1",
+    [S_POINT_PUT] = "INSERT OR REPLACE INTO link_point(machine_id, src, dst, bytes, us, spread_us) "
+                    "VALUES(?1, ?2, ?3, ?4, ?5, ?6)",
+    [S_POINT_HAS] = "SELECT 1 FROM link_point WHERE machine_id = ?1 AND src = ?2 AND dst = ?3 AND bytes = ?4",
+    [S_POINT_LIST] = "SELECT bytes, us FROM link_point WHERE machine_id = ?1 AND src = ?2 AND dst = ?3 "
+                     "ORDER BY bytes",
+    [S_GRAPH_ID] = "SELECT id, n_nodes FROM graph WHERE key = ?1",
+    [S_GRAPH_UPSERT] = "INSERT INTO graph(key, vocab, d_model, heads, layers, seq, batch, n_nodes, params) "
+                       "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT(key) DO UPDATE SET "
+                       "vocab = excluded.vocab, d_model = excluded.d_model, heads = excluded.heads, "
+                       "layers = excluded.layers, seq = excluded.seq, batch = excluded.batch, "
+                       "n_nodes = excluded.n_nodes, params = excluded.params",
+    [S_GRAPH_GET] = "SELECT key, vocab, d_model, heads, layers, seq, batch, n_nodes, params "
+                    "FROM graph WHERE id = ?1",
+    [S_GRAPH_LIST] = "SELECT g.key, g.vocab, g.d_model, g.heads, g.layers, g.seq, g.batch, g.n_nodes, g.params, "
+                     "(SELECT count(*) FROM node_cost c WHERE c.graph_id = g.id AND c.machine_id = ?1) "
+                     "FROM graph g ORDER BY g.id DESC",
+    [S_NODE_CLEAR] = "DELETE FROM node WHERE graph_id = ?1",
+    [S_NODE_PUT] = "INSERT INTO node(graph_id, idx, name, kind, params, param_bytes, out_bytes_per_sample, "
+                   "act_bytes_per_sample, workspace_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    [S_NODE_LIST] = "SELECT idx, param_bytes, out_bytes_per_sample, act_bytes_per_sample, workspace_bytes "
+                    "FROM node WHERE graph_id = ?1 ORDER BY idx",
+    [S_COST_CLEAR] = "DELETE FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2",
+    [S_COST_PUT] = "INSERT OR REPLACE INTO node_cost(machine_id, graph_id, device, node, phase, mb_size, us, "
+                   "spread_us, measured_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
+    [S_COST_HAS] = "SELECT 1 FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2 AND device = ?3 "
+                   "AND node = ?4 AND phase = ?5 AND mb_size = ?6",
+    [S_COST_MB] = "SELECT DISTINCT mb_size FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2 "
+                  "AND phase <> 'opt' ORDER BY mb_size",
+    [S_COST_LIST] = "SELECT device, node, phase, mb_size, us FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2",
+    [S_COST_LATEST_GRAPH] = "SELECT graph_id FROM node_cost WHERE machine_id = ?1 GROUP BY graph_id "
+                            "ORDER BY max(measured_at) DESC, graph_id DESC LIMIT 1",
+    [S_ANCHOR_PUT] = "INSERT OR REPLACE INTO step_anchor(machine_id, graph_id, device, mb_size, us, spread_us, "
+                     "measured_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, " NOW_SQL ")",
+    [S_ANCHOR_GET] = "SELECT us, spread_us FROM step_anchor WHERE machine_id = ?1 AND graph_id = ?2 "
+                     "AND device = ?3 AND mb_size = ?4",
+    [S_SIM_CLEAR] = "DELETE FROM sim_params WHERE machine_id = ?1 AND graph_key = ?2",
+    [S_SIM_PUT] = "INSERT OR REPLACE INTO sim_params(machine_id, graph_key, name, value, label, fitted_at) "
+                  "VALUES(?1, ?2, ?3, ?4, ?5, " NOW_SQL ")",
+    [S_SIM_GET] = "SELECT value FROM sim_params WHERE machine_id = ?1 AND graph_key = ?2 AND name = ?3",
+    [S_RUN_CREATE] = "INSERT INTO run(method, args, created_at) VALUES(?1, ?2, " NOW_SQL ")",
+    [S_RUN_FINISH] = "UPDATE run SET finished = 1 WHERE id = ?1",
+    [S_RUN_EXISTS] = "SELECT 1 FROM run WHERE id = ?1",
+    [S_RUN_LIST] = "SELECT r.id, r.method, r.args, r.created_at, r.finished, "
+                   "(SELECT count(*) FROM run_sample s WHERE s.run_id = r.id) FROM run r ORDER BY r.id",
+    [S_SAMPLE_PUT] = "INSERT OR REPLACE INTO run_sample(run_id, update_idx, sample, placement, step_us, "
+                     "peak_bytes, oom) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    [S_SAMPLE_LIST] = "SELECT update_idx, sample, placement, step_us, peak_bytes, oom FROM run_sample "
+                      "WHERE run_id = ?1 ORDER BY update_idx, sample",
+    [S_CKPT_PUT] = "INSERT OR REPLACE INTO checkpoint(run_id, update_idx, blob, saved_at) "
+                   "VALUES(?1, ?2, ?3, " NOW_SQL ")",
+    [S_CKPT_GET] = "SELECT update_idx, blob FROM checkpoint WHERE run_id = ?1 AND update_idx = ?2",
+    [S_CKPT_LATEST] = "SELECT update_idx, blob FROM checkpoint WHERE run_id = ?1 "
+                      "ORDER BY update_idx DESC LIMIT 1",
+    [S_MEAS_PUT] = "INSERT INTO measurement(machine_id, graph_key, placement, micro_batches, schedule, mem_cap, "
+                   "step_us, spread_us, peak_bytes, oom, purpose, measured_at, extra) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, " NOW_SQL ", ?12)",
+    [S_MEAS_LIST] = "SELECT id, graph_key, placement, micro_batches, schedule, mem_cap, step_us, spread_us, "
+                    "peak_bytes, oom, purpose, extra, measured_at FROM measurement "
+                    "WHERE ?1 IS NULL OR purpose = ?1 ORDER BY id",
+};
+
+struct profile_db {
+    sqlite3 *h;                   /* the connection */
+    char *path;                   /* file name, for messages */
+    profile_db_mode mode;         /* how it was opened */
+    int in_tx;                    /* an explicit transaction (profile_db_begin) is open */
+    int opened_version;           /* schema version found at open */
+    sqlite3_stmt *stmt[N_STMT];   /* prepared on first use */
+    char err[512];                /* detail of the last failure */
+};
+
+static const char *const PHASE_TEXT[PHASE_COUNT] = {"fwd", "bwd", "opt"};
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(db->err, sizeof db->err, fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+/* Record an SQLite failure of `what` with sqlite3_errmsg. */
+static pl_status sql_fail(profile_db *db, const char *what) {
+    return db_fail(db, PL_ERR_DB, "%s: %s (%s)", db->path, what, sqlite3_errmsg(db->h));
+}
+
+/* Copy db's last error into msg. Returns st. */
+static pl_status to_msg(profile_db *db, pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg && len > 0) snprintf(msg, len, "%s", db->err);
+    return st;
+}
+
+/* The cached statement id, prepared on first use; NULL (error recorded) on failure. */
+static sqlite3_stmt *stmt_get(profile_db *db, int id) {
+    if (!db->stmt[id]) {
+        int rc = sqlite3_prepare_v3(db->h, STMT_SQL[id], -1, SQLITE_PREPARE_PERSISTENT, &db->stmt[id], NULL);
+        if (rc != SQLITE_OK) {
+            sql_fail(db, "preparing a statement");
+            db->stmt[id] = NULL;
+            return NULL;
+        }
+    }
+    return db->stmt[id];
+}
+
+/* Reset a statement for its next use. Accepts NULL. */
+static void stmt_done(sqlite3_stmt *s) {
+    if (!s) return;
+    sqlite3_reset(s);
+    sqlite3_clear_bindings(s);
+}
+
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t) {
+    if (t) sqlite3_bind_text(s, i, t, -1, SQLITE_TRANSIENT);
+    else sqlite3_bind_null(s, i);
+}
+
+static void bind_double_or_null(sqlite3_stmt *s, int i, double v) {
+    if (isnan(v)) sqlite3_bind_null(s, i);
+    else sqlite3_bind_double(s, i, v);
+}
+
+static double col_double_or_nan(sqlite3_stmt *s, int i) {
+    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
+}
+
+static void col_text_copy(sqlite3_stmt *s, int i, char *buf, size_t len) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    snprintf(buf, len, "%s", t ? (const char *)t : "");
+}
+
+static const char *col_text(sqlite3_stmt *s, int i) {
+    const unsigned char *t = sqlite3_column_text(s, i);
+    return t ? (const char *)t : "";
+}
+
+/* Step a write statement that returns no rows; reset it. */
+static pl_status step_done(profile_db *db, sqlite3_stmt *s, const char *what) {
+    int rc = sqlite3_step(s);
+    pl_status st = (rc == SQLITE_DONE) ? PL_OK : sql_fail(db, what);
+    stmt_done(s);
+    return st;
+}
+
+static pl_status exec_sql(profile_db *db, const char *sql, const char *what) {
+    char *e = NULL;
+    if (sqlite3_exec(db->h, sql, NULL, NULL, &e) != SQLITE_OK) {
+        db_fail(db, PL_ERR_DB, "%s: %s (%s)", db->path, what, e ? e : sqlite3_errmsg(db->h));
+        sqlite3_free(e);
+        return PL_ERR_DB;
+    }
+    return PL_OK;
+}
+
+/* Begin a write unit: BEGIN IMMEDIATE outside a transaction, a SAVEPOINT
+ * inside the caller's. *kind records which for wtx_end. */
+static pl_status wtx_begin(profile_db *db, int *kind) {
+    *kind = 0;
+    if (db->mode == PROFILE_DB_READ)
+        return db_fail(db, PL_ERR_INVALID, "%s: opened read-only; cannot write", db->path);
+    if (sqlite3_get_autocommit(db->h)) {
+        if (exec_sql(db, "BEGIN IMMEDIATE", "beginning a transaction") != PL_OK) return PL_ERR_DB;
+        *kind = 1;
+    } else {
+        if (exec_sql(db, "SAVEPOINT store_write", "opening a savepoint") != PL_OK) return PL_ERR_DB;
+        *kind = 2;
+    }
+    return PL_OK;
+}
+
+/* End a write unit begun by wtx_begin: commit when st is PL_OK, else undo.
+ * Returns st, or PL_ERR_DB when the commit itself failed (then undone). The
+ * error text of the first failure is kept. */
+static pl_status wtx_end(profile_db *db, int kind, pl_status st) {
+    if (kind == 0) return st;
+    if (st == PL_OK) {
+        if (exec_sql(db, kind == 1 ? "COMMIT" : "RELEASE store_write", "committing") == PL_OK) return PL_OK;
+        st = PL_ERR_DB;
+    }
+    char keep[sizeof db->err];
+    memcpy(keep, db->err, sizeof keep);
+    if (kind == 1) {
+        if (!sqlite3_get_autocommit(db->h)) exec_sql(db, "ROLLBACK", "rolling back");
+    } else {
+        exec_sql(db, "ROLLBACK TO store_write", "rolling back to a savepoint");
+        exec_sql(db, "RELEASE store_write", "releasing a savepoint");
+    }
+    memcpy(db->err, keep, sizeof keep);
+    return st;
+}
+
+/* ---- opening ------------------------------------------------------------ */
+
+static uint32_t be32(const unsigned char *b) {
+    return ((uint32_t)b[0] << 24) | ((uint32_t)b[1] << 16) | ((uint32_t)b[2] << 8) | (uint32_t)b[3];
+}
+
+/* Check the 100-byte SQLite header of an existing non-empty file by hand, so
+ * that SQLite never sees (and never writes to) something that is not a
+ * database. Also refuses a file shorter than the page count its header
+ * declares, unless a non-empty -wal file may still hold the missing pages. */
+static pl_status check_header(const char *path, int64_t size, char *msg, size_t len) {
+    static const char magic[16] = "SQLite format 3";
+    unsigned char h[100];
+    FILE *f = fopen(path, "rb");
+    if (!f) return pl_fail(msg, len, PL_ERR_IO, "%s: cannot read: %s", path, strerror(errno));
+    size_t got = fread(h, 1, sizeof h, f);
+    fclose(f);
+    if (got < 16 || memcmp(h, magic, 16) != 0)
+        return pl_fail(msg, len, PL_ERR_NOT_SQLITE,
+                       "%s is not an SQLite database (no SQLite header); give a profile database "
+                       "made by placer profile",
+                       path);
+    if (got < sizeof h)
+        return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is damaged: %zu bytes, shorter than an SQLite header",
+                       path, got);
+    uint32_t page = ((uint32_t)h[16] << 8) | h[17];
+    if (page == 1) page = 65536;
+    if (page < 512 || page > 65536 || (page & (page - 1)))
+        return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is damaged: invalid page size %u in its header", path,
+                       page);
+    uint32_t n_pages = be32(h + 28), change = be32(h + 24), valid_for = be32(h + 92);
+    if (n_pages > 0 && change == valid_for && (int64_t)n_pages * page > size) {
+        char wal[4096];
+        struct stat ws;
+        snprintf(wal, sizeof wal, "%s-wal", path);
+        int wal_has_frames = stat(wal, &ws) == 0 && ws.st_size > 0;
+        if (!wal_has_frames)
+            return pl_fail(msg, len, PL_ERR_NOT_SQLITE,
+                           "%s is damaged: truncated (header says %u pages of %u bytes, file holds %lld bytes)",
+                           path, n_pages, page, (long long)size);
+    }
+    return PL_OK;
+}
+
+/* Read the schema version through conn. Sets *version, or -1 for an SQLite
+ * file with no tables at all (treated as new by CREATE). */
+static pl_status read_version(sqlite3 *conn, const char *path, int *version, char *msg, size_t len) {
+    sqlite3_stmt *s = NULL;
+    pl_status st = PL_OK;
+    int rc = sqlite3_prepare_v2(conn,
+                                "SELECT (SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'),"
+                                " (SELECT count(*) FROM sqlite_master)",
+                                -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) goto out_sqlite;
+    int has_meta = sqlite3_column_int(s, 0), n_objects = sqlite3_column_int(s, 1);
+    sqlite3_finalize(s);
+    s = NULL;
+    if (!has_meta) {
+        if (n_objects == 0) {
+            *version = -1;
+            return PL_OK;
+        }
+        return pl_fail(msg, len, PL_ERR_NOT_SQLITE,
+                       "%s is an SQLite database but not a placer profile database (no meta table)", path);
+    }
+    rc = sqlite3_prepare_v2(conn, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    if (rc == SQLITE_DONE) {
+        st = pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is damaged: its meta table has no schema_version", path);
+        goto out;
+    }
+    if (rc != SQLITE_ROW) goto out_sqlite;
+    const char *t = (const char *)sqlite3_column_text(s, 0);
+    char *end = NULL;
+    long v = t ? strtol(t, &end, 10) : -1;
+    if (!t || end == t || *end || v < 0 || v > 1000000) {
+        st = pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is damaged: schema_version '%s' is not a version", path,
+                     t ? t : "NULL");
+        goto out;
+    }
+    *version = (int)v;
+    goto out;
+
+out_sqlite:
+    rc = sqlite3_errcode(conn);
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT)
+        st = pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is damaged: %s", path, sqlite3_errmsg(conn));
+    else
+        st = pl_fail(msg, len, PL_ERR_DB, "%s: reading the schema version: %s", path, sqlite3_errmsg(conn));
+out:
+    sqlite3_finalize(s);
+    return st;
+}
+
+/* Bring the file to PROFILE_DB_SCHEMA_VERSION in one transaction. */
+static pl_status migrate(profile_db *db) {
+    pl_status st = exec_sql(db, "BEGIN IMMEDIATE", "beginning the migration");
+    if (st != PL_OK) return st;
+    char msg[sizeof db->err];
+    int v = 0;
+    st = read_version(db->h, db->path, &v, msg, sizeof msg);
+    if (st != PL_OK) {
+        db_fail(db, st, "%s", msg);
+        goto out_rollback;
+    }
+    if (v < 0) {
+        if ((st = exec_sql(db, SCHEMA_V0, "creating the meta table")) != PL_OK) goto out_rollback;
+        v = 0;
+    }
+    if (v > PROFILE_DB_SCHEMA_VERSION) {
+        st = db_fail(db, PL_ERR_SCHEMA_NEWER, "%s has schema version %d, newer than this placer's %d", db->path,
+                     v, PROFILE_DB_SCHEMA_VERSION);
+        goto out_rollback;
+    }
+    for (; v < PROFILE_DB_SCHEMA_VERSION; v++) {
+        char what[64], bump[128];
+        snprintf(what, sizeof what, "migrating schema %d to %d", v, v + 1);
+        if ((st = exec_sql(db, MIGRATIONS[v], what)) != PL_OK) goto out_rollback;
+        snprintf(bump, sizeof bump, "UPDATE meta SET value = '%d' WHERE key = 'schema_version'", v + 1);
+        if ((st = exec_sql(db, bump, what)) != PL_OK) goto out_rollback;
+    }
+    if ((st = exec_sql(db, "COMMIT", "committing the migration")) != PL_OK) goto out_rollback;
+    return PL_OK;
+
+out_rollback:
+    if (!sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    return st;
+}
+
+static void remove_created(const char *path) {
+    char side[4096];
+    unlink(path);
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-journal", path);
+    unlink(side);
+}
+
+pl_status profile_db_open(const char *path, profile_db_mode mode, profile_db **out, char *msg, size_t len) {
+    if (out) *out = NULL;
+    if (!path || !*path || !out || (mode != PROFILE_DB_READ && mode != PROFILE_DB_WRITE && mode != PROFILE_DB_CREATE))
+        return pl_fail(msg, len, PL_ERR_INVALID, "profile_db_open: missing path or bad mode");
+    if (strlen(path) > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "profile database path is too long");
+
+    struct stat sb;
+    int exists = stat(path, &sb) == 0;
+    if (!exists && errno != ENOENT)
+        return pl_fail(msg, len, PL_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+    int fresh = 0;
+    if (!exists) {
+        if (mode != PROFILE_DB_CREATE)
+            return pl_fail(msg, len, PL_ERR_NOT_FOUND,
+                           "%s does not exist; make a profile with placer profile --from-spec NAME --db %s "
+                           "(or placer profile on a GPU machine)",
+                           path, path);
+        fresh = 1;
+    } else if (!S_ISREG(sb.st_mode)) {
+        return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is not a regular file", path);
+    } else if (sb.st_size == 0) {
+        if (mode != PROFILE_DB_CREATE)
+            return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is empty, not a profile database", path);
+        fresh = 1;
+    } else {
+        pl_status st = check_header(path, (int64_t)sb.st_size, msg, len);
+        if (st != PL_OK) return st;
+    }
+
+    profile_db *db = calloc(1, sizeof *db);
+    if (!db) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory opening %s", path);
+    db->path = strdup(path);
+    db->mode = mode;
+    if (!db->path) {
+        free(db);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory opening %s", path);
+    }
+    pl_status st = PL_OK;
+    int version = -1;
+
+    if (!fresh) {
+        /* Look before touching: a read-only connection cannot change the file. */
+        int rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READONLY, NULL);
+        if (rc != SQLITE_OK) {
+            st = pl_fail(msg, len, PL_ERR_DB, "%s: cannot open: %s", path,
+                         db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+            goto out_close;
+        }
+        sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
+        if ((st = read_version(db->h, path, &version, msg, len)) != PL_OK) goto out_close;
+        if (version > PROFILE_DB_SCHEMA_VERSION) {
+            st = pl_fail(msg, len, PL_ERR_SCHEMA_NEWER,
+                         "%s has schema version %d, newer than this placer's %d; use a newer placer", path,
+                         version, PROFILE_DB_SCHEMA_VERSION);
+            goto out_close;
+        }
+        if (version < 0 && mode != PROFILE_DB_CREATE) {
+            st = pl_fail(msg, len, PL_ERR_NOT_SQLITE,
+                         "%s is an empty SQLite database, not a profile database", path);
+            goto out_close;
+        }
+        if (version < PROFILE_DB_SCHEMA_VERSION && mode == PROFILE_DB_READ) {
+            st = pl_fail(msg, len, PL_ERR_INVALID,
+                         "%s has the older schema version %d (this placer reads %d); open it once for "
+                         "writing to migrate it",
+                         path, version, PROFILE_DB_SCHEMA_VERSION);
+            goto out_close;
+        }
+        db->opened_version = version;
+        if (mode == PROFILE_DB_READ) {
+            *out = db;
+            return PL_OK;
+        }
+        sqlite3_close(db->h);
+        db->h = NULL;
+    } else {
+        db->opened_version = -1;
+    }
+
+    int rc = sqlite3_open_v2(path, &db->h, SQLITE_OPEN_READWRITE | (fresh && !exists ? SQLITE_OPEN_CREATE : 0),
+                             NULL);
+    if (rc != SQLITE_OK) {
+        st = pl_fail(msg, len, PL_ERR_IO, "%s: cannot open for writing: %s", path,
+                     db->h ? sqlite3_errmsg(db->h) : sqlite3_errstr(rc));
+        goto out_close;
+    }
+    if (sqlite3_db_readonly(db->h, "main") == 1) {
+        st = pl_fail(msg, len, PL_ERR_IO, "%s is not writable; check its permissions or open it read-only", path);
+        goto out_close;
+    }
+    sqlite3_busy_timeout(db->h, BUSY_TIMEOUT_MS);
+    if ((st = exec_sql(db, "PRAGMA foreign_keys = ON", "enabling foreign keys")) != PL_OK) goto out_close_msg;
+    {
+        sqlite3_stmt *s = NULL;
+        rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = WAL", -1, &s, NULL);
+        if (rc == SQLITE_OK) rc = sqlite3_step(s);
+        int ok = rc == SQLITE_ROW && !strcmp(col_text(s, 0), "wal");
+        if (!ok) sql_fail(db, "switching to WAL");
+        sqlite3_finalize(s);
+        if (!ok) {
+            st = PL_ERR_DB;
+            goto out_close_msg;
+        }
+    }
+    if ((st = exec_sql(db, "PRAGMA synchronous = NORMAL", "setting synchronous")) != PL_OK) goto out_close_msg;
+    if ((st = migrate(db)) != PL_OK) goto out_close_msg;
+    *out = db;
+    return PL_OK;
+
+out_close_msg:
+    to_msg(db, st, msg, len);
+out_close:
+    if (db->h) sqlite3_close(db->h);
+    db->h = NULL;
+    if (fresh && !exists) remove_created(path);
+    free(db->path);
+    free(db);
+    return st;
+}
+
+void profile_db_close(profile_db *db) {
+    if (!db) return;
+    for (int i = 0; i < N_STMT; i++) sqlite3_finalize(db->stmt[i]);
+    if (db->h && !sqlite3_get_autocommit(db->h)) sqlite3_exec(db->h, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_close(db->h);
+    free(db->path);
+    free(db);
+}
+
+const char *profile_db_last_error(const profile_db *db) { return db ? db->err : ""; }
+
+int profile_db_opened_version(const profile_db *db) { return db ? db->opened_version : -1; }
+
+struct sqlite3 *profile_db_handle(profile_db *db) { return db ? db->h : NULL; }
+
+pl_status profile_db_begin(profile_db *db) {
+    if (db->mode == PROFILE_DB_READ) return db_fail(db, PL_ERR_INVALID, "%s: opened read-only", db->path);
+    if (db->in_tx || !sqlite3_get_autocommit(db->h))
+        return db_fail(db, PL_ERR_INVALID, "%s: a transaction is already open", db->path);
+    pl_status st = exec_sql(db, "BEGIN IMMEDIATE", "beginning a transaction");
+    if (st == PL_OK) db->in_tx = 1;
+    return st;
+}
+
+pl_status profile_db_commit(profile_db *db) {
+    if (!db->in_tx) return db_fail(db, PL_ERR_INVALID, "%s: no transaction is open", db->path);
+    pl_status st = exec_sql(db, "COMMIT", "committing");
+    if (st != PL_OK) {
+        char keep[sizeof db->err];
+        memcpy(keep, db->err, sizeof keep);
+        if (!sqlite3_get_autocommit(db->h)) exec_sql(db, "ROLLBACK", "rolling back");
+        memcpy(db->err, keep, sizeof keep);
+    }
+    db->in_tx = 0;
+    return st;
+}
+
+pl_status profile_db_rollback(profile_db *db) {
+    if (!db->in_tx) return db_fail(db, PL_ERR_INVALID, "%s: no transaction is open", db->path);
+    db->in_tx = 0;
+    if (sqlite3_get_autocommit(db->h)) return PL_OK; /* SQLite already rolled back after an error */
+    return exec_sql(db, "ROLLBACK", "rolling back");
+}
+
+pl_status profile_db_make_portable(profile_db *db, char *msg, size_t len) {
+    if (db->mode == PROFILE_DB_READ)
+        return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: opened read-only", db->path), msg, len);
+    if (db->in_tx || !sqlite3_get_autocommit(db->h))
+        return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: a transaction is open", db->path), msg, len);
+    pl_status st = exec_sql(db, "PRAGMA wal_checkpoint(TRUNCATE)", "checkpointing");
+    if (st != PL_OK) return to_msg(db, st, msg, len);
+    sqlite3_stmt *s = NULL;
+    int rc = sqlite3_prepare_v2(db->h, "PRAGMA journal_mode = DELETE", -1, &s, NULL);
+    if (rc == SQLITE_OK) rc = sqlite3_step(s);
+    if (rc != SQLITE_ROW) st = sql_fail(db, "switching to a rollback journal");
+    else if (strcmp(col_text(s, 0), "delete") != 0)
+        st = db_fail(db, PL_ERR_DB, "%s: still in %s mode; another connection holds the file", db->path,
+                     col_text(s, 0));
+    sqlite3_finalize(s);
+    return to_msg(db, st, msg, len);
+}
+
+/* ---- machine, graph and id lookups ------------------------------------- */
+
+/* Id of the file's (only) machine. PL_ERR_NOT_FOUND when none. */
+static pl_status file_machine_id(profile_db *db, int64_t *id) {
+    sqlite3_stmt *s = stmt_get(db, S_MACHINE_FIRST);
+    if (!s) return PL_ERR_DB;
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) *id = sqlite3_column_int64(s, 0);
+    else if (rc == SQLITE_DONE) st = db_fail(db, PL_ERR_NOT_FOUND, "%s holds no machine profile yet", db->path);
+    else st = sql_fail(db, "reading the machine");
+    stmt_done(s);
+    return st;
+}
+
+static pl_status machine_id_by_name(profile_db *db, const char *name, int64_t *id) {
+    if (!name || !*name) return db_fail(db, PL_ERR_INVALID, "%s: no machine name given", db->path);
+    sqlite3_stmt *s = stmt_get(db, S_MACHINE_ID);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_text(s, 1, name, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) *id = sqlite3_column_int64(s, 0);
+    else if (rc == SQLITE_DONE)
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s holds no machine '%s'; put the machine first", db->path, name);
+    else st = sql_fail(db, "looking up the machine");
+    stmt_done(s);
+    return st;
+}
+
+/* Id and node count of the graph of key. PL_ERR_NOT_FOUND when absent. */
+static pl_status graph_id_by_key(profile_db *db, const char *key, int64_t *id, int *n_nodes) {
+    if (!key || !*key) return db_fail(db, PL_ERR_INVALID, "%s: no graph key given", db->path);
+    sqlite3_stmt *s = stmt_get(db, S_GRAPH_ID);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) {
+        *id = sqlite3_column_int64(s, 0);
+        if (n_nodes) *n_nodes = sqlite3_column_int(s, 1);
+    } else if (rc == SQLITE_DONE) {
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s holds no graph %s", db->path, key);
+    } else {
+        st = sql_fail(db, "looking up the graph");
+    }
+    stmt_done(s);
+    return st;
+}
+
+/* Insert or update the machine (inside a write unit); *id gets its id. */
+static pl_status put_machine_in_tx(profile_db *db, const profile_machine_info *m, int64_t *id) {
+    if (!m || !m->name || !*m->name || !m->source || !*m->source)
+        return db_fail(db, PL_ERR_INVALID, "%s: a machine needs a name and a source", db->path);
+    if (strlen(m->name) >= PROFILE_NAME_LEN)
+        return db_fail(db, PL_ERR_INVALID, "%s: machine name '%s' is too long", db->path, m->name);
+    sqlite3_stmt *s = stmt_get(db, S_MACHINE_FIRST);
+    if (!s) return PL_ERR_DB;
+    int rc = sqlite3_step(s);
+    int64_t existing = -1;
+    char name[PROFILE_NAME_LEN] = "";
+    if (rc == SQLITE_ROW) {
+        existing = sqlite3_column_int64(s, 0);
+        col_text_copy(s, 1, name, sizeof name);
+    }
+    stmt_done(s);
+    if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(db, "reading the machine");
+    if (existing >= 0 && strcmp(name, m->name) != 0)
+        return db_fail(db, PL_ERR_INVALID,
+                       "%s holds machine '%s', not '%s'; a profile database holds one machine: use another file",
+                       db->path, name, m->name);
+    s = stmt_get(db, existing >= 0 ? S_MACHINE_UPDATE : S_MACHINE_INSERT);
+    if (!s) return PL_ERR_DB;
+    int i = 1;
+    if (existing >= 0) sqlite3_bind_int64(s, i++, existing);
+    else sqlite3_bind_text(s, i++, m->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, i++, m->source, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, i++, m->host);
+    bind_text_or_null(s, i++, m->driver);
+    bind_text_or_null(s, i++, m->cuda);
+    bind_text_or_null(s, i++, m->topology);
+    pl_status st = step_done(db, s, "writing the machine");
+    if (st != PL_OK) return st;
+    *id = existing >= 0 ? existing : sqlite3_last_insert_rowid(db->h);
+    return PL_OK;
+}
+
+static pl_status put_device_in_tx(profile_db *db, int64_t mid, int idx, const profile_device *d) {
+    sqlite3_stmt *s = stmt_get(db, S_DEVICE_PUT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int(s, 2, idx);
+    sqlite3_bind_text(s, 3, d->name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 4, d->mem_bytes);
+    sqlite3_bind_double(s, 5, d->peak_flops);
+    sqlite3_bind_double(s, 6, d->mem_bw);
+    sqlite3_bind_double(s, 7, d->launch_us);
+    sqlite3_bind_int(s, 8, d->sm_count);
+    return step_done(db, s, "writing a device");
+}
+
+static pl_status put_link_in_tx(profile_db *db, int64_t mid, int src, int dst, double lat, double bw,
+                                const char *kind) {
+    sqlite3_stmt *s = stmt_get(db, S_LINK_PUT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int(s, 2, src);
+    sqlite3_bind_int(s, 3, dst);
+    sqlite3_bind_double(s, 4, isnan(lat) ? 0.0 : lat);
+    sqlite3_bind_double(s, 5, isnan(bw) ? 0.0 : bw);
+    bind_text_or_null(s, 6, kind);
+    return step_done(db, s, "writing a link");
+}
+
+static pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double bytes, double us,
+                                 double spread) {
+    sqlite3_stmt *s = stmt_get(db, S_POINT_PUT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int(s, 2, src);
+    sqlite3_bind_int(s, 3, dst);
+    sqlite3_bind_double(s, 4, bytes);
+    sqlite3_bind_double(s, 5, us);
+    bind_double_or_null(s, 6, spread);
+    return step_done(db, s, "writing a link point");
+}
+
+/* Insert or update graph g and replace its nodes. Node memory comes from mem
+ * when given, else from the graph with workspace ws (may be NULL). */
+static pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem,
+                                 const int64_t *ws, int64_t *gid) {
+    char key[PROFILE_NAME_LEN];
+    gpt_config_key(&g->cfg, key, sizeof key);
+    sqlite3_stmt *s = stmt_get(db, S_GRAPH_UPSERT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_text(s, 1, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 2, g->cfg.vocab);
+    sqlite3_bind_int(s, 3, g->cfg.d_model);
+    sqlite3_bind_int(s, 4, g->cfg.n_heads);
+    sqlite3_bind_int(s, 5, g->cfg.n_layers);
+    sqlite3_bind_int(s, 6, g->cfg.seq_len);
+    sqlite3_bind_int(s, 7, g->cfg.batch);
+    sqlite3_bind_int(s, 8, g->n_nodes);
+    sqlite3_bind_int64(s, 9, g->total_params);
+    pl_status st = step_done(db, s, "writing the graph");
+    if (st != PL_OK) return st;
+    if ((st = graph_id_by_key(db, key, gid, NULL)) != PL_OK) return st;
+    if (!(s = stmt_get(db, S_NODE_CLEAR))) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, *gid);
+    if ((st = step_done(db, s, "clearing nodes")) != PL_OK) return st;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (!(s = stmt_get(db, S_NODE_PUT))) return PL_ERR_DB;
+        sqlite3_bind_int64(s, 1, *gid);
+        sqlite3_bind_int(s, 2, i);
+        sqlite3_bind_text(s, 3, n->name, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 4, op_kind_name(n->kind), -1, SQLITE_STATIC);
+        sqlite3_bind_int64(s, 5, n->params);
+        sqlite3_bind_int64(s, 6, mem ? mem[i].param_bytes : graph_param_bytes(n));
+        sqlite3_bind_int64(s, 7, mem ? mem[i].out_bytes_per_sample : n->out_bytes_per_sample);
+        sqlite3_bind_int64(s, 8, mem ? mem[i].act_bytes_per_sample : n->act_bytes_per_sample);
+        sqlite3_bind_int64(s, 9, mem ? mem[i].workspace_bytes : (ws ? ws[i] : 0));
+        if ((st = step_done(db, s, "writing a node")) != PL_OK) return st;
+    }
+    return PL_OK;
+}
+
+static pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
+                                double us, double spread) {
+    sqlite3_stmt *s = stmt_get(db, S_COST_PUT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    sqlite3_bind_int(s, 3, dev);
+    sqlite3_bind_int(s, 4, node);
+    sqlite3_bind_text(s, 5, PHASE_TEXT[ph], -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 6, ph == PHASE_OPT ? 0 : mb);
+    bind_double_or_null(s, 7, us);
+    bind_double_or_null(s, 8, spread);
+    return step_done(db, s, "writing a node cost");
+}
+
+/* Run a statement bound with (mid, int) and no result. */
+static pl_status exec_id_int(profile_db *db, int id, int64_t a, int64_t b, const char *what) {
+    sqlite3_stmt *s = stmt_get(db, id);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, a);
+    sqlite3_bind_int64(s, 2, b);
+    return step_done(db, s, what);
+}
+
+/* ---- whole profiles ------------------------------------------------------- */
+
+pl_status profile_db_save_profile(profile_db *db, const gpt_config *cfg, const profile_data *p, char *msg,
+                                  size_t len) {
+    if (!db || !cfg || !p) return pl_fail(msg, len, PL_ERR_INVALID, "profile_db_save_profile: NULL argument");
+    if (!p->machine[0])
+        return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: the profile has no machine name", db->path), msg, len);
+    graph *g = NULL;
+    char gmsg[256] = "";
+    pl_status st = graph_build_gpt(cfg, &g, gmsg, sizeof gmsg);
+    if (st != PL_OK) return to_msg(db, db_fail(db, st, "%s", gmsg), msg, len);
+    if (g->n_nodes != p->n_nodes) {
+        st = db_fail(db, PL_ERR_INVALID, "%s: the profile has %d nodes but graph has %d", db->path, p->n_nodes,
+                     g->n_nodes);
+        graph_destroy(g);
+        return to_msg(db, st, msg, len);
+    }
+    int kind = 0;
+    if ((st = wtx_begin(db, &kind)) != PL_OK) {
+        graph_destroy(g);
+        return to_msg(db, st, msg, len);
+    }
+    int64_t mid = 0, gid = 0;
+    const int nd = p->n_devices;
+    profile_machine_info info = {.name = p->machine, .source = p->source[0] ? p->source : "measured"};
+    if ((st = put_machine_in_tx(db, &info, &mid)) != PL_OK) goto out;
+    if ((st = exec_id_int(db, S_DEVICE_TRIM, mid, nd, "removing old devices")) != PL_OK) goto out;
+    for (int d = 0; d < nd; d++)
+        if ((st = put_device_in_tx(db, mid, d, &p->devices[d])) != PL_OK) goto out;
+    if ((st = exec_id_int(db, S_LINK_TRIM, mid, nd, "removing old links")) != PL_OK) goto out;
+    {
+        sqlite3_stmt *s = stmt_get(db, S_POINTS_CLEAR);
+        if (!s) {
+            st = PL_ERR_DB;
+            goto out;
+        }
+        sqlite3_bind_int64(s, 1, mid);
+        if ((st = step_done(db, s, "clearing link points")) != PL_OK) goto out;
+    }
+    for (int a = 0; a < nd; a++)
+        for (int b = 0; b < nd; b++) {
+            if (a == b) continue;
+            const profile_link *l = &p->links[a * nd + b];
+            if ((st = put_link_in_tx(db, mid, a, b, l->latency_us, l->bandwidth, NULL)) != PL_OK) goto out;
+            for (int j = 0; j < l->n_points; j++)
+                if ((st = put_point_in_tx(db, mid, a, b, l->bytes[j], l->us[j], NAN)) != PL_OK) goto out;
+        }
+    if ((st = put_graph_in_tx(db, g, p->node_mem, NULL, &gid)) != PL_OK) goto out;
+    if ((st = exec_id_int(db, S_COST_CLEAR, mid, gid, "clearing node costs")) != PL_OK) goto out;
+    for (int d = 0; d < nd; d++)
+        for (int i = 0; i < p->n_nodes; i++) {
+            for (int k = 0; k < p->n_mb; k++)
+                for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++)
+                    if ((st = put_cost_in_tx(db, mid, gid, d, i, ph, p->mb_sizes[k],
+                                             p->cost_us[profile_cost_index(p, d, k, i, ph)], NAN)) != PL_OK)
+                        goto out;
+            if ((st = put_cost_in_tx(db, mid, gid, d, i, PHASE_OPT, 0,
+                                     p->cost_us[profile_cost_index(p, d, 0, i, PHASE_OPT)], NAN)) != PL_OK)
+                goto out;
+        }
+out:
+    st = wtx_end(db, kind, st);
+    graph_destroy(g);
+    return to_msg(db, st, msg, len);
+}
+
+/* "A, B (no costs), C" or "no graphs" into buf: what the file holds. */
+static void describe_graphs(profile_db *db, char *buf, size_t len) {
+    profile_db_graph_info *gi = NULL;
+    int n = 0;
+    buf[0] = 0;
+    if (profile_db_list_graphs(db, &gi, &n) != PL_OK || n == 0) {
+        snprintf(buf, len, "it holds no profiles");
+        free(gi);
+        return;
+    }
+    size_t off = (size_t)snprintf(buf, len, "it holds: ");
+    int listed = 0;
+    for (int i = 0; i < n && off < len; i++) {
+        if (gi[i].n_costs == 0) continue;
+        int w = snprintf(buf + off, len - off, "%s%s", listed ? ", " : "", gi[i].key);
+        if (w < 0) break;
+        off += (size_t)w;
+        listed++;
+    }
+    if (!listed) snprintf(buf, len, "it holds no profiles");
+    free(gi);
+}
+
+pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile_data **out, gpt_config *cfg_out,
+                                  char *msg, size_t len) {
+    if (out) *out = NULL;
+    if (!db || !out) return pl_fail(msg, len, PL_ERR_INVALID, "profile_db_load_profile: NULL argument");
+    pl_status st;
+    int64_t mid = 0, gid = -1;
+    char key[PROFILE_NAME_LEN] = "";
+    char held[1024];
+    profile_data *p = NULL;
+    int *sizes = NULL;
+    sqlite3_stmt *s = NULL;
+
+    if (cfg) gpt_config_key(cfg, key, sizeof key);
+    if ((st = file_machine_id(db, &mid)) != PL_OK) {
+        if (st == PL_ERR_NOT_FOUND)
+            db_fail(db, st, "%s holds no profile%s%s; make one with placer profile", db->path, cfg ? " for graph " : "",
+                    key);
+        return to_msg(db, st, msg, len);
+    }
+    if (cfg) {
+        st = graph_id_by_key(db, key, &gid, NULL);
+        if (st == PL_OK) {
+            /* a graph row without costs is no profile */
+            int has = 0;
+            if (!(s = stmt_get(db, S_COST_MB))) return to_msg(db, PL_ERR_DB, msg, len);
+            sqlite3_bind_int64(s, 1, mid);
+            sqlite3_bind_int64(s, 2, gid);
+            has = sqlite3_step(s) == SQLITE_ROW;
+            stmt_done(s);
+            if (!has) st = PL_ERR_NOT_FOUND;
+        }
+        if (st == PL_ERR_NOT_FOUND) {
+            describe_graphs(db, held, sizeof held);
+            return to_msg(db, db_fail(db, st, "%s has no profile for graph %s; %s", db->path, key, held), msg,
+                          len);
+        }
+        if (st != PL_OK) return to_msg(db, st, msg, len);
+    } else {
+        if (!(s = stmt_get(db, S_COST_LATEST_GRAPH))) return to_msg(db, PL_ERR_DB, msg, len);
+        sqlite3_bind_int64(s, 1, mid);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) gid = sqlite3_column_int64(s, 0);
+        stmt_done(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return to_msg(db, sql_fail(db, "finding a graph"), msg, len);
+        if (gid < 0)
+            return to_msg(db, db_fail(db, PL_ERR_NOT_FOUND, "%s holds no profile; make one with placer profile",
+                                      db->path),
+                          msg, len);
+    }
+
+    /* graph config and node count */
+    gpt_config gc;
+    int n_nodes = 0;
+    if (!(s = stmt_get(db, S_GRAPH_GET))) return to_msg(db, PL_ERR_DB, msg, len);
+    sqlite3_bind_int64(s, 1, gid);
+    if (sqlite3_step(s) != SQLITE_ROW) {
+        st = sql_fail(db, "reading the graph");
+        stmt_done(s);
+        return to_msg(db, st, msg, len);
+    }
+    col_text_copy(s, 0, key, sizeof key);
+    gc.vocab = sqlite3_column_int(s, 1);
+    gc.d_model = sqlite3_column_int(s, 2);
+    gc.n_heads = sqlite3_column_int(s, 3);
+    gc.n_layers = sqlite3_column_int(s, 4);
+    gc.seq_len = sqlite3_column_int(s, 5);
+    gc.batch = sqlite3_column_int(s, 6);
+    n_nodes = sqlite3_column_int(s, 7);
+    stmt_done(s);
+    if (n_nodes < 1) return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: graph %s has no nodes", db->path, key), msg, len);
+
+    /* devices: count them first */
+    int n_dev = 0;
+    if (!(s = stmt_get(db, S_DEVICE_LIST))) return to_msg(db, PL_ERR_DB, msg, len);
+    sqlite3_bind_int64(s, 1, mid);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (sqlite3_column_int(s, 0) != n_dev) {
+            stmt_done(s);
+            return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: device indices are not 0..n-1", db->path), msg, len);
+        }
+        n_dev++;
+    }
+    stmt_done(s);
+    if (rc != SQLITE_DONE) return to_msg(db, sql_fail(db, "reading devices"), msg, len);
+    if (n_dev < 1) return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: the machine has no devices", db->path), msg, len);
+
+    /* micro-batch sizes */
+    int n_mb = 0, cap = 8;
+    sizes = malloc(sizeof *sizes * (size_t)cap);
+    if (!sizes) return to_msg(db, db_fail(db, PL_ERR_NOMEM, "out of memory"), msg, len);
+    if (!(s = stmt_get(db, S_COST_MB))) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int mb = sqlite3_column_int(s, 0);
+        if (mb < 1) {
+            stmt_done(s);
+            st = db_fail(db, PL_ERR_INVALID, "%s: a node cost has micro-batch size %d", db->path, mb);
+            goto out;
+        }
+        if (n_mb == cap) {
+            int *grown = realloc(sizes, sizeof *sizes * (size_t)(cap *= 2));
+            if (!grown) {
+                stmt_done(s);
+                st = db_fail(db, PL_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            sizes = grown;
+        }
+        sizes[n_mb++] = mb;
+    }
+    stmt_done(s);
+    if (rc != SQLITE_DONE) {
+        st = sql_fail(db, "reading micro-batch sizes");
+        goto out;
+    }
+    if (n_mb == 0) {
+        st = db_fail(db, PL_ERR_INVALID, "%s: the profile of %s has no forward or backward costs", db->path, key);
+        goto out;
+    }
+    if ((st = profile_data_create(n_dev, n_nodes, n_mb, sizes, &p)) != PL_OK) {
+        db_fail(db, st, "out of memory loading the profile");
+        goto out;
+    }
+    snprintf(p->graph_key, sizeof p->graph_key, "%s", key);
+
+    /* machine name and source */
+    if (!(s = stmt_get(db, S_MACHINE_FIRST))) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        col_text_copy(s, 1, p->machine, sizeof p->machine);
+        col_text_copy(s, 2, p->source, sizeof p->source);
+    }
+    stmt_done(s);
+
+    /* devices */
+    if (!(s = stmt_get(db, S_DEVICE_LIST))) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    for (int d = 0; d < n_dev && sqlite3_step(s) == SQLITE_ROW; d++) {
+        profile_device *dv = &p->devices[d];
+        col_text_copy(s, 1, dv->name, sizeof dv->name);
+        dv->mem_bytes = sqlite3_column_int64(s, 2);
+        dv->peak_flops = sqlite3_column_double(s, 3);
+        dv->mem_bw = sqlite3_column_double(s, 4);
+        dv->launch_us = sqlite3_column_double(s, 5);
+        dv->sm_count = sqlite3_column_int(s, 6);
+    }
+    stmt_done(s);
+
+    /* node costs, counting what is present */
+    const size_t n_cells = (size_t)n_dev * n_mb * n_nodes * PHASE_COUNT;
+    unsigned char *seen = calloc(n_cells, 1);
+    if (!seen) {
+        st = db_fail(db, PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (!(s = stmt_get(db, S_COST_LIST))) {
+        free(seen);
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int d = sqlite3_column_int(s, 0), i = sqlite3_column_int(s, 1), mb = sqlite3_column_int(s, 3);
+        const char *ph_text = col_text(s, 2);
+        int ph = !strcmp(ph_text, "fwd") ? PHASE_FWD : !strcmp(ph_text, "bwd") ? PHASE_BWD : PHASE_OPT;
+        double us = col_double_or_nan(s, 4);
+        if (d < 0 || d >= n_dev || i < 0 || i >= n_nodes) continue; /* rows of removed devices are ignored */
+        if (ph == PHASE_OPT) {
+            for (int k = 0; k < n_mb; k++) {
+                size_t at = profile_cost_index(p, d, k, i, ph);
+                p->cost_us[at] = us;
+                seen[at] = 1;
+            }
+        } else {
+            int k = profile_mb_index(p, mb);
+            if (k < 0) continue;
+            size_t at = profile_cost_index(p, d, k, i, ph);
+            p->cost_us[at] = us;
+            seen[at] = 1;
+        }
+    }
+    stmt_done(s);
+    size_t missing = 0, first_missing = 0;
+    for (size_t c = 0; c < n_cells; c++)
+        if (!seen[c] && missing++ == 0) first_missing = c;
+    free(seen);
+    if (rc != SQLITE_DONE) {
+        st = sql_fail(db, "reading node costs");
+        goto out;
+    }
+    if (missing) {
+        size_t c = first_missing;
+        int ph = (int)(c % PHASE_COUNT), i = (int)(c / PHASE_COUNT % (size_t)n_nodes);
+        int k = (int)(c / PHASE_COUNT / (size_t)n_nodes % (size_t)n_mb);
+        int d = (int)(c / PHASE_COUNT / (size_t)n_nodes / (size_t)n_mb);
+        st = db_fail(db, PL_ERR_INVALID,
+                     "%s: the profile of %s is incomplete: %zu of %zu node costs missing (first: device %d, "
+                     "node %d, %s, micro-batch %d); resume the profiler",
+                     db->path, key, missing, n_cells, d, i, PHASE_TEXT[ph], sizes[k]);
+        goto out;
+    }
+
+    /* links and curves */
+    for (int a = 0; a < n_dev; a++)
+        for (int b = 0; b < n_dev; b++) {
+            if (a == b) continue;
+            profile_link *l = &p->links[a * n_dev + b];
+            if (!(s = stmt_get(db, S_LINK_GET))) {
+                st = PL_ERR_DB;
+                goto out;
+            }
+            sqlite3_bind_int64(s, 1, mid);
+            sqlite3_bind_int(s, 2, a);
+            sqlite3_bind_int(s, 3, b);
+            rc = sqlite3_step(s);
+            if (rc == SQLITE_ROW) {
+                l->latency_us = sqlite3_column_double(s, 0);
+                l->bandwidth = sqlite3_column_double(s, 1);
+            }
+            stmt_done(s);
+            if (rc == SQLITE_DONE) {
+                st = db_fail(db, PL_ERR_INVALID, "%s: the profile is incomplete: no link %d -> %d", db->path, a, b);
+                goto out;
+            }
+            if (rc != SQLITE_ROW) {
+                st = sql_fail(db, "reading a link");
+                goto out;
+            }
+            int n_pts = 0, pcap = 64;
+            double *xb = malloc(sizeof *xb * (size_t)pcap), *xu = malloc(sizeof *xu * (size_t)pcap);
+            if (!xb || !xu) {
+                free(xb);
+                free(xu);
+                st = db_fail(db, PL_ERR_NOMEM, "out of memory");
+                goto out;
+            }
+            if (!(s = stmt_get(db, S_POINT_LIST))) {
+                free(xb);
+                free(xu);
+                st = PL_ERR_DB;
+                goto out;
+            }
+            sqlite3_bind_int64(s, 1, mid);
+            sqlite3_bind_int(s, 2, a);
+            sqlite3_bind_int(s, 3, b);
+            while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+                if (n_pts == pcap) {
+                    pcap *= 2;
+                    double *nb = realloc(xb, sizeof *xb * (size_t)pcap);
+                    if (nb) xb = nb;
+                    double *nu = realloc(xu, sizeof *xu * (size_t)pcap);
+                    if (nu) xu = nu;
+                    if (!nb || !nu) {
+                        rc = SQLITE_NOMEM;
+                        break;
+                    }
+                }
+                xb[n_pts] = sqlite3_column_double(s, 0);
+                xu[n_pts] = sqlite3_column_double(s, 1);
+                n_pts++;
+            }
+            stmt_done(s);
+            if (rc == SQLITE_DONE && n_pts > 0) st = profile_link_set_curve(l, n_pts, xb, xu);
+            else if (rc != SQLITE_DONE) st = rc == SQLITE_NOMEM ? PL_ERR_NOMEM : PL_ERR_DB;
+            free(xb);
+            free(xu);
+            if (st != PL_OK) {
+                if (st == PL_ERR_DB) sql_fail(db, "reading link points");
+                else db_fail(db, st, "%s: could not load the curve %d -> %d", db->path, a, b);
+                goto out;
+            }
+        }
+
+    /* node memory */
+    if (!(s = stmt_get(db, S_NODE_LIST))) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, gid);
+    int n_seen_nodes = 0;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        int i = sqlite3_column_int(s, 0);
+        if (i < 0 || i >= n_nodes) continue;
+        profile_node_mem *m = &p->node_mem[i];
+        m->param_bytes = sqlite3_column_int64(s, 1);
+        m->out_bytes_per_sample = sqlite3_column_int64(s, 2);
+        m->act_bytes_per_sample = sqlite3_column_int64(s, 3);
+        m->workspace_bytes = sqlite3_column_int64(s, 4);
+        n_seen_nodes++;
+    }
+    stmt_done(s);
+    if (rc != SQLITE_DONE) {
+        st = sql_fail(db, "reading nodes");
+        goto out;
+    }
+    if (n_seen_nodes != n_nodes) {
+        st = db_fail(db, PL_ERR_INVALID, "%s: graph %s lists %d of its %d nodes", db->path, key, n_seen_nodes,
+                     n_nodes);
+        goto out;
+    }
+    if (cfg_out) *cfg_out = gc;
+    *out = p;
+    p = NULL;
+    st = PL_OK;
+out:
+    profile_data_destroy(p);
+    free(sizes);
+    return to_msg(db, st, msg, len);
+}
+
+pl_status profile_db_list_graphs(profile_db *db, profile_db_graph_info **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    int64_t mid = -1;
+    pl_status st = file_machine_id(db, &mid);
+    if (st != PL_OK && st != PL_ERR_NOT_FOUND) return st;
+    sqlite3_stmt *s = stmt_get(db, S_GRAPH_LIST);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    int cap = 0, rc;
+    profile_db_graph_info *a = NULL;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 4;
+            profile_db_graph_info *g = realloc(a, sizeof *a * (size_t)cap);
+            if (!g) {
+                stmt_done(s);
+                free(a);
+                *n = 0;
+                return db_fail(db, PL_ERR_NOMEM, "out of memory listing graphs");
+            }
+            a = g;
+        }
+        profile_db_graph_info *g = &a[(*n)++];
+        memset(g, 0, sizeof *g);
+        col_text_copy(s, 0, g->key, sizeof g->key);
+        g->cfg.vocab = sqlite3_column_int(s, 1);
+        g->cfg.d_model = sqlite3_column_int(s, 2);
+        g->cfg.n_heads = sqlite3_column_int(s, 3);
+        g->cfg.n_layers = sqlite3_column_int(s, 4);
+        g->cfg.seq_len = sqlite3_column_int(s, 5);
+        g->cfg.batch = sqlite3_column_int(s, 6);
+        g->n_nodes = sqlite3_column_int(s, 7);
+        g->params = sqlite3_column_int64(s, 8);
+        g->n_costs = sqlite3_column_int64(s, 9);
+    }
+    stmt_done(s);
+    if (rc != SQLITE_DONE) {
+        free(a);
+        *n = 0;
+        return sql_fail(db, "listing graphs");
+    }
+    *out = a;
+    return PL_OK;
+}
+
+pl_status profile_db_machine(profile_db *db, profile_db_machine_row *out) {
+    memset(out, 0, sizeof *out);
+    sqlite3_stmt *s = stmt_get(db, S_MACHINE_FIRST);
+    if (!s) return PL_ERR_DB;
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) {
+        col_text_copy(s, 1, out->name, sizeof out->name);
+        col_text_copy(s, 2, out->source, sizeof out->source);
+        col_text_copy(s, 3, out->created_at, sizeof out->created_at);
+        col_text_copy(s, 4, out->host, sizeof out->host);
+        col_text_copy(s, 5, out->driver, sizeof out->driver);
+        col_text_copy(s, 6, out->cuda, sizeof out->cuda);
+        col_text_copy(s, 7, out->topology, sizeof out->topology);
+    } else if (rc == SQLITE_DONE) {
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s holds no machine profile yet", db->path);
+    } else {
+        st = sql_fail(db, "reading the machine");
+    }
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_link_kind(profile_db *db, int src, int dst, char *buf, size_t len) {
+    if (buf && len) buf[0] = 0;
+    int64_t mid;
+    pl_status st = file_machine_id(db, &mid);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_LINK_GET);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int(s, 2, src);
+    sqlite3_bind_int(s, 3, dst);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        if (buf && len) col_text_copy(s, 2, buf, len);
+    } else if (rc == SQLITE_DONE) {
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no link %d -> %d", db->path, src, dst);
+    } else {
+        st = sql_fail(db, "reading a link");
+    }
+    stmt_done(s);
+    return st;
+}
+
+/* ---- unit writes ------------------------------------------------------------ */
+
+pl_status profile_db_put_machine(profile_db *db, const profile_machine_info *m) {
+    int kind;
+    int64_t id;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    st = put_machine_in_tx(db, m, &id);
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_put_device(profile_db *db, const char *machine, int idx, const profile_device *d) {
+    if (idx < 0 || !d) return db_fail(db, PL_ERR_INVALID, "%s: bad device %d", db->path, idx);
+    int kind;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK) st = put_device_in_tx(db, mid, idx, d);
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_put_link(profile_db *db, const char *machine, int src, int dst, double latency_us,
+                              double bandwidth, const char *kind_text) {
+    if (src < 0 || dst < 0 || src == dst)
+        return db_fail(db, PL_ERR_INVALID, "%s: bad link %d -> %d", db->path, src, dst);
+    int kind;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK)
+        st = put_link_in_tx(db, mid, src, dst, latency_us, bandwidth, kind_text);
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_put_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
+                                    double us, double spread_us) {
+    if (src < 0 || dst < 0 || src == dst || !(bytes > 0) || isnan(us))
+        return db_fail(db, PL_ERR_INVALID, "%s: bad link point %d -> %d", db->path, src, dst);
+    int kind;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK)
+        st = put_point_in_tx(db, mid, src, dst, bytes, us, spread_us);
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_has_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
+                                    int *has) {
+    *has = 0;
+    int64_t mid;
+    pl_status st = machine_id_by_name(db, machine, &mid);
+    if (st == PL_ERR_NOT_FOUND) return PL_OK;
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_POINT_HAS);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int(s, 2, src);
+    sqlite3_bind_int(s, 3, dst);
+    sqlite3_bind_double(s, 4, bytes);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *has = 1;
+    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a link point");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_put_graph(profile_db *db, const graph *g, const int64_t *workspace_bytes) {
+    if (!g) return db_fail(db, PL_ERR_INVALID, "%s: no graph given", db->path);
+    int kind;
+    int64_t gid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    st = put_graph_in_tx(db, g, NULL, workspace_bytes, &gid);
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                   int node, cost_phase phase, int mb_size, double us, double spread_us) {
+    if (device < 0 || node < 0 || (int)phase < 0 || phase >= PHASE_COUNT || (phase != PHASE_OPT && mb_size < 1))
+        return db_fail(db, PL_ERR_INVALID, "%s: bad node cost (device %d, node %d, phase %d, micro-batch %d)",
+                       db->path, device, node, (int)phase, mb_size);
+    int kind, n_nodes = 0;
+    int64_t mid, gid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
+    if ((st = graph_id_by_key(db, graph_key, &gid, &n_nodes)) != PL_OK) goto out;
+    if (node >= n_nodes) {
+        st = db_fail(db, PL_ERR_INVALID, "%s: node %d out of range (graph has %d)", db->path, node, n_nodes);
+        goto out;
+    }
+    st = put_cost_in_tx(db, mid, gid, device, node, phase, mb_size, us, spread_us);
+out:
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_has_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                   int node, cost_phase phase, int mb_size, int *has) {
+    *has = 0;
+    if ((int)phase < 0 || phase >= PHASE_COUNT) return db_fail(db, PL_ERR_INVALID, "%s: bad phase", db->path);
+    int64_t mid, gid;
+    pl_status st = machine_id_by_name(db, machine, &mid);
+    if (st == PL_OK) st = graph_id_by_key(db, graph_key, &gid, NULL);
+    if (st == PL_ERR_NOT_FOUND) return PL_OK;
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_COST_HAS);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    sqlite3_bind_int(s, 3, device);
+    sqlite3_bind_int(s, 4, node);
+    sqlite3_bind_text(s, 5, PHASE_TEXT[phase], -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 6, phase == PHASE_OPT ? 0 : mb_size);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *has = 1;
+    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a node cost");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_put_step_anchor(profile_db *db, const char *machine, const char *graph_key, int device,
+                                     int mb_size, double us, double spread_us) {
+    if (device < 0 || mb_size < 1)
+        return db_fail(db, PL_ERR_INVALID, "%s: bad step anchor (device %d, micro-batch %d)", db->path, device,
+                       mb_size);
+    int kind;
+    int64_t mid, gid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
+    if ((st = graph_id_by_key(db, graph_key, &gid, NULL)) != PL_OK) goto out;
+    sqlite3_stmt *s = stmt_get(db, S_ANCHOR_PUT);
+    if (!s) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    sqlite3_bind_int(s, 3, device);
+    sqlite3_bind_int(s, 4, mb_size);
+    bind_double_or_null(s, 5, us);
+    bind_double_or_null(s, 6, spread_us);
+    st = step_done(db, s, "writing a step anchor");
+out:
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_get_step_anchor(profile_db *db, const char *graph_key, int device, int mb_size, double *us,
+                                     double *spread_us) {
+    int64_t mid, gid;
+    pl_status st = file_machine_id(db, &mid);
+    if (st == PL_OK) st = graph_id_by_key(db, graph_key, &gid, NULL);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_ANCHOR_GET);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_int64(s, 2, gid);
+    sqlite3_bind_int(s, 3, device);
+    sqlite3_bind_int(s, 4, mb_size);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) {
+        *us = col_double_or_nan(s, 0);
+        if (spread_us) *spread_us = col_double_or_nan(s, 1);
+    } else if (rc == SQLITE_DONE) {
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no step anchor for device %d at micro-batch %d", db->path, device,
+                     mb_size);
+    } else {
+        st = sql_fail(db, "reading a step anchor");
+    }
+    stmt_done(s);
+    return st;
+}
+
+/* ---- simulator parameters ---------------------------------------------- */
+
+pl_status profile_db_save_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
+                                     const double *vals, const char *label) {
+    if (!graph_key || n < 0 || (n > 0 && (!names || !vals)))
+        return db_fail(db, PL_ERR_INVALID, "%s: bad simulator parameters", db->path);
+    int kind;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = file_machine_id(db, &mid)) != PL_OK) goto out;
+    sqlite3_stmt *s = stmt_get(db, S_SIM_CLEAR);
+    if (!s) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
+    if ((st = step_done(db, s, "clearing simulator parameters")) != PL_OK) goto out;
+    for (int i = 0; i < n; i++) {
+        if (!names[i]) {
+            st = db_fail(db, PL_ERR_INVALID, "%s: simulator parameter %d has no name", db->path, i);
+            goto out;
+        }
+        if (!(s = stmt_get(db, S_SIM_PUT))) {
+            st = PL_ERR_DB;
+            goto out;
+        }
+        sqlite3_bind_int64(s, 1, mid);
+        sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 3, names[i], -1, SQLITE_TRANSIENT);
+        bind_double_or_null(s, 4, vals[i]);
+        bind_text_or_null(s, 5, label);
+        if ((st = step_done(db, s, "writing a simulator parameter")) != PL_OK) goto out;
+    }
+out:
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_load_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
+                                     double *vals, int *found) {
+    *found = 0;
+    if (!graph_key || n < 0 || (n > 0 && (!names || !vals)))
+        return db_fail(db, PL_ERR_INVALID, "%s: bad simulator parameters", db->path);
+    int64_t mid;
+    pl_status st = file_machine_id(db, &mid);
+    if (st == PL_ERR_NOT_FOUND) return PL_OK;
+    if (st != PL_OK) return st;
+    for (int i = 0; i < n; i++) {
+        if (!names[i]) continue;
+        sqlite3_stmt *s = stmt_get(db, S_SIM_GET);
+        if (!s) return PL_ERR_DB;
+        sqlite3_bind_int64(s, 1, mid);
+        sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 3, names[i], -1, SQLITE_TRANSIENT);
+        int rc = sqlite3_step(s);
+        if (rc == SQLITE_ROW) {
+            vals[i] = col_double_or_nan(s, 0);
+            (*found)++;
+        }
+        stmt_done(s);
+        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(db, "reading a simulator parameter");
+    }
+    return PL_OK;
+}
+
+/* ---- runs -------------------------------------------------------------------- */
+
+pl_status profile_db_run_create(profile_db *db, const char *method, const char *args, int64_t *run_id) {
+    if (!method || !*method || !run_id) return db_fail(db, PL_ERR_INVALID, "%s: a run needs a method", db->path);
+    int kind;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_RUN_CREATE);
+    if (!s) {
+        st = PL_ERR_DB;
+    } else {
+        sqlite3_bind_text(s, 1, method, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(s, 2, args ? args : "", -1, SQLITE_TRANSIENT);
+        if ((st = step_done(db, s, "creating a run")) == PL_OK) *run_id = sqlite3_last_insert_rowid(db->h);
+    }
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_run_add_sample(profile_db *db, int64_t run_id, int update, int sample, const char *placement,
+                                    double step_us, int64_t peak_bytes, int oom) {
+    if (!placement) return db_fail(db, PL_ERR_INVALID, "%s: a sample needs a placement", db->path);
+    int kind;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_SAMPLE_PUT);
+    if (!s) {
+        st = PL_ERR_DB;
+    } else {
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int(s, 2, update);
+        sqlite3_bind_int(s, 3, sample);
+        sqlite3_bind_text(s, 4, placement, -1, SQLITE_TRANSIENT);
+        bind_double_or_null(s, 5, step_us);
+        sqlite3_bind_int64(s, 6, peak_bytes);
+        sqlite3_bind_int(s, 7, oom ? 1 : 0);
+        st = step_done(db, s, "writing a run sample");
+    }
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_run_finish(profile_db *db, int64_t run_id) {
+    int kind;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_RUN_FINISH);
+    if (!s) {
+        st = PL_ERR_DB;
+    } else {
+        sqlite3_bind_int64(s, 1, run_id);
+        st = step_done(db, s, "finishing a run");
+        if (st == PL_OK && sqlite3_changes(db->h) == 0)
+            st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no run %lld", db->path, (long long)run_id);
+    }
+    return wtx_end(db, kind, st);
+}
+
+static pl_status run_exists(profile_db *db, int64_t run_id) {
+    sqlite3_stmt *s = stmt_get(db, S_RUN_EXISTS);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, run_id);
+    int rc = sqlite3_step(s);
+    stmt_done(s);
+    if (rc == SQLITE_ROW) return PL_OK;
+    if (rc == SQLITE_DONE) return db_fail(db, PL_ERR_NOT_FOUND, "%s: no run %lld", db->path, (long long)run_id);
+    return sql_fail(db, "looking up a run");
+}
+
+pl_status profile_db_run_samples(profile_db *db, int64_t run_id, profile_run_sample_cb cb, void *ctx) {
+    pl_status st = run_exists(db, run_id);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_SAMPLE_LIST);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, run_id);
+    int rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        profile_run_sample r = {
+            .update = sqlite3_column_int(s, 0),
+            .sample = sqlite3_column_int(s, 1),
+            .placement = col_text(s, 2),
+            .step_us = col_double_or_nan(s, 3),
+            .peak_bytes = sqlite3_column_int64(s, 4),
+            .oom = sqlite3_column_int(s, 5),
+        };
+        if (cb && cb(ctx, &r)) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE) st = sql_fail(db, "reading run samples");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_runs(profile_db *db, profile_run_cb cb, void *ctx) {
+    sqlite3_stmt *s = stmt_get(db, S_RUN_LIST);
+    if (!s) return PL_ERR_DB;
+    int rc;
+    pl_status st = PL_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        profile_run_info r = {
+            .id = sqlite3_column_int64(s, 0),
+            .method = col_text(s, 1),
+            .args = col_text(s, 2),
+            .created_at = col_text(s, 3),
+            .finished = sqlite3_column_int(s, 4),
+            .n_samples = sqlite3_column_int64(s, 5),
+        };
+        if (cb && cb(ctx, &r)) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE) st = sql_fail(db, "listing runs");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_checkpoint_save(profile_db *db, int64_t run_id, int update, const void *blob, size_t n) {
+    if (n > 0 && !blob) return db_fail(db, PL_ERR_INVALID, "%s: checkpoint without data", db->path);
+    if (n > (size_t)0x7fffffff) return db_fail(db, PL_ERR_INVALID, "%s: checkpoint too large", db->path);
+    int kind;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_CKPT_PUT);
+    if (!s) {
+        st = PL_ERR_DB;
+    } else {
+        static const char empty = 0;
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int(s, 2, update);
+        sqlite3_bind_blob(s, 3, n ? blob : &empty, (int)n, SQLITE_STATIC);
+        st = step_done(db, s, "writing a checkpoint");
+    }
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_checkpoint_load(profile_db *db, int64_t run_id, int update, int *update_out, void **blob,
+                                     size_t *n) {
+    *blob = NULL;
+    *n = 0;
+    sqlite3_stmt *s = stmt_get(db, update < 0 ? S_CKPT_LATEST : S_CKPT_GET);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, run_id);
+    if (update >= 0) sqlite3_bind_int(s, 2, update);
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) {
+        int size = sqlite3_column_bytes(s, 1);
+        const void *data = sqlite3_column_blob(s, 1);
+        void *copy = malloc(size > 0 ? (size_t)size : 1);
+        if (!copy) {
+            st = db_fail(db, PL_ERR_NOMEM, "out of memory reading a checkpoint");
+        } else {
+            if (size > 0) memcpy(copy, data, (size_t)size);
+            *blob = copy;
+            *n = (size_t)size;
+            if (update_out) *update_out = sqlite3_column_int(s, 0);
+        }
+    } else if (rc == SQLITE_DONE) {
+        st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no checkpoint for run %lld%s", db->path, (long long)run_id,
+                     update < 0 ? "" : " at that update");
+    } else {
+        st = sql_fail(db, "reading a checkpoint");
+    }
+    stmt_done(s);
+    return st;
+}
+
+/* ---- measurements ------------------------------------------------------------ */
+
+pl_status profile_db_add_measurement(profile_db *db, const profile_measurement *m, int64_t *id) {
+    if (!m || !m->graph_key || !m->placement || !m->schedule || !m->purpose)
+        return db_fail(db, PL_ERR_INVALID, "%s: a measurement needs graph_key, placement, schedule and purpose",
+                       db->path);
+    int kind;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = file_machine_id(db, &mid)) != PL_OK) goto out;
+    sqlite3_stmt *s = stmt_get(db, S_MEAS_PUT);
+    if (!s) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_text(s, 2, m->graph_key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, m->placement, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int(s, 4, m->micro_batches);
+    sqlite3_bind_text(s, 5, m->schedule, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 6, m->mem_cap);
+    bind_double_or_null(s, 7, m->step_us);
+    bind_double_or_null(s, 8, m->spread_us);
+    sqlite3_bind_int64(s, 9, m->peak_bytes_max);
+    sqlite3_bind_int(s, 10, m->oom ? 1 : 0);
+    sqlite3_bind_text(s, 11, m->purpose, -1, SQLITE_TRANSIENT);
+    bind_text_or_null(s, 12, m->extra);
+    if ((st = step_done(db, s, "writing a measurement")) == PL_OK && id) *id = sqlite3_last_insert_rowid(db->h);
+out:
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_measurement_cb cb, void *ctx) {
+    sqlite3_stmt *s = stmt_get(db, S_MEAS_LIST);
+    if (!s) return PL_ERR_DB;
+    bind_text_or_null(s, 1, purpose);
+    int rc;
+    pl_status st = PL_OK;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        profile_measurement m = {
+            .graph_key = col_text(s, 1),
+            .placement = col_text(s, 2),
+            .micro_batches = sqlite3_column_int(s, 3),
+            .schedule = col_text(s, 4),
+            .mem_cap = sqlite3_column_int64(s, 5),
+            .step_us = col_double_or_nan(s, 6),
+            .spread_us = col_double_or_nan(s, 7),
+            .peak_bytes_max = sqlite3_column_int64(s, 8),
+            .oom = sqlite3_column_int(s, 9),
+            .purpose = col_text(s, 10),
+            .extra = sqlite3_column_type(s, 11) == SQLITE_NULL ? NULL : col_text(s, 11),
+        };
+        if (cb && cb(ctx, sqlite3_column_int64(s, 0), &m, col_text(s, 12))) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    if (rc != SQLITE_DONE) st = sql_fail(db, "reading measurements");
+    stmt_done(s);
+    return st;
+}

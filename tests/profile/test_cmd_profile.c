@@ -1,0 +1,220 @@
+/*
+ * test_cmd_profile.c: `placer profile` as a user runs it: the built binary
+ * (PLACER_BIN), its exit codes, its one-line errors, and the files it leaves.
+ */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+
+#include "helpers.h"
+
+typedef struct {
+    int code;        /* exit status, or -1 when it did not exit normally */
+    char *out;       /* stdout, NUL-terminated (caller frees) */
+    char *err;       /* stderr, NUL-terminated (caller frees) */
+} run_result;
+
+/* Run PLACER_BIN with argv (NULL-terminated, without argv[0]) in dir,
+ * capturing stdout and stderr through files in dir. */
+static run_result run_placer(const char *dir, const char *const *args) {
+    char out_path[512], err_path[512];
+    th_path(out_path, sizeof out_path, dir, "stdout.txt");
+    th_path(err_path, sizeof err_path, dir, "stderr.txt");
+    const char *argv[32] = {PLACER_BIN};
+    int n = 1;
+    for (; args[n - 1] && n < 31; n++) argv[n] = args[n - 1];
+    argv[n] = NULL;
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int o = open(out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int e = open(err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (o < 0 || e < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 || chdir(dir) != 0) _exit(126);
+        unsetenv("PLACER_DB");
+        execv(PLACER_BIN, (char *const *)argv);
+        _exit(127);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    run_result r = {WIFEXITED(status) ? WEXITSTATUS(status) : -1, NULL, NULL};
+    size_t n_out, n_err;
+    unsigned char *o = th_read(out_path, &n_out), *e = th_read(err_path, &n_err);
+    cr_assert(o && e, "captured output");
+    r.out = realloc(o, n_out + 1);
+    r.err = realloc(e, n_err + 1);
+    r.out[n_out] = 0;
+    r.err[n_err] = 0;
+    cr_assert_neq(r.code, 127, "%s could be run", PLACER_BIN);
+    return r;
+}
+
+static void run_free(run_result *r) {
+    free(r->out);
+    free(r->err);
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+Test(cmd_profile, from_spec_writes_a_profile_that_show_prints) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--from-spec", "t4x4-pcie", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert(th_has(r.out, "t4x4-pcie") && th_has(r.out, "40 nodes"), "%s", r.out);
+    cr_assert_str_eq(r.err, "");
+    run_free(&r);
+
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert(th_has(r.out, "machine   t4x4-pcie (spec)"), "%s", r.out);
+    cr_assert(th_has(r.out, "pcie3-host"), "link kinds shown");
+    cr_assert(th_has(r.out, "head") && th_has(r.out, "fwd@16") && th_has(r.out, "totals per device"));
+    cr_assert(th_has(r.out, "Tesla T4"));
+    cr_assert_str_eq(r.err, "");
+    run_free(&r);
+
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, "--json", NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert(!strncmp(r.out, "{\"machine\":{\"name\":\"t4x4-pcie\"", 30), "%.80s", r.out);
+    cr_assert(th_has(r.out, "\"kind\":\"pcie3-host\""));
+    cr_assert_eq(count_lines(r.out), 1, "one JSON document on one line");
+    run_free(&r);
+
+    /* the same machine again replaces its profile */
+    r = run_placer(dir, (const char *[]){"profile", "--from-spec", "t4x4-pcie", "--db", path,
+                                         "--micro-batch-sizes", "16,4", NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert(th_has(r.out, "micro-batch sizes: 4 16\n"), "%s", r.out);
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, another_machine_into_the_same_file_is_refused) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--from-spec", "h200x2-nvlink", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "--from-spec", "t4x4-pcie", "--db", path, NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert_eq(count_lines(r.err), 1, "one line: %s", r.err);
+    cr_assert(th_has(r.err, "h200x2-nvlink") && th_has(r.err, "another file"), "%s", r.err);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 0);
+    cr_assert(th_has(r.out, "machine   h200x2-nvlink"), "the file still holds the first machine");
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, unknown_spec_exits_2_with_one_line_listing_the_known_ones) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--from-spec", "a100x8", "--db", path, NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert_eq(count_lines(r.err), 1, "one line: %s", r.err);
+    cr_assert(th_has(r.err, "a100x8") && th_has(r.err, "t4x4-pcie") && th_has(r.err, "h200x2-nvlink"), "%s", r.err);
+    cr_assert_str_eq(r.out, "");
+    cr_assert_not(th_exists(path), "no file made");
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, show_on_a_missing_file_exits_2) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "missing.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert(th_has(r.err, "does not exist"), "%s", r.err);
+    cr_assert_not(th_exists(path));
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, show_on_a_non_sqlite_file_exits_2_and_leaves_it) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "notes.db");
+    const char *text = "not a database\n";
+    cr_assert_eq(th_write(path, text, strlen(text)), 0);
+    run_result r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert(th_has(r.err, "not an SQLite database"), "%s", r.err);
+    run_free(&r);
+    /* writing into it is refused too */
+    r = run_placer(dir, (const char *[]){"profile", "--from-spec", "t4x4-pcie", "--db", path, NULL});
+    cr_assert_eq(r.code, 2);
+    run_free(&r);
+    size_t n;
+    unsigned char *b = th_read(path, &n);
+    cr_assert(n == strlen(text) && !memcmp(b, text, n), "file unchanged");
+    free(b);
+    cr_assert_not(th_side_exists(path, "-wal"));
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, help_for_each_mode_exits_0) {
+    char dir[256];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    run_result r = run_placer(dir, (const char *[]){"profile", "--help", NULL});
+    cr_assert_eq(r.code, 0);
+    cr_assert(th_has(r.out, "usage: placer profile") && th_has(r.out, "--from-spec"), "%s", r.out);
+    cr_assert(th_has(r.out, "h200x4-nvlink"), "help lists the specs");
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "show", "--help", NULL});
+    cr_assert_eq(r.code, 0);
+    cr_assert(th_has(r.out, "usage: placer profile show"), "%s", r.out);
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, bad_input_exits_2_with_one_line) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    const char *const cases[][8] = {
+        {"profile", "--from-spec", "t4x4-pcie", NULL},                                           /* no --db */
+        {"profile", "--from-spec", "t4x4-pcie", "--db", path, "--micro-batch-sizes", "16,,4"},  /* empty field */
+        {"profile", "--from-spec", "t4x4-pcie", "--db", path, "--micro-batch-sizes", "32"},     /* > batch */
+        {"profile", "--from-spec", "t4x4-pcie", "--db", path, "--config", "huge"},              /* config */
+        {"profile", "--from-spec", "t4x4-pcie", "--db", path, "--frobnicate", NULL},            /* option */
+        {"profile", "show", "--db", path, "--device", "x", NULL},                               /* device */
+        {"profile", "--from-spec", "t4x4-pcie", "--db", path, "--devices", "0,1"},              /* mixed modes */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *args[9] = {0};
+        memcpy(args, cases[i], sizeof cases[i]);
+        run_result r = run_placer(dir, args);
+        cr_assert_eq(r.code, 2, "case %zu: exit %d, stderr %s", i, r.code, r.err);
+        cr_assert_eq(count_lines(r.err), 1, "case %zu: %s", i, r.err);
+        cr_assert(!strncmp(r.err, "placer profile", 14), "case %zu: %s", i, r.err);
+        run_free(&r);
+        cr_assert_not(th_exists(path), "case %zu made no file", i);
+    }
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, hardware_profiling_without_the_engine_says_so) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "hw.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--db", path, "--devices", "0,1", NULL});
+    cr_assert_eq(r.code, 1);
+    cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert(th_has(r.err, "CUDA engine") && th_has(r.err, "--from-spec"), "%s", r.err);
+    cr_assert_not(th_exists(path));
+    run_free(&r);
+    th_rmtree(dir);
+}
