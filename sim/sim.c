@@ -101,6 +101,7 @@
 #include "sim.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -176,6 +177,7 @@ struct sim_ctx {
     int *si;                           /* [2*n*M] sorted stage items */
     int *bucket;                       /* [2n + 2M + 4] counting sort */
     int *devops;                       /* [2*n*M + D] per-device item order */
+    int *devnj;                        /* [2*n*M + D] node | mb << 16 of devops (no division) */
     int *dstart;                       /* [D+1] offsets into devops */
     int *cur;                          /* [D] position of the head item */
     int *wl;                           /* [D] worklist */
@@ -209,7 +211,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
     free(c->xk); free(c->xd); free(c->xcnt); free(c->xfirst); free(c->xhead); free(c->xnext);
     free(c->n_xout); free(c->in_x); free(c->xslot); free(c->xstamp); free(c->ndep_f); free(c->ndep_b);
-    free(c->si); free(c->bucket); free(c->devops); free(c->dstart); free(c->cur); free(c->wl);
+    free(c->si); free(c->bucket); free(c->devops); free(c->devnj); free(c->dstart); free(c->cur); free(c->wl);
     free(c->inwl); free(c->dep); free(c->ready); free(c->rpred); free(c->extra); free(c->t0);
     free(c->t1); free(c->pred); free(c->gcnt); free(c->dfree); free(c->busy); free(c->dlast);
     free(c->mem); free(c->mem_peak); free(c->inflight); free(c->inflight_max); free(c->stash_cnt);
@@ -238,7 +240,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     if ((long)E < xmax) xmax = E;
     c->xmax = (int)xmax;
     long ops = 2L * n * M + D + 2L * xmax * M;
-    if (ops > 400000000L) { /* keep int indices safe */
+    if (ops > 400000000L || n >= 65536 || M >= 32768) { /* keep int indices and devnj packing safe */
         free(c);
         return PL_ERR_INVALID;
     }
@@ -261,7 +263,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->xcnt, xmax) || ALLOC(c->xfirst, xmax) || ALLOC(c->xhead, n) || ALLOC(c->xnext, xmax) ||
         ALLOC(c->n_xout, n) || ALLOC(c->in_x, (long)n * GRAPH_MAX_INPUTS) || ALLOC(c->xslot, (long)n * D) ||
         ALLOC(c->xstamp, (long)n * D) || ALLOC(c->ndep_f, n) || ALLOC(c->ndep_b, n) ||
-        ALLOC(c->si, 2L * n * M) || ALLOC(c->bucket, 2L * n + 2L * M + 4) || ALLOC(c->devops, ncop) ||
+        ALLOC(c->si, 2L * n * M) || ALLOC(c->bucket, 2L * n + 2L * M + 4) || ALLOC(c->devops, ncop) || ALLOC(c->devnj, ncop) ||
         ALLOC(c->dstart, D + 1) || ALLOC(c->cur, D) || ALLOC(c->wl, D) || ALLOC(c->inwl, D) ||
         ALLOC(c->dep, ncop) || ALLOC(c->ready, ncop) || ALLOC(c->rpred, ncop) || ALLOC(c->extra, ncop) ||
         ALLOC(c->t0, ops) || ALLOC(c->t1, ops) || ALLOC(c->pred, ops) || ALLOC(c->gcnt, xmax * M) ||
@@ -296,7 +298,6 @@ static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...)
 #endif
     ;
 
-#include <stdarg.h>
 static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -400,10 +401,17 @@ static void build_pairs(sim_ctx *c) {
 /* Append the node items of stage item (k, j, phase) to device d's queue. */
 static inline int expand_stage(sim_ctx *c, int w, int k, int j, int ph) {
     int lo = c->st_lo[k], hi = c->st_hi[k];
+    const int jj = j << 16;
     if (ph == 0)
-        for (int i = lo; i <= hi; i++) c->devops[w++] = OP_F(c, i, j);
+        for (int i = lo; i <= hi; i++) {
+            c->devnj[w] = i | jj;
+            c->devops[w++] = OP_F(c, i, j);
+        }
     else
-        for (int i = hi; i >= lo; i--) c->devops[w++] = OP_B(c, i, j);
+        for (int i = hi; i >= lo; i--) {
+            c->devnj[w] = i | jj;
+            c->devops[w++] = OP_B(c, i, j);
+        }
     return w;
 }
 
@@ -448,7 +456,10 @@ static void order_by_key(sim_ctx *c, int order) {
         w[d] = expand_stage(c, w[d], k, j, ph);
     }
     for (int d = 0; d < c->D; d++)
-        if (c->n_on[d] > 0) c->devops[w[d]++] = 2 * m * c->n + d;
+        if (c->n_on[d] > 0) {
+            c->devnj[w[d]] = 0;
+            c->devops[w[d]++] = 2 * m * c->n + d;
+        }
 }
 
 /* interleaved: Megatron-LM's per-rank order on a contiguous chunk placement. */
@@ -500,6 +511,7 @@ static pl_status order_interleaved(sim_ctx *c, int v) {
         while (nb < N) BWD_ONE();
 #undef FWD_ONE
 #undef BWD_ONE
+        c->devnj[w] = 0;
         c->devops[w++] = 2 * m * c->n + d;
     }
     return PL_OK;
@@ -587,8 +599,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         memcpy(c->dep + (size_t)(m + j) * n, c->ndep_b, sizeof *c->dep * (size_t)n);
     }
     for (int d = 0; d < D; d++) c->dep[2 * mn + d] = 0;
-    memset(c->ready, 0, sizeof *c->ready * (size_t)c->n_cops);
-    for (int o = 0; o < c->n_cops; o++) c->rpred[o] = -1;
+    /* ready < 0: no remote input has arrived (rpred is then unset) */
+    for (int o = 0; o < c->n_cops; o++) c->ready[o] = -1.0;
     const double contention = prm.contention;
     if (contention != 0.0) memset(c->extra, 0, sizeof *c->extra * (size_t)c->n_cops);
     for (int x = 0; x < c->n_x; x++)
@@ -644,7 +656,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
             /* start: device free, or the input that arrived last */
             double st = c->dfree[d];
             int pr = c->dlast[d];
-            if (c->ready[op] > st || (c->ready[op] == st && c->rpred[op] >= 0)) {
+            if (c->ready[op] >= st) { /* ties go to the input: it is the cross-device cause */
                 st = c->ready[op];
                 pr = c->rpred[op];
             }
@@ -652,9 +664,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
             int node = -1, j = -1, ph;
             if (op < 2 * mn) {
                 ph = op >= mn;
-                int r = op - ph * mn;
-                j = r / n;
-                node = r - j * n;
+                node = c->devnj[pos] & 0xffff;
+                j = c->devnj[pos] >> 16;
                 dur = craw[((size_t)d * n + node) * PHASE_COUNT + ph] * cs + lo;
             } else {
                 ph = PHASE_OPT;
