@@ -1,0 +1,350 @@
+/*
+ * engine.c: engines (a backend and its devices) and plans (a compiled
+ * placement with its device memory): creation, validation, the OOM verdict,
+ * parameter initialisation, batches, and reading parameters back.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement.h"
+#include "placer_config.h"
+#include "plan_internal.h"
+#include "util.h"
+
+pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, size_t len) {
+    *out = NULL;
+    if (!o || o->n_devices < 1 || o->n_devices > HW_MAX_DEVICES)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the engine needs 1 to %d devices", HW_MAX_DEVICES);
+    hw_engine *e = calloc(1, sizeof *e);
+    if (!e) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    pl_status st;
+    if (o->backend == HW_BACKEND_CPU)
+        st = hw_backend_cpu_create(o->n_devices, &e->be, msg, len);
+    else
+        st = hw_backend_cuda_create(o->gpus, o->n_devices, o->strict_fp32, &e->be, msg, len);
+    if (st != PL_OK) {
+        free(e);
+        return st;
+    }
+    e->issue = o->issue;
+    *out = e;
+    return PL_OK;
+}
+
+void hw_engine_destroy(hw_engine *e) {
+    if (!e) return;
+    hw_backend_destroy(e->be);
+    free(e);
+}
+
+int hw_engine_n_devices(const hw_engine *e) { return e->be->n_devices; }
+
+const hw_device_info *hw_engine_device(const hw_engine *e, int dev) {
+    return (dev >= 0 && dev < e->be->n_devices) ? &e->be->info[dev] : NULL;
+}
+
+hw_backend *hw_engine_backend(hw_engine *e) { return e->be; }
+
+int hw_engine_live_arenas(const hw_engine *e) { return e->live_arenas; }
+
+void hw_engine_fail_alloc_at(hw_engine *e, int n) {
+    e->fail_at = n;
+    e->alloc_count = 0;
+}
+
+int64_t hw_engine_free_bytes(hw_engine *e, int dev) {
+    int64_t f = -1;
+    if (e->be->ops->mem_free_bytes(e->be, dev, &f) != PL_OK) return -1;
+    return f;
+}
+
+hw_adamw hw_adamw_default(void) {
+    hw_adamw a = {3e-4f, 0.9f, 0.95f, 1e-8f, 0.1f};
+    return a;
+}
+
+/* ---- plans ---- */
+
+static pl_status check_graph(const graph *g, char *msg, size_t len) {
+    int n_loss = 0, n_emb = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        const graph_node *n = &g->nodes[i];
+        if (n->kind == OP_LOSS) {
+            n_loss++;
+            if (n->n_inputs != 1 || graph_n_consumers(g, n->inputs[0]) != 1)
+                return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                               "the loss must be the only consumer of its one input (it works in place)");
+            if (graph_n_consumers(g, i) != 0)
+                return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "nothing may consume the loss");
+        } else if (graph_n_consumers(g, i) == 0) {
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "node %s has no consumer", n->name);
+        }
+        if (n->kind == OP_EMBEDDING) n_emb++;
+    }
+    if (n_loss != 1 || n_emb != 1)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the graph needs one embedding and one loss");
+    return PL_OK;
+}
+
+void hw_plan_destroy(hw_plan *p) {
+    if (!p) return;
+    hw_backend *be = p->e->be;
+    for (int d = 0; d < p->n_dev; d++)
+        if (p->dev[d].base) {
+            be->ops->mem_free(be, d, p->dev[d].base);
+            p->e->live_arenas--;
+        }
+    hw_plan_free_program(p);
+    free(p->placement);
+    free(p->model_off);
+    free(p->shard_off);
+    free(p->trace);
+    free(p);
+}
+
+static void format_need(char *buf, size_t n, int64_t bytes) { pl_format_bytes((double)bytes, buf, n); }
+
+/* Gather the model view's shards of device d into host staging. */
+static void gather_shards(const hw_plan *p, int d, const float *model, float *staging) {
+    const graph *g = p->g;
+    for (int n = 0; n < g->n_nodes; n++)
+        if (p->placement[n] == d)
+            memcpy(staging + p->shard_off[n], model + p->model_off[n],
+                   sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
+}
+
+static void scatter_shards(const hw_plan *p, int d, const float *staging, float *model) {
+    const graph *g = p->g;
+    for (int n = 0; n < g->n_nodes; n++)
+        if (p->placement[n] == d)
+            memcpy(model + p->model_off[n], staging + p->shard_off[n],
+                   sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
+}
+
+pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw_plan **out,
+                         hw_mem_report *mem, char *msg, size_t len) {
+    *out = NULL;
+    hw_backend *be = e->be;
+    const int nd = be->n_devices;
+    if (mem) {
+        memset(mem, 0, sizeof *mem);
+        mem->n_devices = nd;
+        mem->oom_device = -1;
+    }
+    if (!o || !o->placement) return pl_fail(msg, len, PL_ERR_INVALID, "no placement given");
+    pl_status st = placement_validate(o->placement, g->n_nodes, nd, msg, len);
+    if (st != PL_OK) return st;
+    if ((st = schedule_validate(&o->sched, g->cfg.batch, msg, len)) != PL_OK) return st;
+    if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
+    if ((st = check_graph(g, msg, len)) != PL_OK) return st;
+
+    hw_plan *p = calloc(1, sizeof *p);
+    if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    p->e = e;
+    p->g = g;
+    p->n_dev = nd;
+    p->sched = o->sched;
+    p->b = g->cfg.batch / o->sched.micro_batches;
+    p->adamw = o->adamw;
+    p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
+    p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
+    p->shard_off = calloc((size_t)g->n_nodes, sizeof(int64_t));
+    if (!p->placement || !p->model_off || !p->shard_off) {
+        hw_plan_destroy(p);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    }
+    memcpy(p->placement, o->placement, sizeof(int) * (size_t)g->n_nodes);
+    hw_model_param_offsets(g, p->model_off);
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i].kind == OP_LOSS) p->loss_dev = p->placement[i];
+        if (g->nodes[i].kind == OP_EMBEDDING) p->emb_dev = p->placement[i];
+    }
+
+    int64_t caps[HW_MAX_DEVICES];
+    for (int d = 0; d < nd; d++) {
+        caps[d] = o->caps ? o->caps[d] : be->info[d].mem_bytes;
+        if (caps[d] <= 0) {
+            hw_plan_destroy(p);
+            return pl_fail(msg, len, PL_ERR_INVALID, "device %d has a cap of %lld bytes", d, (long long)caps[d]);
+        }
+    }
+    int oom_dev = -1;
+    st = hw_plan_compile(p, caps, &oom_dev, msg, len);
+    if (st == PL_ERR_DEVICE_OOM) {
+        /* compile again without caps to learn what each device would need */
+        int64_t big[HW_MAX_DEVICES];
+        for (int d = 0; d < nd; d++) big[d] = INT64_MAX / 4;
+        int unused;
+        pl_status st2 = hw_plan_compile(p, big, &unused, NULL, 0);
+        if (mem) {
+            mem->oom_device = oom_dev;
+            for (int d = 0; d < nd; d++) {
+                mem->static_bytes[d] = p->dev[d].static_bytes;
+                mem->need_bytes[d] = st2 == PL_OK ? p->dev[d].need_bytes : -1;
+                mem->cap_bytes[d] = caps[d];
+            }
+        }
+        char need[32], cap[32];
+        format_need(need, sizeof need, st2 == PL_OK ? p->dev[oom_dev].need_bytes : 0);
+        format_need(cap, sizeof cap, caps[oom_dev]);
+        if (st2 == PL_OK)
+            pl_fail(msg, len, PL_ERR_DEVICE_OOM, "device %d needs %s for this placement, over its cap of %s",
+                    oom_dev, need, cap);
+        else
+            pl_fail(msg, len, PL_ERR_DEVICE_OOM, "device %d is over its cap of %s", oom_dev, cap);
+        hw_plan_destroy(p);
+        return PL_ERR_DEVICE_OOM;
+    }
+    if (st != PL_OK) {
+        hw_plan_destroy(p);
+        return st;
+    }
+    if (mem)
+        for (int d = 0; d < nd; d++) {
+            mem->static_bytes[d] = p->dev[d].static_bytes;
+            mem->need_bytes[d] = p->dev[d].need_bytes;
+            mem->cap_bytes[d] = caps[d];
+        }
+
+    /* the device memory: one allocation per used device, of exactly the need */
+    for (int d = 0; d < nd; d++) {
+        if (!p->dev[d].used) continue;
+        int inject = e->fail_at > 0 && ++e->alloc_count == e->fail_at;
+        if (inject)
+            st = PL_ERR_DEVICE_OOM;
+        else
+            st = be->ops->mem_alloc(be, d, p->dev[d].need_bytes, &p->dev[d].base);
+        if (st != PL_OK) {
+            char need[32];
+            format_need(need, sizeof need, p->dev[d].need_bytes);
+            if (st == PL_ERR_DEVICE_OOM) {
+                if (mem) mem->oom_device = d;
+                pl_fail(msg, len, st, "device %d could not allocate %s%s", d, need,
+                        inject ? " (injected failure)" : " (the GPU is short of free memory)");
+            } else {
+                pl_fail(msg, len, st, "device %d: %s", d, be->err);
+            }
+            p->dev[d].base = NULL;
+            hw_plan_destroy(p);
+            return st;
+        }
+        e->live_arenas++;
+        if ((st = be->ops->events_reserve(be, d, p->dev[d].n_events)) != PL_OK) {
+            pl_fail(msg, len, st, "device %d: %s", d, be->err);
+            hw_plan_destroy(p);
+            return st;
+        }
+    }
+
+    /* parameters from the seed (or the given model view), zero moments */
+    float *model = NULL, *staging = NULL;
+    int64_t total = p->model_off[g->n_nodes], max_dev = 1;
+    for (int d = 0; d < nd; d++)
+        if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
+    staging = malloc(sizeof(float) * (size_t)max_dev);
+    if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
+    if (!staging || (!o->init_params && !model)) {
+        free(staging);
+        free(model);
+        hw_plan_destroy(p);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory for the parameters");
+    }
+    if (!o->init_params) hw_params_init(g, o->seed, model);
+    const float *src = o->init_params ? o->init_params : model;
+    st = PL_OK;
+    for (int d = 0; d < nd && st == PL_OK; d++) {
+        hw_plan_dev *pd = &p->dev[d];
+        if (!pd->used) continue;
+        char *base = pd->base;
+        int64_t bytes = pd->param_floats * 4;
+        gather_shards(p, d, src, staging);
+        if (bytes > 0) {
+            st = be->ops->zero(be, d, base + pd->off_grads, bytes);
+            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, bytes);
+            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, bytes);
+            if (st == PL_OK) st = be->ops->upload(be, d, base + pd->off_params, staging, bytes);
+        }
+        if (st != PL_OK) pl_fail(msg, len, st, "device %d: %s", d, be->err);
+    }
+    free(staging);
+    free(model);
+    if (st != PL_OK) {
+        hw_plan_destroy(p);
+        return st;
+    }
+    int used = 0;
+    for (int d = 0; d < nd; d++) used += p->dev[d].used;
+    /* one host thread per device pays off where launches cost host time
+     * (CUDA); the CPU backend does it only when asked (tests) */
+    p->threaded = used > 1 && be->ops->threads_ok(be) &&
+                  (e->issue == HW_ISSUE_THREADS ||
+                   (e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
+    *out = p;
+    return PL_OK;
+}
+
+int64_t hw_plan_peak_bytes(const hw_plan *p, int dev) {
+    if (dev < 0 || dev >= p->n_dev || !p->dev[dev].used) return 0;
+    return p->dev[dev].need_bytes;
+}
+
+int hw_plan_reorders(const hw_plan *p) { return p->reorders; }
+
+void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets) {
+    pl_rng r;
+    pl_rng_seed(&r, seed ^ 0xB47C4ull);
+    const int B = cfg->batch, T = cfg->seq_len;
+    for (int i = 0; i < B * T; i++) tokens[i] = pl_rng_int(&r, cfg->vocab);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            targets[b * T + t] = t + 1 < T ? tokens[b * T + t + 1] : pl_rng_int(&r, cfg->vocab);
+}
+
+pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, char *msg, size_t len) {
+    const gpt_config *c = &p->g->cfg;
+    const int64_t n = (int64_t)c->batch * c->seq_len;
+    for (int64_t i = 0; i < n; i++)
+        if (tokens[i] < 0 || tokens[i] >= c->vocab || targets[i] < 0 || targets[i] >= c->vocab)
+            return pl_fail(msg, len, PL_ERR_INVALID, "token id out of range [0, %d) at position %lld", c->vocab,
+                           (long long)i);
+    hw_backend *be = p->e->be;
+    hw_plan_dev *ed = &p->dev[p->emb_dev], *ld = &p->dev[p->loss_dev];
+    pl_status st = be->ops->upload(be, p->emb_dev, (char *)ed->base + ed->off_tokens, tokens, n * 4);
+    if (st == PL_OK) st = be->ops->upload(be, p->loss_dev, (char *)ld->base + ld->off_targets, targets, n * 4);
+    if (st != PL_OK) return pl_fail(msg, len, st, "uploading the batch: %s", be->err);
+    p->batch_set = 1;
+    return PL_OK;
+}
+
+static pl_status get_flat(hw_plan *p, int which, float *model, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    int64_t max_dev = 1;
+    for (int d = 0; d < p->n_dev; d++)
+        if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
+    float *staging = malloc(sizeof(float) * (size_t)max_dev);
+    if (!staging) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    pl_status st = PL_OK;
+    for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
+        hw_plan_dev *pd = &p->dev[d];
+        if (!pd->used || pd->param_floats == 0) continue;
+        int64_t off = which ? pd->off_grads : pd->off_params;
+        st = be->ops->download(be, d, staging, (char *)pd->base + off, pd->param_floats * 4);
+        if (st != PL_OK) {
+            pl_fail(msg, len, st, "device %d: %s", d, be->err);
+            break;
+        }
+        scatter_shards(p, d, staging, model);
+    }
+    free(staging);
+    return st;
+}
+
+pl_status hw_plan_get_params(hw_plan *p, float *model, char *msg, size_t len) {
+    return get_flat(p, 0, model, msg, len);
+}
+
+pl_status hw_plan_get_grads(hw_plan *p, float *model, char *msg, size_t len) {
+    return get_flat(p, 1, model, msg, len);
+}

@@ -1,0 +1,321 @@
+/*
+ * exec.c: runs a compiled plan's step, on one host thread in the global
+ * issue order, or on one host thread per device, each running its own list
+ * (transfers then meet as send/recv halves). Also the timing protocol and
+ * the trace.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan_internal.h"
+#include "util.h"
+
+#define PTR(base, off) ((off) >= 0 ? (void *)((char *)(base) + (off)) : NULL)
+
+static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_call *c) {
+    const graph *g = p->g;
+    const hw_plan_dev *pd = &p->dev[d];
+    char *base = pd->base;
+    memset(c, 0, sizeof *c);
+    c->kind = g->nodes[s->node].kind;
+    c->d = (hw_dims){p->b, g->cfg.seq_len, g->cfg.d_model, g->cfg.n_heads, g->cfg.vocab,
+                     hw_padded_vocab(g->cfg.vocab)};
+    c->in[0] = PTR(base, s->in[0]);
+    c->in[1] = PTR(base, s->in[1]);
+    c->tokens = PTR(base, s->tokens);
+    c->targets = PTR(base, s->targets);
+    c->params = (const float *)(base + pd->off_params) + p->shard_off[s->node];
+    c->grads = (float *)(base + pd->off_grads) + p->shard_off[s->node];
+    c->out = PTR(base, s->out);
+    c->saved = PTR(base, s->saved);
+    c->scratch = PTR(base, s->scratch);
+    c->dout = PTR(base, s->dout);
+    c->din[0] = PTR(base, s->din[0]);
+    c->din[1] = PTR(base, s->din[1]);
+    c->acc[0] = s->acc[0];
+    c->acc[1] = s->acc[1];
+    c->loss_sum = PTR(base, pd->off_loss);
+    c->inv_norm = 1.0f / ((float)g->cfg.batch * (float)g->cfg.seq_len);
+    c->pl = s->pl;
+    c->mem = s->mem;
+}
+
+static int traced_kind(const hw_instr *in) {
+    return in->kind != HI_RECORD && in->kind != HI_WAIT;
+}
+
+/* Run instruction i of device d. In single-thread mode a SEND runs both
+ * halves through xfer_pair (its RECV is the next global entry). */
+static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
+    hw_backend *be = p->e->be;
+    const hw_backend_ops *ops = be->ops;
+    hw_plan_dev *pd = &p->dev[d];
+    const hw_instr *in = &pd->ins[i];
+    char *base = pd->base;
+    pl_status st = PL_OK;
+    int mark = p->trace_on && traced_kind(in);
+    if (mark && (st = ops->mark(be, d, in->stream, 2 * i)) != PL_OK) return st;
+    switch ((hi_kind)in->kind) {
+    case HI_ZERO: st = ops->zero(be, d, base + in->a, in->n); break;
+    case HI_FWD:
+    case HI_BWD: {
+        hw_node_call c;
+        make_call(p, d, &p->calls[in->call], &c);
+        st = in->kind == HI_FWD ? ops->node_forward(be, d, &c) : ops->node_backward(be, d, &c);
+        break;
+    }
+    case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
+    case HI_ADAMW: {
+        hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t};
+        if (pd->param_floats > 0)
+            st = ops->adamw(be, d, (float *)(base + pd->off_params), (const float *)(base + pd->off_grads),
+                            (float *)(base + pd->off_m), (float *)(base + pd->off_v), pd->param_floats, &a);
+        break;
+    }
+    case HI_RECORD: st = ops->event_record(be, d, in->stream, in->ev); break;
+    case HI_WAIT: st = ops->event_wait(be, d, in->stream, in->peer, in->ev); break;
+    case HI_SEND:
+        if (threaded) {
+            st = ops->xfer_send(be, d, in->peer, base + in->a, in->n);
+        } else {
+            st = PL_ERR_INVALID; /* single-thread mode runs transfers through run_pair */
+        }
+        break;
+    case HI_RECV: st = threaded ? ops->xfer_recv(be, d, in->peer, base + in->a, in->n) : PL_OK; break;
+    }
+    if (st == PL_OK && mark) st = ops->mark(be, d, in->stream, 2 * i + 1);
+    return st;
+}
+
+/* Single-thread transfer: SEND (d, i) with its RECV (t, k). */
+static pl_status run_pair(hw_plan *p, int d, int i, int t, int k) {
+    hw_backend *be = p->e->be;
+    const hw_backend_ops *ops = be->ops;
+    const hw_instr *s = &p->dev[d].ins[i], *r = &p->dev[t].ins[k];
+    pl_status st;
+    if (p->trace_on) {
+        if ((st = ops->mark(be, d, HW_STREAM_COMM, 2 * i)) != PL_OK) return st;
+        if ((st = ops->mark(be, t, HW_STREAM_COMM, 2 * k)) != PL_OK) return st;
+    }
+    st = ops->xfer_pair(be, d, t, (char *)p->dev[d].base + s->a, (char *)p->dev[t].base + r->a, s->n);
+    if (st != PL_OK) return st;
+    if (p->trace_on) {
+        if ((st = ops->mark(be, d, HW_STREAM_COMM, 2 * i + 1)) != PL_OK) return st;
+        if ((st = ops->mark(be, t, HW_STREAM_COMM, 2 * k + 1)) != PL_OK) return st;
+    }
+    return PL_OK;
+}
+
+static pl_status run_single(hw_plan *p) {
+    const hw_backend_ops *ops = p->e->be->ops;
+    for (int o = 0; o < p->n_order; o++) {
+        hw_order_entry e = p->order[o];
+        const hw_instr *in = &p->dev[e.dev].ins[e.idx];
+        pl_status st;
+        if (in->kind == HI_SEND) {
+            hw_order_entry r = p->order[o + 1];
+            st = run_pair(p, e.dev, e.idx, r.dev, r.idx);
+            o++;
+        } else {
+            st = run_instr(p, e.dev, e.idx, 0);
+        }
+        if (st != PL_OK) return st;
+    }
+    for (int d = 0; d < p->n_dev; d++)
+        if (p->dev[d].used) {
+            pl_status st = ops->step_end(p->e->be, d);
+            if (st != PL_OK) return st;
+        }
+    return PL_OK;
+}
+
+typedef struct {
+    hw_plan *p;
+    int d;
+    pl_status st;
+} worker;
+
+static void *run_device(void *arg) {
+    worker *w = arg;
+    hw_plan *p = w->p;
+    hw_plan_dev *pd = &p->dev[w->d];
+    w->st = PL_OK;
+    for (int i = 0; i < pd->n_ins && w->st == PL_OK; i++) w->st = run_instr(p, w->d, i, 1);
+    if (w->st == PL_OK) w->st = p->e->be->ops->step_end(p->e->be, w->d);
+    return NULL;
+}
+
+static pl_status run_threads(hw_plan *p) {
+    worker w[HW_MAX_DEVICES];
+    pthread_t th[HW_MAX_DEVICES];
+    int started[HW_MAX_DEVICES] = {0};
+    pl_status st = PL_OK;
+    for (int d = 0; d < p->n_dev; d++) {
+        if (!p->dev[d].used) continue;
+        w[d] = (worker){p, d, PL_OK};
+        if (pthread_create(&th[d], NULL, run_device, &w[d]) != 0) {
+            /* run it here instead: still correct, each list only waits on others' halves */
+            st = PL_ERR_NOMEM;
+            break;
+        }
+        started[d] = 1;
+    }
+    for (int d = 0; d < p->n_dev; d++)
+        if (started[d]) {
+            pthread_join(th[d], NULL);
+            if (st == PL_OK && w[d].st != PL_OK) st = w[d].st;
+        }
+    return st;
+}
+
+static pl_status collect_trace(hw_plan *p) {
+    hw_backend *be = p->e->be;
+    int n = 0;
+    for (int d = 0; d < p->n_dev; d++)
+        for (int i = 0; i < p->dev[d].n_ins; i++) n += traced_kind(&p->dev[d].ins[i]);
+    free(p->trace);
+    p->trace = calloc((size_t)(n > 0 ? n : 1), sizeof *p->trace);
+    p->n_trace = 0;
+    if (!p->trace) return PL_ERR_NOMEM;
+    for (int d = 0; d < p->n_dev; d++) {
+        if (!p->dev[d].used) continue;
+        for (int i = 0; i < p->dev[d].n_ins; i++) {
+            const hw_instr *in = &p->dev[d].ins[i];
+            if (!traced_kind(in)) continue;
+            hw_trace_event *ev = &p->trace[p->n_trace++];
+            static const hw_event_kind kinds[] = {HW_EV_ZERO, HW_EV_FWD, HW_EV_BWD, HW_EV_ADD, HW_EV_OPT,
+                                                  HW_EV_ZERO, HW_EV_ZERO, HW_EV_SEND, HW_EV_RECV};
+            ev->kind = kinds[in->kind];
+            ev->node = in->node;
+            ev->micro_batch = in->mb;
+            ev->device = d;
+            ev->stream = in->stream;
+            ev->peer = (in->kind == HI_SEND || in->kind == HI_RECV) ? in->peer : -1;
+            ev->grad = in->grad;
+            ev->bytes = (in->kind == HI_SEND || in->kind == HI_RECV) ? in->n : 0;
+            pl_status st = be->ops->marker_us(be, d, 2 * i, &ev->start_us);
+            if (st == PL_OK) st = be->ops->marker_us(be, d, 2 * i + 1, &ev->end_us);
+            if (st != PL_OK) return st;
+        }
+    }
+    return PL_OK;
+}
+
+pl_status hw_plan_set_trace(hw_plan *p, int on) {
+    hw_backend *be = p->e->be;
+    if (on)
+        for (int d = 0; d < p->n_dev; d++)
+            if (p->dev[d].used) {
+                pl_status st = be->ops->markers_reserve(be, d, 2 * p->dev[d].n_ins);
+                if (st != PL_OK) return st;
+            }
+    p->trace_on = on;
+    return PL_OK;
+}
+
+pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    const hw_backend_ops *ops = be->ops;
+    if (!p->batch_set) return pl_fail(msg, len, PL_ERR_INVALID, "no batch set (hw_plan_set_batch)");
+    memset(r, 0, sizeof *r);
+    p->t++;
+    pl_status st = PL_OK;
+    for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
+        hw_plan_dev *pd = &p->dev[d];
+        if (!pd->used) continue;
+        st = ops->set_workspace(be, d, pd->off_ws >= 0 ? (char *)pd->base + pd->off_ws : NULL, pd->ws_bytes);
+        if (st == PL_OK) st = ops->step_begin(be, d);
+    }
+    double w0 = pl_now_us();
+    if (st == PL_OK) st = p->threaded ? run_threads(p) : run_single(p);
+    double step = 0.0;
+    for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
+        if (!p->dev[d].used) continue;
+        st = ops->step_wait(be, d, &r->device_us[d]);
+        if (r->device_us[d] > step) step = r->device_us[d];
+    }
+    r->wall_us = pl_now_us() - w0;
+    r->step_us = step;
+    if (st != PL_OK) return pl_fail(msg, len, st, "step failed: %s", be->err);
+    double sum = 0.0;
+    hw_plan_dev *ld = &p->dev[p->loss_dev];
+    if ((st = ops->download(be, p->loss_dev, &sum, (char *)ld->base + ld->off_loss, 8)) != PL_OK)
+        return pl_fail(msg, len, st, "reading the loss: %s", be->err);
+    r->loss = sum / ((double)p->g->cfg.batch * p->g->cfg.seq_len);
+    if (p->trace_on && (st = collect_trace(p)) != PL_OK)
+        return pl_fail(msg, len, st, "reading the trace: %s", be->err);
+    if (!p->trace_on) p->n_trace = 0;
+    return PL_OK;
+}
+
+pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *msg, size_t len) {
+    memset(t, 0, sizeof *t);
+    if (warmup < 0 || steps < 1) return pl_fail(msg, len, PL_ERR_INVALID, "need warmup >= 0 and steps >= 1");
+    double *v = malloc(sizeof(double) * (size_t)steps * 2);
+    if (!v) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    pl_status st = PL_OK;
+    hw_step_result r;
+    for (int i = 0; i < warmup + steps && st == PL_OK; i++) {
+        st = hw_plan_step(p, &r, msg, len);
+        if (st != PL_OK) break;
+        if (i == 0) t->first_loss = r.loss;
+        t->last_loss = r.loss;
+        if (i >= warmup) {
+            v[i - warmup] = r.step_us;
+            if (i - warmup < 64) t->step_us[i - warmup] = r.step_us;
+        }
+    }
+    if (st == PL_OK) {
+        t->steps = steps;
+        t->median_us = pl_median(v, steps, v + steps);
+        pl_mean_sd(v, steps, &t->mean_us, &t->sd_us);
+        t->min_us = t->max_us = v[0];
+        for (int i = 1; i < steps; i++) {
+            if (v[i] < t->min_us) t->min_us = v[i];
+            if (v[i] > t->max_us) t->max_us = v[i];
+        }
+    }
+    free(v);
+    return st;
+}
+
+const hw_trace_event *hw_plan_trace(const hw_plan *p, int *n) {
+    *n = p->n_trace;
+    return p->n_trace > 0 ? p->trace : NULL;
+}
+
+pl_status hw_plan_write_chrome_trace(const hw_plan *p, FILE *f) {
+    if (p->n_trace == 0) return PL_ERR_INVALID;
+    static const char *kind[] = {"fwd", "bwd", "adamw", "send", "recv", "add", "zero"};
+    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    int first = 1;
+    for (int d = 0; d < p->n_dev; d++) {
+        if (!p->dev[d].used) continue;
+        const hw_device_info *info = &p->e->be->info[d];
+        fprintf(f, "%s{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":%d,\"args\":{\"name\":\"device %d (%s %d)\"}}",
+                first ? "" : ",\n", d, d, info->name, info->physical);
+        first = 0;
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":0,\"args\":{\"name\":\"compute\"}}", d);
+        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":%d,\"tid\":1,\"args\":{\"name\":\"comm\"}}", d);
+    }
+    for (int i = 0; i < p->n_trace; i++) {
+        const hw_trace_event *e = &p->trace[i];
+        char name[96];
+        if (e->node >= 0 && (e->kind == HW_EV_SEND || e->kind == HW_EV_RECV))
+            snprintf(name, sizeof name, "%s %s%s mb%d %s %d", kind[e->kind], e->grad ? "grad " : "",
+                     p->g->nodes[e->node].name, e->micro_batch, e->kind == HW_EV_SEND ? "to" : "from", e->peer);
+        else if (e->node >= 0)
+            snprintf(name, sizeof name, "%s %s mb%d", kind[e->kind], p->g->nodes[e->node].name, e->micro_batch);
+        else
+            snprintf(name, sizeof name, "%s", kind[e->kind]);
+        double dur = e->end_us - e->start_us;
+        fprintf(f, ",\n{\"name\":\"%s\",\"cat\":\"%s\",\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f",
+                name, kind[e->kind], e->device, e->stream, e->start_us, dur > 0 ? dur : 0.0);
+        if (e->bytes > 0) fprintf(f, ",\"args\":{\"bytes\":%lld}", (long long)e->bytes);
+        fprintf(f, "}");
+    }
+    fprintf(f, "\n]}\n");
+    return ferror(f) ? PL_ERR_IO : PL_OK;
+}

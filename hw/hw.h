@@ -1,0 +1,208 @@
+/*
+ * hw.h: the real engine. It runs training steps of the GPT graph under any
+ * placement over N logical devices and any micro-batch schedule, with a
+ * per-device memory cap, and times them.
+ *
+ *   hw_engine  the devices: a backend (CUDA GPUs, or CPU virtual devices
+ *              for CI) with its streams, library handles and NCCL
+ *              communicator. Create once, use for many placements.
+ *   hw_plan    one placement + schedule + caps compiled for an engine: the
+ *              parameters live on their devices (flat buffers per device),
+ *              every buffer of a step has its offset in the device's arena,
+ *              and each device has its list of instructions. Creating a plan
+ *              is where an OOM is found, before any device memory is taken.
+ *   step       zero gradients; forward and backward of every micro-batch in
+ *              the schedule's order, with activations sent across cut edges
+ *              and gradients sent back; AdamW on every device; one host
+ *              synchronisation at the end.
+ *
+ * Timing protocol (hw_plan_time): `warmup` untimed steps, then `steps`
+ * timed steps. Each timed step starts from idle devices (host sync), is
+ * bracketed by device events on every used device's compute stream, and
+ * its time is the largest device's elapsed time; the report is the median
+ * (plus min, max, mean, sd) over the timed steps.
+ *
+ * Memory: each device's peak is the high-water mark of its arena, which
+ * holds the parameters, gradients, AdamW moments, cuBLAS workspace,
+ * activations kept for backward, received tensors, gradient buffers and
+ * per-call scratch. It excludes what the CUDA context and NCCL allocate
+ * for themselves.
+ *
+ * Schedules (the order each device's compute stream runs its work):
+ *   gpipe  forwards of micro-batches 0..m-1, then backwards of 0..m-1; within
+ *          a micro-batch, forward in node order and backward in reverse.
+ *   1f1b   devices are ranked r = 0..S-1 by their first node; device r runs
+ *          w = min(m, S-1-r) forwards, then alternates one forward and one
+ *          backward, then drains the backwards (PipeDream-Flush).
+ *   Each device follows its order strictly. Only when a placement that is
+ *   not contiguous would deadlock under strict 1f1b (every device waiting
+ *   on another) does the device with the lowest index run its first ready
+ *   operation early; this is deterministic and recorded in the plan.
+ */
+#ifndef PLACER_HW_HW_H
+#define PLACER_HW_HW_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "schedule.h"
+#include "status.h"
+
+typedef enum { HW_BACKEND_CPU = 0, HW_BACKEND_CUDA } hw_backend_kind;
+
+/* How the host issues a step's work. */
+typedef enum {
+    HW_ISSUE_AUTO = 0, /* one thread per device when every device is its own GPU, else one */
+    HW_ISSUE_SINGLE,   /* one host thread issues every device's work */
+    HW_ISSUE_THREADS   /* one host thread per device (if the backend allows it) */
+} hw_issue_mode;
+
+typedef struct {
+    hw_backend_kind backend; /* CPU virtual devices or CUDA GPUs */
+    int n_devices;           /* logical devices, 1..HW_MAX_DEVICES */
+    int gpus[HW_MAX_DEVICES];/* CUDA: GPU ordinal of each logical device (repeats allowed) */
+    int strict_fp32;         /* CUDA: no TF32 tensor-core math */
+    hw_issue_mode issue;     /* host issue mode */
+} hw_engine_opts;
+
+typedef struct hw_engine hw_engine;
+typedef struct hw_plan hw_plan;
+
+/* Create an engine. On success *out owns it (hw_engine_destroy). Errors:
+ * PL_ERR_INVALID (bad device count), PL_ERR_UNSUPPORTED (CUDA asked for but
+ * not built), PL_ERR_NO_DEVICE (no GPU, or an ordinal past the GPU count),
+ * PL_ERR_CUDA, PL_ERR_NOMEM; msg says which. */
+pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, size_t len);
+
+/* Destroy an engine. Every plan made on it must be destroyed first. Accepts NULL. */
+void hw_engine_destroy(hw_engine *e);
+
+int hw_engine_n_devices(const hw_engine *e);
+const hw_device_info *hw_engine_device(const hw_engine *e, int dev);
+/* The backend, for tests and tools that run single node calls. Borrowed. */
+hw_backend *hw_engine_backend(hw_engine *e);
+
+/* Fault injection for tests: the n-th device arena allocation from now on
+ * (1-based) fails as if the device were out of memory; 0 turns it off. */
+void hw_engine_fail_alloc_at(hw_engine *e, int n);
+
+/* Device arenas currently allocated by this engine's plans (0 once every
+ * plan is destroyed, and after every failed hw_plan_create). */
+int hw_engine_live_arenas(const hw_engine *e);
+
+/* Free memory of a device now (CUDA), or -1 where the backend cannot tell. */
+int64_t hw_engine_free_bytes(hw_engine *e, int dev);
+
+typedef struct {
+    float lr;           /* learning rate */
+    float beta1, beta2; /* moment decay */
+    float eps;          /* denominator epsilon */
+    float weight_decay; /* decoupled, applied to every parameter */
+} hw_adamw;
+
+/* lr 3e-4, betas 0.9 / 0.95, eps 1e-8, weight decay 0.1. */
+hw_adamw hw_adamw_default(void);
+
+typedef struct {
+    const int *placement;      /* one logical device per graph node */
+    schedule sched;            /* micro-batches and order (gpipe or 1f1b) */
+    const int64_t *caps;       /* per logical device byte cap, or NULL: each
+                                  device's own memory */
+    uint64_t seed;             /* parameter initialisation (hw_params_init) */
+    const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
+    hw_adamw adamw;            /* optimizer settings */
+} hw_plan_opts;
+
+/* Per-device memory of a plan, also filled when plan creation fails with
+ * PL_ERR_DEVICE_OOM. */
+typedef struct {
+    int n_devices;                       /* logical devices of the engine */
+    int64_t static_bytes[HW_MAX_DEVICES];/* params, grads, AdamW m and v, workspace, inputs */
+    int64_t need_bytes[HW_MAX_DEVICES];  /* the arena's high-water mark for one step */
+    int64_t cap_bytes[HW_MAX_DEVICES];   /* the cap applied */
+    int oom_device;                      /* first device over its cap, -1 if none */
+} hw_mem_report;
+
+/* Compile a plan. g is borrowed and must outlive the plan. On success *out
+ * owns the plan (hw_plan_destroy). Errors: placement and schedule statuses
+ * (PL_ERR_PLACEMENT_*, PL_ERR_SCHEDULE), PL_ERR_DEVICE_OOM when a device's
+ * need exceeds its cap or its memory could not be allocated (everything
+ * taken so far is released), PL_ERR_UNSUPPORTED for a graph the executor
+ * cannot run, PL_ERR_CUDA, PL_ERR_NOMEM. mem may be NULL. */
+pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw_plan **out,
+                         hw_mem_report *mem, char *msg, size_t len);
+
+/* Release a plan and all its device memory. Accepts NULL. */
+void hw_plan_destroy(hw_plan *p);
+
+/* Set the batch: tokens and targets, batch * seq_len ids each, in [0, vocab).
+ * Uploaded to the devices that hold the embedding and the loss. */
+pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, char *msg, size_t len);
+
+/* Fill tokens and targets with a deterministic batch: random tokens, and
+ * targets = the next token (the last one wraps to a random token). */
+void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets);
+
+typedef struct {
+    double loss;                         /* mean token loss of the step (before the update) */
+    double step_us;                      /* largest device elapsed time (events) */
+    double wall_us;                      /* host wall time of the step */
+    double device_us[HW_MAX_DEVICES];    /* each used device's elapsed time */
+} hw_step_result;
+
+/* Run one training step. The batch must be set. */
+pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len);
+
+typedef struct {
+    int steps;            /* timed steps */
+    double median_us, min_us, max_us, mean_us, sd_us;
+    double first_loss;    /* loss of the first (warm-up) step */
+    double last_loss;     /* loss of the last step */
+    double step_us[64];   /* the timed steps (first 64) */
+} hw_timing;
+
+/* The timing protocol: warmup steps, then `steps` (>= 1) timed steps. */
+pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *msg, size_t len);
+
+/* Each logical device's arena high-water mark (0 for unused devices). */
+int64_t hw_plan_peak_bytes(const hw_plan *p, int dev);
+
+/* Copy the parameters (or the gradients of the last step) of every node into
+ * a model view (hw_model_param_offsets floats). */
+pl_status hw_plan_get_params(hw_plan *p, float *model, char *msg, size_t len);
+pl_status hw_plan_get_grads(hw_plan *p, float *model, char *msg, size_t len);
+
+/* Number of operations issued out of the schedule's strict order to avoid a
+ * deadlock (0 for contiguous placements). */
+int hw_plan_reorders(const hw_plan *p);
+
+/* Tracing: when on, the next steps record a start and end time for every
+ * node call, addition, optimizer step and transfer. */
+pl_status hw_plan_set_trace(hw_plan *p, int on);
+
+typedef enum { HW_EV_FWD = 0, HW_EV_BWD, HW_EV_OPT, HW_EV_SEND, HW_EV_RECV, HW_EV_ADD, HW_EV_ZERO } hw_event_kind;
+
+typedef struct {
+    hw_event_kind kind; /* what ran */
+    int node;           /* graph node (the producer for transfers; -1 for opt/zero) */
+    int micro_batch;    /* -1 for opt/zero */
+    int device;         /* logical device */
+    int stream;         /* HW_STREAM_COMPUTE or HW_STREAM_COMM */
+    int peer;           /* transfers: the other device; else -1 */
+    int grad;           /* transfers: 1 when a gradient goes back */
+    int64_t bytes;      /* transfers: bytes moved */
+    double start_us;    /* since the device's step start */
+    double end_us;
+} hw_trace_event;
+
+/* Events of the last traced step (owned by the plan, valid until the next
+ * step); *n gets their count. NULL when the last step was not traced. */
+const hw_trace_event *hw_plan_trace(const hw_plan *p, int *n);
+
+/* Write the last traced step as Chrome Trace Event JSON: one process per
+ * device, one thread per stream. PL_ERR_INVALID when nothing was traced. */
+pl_status hw_plan_write_chrome_trace(const hw_plan *p, FILE *f);
+
+#endif

@@ -1,0 +1,120 @@
+/* layout.c: parameter shards, activation sizes and initial parameters. */
+#include "layout.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "util.h"
+
+void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl) {
+    const graph_node *n = &g->nodes[i];
+    const int64_t V = g->cfg.vocab, C = g->cfg.d_model, T = g->cfg.seq_len;
+    int64_t sizes[HW_MAX_PARAM_TENSORS] = {0};
+    int k = 0;
+    switch (n->kind) {
+    case OP_EMBEDDING: sizes[k++] = V * C; sizes[k++] = T * C; break;
+    case OP_LAYERNORM: sizes[k++] = C; sizes[k++] = C; break;
+    case OP_ATTENTION: sizes[k++] = 3 * C * C; sizes[k++] = 3 * C; sizes[k++] = C * C; sizes[k++] = C; break;
+    case OP_MLP: sizes[k++] = 4 * C * C; sizes[k++] = 4 * C; sizes[k++] = 4 * C * C; sizes[k++] = C; break;
+    case OP_HEAD: sizes[k++] = V * C; break;
+    default: break;
+    }
+    memset(pl, 0, sizeof *pl);
+    pl->n = k;
+    int64_t off = 0;
+    for (int j = 0; j < k; j++) {
+        pl->off[j] = off;
+        pl->size[j] = sizes[j];
+        off += hw_align_floats(sizes[j]);
+    }
+    pl->floats = off;
+}
+
+int64_t hw_model_param_offsets(const graph *g, int64_t *off) {
+    int64_t total = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        hw_param_layout pl;
+        hw_node_param_layout(g, i, &pl);
+        off[i] = total;
+        total += pl.floats;
+    }
+    off[g->n_nodes] = total;
+    return total;
+}
+
+static void fill_normal(pl_rng *r, float *x, int64_t n, double std) {
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(pl_rng_normal(r) * std);
+}
+
+void hw_params_init(const graph *g, uint64_t seed, float *model) {
+    const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * g->cfg.n_layers);
+    int64_t off = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        hw_param_layout pl;
+        hw_node_param_layout(g, i, &pl);
+        float *shard = model + off;
+        memset(shard, 0, sizeof(float) * (size_t)pl.floats);
+        pl_rng r;
+        pl_rng_seed(&r, seed * 0x9E3779B97F4A7C15ull + (uint64_t)i * 0xD1B54A32D192ED03ull + 1);
+        switch (g->nodes[i].kind) {
+        case OP_EMBEDDING:
+            fill_normal(&r, shard + pl.off[0], pl.size[0], std);
+            fill_normal(&r, shard + pl.off[1], pl.size[1], std);
+            break;
+        case OP_LAYERNORM:
+            for (int64_t c = 0; c < pl.size[0]; c++) shard[pl.off[0] + c] = 1.0f;
+            break;
+        case OP_ATTENTION:
+        case OP_MLP:
+            fill_normal(&r, shard + pl.off[0], pl.size[0], std);
+            fill_normal(&r, shard + pl.off[2], pl.size[2], proj_std);
+            break;
+        case OP_HEAD:
+            fill_normal(&r, shard + pl.off[0], pl.size[0], std);
+            break;
+        default: break;
+        }
+        off += pl.floats;
+    }
+}
+
+void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) {
+    const graph_node *n = &g->nodes[i];
+    const int64_t C = g->cfg.d_model, T = g->cfg.seq_len, NH = g->cfg.n_heads;
+    const int64_t Vp = hw_padded_vocab(g->cfg.vocab);
+    const int64_t BT = (int64_t)b * T, BTC = BT * C;
+    memset(m, 0, sizeof *m);
+    int64_t sizes[HW_MAX_SAVED] = {0};
+    int k = 0;
+    m->out = BTC;
+    switch (n->kind) {
+    case OP_LAYERNORM: sizes[k++] = BT; sizes[k++] = BT; break;
+    case OP_ATTENTION:
+        sizes[k++] = 3 * BTC;
+        sizes[k++] = (int64_t)b * NH * T * T;
+        sizes[k++] = BTC;
+        m->fwd_scratch = 4 * BTC;
+        m->bwd_scratch = 8 * BTC + (int64_t)b * NH * T * T;
+        break;
+    case OP_MLP:
+        sizes[k++] = 4 * BTC;
+        sizes[k++] = 4 * BTC;
+        m->bwd_scratch = 4 * BTC;
+        break;
+    case OP_HEAD: m->out = BT * Vp; break;
+    case OP_LOSS: m->out = BT; break;
+    default: break;
+    }
+    m->n_saved = k;
+    int64_t off = 0;
+    for (int j = 0; j < k; j++) {
+        m->saved_off[j] = off;
+        m->saved_size[j] = sizes[j];
+        off += hw_align_floats(sizes[j]);
+    }
+    m->saved = off;
+}
+
+int hw_kind_bwd_reads_input(op_kind k) {
+    return k == OP_LAYERNORM || k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD;
+}

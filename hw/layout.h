@@ -1,0 +1,86 @@
+/*
+ * layout.h: where each node's parameters and activations live, shared by the
+ * executor, both backends and the tests.
+ *
+ * Parameters: each node owns a "shard" of floats holding its tensors in a
+ * fixed order, every tensor starting on a 64-float (256-byte) boundary so the
+ * CUDA kernels can use wide loads. A device's flat parameter buffer is the
+ * concatenation of the shards of the nodes placed on it (in node order); so
+ * are its gradient and AdamW m and v buffers. The "model view" is the same
+ * concatenation over all nodes, used to initialise and to compare parameters
+ * across placements.
+ *
+ *   embedding  wte (V,C), wpe (T,C)
+ *   layernorm  weight (C), bias (C)
+ *   attention  wqkv (3C,C), bqkv (3C), wproj (C,C), bproj (C)
+ *   residual   -
+ *   mlp        wfc (4C,C), bfc (4C), wproj (C,4C), bproj (C)
+ *   head       w (V,C)
+ *   loss       -
+ *
+ * Activations, per node and micro-batch of b samples (floats):
+ *   out      the output: (b,T,C); the head's logits (b,T,Vp) with the vocab
+ *            padded to Vp (a multiple of 64) for aligned rows; the loss's
+ *            per-token losses (b,T)
+ *   saved    what backward needs besides the inputs: layernorm mean, rstd;
+ *            attention qkvr, att, y; mlp h, g (see nodes.h)
+ *   scratch  transient buffers of one forward or backward call
+ */
+#ifndef PLACER_HW_LAYOUT_H
+#define PLACER_HW_LAYOUT_H
+
+#include <stdint.h>
+
+#include "graph.h"
+#include "status.h"
+
+#define HW_ALIGN_FLOATS 64
+#define HW_MAX_PARAM_TENSORS 4
+#define HW_MAX_SAVED 3
+
+static inline int64_t hw_align_floats(int64_t n) {
+    return (n + HW_ALIGN_FLOATS - 1) / HW_ALIGN_FLOATS * HW_ALIGN_FLOATS;
+}
+
+/* Padded vocabulary: V rounded up to a multiple of 64. */
+static inline int hw_padded_vocab(int V) { return (V + 63) / 64 * 64; }
+
+typedef struct {
+    int n;                              /* tensors in the shard */
+    int64_t off[HW_MAX_PARAM_TENSORS];  /* offset of each tensor in the shard (floats) */
+    int64_t size[HW_MAX_PARAM_TENSORS]; /* floats in each tensor */
+    int64_t floats;                     /* shard size, padding included */
+} hw_param_layout;
+
+/* The parameter shard layout of node i of g. */
+void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl);
+
+/* Offsets of every node's shard in the model view: off[i] for node i,
+ * off[n_nodes] = total floats. off must hold n_nodes + 1 entries. */
+int64_t hw_model_param_offsets(const graph *g, int64_t *off);
+
+/* Fill the model view (hw_model_param_offsets floats) with the initial
+ * parameters: weights N(0, 0.02), the two residual projections (attention
+ * and MLP proj) N(0, 0.02/sqrt(2L)), biases 0, layernorm weight 1 and bias
+ * 0, padding 0. Node i draws from its own generator seeded by (seed, i), so
+ * the values do not depend on the placement. */
+void hw_params_init(const graph *g, uint64_t seed, float *model);
+
+typedef struct {
+    int64_t out;                   /* output floats */
+    int n_saved;                   /* saved tensors */
+    int64_t saved_off[HW_MAX_SAVED]; /* offsets in the saved block (floats) */
+    int64_t saved_size[HW_MAX_SAVED];
+    int64_t saved;                 /* saved block floats, padding included */
+    int64_t fwd_scratch;           /* forward scratch floats */
+    int64_t bwd_scratch;           /* backward scratch floats */
+} hw_node_mem;
+
+/* Activation sizes of node i for a micro-batch of b samples. */
+void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);
+
+/* Whether a consumer of kind k reads its input again in backward (layernorm,
+ * attention, mlp, head do; residual and loss do not). */
+int hw_kind_bwd_reads_input(op_kind k);
+
+#endif

@@ -1,0 +1,130 @@
+/*
+ * nodes.h: the GPT's node math as plain C forward/backward pairs, the
+ * reference that the CUDA kernels are tested against and the compute of the
+ * CPU backend.
+ *
+ * Conventions (llm.c style):
+ *   - Arguments go outputs first, then inputs, then dimensions. N is the
+ *     number of tokens in the call (micro-batch size b times T); B is the
+ *     micro-batch size where the sequence structure matters.
+ *   - Forward saves what backward needs (layernorm mean/rstd, attention's
+ *     permuted qkv, softmax and pre-projection output, MLP pre-activation and
+ *     GELU output). The saved layouts are identical in the CUDA kernels, so
+ *     tests can compare them tensor by tensor.
+ *   - Storage is fp32; dot products and reductions accumulate in double, so
+ *     the reference is as accurate as fp32 storage allows.
+ *
+ * Gradient convention, stated once for every node:
+ *   - Parameter gradients ACCUMULATE (+=). The executor zeroes each device's
+ *     flat gradient buffer at the start of a step, and every micro-batch adds
+ *     into it.
+ *   - Activation gradients (dinp) are ASSIGNED (=) when acc == 0 and ADDED
+ *     (+=) when acc == 1. A tensor with two consumers (the residual stream
+ *     feeds both a layernorm and a residual add) receives two contributions:
+ *     the executor passes acc = 0 to the first backward that writes the
+ *     buffer and acc = 1 to the later one, in its issue order. A contribution
+ *     computed on another device arrives through a transfer: it is received
+ *     straight into the buffer when it is the first, otherwise into a
+ *     temporary that add_inplace sums in before the producer's backward.
+ *   - The loss has no separate backward: loss_forward writes the logits
+ *     gradient (softmax - onehot) / (B_full * T) directly, in place over the
+ *     logits when dlogits == logits. The scale uses the FULL batch's token
+ *     count, so summing micro-batch gradients gives the full-batch gradient.
+ */
+#ifndef PLACER_HW_NODES_H
+#define PLACER_HW_NODES_H
+
+#include <stdint.h>
+
+#define HW_LN_EPS 1e-5f
+
+/* ---- matmul (the linear layers) ---- */
+
+/* out (N, OC) with row stride ldo = inp (N, C) @ w^T + bias.
+ * w is (OC, C); bias is (OC) or NULL. */
+void cpu_matmul_forward(float *out, const float *inp, const float *w, const float *bias, int N, int C,
+                        int OC, int ldo);
+
+/* dinp (N, C) (= or += by acc) = dout @ w; dw (OC, C) += dout^T @ inp;
+ * dbias (OC) += column sums of dout (skipped when NULL). dout has row
+ * stride ldd. dinp may be NULL (no input gradient wanted). */
+void cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
+                         const float *w, int N, int C, int OC, int ldd, int acc);
+
+/* ---- embedding ---- */
+
+/* out (B,T,C) = wte[tokens] + wpe[t]; tokens (B,T) in [0,V), wte (V,C), wpe (T,C). */
+void cpu_embedding_forward(float *out, const int *tokens, const float *wte, const float *wpe, int B, int T,
+                           int C);
+/* dwte += scatter of dout by token; dwpe += dout summed over the batch. */
+void cpu_embedding_backward(float *dwte, float *dwpe, const float *dout, const int *tokens, int B, int T,
+                            int C);
+
+/* ---- layernorm ---- */
+
+/* out (N,C), mean (N), rstd (N) from inp (N,C), weight (C), bias (C). */
+void cpu_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                           const float *bias, int N, int C);
+void cpu_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                            const float *weight, const float *mean, const float *rstd, int N, int C, int acc);
+
+/* ---- attention: qkv projection, causal softmax attention, output projection ----
+ * hs = C / NH. Saved: qkvr (3, B, NH, T, hs), the projected q, k, v with bias,
+ * permuted per head; att (B, NH, T, T), the causal softmax (zeros above the
+ * diagonal); y (B, T, C), the heads' output before the projection.
+ * Scratch (floats): forward 4*B*T*C, backward 8*B*T*C + B*NH*T*T. */
+void cpu_attention_forward(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
+                           const float *wqkv, const float *bqkv, const float *wproj, const float *bproj,
+                           int B, int T, int C, int NH);
+void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                            float *scratch, const float *dout, const float *inp, const float *qkvr,
+                            const float *att, const float *y, const float *wqkv, const float *wproj, int B,
+                            int T, int C, int NH, int acc);
+
+/* ---- residual add ---- */
+
+/* out = a + b over n floats. */
+void cpu_residual_forward(float *out, const float *a, const float *b, int64_t n);
+/* da (= or += by acc_a) dout; db (= or += by acc_b) dout. da and db may alias
+ * (a node fed twice by one tensor): the two updates then apply in turn. */
+void cpu_residual_backward(float *da, float *db, const float *dout, int64_t n, int acc_a, int acc_b);
+
+/* ---- MLP: fc, GELU-tanh, proj ----
+ * Saved: h (N, 4C) pre-activation with bias, g (N, 4C) = gelu(h).
+ * Scratch (floats): backward 4*N*C. */
+void cpu_mlp_forward(float *out, float *h, float *g, const float *inp, const float *wfc, const float *bfc,
+                     const float *wproj, const float *bproj, int N, int C);
+void cpu_mlp_backward(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                      const float *dout, const float *inp, const float *h, const float *g, const float *wfc,
+                      const float *wproj, int N, int C, int acc);
+
+/* GELU, tanh approximation, and its derivative. */
+float gelu_tanh(float x);
+float gelu_tanh_grad(float x);
+
+/* ---- output head (no bias) ---- */
+
+/* logits (N, Vp) = inp (N,C) @ w^T, w (V,C); columns V..Vp-1 are padding and
+ * left as they are. */
+void cpu_head_forward(float *logits, const float *inp, const float *w, int N, int C, int V, int Vp);
+void cpu_head_backward(float *dinp, float *dw, const float *dlogits, const float *inp, const float *w, int N,
+                       int C, int V, int Vp, int acc);
+
+/* ---- loss: fused softmax + cross-entropy + its gradient ----
+ * losses (N) = -log softmax(logits)[target]; *loss_sum += sum(losses) (in
+ * double); dlogits (N, Vp) = (softmax - onehot) * inv_norm, with padding
+ * columns set to 0. dlogits may equal logits (in place). loss_sum may be NULL. */
+void cpu_loss_forward(float *losses, float *dlogits, double *loss_sum, const float *logits, const int *targets,
+                      float inv_norm, int N, int V, int Vp);
+
+/* ---- optimizer and helpers ---- */
+
+/* AdamW step t (1-based) over n parameters with bias correction; weight
+ * decay is decoupled and applies to every parameter. */
+void cpu_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr, float beta1, float beta2,
+               float eps, float weight_decay, int t);
+
+/* y += x over n floats. */
+void cpu_add_inplace(float *y, const float *x, int64_t n);
+
+#endif
