@@ -1,10 +1,301 @@
-/* cmd_step.c: placeholder until the 'step' subcommand lands. */
+/*
+ * cmd_step.c: `placer step` runs and times real training steps of a
+ * placement on the engine: GPUs (--devices) or the CPU reference backend
+ * (--cpu N virtual devices). It prints the step time (median and spread of
+ * the timed steps after warm-up), the loss, and each device's peak memory.
+ */
+#include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "graph.h"
+#include "hw.h"
+#include "placement.h"
+#include "schedule.h"
+#include "util.h"
+
+static void step_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
+            "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
+            "                   [--strict-fp32] [--seed S] [--lr LR] [--issue auto|single|threads]\n"
+            "                   [--trace FILE] [--json]\n\n"
+            "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
+            "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
+            "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
+            "  --config        default (49M GPT), gpt12 or tiny, with overrides (see placer graph --help)\n"
+            "  --micro-batches micro-batches per step, dividing the batch (default 1)\n"
+            "  --schedule      gpipe or 1f1b (default 1f1b)\n"
+            "  --mem-cap       per-device cap: bytes (\"40GB\", \"512MiB\") or a fraction of the card (\"50%%\",\n"
+            "                  \"0.5\"); one value for all devices or one per device, comma-separated\n"
+            "  --devices       GPU ordinal of each logical device; repeats share a GPU (default 0)\n"
+            "  --cpu N         N virtual devices on the CPU reference backend instead of GPUs\n"
+            "  --warmup        untimed steps first (default 2)\n"
+            "  --steps         timed steps (default 5)\n"
+            "  --strict-fp32   no TF32 tensor-core math\n"
+            "  --seed          parameter and batch seed (default 1)\n"
+            "  --lr            AdamW learning rate (default 3e-4)\n"
+            "  --issue         host issue: one thread per GPU (auto, threads) or one thread (single)\n"
+            "  --trace FILE    after timing, run one more step with per-operation timestamps and write\n"
+            "                  it as Chrome trace JSON\n"
+            "  --json          machine-readable output\n");
+}
+
+static int parse_int_opt(const char *name, const char *text, int lo, int hi, int *out) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno || v < lo || v > hi)
+        return cli_usage_error("step", "--%s must be an integer in [%d, %d], got '%s'", name, lo, hi, text);
+    *out = (int)v;
+    return 0;
+}
+
+/* "0,1,1" -> gpus; returns count or -1 after printing the error. */
+static int parse_devices(const char *text, int *gpus) {
+    int n = placement_count_fields(text);
+    if (n < 1 || n > HW_MAX_DEVICES) {
+        cli_usage_error("step", "--devices needs 1 to %d GPU ordinals, e.g. 0,1", HW_MAX_DEVICES);
+        return -1;
+    }
+    char msg[256];
+    /* the placement parser checks integers and ranges the same way */
+    if (placement_parse(text, n, 1 << 20, gpus, msg, sizeof msg) != PL_OK) {
+        cli_usage_error("step", "--devices: %s", msg);
+        return -1;
+    }
+    return n;
+}
+
+/* Print s as a JSON string body (quotes and backslashes escaped). */
+static void json_str(const char *s) {
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\') putchar('\\');
+        if ((unsigned char)*s >= 0x20) putchar(*s);
+    }
+}
 
 int cmd_step(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "placer step: not available in this build yet\n");
-    return CLI_EXIT_FAIL;
+    const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
+    const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto";
+    int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1;
+    double lr = -1.0;
+    static const struct option opts[] = {
+        {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
+        {"micro-batches", required_argument, 0, 'm'}, {"schedule", required_argument, 0, 's'},
+        {"mem-cap", required_argument, 0, 'M'}, {"devices", required_argument, 0, 'd'},
+        {"cpu", required_argument, 0, 'C'}, {"warmup", required_argument, 0, 'w'},
+        {"steps", required_argument, 0, 'k'}, {"strict-fp32", no_argument, 0, 'f'},
+        {"seed", required_argument, 0, 'S'}, {"lr", required_argument, 0, 'l'},
+        {"issue", required_argument, 0, 'i'}, {"trace", required_argument, 0, 't'},
+        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p': placement_text = optarg; break;
+        case 'c': config = optarg; break;
+        case 'm': {
+            char msg[128];
+            if (schedule_parse_micro_batches(optarg, &m, msg, sizeof msg) != PL_OK)
+                return cli_usage_error("step", "%s", msg);
+            break;
+        }
+        case 's': sched_text = optarg; break;
+        case 'M': cap_text = optarg; break;
+        case 'd': devices_text = optarg; break;
+        case 'C': if (parse_int_opt("cpu", optarg, 1, HW_MAX_DEVICES, &cpu)) return CLI_EXIT_USAGE; break;
+        case 'w': if (parse_int_opt("warmup", optarg, 0, 1000, &warmup)) return CLI_EXIT_USAGE; break;
+        case 'k': if (parse_int_opt("steps", optarg, 1, 10000, &steps)) return CLI_EXIT_USAGE; break;
+        case 'f': strict = 1; break;
+        case 'S': if (parse_int_opt("seed", optarg, 0, 2147483647, &seed)) return CLI_EXIT_USAGE; break;
+        case 'l': {
+            char *end = NULL;
+            lr = strtod(optarg, &end);
+            if (!*optarg || *end || !(lr > 0.0) || lr > 10.0)
+                return cli_usage_error("step", "--lr must be a positive number, got '%s'", optarg);
+            break;
+        }
+        case 'i': issue_text = optarg; break;
+        case 't': trace_path = optarg; break;
+        case 'j': json = 1; break;
+        case 'h': step_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("step", "unexpected argument '%s'; see placer step --help", argv[optind]);
+    if (cpu && devices_text) return cli_usage_error("step", "give either --devices or --cpu, not both");
+    hw_issue_mode issue;
+    if (!strcmp(issue_text, "auto")) issue = HW_ISSUE_AUTO;
+    else if (!strcmp(issue_text, "single")) issue = HW_ISSUE_SINGLE;
+    else if (!strcmp(issue_text, "threads")) issue = HW_ISSUE_THREADS;
+    else return cli_usage_error("step", "--issue must be auto, single or threads, got '%s'", issue_text);
+
+    char msg[512] = "";
+    gpt_config cfg;
+    pl_status st = gpt_config_parse(config, &cfg, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("step", st, msg);
+    schedule sched = schedule_make(m, SCHED_1F1B);
+    if ((st = schedule_parse_order(sched_text, &sched.order, msg, sizeof msg)) != PL_OK)
+        return cli_report("step", st, msg);
+    if ((st = schedule_validate(&sched, cfg.batch, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
+
+    hw_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.strict_fp32 = strict;
+    eo.issue = issue;
+    if (cpu) {
+        eo.backend = HW_BACKEND_CPU;
+        eo.n_devices = cpu;
+    } else {
+        eo.backend = HW_BACKEND_CUDA;
+        eo.n_devices = devices_text ? parse_devices(devices_text, eo.gpus) : 1;
+        if (eo.n_devices < 0) return CLI_EXIT_USAGE;
+    }
+    const int nd = eo.n_devices;
+
+    graph *g = NULL;
+    if ((st = graph_build_gpt(&cfg, &g, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
+    int rc = CLI_EXIT_FAIL;
+    hw_engine *e = NULL;
+    hw_plan *p = NULL;
+    int *pl = calloc((size_t)g->n_nodes, sizeof(int));
+    int *tok = NULL, *tgt = NULL;
+    if (!pl) { rc = cli_report("step", PL_ERR_NOMEM, NULL); goto out; }
+    if (placement_text) {
+        if ((st = placement_parse(placement_text, g->n_nodes, nd, pl, msg, sizeof msg)) != PL_OK) {
+            char full[640];
+            snprintf(full, sizeof full, "--placement: %s (%d nodes, devices 0..%d)", msg, g->n_nodes, nd - 1);
+            rc = cli_report("step", st, full);
+            goto out;
+        }
+    }
+    if ((st = hw_engine_create(&eo, &e, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+
+    int64_t caps[HW_MAX_DEVICES];
+    for (int d = 0; d < nd; d++) caps[d] = hw_engine_device(e, d)->mem_bytes;
+    if (cap_text) {
+        int nc = placement_count_fields(cap_text);
+        if (nc != 1 && nc != nd) {
+            rc = cli_usage_error("step", "--mem-cap takes one cap or one per device (%d), got %d", nd, nc);
+            goto out;
+        }
+        char buf[1024];
+        snprintf(buf, sizeof buf, "%s", cap_text);
+        char *save = NULL, *tok_s = strtok_r(buf, ",", &save);
+        for (int d = 0; d < nd; d++) {
+            const char *t = tok_s ? tok_s : "";
+            if ((st = pl_parse_mem_cap(t, hw_engine_device(e, d)->mem_bytes, &caps[d], msg, sizeof msg)) != PL_OK) {
+                rc = cli_usage_error("step", "--mem-cap: %s", msg);
+                goto out;
+            }
+            if (nc > 1) tok_s = strtok_r(NULL, ",", &save);
+        }
+    }
+
+    hw_plan_opts po;
+    memset(&po, 0, sizeof po);
+    po.placement = pl;
+    po.sched = sched;
+    po.caps = caps;
+    po.seed = (uint64_t)seed;
+    po.adamw = hw_adamw_default();
+    if (lr > 0) po.adamw.lr = (float)lr;
+    hw_mem_report mem;
+    st = hw_plan_create(e, g, &po, &p, &mem, msg, sizeof msg);
+    if (st == PL_ERR_DEVICE_OOM && json) {
+        printf("{\"status\":\"oom\",\"oom_device\":%d,\"message\":\"", mem.oom_device);
+        json_str(msg);
+        printf("\",\"memory\":[");
+        for (int d = 0; d < nd; d++)
+            printf("%s{\"device\":%d,\"need_bytes\":%lld,\"static_bytes\":%lld,\"cap_bytes\":%lld}", d ? "," : "", d,
+                   (long long)mem.need_bytes[d], (long long)mem.static_bytes[d], (long long)mem.cap_bytes[d]);
+        printf("]}\n");
+    }
+    if (st != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+
+    const int ntok = cfg.batch * cfg.seq_len;
+    tok = malloc(sizeof(int) * (size_t)ntok);
+    tgt = malloc(sizeof(int) * (size_t)ntok);
+    if (!tok || !tgt) { rc = cli_report("step", PL_ERR_NOMEM, NULL); goto out; }
+    hw_make_batch(&cfg, (uint64_t)seed, tok, tgt);
+    if ((st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+    hw_timing t;
+    if ((st = hw_plan_time(p, warmup, steps, &t, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+    if (trace_path) {
+        FILE *f = fopen(trace_path, "w");
+        if (!f) {
+            rc = cli_report("step", PL_ERR_IO, "cannot write the trace file");
+            goto out;
+        }
+        hw_step_result r;
+        st = hw_plan_set_trace(p, 1);
+        if (st == PL_OK) st = hw_plan_step(p, &r, msg, sizeof msg);
+        if (st == PL_OK) st = hw_plan_write_chrome_trace(p, f);
+        if (fclose(f) != 0 && st == PL_OK) st = PL_ERR_IO;
+        if (st != PL_OK) { rc = cli_report("step", st, msg[0] ? msg : "writing the trace failed"); goto out; }
+    }
+
+    char key[128], pls[4096];
+    gpt_config_key(&cfg, key, sizeof key);
+    placement_format(pl, g->n_nodes, pls, sizeof pls);
+    const double tokens_per_s = t.median_us > 0 ? ntok / (t.median_us * 1e-6) : 0.0;
+    if (json) {
+        printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"%s\",\"devices\":[", key, cpu ? "cpu" : "cuda");
+        for (int d = 0; d < nd; d++) {
+            const hw_device_info *di = hw_engine_device(e, d);
+            printf("%s{\"device\":%d,\"name\":\"%s\",\"physical\":%d,\"peak_bytes\":%lld,\"static_bytes\":%lld,"
+                   "\"cap_bytes\":%lld}",
+                   d ? "," : "", d, di->name, di->physical, (long long)hw_plan_peak_bytes(p, d),
+                   (long long)(hw_plan_peak_bytes(p, d) ? mem.static_bytes[d] : 0), (long long)caps[d]);
+        }
+        printf("],\"placement\":\"%s\",\"schedule\":\"%s\",\"micro_batches\":%d,\"strict_fp32\":%s,"
+               "\"warmup\":%d,\"steps\":%d,\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,"
+               "\"sd\":%.4f,\"all\":[",
+               pls, schedule_order_name(sched.order), m, strict ? "true" : "false", warmup, steps,
+               t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
+        for (int i = 0; i < steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
+        printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"reorders\":%d}\n", t.first_loss,
+               t.last_loss, tokens_per_s, hw_plan_reorders(p));
+    } else {
+        printf("placer step: %s, %s m=%d, %d device%s (%s)%s\n", key, schedule_order_name(sched.order), m, nd,
+               nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", strict ? ", strict fp32" : "");
+        printf("placement   %s\n", pls);
+        printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; %d steps after %d warm-up)\n",
+               t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, steps, warmup);
+        printf("loss        %.4f (first step) -> %.4f (last step)\n", t.first_loss, t.last_loss);
+        printf("throughput  %.0f tokens/s\n", tokens_per_s);
+        for (int d = 0; d < nd; d++) {
+            const hw_device_info *di = hw_engine_device(e, d);
+            int64_t peak = hw_plan_peak_bytes(p, d);
+            char a[32], b[32], s2[32];
+            pl_format_bytes((double)peak, a, sizeof a);
+            pl_format_bytes((double)caps[d], b, sizeof b);
+            pl_format_bytes((double)(peak ? mem.static_bytes[d] : 0), s2, sizeof s2);
+            if (peak)
+                printf("device %-3d  %s %d: peak %s (static %s) of cap %s\n", d, di->name, di->physical, a, s2, b);
+            else
+                printf("device %-3d  %s %d: unused\n", d, di->name, di->physical);
+        }
+        if (hw_plan_reorders(p) > 0)
+            printf("note        %d operations ran ahead of strict schedule order (non-contiguous placement)\n",
+                   hw_plan_reorders(p));
+        if (trace_path) printf("trace       %s\n", trace_path);
+    }
+    rc = CLI_EXIT_OK;
+out:
+    free(tok);
+    free(tgt);
+    hw_plan_destroy(p);
+    hw_engine_destroy(e);
+    free(pl);
+    graph_destroy(g);
+    return rc;
 }
