@@ -439,18 +439,23 @@ static void order_by_key(sim_ctx *c, int order) {
     int *b = c->bucket;
     memset(b, 0, sizeof *b * (size_t)(R + 1));
     /* generation order (the tie-break): backwards first, then by stage, mb */
+    int *key = c->devnj; /* scratch: devnj is written only after the sort */
+    int t = 0;
     for (int ph = 1; ph >= 0; ph--)
         for (int k = 0; k < S; k++)
-            for (int j = 0; j < m; j++) b[stage_key(order, S, m, k, j, ph) + 1]++;
+            for (int j = 0; j < m; j++) {
+                key[t] = stage_key(order, S, m, k, j, ph);
+                b[key[t++] + 1]++;
+            }
     for (int r = 0; r < R; r++) b[r + 1] += b[r];
+    t = 0;
     for (int ph = 1; ph >= 0; ph--)
         for (int k = 0; k < S; k++)
-            for (int j = 0; j < m; j++)
-                c->si[b[stage_key(order, S, m, k, j, ph)]++] = ((k * m + j) << 1) | ph;
+            for (int j = 0; j < m; j++) c->si[b[key[t++]]++] = ((k * m + j) << 1) | ph;
     int *w = c->cur; /* write positions, reset before the pass */
     for (int d = 0; d < c->D; d++) w[d] = c->dstart[d];
     const int total = 2 * S * m;
-    for (int t = 0; t < total; t++) {
+    for (t = 0; t < total; t++) {
         int e = c->si[t], ph = e & 1, kj = e >> 1, k = kj / m, j = kj - k * m;
         int d = c->st_dev[k];
         w[d] = expand_stage(c, w[d], k, j, ph);
@@ -515,13 +520,6 @@ static pl_status order_interleaved(sim_ctx *c, int v) {
         c->devops[w++] = 2 * m * c->n + d;
     }
     return PL_OK;
-}
-
-static inline void wl_push(sim_ctx *c, int *nwl, int d) {
-    if (!c->inwl[d]) {
-        c->inwl[d] = 1;
-        c->wl[(*nwl)++] = d;
-    }
 }
 
 /* Record a traced event. */
@@ -639,46 +637,71 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     double maxend = 0.0;
     int last_op = -1;
 
+    /* The pass. Hot fields live in locals: stores into the int arrays
+     * could otherwise alias the context's int fields and force reloads. */
+    int *const dep = c->dep, *const rpred = c->rpred, *const pred = c->pred, *const dlast = c->dlast;
+    double *const ready = c->ready, *const t0 = c->t0, *const t1 = c->t1, *const extra = c->extra;
+    double *const dfree = c->dfree, *const busy = c->busy, *const lfree = c->lfree;
+    const double *const optsum = c->optsum, *const traw = c->traw;
+    int64_t *const mem = c->mem, *const mem_peak = c->mem_peak;
+    int *const stash_cnt = c->stash_cnt, *const inflight = c->inflight, *const inflight_max = c->inflight_max;
+    int *const llast = c->llast, *const cur = c->cur, *const gcnt = c->gcnt, *const wl = c->wl;
+    char *const inwl = c->inwl;
+    const int *const devops = c->devops, *const devnj = c->devnj, *const dstart = c->dstart;
+    const int *const in_x = c->in_x, *const xfirst = c->xfirst, *const xk = c->xk, *const xd = c->xd;
+    const int *const xhead = c->xhead, *const xnext = c->xnext, *const n_xout = c->n_xout;
+    const int *const bclass = c->bclass, *const pdev = c->dev;
+    const int *const cons_start = g->cons_start, *const cons = g->cons;
+    const graph_node *const nodes = g->nodes;
+#define OPF(i, j) ((j) * n + (i))
+#define OPB(i, j) ((m + (j)) * n + (i))
+#define WL_PUSH(dd)              \
+    do {                         \
+        if (!inwl[dd]) {         \
+            inwl[dd] = 1;        \
+            wl[nwl++] = (dd);    \
+        }                        \
+    } while (0)
     int nwl = 0;
     for (int d = D - 1; d >= 0; d--) {
-        c->cur[d] = c->dstart[d];
-        c->inwl[d] = 0;
-        if (c->dstart[d + 1] > c->dstart[d]) wl_push(c, &nwl, d);
+        cur[d] = dstart[d];
+        inwl[d] = 0;
+        if (dstart[d + 1] > dstart[d]) WL_PUSH(d);
     }
     while (nwl > 0) {
-        const int d = c->wl[--nwl];
-        c->inwl[d] = 0;
-        const int qend = c->dstart[d + 1];
-        while (c->cur[d] < qend) {
-            const int pos = c->cur[d];
-            const int op = c->devops[pos];
-            if (c->dep[op] > 0) break;
+        const int d = wl[--nwl];
+        inwl[d] = 0;
+        const int qend = dstart[d + 1];
+        while (cur[d] < qend) {
+            const int pos = cur[d];
+            const int op = devops[pos];
+            if (dep[op] > 0) break;
             /* start: device free, or the input that arrived last */
-            double st = c->dfree[d];
-            int pr = c->dlast[d];
-            if (c->ready[op] >= st) { /* ties go to the input: it is the cross-device cause */
-                st = c->ready[op];
-                pr = c->rpred[op];
+            double st = dfree[d];
+            int pr = dlast[d];
+            if (ready[op] >= st) { /* ties go to the input: it is the cross-device cause */
+                st = ready[op];
+                pr = rpred[op];
             }
             double dur;
             int node = -1, j = -1, ph;
             if (op < 2 * mn) {
                 ph = op >= mn;
-                node = c->devnj[pos] & 0xffff;
-                j = c->devnj[pos] >> 16;
+                node = devnj[pos] & 0xffff;
+                j = devnj[pos] >> 16;
                 dur = craw[((size_t)d * n + node) * PHASE_COUNT + ph] * cs + lo;
             } else {
                 ph = PHASE_OPT;
-                dur = c->optsum[d];
+                dur = optsum[d];
             }
-            if (contention != 0.0) dur += c->extra[op];
+            if (contention != 0.0) dur += extra[op];
             const double en = st + dur;
-            c->t0[op] = st;
-            c->t1[op] = en;
-            c->pred[op] = pr;
-            c->dfree[d] = en;
-            c->dlast[d] = op;
-            c->busy[d] += dur;
+            t0[op] = st;
+            t1[op] = en;
+            pred[op] = pr;
+            dfree[d] = en;
+            dlast[d] = op;
+            busy[d] += dur;
             if (en >= maxend) {
                 maxend = en;
                 last_op = op;
@@ -689,119 +712,122 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
 
             if (ph == PHASE_FWD) {
                 const int i = node;
-                const graph_node *nd = &g->nodes[i];
+                const graph_node *nd = &nodes[i];
                 /* memory: stash and first-use receive buffers */
                 int64_t add = nm[i].act_bytes_per_sample * mb;
                 for (int s = 0; s < nd->n_inputs; s++) {
-                    int x = c->in_x[i * GRAPH_MAX_INPUTS + s];
-                        if (x >= 0 && c->xfirst[x] == i && !(s > 0 && nd->inputs[0] == nd->inputs[s]))
-                        add += nm[c->xk[x]].out_bytes_per_sample * mb;
+                    int x = in_x[i * GRAPH_MAX_INPUTS + s];
+                        if (x >= 0 && xfirst[x] == i && !(s > 0 && nd->inputs[0] == nd->inputs[s]))
+                        add += nm[xk[x]].out_bytes_per_sample * mb;
                 }
-                c->mem[d] += add;
-                if (c->mem[d] > c->mem_peak[d]) c->mem_peak[d] = c->mem[d];
-                if (c->stash_cnt[d * m + j]++ == 0 && ++c->inflight[d] > c->inflight_max[d])
-                    c->inflight_max[d] = c->inflight[d];
+                mem[d] += add;
+                if (mem[d] > mem_peak[d]) mem_peak[d] = mem[d];
+                if (stash_cnt[d * m + j]++ == 0 && ++inflight[d] > inflight_max[d])
+                    inflight_max[d] = inflight[d];
                 /* dependents: own backward, local consumers, remote pairs */
-                c->dep[OP_B(c, i, j)]--;
-                for (int e = g->cons_start[i]; e < g->cons_start[i + 1]; e++) {
-                    int cn = g->cons[e];
-                    if (c->dev[cn] == d) c->dep[OP_F(c, cn, j)]--;
+                dep[OPB(i, j)]--;
+                for (int e = cons_start[i]; e < cons_start[i + 1]; e++) {
+                    int cn = cons[e];
+                    if (pdev[cn] == d) dep[OPF(cn, j)]--;
                 }
-                for (int x = c->xhead[i]; x >= 0; x = c->xnext[x]) {
-                    const int dd = c->xd[x], l = d * D + dd;
+                for (int x = xhead[i]; x >= 0; x = xnext[x]) {
+                    const int dd = xd[x], l = d * D + dd;
                     const int top = xbase + (x * m + j) * 2;
-                    double ts0 = c->lfree[l];
-                    int tpr = c->llast[l];
+                    double ts0 = lfree[l];
+                    int tpr = llast[l];
                     if (en >= ts0) {
                         ts0 = en;
                         tpr = op;
                     }
-                    double tdur = c->traw[((size_t)c->bclass[i] * D + d) * D + dd] * ts + tl;
+                    double tdur = traw[((size_t)bclass[i] * D + d) * D + dd] * ts + tl;
                     double te = ts0 + tdur;
-                    c->lfree[l] = te;
-                    c->llast[l] = top;
-                    c->t0[top] = ts0;
-                    c->t1[top] = te;
-                    c->pred[top] = tpr;
+                    lfree[l] = te;
+                    llast[l] = top;
+                    t0[top] = ts0;
+                    t1[top] = te;
+                    pred[top] = tpr;
                     n_transfers++;
                     tbytes += (double)nm[i].out_bytes_per_sample * mb;
                     if (tracing) trace_ev(c, SIM_EV_SEND_ACT, i, j, d, dd, ts0, te);
                     if (contention != 0.0) {
-                        c->extra[OP_F(c, c->xfirst[x], j)] += contention * tdur;
-                        c->extra[c->devops[pos + 1]] += contention * tdur;
+                        extra[OPF(xfirst[x], j)] += contention * tdur;
+                        extra[devops[pos + 1]] += contention * tdur;
                     }
                     /* consumers of i on dd */
-                    for (int e = g->cons_start[i]; e < g->cons_start[i + 1]; e++) {
-                        int cn = g->cons[e];
-                        if (c->dev[cn] != dd) continue;
-                        int fo = OP_F(c, cn, j);
-                        if (te >= c->ready[fo]) {
-                            c->ready[fo] = te;
-                            c->rpred[fo] = top;
+                    for (int e = cons_start[i]; e < cons_start[i + 1]; e++) {
+                        int cn = cons[e];
+                        if (pdev[cn] != dd) continue;
+                        int fo = OPF(cn, j);
+                        if (te >= ready[fo]) {
+                            ready[fo] = te;
+                            rpred[fo] = top;
                         }
-                        if (--c->dep[fo] == 0) wl_push(c, &nwl, dd);
+                        if (--dep[fo] == 0) WL_PUSH(dd);
                     }
                 }
             } else if (ph == PHASE_BWD) {
                 const int i = node;
-                const graph_node *nd = &g->nodes[i];
+                const graph_node *nd = &nodes[i];
                 /* memory: received output gradients live for this backward */
-                int64_t gbytes = (int64_t)c->n_xout[i] * nm[i].out_bytes_per_sample * mb;
+                int64_t gbytes = (int64_t)n_xout[i] * nm[i].out_bytes_per_sample * mb;
                 if (gbytes > 0) {
-                    c->mem[d] += gbytes;
-                    if (c->mem[d] > c->mem_peak[d]) c->mem_peak[d] = c->mem[d];
+                    mem[d] += gbytes;
+                    if (mem[d] > mem_peak[d]) mem_peak[d] = mem[d];
                 }
-                c->mem[d] -= gbytes + nm[i].act_bytes_per_sample * mb;
-                if (--c->stash_cnt[d * m + j] == 0) c->inflight[d]--;
+                mem[d] -= gbytes + nm[i].act_bytes_per_sample * mb;
+                if (--stash_cnt[d * m + j] == 0) inflight[d]--;
                 for (int s = 0; s < nd->n_inputs; s++) {
                     const int k = nd->inputs[s];
-                    const int x = c->in_x[i * GRAPH_MAX_INPUTS + s];
-                    const int bo = OP_B(c, k, j);
+                    const int x = in_x[i * GRAPH_MAX_INPUTS + s];
+                    const int bo = OPB(k, j);
                     if (x < 0) {
-                        c->dep[bo]--;
+                        dep[bo]--;
                         continue;
                     }
-                    if (--c->gcnt[x * m + j] > 0) continue;
+                    if (--gcnt[x * m + j] > 0) continue;
                     /* last consumer on d done: free the received input, send its gradient */
-                    c->mem[d] -= nm[k].out_bytes_per_sample * mb;
-                    const int dk = c->dev[k], l = d * D + dk;
+                    mem[d] -= nm[k].out_bytes_per_sample * mb;
+                    const int dk = pdev[k], l = d * D + dk;
                     const int top = xbase + (x * m + j) * 2 + 1;
-                    double ts0 = c->lfree[l];
-                    int tpr = c->llast[l];
+                    double ts0 = lfree[l];
+                    int tpr = llast[l];
                     if (en >= ts0) {
                         ts0 = en;
                         tpr = op;
                     }
-                    double tdur = c->traw[((size_t)c->bclass[k] * D + d) * D + dk] * ts + tl;
+                    double tdur = traw[((size_t)bclass[k] * D + d) * D + dk] * ts + tl;
                     double te = ts0 + tdur;
-                    c->lfree[l] = te;
-                    c->llast[l] = top;
-                    c->t0[top] = ts0;
-                    c->t1[top] = te;
-                    c->pred[top] = tpr;
+                    lfree[l] = te;
+                    llast[l] = top;
+                    t0[top] = ts0;
+                    t1[top] = te;
+                    pred[top] = tpr;
                     n_transfers++;
                     tbytes += (double)nm[k].out_bytes_per_sample * mb;
                     if (tracing) trace_ev(c, SIM_EV_SEND_GRAD, k, j, d, dk, ts0, te);
                     if (contention != 0.0) {
-                        c->extra[bo] += contention * tdur;
-                        c->extra[c->devops[pos + 1]] += contention * tdur;
+                        extra[bo] += contention * tdur;
+                        extra[devops[pos + 1]] += contention * tdur;
                     }
-                    if (te >= c->ready[bo]) {
-                        c->ready[bo] = te;
-                        c->rpred[bo] = top;
+                    if (te >= ready[bo]) {
+                        ready[bo] = te;
+                        rpred[bo] = top;
                     }
-                    if (--c->dep[bo] == 0) wl_push(c, &nwl, dk);
+                    if (--dep[bo] == 0) WL_PUSH(dk);
                 }
             }
-            c->cur[d] = pos + 1;
+            cur[d] = pos + 1;
         }
     }
     for (int d = 0; d < D; d++)
-        if (c->cur[d] != c->dstart[d + 1])
+        if (cur[d] != dstart[d + 1])
             return fail(c, PL_ERR_SCHEDULE,
                         "the %s order deadlocks on this placement (device %d waits at item %d of %d)",
-                        schedule_order_name(sched->order), d, c->cur[d] - c->dstart[d],
-                        c->dstart[d + 1] - c->dstart[d]);
+                        schedule_order_name(sched->order), d, cur[d] - dstart[d],
+                        dstart[d + 1] - dstart[d]);
+#undef OPF
+#undef OPB
+#undef WL_PUSH
     c->last_op = last_op;
 
     /* results */
