@@ -97,6 +97,29 @@ Test(sim_random, gpt_placements_never_deadlock_and_obey_the_model, .timeout = 60
     gpt_free(&f);
 }
 
+/* A wider sweep without traces: 500 placements per (devices, m, order). */
+Test(sim_random, many_gpt_placements_never_deadlock, .timeout = 600) {
+    gpt_fix f = gpt_make("default", 8, 8);
+    pl_rng r;
+    pl_rng_seed(&r, 777);
+    int dev[64];
+    long runs = 0;
+    for (int D = 2; D <= 8; D++)
+        for (int m = 1; m <= 8; m *= 2)
+            for (int o = 0; o < 2; o++)
+                for (int t = 0; t < 500; t++) {
+                    random_placement(&r, t % 2, f.g->n_nodes, D, dev);
+                    schedule s = schedule_make(m, o ? SCHED_1F1B : SCHED_GPIPE);
+                    sim_result res;
+                    pl_status st = sim_run(f.ctx, dev, &s, NULL, NULL, &res);
+                    cr_assert_eq(st, PL_OK, "%s", sim_last_error(f.ctx));
+                    cr_assert(res.step_us > 0 && res.critical_path_len > 0);
+                    runs++;
+                }
+    cr_assert_eq(runs, 7L * 4 * 2 * 500);
+    gpt_free(&f);
+}
+
 Test(sim_random, untraced_runs_match_traced_runs) {
     gpt_fix f = gpt_make("default", 4, 4);
     pl_rng r;
