@@ -90,7 +90,8 @@
  * A peak above the cap is an OOM verdict (a result, not an error).
  *
  * Bubble: busy = time the device computes (including AdamW), idle =
- * (step_us - step_fixed_us) - busy, bubble = idle / busy, for used devices.
+ * step_us - busy (so step_fixed_us counts as idle), bubble = idle / busy,
+ * for used devices.
  * With unit costs on a contiguous p-stage pipeline this is (p-1)/(v m).
  *
  * Critical path: every item remembers which predecessor fixed its start (its
@@ -848,7 +849,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         res->peak_bytes[d] = c->dstatic[d] + c->dws[d] + c->mem_peak[d];
         res->max_in_flight[d] = c->inflight_max[d];
         res->busy_us[d] = c->busy[d];
-        res->idle_us[d] = span - c->busy[d];
+        res->idle_us[d] = res->step_us - c->busy[d];
         if (res->idle_us[d] < 0) res->idle_us[d] = 0;
         res->bubble[d] = c->busy[d] > 0 ? res->idle_us[d] / c->busy[d] : 0.0;
         bsum += res->bubble[d];

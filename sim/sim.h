@@ -98,7 +98,9 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
 void sim_ctx_destroy(sim_ctx *ctx);
 
 /* Record every event of the next runs (off by default). Events are kept in
- * the context until the next sim_run. */
+ * the context until the next sim_run. The first call with on != 0 allocates
+ * the event buffer (sized at creation); if that allocation fails tracing
+ * stays off and sim_events returns NULL. */
 void sim_ctx_set_trace(sim_ctx *ctx, int on);
 
 /* Simulate one training step.

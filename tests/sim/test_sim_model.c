@@ -167,7 +167,9 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
             cr_assert(epsilon_eq(dbl, r.step_us, sum + 100.0, 1e-9 * sum), "m=%d: %.6f vs %.6f", m, r.step_us,
                       sum + 100.0);
             cr_assert(epsilon_eq(dbl, r.busy_us[2], sum, 1e-9 * sum));
-            cr_assert(epsilon_eq(dbl, r.bubble[2], 0.0, 1e-12));
+            /* idle is step_us - busy: only the fixed per-step cost */
+            cr_assert(epsilon_eq(dbl, r.idle_us[2], 100.0, 1e-9 * sum));
+            cr_assert(epsilon_eq(dbl, r.bubble[2], 100.0 / sum, 1e-9));
             cr_assert_eq(r.n_transfers, 0);
             cr_assert_eq(r.n_used_devices, 1);
             cr_assert(ieee_ulp_eq(dbl, r.busy_us[0], 0.0, 0));
