@@ -548,6 +548,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
                   const sim_params *prm_in, sim_result *res) {
     if (!c) return PL_ERR_INVALID;
     c->err[0] = 0;
+    c->last_op = -1; /* no path or events until this run succeeds */
     c->lazy->crit_built = 0;
     c->have_events = 0;
     c->n_events = 0;

@@ -278,6 +278,9 @@ Test(sim_input, rejects_bad_placements_and_schedules) {
     schedule si1 = {1, SCHED_INTERLEAVED, 2}; /* m = 1 not a multiple of p = 2 */
     cr_assert_eq(sim_run(c.ctx, chunked, &si1, NULL, NULL, &r), PL_ERR_SCHEDULE);
     cr_assert_eq(sim_run(c.ctx, NULL, &s, NULL, NULL, &r), PL_ERR_INVALID);
+    int ncp = -1;
+    cr_assert_null(sim_critical_path(c.ctx, &ncp), "no path after a failed run");
+    cr_assert_eq(ncp, 0);
     cr_assert_eq(sim_run(NULL, ok, &s, NULL, NULL, &r), PL_ERR_INVALID);
     /* a context for a graph the profile does not describe */
     graph *g5 = simfix_chain_graph(5, 16);
