@@ -43,7 +43,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_stderr_is_tty(void);
 
 /* The default profile database: $PLACER_DB if set, else the first of
- * data/h200x2.db, data/h200x1.db, data/t4x4-pcie.db that exists under the
+ * data/h200x2.db, data/h200x1.db, data/h200x2-spec.db, data/t4x4-pcie.db that exists under the
  * source tree or the current directory. Returns a static string, or NULL. */
 const char *cli_default_db(void);
 

@@ -286,7 +286,11 @@ int cmd_simulate(int argc, char **argv) {
         rc = cli_report(CMD, st, "cannot create the simulator for this profile");
         goto out;
     }
-    sim_ctx_set_trace(ctx, 1);
+    st = sim_ctx_set_trace(ctx, 1);
+    if (st != PL_OK) {
+        rc = cli_report(CMD, st, "out of memory for the simulator's event trace");
+        goto out;
+    }
     sim_result res;
     st = sim_run(ctx, dev, &sched, caps, &prm, &res);
     if (st != PL_OK) {

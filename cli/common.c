@@ -42,9 +42,10 @@ int cli_stderr_is_tty(void) { return isatty(2); }
 const char *cli_default_db(void) {
     const char *env = getenv("PLACER_DB");
     if (env && *env) return env;
-    static const char *names[] = {"data/h200x2.db", "data/h200x1.db", "data/t4x4-pcie.db"};
+    static const char *names[] = {"data/h200x2.db", "data/h200x1.db", "data/h200x2-spec.db",
+                                  "data/t4x4-pcie.db"};
     static char buf[4096];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         snprintf(buf, sizeof buf, "%s/%s", PLACER_SOURCE_DIR, names[i]);
         if (access(buf, R_OK) == 0) return buf;
         if (access(names[i], R_OK) == 0) return names[i];

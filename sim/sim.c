@@ -281,14 +281,18 @@ out_nomem:
     return PL_ERR_NOMEM;
 }
 
-void sim_ctx_set_trace(sim_ctx *ctx, int on) {
-    if (!ctx) return;
+pl_status sim_ctx_set_trace(sim_ctx *ctx, int on) {
+    if (!ctx) return PL_ERR_INVALID;
     ctx->trace_on = on ? 1 : 0;
     if (ctx->trace_on && !ctx->events) {
         /* Allocated on first use so that untraced contexts stay small. */
         ctx->events = calloc((size_t)ctx->ops_cap, sizeof *ctx->events);
-        if (!ctx->events) ctx->trace_on = 0;
+        if (!ctx->events) {
+            ctx->trace_on = 0;
+            return PL_ERR_NOMEM;
+        }
     }
+    return PL_OK;
 }
 
 const char *sim_last_error(const sim_ctx *ctx) { return ctx ? ctx->err : ""; }

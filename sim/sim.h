@@ -99,9 +99,10 @@ void sim_ctx_destroy(sim_ctx *ctx);
 
 /* Record every event of the next runs (off by default). Events are kept in
  * the context until the next sim_run. The first call with on != 0 allocates
- * the event buffer (sized at creation); if that allocation fails tracing
- * stays off and sim_events returns NULL. */
-void sim_ctx_set_trace(sim_ctx *ctx, int on);
+ * the event buffer (sized at creation); if that allocation fails it returns
+ * PL_ERR_NOMEM and tracing stays off. Turning tracing off cannot fail.
+ * PL_ERR_INVALID for a NULL ctx. */
+pl_status sim_ctx_set_trace(sim_ctx *ctx, int on);
 
 /* Simulate one training step.
  *   placement  one device per graph node (validated: PL_ERR_PLACEMENT_RANGE)
