@@ -80,7 +80,7 @@ static FILE *open_out(report *r, const char *name, const char *mode) {
  * missing or has neither PNG nor SVG. */
 static pl_status probe_gnuplot(report *r) {
     char cmd[PATH_LEN];
-    snprintf(cmd, sizeof cmd, "%s -e 'set terminal' 2>&1", r->opt->gnuplot ? r->opt->gnuplot : "gnuplot");
+    snprintf(cmd, sizeof cmd, "%s -e 'set terminal' </dev/null 2>&1", r->opt->gnuplot ? r->opt->gnuplot : "gnuplot");
     FILE *f = popen(cmd, "r");
     if (!f) return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "cannot run gnuplot");
     int cairo = 0, png = 0, svg = 0;
@@ -115,7 +115,7 @@ static pl_status draw(report *r, const char *base, const char *body) {
     if (fclose(f)) return pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s", name);
     char cmd[3 * PATH_LEN];
     if (strchr(r->opt->out_dir, '\'')) return pl_fail(r->msg, r->len, PL_ERR_INVALID, "output directory has a quote");
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s.gp' 2>>gnuplot.log", r->opt->out_dir,
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s.gp' </dev/null >>gnuplot.log 2>&1", r->opt->out_dir,
              r->opt->gnuplot ? r->opt->gnuplot : "gnuplot", base);
     if (system(cmd) != 0)
         return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "gnuplot failed on %s/%s.gp (see %s/gnuplot.log)",
@@ -145,6 +145,17 @@ static double col_real(sqlite3_stmt *s, int i) {
 static const char *col_text(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);
     return t ? (const char *)t : "";
+}
+
+/* Copy text for a markdown table cell: '|' escaped. */
+static const char *cell(char *buf, size_t len, const char *text) {
+    size_t k = 0;
+    for (const char *c = text; *c && k + 2 < len; c++) {
+        if (*c == '|') buf[k++] = '\\';
+        buf[k++] = *c;
+    }
+    buf[k] = 0;
+    return buf;
 }
 
 /* "12.345" ms from us, or "-" for NaN, into buf. */
@@ -390,16 +401,25 @@ static pl_status calibration_section(report *r) {
     if (!(hi > 0)) return PL_OK;
     lo = lo / 1000.0 * 0.9;
     hi = hi / 1000.0 * 1.1;
-    char body[2048];
+    /* log axes with 1-2-5 tics inside the range */
+    char tics[512] = "";
+    int tw = 0;
+    for (double dec = 0.001; dec < 1e7 && tw >= 0 && (size_t)tw < sizeof tics - 32; dec *= 10)
+        for (int k = 0; k < 3; k++) {
+            double v = dec * (k == 0 ? 1 : k == 1 ? 2 : 5);
+            if (v >= lo && v <= hi) tw += snprintf(tics + tw, sizeof tics - (size_t)tw, "%s%g", tw ? ", " : "", v);
+        }
+    char body[4096];
     snprintf(body, sizeof body,
              "set title 'Simulator against hardware: step time of each measured placement'\n"
              "set xlabel 'measured step time (ms)'\nset ylabel 'predicted step time (ms)'\n"
-             "set size ratio -1\nset logscale xy\nset xrange [%g:%g]\nset yrange [%g:%g]\n"
+             "set size ratio -1\nset logscale xy\nset xtics (%s)\nset ytics (%s)\n"
+             "set xrange [%g:%g]\nset yrange [%g:%g]\n"
              "plot x with lines dt 2 lc rgb 'black' title 'y = x', \\\n"
              "  'calibration-test.dat' using 1:2 with points pt 6 ps 1.2 lc rgb '#ff7f0e' title 'held out, before', \\\n"
              "  'calibration-test.dat' using 1:3 with points pt 7 ps 1.2 lc rgb '#1f77b4' title 'held out, after', \\\n"
              "  'calibration-train.dat' using 1:3 with points pt 1 ps 0.8 lc rgb '#7f7f7f' title 'fitted on, after'",
-             lo, hi, lo, hi);
+             tics, tics, lo, hi, lo, hi);
     if ((st = draw(r, "calibration", body)) != PL_OK) return st;
     fprintf(r->md, "![predicted vs measured](%scalibration.png)\n", img(r));
     return PL_OK;
@@ -542,7 +562,11 @@ static const char *verdict(const side_row *rl, const side_row *rows, int n, char
     int best = -1;
     for (int i = 0; i < n; i++)
         if (&rows[i] != rl && rows[i].n > 0 && (best < 0 || rows[i].mean < rows[best].mean)) best = i;
-    if (!rl || rl->n == 0) {
+    if (!rl) {
+        snprintf(buf, len, "no RL side in this confirmation (baselines only).");
+        return buf;
+    }
+    if (rl->n == 0) {
         snprintf(buf, len, "the RL placer has no confirmed placement (all its candidates ran out of memory).");
         return buf;
     }
@@ -571,9 +595,9 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
     schedule_parse_order(col_text(cs, 5), &sc.order, NULL, 0);
     int64_t cap = sqlite3_column_int64(cs, 6);
     int same_graph = !strcmp(gkey, r->graph_key);
-    char capbuf[32] = "no cap";
+    char capbuf[32] = "none";
     if (cap > 0) pl_format_bytes((double)cap, capbuf, sizeof capbuf);
-    fprintf(r->md, "\n### Setting %s: m=%d, %s, per-device cap %s\n\n", label, sc.micro_batches,
+    fprintf(r->md, "\n### Setting %s: m=%d, %s, per-device memory cap %s\n\n", label, sc.micro_batches,
             schedule_order_name(sc.order), capbuf);
     fprintf(r->md,
             "Confirmation %lld (%s) on `%s`, shortlist from run %lld: %d selection rounds over every candidate, then "
@@ -628,7 +652,9 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
         char conf[80];
         if (w->n > 0) snprintf(conf, sizeof conf, "%s ± %s", ms(b1, sizeof b1, w->mean), ms(b2, sizeof b2, w->sd));
         else snprintf(conf, sizeof conf, "OOM");
-        fprintf(r->md, "| %s | %s | %d (%d) | %s | %s | %s%s |", w->side, w->n ? w->cand : "-", w->n_cand, w->n_oom,
+        char cb[160];
+        fprintf(r->md, "| %s | %s | %d (%d) | %s | %s | %s%s |", w->side, w->n ? cell(cb, sizeof cb, w->cand) : "-",
+                w->n_cand, w->n_oom,
                 conf, w->n ? ms(b3, sizeof b3, w->se) : "-", ms(b4, sizeof b4, w->pred_neutral),
                 w->pred_oom ? " (OOM)" : "");
         if (use_cal) fprintf(r->md, " %s |", ms(b5, sizeof b5, w->pred_cal));
@@ -658,7 +684,7 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
     }
     /* summary row for the combined table: single, human, rl, dp, search */
     static const char *order[] = {"single", "human", "rl", "dp", "search"};
-    fprintf(summary_rows, "| %s (m=%d %s, cap %s) |", label, sc.micro_batches, schedule_order_name(sc.order), capbuf);
+    fprintf(summary_rows, "| %s (m=%d %s, memory cap %s) |", label, sc.micro_batches, schedule_order_name(sc.order), capbuf);
     for (int k = 0; k < 5; k++) {
         int i = -1;
         for (int j = 0; j < n; j++)
@@ -675,7 +701,7 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
     char base[128], title[256];
     if (r->ctx && same_graph) {
         snprintf(base, sizeof base, "h2h-%s", safe);
-        snprintf(title, sizeof title, "Setting %s: m=%d %s, cap %s (confirmation rounds only)", label, sc.micro_batches,
+        snprintf(title, sizeof title, "Setting %s: m=%d %s, memory cap %s (confirmation rounds only)", label, sc.micro_batches,
                  schedule_order_name(sc.order), capbuf);
         if ((st = h2h_chart(r, base, title, rows, n, use_cal)) != PL_OK) goto out;
         fprintf(r->md, "\n![head to head %s](%s%s.png)\n", label, img(r), base);
@@ -687,8 +713,9 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
             char tname[128];
             snprintf(tname, sizeof tname, "trace-%s-sim.json", safe);
             if ((st = trace_winner(r, tname, rows[win].placement, &sc, cap)) != PL_OK) goto out;
+            char cb[160];
             fprintf(r->md, "\nWinner `%s` (%s): simulated trace [%s](%s%s) (Perfetto or chrome://tracing).", rows[win].side,
-                    rows[win].cand, tname, img(r), tname);
+                    cell(cb, sizeof cb, rows[win].cand), tname, img(r), tname);
             if (r->opt->measured_trace_note) fprintf(r->md, " %s", r->opt->measured_trace_note);
             fprintf(r->md, "\n");
         }

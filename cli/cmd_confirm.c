@@ -1,10 +1,258 @@
-/* cmd_confirm.c: placeholder until the 'confirm' subcommand lands. */
+/*
+ * cmd_confirm.c: `placer confirm` re-times a run's RL shortlist against the
+ * baselines on the real engine, with the head-to-head protocol: shuffled
+ * selection rounds pick one placement per side, fresh confirmation rounds
+ * time only the picks, and only those are reported.
+ */
+#include <getopt.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
+#include "calib_db.h"
 #include "cli.h"
+#include "confirm.h"
+#include "hw_timer.h"
+#include "placer_config.h"
+#include "sides.h"
+#include "stats.h"
+#include "timer.h"
+#include "util.h"
+
+static void confirm_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer confirm --db FILE --run RUN [--devices 0,1] [--micro-batches M] [--schedule S]\n"
+            "                      [--mem-cap CAP] [--selection-rounds 4] [--confirm-rounds 8] [--steps 10]\n"
+            "                      [--warmup 2] [--seed N] [--label NAME] [--no-dp] [--no-search]\n"
+            "                      [--timer cuda|cpu|synthetic] [--config NAME]\n\n"
+            "Sides: the RL shortlist of run RUN (top-k and the final favourite), every single GPU, every\n"
+            "human split and device assignment, the DP winner and the search winner. Selection rounds time\n"
+            "every candidate in a shuffled order and pick each side's fastest (never one that ran out of\n"
+            "memory); confirmation rounds then time only the picks, shuffled, and are the only numbers\n"
+            "reported: mean +- sd and standard error per side, differences in standard errors, and the\n"
+            "simulator's prediction beside each. Every timing is stored in the database.\n\n"
+            "  --db FILE               profile database (written)\n"
+            "  --run RUN               placer run whose shortlist competes (0: no RL side)\n"
+            "  --devices LIST          GPU of each profile device (default 0,1,..)\n"
+            "  --micro-batches M       micro-batches per step (default 1)\n"
+            "  --schedule S            gpipe or 1f1b (default gpipe)\n"
+            "  --mem-cap CAP           per-device cap: bytes (16GiB) or a fraction of the card (0.5, 50%%)\n"
+            "  --selection-rounds N    (default 4)     --confirm-rounds N   (default 8)\n"
+            "  --steps N               timed steps per timing (default 10)   --warmup N (default 2)\n"
+            "  --seed N                shuffles (default 1)\n"
+            "  --label NAME            name of this setting in the results (default: run RUN)\n"
+            "  --top-k N               RL candidates from the samples when the run has no checkpoint (5)\n"
+            "  --no-dp, --no-search    leave out the DP or the search winner\n"
+            "  --timer KIND            cuda (default when built), cpu, or synthetic (the simulator with\n"
+            "                          known parameters plus noise, to try the protocol without a GPU)\n"
+            "  --config NAME           graph config when the database holds several\n");
+}
+
+static int parse_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out) {
+    char *end;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < lo || v > hi)
+        return cli_usage_error(cmd, "%s must be an integer in [%d, %d], got '%s'", opt, lo, hi, text);
+    *out = (int)v;
+    return 0;
+}
 
 int cmd_confirm(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "placer confirm: not available in this build yet\n");
-    return CLI_EXIT_FAIL;
+    const char *db_path = NULL, *devices = NULL, *cap_text = NULL, *label = NULL, *config = NULL;
+    const char *timer_kind = PLACER_HAVE_CUDA ? "cuda" : NULL;
+    calib_confirm_config cfg;
+    calib_confirm_config_default(&cfg);
+    calib_sides_options so;
+    calib_sides_options_default(&so);
+    int have_run = 0, m = 1;
+    schedule_order order = SCHED_GPIPE;
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"run", required_argument, 0, 'r'},
+                                         {"devices", required_argument, 0, 'D'},
+                                         {"micro-batches", required_argument, 0, 'm'},
+                                         {"schedule", required_argument, 0, 'S'},
+                                         {"mem-cap", required_argument, 0, 'C'},
+                                         {"selection-rounds", required_argument, 0, 'R'},
+                                         {"confirm-rounds", required_argument, 0, 'K'},
+                                         {"steps", required_argument, 0, 'k'},
+                                         {"warmup", required_argument, 0, 'w'},
+                                         {"seed", required_argument, 0, 's'},
+                                         {"label", required_argument, 0, 'l'},
+                                         {"top-k", required_argument, 0, 'T'},
+                                         {"no-dp", no_argument, 0, 'P'},
+                                         {"no-search", no_argument, 0, 'X'},
+                                         {"timer", required_argument, 0, 't'},
+                                         {"config", required_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    char msg[512] = "";
+    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': db_path = optarg; break;
+        case 'r':
+            so.run_id = strtoll(optarg, &end, 10);
+            if (!*optarg || *end || so.run_id < 0) return cli_usage_error("confirm", "--run takes a run id, got '%s'", optarg);
+            have_run = 1;
+            break;
+        case 'D': devices = optarg; break;
+        case 'm': {
+            pl_status st = schedule_parse_micro_batches(optarg, &m, msg, sizeof msg);
+            if (st != PL_OK) return cli_report("confirm", st, msg);
+            break;
+        }
+        case 'S': {
+            pl_status st = schedule_parse_order(optarg, &order, msg, sizeof msg);
+            if (st != PL_OK) return cli_report("confirm", st, msg);
+            break;
+        }
+        case 'C': cap_text = optarg; break;
+        case 'R':
+            if (parse_int("confirm", "--selection-rounds", optarg, 1, 1000, &cfg.selection_rounds)) return CLI_EXIT_USAGE;
+            break;
+        case 'K':
+            if (parse_int("confirm", "--confirm-rounds", optarg, 2, 1000, &cfg.confirm_rounds)) return CLI_EXIT_USAGE;
+            break;
+        case 'k':
+            if (parse_int("confirm", "--steps", optarg, 1, 10000, &cfg.steps)) return CLI_EXIT_USAGE;
+            break;
+        case 'w':
+            if (parse_int("confirm", "--warmup", optarg, 0, 10000, &cfg.warmup)) return CLI_EXIT_USAGE;
+            break;
+        case 's':
+            cfg.seed = strtoull(optarg, &end, 10);
+            if (!*optarg || *end) return cli_usage_error("confirm", "--seed must be a non-negative integer");
+            so.seed = cfg.seed;
+            break;
+        case 'l': label = optarg; break;
+        case 'T':
+            if (parse_int("confirm", "--top-k", optarg, 1, 64, &so.top_k)) return CLI_EXIT_USAGE;
+            break;
+        case 'P': so.dp = 0; break;
+        case 'X': so.search = 0; break;
+        case 't': timer_kind = optarg; break;
+        case 'c': config = optarg; break;
+        case 'h': confirm_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("confirm", "unknown or incomplete option '%s'; see placer confirm --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_usage_error("confirm", "unexpected argument '%s'; see placer confirm --help", argv[optind]);
+    if (!db_path) return cli_usage_error("confirm", "--db FILE is required");
+    if (!have_run) return cli_usage_error("confirm", "--run RUN is required (0 for baselines only)");
+    if (!timer_kind)
+        return cli_usage_error("confirm", "this build has no CUDA engine: use --timer cpu or --timer synthetic");
+    if (strcmp(timer_kind, "cuda") && strcmp(timer_kind, "cpu") && strcmp(timer_kind, "synthetic"))
+        return cli_usage_error("confirm", "--timer must be cuda, cpu or synthetic, got '%s'", timer_kind);
+
+    int rc = CLI_EXIT_OK;
+    profile_db *db = NULL;
+    calib_model mo = {0};
+    calib_confirm *cf = NULL;
+    calib_hw_timer *hw = NULL;
+    calib_sim_timer *syn = NULL;
+    sim_ctx *ctx = NULL;
+    calib_timer t = {0};
+    pl_status st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("confirm", st, msg);
+#define FAIL(s_)                                  \
+    do {                                          \
+        rc = cli_report("confirm", (s_), msg);    \
+        goto out;                                 \
+    } while (0)
+    if ((st = calib_model_load(db, config, &mo, msg, sizeof msg)) != PL_OK) FAIL(st);
+    cfg.sched = schedule_make(m, order);
+    if ((st = schedule_validate(&cfg.sched, mo.cfg.batch, msg, sizeof msg)) != PL_OK) FAIL(st);
+    if (cap_text &&
+        (st = pl_parse_mem_cap(cap_text, mo.p->devices[0].mem_bytes, &cfg.mem_cap, msg, sizeof msg)) != PL_OK)
+        FAIL(st);
+    int gpus[PLACEMENT_MAX_DEVICES], n_gpus = mo.p->n_devices;
+    for (int i = 0; i < n_gpus; i++) gpus[i] = i;
+    if (devices) {
+        if ((st = calib_parse_int_list(devices, gpus, PLACEMENT_MAX_DEVICES, &n_gpus, msg, sizeof msg)) != PL_OK) FAIL(st);
+        if (n_gpus != mo.p->n_devices) {
+            rc = cli_usage_error("confirm", "--devices lists %d devices but the profile has %d", n_gpus, mo.p->n_devices);
+            goto out;
+        }
+    }
+    sim_params prm;
+    int n_cal = 0;
+    if ((st = calib_db_load_params(db, mo.key, &prm, &n_cal, msg, sizeof msg)) != PL_OK) FAIL(st);
+    if ((st = calib_confirm_create(mo.g->n_nodes, mo.p->n_devices, &cf)) != PL_OK) FAIL(st);
+    calib_sides_info info;
+    if ((st = calib_sides_add(cf, db, &mo, &cfg.sched, cfg.mem_cap, &prm, &so, &info, msg, sizeof msg)) != PL_OK)
+        FAIL(st);
+    if ((st = sim_ctx_create(mo.g, mo.p, m, &ctx)) != PL_OK) FAIL(st);
+    if ((st = calib_confirm_predict(cf, ctx, &cfg.sched, cfg.mem_cap, &prm, msg, sizeof msg)) != PL_OK) FAIL(st);
+    if (!strcmp(timer_kind, "synthetic")) {
+        sim_params truth = prm; /* the "hardware" is the simulator with some extra cost per step */
+        truth.step_fixed_us += 100.0;
+        truth.launch_overhead_us += 1.0;
+        if ((st = calib_sim_timer_create(mo.g, mo.p, &truth, 0.01, cfg.seed + 1000, m, &syn, &t)) != PL_OK) FAIL(st);
+    } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, &hw, &t, msg, sizeof msg)) != PL_OK) {
+        FAIL(st);
+    }
+    char lbuf[64];
+    if (!label) snprintf(lbuf, sizeof lbuf, "run %lld", (long long)so.run_id);
+    cfg.label = label ? label : lbuf;
+    cfg.graph_key = mo.key;
+    cfg.run_id = so.run_id;
+    char capbuf[32] = "none";
+    if (cfg.mem_cap > 0) pl_format_bytes((double)cfg.mem_cap, capbuf, sizeof capbuf);
+    fprintf(stderr, "placer confirm: %d candidates over %d sides (rl %d%s, single %d, human %d, dp %d, search %d %s); "
+                    "%d selection rounds, then %d confirmation rounds of %d steps after %d warm-up, %s timer\n",
+            cf->n_cand, cf->n_sides, info.n_added[0], info.rl_from_checkpoint ? " from checkpoint" : " from samples",
+            info.n_added[1], info.n_added[2], info.n_added[3], info.n_added[4], info.search_method,
+            cfg.selection_rounds, cfg.confirm_rounds, cfg.steps, cfg.warmup, t.name);
+    if ((st = calib_confirm_run(cf, &t, &cfg, db, msg, sizeof msg)) != PL_OK) FAIL(st);
+    int64_t cid = 0;
+    if ((st = calib_db_save_confirm(db, cf, &cfg, t.name, &cid, msg, sizeof msg)) != PL_OK) FAIL(st);
+
+    printf("confirm %s: m=%d %s, cap %s, graph %s; simulator %s\n", cfg.label, m, schedule_order_name(order), capbuf,
+           mo.key, n_cal ? "calibrated" : "neutral (not calibrated)");
+    printf("%d selection rounds over %d candidates, %d confirmation rounds of the picks (%d steps each after %d "
+           "warm-up); only confirmation rounds below\n\n",
+           cfg.selection_rounds, cf->n_cand, cfg.confirm_rounds, cfg.steps, cfg.warmup);
+    printf("  %-8s %-32s %9s %20s %9s %12s\n", "side", "pick", "cands/OOM", "mean +- sd (ms)", "se (ms)",
+           "predicted");
+    int win = calib_confirm_winner(cf);
+    for (int s = 0; s < cf->n_sides; s++) {
+        const calib_side *sd = &cf->sides[s];
+        int n_oom = 0;
+        for (int i = 0; i < cf->n_cand; i++) n_oom += cf->cands[i].side == s && cf->cands[i].oom;
+        char cands[16], conf[48] = "OOM", se[16] = "-", pred[24] = "-";
+        snprintf(cands, sizeof cands, "%d/%d", sd->n_cand, n_oom);
+        const calib_candidate *k = sd->pick >= 0 ? &cf->cands[sd->pick] : NULL;
+        if (k && sd->summary.n > 0) {
+            snprintf(conf, sizeof conf, "%.3f +- %.3f", sd->summary.mean / 1000, sd->summary.sd / 1000);
+            snprintf(se, sizeof se, "%.3f", sd->summary.se / 1000);
+        }
+        if (k) snprintf(pred, sizeof pred, "%.3f%s", k->pred_us / 1000, k->pred_oom ? " OOM" : "");
+        printf("  %-8s %-32.32s %9s %20s %9s %12s%s\n", sd->name, k ? k->label : "-", cands, conf, se, pred,
+               s == win ? "  <- fastest" : "");
+    }
+    if (win >= 0) {
+        printf("\ndifference to the fastest side (%s), in standard errors (Welch):\n", cf->sides[win].name);
+        for (int s = 0; s < cf->n_sides; s++) {
+            if (s == win || cf->sides[s].summary.n == 0) continue;
+            calib_diff d = calib_welch(cf->sides[s].summary, cf->sides[win].summary);
+            printf("  %-8s %+8.3f ms (%+.1f%%), %+.1f se, dof %.1f\n", cf->sides[s].name, d.diff / 1000,
+                   100.0 * d.diff / cf->sides[win].summary.mean, d.z, d.dof);
+        }
+    }
+    printf("\nstored: %d timings (purposes confirm-select, confirm), confirmation %lld\n", cf->n_timings, (long long)cid);
+#undef FAIL
+out:
+    sim_ctx_destroy(ctx);
+    calib_hw_timer_destroy(hw);
+    calib_sim_timer_destroy(syn);
+    calib_confirm_destroy(cf);
+    calib_model_free(&mo);
+    profile_db_close(db);
+    return rc;
 }

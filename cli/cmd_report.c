@@ -1,10 +1,84 @@
-/* cmd_report.c: placeholder until the 'report' subcommand lands. */
+/*
+ * cmd_report.c: `placer report` draws the figures (gnuplot, PNG and SVG),
+ * writes the results tables as markdown and the winners' Chrome traces,
+ * all from what the profile database holds.
+ */
+#include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "report.h"
+
+static void report_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer report --db FILE --out DIR [--markdown FILE] [--image-prefix P] [--run ID]...\n\n"
+            "Draws, with gnuplot, as PNG and SVG: learning curves of placer runs, the calibration's\n"
+            "predicted-vs-measured scatter, head-to-head bars of each confirmation setting and maps of\n"
+            "the placements confirmed; writes the results tables (markdown) and a simulated Chrome trace\n"
+            "of each setting's winner.\n\n"
+            "  --db FILE          profile database (read)\n"
+            "  --out DIR          where the figures and traces go (created)\n"
+            "  --markdown FILE    results file (default DIR/results.md)\n"
+            "  --image-prefix P   prefix of image links in the markdown (default none)\n"
+            "  --run ID           draw the learning curve of this run (repeatable; default: every run\n"
+            "                     with more than one update)\n");
+}
 
 int cmd_report(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "placer report: not available in this build yet\n");
-    return CLI_EXIT_FAIL;
+    calib_report_options o;
+    memset(&o, 0, sizeof o);
+    const char *db_path = NULL;
+    int64_t runs[64];
+    int n_runs = 0;
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"out", required_argument, 0, 'o'},
+                                         {"markdown", required_argument, 0, 'm'},
+                                         {"image-prefix", required_argument, 0, 'p'},
+                                         {"run", required_argument, 0, 'r'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    char *end;
+    while ((c = getopt_long(argc, argv, "d:o:m:p:r:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': db_path = optarg; break;
+        case 'o': o.out_dir = optarg; break;
+        case 'm': o.markdown = optarg; break;
+        case 'p': o.image_prefix = optarg; break;
+        case 'r':
+            if (n_runs == 64) return cli_usage_error("report", "at most 64 --run options");
+            runs[n_runs] = strtoll(optarg, &end, 10);
+            if (*end || runs[n_runs] < 1) return cli_usage_error("report", "--run takes a run id, got '%s'", optarg);
+            n_runs++;
+            break;
+        case 'h': report_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("report", "unknown or incomplete option '%s'; see placer report --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_usage_error("report", "unexpected argument '%s'; see placer report --help", argv[optind]);
+    if (!db_path) return cli_usage_error("report", "--db FILE is required");
+    if (!o.out_dir) return cli_usage_error("report", "--out DIR is required");
+    o.runs = n_runs ? runs : NULL;
+    o.n_runs = n_runs;
+    o.measured_trace_note = "A measured trace of the engine is not written: the engine's executor offers step "
+                            "timings, not per-kernel traces.";
+    char msg[512] = "";
+    profile_db *db = NULL;
+    pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("report", st, msg);
+    calib_report_summary sum;
+    st = calib_report_write(db, &o, &sum, msg, sizeof msg);
+    profile_db_close(db);
+    if (st != PL_OK) return cli_report("report", st, msg);
+    printf("report: %d figures (PNG and SVG), %d traces, %d confirmation settings, %s, %d learning curves in %s; "
+           "results in %s%s\n",
+           sum.n_figures, sum.n_traces, sum.n_confirms, sum.has_fit ? "a calibration" : "no calibration",
+           sum.n_learning, o.out_dir, o.markdown ? o.markdown : o.out_dir, o.markdown ? "" : "/results.md");
+    return CLI_EXIT_OK;
 }
