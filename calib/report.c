@@ -469,7 +469,10 @@ static pl_status trace_winner(report *r, const char *fname, const char *ptext, c
     int64_t caps[SIM_MAX_DEVICES];
     for (int d = 0; d < SIM_MAX_DEVICES; d++) caps[d] = cap;
     sim_result res;
-    sim_ctx_set_trace(r->ctx, 1);
+    if ((st = sim_ctx_set_trace(r->ctx, 1)) != PL_OK) {
+        free(pl);
+        return pl_fail(r->msg, r->len, st, "cannot trace the simulation (out of memory)");
+    }
     st = sim_run(r->ctx, pl, sc, cap > 0 ? caps : NULL, &r->calibrated, &res);
     free(pl);
     if (st == PL_OK) {
