@@ -1,0 +1,142 @@
+"""pytorch_gpt.py: the same 49M GPT as placer's engine, in PyTorch eager, timed
+with the same protocol, for the side-by-side benchmark (tests/gpu/run.sh).
+
+Model (core/graph.h): vocab 50257, d_model 384, 6 heads, 6 layers, seq 256,
+batch 16, learned positions, pre-LayerNorm blocks (attention with qkv and
+output projections with bias; MLP fc -> GELU-tanh -> proj with bias),
+final LayerNorm, untied head without bias, mean cross-entropy over all
+tokens, AdamW (lr 3e-4, betas 0.9/0.95, eps 1e-8, weight decay 0.1 on every
+parameter, as the engine does). m micro-batches accumulate gradients
+((loss / m).backward()), like the engine's micro-batching.
+
+Protocol: `warmup` untimed steps, then `steps` timed steps; each step starts
+after torch.cuda.synchronize(), is bracketed by CUDA events and ends with an
+event synchronize; the median is reported.
+
+usage: python3 pytorch_gpt.py [--steps K] [--warmup W] [--configs sdpa:tf32:1,manual:tf32:1,...]
+Prints one line per configuration: TORCH {json}.
+"""
+import argparse
+import json
+import math
+import statistics
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+V, C, NH, L, T, B = 50257, 384, 6, 6, 256, 16
+
+
+class Attention(nn.Module):
+    def __init__(self, attn):
+        super().__init__()
+        self.qkv = nn.Linear(C, 3 * C)
+        self.proj = nn.Linear(C, C)
+        self.attn = attn
+
+    def forward(self, x):
+        b, t, _ = x.shape
+        q, k, v = self.qkv(x).split(C, dim=2)
+        q = q.view(b, t, NH, C // NH).transpose(1, 2)
+        k = k.view(b, t, NH, C // NH).transpose(1, 2)
+        v = v.view(b, t, NH, C // NH).transpose(1, 2)
+        if self.attn == "sdpa":
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(C // NH))
+            mask = torch.ones(t, t, device=x.device, dtype=torch.bool).tril()
+            att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+            y = att @ v
+        return self.proj(y.transpose(1, 2).contiguous().view(b, t, C))
+
+
+class Block(nn.Module):
+    def __init__(self, attn):
+        super().__init__()
+        self.ln1 = nn.LayerNorm(C)
+        self.attn = Attention(attn)
+        self.ln2 = nn.LayerNorm(C)
+        self.fc = nn.Linear(C, 4 * C)
+        self.mproj = nn.Linear(4 * C, C)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mproj(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, attn):
+        super().__init__()
+        self.wte = nn.Embedding(V, C)
+        self.wpe = nn.Embedding(T, C)
+        self.blocks = nn.ModuleList(Block(attn) for _ in range(L))
+        self.ln_f = nn.LayerNorm(C)
+        self.head = nn.Linear(C, V, bias=False)
+
+    def forward(self, idx, targets):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1], device=idx.device))
+        for blk in self.blocks:
+            x = blk(x)
+        logits = self.head(self.ln_f(x))
+        return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+
+
+def run(attn, precision, m, warmup, steps):
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+    torch.manual_seed(1)
+    dev = "cuda"
+    model = GPT(attn).to(dev)
+    n_params = sum(p.numel() for p in model.parameters())
+    opt = torch.optim.AdamW(model.parameters(), lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    g = torch.Generator().manual_seed(1)
+    idx = torch.randint(0, V, (B, T + 1), generator=g).to(dev)
+    x, y = idx[:, :T].contiguous(), idx[:, 1:].contiguous()
+    b = B // m
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for j in range(m):
+            loss = model(x[j * b:(j + 1) * b], y[j * b:(j + 1) * b]) / m
+            loss.backward()
+            total = total + loss.detach()
+        opt.step()
+        return total
+
+    times = []
+    loss = None
+    for i in range(warmup + steps):
+        torch.cuda.synchronize()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        loss = step()
+        e.record()
+        e.synchronize()
+        if i >= warmup:
+            times.append(s.elapsed_time(e))
+    name = f"torch_eager_{attn}_{precision}_m{m}"
+    out = {"name": name, "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
+           "steps": steps, "warmup": warmup, "params": n_params, "loss": float(loss),
+           "peak_bytes": torch.cuda.max_memory_allocated(), "all_ms": [round(t, 4) for t in times]}
+    print("TORCH " + json.dumps(out), flush=True)
+    del model, opt
+    torch.cuda.empty_cache()
+    torch.cuda.reset_peak_memory_stats()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--configs", default="sdpa:tf32:1,manual:tf32:1,sdpa:fp32:1,sdpa:tf32:4")
+    a = ap.parse_args()
+    print(f"torch {torch.__version__} on {torch.cuda.get_device_name(0)}", flush=True)
+    for cfg in a.configs.split(","):
+        attn, precision, m = cfg.split(":")
+        run(attn, precision, int(m), a.warmup, a.steps)
+
+
+if __name__ == "__main__":
+    main()

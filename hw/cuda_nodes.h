@@ -1,0 +1,57 @@
+/*
+ * cuda_nodes.h: the node math on a GPU (kernels.cu), for the CUDA backend.
+ * Internal to hw/: only CUDA translation units include it.
+ *
+ * Every function enqueues work on ctx->stream, with matrix products through
+ * cuBLAS (fp32 storage; TF32 tensor-core math unless strict fp32), and
+ * returns PL_OK or PL_ERR_CUDA with "file:line: call: error" in ctx->err.
+ * Each launch is followed by a cudaGetLastError check.
+ */
+#ifndef PLACER_HW_CUDA_NODES_H
+#define PLACER_HW_CUDA_NODES_H
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+extern "C" {
+#include "backend.h"
+}
+
+typedef struct {
+    cudaStream_t stream;             /* the compute stream */
+    cublasHandle_t blas;             /* bound to stream */
+    cublasComputeType_t compute;     /* CUBLAS_COMPUTE_32F or _32F_FAST_TF32 */
+    int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
+    char *err;                       /* message buffer */
+    size_t err_len;
+} cu_ctx;
+
+/* Record a failure in ctx->err and return its status (PL_ERR_DEVICE_OOM for
+ * an allocation failure, else PL_ERR_CUDA). */
+pl_status cu_fail(char *err, size_t len, const char *file, int line, const char *call, const char *what,
+                  int is_oom);
+
+#define CU_TRY(ctx_err, ctx_len, x)                                                                    \
+    do {                                                                                               \
+        cudaError_t e_ = (x);                                                                          \
+        if (e_ != cudaSuccess)                                                                         \
+            return cu_fail(ctx_err, ctx_len, __FILE__, __LINE__, #x, cudaGetErrorString(e_),           \
+                           e_ == cudaErrorMemoryAllocation);                                           \
+    } while (0)
+
+#define BLAS_TRY(ctx_err, ctx_len, x)                                                                  \
+    do {                                                                                               \
+        cublasStatus_t s_ = (x);                                                                       \
+        if (s_ != CUBLAS_STATUS_SUCCESS)                                                               \
+            return cu_fail(ctx_err, ctx_len, __FILE__, __LINE__, #x, cublasGetStatusString(s_), 0);    \
+    } while (0)
+
+/* One-time per-device setup of kernel attributes (shared-memory limits). */
+pl_status cu_nodes_init(cu_ctx *ctx);
+
+pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c);
+pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c);
+pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n);
+pl_status cu_adamw(cu_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n, const hw_adamw_args *a);
+
+#endif

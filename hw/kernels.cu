@@ -1,0 +1,660 @@
+/*
+ * kernels.cu: the GPT's node math on the GPU. The same math and the same
+ * saved-tensor layouts as the CPU reference (nodes.h): matrix products go
+ * through cuBLAS, everything else through the small fused kernels below.
+ *
+ *   linear layers   cublasGemmEx (row-major tensors seen as column-major
+ *                   transposes, the llm.c way)
+ *   attention       qkv GEMM, a permute that adds the bias, two strided
+ *                   batched GEMMs around a fused causal softmax (the 1/sqrt(hs)
+ *                   scale folded into the first GEMM's alpha), an unpermute,
+ *                   the projection GEMM and a bias add
+ *   mlp             fc GEMM, a fused bias + GELU-tanh (keeping pre- and post-
+ *                   activation), proj GEMM, bias add
+ *   loss            one block per row: online max/sum, then the logits
+ *                   gradient written in place; the row is kept in shared
+ *                   memory when it fits (50,304 floats do on an H100/H200), so
+ *                   the 823 MB of logits are read from DRAM once and written once
+ *   AdamW           one pass over the device's flat buffers, float4
+ *
+ * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
+ * beta = 1, atomics for the reductions), input gradients assign or add by acc.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cuda_nodes.h"
+extern "C" {
+#include "nodes.h"
+}
+
+#define WARP 32
+
+static inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
+
+pl_status cu_fail(char *err, size_t len, const char *file, int line, const char *call, const char *what,
+                  int is_oom) {
+    if (err && len) snprintf(err, len, "%s:%d: %s: %s", file, line, call, what);
+    return is_oom ? PL_ERR_DEVICE_OOM : PL_ERR_CUDA;
+}
+
+#define TRY(x) CU_TRY(ctx->err, ctx->err_len, x)
+#define BTRY(x) BLAS_TRY(ctx->err, ctx->err_len, x)
+#define LAUNCHED() TRY(cudaGetLastError())
+#define RET(x)                              \
+    do {                                    \
+        pl_status st_ = (x);                \
+        if (st_ != PL_OK) return st_;       \
+    } while (0)
+
+/* ---------------- reductions ---------------- */
+
+__device__ __forceinline__ float warp_sum(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+    for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+    return v;
+}
+
+/* ---------------- elementwise ---------------- */
+
+/* Index arithmetic below is 32-bit where a kernel divides: the launchers
+ * check that the tensor has fewer than 2^31 elements. */
+__global__ void embedding_fwd_k(float *out, const int *tok, const float *wte, const float *wpe, int N, int T,
+                                int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * C) return;
+    int bt = i / C, c = i - bt * C, t = bt % T;
+    out[i] = wte[(int64_t)tok[bt] * C + c] + wpe[t * C + c];
+}
+
+__global__ void embedding_bwd_wte_k(float *dwte, const int *tok, const float *dout, int N, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * C) return;
+    int bt = i / C;
+    atomicAdd(&dwte[(int64_t)tok[bt] * C + (i - bt * C)], dout[i]);
+}
+
+__global__ void embedding_bwd_wpe_k(float *dwpe, const float *dout, int B, int T, int C) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= T * C) return;
+    float s = 0.0f;
+    for (int b = 0; b < B; b++) s += dout[(int64_t)b * T * C + i];
+    dwpe[i] += s;
+}
+
+__global__ void residual_fwd_k(float4 *out, const float4 *a, const float4 *b, int64_t n4) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n4) return;
+    float4 x = a[i], y = b[i];
+    out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+}
+
+__global__ void residual_fwd_scalar_k(float *out, const float *a, const float *b, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = a[i] + b[i];
+}
+
+__global__ void residual_bwd_k(float *da, float *db, const float *dout, int64_t n, int acc_a, int acc_b) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float d = dout[i];
+    da[i] = acc_a ? da[i] + d : d;
+    db[i] = acc_b ? db[i] + d : d; /* da == db (one tensor fed twice): applied in turn */
+}
+
+__global__ void add_k(float *y, const float *x, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] += x[i];
+}
+
+/* out (N, OC) += bias (OC) */
+__global__ void bias_add_k(float *out, const float *bias, int N, int OC) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N * OC) out[i] += bias[i % OC];
+}
+
+/* dbias (OC) += column sums of dout (N, OC); block (32, 8), grid (OC/32, chunks) */
+__global__ void colsum_k(float *dbias, const float *dout, int64_t N, int OC) {
+    __shared__ float sh[8][33];
+    int col = blockIdx.x * 32 + threadIdx.x;
+    float s = 0.0f;
+    if (col < OC)
+        for (int64_t n = (int64_t)blockIdx.y * 8 + threadIdx.y; n < N; n += (int64_t)gridDim.y * 8)
+            s += dout[n * OC + col];
+    sh[threadIdx.y][threadIdx.x] = s;
+    __syncthreads();
+    if (threadIdx.y == 0 && col < OC) {
+        float t = 0.0f;
+        for (int k = 0; k < 8; k++) t += sh[k][threadIdx.x];
+        atomicAdd(&dbias[col], t);
+    }
+}
+
+__device__ __forceinline__ float gelu_f(float x) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(u));
+}
+
+__device__ __forceinline__ float gelu_grad_f(float x) {
+    float u = 0.7978845608028654f * (x + 0.044715f * x * x * x);
+    float th = tanhf(u);
+    return 0.5f * (1.0f + th) + 0.5f * x * (1.0f - th * th) * 0.7978845608028654f * (1.0f + 0.134145f * x * x);
+}
+
+/* h (N, 4C) += bias; g = gelu(h) */
+__global__ void bias_gelu_k(float *h, float *g, const float *bias, int N, int OC) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * OC) return;
+    float x = h[i] + bias[i % OC];
+    h[i] = x;
+    g[i] = gelu_f(x);
+}
+
+__global__ void gelu_bwd_k(float *dg, const float *h, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dg[i] *= gelu_grad_f(h[i]);
+}
+
+/* ---------------- layernorm ---------------- */
+
+__global__ void layernorm_fwd_k(float *out, float *mean, float *rstd, const float *inp, const float *w,
+                                const float *b, int N, int C) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (row >= N) return;
+    const float *x = inp + (int64_t)row * C;
+    float s = 0.0f;
+    for (int i = lane; i < C; i += WARP) s += x[i];
+    float m = warp_sum(s) / C;
+    float v = 0.0f;
+    for (int i = lane; i < C; i += WARP) {
+        float d = x[i] - m;
+        v += d * d;
+    }
+    float r = rsqrtf(warp_sum(v) / C + HW_LN_EPS);
+    float *o = out + (int64_t)row * C;
+    for (int i = lane; i < C; i += WARP) o[i] = (x[i] - m) * r * w[i] + b[i];
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+/* Warps stride over rows; each block sums dweight and dbias in shared
+ * memory (2C floats), then adds them to the global gradients. */
+__global__ void layernorm_bwd_k(float *dinp, float *dw, float *db, const float *dout, const float *inp,
+                                const float *w, const float *mean, const float *rstd, int N, int C, int acc) {
+    extern __shared__ float sh[];
+    float *sdw = sh, *sdb = sh + C;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) sh[i] = 0.0f;
+    __syncthreads();
+    int warps = blockDim.x / WARP, lane = threadIdx.x % WARP;
+    for (int row = blockIdx.x * warps + threadIdx.x / WARP; row < N; row += gridDim.x * warps) {
+        const float *d = dout + (int64_t)row * C, *x = inp + (int64_t)row * C;
+        float *di = dinp + (int64_t)row * C;
+        float m = mean[row], r = rstd[row];
+        float a = 0.0f, bsum = 0.0f;
+        for (int i = lane; i < C; i += WARP) {
+            float norm = (x[i] - m) * r, dn = w[i] * d[i];
+            a += dn;
+            bsum += dn * norm;
+        }
+        a = warp_sum(a) / C;
+        bsum = warp_sum(bsum) / C;
+        for (int i = lane; i < C; i += WARP) {
+            float norm = (x[i] - m) * r, dn = w[i] * d[i];
+            atomicAdd(&sdb[i], d[i]);
+            atomicAdd(&sdw[i], norm * d[i]);
+            float g = r * (dn - a - norm * bsum);
+            di[i] = acc ? di[i] + g : g;
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        atomicAdd(&dw[i], sdw[i]);
+        atomicAdd(&db[i], sdb[i]);
+    }
+}
+
+/* ---------------- attention helpers ---------------- */
+
+/* qkv (B,T,3C) + bias -> qkvr (3,B,NH,T,hs); one thread per element */
+__global__ void permute_qkv_k(float *qkvr, const float *qkv, const float *bias, int B, int T, int C, int NH) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 3 * B * T * C) return;
+    int hs = C / NH;
+    int r = i / hs, e = i - r * hs;
+    int t = r % T; r /= T;
+    int h = r % NH; r /= NH;
+    int b = r % B, part = r / B;
+    int col = part * C + h * hs + e;
+    qkvr[i] = qkv[(b * T + t) * 3 * C + col] + (bias ? bias[col] : 0.0f);
+}
+
+/* qkvr-layout gradients (3,B,NH,T,hs) -> (B,T,3C) */
+__global__ void unpermute_qkv_k(float *qkv, const float *qkvr, int B, int T, int C, int NH) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 3 * B * T * C) return;
+    int hs = C / NH;
+    int r = i / hs, e = i - r * hs;
+    int t = r % T; r /= T;
+    int h = r % NH; r /= NH;
+    int b = r % B, part = r / B;
+    qkv[(b * T + t) * 3 * C + part * C + h * hs + e] = qkvr[i];
+}
+
+/* (B,NH,T,hs) -> (B,T,C) when to_tokens, else the reverse; thread per element of (B,NH,T,hs) */
+__global__ void heads_tokens_k(float *dst, const float *src, int B, int T, int C, int NH, int to_tokens) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= B * T * C) return;
+    int hs = C / NH;
+    int r = i / hs, e = i - r * hs;
+    int t = r % T; r /= T;
+    int h = r % NH, b = r / NH;
+    int tok = (b * T + t) * C + h * hs + e;
+    if (to_tokens) dst[tok] = src[i];
+    else dst[i] = src[tok];
+}
+
+/* causal softmax in place over rows of T (row index -> t = row % T) */
+__global__ void softmax_causal_k(float *att, int64_t rows, int T) {
+    int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+    int lane = threadIdx.x % WARP;
+    if (row >= rows) return;
+    int t = (int)(row % T);
+    float *r = att + row * T;
+    float m = -INFINITY;
+    for (int s = lane; s <= t; s += WARP) m = fmaxf(m, r[s]);
+    m = warp_max(m);
+    float sum = 0.0f;
+    for (int s = lane; s <= t; s += WARP) sum += expf(r[s] - m);
+    float inv = 1.0f / warp_sum(sum);
+    for (int s = lane; s < T; s += WARP) r[s] = s <= t ? expf(r[s] - m) * inv : 0.0f;
+}
+
+/* datt -> att * (datt - sum(att * datt)) in place (the scale goes into the next GEMMs) */
+__global__ void softmax_causal_bwd_k(float *datt, const float *att, int64_t rows, int T) {
+    int64_t row = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) / WARP;
+    int lane = threadIdx.x % WARP;
+    if (row >= rows) return;
+    int t = (int)(row % T);
+    float *d = datt + row * T;
+    const float *a = att + row * T;
+    float dot = 0.0f;
+    for (int s = lane; s <= t; s += WARP) dot += a[s] * d[s];
+    dot = warp_sum(dot);
+    for (int s = lane; s < T; s += WARP) d[s] = s <= t ? a[s] * (d[s] - dot) : 0.0f;
+}
+
+/* ---------------- loss ---------------- */
+
+__device__ __forceinline__ void online_combine(float &m, float &s, float m2, float s2) {
+    float M = fmaxf(m, m2);
+    if (M == -INFINITY) return;
+    s = s * expf(m - M) + s2 * expf(m2 - M);
+    m = M;
+}
+
+/* One block per row of logits (stride Vp): loss = logsumexp - logit[target];
+ * dlogits = (softmax - onehot) * inv_norm, padding columns zeroed. dlogits
+ * may alias logits. With CACHE the row is copied to shared memory in the
+ * first pass and the second pass reads it from there. */
+template <bool CACHE>
+__global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, double *loss_sum, const float *logits,
+                                               const int *targets, float inv_norm, int V, int Vp) {
+    extern __shared__ float row_cache[];
+    __shared__ float red_m[32], red_s[32];
+    __shared__ float s_xt;
+    const int64_t row = blockIdx.x;
+    const float *x = logits + row * Vp;
+    float *d = dlogits + row * Vp;
+    const int tgt = targets[row];
+    if (threadIdx.x == 0) s_xt = x[tgt];
+    float m = -INFINITY, s = 0.0f;
+    /* eight independent loads in flight per thread before they are used */
+    for (int base = 0; base < V; base += 8 * blockDim.x) {
+        float v[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int i = base + u * blockDim.x + threadIdx.x;
+            v[u] = i < V ? x[i] : -INFINITY;
+        }
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+            int i = base + u * blockDim.x + threadIdx.x;
+            if (i >= V) continue;
+            if (CACHE) row_cache[i] = v[u];
+            if (v[u] > m) {
+                s = s * expf(m - v[u]) + 1.0f;
+                m = v[u];
+            } else {
+                s += expf(v[u] - m);
+            }
+        }
+    }
+    /* block reduction of (max, sum) pairs */
+    for (int o = 16; o > 0; o >>= 1) {
+        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+        online_combine(m, s, m2, s2);
+    }
+    int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nw = blockDim.x / WARP;
+    if (lane == 0) {
+        red_m[warp] = m;
+        red_s[warp] = s;
+    }
+    __syncthreads(); /* also orders s_xt and the cache before the writes below */
+    if (warp == 0) {
+        m = lane < nw ? red_m[lane] : -INFINITY;
+        s = lane < nw ? red_s[lane] : 0.0f;
+        for (int o = 16; o > 0; o >>= 1) {
+            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+            online_combine(m, s, m2, s2);
+        }
+        if (lane == 0) {
+            red_m[0] = m;
+            red_s[0] = s;
+            float loss = logf(s) + m - s_xt;
+            losses[row] = loss;
+            if (loss_sum) atomicAdd(loss_sum, (double)loss);
+        }
+    }
+    __syncthreads();
+    const float M = red_m[0], inv = 1.0f / red_s[0];
+    for (int i = threadIdx.x; i < V; i += blockDim.x) {
+        float v = CACHE ? row_cache[i] : x[i];
+        float p = expf(v - M) * inv;
+        d[i] = (p - (i == tgt ? 1.0f : 0.0f)) * inv_norm;
+    }
+    for (int i = V + threadIdx.x; i < Vp; i += blockDim.x) d[i] = 0.0f;
+}
+
+/* ---------------- AdamW ---------------- */
+
+__global__ void adamw_k(float4 *p, const float4 *g, float4 *m, float4 *v, int64_t n4, float lr, float b1, float b2,
+                        float eps, float wd, float bc1, float bc2) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n4) return;
+    float4 P = p[i], G = g[i], M = m[i], Vv = v[i];
+#define ADAM1(f)                                                                 \
+    {                                                                            \
+        M.f = b1 * M.f + (1.0f - b1) * G.f;                                      \
+        Vv.f = b2 * Vv.f + (1.0f - b2) * G.f * G.f;                              \
+        float mh = M.f / bc1, vh = Vv.f / bc2;                                   \
+        P.f -= lr * (mh / (sqrtf(vh) + eps) + wd * P.f);                         \
+    }
+    ADAM1(x) ADAM1(y) ADAM1(z) ADAM1(w)
+#undef ADAM1
+    p[i] = P;
+    m[i] = M;
+    v[i] = Vv;
+}
+
+__global__ void adamw_scalar_k(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
+                               float eps, float wd, float bc1, float bc2) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float M = b1 * m[i] + (1.0f - b1) * g[i], Vv = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    m[i] = M;
+    v[i] = Vv;
+    p[i] -= lr * ((M / bc1) / (sqrtf(Vv / bc2) + eps) + wd * p[i]);
+}
+
+/* ---------------- cuBLAS wrappers (row-major) ---------------- */
+
+static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                      const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
+                      CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
+    return PL_OK;
+}
+
+static pl_status gemm_batched(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                              float alpha, const float *A, int lda, long long sa, const float *B, int ldb,
+                              long long sb, float beta, float *C, int ldc, long long sc, int batch) {
+    BTRY(cublasGemmStridedBatchedEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb,
+                                    sb, &beta, C, CUDA_R_32F, ldc, sc, batch, ctx->compute, CUBLAS_GEMM_DEFAULT));
+    return PL_OK;
+}
+
+/* out (N, OC; row stride ldo) = inp (N, C) @ w^T, w (OC, C) */
+static pl_status linear_fwd(cu_ctx *ctx, float *out, const float *inp, const float *w, int N, int C, int OC, int ldo) {
+    return gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, 1.0f, w, C, inp, C, 0.0f, out, ldo);
+}
+
+/* dinp (N, C) = (acc ? dinp : 0) + dout (N, OC; stride ldd) @ w */
+static pl_status linear_bwd_inp(cu_ctx *ctx, float *dinp, const float *dout, const float *w, int N, int C, int OC,
+                                int ldd, int acc) {
+    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, 1.0f, w, C, dout, ldd, acc ? 1.0f : 0.0f, dinp, C);
+}
+
+/* dw (OC, C) += dout^T @ inp */
+static pl_status linear_bwd_w(cu_ctx *ctx, float *dw, const float *dout, const float *inp, int N, int C, int OC,
+                              int ldd) {
+    return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, 1.0f, inp, C, dout, ldd, 1.0f, dw, C);
+}
+
+/* The 32-bit-indexed kernels need tensors below 2^31 elements. */
+static pl_status check_size(cu_ctx *ctx, int64_t elements, const char *what) {
+    if (elements < (int64_t)1 << 31) return PL_OK;
+    return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, what, "tensor too large (2^31 elements or more)", 0);
+}
+
+static pl_status bias_add(cu_ctx *ctx, float *out, const float *bias, int64_t N, int OC) {
+    RET(check_size(ctx, N * OC, "bias_add"));
+    bias_add_k<<<ceil_div(N * OC, 256), 256, 0, ctx->stream>>>(out, bias, (int)N, OC);
+    LAUNCHED();
+    return PL_OK;
+}
+
+static pl_status colsum(cu_ctx *ctx, float *dbias, const float *dout, int64_t N, int OC) {
+    int chunks = (int)(N / 256) > 0 ? (int)(N / 256) : 1;
+    if (chunks > 64) chunks = 64;
+    colsum_k<<<dim3(ceil_div(OC, 32), chunks), dim3(32, 8), 0, ctx->stream>>>(dbias, dout, N, OC);
+    LAUNCHED();
+    return PL_OK;
+}
+
+/* ---------------- nodes ---------------- */
+
+#define P(c, k) ((c)->params + (c)->pl.off[k])
+#define G(c, k) ((c)->grads + (c)->pl.off[k])
+#define S(c, k) ((c)->saved + (c)->mem.saved_off[k])
+
+static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
+    const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    float *qkv = c->scratch, *yp = c->scratch + 3 * NC;
+    float *qkvr = S(c, 0), *att = S(c, 1), *y = S(c, 2);
+    const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
+    RET(check_size(ctx, 3 * NC, "attention"));
+    RET(linear_fwd(ctx, qkv, c->in[0], P(c, 0), N, C, 3 * C, 3 * C));
+    permute_qkv_k<<<ceil_div(3 * NC, 256), 256, 0, ctx->stream>>>(qkvr, qkv, P(c, 1), B, T, C, NH);
+    LAUNCHED();
+    const float scale = 1.0f / sqrtf((float)hs);
+    /* preatt^T = k q^T per (b, h), scaled */
+    RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, hs, (long long)T * hs, q, hs,
+                     (long long)T * hs, 0.0f, att, T, (long long)T * T, B * NH));
+    int64_t rows = (int64_t)B * NH * T;
+    softmax_causal_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(att, rows, T);
+    LAUNCHED();
+    /* y^T = v^T att^T */
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, hs, (long long)T * hs, att, T,
+                     (long long)T * T, 0.0f, yp, hs, (long long)T * hs, B * NH));
+    heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(y, yp, B, T, C, NH, 1);
+    LAUNCHED();
+    RET(linear_fwd(ctx, c->out, y, P(c, 2), N, C, C, C));
+    return bias_add(ctx, c->out, P(c, 3), N, C);
+}
+
+static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
+    const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    float *dy = c->scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *dqkv = dqkvr + 3 * NC, *datt = dqkv + 3 * NC;
+    const float *qkvr = S(c, 0), *att = S(c, 1), *y = S(c, 2);
+    const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
+    float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const long long sT = (long long)T * hs, sTT = (long long)T * T;
+    RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
+    RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+    RET(colsum(ctx, G(c, 3), c->dout, N, C));
+    heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
+    LAUNCHED();
+    /* datt^T = v dy^T ; dv^T = dy^T att */
+    RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, hs, sT, dyp, hs, sT, 0.0f, datt, T, sTT,
+                     B * NH));
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyp, hs, sT, att, T, sTT, 0.0f, dv, hs, sT,
+                     B * NH));
+    int64_t rows = (int64_t)B * NH * T;
+    softmax_causal_bwd_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(datt, att, rows, T);
+    LAUNCHED();
+    /* dq^T = k^T dpre^T * scale ; dk^T = q^T dpre * scale */
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, scale, k, hs, sT, datt, T, sTT, 0.0f, dq, hs, sT,
+                     B * NH));
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, scale, q, hs, sT, datt, T, sTT, 0.0f, dk, hs, sT,
+                     B * NH));
+    unpermute_qkv_k<<<ceil_div(3 * NC, 256), 256, 0, ctx->stream>>>(dqkv, dqkvr, B, T, C, NH);
+    LAUNCHED();
+    RET(linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
+    RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
+    return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
+}
+
+static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
+    const int N = c->d.B * c->d.T, C = c->d.C;
+    float *h = S(c, 0), *g = S(c, 1);
+    RET(check_size(ctx, (int64_t)N * 4 * C, "mlp"));
+    RET(linear_fwd(ctx, h, c->in[0], P(c, 0), N, C, 4 * C, 4 * C));
+    bias_gelu_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(h, g, P(c, 1), N, 4 * C);
+    LAUNCHED();
+    RET(linear_fwd(ctx, c->out, g, P(c, 2), N, 4 * C, C, C));
+    return bias_add(ctx, c->out, P(c, 3), N, C);
+}
+
+static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
+    const int N = c->d.B * c->d.T, C = c->d.C;
+    const float *h = S(c, 0), *g = S(c, 1);
+    float *dg = c->scratch;
+    RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
+    RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
+    RET(colsum(ctx, G(c, 3), c->dout, N, C));
+    gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
+    LAUNCHED();
+    RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
+    RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
+    return colsum(ctx, G(c, 1), dg, N, 4 * C);
+}
+
+static pl_status loss_forward(cu_ctx *ctx, const hw_node_call *c) {
+    const int N = c->d.B * c->d.T, V = c->d.V, Vp = c->d.Vp;
+    size_t smem = (size_t)Vp * sizeof(float);
+    if (ctx->loss_smem_ok && smem <= (size_t)ctx->loss_smem_ok)
+        loss_k<true><<<N, 1024, smem, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
+                                                     c->inv_norm, V, Vp);
+    else
+        loss_k<false><<<N, 1024, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
+                                                   c->inv_norm, V, Vp);
+    LAUNCHED();
+    return PL_OK;
+}
+
+pl_status cu_nodes_init(cu_ctx *ctx) {
+    /* let the loss kernel keep a whole row in shared memory where it fits */
+    int dev = 0, optin = 0;
+    TRY(cudaGetDevice(&dev));
+    TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    int want = optin - 1024; /* room for the kernel's static shared memory */
+    ctx->loss_smem_ok = 0;
+    if (want > 48 * 1024) {
+        TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
+        ctx->loss_smem_ok = want;
+    }
+    return PL_OK;
+}
+
+pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
+    const int B = c->d.B, T = c->d.T, C = c->d.C, N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    switch (c->kind) {
+    case OP_EMBEDDING:
+        RET(check_size(ctx, NC, "embedding"));
+        embedding_fwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->out, c->tokens, P(c, 0), P(c, 1), N, T, C);
+        LAUNCHED();
+        return PL_OK;
+    case OP_LAYERNORM:
+        layernorm_fwd_k<<<ceil_div((int64_t)N * WARP, 256), 256, 0, ctx->stream>>>(c->out, S(c, 0), S(c, 1),
+                                                                                     c->in[0], P(c, 0), P(c, 1), N, C);
+        LAUNCHED();
+        return PL_OK;
+    case OP_ATTENTION: return attention_forward(ctx, c);
+    case OP_RESIDUAL:
+        if (NC % 4 == 0 && ((uintptr_t)c->out | (uintptr_t)c->in[0] | (uintptr_t)c->in[1]) % 16 == 0)
+            residual_fwd_k<<<ceil_div(NC / 4, 256), 256, 0, ctx->stream>>>(
+                (float4 *)c->out, (const float4 *)c->in[0], (const float4 *)c->in[1], NC / 4);
+        else
+            residual_fwd_scalar_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->out, c->in[0], c->in[1], NC);
+        LAUNCHED();
+        return PL_OK;
+    case OP_MLP: return mlp_forward(ctx, c);
+    case OP_HEAD: return linear_fwd(ctx, c->out, c->in[0], P(c, 0), N, C, c->d.V, c->d.Vp);
+    case OP_LOSS: return loss_forward(ctx, c);
+    default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_forward", "unknown node kind", 0);
+    }
+}
+
+pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
+    const int B = c->d.B, T = c->d.T, C = c->d.C, N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    switch (c->kind) {
+    case OP_EMBEDDING:
+        RET(check_size(ctx, NC, "embedding"));
+        embedding_bwd_wte_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(G(c, 0), c->tokens, c->dout, N, C);
+        LAUNCHED();
+        embedding_bwd_wpe_k<<<ceil_div((int64_t)T * C, 256), 256, 0, ctx->stream>>>(G(c, 1), c->dout, B, T, C);
+        LAUNCHED();
+        return PL_OK;
+    case OP_LAYERNORM: {
+        int grid = ceil_div(N, 8);
+        if (grid > 264) grid = 264;
+        layernorm_bwd_k<<<grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
+            c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]);
+        LAUNCHED();
+        return PL_OK;
+    }
+    case OP_ATTENTION: return attention_backward(ctx, c);
+    case OP_RESIDUAL:
+        residual_bwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->din[0], c->din[1], c->dout, NC, c->acc[0],
+                                                                    c->acc[1]);
+        LAUNCHED();
+        return PL_OK;
+    case OP_MLP: return mlp_backward(ctx, c);
+    case OP_HEAD:
+        RET(linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.V, c->d.Vp, c->acc[0]));
+        return linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.V, c->d.Vp);
+    case OP_LOSS: return PL_OK; /* fused into the forward */
+    default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_backward", "unknown node kind", 0);
+    }
+}
+
+pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n) {
+    add_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(y, x, n);
+    LAUNCHED();
+    return PL_OK;
+}
+
+pl_status cu_adamw(cu_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n, const hw_adamw_args *a) {
+    float bc1 = 1.0f - powf(a->beta1, (float)a->t), bc2 = 1.0f - powf(a->beta2, (float)a->t);
+    if (n % 4 == 0 && ((uintptr_t)p | (uintptr_t)g | (uintptr_t)m | (uintptr_t)v) % 16 == 0)
+        adamw_k<<<ceil_div(n / 4, 256), 256, 0, ctx->stream>>>((float4 *)p, (const float4 *)g, (float4 *)m,
+                                                                (float4 *)v, n / 4, a->lr, a->beta1, a->beta2,
+                                                                a->eps, a->weight_decay, bc1, bc2);
+    else
+        adamw_scalar_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(p, g, m, v, n, a->lr, a->beta1, a->beta2, a->eps,
+                                                                   a->weight_decay, bc1, bc2);
+    LAUNCHED();
+    return PL_OK;
+}

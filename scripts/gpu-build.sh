@@ -1,0 +1,31 @@
+#!/bin/sh
+# Builds the GPU-side binaries here (no GPU needed) into build-gpu/, for the
+# device machine: CUDA on, Criterion tests off, release, sm_90 (H100/H200).
+# Then copies every shared library the binaries need that the device image
+# lacks (it has glibc, libstdc++, CUDA 13 with cuBLAS, NCCL and
+# libsqlite3.so.0; no GSL, OpenBLAS or Criterion) into build-gpu/lib.
+# Run scripts set LD_LIBRARY_PATH=build-gpu/lib. Carry build-gpu with the run.
+set -eu
+cd "$(dirname "$0")/.."
+PATH="/usr/local/cuda/bin:$PATH"; export PATH
+BUILD="${BUILD:-build-gpu}"
+if [ ! -f "$BUILD/build.ninja" ]; then
+  meson setup "$BUILD" -Dcuda=enabled -Dtests=disabled -Dbuildtype=release -Dgpu_archs=9.0 \
+    >/tmp/placer-gpu-setup.log 2>&1 || { cat /tmp/placer-gpu-setup.log >&2; exit 1; }
+fi
+# The engine's own binaries must build; the placer command links every area
+# and is built when the rest of the tree builds.
+ninja -C "$BUILD" hw/gpu_tests benchmarks/hw/bench_step
+ninja -C "$BUILD" cli/placer || echo "gpu-build: cli/placer did not build; the GPU tests and benchmark did" >&2
+mkdir -p "$BUILD/lib"
+for bin in "$BUILD/hw/gpu_tests" "$BUILD/benchmarks/hw/bench_step" "$BUILD/cli/placer"; do
+  [ -x "$bin" ] || continue
+  ldd "$bin" | awk '/=> \// {print $1, $3}' | while read -r name path; do
+    case "$name" in
+      linux-vdso*|libc.so*|libm.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*|libstdc++.so*|libgcc_s.so*) ;;
+      libcudart.so*|libcublas.so*|libcublasLt.so*|libnccl.so*|libsqlite3.so*) ;;
+      *) cp -Lu "$path" "$BUILD/lib/" && echo "gpu-build: bundled $name" ;;
+    esac
+  done
+done
+echo "gpu-build: $(du -sh "$BUILD" | cut -f1) in $BUILD"

@@ -1,0 +1,667 @@
+/*
+ * gpu_tests.c: the engine's GPU test suite, run on the device machine
+ * (tests/gpu/run.sh). CI has no GPU; the same executor logic is tested there
+ * through the CPU backend (tests/hw).
+ *
+ *   gpu_tests kernels [strict|tf32]   every node kind's CUDA forward/backward
+ *                                     against the CPU reference, per tensor
+ *   gpu_tests step [strict|tf32]      one whole training step, engine on a GPU
+ *                                     against the engine on the CPU backend:
+ *                                     loss, every gradient, params after AdamW
+ *   gpu_tests invariance              random placements on 2 GPUs (and logical
+ *                                     devices sharing a GPU) against 1 GPU
+ *   gpu_tests oom [N]                 N consecutive OOM placements; free device
+ *                                     memory must come back to where it started
+ *   gpu_tests sanitize                a short multi-device run for compute-sanitizer
+ *
+ * Error measure: ||gpu - cpu|| / ||cpu|| over a tensor (normwise relative),
+ * NaN counting as infinite. Tolerances, and why:
+ *   strict fp32   2e-5. cuBLAS accumulates K <= 512 products in fp32: the
+ *                 typical (random-walk) error is sqrt(K) * 2^-24 ~ 1.4e-6 per
+ *                 GEMM, the reference accumulates in double; attention chains
+ *                 four GEMMs. 2e-5 is ~7x the typical error of such a chain.
+ *   TF32          1e-2 for tensors that pass through a GEMM. TF32 rounds both
+ *                 operands to a 10-bit mantissa (2^-11 ~ 4.9e-4 relative), so
+ *                 one GEMM's output errs by ~5e-4..1e-3 normwise; a chain of
+ *                 four (attention) ~2e-3; 1e-2 leaves 5x. Tensors that no GEMM
+ *                 touches (embedding, layernorm, residual, loss, AdamW) keep
+ *                 the fp32 tolerance.
+ *   whole step    gradients chain ~20 GEMMs deep through 2 layers and the head:
+ *                 strict 1e-4 (5x of 20 chained 1e-6 errors), TF32 3e-2.
+ *                 After AdamW's first step each parameter moved by
+ *                 lr * g/(|g|+eps), about +-lr: a differently rounded gradient
+ *                 can only flip the elements whose |g| is near its rounding
+ *                 error, so we bound the fraction of parameters whose update
+ *                 differs by more than lr/10: strict 1e-4, TF32 2e-2.
+ *   invariance    same kernels and shapes on every device; only atomics
+ *                 (embedding, layernorm and bias gradients, the loss sum) add
+ *                 in a different order: gradients 1e-5 normwise, loss 1e-6
+ *                 relative, flipped updates 1e-4.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hw.h"
+#include "layout.h"
+#include "nodes.h"
+#include "placement.h"
+#include "util.h"
+
+static int n_pass, n_fail;
+
+static void report(const char *what, double err, double tol) {
+    int ok = err <= tol; /* NaN fails */
+    if (ok) n_pass++;
+    else n_fail++;
+    printf("%s %-58s err %.3e  tol %.1e\n", ok ? "PASS" : "FAIL", what, err, tol);
+    fflush(stdout);
+}
+
+static void check(const char *what, int ok, const char *detail) {
+    if (ok) n_pass++;
+    else n_fail++;
+    printf("%s %-58s %s\n", ok ? "PASS" : "FAIL", what, detail ? detail : "");
+    fflush(stdout);
+}
+
+static double relerr(const float *a, const float *ref, int64_t n) {
+    double num = 0.0, den = 0.0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!isfinite(a[i])) return INFINITY;
+        double d = (double)a[i] - ref[i];
+        num += d * d;
+        den += (double)ref[i] * ref[i];
+    }
+    return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+#define SMALL_CFG "default,vocab=512,d_model=128,heads=4,layers=2,seq=64,batch=4"
+#define MID_CFG "default,vocab=2048,d_model=128,heads=4,layers=2,seq=64,batch=8"
+
+static graph *make_graph(const char *text) {
+    gpt_config cfg;
+    char msg[256];
+    graph *g = NULL;
+    if (gpt_config_parse(text, &cfg, msg, sizeof msg) != PL_OK || graph_build_gpt(&cfg, &g, msg, sizeof msg) != PL_OK) {
+        fprintf(stderr, "config %s: %s\n", text, msg);
+        exit(2);
+    }
+    return g;
+}
+
+/* ---------------- kernels ---------------- */
+
+/* A bump allocator over one device allocation of the CUDA backend. */
+typedef struct {
+    hw_backend *be;
+    char *base;
+    int64_t used, cap;
+} dmem;
+
+static float *dalloc(dmem *m, int64_t floats) {
+    int64_t bytes = (floats * 4 + 255) / 256 * 256;
+    if (m->used + bytes > m->cap) {
+        fprintf(stderr, "test arena too small\n");
+        exit(2);
+    }
+    float *p = (float *)(m->base + m->used);
+    m->used += bytes;
+    return p;
+}
+
+static void up(dmem *m, void *d, const void *h, int64_t bytes) {
+    if (m->be->ops->upload(m->be, 0, d, h, bytes) != PL_OK) {
+        fprintf(stderr, "upload: %s\n", m->be->err);
+        exit(1);
+    }
+}
+
+static void down(dmem *m, void *h, const void *d, int64_t bytes) {
+    if (m->be->ops->download(m->be, 0, h, d, bytes) != PL_OK) {
+        fprintf(stderr, "download: %s\n", m->be->err);
+        exit(1);
+    }
+}
+
+static float *hrandn(pl_rng *r, int64_t n, double mean, double std) {
+    float *x = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = (float)(mean + std * pl_rng_normal(r));
+    return x;
+}
+
+/* Host and device copies of one tensor. */
+typedef struct {
+    float *h, *d;
+    int64_t n;
+} pair;
+
+static pair mkpair(dmem *m, pl_rng *r, int64_t n, double mean, double std) {
+    pair p = {hrandn(r, n, mean, std), dalloc(m, n > 0 ? n : 1), n};
+    if (n > 0) up(m, p.d, p.h, n * 4);
+    return p;
+}
+
+static double cmp_pair(dmem *m, const pair *p, int64_t n) {
+    float *tmp = malloc(sizeof(float) * (size_t)(n > 0 ? n : 1));
+    down(m, tmp, p->d, n * 4);
+    double e = relerr(tmp, p->h, n);
+    free(tmp);
+    return e;
+}
+
+static void test_kernels(int strict) {
+    const char *mode = strict ? "strict" : "tf32";
+    char msg[256];
+    hw_backend *cpu = NULL, *gpu = NULL;
+    int gpus[1] = {0};
+    if (hw_backend_cpu_create(1, &cpu, msg, sizeof msg) != PL_OK ||
+        hw_backend_cuda_create(gpus, 1, strict, &gpu, msg, sizeof msg) != PL_OK) {
+        fprintf(stderr, "backend: %s\n", msg);
+        exit(1);
+    }
+    dmem m = {gpu, NULL, 0, 256LL << 20};
+    void *base = NULL;
+    if (gpu->ops->mem_alloc(gpu, 0, m.cap, &base) != PL_OK) {
+        fprintf(stderr, "alloc: %s\n", gpu->err);
+        exit(1);
+    }
+    m.base = base;
+    float *ws = dalloc(&m, gpu->ops->workspace_bytes / 4);
+    if (gpu->ops->set_workspace(gpu, 0, ws, gpu->ops->workspace_bytes) != PL_OK) {
+        fprintf(stderr, "workspace: %s\n", gpu->err);
+        exit(1);
+    }
+    graph *g = make_graph(SMALL_CFG);
+    const gpt_config *cfg = &g->cfg;
+    const int B = cfg->batch, T = cfg->seq_len, C = cfg->d_model, V = cfg->vocab, Vp = hw_padded_vocab(V);
+    const int N = B * T;
+    const double tol32 = 2e-5, tolmm = strict ? 2e-5 : 1e-2;
+    pl_rng r;
+    pl_rng_seed(&r, 42);
+    int *tok_h = malloc(sizeof(int) * N), *tgt_h = malloc(sizeof(int) * N);
+    for (int i = 0; i < N; i++) {
+        tok_h[i] = pl_rng_int(&r, V);
+        tgt_h[i] = pl_rng_int(&r, V);
+    }
+    int *tok_d = (int *)dalloc(&m, N), *tgt_d = (int *)dalloc(&m, N);
+    up(&m, tok_d, tok_h, N * 4);
+    up(&m, tgt_d, tgt_h, N * 4);
+    const int nodes[] = {0, 1, 2, 3, 5, g->n_nodes - 2, g->n_nodes - 1};
+    for (size_t q = 0; q < sizeof nodes / sizeof nodes[0]; q++) {
+        int ni = nodes[q];
+        const graph_node *nd = &g->nodes[ni];
+        hw_param_layout pl;
+        hw_node_mem mem;
+        hw_node_param_layout(g, ni, &pl);
+        hw_node_mem_floats(g, ni, B, &mem);
+        size_t mark = (size_t)m.used;
+        /* parameters: weights N(0, 0.1), layernorm weights N(1, 0.1) */
+        pair prm = mkpair(&m, &r, pl.floats, nd->kind == OP_LAYERNORM ? 1.0 : 0.0, 0.1);
+        if (nd->kind == OP_LAYERNORM) {
+            for (int64_t i = 0; i < pl.size[1]; i++) prm.h[pl.off[1] + i] -= 1.0f;
+            up(&m, prm.d, prm.h, pl.floats * 4);
+        }
+        int64_t in_n = nd->kind == OP_LOSS ? (int64_t)N * Vp : (int64_t)N * C;
+        pair in0 = mkpair(&m, &r, in_n, 0.0, nd->kind == OP_LOSS ? 2.0 : 1.0);
+        pair in1 = mkpair(&m, &r, in_n, 0.0, 1.0);
+        pair out = mkpair(&m, &r, mem.out, 0.0, 1.0);
+        pair saved = mkpair(&m, &r, mem.saved, 0.0, 1.0);
+        int64_t scr = mem.fwd_scratch > mem.bwd_scratch ? mem.fwd_scratch : mem.bwd_scratch;
+        float *scr_h = malloc(sizeof(float) * (size_t)(scr > 0 ? scr : 1));
+        float *scr_d = dalloc(&m, scr > 0 ? scr : 1);
+        double *lsum_d = (double *)dalloc(&m, 2);
+        double lsum_h = 0.0, zero = 0.0;
+        up(&m, lsum_d, &zero, 8);
+        hw_node_call ch, cd;
+        memset(&ch, 0, sizeof ch);
+        ch.kind = nd->kind;
+        ch.d = (hw_dims){B, T, C, cfg->n_heads, V, Vp};
+        ch.pl = pl;
+        ch.mem = mem;
+        ch.inv_norm = 1.0f / (4.0f * N);
+        cd = ch;
+        ch.in[0] = in0.h; ch.in[1] = in1.h; ch.tokens = tok_h; ch.targets = tgt_h; ch.params = prm.h;
+        ch.out = out.h; ch.saved = saved.h; ch.scratch = scr_h; ch.loss_sum = &lsum_h;
+        cd.in[0] = in0.d; cd.in[1] = in1.d; cd.tokens = tok_d; cd.targets = tgt_d; cd.params = prm.d;
+        cd.out = out.d; cd.saved = saved.d; cd.scratch = scr_d; cd.loss_sum = lsum_d;
+        pair dl = {0};
+        if (nd->kind == OP_LOSS) {
+            dl = mkpair(&m, &r, in_n, 0.0, 1.0);
+            ch.din[0] = dl.h;
+            cd.din[0] = dl.d;
+        }
+        pl_status s1 = cpu->ops->node_forward(cpu, 0, &ch), s2 = gpu->ops->node_forward(gpu, 0, &cd);
+        if (s1 != PL_OK || s2 != PL_OK) {
+            fprintf(stderr, "%s forward: %s\n", nd->name, gpu->err);
+            exit(1);
+        }
+        char what[128];
+        int mm = nd->kind == OP_ATTENTION || nd->kind == OP_MLP || nd->kind == OP_HEAD;
+        double tol = mm ? tolmm : tol32;
+        if (nd->kind == OP_HEAD) {
+            /* compare the V valid columns of each row */
+            float *t = malloc(sizeof(float) * (size_t)mem.out);
+            down(&m, t, out.d, mem.out * 4);
+            float *a = malloc(sizeof(float) * (size_t)N * V), *b = malloc(sizeof(float) * (size_t)N * V);
+            for (int n = 0; n < N; n++) {
+                memcpy(a + (int64_t)n * V, t + (int64_t)n * Vp, sizeof(float) * V);
+                memcpy(b + (int64_t)n * V, out.h + (int64_t)n * Vp, sizeof(float) * V);
+            }
+            snprintf(what, sizeof what, "[%s] %s forward out", mode, nd->name);
+            report(what, relerr(a, b, (int64_t)N * V), tol);
+            free(t); free(a); free(b);
+        } else {
+            snprintf(what, sizeof what, "[%s] %s forward out", mode, nd->name);
+            report(what, cmp_pair(&m, &out, mem.out), tol);
+        }
+        for (int k = 0; k < mem.n_saved; k++) {
+            float *t = malloc(sizeof(float) * (size_t)mem.saved_size[k]);
+            down(&m, t, saved.d + mem.saved_off[k], mem.saved_size[k] * 4);
+            snprintf(what, sizeof what, "[%s] %s forward saved[%d]", mode, nd->name, k);
+            /* qkvr passes one GEMM; att and y two and three; layernorm's none */
+            report(what, relerr(t, saved.h + mem.saved_off[k], mem.saved_size[k]), tol);
+            free(t);
+        }
+        if (nd->kind == OP_LOSS) {
+            snprintf(what, sizeof what, "[%s] loss dlogits (padding included)", mode);
+            report(what, cmp_pair(&m, &dl, in_n), tol32);
+            double lg = 0.0;
+            down(&m, &lg, lsum_d, 8);
+            snprintf(what, sizeof what, "[%s] loss sum", mode);
+            report(what, fabs(lg - lsum_h) / fabs(lsum_h), tol32);
+        } else {
+            /* backward from the CPU's saved tensors, with random dout, into
+             * pre-filled gradients: din with acc = 1 and parameter grads (+=) */
+            up(&m, saved.d, saved.h, mem.saved * 4);
+            pair dout = mkpair(&m, &r, mem.out, 0.0, 1.0);
+            pair din0 = mkpair(&m, &r, in_n, 0.0, 1.0), din1 = mkpair(&m, &r, in_n, 0.0, 1.0);
+            pair grads = mkpair(&m, &r, pl.floats, 0.0, 1.0);
+            ch.dout = dout.h; ch.din[0] = din0.h; ch.din[1] = din1.h; ch.grads = grads.h;
+            cd.dout = dout.d; cd.din[0] = din0.d; cd.din[1] = din1.d; cd.grads = grads.d;
+            ch.acc[0] = cd.acc[0] = 1;
+            ch.acc[1] = cd.acc[1] = 0;
+            s1 = cpu->ops->node_backward(cpu, 0, &ch);
+            s2 = gpu->ops->node_backward(gpu, 0, &cd);
+            if (s1 != PL_OK || s2 != PL_OK) {
+                fprintf(stderr, "%s backward: %s\n", nd->name, gpu->err);
+                exit(1);
+            }
+            for (int k = 0; k < nd->n_inputs; k++) {
+                snprintf(what, sizeof what, "[%s] %s backward din[%d] (acc=%d)", mode, nd->name, k, k == 0);
+                report(what, cmp_pair(&m, k ? &din1 : &din0, in_n), tol);
+            }
+            for (int k = 0; k < pl.n; k++) {
+                float *t = malloc(sizeof(float) * (size_t)pl.size[k]);
+                down(&m, t, grads.d + pl.off[k], pl.size[k] * 4);
+                snprintf(what, sizeof what, "[%s] %s backward dparam[%d] (+=)", mode, nd->name, k);
+                report(what, relerr(t, grads.h + pl.off[k], pl.size[k]), tol);
+                free(t);
+            }
+            free(dout.h); free(din0.h); free(din1.h); free(grads.h);
+        }
+        free(prm.h); free(in0.h); free(in1.h); free(out.h); free(saved.h); free(scr_h); free(dl.h);
+        m.used = (int64_t)mark;
+    }
+    /* AdamW (step 3, so the bias corrections matter) and add */
+    {
+        const int64_t n = 1 << 20;
+        pair p = mkpair(&m, &r, n, 0, 1), gg = mkpair(&m, &r, n, 0, 1), mo = mkpair(&m, &r, n, 0, 0.1);
+        pair v = mkpair(&m, &r, n, 0, 0.1);
+        for (int64_t i = 0; i < n; i++) v.h[i] = fabsf(v.h[i]);
+        up(&m, v.d, v.h, n * 4);
+        hw_adamw_args a = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 3};
+        cpu->ops->adamw(cpu, 0, p.h, gg.h, mo.h, v.h, n, &a);
+        if (gpu->ops->adamw(gpu, 0, p.d, gg.d, mo.d, v.d, n, &a) != PL_OK) {
+            fprintf(stderr, "adamw: %s\n", gpu->err);
+            exit(1);
+        }
+        char what[128];
+        snprintf(what, sizeof what, "[%s] adamw params", mode);
+        report(what, cmp_pair(&m, &p, n), tol32);
+        snprintf(what, sizeof what, "[%s] adamw m and v", mode);
+        double e = fmax(cmp_pair(&m, &mo, n), cmp_pair(&m, &v, n));
+        report(what, e, tol32);
+        cpu->ops->add(cpu, 0, p.h, gg.h, n);
+        gpu->ops->add(gpu, 0, p.d, gg.d, n);
+        snprintf(what, sizeof what, "[%s] add", mode);
+        report(what, cmp_pair(&m, &p, n), tol32);
+        free(p.h); free(gg.h); free(mo.h); free(v.h);
+    }
+    gpu->ops->mem_free(gpu, 0, base);
+    free(tok_h); free(tgt_h);
+    graph_destroy(g);
+    hw_backend_destroy(cpu);
+    hw_backend_destroy(gpu);
+}
+
+/* ---------------- whole step ---------------- */
+
+typedef struct {
+    double loss;
+    float *grads, *before, *after;
+    int64_t n;
+} step_res;
+
+static void free_res(step_res *s) {
+    free(s->grads);
+    free(s->before);
+    free(s->after);
+}
+
+static int run_step(hw_engine *e, const graph *g, const int *pl, int m, schedule_order ord, step_res *out,
+                    int quiet_oom) {
+    hw_plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.placement = pl;
+    o.sched = schedule_make(m, ord);
+    o.seed = 5;
+    o.adamw = hw_adamw_default();
+    hw_plan *p = NULL;
+    char msg[512];
+    pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+    if (st != PL_OK) {
+        if (!quiet_oom) fprintf(stderr, "plan: %s\n", msg);
+        return st;
+    }
+    int n = g->cfg.batch * g->cfg.seq_len;
+    int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
+    hw_make_batch(&g->cfg, 11, tok, tgt);
+    st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg);
+    free(tok);
+    free(tgt);
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
+    out->n = hw_model_param_offsets(g, off);
+    free(off);
+    out->grads = malloc(sizeof(float) * (size_t)out->n);
+    out->before = malloc(sizeof(float) * (size_t)out->n);
+    out->after = malloc(sizeof(float) * (size_t)out->n);
+    if (st == PL_OK) st = hw_plan_get_params(p, out->before, msg, sizeof msg);
+    hw_step_result r;
+    if (st == PL_OK) st = hw_plan_step(p, &r, msg, sizeof msg);
+    if (st == PL_OK) st = hw_plan_get_grads(p, out->grads, msg, sizeof msg);
+    if (st == PL_OK) st = hw_plan_get_params(p, out->after, msg, sizeof msg);
+    out->loss = r.loss;
+    if (st != PL_OK) fprintf(stderr, "step: %s\n", msg);
+    hw_plan_destroy(p);
+    return st;
+}
+
+/* Fraction of parameters whose update differs by more than lr/10. */
+static double flipped(const step_res *a, const step_res *ref, float lr) {
+    int64_t k = 0;
+    for (int64_t i = 0; i < a->n; i++) {
+        double ua = (double)a->after[i] - a->before[i], ur = (double)ref->after[i] - ref->before[i];
+        if (!(fabs(ua - ur) <= 0.1 * lr)) k++;
+    }
+    return (double)k / (double)a->n;
+}
+
+static hw_engine *cuda_engine(int n, const int *gpus, int strict) {
+    hw_engine_opts o;
+    memset(&o, 0, sizeof o);
+    o.backend = HW_BACKEND_CUDA;
+    o.n_devices = n;
+    memcpy(o.gpus, gpus, sizeof(int) * (size_t)n);
+    o.strict_fp32 = strict;
+    hw_engine *e = NULL;
+    char msg[512];
+    if (hw_engine_create(&o, &e, msg, sizeof msg) != PL_OK) {
+        fprintf(stderr, "engine: %s\n", msg);
+        exit(1);
+    }
+    return e;
+}
+
+static void test_step(int strict) {
+    const char *mode = strict ? "strict" : "tf32";
+    graph *g = make_graph(SMALL_CFG);
+    hw_engine_opts co;
+    memset(&co, 0, sizeof co);
+    co.backend = HW_BACKEND_CPU;
+    co.n_devices = 1;
+    hw_engine *ce = NULL;
+    char msg[256];
+    hw_engine_create(&co, &ce, msg, sizeof msg);
+    int gpus[1] = {0};
+    hw_engine *ge = cuda_engine(1, gpus, strict);
+    int *pl = calloc((size_t)g->n_nodes, sizeof(int));
+    step_res c = {0}, d = {0};
+    if (run_step(ce, g, pl, 2, SCHED_1F1B, &c, 0) != PL_OK || run_step(ge, g, pl, 2, SCHED_1F1B, &d, 0) != PL_OK)
+        exit(1);
+    char what[128];
+    snprintf(what, sizeof what, "[%s] step loss vs CPU (%.5f)", mode, c.loss);
+    report(what, fabs(d.loss - c.loss) / c.loss, strict ? 1e-5 : 2e-3);
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
+    hw_model_param_offsets(g, off);
+    double worst = 0.0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        int64_t n = off[i + 1] - off[i];
+        if (n == 0) continue;
+        double e = relerr(d.grads + off[i], c.grads + off[i], n);
+        snprintf(what, sizeof what, "[%s] step gradients of %s", mode, g->nodes[i].name);
+        report(what, e, strict ? 1e-4 : 3e-2);
+        if (e > worst) worst = e;
+    }
+    snprintf(what, sizeof what, "[%s] step params before the update (same init)", mode);
+    report(what, relerr(d.before, c.before, c.n), 0.0);
+    snprintf(what, sizeof what, "[%s] step params after AdamW: fraction flipped", mode);
+    report(what, flipped(&d, &c, hw_adamw_default().lr), strict ? 1e-4 : 2e-2);
+    free(off);
+    free(pl);
+    free_res(&c);
+    free_res(&d);
+    hw_engine_destroy(ce);
+    hw_engine_destroy(ge);
+    graph_destroy(g);
+}
+
+/* ---------------- invariance ---------------- */
+
+static void compare_invariant(const char *what, const step_res *s, const step_res *ref) {
+    double el = fabs(s->loss - ref->loss) / ref->loss;
+    double eg = relerr(s->grads, ref->grads, s->n);
+    double ef = flipped(s, ref, hw_adamw_default().lr);
+    int ok = el <= 1e-6 && eg <= 1e-5 && ef <= 1e-4;
+    char detail[160];
+    snprintf(detail, sizeof detail, "loss %.1e grads %.1e flipped %.1e", el, eg, ef);
+    check(what, ok, detail);
+}
+
+static void test_invariance(int n_random) {
+    graph *g = make_graph(MID_CFG);
+    const int nn = g->n_nodes;
+    int one[1] = {0}, two[2] = {0, 1}, same[2] = {0, 0}, mixed[4] = {0, 0, 1, 1};
+    hw_engine *e1 = cuda_engine(1, one, 0), *e2 = cuda_engine(2, two, 0);
+    int *pl = calloc((size_t)nn, sizeof(int));
+    step_res ref[5];
+    for (int m = 1; m <= 4; m *= 4) {
+        memset(pl, 0, sizeof(int) * (size_t)nn);
+        if (run_step(e1, g, pl, m, SCHED_1F1B, &ref[m], 0) != PL_OK) exit(1);
+    }
+    pl_rng r;
+    pl_rng_seed(&r, 31337);
+    char what[700], pls[512];
+    int runs = 0;
+    for (int t = 0; t < n_random; t++) {
+        for (int i = 0; i < nn; i++) pl[i] = pl_rng_int(&r, 2);
+        if (t == 0)
+            for (int i = 0; i < nn; i++) pl[i] = i < nn / 2 ? 0 : 1; /* a contiguous split too */
+        placement_format(pl, nn, pls, sizeof pls);
+        for (int m = 1; m <= 4; m *= 4)
+            for (int o = 0; o < 2; o++) {
+                step_res s;
+                if (run_step(e2, g, pl, m, (schedule_order)o, &s, 0) != PL_OK) {
+                    check("invariance run", 0, pls);
+                    continue;
+                }
+                snprintf(what, sizeof what, "2 GPUs m=%d %-5s %s", m, o ? "1f1b" : "gpipe", pls);
+                compare_invariant(what, &s, &ref[m]);
+                free_res(&s);
+                runs++;
+            }
+    }
+    /* logical devices sharing a GPU (device-to-device copies), and a mix */
+    hw_engine *es = cuda_engine(2, same, 0), *em = cuda_engine(4, mixed, 0);
+    for (int t = 0; t < 4; t++) {
+        hw_engine *e = t < 2 ? es : em;
+        int k = t < 2 ? 2 : 4;
+        for (int i = 0; i < nn; i++) pl[i] = t % 2 ? pl_rng_int(&r, k) : (i * k) / nn;
+        placement_format(pl, nn, pls, sizeof pls);
+        for (int o = 0; o < 2; o++) {
+            step_res s;
+            if (run_step(e, g, pl, 4, (schedule_order)o, &s, 0) != PL_OK) {
+                check("invariance run", 0, pls);
+                continue;
+            }
+            snprintf(what, sizeof what, "%s m=4 %-5s %s", t < 2 ? "GPUs 0,0" : "GPUs 0,0,1,1", o ? "1f1b" : "gpipe",
+                     pls);
+            compare_invariant(what, &s, &ref[4]);
+            free_res(&s);
+            runs++;
+        }
+    }
+    printf("invariance: %d runs on config %s\n", runs, MID_CFG);
+    for (int m = 1; m <= 4; m *= 4) free_res(&ref[m]);
+    free(pl);
+    hw_engine_destroy(e1);
+    hw_engine_destroy(e2);
+    hw_engine_destroy(es);
+    hw_engine_destroy(em);
+    graph_destroy(g);
+}
+
+/* ---------------- OOM ---------------- */
+
+static void test_oom(int n) {
+    graph *g = make_graph("default");
+    const int nn = g->n_nodes;
+    int two[2] = {0, 1};
+    hw_engine *e = cuda_engine(2, two, 0);
+    int *pl = calloc((size_t)nn, sizeof(int));
+    /* one real plan first, so that lazily created library state exists */
+    for (int i = 0; i < nn; i++) pl[i] = i < nn / 2 ? 0 : 1;
+    step_res s;
+    if (run_step(e, g, pl, 2, SCHED_1F1B, &s, 0) != PL_OK) exit(1);
+    free_res(&s);
+    int64_t free0[2] = {hw_engine_free_bytes(e, 0), hw_engine_free_bytes(e, 1)};
+    pl_rng r;
+    pl_rng_seed(&r, 99);
+    int ooms = 0, injected = 0, ok_runs = 0, wrong = 0;
+    double t0 = pl_now_us();
+    for (int k = 0; k < n; k++) {
+        for (int i = 0; i < nn; i++) pl[i] = pl_rng_int(&r, 2);
+        hw_plan_opts o;
+        memset(&o, 0, sizeof o);
+        o.placement = pl;
+        o.sched = schedule_make(1 << pl_rng_int(&r, 3), (schedule_order)pl_rng_int(&r, 2));
+        o.adamw = hw_adamw_default();
+        int64_t caps[2];
+        int kind = k % 10;
+        if (kind < 7) {
+            /* caps between 1 MB and 300 MB: below what any placement of this
+             * model needs on at least one device (its parameters alone take
+             * 4 x 197 MB) */
+            caps[0] = (int64_t)(1e6 + pl_rng_uniform(&r) * 3e8);
+            caps[1] = (int64_t)(1e6 + pl_rng_uniform(&r) * 3e8);
+            o.caps = caps;
+        } else {
+            /* fits, but the 1st or 2nd device allocation fails (injected) */
+            hw_engine_fail_alloc_at(e, 1 + pl_rng_int(&r, 2));
+            injected++;
+        }
+        hw_plan *p = NULL;
+        char msg[512];
+        pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+        hw_engine_fail_alloc_at(e, 0);
+        if (st == PL_ERR_DEVICE_OOM) ooms++;
+        else if (st == PL_OK) ok_runs++; /* a placement with one device unused can dodge the injection */
+        else wrong++;
+        hw_plan_destroy(p);
+        if (hw_engine_live_arenas(e) != 0) wrong++;
+    }
+    double secs = (pl_now_us() - t0) / 1e6;
+    /* a real allocation failure: a batch whose logits alone (8192 x 256 x
+     * 50304 floats = 422 GB) exceed the card, under a cap of 1 TB */
+    graph *big = make_graph("default,batch=8192");
+    int *plb = calloc((size_t)big->n_nodes, sizeof(int));
+    hw_plan_opts o;
+    memset(&o, 0, sizeof o);
+    o.placement = plb;
+    o.sched = schedule_make(1, SCHED_GPIPE);
+    o.adamw = hw_adamw_default();
+    int64_t tb[2] = {1LL << 40, 1LL << 40};
+    o.caps = tb;
+    hw_plan *p = NULL;
+    char msg[512] = "";
+    pl_status st = hw_plan_create(e, big, &o, &p, NULL, msg, sizeof msg);
+    hw_plan_destroy(p);
+    check("cudaMalloc failure is an OOM status", st == PL_ERR_DEVICE_OOM, msg);
+    /* and the engine still runs a step afterwards */
+    for (int i = 0; i < nn; i++) pl[i] = i < nn / 2 ? 0 : 1;
+    st = run_step(e, g, pl, 2, SCHED_1F1B, &s, 0);
+    check("engine usable after the OOMs", st == PL_OK, NULL);
+    if (st == PL_OK) free_res(&s);
+    int64_t free1[2] = {hw_engine_free_bytes(e, 0), hw_engine_free_bytes(e, 1)};
+    char detail[256];
+    snprintf(detail, sizeof detail, "%d OOM (%d injected), %d fit, %d wrong, %.1f s", ooms, injected, ok_runs, wrong,
+             secs);
+    check("consecutive OOM placements", wrong == 0 && ooms + ok_runs == n && ooms >= n * 7 / 10, detail);
+    for (int d = 0; d < 2; d++) {
+        snprintf(detail, sizeof detail, "free before %lld, after %lld (diff %lld bytes)", (long long)free0[d],
+                 (long long)free1[d], (long long)(free1[d] - free0[d]));
+        char what[64];
+        snprintf(what, sizeof what, "GPU %d free memory back to its start", d);
+        check(what, free1[d] == free0[d], detail);
+    }
+    free(plb);
+    graph_destroy(big);
+    free(pl);
+    hw_engine_destroy(e);
+    graph_destroy(g);
+}
+
+/* ---------------- sanitizer run ---------------- */
+
+static void test_sanitize(void) {
+    /* two logical devices on GPU 0 (copies between them), m = 2, 1f1b, plus
+     * one traced step: every kernel, transfer and event path once */
+    graph *g = make_graph(SMALL_CFG);
+    int same[2] = {0, 0};
+    hw_engine *e = cuda_engine(2, same, 0);
+    int *pl = calloc((size_t)g->n_nodes, sizeof(int));
+    for (int i = 0; i < g->n_nodes; i++) pl[i] = i < g->n_nodes / 2 ? 0 : 1;
+    step_res s;
+    int st = run_step(e, g, pl, 2, SCHED_1F1B, &s, 0);
+    check("sanitizer workload ran", st == PL_OK, NULL);
+    if (st == PL_OK) free_res(&s);
+    free(pl);
+    hw_engine_destroy(e);
+    graph_destroy(g);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: gpu_tests kernels|step [strict|tf32] | invariance [N] | oom [N] | sanitize\n");
+        return 2;
+    }
+    const char *what = argv[1];
+    int strict = argc > 2 && !strcmp(argv[2], "strict");
+    if (hw_cuda_device_count() < 1) {
+        fprintf(stderr, "gpu_tests: no GPU\n");
+        return 2;
+    }
+    if (!strcmp(what, "kernels")) test_kernels(strict);
+    else if (!strcmp(what, "step")) test_step(strict);
+    else if (!strcmp(what, "invariance")) test_invariance(argc > 2 ? atoi(argv[2]) : 20);
+    else if (!strcmp(what, "oom")) test_oom(argc > 2 ? atoi(argv[2]) : 1000);
+    else if (!strcmp(what, "sanitize")) test_sanitize();
+    else {
+        fprintf(stderr, "gpu_tests: unknown test '%s'\n", what);
+        return 2;
+    }
+    printf("gpu_tests %s%s%s: %d passed, %d failed\n", what, argc > 2 ? " " : "", argc > 2 ? argv[2] : "", n_pass,
+           n_fail);
+    return n_fail ? 1 : 0;
+}

@@ -1,0 +1,65 @@
+#!/bin/bash
+# tests/gpu/run.sh: the engine's GPU suite, sanitizer runs and the step
+# benchmark beside PyTorch eager, in one go on the device machine. Run from
+# the repository root with build-gpu/ (scripts/gpu-build.sh) carried along.
+# Writes under $OUT: gpu.log (everything), summary.txt, and the Chrome traces
+# of a single-GPU step and of a 2-GPU 1F1B step.
+set -u
+OUT="${OUT:-/tmp/placer-gpu-out}"
+mkdir -p "$OUT"
+B="${BUILD:-build-gpu}"
+# NVLink multicast stays off on shared machines (KINDS.md)
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export LD_LIBRARY_PATH="$PWD/$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export PYTHONUNBUFFERED=1
+LOG="$OUT/gpu.log"
+SUM="$OUT/summary.txt"
+: >"$LOG"
+: >"$SUM"
+T="$B/hw/gpu_tests"
+
+step() { # step NAME TIMEOUT CMD...: run, log, record the exit status
+  local name=$1 to=$2
+  shift 2
+  echo "==== $name: $* ====" >>"$LOG"
+  local t0 t1 rc
+  t0=$(date +%s%N)
+  timeout "$to" "$@" >>"$LOG" 2>&1
+  rc=$?
+  t1=$(date +%s%N)
+  printf "%-22s rc=%-3s %6d ms\n" "$name" "$rc" "$(( (t1 - t0) / 1000000 ))" | tee -a "$SUM"
+}
+
+{
+  echo "== machine"; nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+  nvidia-smi topo -m; ls -la /usr/local/cuda/bin/compute-sanitizer 2>&1; uname -r
+} >>"$LOG" 2>&1
+
+step kernels_strict 90 "$T" kernels strict
+step kernels_tf32 90 "$T" kernels tf32
+step step_strict 90 "$T" step strict
+step step_tf32 90 "$T" step tf32
+step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
+step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20
+step invariance 150 "$T" invariance 20
+step oom 200 "$T" oom 1000
+CS=/usr/local/cuda/bin/compute-sanitizer
+command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
+step memcheck_engine 150 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
+step memcheck_kernels 150 "$CS" --tool memcheck --error-exitcode 3 "$T" kernels strict
+step racecheck_kernels 150 "$CS" --tool racecheck --error-exitcode 3 "$T" kernels tf32
+if [ -x "$B/cli/placer" ]; then
+  step placer_step_2gpu 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b \
+    --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1 --json
+  step placer_step_nogpu 30 "$B/cli/placer" step --devices 7
+fi
+
+{
+  echo; echo "==== results"
+  grep -hE "^(FAIL|gpu_tests|invariance:)" "$LOG"
+  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
+  grep -hE "^(FLOOR|BENCH|TRACE|PIPELINE|TORCH) " "$LOG" | cut -c1-400
+  sed -n '/^configuration/,/^$/p' "$LOG"
+  grep -A30 "^per-operation time" "$LOG" | head -32
+} >>"$SUM"
+cat "$SUM"
