@@ -128,13 +128,37 @@ typedef struct {
     pl_status sim_status;         /* first simulator failure, if any */
 } fit_data;
 
+/* softplus and its inverse and derivative: the additive parameters are
+ * unit * softplus(theta), so they stay positive (negative overheads or
+ * latencies mean nothing physically, and would give negative durations). */
+static double softplus(double t) { return t > 30 ? t : log1p(exp(t)); }
+static double softplus_inv(double v) { return v > 30 ? v : log(expm1(v)); }
+static double sigmoid(double t) { return 1.0 / (1.0 + exp(-t)); }
+
+/* Smallest start value of an additive parameter, in its unit: a start of 0
+ * begins here, where softplus still has a usable slope. */
+#define ADDITIVE_FLOOR 1e-3
+
+static double param_from_theta(const char *nm, double t) {
+    return param_is_scale(nm) ? exp(t) : param_unit(nm) * softplus(t);
+}
+
+static double theta_from_param(const char *nm, double v) {
+    if (param_is_scale(nm)) return log(v);
+    double u = v / param_unit(nm);
+    return softplus_inv(u > ADDITIVE_FLOOR ? u : ADDITIVE_FLOOR);
+}
+
+/* d value / d theta, to carry the covariance back to the parameter. */
+static double param_dtheta(const char *nm, double t) {
+    return param_is_scale(nm) ? exp(t) : param_unit(nm) * sigmoid(t);
+}
+
 static void theta_to_params(const fit_data *fd, const gsl_vector *x, sim_params *prm) {
     *prm = fd->base;
     for (int j = 0; j < fd->n_theta; j++) {
         int i = fd->map[j];
-        const char *nm = sim_param_name(i);
-        double t = gsl_vector_get(x, (size_t)j);
-        *sim_param_ptr(prm, i) = param_is_scale(nm) ? exp(t) : t * param_unit(nm);
+        *sim_param_ptr(prm, i) = param_from_theta(sim_param_name(i), gsl_vector_get(x, (size_t)j));
     }
 }
 
@@ -270,11 +294,11 @@ pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *
         int i = fd.map[j];
         const char *nm = sim_param_name(i);
         double v = *sim_param_ptr(&fd.base, i);
-        if (param_is_scale(nm) && !(v > 0)) {
-            st = pl_fail(msg, len, PL_ERR_INVALID, "start value of %s must be positive", nm);
+        if ((param_is_scale(nm) && !(v > 0)) || !(v >= 0) || !isfinite(v)) {
+            st = pl_fail(msg, len, PL_ERR_INVALID, "start value %g of %s is out of range", v, nm);
             goto out;
         }
-        gsl_vector_set(x, (size_t)j, param_is_scale(nm) ? log(v) : v / param_unit(nm));
+        gsl_vector_set(x, (size_t)j, theta_from_param(nm, v));
     }
     gsl_multifit_nlinear_fdf fdf;
     memset(&fdf, 0, sizeof fdf);
@@ -316,8 +340,7 @@ pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *
         int i = fd.map[j];
         const char *nm = sim_param_name(i);
         double sd_theta = c * sqrt(fabs(gsl_matrix_get(covar, (size_t)j, (size_t)j)));
-        double v = *sim_param_ptr(&res->params, i);
-        res->err[i] = param_is_scale(nm) ? v * sd_theta : sd_theta * param_unit(nm);
+        res->err[i] = param_dtheta(nm, gsl_vector_get(sol, (size_t)j)) * sd_theta;
         res->state[i] = CALIB_PARAM_FITTED;
     }
 out:

@@ -7,16 +7,18 @@
  * region with Levenberg-Marquardt steps) on residuals in log space,
  *     r_i = log(sim_step_us(placement_i, params)) - log(measured_i),
  * so that a 5% error weighs the same on a 10 ms step and a 40 ms one. The
- * two scale parameters are fitted as logarithms (they stay positive); the
- * additive ones directly, in their own units. The Jacobian is by forward
+ * two scale parameters are fitted as logarithms and the four additive ones
+ * (overheads, latency, contention) through a softplus, so that all six stay
+ * positive: a negative overhead means nothing physically and would give the
+ * simulator negative durations. The Jacobian is by forward
  * differences (the simulator is piecewise linear in its parameters).
  * Parameters the data cannot move (a zero Jacobian column: for example the
  * transfer parameters when every placement sits on one device) are frozen
  * at their starting value and reported as such.
  *
  * Errors of the fitted parameters are the covariance-scaled ones:
- * sqrt(diag((J^T J)^-1) * chisq / (n - p)), mapped back through the log for
- * the scales.
+ * sqrt(diag((J^T J)^-1) * chisq / (n - p)), mapped back to each parameter
+ * through the derivative of its transform.
  */
 #ifndef PLACER_CALIB_FIT_H
 #define PLACER_CALIB_FIT_H

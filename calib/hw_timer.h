@@ -3,9 +3,9 @@
  * the engine's CPU reference backend on virtual devices (no GPU needed).
  *
  * The engine keeps its devices, streams and communicators across calls;
- * each call builds the placement's memory layout under the cap, runs the
+ * each call compiles the placement into a plan under the cap, runs the
  * warm-up steps, then times each step (device events and a host sync per
- * step) and releases the placement's memory again. An engine OOM
+ * step, hw_plan_time) and releases the placement's memory again. An engine OOM
  * (PL_ERR_DEVICE_OOM) is reported as an outcome, not a failure.
  */
 #ifndef PLACER_CALIB_HW_TIMER_H
@@ -34,10 +34,10 @@ pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *
 /* Free. Accepts NULL. */
 void calib_hw_timer_destroy(calib_hw_timer *t);
 
-/* Write a Chrome trace of one measured step of node_placement under s and
- * mem_cap to path, when the engine can trace. PL_ERR_UNSUPPORTED when it
- * cannot. */
+/* Run one traced step of node_placement under s and mem_cap (after
+ * `warmup` untimed steps) and return its Chrome Trace Event JSON in *json
+ * (malloc'd, caller frees). PL_ERR_DEVICE_OOM when it does not fit. */
 pl_status calib_hw_timer_trace(calib_hw_timer *t, const int *node_placement, const schedule *s, int64_t mem_cap,
-                               const char *path, char *msg, size_t len);
+                               int warmup, char **json, char *msg, size_t len);
 
 #endif
