@@ -37,7 +37,11 @@ static const char *SCHEMA =
     "CREATE TABLE IF NOT EXISTS calib_fit_point("
     " fit_id INTEGER NOT NULL REFERENCES calib_fit(id) ON DELETE CASCADE, measurement_id INTEGER,"
     " split TEXT NOT NULL, placement TEXT NOT NULL, micro_batches INTEGER NOT NULL, schedule TEXT NOT NULL,"
-    " measured_us REAL, pred_before_us REAL, pred_after_us REAL, measured_peak INTEGER, pred_peak INTEGER);";
+    " measured_us REAL, pred_before_us REAL, pred_after_us REAL, measured_peak INTEGER, pred_peak INTEGER);"
+    "CREATE TABLE IF NOT EXISTS calib_trace("
+    " confirm_id INTEGER NOT NULL REFERENCES calib_confirm(id) ON DELETE CASCADE, side TEXT NOT NULL,"
+    " placement TEXT NOT NULL, json TEXT NOT NULL,"
+    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));";
 
 pl_status calib_model_load(profile_db *db, const char *config, calib_model *m, char *msg, size_t len) {
     if (!db || !m) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
@@ -287,6 +291,25 @@ out:
     free(rounds);
     st = tx_end(db, own, st);
     if (st != PL_OK && msg && len && !*msg) pl_fail(msg, len, st, "cannot commit: %s", sqlite3_errmsg(h));
+    return st;
+}
+
+pl_status calib_db_save_trace(profile_db *db, int64_t confirm_id, const char *side, const char *placement,
+                              const char *json, char *msg, size_t len) {
+    if (!db || !side || !placement || !json) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
+    pl_status st = calib_db_ensure(db, msg, len);
+    if (st != PL_OK) return st;
+    sqlite3 *h = profile_db_handle(db);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(h, "INSERT INTO calib_trace(confirm_id, side, placement, json) VALUES(?,?,?,?)", -1, &s,
+                           NULL) != SQLITE_OK)
+        return pl_fail(msg, len, PL_ERR_DB, "cannot prepare: %s", sqlite3_errmsg(h));
+    sqlite3_bind_int64(s, 1, confirm_id);
+    sqlite3_bind_text(s, 2, side, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 3, placement, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(s, 4, json, -1, SQLITE_TRANSIENT);
+    if (sqlite3_step(s) != SQLITE_DONE) st = pl_fail(msg, len, PL_ERR_DB, "cannot store the trace: %s", sqlite3_errmsg(h));
+    sqlite3_finalize(s);
     return st;
 }
 

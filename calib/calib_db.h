@@ -18,6 +18,10 @@
  *   calib_fit_point(fit_id, measurement_id, split, placement, micro_batches,
  *                 schedule, measured_us, pred_before_us, pred_after_us,
  *                 measured_peak, pred_peak)
+ *   calib_trace(confirm_id, side, placement, json, created_at)
+ *                 a measured Chrome trace of one step of a confirmation's
+ *                 winner, recorded on the hardware so that the report (run
+ *                 anywhere) can write it out
  *
  * The report reads them back; every number it prints comes from here.
  */
@@ -78,6 +82,11 @@ pl_status calib_db_load_dataset(profile_db *db, const char *graph_key, const cha
  * calib_confirm row id. One transaction. */
 pl_status calib_db_save_confirm(profile_db *db, const calib_confirm *c, const calib_confirm_config *cfg,
                                 const char *timer_name, int64_t *id, char *msg, size_t len);
+
+/* Store a measured Chrome trace (JSON text) of the winner of confirmation
+ * confirm_id. */
+pl_status calib_db_save_trace(profile_db *db, int64_t confirm_id, const char *side, const char *placement,
+                              const char *json, char *msg, size_t len);
 
 /* A calibration as stored. */
 typedef struct {

@@ -491,6 +491,35 @@ static pl_status trace_winner(report *r, const char *fname, const char *ptext, c
     return st;
 }
 
+/* Write the measured trace stored for confirmation cid, if any. */
+static pl_status measured_trace(report *r, int64_t cid, const char *fname, int *found) {
+    *found = 0;
+    if (!table_exists(r, "calib_trace")) return PL_OK;
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(r->h, "SELECT json FROM calib_trace WHERE confirm_id = ? ORDER BY rowid DESC LIMIT 1", -1,
+                           &s, NULL) != SQLITE_OK)
+        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read traces: %s", sqlite3_errmsg(r->h));
+    sqlite3_bind_int64(s, 1, cid);
+    pl_status st = PL_OK;
+    if (sqlite3_step(s) == SQLITE_ROW) {
+        FILE *f = open_out(r, fname, "w");
+        if (!f) st = PL_ERR_IO;
+        else {
+            const char *json = col_text(s, 0);
+            size_t n = strlen(json);
+            if (fwrite(json, 1, n, f) != n) st = PL_ERR_IO;
+            if (fclose(f)) st = PL_ERR_IO;
+            if (st != PL_OK) pl_fail(r->msg, r->len, st, "cannot write %s", fname);
+            else {
+                *found = 1;
+                r->sum.n_traces++;
+            }
+        }
+    }
+    sqlite3_finalize(s);
+    return st;
+}
+
 static pl_status placement_map(report *r, const char *base, const char *title, side_row *rows, int n) {
     char name[PATH_LEN];
     snprintf(name, sizeof name, "%s.dat", base);
@@ -717,9 +746,16 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
             snprintf(tname, sizeof tname, "trace-%s-sim.json", safe);
             if ((st = trace_winner(r, tname, rows[win].placement, &sc, cap)) != PL_OK) goto out;
             char cb[160];
-            fprintf(r->md, "\nWinner `%s` (%s): simulated trace [%s](%s%s) (Perfetto or chrome://tracing).", rows[win].side,
+            fprintf(r->md, "\nWinner `%s` (%s): simulated trace [%s](%s%s)", rows[win].side,
                     cell(cb, sizeof cb, rows[win].cand), tname, img(r), tname);
-            if (r->opt->measured_trace_note) fprintf(r->md, " %s", r->opt->measured_trace_note);
+            snprintf(tname, sizeof tname, "trace-%s-measured.json", safe);
+            int measured = 0;
+            if ((st = measured_trace(r, cid, tname, &measured)) != PL_OK) goto out;
+            if (measured) fprintf(r->md, ", measured trace [%s](%s%s)", tname, img(r), tname);
+            fprintf(r->md, " (open in Perfetto or chrome://tracing).");
+            if (!measured)
+                fprintf(r->md, " %s", r->opt->measured_trace_note ? r->opt->measured_trace_note
+                                                                  : "No measured trace is stored for this setting.");
             fprintf(r->md, "\n");
         }
     }

@@ -8,6 +8,7 @@
  *   h2h-<label>.{png,svg}         confirmed mean +- sd per side, prediction beside
  *   placement-<label>.{png,svg}   each side's pick, nodes coloured by device
  *   trace-<label>-sim.json        Chrome trace of the winner, simulated
+ *   trace-<label>-measured.json   and measured, when confirm recorded one
  *   results.md                    the tables (calibration, A/B/C) and links
  * plus the .dat and .gp files gnuplot ran, so a figure can be restyled by
  * hand. gnuplot (pngcairo and svg terminals; png when pngcairo is missing)
@@ -28,7 +29,7 @@ typedef struct {
     const int64_t *runs;       /* runs to draw learning curves for; NULL = every run */
     int n_runs;                /*   with samples over more than one update */
     const char *gnuplot;       /* gnuplot command; NULL = "gnuplot" */
-    const char *measured_trace_note; /* a sentence on measured traces for the markdown; may be NULL */
+    const char *measured_trace_note; /* said where no measured trace is stored; NULL = a default */
 } calib_report_options;
 
 /* What was written. */

@@ -25,7 +25,7 @@ static void confirm_usage(FILE *f) {
             "usage: placer confirm --db FILE --run RUN [--devices 0,1] [--micro-batches M] [--schedule S]\n"
             "                      [--mem-cap CAP] [--selection-rounds 4] [--confirm-rounds 8] [--steps 10]\n"
             "                      [--warmup 2] [--seed N] [--label NAME] [--no-dp] [--no-search]\n"
-            "                      [--timer cuda|cpu|synthetic] [--config NAME]\n\n"
+            "                      [--timer cuda|cpu|synthetic] [--config NAME] [--no-trace]\n\n"
             "Sides: the RL shortlist of run RUN (top-k and the final favourite), every single GPU, every\n"
             "human split and device assignment, the DP winner and the search winner. Selection rounds time\n"
             "every candidate in a shuffled order and pick each side's fastest (never one that ran out of\n"
@@ -46,7 +46,9 @@ static void confirm_usage(FILE *f) {
             "  --no-dp, --no-search    leave out the DP or the search winner\n"
             "  --timer KIND            cuda (default when built), cpu, or synthetic (the simulator with\n"
             "                          known parameters plus noise, to try the protocol without a GPU)\n"
-            "  --config NAME           graph config when the database holds several\n");
+            "  --config NAME           graph config when the database holds several\n"
+            "  --no-trace              do not record a traced step of the fastest side (engine timers\n"
+            "                          record one in the database, for placer report)\n");
 }
 
 static int parse_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out) {
@@ -65,7 +67,7 @@ int cmd_confirm(int argc, char **argv) {
     calib_confirm_config_default(&cfg);
     calib_sides_options so;
     calib_sides_options_default(&so);
-    int have_run = 0, m = 1;
+    int have_run = 0, m = 1, trace = 1;
     schedule_order order = SCHED_GPIPE;
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
                                          {"run", required_argument, 0, 'r'},
@@ -84,6 +86,7 @@ int cmd_confirm(int argc, char **argv) {
                                          {"no-search", no_argument, 0, 'X'},
                                          {"timer", required_argument, 0, 't'},
                                          {"config", required_argument, 0, 'c'},
+                                         {"no-trace", no_argument, 0, 'N'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
@@ -91,7 +94,7 @@ int cmd_confirm(int argc, char **argv) {
     int c;
     char *end;
     char msg[512] = "";
-    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:Nh", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'r':
@@ -136,6 +139,7 @@ int cmd_confirm(int argc, char **argv) {
         case 'X': so.search = 0; break;
         case 't': timer_kind = optarg; break;
         case 'c': config = optarg; break;
+        case 'N': trace = 0; break;
         case 'h': confirm_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("confirm", "unknown or incomplete option '%s'; see placer confirm --help",
@@ -212,6 +216,18 @@ int cmd_confirm(int argc, char **argv) {
     if ((st = calib_confirm_run(cf, &t, &cfg, db, msg, sizeof msg)) != PL_OK) FAIL(st);
     int64_t cid = 0;
     if ((st = calib_db_save_confirm(db, cf, &cfg, t.name, &cid, msg, sizeof msg)) != PL_OK) FAIL(st);
+    int win = calib_confirm_winner(cf);
+    int traced = 0;
+    if (hw && win >= 0 && trace) { /* one traced step of the winner, kept in the database for the report */
+        const calib_candidate *k = &cf->cands[cf->sides[win].pick];
+        char *json = NULL, ptext[4096];
+        placement_format(k->placement, mo.g->n_nodes, ptext, sizeof ptext);
+        st = calib_hw_timer_trace(hw, k->placement, &cfg.sched, cfg.mem_cap, cfg.warmup, &json, msg, sizeof msg);
+        if (st == PL_OK) st = calib_db_save_trace(db, cid, cf->sides[win].name, ptext, json, msg, sizeof msg);
+        free(json);
+        if (st != PL_OK) FAIL(st);
+        traced = 1;
+    }
 
     printf("confirm %s: m=%d %s, cap %s, graph %s; simulator %s\n", cfg.label, m, schedule_order_name(order), capbuf,
            mo.key, n_cal ? "calibrated" : "neutral (not calibrated)");
@@ -220,7 +236,6 @@ int cmd_confirm(int argc, char **argv) {
            cfg.selection_rounds, cf->n_cand, cfg.confirm_rounds, cfg.steps, cfg.warmup);
     printf("  %-8s %-32s %9s %20s %9s %12s\n", "side", "pick", "cands/OOM", "mean +- sd (ms)", "se (ms)",
            "predicted");
-    int win = calib_confirm_winner(cf);
     for (int s = 0; s < cf->n_sides; s++) {
         const calib_side *sd = &cf->sides[s];
         int n_oom = 0;
@@ -245,7 +260,8 @@ int cmd_confirm(int argc, char **argv) {
                    100.0 * d.diff / cf->sides[win].summary.mean, d.z, d.dof);
         }
     }
-    printf("\nstored: %d timings (purposes confirm-select, confirm), confirmation %lld\n", cf->n_timings, (long long)cid);
+    printf("\nstored: %d timings (purposes confirm-select, confirm), confirmation %lld%s\n", cf->n_timings,
+           (long long)cid, traced ? ", a measured trace of the fastest side" : "");
 #undef FAIL
 out:
     sim_ctx_destroy(ctx);

@@ -16,8 +16,8 @@ static void report_usage(FILE *f) {
             "usage: placer report --db FILE --out DIR [--markdown FILE] [--image-prefix P] [--run ID]...\n\n"
             "Draws, with gnuplot, as PNG and SVG: learning curves of placer runs, the calibration's\n"
             "predicted-vs-measured scatter, head-to-head bars of each confirmation setting and maps of\n"
-            "the placements confirmed; writes the results tables (markdown) and a simulated Chrome trace\n"
-            "of each setting's winner.\n\n"
+            "the placements confirmed; writes the results tables (markdown) and Chrome traces of each\n"
+            "setting's winner: simulated, and measured when confirm recorded one on the engine.\n\n"
             "  --db FILE          profile database (read)\n"
             "  --out DIR          where the figures and traces go (created)\n"
             "  --markdown FILE    results file (default DIR/results.md)\n"
@@ -66,8 +66,7 @@ int cmd_report(int argc, char **argv) {
     if (!o.out_dir) return cli_usage_error("report", "--out DIR is required");
     o.runs = n_runs ? runs : NULL;
     o.n_runs = n_runs;
-    o.measured_trace_note = "A measured trace of the engine is not written: the engine's executor offers step "
-                            "timings, not per-kernel traces.";
+    o.measured_trace_note = "No measured trace is stored for this setting (confirm records one on the engine only).";
     char msg[512] = "";
     profile_db *db = NULL;
     pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
