@@ -21,7 +21,7 @@ static void step_usage(FILE *f) {
     fprintf(f,
             "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
-            "                   [--strict-fp32] [--seed S] [--lr LR] [--issue auto|single|threads]\n"
+            "                   [--strict-fp32] [--graphs] [--seed S] [--lr LR] [--issue auto|single|threads]\n"
             "                   [--trace FILE] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
@@ -36,6 +36,7 @@ static void step_usage(FILE *f) {
             "  --warmup        untimed steps first (default 2)\n"
             "  --steps         timed steps (default 5)\n"
             "  --strict-fp32   no TF32 tensor-core math\n"
+            "  --graphs        from the second step on, replay each GPU's step as a captured CUDA graph\n"
             "  --seed          parameter and batch seed (default 1)\n"
             "  --lr            AdamW learning rate (default 3e-4)\n"
             "  --issue         host issue: one thread per GPU (auto, threads) or one thread (single)\n"
@@ -81,7 +82,7 @@ static void json_str(const char *s) {
 int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto";
-    int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1;
+    int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0;
     double lr = -1.0;
     static const struct option opts[] = {
         {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
@@ -91,11 +92,12 @@ int cmd_step(int argc, char **argv) {
         {"steps", required_argument, 0, 'k'}, {"strict-fp32", no_argument, 0, 'f'},
         {"seed", required_argument, 0, 'S'}, {"lr", required_argument, 0, 'l'},
         {"issue", required_argument, 0, 'i'}, {"trace", required_argument, 0, 't'},
-        {"json", no_argument, 0, 'j'}, {"help", no_argument, 0, 'h'}, {0, 0, 0, 0}};
+        {"json", no_argument, 0, 'j'}, {"graphs", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jgh", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -123,6 +125,7 @@ int cmd_step(int argc, char **argv) {
         case 'i': issue_text = optarg; break;
         case 't': trace_path = optarg; break;
         case 'j': json = 1; break;
+        case 'g': graphs = 1; break;
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -151,6 +154,7 @@ int cmd_step(int argc, char **argv) {
     memset(&eo, 0, sizeof eo);
     eo.strict_fp32 = strict;
     eo.issue = issue;
+    eo.graphs = graphs;
     if (cpu) {
         eo.backend = HW_BACKEND_CPU;
         eo.n_devices = cpu;
@@ -262,8 +266,8 @@ int cmd_step(int argc, char **argv) {
                pls, schedule_order_name(sched.order), m, strict ? "true" : "false", warmup, steps,
                t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
         for (int i = 0; i < steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
-        printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"reorders\":%d}\n", t.first_loss,
-               t.last_loss, tokens_per_s, hw_plan_reorders(p));
+        printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"reorders\":%d,\"graphs\":%d}\n",
+               t.first_loss, t.last_loss, tokens_per_s, hw_plan_reorders(p), hw_plan_graph_state(p));
     } else {
         printf("placer step: %s, %s m=%d, %d device%s (%s)%s\n", key, schedule_order_name(sched.order), m, nd,
                nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", strict ? ", strict fp32" : "");
@@ -287,6 +291,10 @@ int cmd_step(int argc, char **argv) {
         if (hw_plan_reorders(p) > 0)
             printf("note        %d operations ran ahead of strict schedule order (non-contiguous placement)\n",
                    hw_plan_reorders(p));
+        if (graphs)
+            printf("graphs      %s\n", hw_plan_graph_state(p) == 1 ? "steps replayed as CUDA graphs"
+                                   : hw_plan_graph_state(p) < 0 ? "capture failed; steps issued op by op"
+                                                                : "not used (CPU backend, or one thread issues several devices)");
         if (trace_path) printf("trace       %s\n", trace_path);
     }
     rc = CLI_EXIT_OK;

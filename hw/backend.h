@@ -61,7 +61,10 @@ typedef struct {
 
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay; /* AdamW hyper-parameters */
-    int t;                                     /* step number, 1-based */
+    int t;                                     /* step number, 1-based, when t_dev is NULL */
+    int *t_dev;                                /* or a step counter in device memory: the
+                                                  update uses t = *t_dev + 1, then increments
+                                                  it (so a captured graph stays valid) */
 } hw_adamw_args;
 
 typedef struct {
@@ -126,6 +129,15 @@ typedef struct {
 
     /* free device memory now, in bytes (CUDA: cudaMemGetInfo; CPU: -1) */
     pl_status (*mem_free_bytes)(hw_backend *be, int dev, int64_t *free_bytes);
+
+    /* graphs (NULL where unsupported): the work issued for dev between
+     * capture_begin and capture_end (both streams) is recorded, not run, into
+     * an executable graph; graph_launch runs it on the compute stream. After
+     * a failed capture_end the device is out of capture mode. */
+    pl_status (*capture_begin)(hw_backend *be, int dev);
+    pl_status (*capture_end)(hw_backend *be, int dev, void **graph);
+    pl_status (*graph_launch)(hw_backend *be, int dev, void *graph);
+    void (*graph_destroy)(hw_backend *be, int dev, void *graph);
 } hw_backend_ops;
 
 struct hw_backend {

@@ -154,7 +154,9 @@ static pl_status cpu_add(hw_backend *be, int dev, float *y, const float *x, int6
 static pl_status cpu_adamw_op(hw_backend *be, int dev, float *p, const float *g, float *m, float *v, int64_t n,
                               const hw_adamw_args *a) {
     (void)be; (void)dev;
-    cpu_adamw(p, g, m, v, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, a->t);
+    int t = a->t_dev ? *a->t_dev + 1 : a->t;
+    cpu_adamw(p, g, m, v, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, t);
+    if (a->t_dev) (*a->t_dev)++;
     return PL_OK;
 }
 
@@ -292,6 +294,10 @@ static const hw_backend_ops CPU_OPS = {
     .mark = cpu_mark,
     .marker_us = cpu_marker_us,
     .mem_free_bytes = cpu_mem_free_bytes,
+    .capture_begin = NULL,
+    .capture_end = NULL,
+    .graph_launch = NULL,
+    .graph_destroy = NULL,
 };
 
 pl_status hw_backend_cpu_create(int n, hw_backend **out, char *msg, size_t len) {

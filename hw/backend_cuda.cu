@@ -36,6 +36,7 @@ typedef struct {
     cudaEvent_t start, end;   /* step timing */
     cudaEvent_t internal;     /* same-GPU copies */
     char err[256];            /* this device's last error */
+    cu_kprof *kprof;          /* per-kernel timing (PLACER_KPROF), or NULL */
 } cu_dev;
 
 typedef struct {
@@ -95,6 +96,12 @@ static void cuda_destroy(hw_backend *be) {
             cudaSetDevice(x->gpu);
             if (x->stream[0]) cudaStreamSynchronize(x->stream[0]);
             if (x->stream[1]) cudaStreamSynchronize(x->stream[1]);
+            if (x->kprof) {
+                cu_kprof_print(x->kprof, d);
+                for (int i = 0; i < CU_KPROF_MAX; i++)
+                    if (x->kprof->ev[i]) cudaEventDestroy(x->kprof->ev[i]);
+                free(x->kprof);
+            }
             destroy_events(x->ev, x->n_ev);
             destroy_events(x->mk, x->n_mk);
             if (x->start) cudaEventDestroy(x->start);
@@ -294,6 +301,7 @@ static pl_status cuda_step_wait(hw_backend *be, int d, double *us) {
     DTRY(be, d, cudaEventSynchronize(x->end));
     float ms = 0.0f;
     DTRY(be, d, cudaEventElapsedTime(&ms, x->start, x->end));
+    cu_kprof_collect(x->kprof);
     *us = ms * 1e3;
     return PL_OK;
 }
@@ -317,6 +325,47 @@ static pl_status cuda_marker_us(hw_backend *be, int d, int idx, double *us) {
     DTRY(be, d, cudaEventElapsedTime(&ms, x->start, x->mk[idx]));
     *us = ms * 1e3;
     return PL_OK;
+}
+
+/* ---- graphs ---- */
+
+static pl_status cuda_capture_begin(hw_backend *be, int d) {
+    cu_dev *x = &impl(be)->dev[d];
+    SETDEV(be, d);
+    DTRY(be, d, cudaStreamBeginCapture(x->stream[0], cudaStreamCaptureModeThreadLocal));
+    return PL_OK;
+}
+
+static pl_status cuda_capture_end(hw_backend *be, int d, void **graph) {
+    cu_dev *x = &impl(be)->dev[d];
+    *graph = NULL;
+    SETDEV(be, d);
+    cudaGraph_t g = NULL;
+    cudaError_t e = cudaStreamEndCapture(x->stream[0], &g);
+    if (e != cudaSuccess || !g) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        DTRY(be, d, e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated);
+    }
+    cudaGraphExec_t exec = NULL;
+    e = cudaGraphInstantiate(&exec, g, 0);
+    cudaGraphDestroy(g);
+    DTRY(be, d, e);
+    *graph = (void *)exec;
+    return PL_OK;
+}
+
+static pl_status cuda_graph_launch(hw_backend *be, int d, void *graph) {
+    cu_dev *x = &impl(be)->dev[d];
+    SETDEV(be, d);
+    DTRY(be, d, cudaGraphLaunch((cudaGraphExec_t)graph, x->stream[0]));
+    return PL_OK;
+}
+
+static void cuda_graph_destroy(hw_backend *be, int d, void *graph) {
+    if (!graph) return;
+    cudaSetDevice(impl(be)->dev[d].gpu);
+    cudaGraphExecDestroy((cudaGraphExec_t)graph);
 }
 
 static const hw_backend_ops CUDA_OPS = {
@@ -347,6 +396,10 @@ static const hw_backend_ops CUDA_OPS = {
     cuda_mark,
     cuda_marker_us,
     cuda_mem_free_bytes,
+    cuda_capture_begin,
+    cuda_capture_end,
+    cuda_graph_launch,
+    cuda_graph_destroy,
 };
 
 extern "C" int hw_cuda_device_count(void) {
@@ -434,6 +487,11 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
         x->ctx.compute = strict_fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
         x->ctx.err = x->err;
         x->ctx.err_len = sizeof x->err;
+        if (getenv("PLACER_KPROF")) {
+            x->kprof = (cu_kprof *)calloc(1, sizeof *x->kprof);
+            if (x->kprof) x->kprof->on = 1;
+            x->ctx.kprof = x->kprof;
+        }
         if ((st = cu_nodes_init(&x->ctx)) != PL_OK) {
             pl_fail(msg, len, st, "GPU %d: %s", x->gpu, x->err);
             goto fail;

@@ -17,6 +17,26 @@ extern "C" {
 #include "backend.h"
 }
 
+#define CU_KPROF_MAX 8192
+#define CU_KPROF_NAMES 64
+
+/* Per-kernel timing (PLACER_KPROF set in the environment): an event after
+ * every launch on the compute stream, aggregated by kernel name at each
+ * step's end and printed when the backend is destroyed. Off by default; never
+ * inside a graph capture. */
+typedef struct {
+    int on;                              /* enabled */
+    cudaEvent_t ev[CU_KPROF_MAX];        /* marks of the current step */
+    const char *name[CU_KPROF_MAX];      /* kernel ending at each mark; NULL = a boundary */
+    int n;                               /* marks so far this step */
+    const char *agg_name[CU_KPROF_NAMES];/* totals by name */
+    double agg_ms[CU_KPROF_NAMES];
+    long agg_calls[CU_KPROF_NAMES];
+    int n_agg;
+    char gemm_names[CU_KPROF_NAMES][40]; /* "gemm MxNxK" names seen */
+    int n_gemm_names;
+} cu_kprof;
+
 typedef struct {
     cudaStream_t stream;             /* the compute stream */
     cublasHandle_t blas;             /* bound to stream */
@@ -24,7 +44,15 @@ typedef struct {
     int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
     char *err;                       /* message buffer */
     size_t err_len;
+    cu_kprof *kprof;                 /* per-kernel timing, or NULL */
 } cu_ctx;
+
+/* Mark the end of kernel `name` (NULL: a boundary) when profiling. */
+void cu_kmark(cu_ctx *ctx, const char *name);
+/* Fold the step's marks into the totals (after the stream is idle). */
+void cu_kprof_collect(cu_kprof *k);
+/* Print the totals ("KPROF name calls total_ms") to stderr. */
+void cu_kprof_print(const cu_kprof *k, int dev);
 
 /* Record a failure in ctx->err and return its status (PL_ERR_DEVICE_OOM for
  * an allocation failure, else PL_ERR_CUDA). */

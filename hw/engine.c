@@ -28,6 +28,7 @@ pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, 
         return st;
     }
     e->issue = o->issue;
+    e->graphs = o->graphs;
     *out = e;
     return PL_OK;
 }
@@ -90,6 +91,8 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
 void hw_plan_destroy(hw_plan *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
+    for (int d = 0; d < p->n_dev; d++)
+        if (p->dev[d].graph) be->ops->graph_destroy(be, d, p->dev[d].graph);
     for (int d = 0; d < p->n_dev; d++)
         if (p->dev[d].base) {
             be->ops->mem_free(be, d, p->dev[d].base);
@@ -260,7 +263,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         char *base = pd->base;
         int64_t bytes = pd->param_floats * 4;
         gather_shards(p, d, src, staging);
-        if (bytes > 0) {
+        st = be->ops->zero(be, d, base + pd->off_step, 4);
+        if (st == PL_OK && bytes > 0) {
             st = be->ops->zero(be, d, base + pd->off_grads, bytes);
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, bytes);
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, bytes);
@@ -291,6 +295,8 @@ int64_t hw_plan_peak_bytes(const hw_plan *p, int dev) {
 }
 
 int hw_plan_reorders(const hw_plan *p) { return p->reorders; }
+
+int hw_plan_graph_state(const hw_plan *p) { return p->graph_state; }
 
 void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets) {
     pl_rng r;

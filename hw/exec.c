@@ -68,7 +68,8 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
-        hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t};
+        hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
+                           (int *)(base + pd->off_step)};
         if (pd->param_floats > 0)
             st = ops->adamw(be, d, (float *)(base + pd->off_params), (const float *)(base + pd->off_grads),
                             (float *)(base + pd->off_m), (float *)(base + pd->off_v), pd->param_floats, &a);
@@ -134,27 +135,41 @@ static pl_status run_single(hw_plan *p) {
 typedef struct {
     hw_plan *p;
     int d;
+    int capture; /* record the device's work into a graph instead of running it */
     pl_status st;
 } worker;
 
+/* Issue device d's list: run it (and mark the step's end), or capture it. */
+static pl_status device_list(hw_plan *p, int d, int capture, int threaded) {
+    hw_backend *be = p->e->be;
+    hw_plan_dev *pd = &p->dev[d];
+    pl_status st = PL_OK;
+    if (capture && (st = be->ops->capture_begin(be, d)) != PL_OK) return st;
+    for (int i = 0; i < pd->n_ins && st == PL_OK; i++) st = run_instr(p, d, i, threaded);
+    if (capture) {
+        /* end the capture whatever happened, so the stream leaves capture mode */
+        pl_status st2 = be->ops->capture_end(be, d, &pd->graph);
+        if (st == PL_OK) st = st2;
+        return st;
+    }
+    if (st == PL_OK) st = be->ops->step_end(be, d);
+    return st;
+}
+
 static void *run_device(void *arg) {
     worker *w = arg;
-    hw_plan *p = w->p;
-    hw_plan_dev *pd = &p->dev[w->d];
-    w->st = PL_OK;
-    for (int i = 0; i < pd->n_ins && w->st == PL_OK; i++) w->st = run_instr(p, w->d, i, 1);
-    if (w->st == PL_OK) w->st = p->e->be->ops->step_end(p->e->be, w->d);
+    w->st = device_list(w->p, w->d, w->capture, 1);
     return NULL;
 }
 
-static pl_status run_threads(hw_plan *p) {
+static pl_status run_threads(hw_plan *p, int capture) {
     worker w[HW_MAX_DEVICES];
     pthread_t th[HW_MAX_DEVICES];
     int started[HW_MAX_DEVICES] = {0};
     pl_status st = PL_OK;
     for (int d = 0; d < p->n_dev; d++) {
         if (!p->dev[d].used) continue;
-        w[d] = (worker){p, d, PL_OK};
+        w[d] = (worker){p, d, capture, PL_OK};
         if (pthread_create(&th[d], NULL, run_device, &w[d]) != 0) {
             /* run it here instead: still correct, each list only waits on others' halves */
             st = PL_ERR_NOMEM;
@@ -229,7 +244,40 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
         if (st == PL_OK) st = ops->step_begin(be, d);
     }
     double w0 = pl_now_us();
-    if (st == PL_OK) st = p->threaded ? run_threads(p) : run_single(p);
+    int used = 0;
+    for (int d = 0; d < p->n_dev; d++) used += p->dev[d].used;
+    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && p->graph_state >= 0 &&
+                 (p->threaded || used == 1);
+    if (st == PL_OK && graphs && p->graph_state == 0 && p->steps_run >= 1) {
+        /* capture this step (the first ran op by op, so libraries are warm) */
+        int ud = -1;
+        for (int d = 0; d < p->n_dev; d++)
+            if (p->dev[d].used) ud = d;
+        pl_status cs = p->threaded ? run_threads(p, 1) : device_list(p, ud, 1, 0);
+        int all = cs == PL_OK;
+        for (int d = 0; d < p->n_dev; d++)
+            if (p->dev[d].used && !p->dev[d].graph) all = 0;
+        if (all) {
+            p->graph_state = 1;
+        } else {
+            for (int d = 0; d < p->n_dev; d++)
+                if (p->dev[d].graph) {
+                    ops->graph_destroy(be, d, p->dev[d].graph);
+                    p->dev[d].graph = NULL;
+                }
+            p->graph_state = -1;
+            graphs = 0;
+        }
+    }
+    if (st == PL_OK && graphs && p->graph_state == 1) {
+        for (int d = 0; d < p->n_dev && st == PL_OK; d++)
+            if (p->dev[d].used) st = ops->graph_launch(be, d, p->dev[d].graph);
+        for (int d = 0; d < p->n_dev && st == PL_OK; d++)
+            if (p->dev[d].used) st = ops->step_end(be, d);
+    } else if (st == PL_OK) {
+        st = p->threaded ? run_threads(p, 0) : run_single(p);
+    }
+    p->steps_run++;
     double step = 0.0;
     for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
         if (!p->dev[d].used) continue;

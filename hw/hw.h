@@ -65,6 +65,9 @@ typedef struct {
     int gpus[HW_MAX_DEVICES];/* CUDA: GPU ordinal of each logical device (repeats allowed) */
     int strict_fp32;         /* CUDA: no TF32 tensor-core math */
     hw_issue_mode issue;     /* host issue mode */
+    int graphs;              /* CUDA: from a plan's second step on, replay each device's
+                                step as a captured CUDA graph (one device, or one host
+                                thread per GPU); traced steps are never captured */
 } hw_engine_opts;
 
 typedef struct hw_engine hw_engine;
@@ -177,6 +180,11 @@ pl_status hw_plan_get_grads(hw_plan *p, float *model, char *msg, size_t len);
 /* Number of operations issued out of the schedule's strict order to avoid a
  * deadlock (0 for contiguous placements). */
 int hw_plan_reorders(const hw_plan *p);
+
+/* 1 when the plan's steps now replay captured CUDA graphs, 0 when they are
+ * issued op by op, -1 when capture was tried and failed (the plan then
+ * keeps issuing op by op). */
+int hw_plan_graph_state(const hw_plan *p);
 
 /* Tracing: when on, the next steps record a start and end time for every
  * node call, addition, optimizer step and transfer. */

@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cuda_nodes.h"
 extern "C" {
@@ -33,6 +34,42 @@ extern "C" {
 
 static inline int ceil_div(int64_t a, int64_t b) { return (int)((a + b - 1) / b); }
 
+void cu_kmark(cu_ctx *ctx, const char *name) {
+    cu_kprof *k = ctx->kprof;
+    if (!k || !k->on || k->n >= CU_KPROF_MAX) return;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return;
+    if (!k->ev[k->n] && cudaEventCreate(&k->ev[k->n]) != cudaSuccess) return;
+    cudaEventRecord(k->ev[k->n], ctx->stream);
+    k->name[k->n++] = name;
+}
+
+void cu_kprof_collect(cu_kprof *k) {
+    if (!k || !k->on) return;
+    for (int i = 1; i < k->n; i++) {
+        if (!k->name[i]) continue;
+        float ms = 0.0f;
+        if (cudaEventElapsedTime(&ms, k->ev[i - 1], k->ev[i]) != cudaSuccess) continue;
+        int j;
+        for (j = 0; j < k->n_agg; j++)
+            if (k->agg_name[j] == k->name[i]) break;
+        if (j == k->n_agg) {
+            if (k->n_agg == CU_KPROF_NAMES) continue;
+            k->agg_name[k->n_agg++] = k->name[i];
+        }
+        k->agg_ms[j] += ms;
+        k->agg_calls[j]++;
+    }
+    k->n = 0;
+}
+
+void cu_kprof_print(const cu_kprof *k, int dev) {
+    if (!k || !k->on) return;
+    for (int j = 0; j < k->n_agg; j++)
+        fprintf(stderr, "KPROF dev %d %-34s calls %6ld total %9.3f ms\n", dev, k->agg_name[j], k->agg_calls[j],
+                k->agg_ms[j]);
+}
+
 pl_status cu_fail(char *err, size_t len, const char *file, int line, const char *call, const char *what,
                   int is_oom) {
     if (err && len) snprintf(err, len, "%s:%d: %s: %s", file, line, call, what);
@@ -42,6 +79,7 @@ pl_status cu_fail(char *err, size_t len, const char *file, int line, const char 
 #define TRY(x) CU_TRY(ctx->err, ctx->err_len, x)
 #define BTRY(x) BLAS_TRY(ctx->err, ctx->err_len, x)
 #define LAUNCHED() TRY(cudaGetLastError())
+#define KM(name) cu_kmark(ctx, name)
 #define RET(x)                              \
     do {                                    \
         pl_status st_ = (x);                \
@@ -160,57 +198,133 @@ __global__ void gelu_bwd_k(float *dg, const float *h, int64_t n) {
     if (i < n) dg[i] *= gelu_grad_f(h[i]);
 }
 
-/* ---------------- layernorm ---------------- */
+/* ---------------- layernorm ----------------
+ * One warp per row. K = elements per lane (C <= 32 K): the row lives in
+ * registers, read from memory once. K = 0 is the generic version for any C
+ * (re-reads the row from L1).
+ *
+ * Backward: each warp keeps its rows' dweight/dbias partial sums in
+ * registers, then a block adds them in shared memory and once into the
+ * global gradients. The input gradient is g = rstd * (...) rounded on its
+ * own (__fmul_rn) and then added (__fadd_rn): that stops the compiler from
+ * fusing the accumulation into an FMA, which would make a tensor's two
+ * gradient contributions sum differently depending on which came first, and
+ * so on the placement. */
 
+template <int K>
 __global__ void layernorm_fwd_k(float *out, float *mean, float *rstd, const float *inp, const float *w,
                                 const float *b, int N, int C) {
     int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
     if (row >= N) return;
     const float *x = inp + (int64_t)row * C;
-    float s = 0.0f;
-    for (int i = lane; i < C; i += WARP) s += x[i];
-    float m = warp_sum(s) / C;
-    float v = 0.0f;
-    for (int i = lane; i < C; i += WARP) {
-        float d = x[i] - m;
-        v += d * d;
-    }
-    float r = rsqrtf(warp_sum(v) / C + HW_LN_EPS);
     float *o = out + (int64_t)row * C;
-    for (int i = lane; i < C; i += WARP) o[i] = (x[i] - m) * r * w[i] + b[i];
+    float m, r;
+    if (K > 0) {
+        float v[K > 0 ? K : 1];
+        float s = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            int i = lane + WARP * k;
+            v[k] = i < C ? x[i] : 0.0f;
+            s += v[k];
+        }
+        m = warp_sum(s) / C;
+        float q = 0.0f;
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            int i = lane + WARP * k;
+            float d = v[k] - m;
+            q += i < C ? d * d : 0.0f;
+        }
+        r = rsqrtf(warp_sum(q) / C + HW_LN_EPS);
+#pragma unroll
+        for (int k = 0; k < K; k++) {
+            int i = lane + WARP * k;
+            if (i < C) o[i] = (v[k] - m) * r * w[i] + b[i];
+        }
+    } else {
+        float s = 0.0f;
+        for (int i = lane; i < C; i += WARP) s += x[i];
+        m = warp_sum(s) / C;
+        float q = 0.0f;
+        for (int i = lane; i < C; i += WARP) {
+            float d = x[i] - m;
+            q += d * d;
+        }
+        r = rsqrtf(warp_sum(q) / C + HW_LN_EPS);
+        for (int i = lane; i < C; i += WARP) o[i] = (x[i] - m) * r * w[i] + b[i];
+    }
     if (lane == 0) {
         mean[row] = m;
         rstd[row] = r;
     }
 }
 
-/* Warps stride over rows; each block sums dweight and dbias in shared
- * memory (2C floats), then adds them to the global gradients. */
+template <int K>
 __global__ void layernorm_bwd_k(float *dinp, float *dw, float *db, const float *dout, const float *inp,
                                 const float *w, const float *mean, const float *rstd, int N, int C, int acc) {
     extern __shared__ float sh[];
     float *sdw = sh, *sdb = sh + C;
     for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) sh[i] = 0.0f;
     __syncthreads();
-    int warps = blockDim.x / WARP, lane = threadIdx.x % WARP;
+    const int warps = blockDim.x / WARP, lane = threadIdx.x % WARP;
+    float pw[K > 0 ? K : 1], pb[K > 0 ? K : 1], wk[K > 0 ? K : 1];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int i = lane + WARP * k;
+        pw[k] = pb[k] = 0.0f;
+        wk[k] = i < C ? w[i] : 0.0f;
+    }
     for (int row = blockIdx.x * warps + threadIdx.x / WARP; row < N; row += gridDim.x * warps) {
         const float *d = dout + (int64_t)row * C, *x = inp + (int64_t)row * C;
         float *di = dinp + (int64_t)row * C;
-        float m = mean[row], r = rstd[row];
+        const float m = mean[row], r = rstd[row];
         float a = 0.0f, bsum = 0.0f;
-        for (int i = lane; i < C; i += WARP) {
-            float norm = (x[i] - m) * r, dn = w[i] * d[i];
-            a += dn;
-            bsum += dn * norm;
+        if (K > 0) {
+            float dv[K > 0 ? K : 1], nv[K > 0 ? K : 1];
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                int i = lane + WARP * k;
+                dv[k] = i < C ? d[i] : 0.0f;
+                nv[k] = i < C ? (x[i] - m) * r : 0.0f;
+                float dn = wk[k] * dv[k];
+                a += dn;
+                bsum += dn * nv[k];
+            }
+            a = warp_sum(a) / C;
+            bsum = warp_sum(bsum) / C;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                int i = lane + WARP * k;
+                if (i >= C) continue;
+                pb[k] += dv[k];
+                pw[k] += nv[k] * dv[k];
+                float g = __fmul_rn(r, wk[k] * dv[k] - a - nv[k] * bsum);
+                di[i] = acc ? __fadd_rn(di[i], g) : g;
+            }
+        } else {
+            for (int i = lane; i < C; i += WARP) {
+                float norm = (x[i] - m) * r, dn = w[i] * d[i];
+                a += dn;
+                bsum += dn * norm;
+            }
+            a = warp_sum(a) / C;
+            bsum = warp_sum(bsum) / C;
+            for (int i = lane; i < C; i += WARP) {
+                float norm = (x[i] - m) * r, dn = w[i] * d[i];
+                atomicAdd(&sdb[i], d[i]);
+                atomicAdd(&sdw[i], norm * d[i]);
+                float g = __fmul_rn(r, dn - a - norm * bsum);
+                di[i] = acc ? __fadd_rn(di[i], g) : g;
+            }
         }
-        a = warp_sum(a) / C;
-        bsum = warp_sum(bsum) / C;
-        for (int i = lane; i < C; i += WARP) {
-            float norm = (x[i] - m) * r, dn = w[i] * d[i];
-            atomicAdd(&sdb[i], d[i]);
-            atomicAdd(&sdw[i], norm * d[i]);
-            float g = r * (dn - a - norm * bsum);
-            di[i] = acc ? di[i] + g : g;
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int i = lane + WARP * k;
+        if (i < C) {
+            atomicAdd(&sdw[i], pw[k]);
+            atomicAdd(&sdb[i], pb[k]);
         }
     }
     __syncthreads();
@@ -292,90 +406,122 @@ __global__ void softmax_causal_bwd_k(float *datt, const float *att, int64_t rows
 
 /* ---------------- loss ---------------- */
 
-__device__ __forceinline__ void online_combine(float &m, float &s, float m2, float s2) {
-    float M = fmaxf(m, m2);
-    if (M == -INFINITY) return;
-    s = s * expf(m - M) + s2 * expf(m2 - M);
-    m = M;
+/* Block-wide max or sum of v (all threads get the result). red holds 32 floats. */
+__device__ __forceinline__ float block_reduce(float v, float *red, bool is_max) {
+    int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nw = blockDim.x / WARP;
+    v = is_max ? warp_max(v) : warp_sum(v);
+    __syncthreads(); /* red may still be read from a previous reduction */
+    if (lane == 0) red[warp] = v;
+    __syncthreads();
+    float r = lane < nw ? red[lane] : (is_max ? -INFINITY : 0.0f);
+    return is_max ? warp_max(r) : warp_sum(r);
 }
 
 /* One block per row of logits (stride Vp): loss = logsumexp - logit[target];
  * dlogits = (softmax - onehot) * inv_norm, padding columns zeroed. dlogits
- * may alias logits. With CACHE the row is copied to shared memory in the
- * first pass and the second pass reads it from there. */
+ * may alias logits.
+ * CACHE: the row is copied into shared memory while its max is taken, the
+ * exponentials are computed once into shared memory with their sum, and the
+ * gradient is written from there: the logits are read from DRAM once and
+ * written once. Otherwise an online max/sum pass and a second pass over the
+ * row (from L2 when it is still there). */
 template <bool CACHE>
 __global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, double *loss_sum, const float *logits,
                                                const int *targets, float inv_norm, int V, int Vp) {
     extern __shared__ float row_cache[];
-    __shared__ float red_m[32], red_s[32];
+    __shared__ float red[32];
     __shared__ float s_xt;
     const int64_t row = blockIdx.x;
     const float *x = logits + row * Vp;
     float *d = dlogits + row * Vp;
     const int tgt = targets[row];
     if (threadIdx.x == 0) s_xt = x[tgt];
-    float m = -INFINITY, s = 0.0f;
-    /* eight independent loads in flight per thread before they are used */
-    for (int base = 0; base < V; base += 8 * blockDim.x) {
-        float v[8];
+    float M, S;
+    if (CACHE) {
+        float m = -INFINITY;
+        /* eight independent loads in flight per thread */
+        for (int base = 0; base < V; base += 8 * blockDim.x) {
+            float v[8];
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
-            int i = base + u * blockDim.x + threadIdx.x;
-            v[u] = i < V ? x[i] : -INFINITY;
-        }
+            for (int u = 0; u < 8; u++) {
+                int i = base + u * blockDim.x + threadIdx.x;
+                v[u] = i < V ? x[i] : -INFINITY;
+            }
 #pragma unroll
-        for (int u = 0; u < 8; u++) {
-            int i = base + u * blockDim.x + threadIdx.x;
-            if (i >= V) continue;
-            if (CACHE) row_cache[i] = v[u];
-            if (v[u] > m) {
-                s = s * expf(m - v[u]) + 1.0f;
-                m = v[u];
-            } else {
-                s += expf(v[u] - m);
+            for (int u = 0; u < 8; u++) {
+                int i = base + u * blockDim.x + threadIdx.x;
+                if (i < V) row_cache[i] = v[u];
+                m = fmaxf(m, v[u]);
             }
         }
-    }
-    /* block reduction of (max, sum) pairs */
-    for (int o = 16; o > 0; o >>= 1) {
-        float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-        online_combine(m, s, m2, s2);
-    }
-    int warp = threadIdx.x / WARP, lane = threadIdx.x % WARP, nw = blockDim.x / WARP;
-    if (lane == 0) {
-        red_m[warp] = m;
-        red_s[warp] = s;
-    }
-    __syncthreads(); /* also orders s_xt and the cache before the writes below */
-    if (warp == 0) {
-        m = lane < nw ? red_m[lane] : -INFINITY;
-        s = lane < nw ? red_s[lane] : 0.0f;
-        for (int o = 16; o > 0; o >>= 1) {
-            float m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
-            online_combine(m, s, m2, s2);
+        M = block_reduce(m, red, true);
+        float s = 0.0f;
+        for (int i = threadIdx.x; i < V; i += blockDim.x) {
+            float e = __expf(row_cache[i] - M);
+            row_cache[i] = e;
+            s += e;
         }
-        if (lane == 0) {
-            red_m[0] = m;
-            red_s[0] = s;
-            float loss = logf(s) + m - s_xt;
-            losses[row] = loss;
-            if (loss_sum) atomicAdd(loss_sum, (double)loss);
+        S = block_reduce(s, red, false);
+    } else {
+        float m = -INFINITY, s = 0.0f;
+        for (int base = 0; base < V; base += 8 * blockDim.x) {
+            float v[8];
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = base + u * blockDim.x + threadIdx.x;
+                v[u] = i < V ? x[i] : -INFINITY;
+            }
+#pragma unroll
+            for (int u = 0; u < 8; u++) {
+                int i = base + u * blockDim.x + threadIdx.x;
+                if (i >= V) continue;
+                if (v[u] > m) {
+                    s = s * __expf(m - v[u]) + 1.0f;
+                    m = v[u];
+                } else {
+                    s += __expf(v[u] - m);
+                }
+            }
         }
+        M = block_reduce(m, red, true);
+        s = m == -INFINITY ? 0.0f : s * __expf(m - M);
+        S = block_reduce(s, red, false);
     }
-    __syncthreads();
-    const float M = red_m[0], inv = 1.0f / red_s[0];
+    /* every read of the row (s_xt included) happened before the last barrier */
+    if (threadIdx.x == 0) {
+        float loss = logf(S) + M - s_xt;
+        losses[row] = loss;
+        if (loss_sum) atomicAdd(loss_sum, (double)loss);
+    }
+    const float inv = 1.0f / S;
     for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float v = CACHE ? row_cache[i] : x[i];
-        float p = expf(v - M) * inv;
+        float p = CACHE ? row_cache[i] * inv : __expf(x[i] - M) * inv;
         d[i] = (p - (i == tgt ? 1.0f : 0.0f)) * inv_norm;
     }
     for (int i = V + threadIdx.x; i < Vp; i += blockDim.x) d[i] = 0.0f;
 }
 
-/* ---------------- AdamW ---------------- */
+/* ---------------- AdamW ----------------
+ * The step number comes from t_dev (device memory) when given, so that a
+ * captured graph replays correctly: each block derives the bias corrections
+ * from *t_dev + 1, and adamw_tick_k increments the counter afterwards. */
+
+__device__ __forceinline__ void adamw_bias(const int *t_dev, int t_host, float b1, float b2, float *bc1, float *bc2) {
+    __shared__ float s_bc[2];
+    if (threadIdx.x == 0) {
+        float t = (float)(t_dev ? *t_dev + 1 : t_host);
+        s_bc[0] = 1.0f - powf(b1, t);
+        s_bc[1] = 1.0f - powf(b2, t);
+    }
+    __syncthreads();
+    *bc1 = s_bc[0];
+    *bc2 = s_bc[1];
+}
 
 __global__ void adamw_k(float4 *p, const float4 *g, float4 *m, float4 *v, int64_t n4, float lr, float b1, float b2,
-                        float eps, float wd, float bc1, float bc2) {
+                        float eps, float wd, const int *t_dev, int t_host) {
+    float bc1, bc2;
+    adamw_bias(t_dev, t_host, b1, b2, &bc1, &bc2);
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n4) return;
     float4 P = p[i], G = g[i], M = m[i], Vv = v[i];
@@ -394,7 +540,9 @@ __global__ void adamw_k(float4 *p, const float4 *g, float4 *m, float4 *v, int64_
 }
 
 __global__ void adamw_scalar_k(float *p, const float *g, float *m, float *v, int64_t n, float lr, float b1, float b2,
-                               float eps, float wd, float bc1, float bc2) {
+                               float eps, float wd, const int *t_dev, int t_host) {
+    float bc1, bc2;
+    adamw_bias(t_dev, t_host, b1, b2, &bc1, &bc2);
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     float M = b1 * m[i] + (1.0f - b1) * g[i], Vv = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
@@ -403,12 +551,26 @@ __global__ void adamw_scalar_k(float *p, const float *g, float *m, float *v, int
     p[i] -= lr * ((M / bc1) / (sqrtf(Vv / bc2) + eps) + wd * p[i]);
 }
 
+__global__ void adamw_tick_k(int *t_dev) { *t_dev += 1; }
+
 /* ---------------- cuBLAS wrappers (row-major) ---------------- */
+
+/* The profile's name for a GEMM of this shape (kept in the profile). */
+static const char *gemm_name(cu_kprof *k, int m, int n, int k_) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "gemm %dx%dx%d", m, n, k_);
+    for (int i = 0; i < k->n_gemm_names; i++)
+        if (!strcmp(k->gemm_names[i], buf)) return k->gemm_names[i];
+    if (k->n_gemm_names == CU_KPROF_NAMES) return "gemm (other)";
+    snprintf(k->gemm_names[k->n_gemm_names], sizeof k->gemm_names[0], "%s", buf);
+    return k->gemm_names[k->n_gemm_names++];
+}
 
 static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
     BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
                       CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
+    if (ctx->kprof) KM(gemm_name(ctx->kprof, m, n, k));
     return PL_OK;
 }
 
@@ -417,6 +579,7 @@ static pl_status gemm_batched(cu_ctx *ctx, cublasOperation_t ta, cublasOperation
                               long long sb, float beta, float *C, int ldc, long long sc, int batch) {
     BTRY(cublasGemmStridedBatchedEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb,
                                     sb, &beta, C, CUDA_R_32F, ldc, sc, batch, ctx->compute, CUBLAS_GEMM_DEFAULT));
+    KM("gemm batched (attention)");
     return PL_OK;
 }
 
@@ -447,6 +610,7 @@ static pl_status bias_add(cu_ctx *ctx, float *out, const float *bias, int64_t N,
     RET(check_size(ctx, N * OC, "bias_add"));
     bias_add_k<<<ceil_div(N * OC, 256), 256, 0, ctx->stream>>>(out, bias, (int)N, OC);
     LAUNCHED();
+    KM("bias_add_k");
     return PL_OK;
 }
 
@@ -455,6 +619,7 @@ static pl_status colsum(cu_ctx *ctx, float *dbias, const float *dout, int64_t N,
     if (chunks > 64) chunks = 64;
     colsum_k<<<dim3(ceil_div(OC, 32), chunks), dim3(32, 8), 0, ctx->stream>>>(dbias, dout, N, OC);
     LAUNCHED();
+    KM("colsum_k");
     return PL_OK;
 }
 
@@ -474,6 +639,7 @@ static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
     RET(linear_fwd(ctx, qkv, c->in[0], P(c, 0), N, C, 3 * C, 3 * C));
     permute_qkv_k<<<ceil_div(3 * NC, 256), 256, 0, ctx->stream>>>(qkvr, qkv, P(c, 1), B, T, C, NH);
     LAUNCHED();
+    KM("permute_qkv_k");
     const float scale = 1.0f / sqrtf((float)hs);
     /* preatt^T = k q^T per (b, h), scaled */
     RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, hs, (long long)T * hs, q, hs,
@@ -481,11 +647,13 @@ static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
     int64_t rows = (int64_t)B * NH * T;
     softmax_causal_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(att, rows, T);
     LAUNCHED();
+    KM("softmax_causal_k");
     /* y^T = v^T att^T */
     RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, hs, (long long)T * hs, att, T,
                      (long long)T * T, 0.0f, yp, hs, (long long)T * hs, B * NH));
     heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(y, yp, B, T, C, NH, 1);
     LAUNCHED();
+    KM("heads_tokens_k");
     RET(linear_fwd(ctx, c->out, y, P(c, 2), N, C, C, C));
     return bias_add(ctx, c->out, P(c, 3), N, C);
 }
@@ -504,6 +672,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
     LAUNCHED();
+    KM("heads_tokens_k");
     /* datt^T = v dy^T ; dv^T = dy^T att */
     RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, hs, sT, dyp, hs, sT, 0.0f, datt, T, sTT,
                      B * NH));
@@ -512,6 +681,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     int64_t rows = (int64_t)B * NH * T;
     softmax_causal_bwd_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(datt, att, rows, T);
     LAUNCHED();
+    KM("softmax_causal_bwd_k");
     /* dq^T = k^T dpre^T * scale ; dk^T = q^T dpre * scale */
     RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, scale, k, hs, sT, datt, T, sTT, 0.0f, dq, hs, sT,
                      B * NH));
@@ -519,6 +689,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
                      B * NH));
     unpermute_qkv_k<<<ceil_div(3 * NC, 256), 256, 0, ctx->stream>>>(dqkv, dqkvr, B, T, C, NH);
     LAUNCHED();
+    KM("unpermute_qkv_k");
     RET(linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
     RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
     return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
@@ -531,6 +702,7 @@ static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
     RET(linear_fwd(ctx, h, c->in[0], P(c, 0), N, C, 4 * C, 4 * C));
     bias_gelu_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(h, g, P(c, 1), N, 4 * C);
     LAUNCHED();
+    KM("bias_gelu_k");
     RET(linear_fwd(ctx, c->out, g, P(c, 2), N, 4 * C, C, C));
     return bias_add(ctx, c->out, P(c, 3), N, C);
 }
@@ -544,6 +716,7 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
     LAUNCHED();
+    KM("gelu_bwd_k");
     RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
     RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
     return colsum(ctx, G(c, 1), dg, N, 4 * C);
@@ -559,6 +732,48 @@ static pl_status loss_forward(cu_ctx *ctx, const hw_node_call *c) {
         loss_k<false><<<N, 1024, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
                                                    c->inv_norm, V, Vp);
     LAUNCHED();
+    KM("loss_k");
+    return PL_OK;
+}
+
+/* Per-lane register count for a row of C floats: 4, 8, 12, 16, 24 or 32
+ * (C <= 1024), else 0 for the generic kernels. */
+static int ln_k(int C) {
+    int k = (C + WARP - 1) / WARP;
+    static const int ks[] = {4, 8, 12, 16, 24, 32};
+    for (int i = 0; i < 6; i++)
+        if (k <= ks[i]) return ks[i];
+    return 0;
+}
+
+#define LN_DISPATCH(KERNEL, K, ...)                   \
+    switch (K) {                                      \
+    case 4: KERNEL<4><<<__VA_ARGS__; break;           \
+    case 8: KERNEL<8><<<__VA_ARGS__; break;           \
+    case 12: KERNEL<12><<<__VA_ARGS__; break;         \
+    case 16: KERNEL<16><<<__VA_ARGS__; break;         \
+    case 24: KERNEL<24><<<__VA_ARGS__; break;         \
+    case 32: KERNEL<32><<<__VA_ARGS__; break;         \
+    default: KERNEL<0><<<__VA_ARGS__; break;          \
+    }
+
+static pl_status layernorm_forward(cu_ctx *ctx, const hw_node_call *c) {
+    const int N = c->d.B * c->d.T, C = c->d.C;
+    LN_DISPATCH(layernorm_fwd_k, ln_k(C), ceil_div((int64_t)N * WARP, 256), 256, 0, ctx->stream>>>(
+        c->out, S(c, 0), S(c, 1), c->in[0], P(c, 0), P(c, 1), N, C))
+    LAUNCHED();
+    KM("layernorm_fwd_k");
+    return PL_OK;
+}
+
+static pl_status layernorm_backward(cu_ctx *ctx, const hw_node_call *c) {
+    const int N = c->d.B * c->d.T, C = c->d.C;
+    int grid = ceil_div(N, 8 * 4); /* about four rows per warp */
+    if (grid > 264) grid = 264;
+    LN_DISPATCH(layernorm_bwd_k, ln_k(C), grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
+        c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]))
+    LAUNCHED();
+    KM("layernorm_bwd_k");
     return PL_OK;
 }
 
@@ -577,6 +792,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
 }
 
 pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
+    KM(NULL);
     const int B = c->d.B, T = c->d.T, C = c->d.C, N = B * T;
     const int64_t NC = (int64_t)N * C;
     switch (c->kind) {
@@ -584,12 +800,9 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
         RET(check_size(ctx, NC, "embedding"));
         embedding_fwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->out, c->tokens, P(c, 0), P(c, 1), N, T, C);
         LAUNCHED();
+        KM("embedding_fwd_k");
         return PL_OK;
-    case OP_LAYERNORM:
-        layernorm_fwd_k<<<ceil_div((int64_t)N * WARP, 256), 256, 0, ctx->stream>>>(c->out, S(c, 0), S(c, 1),
-                                                                                     c->in[0], P(c, 0), P(c, 1), N, C);
-        LAUNCHED();
-        return PL_OK;
+    case OP_LAYERNORM: return layernorm_forward(ctx, c);
     case OP_ATTENTION: return attention_forward(ctx, c);
     case OP_RESIDUAL:
         if (NC % 4 == 0 && ((uintptr_t)c->out | (uintptr_t)c->in[0] | (uintptr_t)c->in[1]) % 16 == 0)
@@ -598,15 +811,18 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
         else
             residual_fwd_scalar_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->out, c->in[0], c->in[1], NC);
         LAUNCHED();
+        KM("residual_fwd_k");
         return PL_OK;
     case OP_MLP: return mlp_forward(ctx, c);
-    case OP_HEAD: return linear_fwd(ctx, c->out, c->in[0], P(c, 0), N, C, c->d.V, c->d.Vp);
+    case OP_HEAD: /* over the padded vocabulary: aligned GEMM sizes; the padding rows of w are 0 */
+        return linear_fwd(ctx, c->out, c->in[0], P(c, 0), N, C, c->d.Vp, c->d.Vp);
     case OP_LOSS: return loss_forward(ctx, c);
     default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_forward", "unknown node kind", 0);
     }
 }
 
 pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
+    KM(NULL);
     const int B = c->d.B, T = c->d.T, C = c->d.C, N = B * T;
     const int64_t NC = (int64_t)N * C;
     switch (c->kind) {
@@ -614,47 +830,52 @@ pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
         RET(check_size(ctx, NC, "embedding"));
         embedding_bwd_wte_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(G(c, 0), c->tokens, c->dout, N, C);
         LAUNCHED();
+        KM("embedding_bwd_wte_k");
         embedding_bwd_wpe_k<<<ceil_div((int64_t)T * C, 256), 256, 0, ctx->stream>>>(G(c, 1), c->dout, B, T, C);
         LAUNCHED();
+        KM("embedding_bwd_wpe_k");
         return PL_OK;
-    case OP_LAYERNORM: {
-        int grid = ceil_div(N, 8);
-        if (grid > 264) grid = 264;
-        layernorm_bwd_k<<<grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
-            c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]);
-        LAUNCHED();
-        return PL_OK;
-    }
+    case OP_LAYERNORM: return layernorm_backward(ctx, c);
     case OP_ATTENTION: return attention_backward(ctx, c);
     case OP_RESIDUAL:
         residual_bwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->din[0], c->din[1], c->dout, NC, c->acc[0],
                                                                     c->acc[1]);
         LAUNCHED();
+        KM("residual_bwd_k");
         return PL_OK;
     case OP_MLP: return mlp_backward(ctx, c);
     case OP_HEAD:
-        RET(linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.V, c->d.Vp, c->acc[0]));
-        return linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.V, c->d.Vp);
+        /* the loss zeroes the padding columns of dlogits, so the padding rows add nothing */
+        RET(linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]));
+        return linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.Vp, c->d.Vp);
     case OP_LOSS: return PL_OK; /* fused into the forward */
     default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_backward", "unknown node kind", 0);
     }
 }
 
 pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n) {
+    KM(NULL);
     add_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(y, x, n);
     LAUNCHED();
+    KM("add_k");
     return PL_OK;
 }
 
 pl_status cu_adamw(cu_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n, const hw_adamw_args *a) {
-    float bc1 = 1.0f - powf(a->beta1, (float)a->t), bc2 = 1.0f - powf(a->beta2, (float)a->t);
+    KM(NULL);
     if (n % 4 == 0 && ((uintptr_t)p | (uintptr_t)g | (uintptr_t)m | (uintptr_t)v) % 16 == 0)
         adamw_k<<<ceil_div(n / 4, 256), 256, 0, ctx->stream>>>((float4 *)p, (const float4 *)g, (float4 *)m,
                                                                 (float4 *)v, n / 4, a->lr, a->beta1, a->beta2,
-                                                                a->eps, a->weight_decay, bc1, bc2);
+                                                                a->eps, a->weight_decay, a->t_dev, a->t);
     else
         adamw_scalar_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(p, g, m, v, n, a->lr, a->beta1, a->beta2, a->eps,
-                                                                   a->weight_decay, bc1, bc2);
+                                                                   a->weight_decay, a->t_dev, a->t);
     LAUNCHED();
+    KM("adamw_k");
+    if (a->t_dev) {
+        adamw_tick_k<<<1, 1, 0, ctx->stream>>>(a->t_dev);
+        LAUNCHED();
+        KM("adamw_tick_k");
+    }
     return PL_OK;
 }

@@ -16,7 +16,7 @@ void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl) {
     case OP_LAYERNORM: sizes[k++] = C; sizes[k++] = C; break;
     case OP_ATTENTION: sizes[k++] = 3 * C * C; sizes[k++] = 3 * C; sizes[k++] = C * C; sizes[k++] = C; break;
     case OP_MLP: sizes[k++] = 4 * C * C; sizes[k++] = 4 * C; sizes[k++] = 4 * C * C; sizes[k++] = C; break;
-    case OP_HEAD: sizes[k++] = V * C; break;
+    case OP_HEAD: sizes[k++] = (int64_t)hw_padded_vocab((int)V) * C; break; /* rows V..Vp-1 stay 0 */
     default: break;
     }
     memset(pl, 0, sizeof *pl);
@@ -70,7 +70,9 @@ void hw_params_init(const graph *g, uint64_t seed, float *model) {
             fill_normal(&r, shard + pl.off[2], pl.size[2], proj_std);
             break;
         case OP_HEAD:
-            fill_normal(&r, shard + pl.off[0], pl.size[0], std);
+            /* the padding rows (vocab V..Vp-1) stay zero: their logits are 0,
+             * the loss gives them a zero gradient, so they never change */
+            fill_normal(&r, shard + pl.off[0], (int64_t)g->cfg.vocab * g->cfg.d_model, std);
             break;
         default: break;
         }

@@ -15,7 +15,9 @@
  *   attention  wqkv (3C,C), bqkv (3C), wproj (C,C), bproj (C)
  *   residual   -
  *   mlp        wfc (4C,C), bfc (4C), wproj (C,4C), bproj (C)
- *   head       w (V,C)
+ *   head       w (Vp,C): the vocabulary padded to Vp (layout below) with
+ *              rows V..Vp-1 zero, so the head's GEMMs run on aligned sizes;
+ *              those rows get zero logits, zero gradients and stay zero
  *   loss       -
  *
  * Activations, per node and micro-batch of b samples (floats):

@@ -549,6 +549,7 @@ static pl_status setup_device(cctx *c, int d) {
     pd->off_ws = -1;
     if (pd->ws_bytes > 0 && (st = c_alloc(c, d, pd->ws_bytes, 0, &pd->off_ws)) != PL_OK) return st;
     pd->off_loss = pd->off_tokens = pd->off_targets = -1;
+    if ((st = c_alloc(c, d, 4, 0, &pd->off_step)) != PL_OK) return st;
     if (p->loss_dev == d) {
         if ((st = c_alloc(c, d, 8, 0, &pd->off_loss)) != PL_OK) return st;
         if ((st = c_alloc(c, d, BT * 4, 0, &pd->off_targets)) != PL_OK) return st;

@@ -61,10 +61,12 @@ typedef struct {
     int64_t off_ws, ws_bytes;  /* backend workspace */
     int64_t off_loss;          /* double loss accumulator, -1 if the loss is elsewhere */
     int64_t off_tokens, off_targets; /* full-batch ids, -1 where not needed */
+    int64_t off_step;          /* AdamW step counter (int) on the device */
     int64_t static_bytes;      /* the above */
     int64_t need_bytes;        /* arena high-water mark */
     int64_t cap;               /* the cap */
     void *base;                /* the arena's device allocation */
+    void *graph;               /* captured step (backend graph), or NULL */
     hw_instr *ins;             /* this device's instructions */
     int n_ins, cap_ins;
     int n_events;              /* events used */
@@ -76,6 +78,7 @@ struct hw_engine {
     int fail_at;         /* fault injection: fail the n-th arena allocation */
     int alloc_count;     /* arena allocations since fail_at was set */
     int live_arenas;     /* device arenas allocated and not yet freed */
+    int graphs;          /* capture steps into graphs where the backend can */
 };
 
 struct hw_plan {
@@ -90,6 +93,8 @@ struct hw_plan {
     int threaded;             /* issue with one thread per used device */
     int batch_set;            /* hw_plan_set_batch was called */
     int reorders;             /* ops issued out of strict schedule order */
+    int steps_run;            /* steps run so far */
+    int graph_state;          /* 0 not captured, 1 replaying graphs, -1 capture failed */
     int loss_dev, emb_dev;
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */

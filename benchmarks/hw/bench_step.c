@@ -13,7 +13,9 @@
  * values measured on the H200 in DEVICE.md), and the per-operation
  * breakdown of a traced single-GPU step.
  *
- * usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N]
+ * usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N] [--graphs]
+ * (--graphs: replay each step as captured CUDA graphs; names get "_graph";
+ *  --quick: the 1-GPU m=1 TF32 configuration only, e.g. with PLACER_KPROF=1)
  * Prints one JSON line per configuration ("BENCH {...}") and a table.
  */
 #include <math.h>
@@ -37,6 +39,9 @@ typedef struct {
 static row rows[32];
 static int n_rows;
 
+static int use_graphs;
+static const char *suffix = "";
+
 static hw_engine *engine(int n, const int *gpus, int strict) {
     hw_engine_opts o;
     memset(&o, 0, sizeof o);
@@ -44,6 +49,7 @@ static hw_engine *engine(int n, const int *gpus, int strict) {
     o.n_devices = n;
     memcpy(o.gpus, gpus, sizeof(int) * (size_t)n);
     o.strict_fp32 = strict;
+    o.graphs = use_graphs;
     hw_engine *e = NULL;
     char msg[512];
     if (hw_engine_create(&o, &e, msg, sizeof msg) != PL_OK) {
@@ -135,7 +141,9 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
     char msg[512];
     row *r = &rows[n_rows++];
     memset(r, 0, sizeof *r);
-    snprintf(r->name, sizeof r->name, "%s", name);
+    snprintf(r->name, sizeof r->name, "%s%s", name, suffix);
+    if (use_graphs) trace_path = NULL, show_breakdown = 0; /* traced steps are not captured */
+    name = r->name;
     pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
     const int ntok = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * ntok), *tgt = malloc(sizeof(int) * ntok);
@@ -156,6 +164,7 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
     r->max_ms = t.max_us / 1e3;
     r->loss = t.last_loss;
     for (int d = 0; d < 2 && d < hw_engine_n_devices(e); d++) r->peak[d] = hw_plan_peak_bytes(p, d);
+    if (use_graphs) printf("GRAPH {\"name\":\"%s\",\"state\":%d}\n", name, hw_plan_graph_state(p));
     printf("BENCH {\"name\":\"%s\",\"median_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,\"sd_ms\":%.4f,\"steps\":%d,"
            "\"warmup\":%d,\"loss\":%.5f,\"peak_bytes\":[%lld,%lld],\"all_ms\":[",
            name, t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, steps, warmup, t.last_loss,
@@ -192,7 +201,7 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
 }
 
 int main(int argc, char **argv) {
-    int warmup = 3, steps = 20, ngpu = -1;
+    int warmup = 3, steps = 20, ngpu = -1, quick = 0;
     const char *out = ".";
     double gemm_tflops = 395.0, copy_gbs = 4265.0; /* ceilings measured on an H200 (DEVICE.md) */
     for (int i = 1; i < argc; i++) {
@@ -202,8 +211,13 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gpus") && i + 1 < argc) ngpu = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--gemm-tflops") && i + 1 < argc) gemm_tflops = atof(argv[++i]);
         else if (!strcmp(argv[i], "--copy-gbs") && i + 1 < argc) copy_gbs = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--graphs")) {
+            use_graphs = 1;
+            suffix = "_graph";
+        }
         else {
-            fprintf(stderr, "usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N]\n");
+            fprintf(stderr, "usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N] [--graphs]\n");
             return 2;
         }
     }
@@ -239,7 +253,13 @@ int main(int argc, char **argv) {
     char path[1024];
     hw_engine *e1 = engine(1, g0, 0);
     snprintf(path, sizeof path, "%s/trace_1gpu_m1.json", out);
-    run(e1, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_tf32", path, 1);
+    run(e1, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_tf32", quick ? NULL : path, !quick);
+    if (quick) { /* one configuration only (per-kernel profiles) */
+        hw_engine_destroy(e1);
+        free(pl);
+        graph_destroy(g);
+        return 0;
+    }
     double single4 = run(e1, g, pl, 4, SCHED_1F1B, warmup, steps, "1gpu_m4_tf32", NULL, 0);
     hw_engine_destroy(e1);
     hw_engine *e1s = engine(1, g0, 1);
@@ -269,8 +289,8 @@ int main(int argc, char **argv) {
         double t = run(e2, g, pl, 4, SCHED_1F1B, warmup, steps, name, path, 0);
         snprintf(name, sizeof name, "2gpu_gpipe_m4_cut%d", best_cut);
         run(e2, g, pl, 4, SCHED_GPIPE, warmup, steps, name, NULL, 0);
-        printf("PIPELINE {\"single_m4_ms\":%.4f,\"two_gpu_1f1b_m4_ms\":%.4f,\"ratio\":%.3f,\"cut\":%d}\n", single4, t,
-               t / single4, best_cut);
+        printf("PIPELINE {\"graphs\":%d,\"single_m4_ms\":%.4f,\"two_gpu_1f1b_m4_ms\":%.4f,\"ratio\":%.3f,\"cut\":%d}\n",
+               use_graphs, single4, t, t / single4, best_cut);
         hw_engine_destroy(e2);
     }
 

@@ -39,18 +39,21 @@ step kernels_strict 90 "$T" kernels strict
 step kernels_tf32 90 "$T" kernels tf32
 step step_strict 90 "$T" step strict
 step step_tf32 90 "$T" step tf32
+step invariance 150 "$T" invariance 20
 step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
 step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20
-step invariance 150 "$T" invariance 20
 step oom 200 "$T" oom 1000
 CS=/usr/local/cuda/bin/compute-sanitizer
 command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
 step memcheck_engine 150 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
 step memcheck_kernels 150 "$CS" --tool memcheck --error-exitcode 3 "$T" kernels strict
 step racecheck_kernels 150 "$CS" --tool racecheck --error-exitcode 3 "$T" kernels tf32
+step kprof 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --warmup 2 --steps 5
+step graphs 90 "$T" graphs
+step bench_graphs 150 "$B/benchmarks/hw/bench_step" --graphs --warmup 3 --steps 20
 if [ -x "$B/cli/placer" ]; then
   step placer_step_2gpu 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b \
-    --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1 --json
+    --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1 --json
   step placer_step_nogpu 30 "$B/cli/placer" step --devices 7
 fi
 
@@ -58,7 +61,8 @@ fi
   echo; echo "==== results"
   grep -hE "^(FAIL|gpu_tests|invariance:)" "$LOG"
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
-  grep -hE "^(FLOOR|BENCH|TRACE|PIPELINE|TORCH) " "$LOG" | cut -c1-400
+  grep -hE "^(FLOOR|BENCH|TRACE|PIPELINE|TORCH|GRAPH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
+  grep -hE "^KPROF" "$LOG" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -40
   sed -n '/^configuration/,/^$/p' "$LOG"
   grep -A30 "^per-operation time" "$LOG" | head -32
 } >>"$SUM"
