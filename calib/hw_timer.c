@@ -91,7 +91,7 @@ static pl_status hw_timer_time(void *self, const int *placement, const schedule 
 }
 
 pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *gpus, int n_devices, uint64_t seed,
-                                calib_hw_timer **out, calib_timer *timer, char *msg, size_t len) {
+                                int graphs, calib_hw_timer **out, calib_timer *timer, char *msg, size_t len) {
     if (out) *out = NULL;
     if (!backend || !g || !out || !timer) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
     if (n_devices < 1 || n_devices > HW_MAX_DEVICES)
@@ -104,6 +104,7 @@ pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *
     o.n_devices = n_devices;
     for (int d = 0; d < n_devices; d++) o.gpus[d] = gpus ? gpus[d] : d;
     o.issue = HW_ISSUE_AUTO;
+    o.graphs = o.backend == HW_BACKEND_CUDA && graphs;
     calib_hw_timer *t = calloc(1, sizeof *t);
     if (!t) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
     size_t n = (size_t)g->cfg.batch * (size_t)g->cfg.seq_len;

@@ -25,11 +25,13 @@ typedef struct calib_hw_timer calib_hw_timer;
  *            ordinals; ignored by the CPU backend, which makes n_devices
  *            virtual devices); may repeat a GPU
  *   seed     data and parameter initialisation
+ *   graphs   CUDA: replay each step as captured CUDA graphs from a plan's
+ *            second step on (hw_engine_opts.graphs); ignored on the CPU
  * PL_ERR_UNSUPPORTED when the backend is not built in, PL_ERR_NO_DEVICE
  * when a GPU is missing, PL_ERR_CUDA. On success *out owns the timer
  * (calib_hw_timer_destroy) and *timer is ready to use. */
 pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *gpus, int n_devices, uint64_t seed,
-                                calib_hw_timer **out, calib_timer *timer, char *msg, size_t len);
+                                int graphs, calib_hw_timer **out, calib_timer *timer, char *msg, size_t len);
 
 /* Free. Accepts NULL. */
 void calib_hw_timer_destroy(calib_hw_timer *t);

@@ -20,7 +20,7 @@ static void calibrate_usage(FILE *f) {
     fprintf(f,
             "usage: placer calibrate --db FILE [--devices 0,1] [--count 60] [--seed N] [--holdout 0.3]\n"
             "                        [--steps 10] [--warmup 2] [--from-measurements] [--timer cuda|cpu|synthetic]\n"
-            "                        [--config NAME] [--no-save]\n\n"
+            "                        [--config NAME] [--no-save] [--graphs]\n\n"
             "Times --count placements (random, single devices, contiguous pipelines, even layer splits;\n"
             "m in {1,2,4}, gpipe and 1f1b) on the engine and stores every timing; fits the simulator's\n"
             "parameters (launch overhead, transfer latency, contention, per-step cost, compute and transfer\n"
@@ -38,7 +38,8 @@ static void calibrate_usage(FILE *f) {
             "                        synthetic (the simulator with known parameters plus noise, for checks)\n"
             "  --noise F             synthetic timer: per-step log-normal noise sd (default 0.01)\n"
             "  --config NAME         graph config when the database holds several (default: its only one)\n"
-            "  --no-save             report only; store neither the fit nor the parameters\n");
+            "  --no-save             report only; store neither the fit nor the parameters\n"
+            "  --graphs              CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n");
 }
 
 static void progress(void *ctx, int done, int total) {
@@ -57,6 +58,7 @@ int cmd_calibrate(int argc, char **argv) {
     calib_calibrate_options o;
     calib_calibrate_options_default(&o);
     double noise = 0.01;
+    int graphs = 0;
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
                                          {"devices", required_argument, 0, 'D'},
                                          {"count", required_argument, 0, 'n'},
@@ -69,13 +71,14 @@ int cmd_calibrate(int argc, char **argv) {
                                          {"noise", required_argument, 0, 'N'},
                                          {"config", required_argument, 0, 'c'},
                                          {"no-save", no_argument, 0, 'S'},
+                                         {"graphs", no_argument, 0, 'G'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "d:D:n:s:H:k:w:ft:N:c:Sh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:D:n:s:H:k:w:ft:N:c:SGh", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'D': devices = optarg; break;
@@ -111,6 +114,7 @@ int cmd_calibrate(int argc, char **argv) {
             break;
         case 'c': config = optarg; break;
         case 'S': o.save = 0; break;
+        case 'G': graphs = 1; break;
         case 'h': calibrate_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("calibrate", "unknown or incomplete option '%s'; see placer calibrate --help",
@@ -167,7 +171,7 @@ int cmd_calibrate(int argc, char **argv) {
             st = calib_sim_timer_create(m.g, m.p, &truth, noise, o.seed + 1000, m.cfg.batch, &syn, &t);
             if (st != PL_OK) snprintf(msg, sizeof msg, "cannot create the synthetic timer");
         } else {
-            st = calib_hw_timer_create(timer_kind, m.g, gpus, n_gpus, o.seed, &hw, &t, msg, sizeof msg);
+            st = calib_hw_timer_create(timer_kind, m.g, gpus, n_gpus, o.seed, graphs, &hw, &t, msg, sizeof msg);
         }
         if (st != PL_OK) {
             rc = cli_report("calibrate", st, msg);

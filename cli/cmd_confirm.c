@@ -25,7 +25,7 @@ static void confirm_usage(FILE *f) {
             "usage: placer confirm --db FILE --run RUN [--devices 0,1] [--micro-batches M] [--schedule S]\n"
             "                      [--mem-cap CAP] [--selection-rounds 4] [--confirm-rounds 8] [--steps 10]\n"
             "                      [--warmup 2] [--seed N] [--label NAME] [--no-dp] [--no-search]\n"
-            "                      [--timer cuda|cpu|synthetic] [--config NAME] [--no-trace]\n\n"
+            "                      [--timer cuda|cpu|synthetic] [--config NAME] [--no-trace] [--graphs]\n\n"
             "Sides: the RL shortlist of run RUN (top-k and the final favourite), every single GPU, every\n"
             "human split and device assignment, the DP winner and the search winner. Selection rounds time\n"
             "every candidate in a shuffled order and pick each side's fastest (never one that ran out of\n"
@@ -48,7 +48,8 @@ static void confirm_usage(FILE *f) {
             "                          known parameters plus noise, to try the protocol without a GPU)\n"
             "  --config NAME           graph config when the database holds several\n"
             "  --no-trace              do not record a traced step of the fastest side (engine timers\n"
-            "                          record one in the database, for placer report)\n");
+            "                          record one in the database, for placer report)\n"
+            "  --graphs                CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n");
 }
 
 static int parse_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out) {
@@ -67,7 +68,7 @@ int cmd_confirm(int argc, char **argv) {
     calib_confirm_config_default(&cfg);
     calib_sides_options so;
     calib_sides_options_default(&so);
-    int have_run = 0, m = 1, trace = 1;
+    int have_run = 0, m = 1, trace = 1, graphs = 0;
     schedule_order order = SCHED_GPIPE;
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
                                          {"run", required_argument, 0, 'r'},
@@ -87,6 +88,7 @@ int cmd_confirm(int argc, char **argv) {
                                          {"timer", required_argument, 0, 't'},
                                          {"config", required_argument, 0, 'c'},
                                          {"no-trace", no_argument, 0, 'N'},
+                                         {"graphs", no_argument, 0, 'G'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
@@ -94,7 +96,7 @@ int cmd_confirm(int argc, char **argv) {
     int c;
     char *end;
     char msg[512] = "";
-    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:Nh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:NGh", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'r':
@@ -140,6 +142,7 @@ int cmd_confirm(int argc, char **argv) {
         case 't': timer_kind = optarg; break;
         case 'c': config = optarg; break;
         case 'N': trace = 0; break;
+        case 'G': graphs = 1; break;
         case 'h': confirm_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("confirm", "unknown or incomplete option '%s'; see placer confirm --help",
@@ -198,7 +201,7 @@ int cmd_confirm(int argc, char **argv) {
         truth.step_fixed_us += 100.0;
         truth.launch_overhead_us += 1.0;
         if ((st = calib_sim_timer_create(mo.g, mo.p, &truth, 0.01, cfg.seed + 1000, m, &syn, &t)) != PL_OK) FAIL(st);
-    } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, &hw, &t, msg, sizeof msg)) != PL_OK) {
+    } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, graphs, &hw, &t, msg, sizeof msg)) != PL_OK) {
         FAIL(st);
     }
     char lbuf[64];

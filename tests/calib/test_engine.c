@@ -26,7 +26,7 @@ Test(calib_engine, cpu_backend_confirmation_never_picks_the_single_device_that_r
     calib_hw_timer *hw = NULL;
     calib_timer t;
     int gpus[2] = {0, 1};
-    cr_assert_eq(calib_hw_timer_create("cpu", m.g, gpus, 2, 1, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(calib_hw_timer_create("cpu", m.g, gpus, 2, 1, 0, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_str_eq(t.name, "cpu");
     int single[64], split[64];
     for (int i = 0; i < n; i++) {
@@ -113,7 +113,7 @@ Test(calib_engine, cpu_backend_calibration_measures_stores_and_fits) {
     cr_assert_eq(calib_model_load(db, NULL, &mo, msg, sizeof msg), PL_OK, "%s", msg);
     calib_hw_timer *hw = NULL;
     calib_timer t;
-    cr_assert_eq(calib_hw_timer_create("cpu", mo.g, NULL, 2, 1, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(calib_hw_timer_create("cpu", mo.g, NULL, 2, 1, 0, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
     calib_calibrate_options o;
     calib_calibrate_options_default(&o);
     o.count = 16;
