@@ -1,25 +1,33 @@
 /*
  * cmd_profile.c: `placer profile` writes a profile database; `placer profile
- * show` prints one.
+ * show` prints one; `compare` and `check` read measured ones back.
  *
  *   placer profile --from-spec NAME --db FILE   roofline profile, no GPU needed
  *   placer profile --db FILE --devices 0,1      measure the hardware (CUDA engine)
+ *   placer profile --db FILE --cpu N            measure the CPU reference backend (CI)
  *   placer profile show [--db FILE] [--json]    machine, links, node costs, totals
+ *   placer profile compare --db A --db B        run-to-run variation of node times
+ *   placer profile check [--db FILE]            node sums against whole steps
  *
- * Option parsing is shared by both writing modes (profile_opts); the
- * measuring mode plugs in at profile_measure(), which for now only says that
- * it needs the CUDA engine.
+ * Option parsing is shared by both writing modes (profile_opts); measuring
+ * runs the profiler (profile/profiler.h), which is resumable: a re-run
+ * measures only what the file lacks, --force measures everything again.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "graph.h"
+#include "hw.h"
+#include "placement.h"
 #include "placer_config.h"
 #include "profile_data.h"
+#include "profiler.h"
 #include "spec.h"
 #include "store.h"
 #include "util.h"
@@ -33,6 +41,12 @@ typedef struct {
     const char *from_spec; /* --from-spec NAME, NULL for hardware profiling */
     const char *devices;   /* --devices list (hardware profiling), NULL when not given */
     int portable;          /* --portable: leave the file in rollback-journal mode */
+    int cpu;               /* --cpu N: CPU reference backend with N devices (0: GPUs) */
+    int force;             /* --force: re-measure what the file already holds */
+    int verbose;           /* --verbose: one line per measured unit */
+    int reps;              /* --reps: timed repetitions per node probe (0: default) */
+    int64_t link_max;      /* --link-max-bytes (0: backend default) */
+    const char *machine;   /* --machine NAME (NULL: from the devices) */
     gpt_config cfg;        /* parsed --config */
     int mb_sizes[MAX_MB_SIZES]; /* parsed --micro-batch-sizes, ascending */
     int n_mb;              /* entries in mb_sizes */
@@ -44,8 +58,12 @@ static void profile_usage(FILE *f) {
     fprintf(f,
             "usage: placer profile --from-spec NAME --db FILE [--config CFG] [--micro-batch-sizes LIST]\n"
             "                      [--portable]\n"
-            "       placer profile --db FILE [--devices LIST] [--config CFG] [--micro-batch-sizes LIST]\n"
-            "       placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n\n"
+            "       placer profile --db FILE [--devices LIST | --cpu N] [--config CFG] [--micro-batch-sizes LIST]\n"
+            "                      [--machine NAME] [--force] [--reps N] [--link-max-bytes SIZE] [--portable]\n"
+            "                      [--verbose]\n"
+            "       placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n"
+            "       placer profile compare --db A --db B [--config CFG] [--min-us US]\n"
+            "       placer profile check [--db FILE] [--config CFG]\n\n"
             "Writes a profile database: every node's forward, backward and optimizer time per\n"
             "device and micro-batch size, node memory, and a transfer curve per device pair.\n"
             "The simulator, search and training read it; no GPU is needed after this step.\n\n"
@@ -56,10 +74,20 @@ static void profile_usage(FILE *f) {
             "  --config CFG            graph config: default, gpt12 or tiny, with key=value overrides\n"
             "  --micro-batch-sizes L   comma-separated sizes to profile (default: every divisor of\n"
             "                          the batch, e.g. 16,8,4,2,1)\n"
-            "  --devices LIST          GPUs to measure (hardware profiling; needs the CUDA engine)\n"
+            "  --devices LIST          GPUs to measure, e.g. 0,1 (default 0; needs the CUDA engine)\n"
+            "  --cpu N                 measure N virtual devices of the CPU reference backend instead\n"
+            "  --machine NAME          machine name to record (default: from the devices, e.g. h200x2)\n"
+            "  --force                 measure again what the file already holds (a re-run without\n"
+            "                          it measures only what is missing, e.g. after a kill)\n"
+            "  --reps N                timed repetitions per node probe (default 30; median kept)\n"
+            "  --link-max-bytes SIZE   largest transfer of the link sweep (default 1GiB on GPUs,\n"
+            "                          16MiB on the CPU backend; the sweep starts at 4 KiB)\n"
+            "  --verbose               one line per measured unit with its repetition figures\n"
             "  --portable              leave the file in rollback-journal mode, so that it opens\n"
             "                          read-only anywhere (for files shipped in data/)\n\n"
-            "See placer profile show --help for printing a profile.\n",
+            "Measuring writes each finished unit (one transfer size, one whole step, one device's\n"
+            "AdamW or one device and micro-batch size's node times) in its own transaction.\n"
+            "See placer profile show --help, compare --help and check --help for reading profiles.\n",
             names);
 }
 
@@ -177,15 +205,343 @@ out:
 
 /* ---- writing: measuring the hardware -------------------------------------- */
 
-/* The hardware profiler's entry point. It needs the CUDA engine (profile/
- * profiler.c, hw/); until that lands every build answers the same way. */
+/* Progress on stderr (a bar, only on a terminal), the --verbose unit lines,
+ * and the test hook for kills in flight: with PLACER_PROFILE_TEST_KILL_AT=N
+ * in the environment, the process SIGKILLs itself while the N-th measured
+ * unit's transaction is open (half its rows written), as a crash would. */
+typedef struct {
+    int tty;        /* draw the bar */
+    int verbose;    /* print unit lines on stdout */
+    long kill_at;   /* 0: off */
+    double last_us; /* last bar redraw */
+    int drawn;      /* a bar is on the line */
+} progress_ctx;
+
+static int on_progress(void *ctx, const profiler_progress *p) {
+    progress_ctx *c = ctx;
+    if (p->stage == PROFILER_WRITING && c->kill_at > 0 && p->measured + 1 == c->kill_at) {
+        fflush(stdout);
+        raise(SIGKILL);
+    }
+    if (p->stage == PROFILER_DONE && c->verbose) {
+        if (c->drawn) fputs("\r\033[K", stderr);
+        c->drawn = 0;
+        if (p->stats)
+            printf("  %-26s kept %3d starved %3d%s  total %10.1f us  host %9.1f us  pad %9.1f us\n", p->label,
+                   p->stats->kept, p->stats->starved, p->stats->unclean ? " (kept starved)" : "", p->stats->total_us,
+                   p->stats->host_us, p->stats->pad_us);
+        else
+            printf("  %-26s done\n", p->label);
+        fflush(stdout);
+    }
+    if (c->tty && p->stage != PROFILER_WRITING) {
+        double now = pl_now_us();
+        int last = p->index + 1 == p->total && p->stage != PROFILER_START;
+        if (last || now - c->last_us > 100e3 || p->stage == PROFILER_START) {
+            int done = p->index + (p->stage == PROFILER_START ? 0 : 1), width = 30;
+            int fill = p->total > 0 ? done * width / p->total : width;
+            fprintf(stderr, "\r\033[K[%.*s%*s] %d/%d %s", fill, "##############################", width - fill, "",
+                    done, p->total, p->label);
+            fflush(stderr);
+            c->last_us = now;
+            c->drawn = 1;
+        }
+    }
+    return 0;
+}
+
+/* "0,1" -> GPU ordinals; count, or -1 after printing the error. */
+static int parse_gpu_list(const char *text, int *gpus) {
+    int n = placement_count_fields(text);
+    if (n < 1 || n > HW_MAX_DEVICES) {
+        cli_usage_error("profile", "--devices needs 1 to %d GPU ordinals, e.g. 0,1", HW_MAX_DEVICES);
+        return -1;
+    }
+    char msg[256];
+    if (placement_parse(text, n, 1 << 20, gpus, msg, sizeof msg) != PL_OK) {
+        cli_usage_error("profile", "--devices: %s", msg);
+        return -1;
+    }
+    return n;
+}
+
+/* The sanity check: per device and micro-batch size, the sum of the node
+ * costs (forward + backward + AdamW) against the whole single-device step
+ * measured on the engine. Prints nothing when the file has no anchors. */
+static void print_sanity(profile_db *db, const profile_data *p) {
+    int header = 0;
+    for (int d = 0; d < p->n_devices; d++)
+        for (int k = p->n_mb - 1; k >= 0; k--) {
+            int mb = p->mb_sizes[k];
+            double f, b, o, step, spread;
+            if (profile_node_sums(p, d, mb, &f, &b, &o) != PL_OK) continue;
+            if (profile_db_get_step_anchor(db, p->graph_key, d, mb, &step, &spread) != PL_OK) continue;
+            if (!header) {
+                printf("sanity check: sum of node costs (fwd + bwd + AdamW) vs the whole single-device step\n"
+                       "  %3s %4s %11s %11s %10s %11s %11s %9s %7s\n",
+                       "dev", "mb", "fwd sum", "bwd sum", "adamw", "node sum", "step", "step iqr", "sum/step");
+                header = 1;
+            }
+            double sum = f + b + o;
+            printf("  %3d %4d %8.1f us %8.1f us %7.1f us %8.1f us %8.1f us %6.1f us %7.3f\n", d, mb, f, b, o, sum, step,
+                   spread, step > 0 ? sum / step : NAN);
+        }
+    if (!header) printf("sanity check: the file holds no whole-step anchors\n");
+}
+
+static const char *const PHASE_NAMES[PHASE_COUNT] = {"fwd", "bwd", "adamw"};
+
 static int profile_measure(const profile_opts *o) {
-    (void)o;
-    fprintf(stderr,
-            "placer profile: hardware profiling needs the CUDA engine, which this build %s; "
-            "use --from-spec NAME for a profile without a GPU\n",
-            PLACER_HAVE_CUDA ? "has but whose profiler is not available yet" : "does not include");
-    return CLI_EXIT_FAIL;
+    hw_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.issue = HW_ISSUE_AUTO;
+    if (o->cpu) {
+        eo.backend = HW_BACKEND_CPU;
+        eo.n_devices = o->cpu;
+    } else {
+        eo.backend = HW_BACKEND_CUDA;
+        eo.n_devices = parse_gpu_list(o->devices ? o->devices : "0", eo.gpus);
+        if (eo.n_devices < 0) return CLI_EXIT_USAGE;
+    }
+    char msg[1024] = "";
+    hw_engine *e = NULL;
+    pl_status st = hw_engine_create(&eo, &e, msg, sizeof msg);
+    if (st != PL_OK) {
+        if (o->cpu) return cli_report("profile", st, msg);
+        fprintf(stderr,
+                "placer profile: hardware profiling needs the CUDA engine and a GPU: %s; use --from-spec NAME for a "
+                "profile without a GPU\n",
+                msg);
+        return CLI_EXIT_FAIL;
+    }
+    profile_db *db = NULL;
+    profile_data *p = NULL;
+    int code = CLI_EXIT_OK;
+    if ((st = profile_db_open(o->db_path, PROFILE_DB_CREATE, &db, msg, sizeof msg)) != PL_OK) {
+        code = cli_report("profile", st, msg);
+        goto out;
+    }
+    progress_ctx pc = {cli_stderr_is_tty(), o->verbose, 0, 0.0, 0};
+    const char *kill = getenv("PLACER_PROFILE_TEST_KILL_AT");
+    if (kill && *kill) pc.kill_at = strtol(kill, NULL, 10);
+    profiler_opts po = profiler_opts_default();
+    po.machine = o->machine;
+    po.mb_sizes = o->mb_sizes;
+    po.n_mb = o->n_mb;
+    po.force = o->force;
+    if (o->reps > 0) po.nodes.reps = o->reps;
+    po.link_max_bytes = o->link_max;
+    po.progress = on_progress;
+    po.progress_ctx = &pc;
+    profiler_result r;
+    st = profiler_run(e, db, &o->cfg, &po, &r, msg, sizeof msg);
+    if (pc.drawn) fputs("\r\033[K", stderr);
+    if (st == PL_ERR_INVALID) {
+        code = cli_report("profile", st, msg);
+        goto out;
+    }
+    if (st != PL_OK) {
+        fprintf(stderr, "placer profile: %s (%d of %d units measured now, %d were already there; re-run to resume)\n",
+                msg, r.units_measured, r.units_total, r.units_skipped);
+        code = CLI_EXIT_FAIL;
+        goto out;
+    }
+    printf("profiled %s for %s on %d device%s (%s): %d units measured, %d already there, %d in all, in %.1f s -> %s\n",
+           r.machine, r.graph_key, hw_engine_n_devices(e), hw_engine_n_devices(e) > 1 ? "s" : "",
+           o->cpu ? "CPU reference backend" : "CUDA", r.units_measured, r.units_skipped, r.units_total,
+           r.wall_us / 1e6, o->db_path);
+    printf("probe repetitions discarded for possible launch gaps: %d; units that had to keep some: %d\n",
+           r.starved_reps, r.unclean_units);
+    if ((st = profile_db_load_profile(db, &o->cfg, &p, NULL, msg, sizeof msg)) != PL_OK) {
+        code = cli_report("profile", st, msg);
+        goto out;
+    }
+    print_sanity(db, p);
+    if (o->portable && (st = profile_db_make_portable(db, msg, sizeof msg)) != PL_OK) code = cli_report("profile", st, msg);
+out:
+    profile_data_destroy(p);
+    profile_db_close(db);
+    hw_engine_destroy(e);
+    return code;
+}
+
+/* ---- reading measured profiles back: compare and check ---------------------- */
+
+static void compare_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer profile compare --db A --db B [--config CFG] [--min-us US]\n\n"
+            "Run-to-run variation between two profiles of the same graph and device count (e.g.\n"
+            "the same machine profiled twice): for every node time of at least US microseconds in\n"
+            "A (forward, backward at each micro-batch size both hold, and AdamW), |B - A| / A.\n"
+            "Prints the cell count, median, 90th percentile and maximum per phase and overall, and\n"
+            "the worst cell.\n\n"
+            "  --db FILE     the two profiles, A first\n"
+            "  --config CFG  which graph when a file holds several (default: the latest)\n"
+            "  --min-us US   smallest time in A that is compared (default 50)\n");
+}
+
+static void check_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer profile check [--db FILE] [--config CFG]\n\n"
+            "The sanity check of a measured profile: per device and micro-batch size, the sum of\n"
+            "the node costs (forward + backward + AdamW) against the whole single-device step the\n"
+            "profiler measured on the engine; and each link's fitted latency and bandwidth.\n\n"
+            "  --db FILE     the profile database (default: $PLACER_DB or the shipped profile)\n"
+            "  --config CFG  which graph when the file holds several (default: the latest)\n");
+}
+
+/* Open path READ and load its profile (cfg may be NULL). Exit code. */
+static int load_for(const char *cmd, const char *path, const gpt_config *cfg, profile_db **db, profile_data **p) {
+    char msg[1024] = "";
+    pl_status st = profile_db_open(path, PROFILE_DB_READ, db, msg, sizeof msg);
+    if (st != PL_OK) return cli_report(cmd, st, msg);
+    if ((st = profile_db_load_profile(*db, cfg, p, NULL, msg, sizeof msg)) != PL_OK) return cli_report(cmd, st, msg);
+    return CLI_EXIT_OK;
+}
+
+static int profile_compare_cmd(int argc, char **argv) {
+    const char *paths[2] = {NULL, NULL}, *config = NULL;
+    int n_paths = 0;
+    double min_us = 50.0;
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"config", required_argument, 0, 'c'},
+                                         {"min-us", required_argument, 0, 'u'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "d:c:u:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            if (n_paths == 2) return cli_usage_error("profile compare", "give --db exactly twice");
+            paths[n_paths++] = optarg;
+            break;
+        case 'c': config = optarg; break;
+        case 'u': {
+            char *end = NULL;
+            errno = 0;
+            min_us = strtod(optarg, &end);
+            if (!*optarg || *end || errno || !(min_us >= 0) || !isfinite(min_us))
+                return cli_usage_error("profile compare", "--min-us '%s' is not a time in microseconds", optarg);
+            break;
+        }
+        case 'h': compare_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("profile compare", "unknown or incomplete option '%s'; see placer profile compare --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_usage_error("profile compare", "unexpected argument '%s'", argv[optind]);
+    if (n_paths != 2) return cli_usage_error("profile compare", "give --db exactly twice: --db A --db B");
+    char msg[1024] = "";
+    gpt_config cfg;
+    if (config && gpt_config_parse(config, &cfg, msg, sizeof msg) != PL_OK)
+        return cli_report("profile compare", PL_ERR_INVALID, msg);
+    profile_db *db[2] = {NULL, NULL};
+    profile_data *p[2] = {NULL, NULL};
+    graph *g = NULL;
+    int code = CLI_EXIT_OK;
+    for (int i = 0; i < 2 && code == CLI_EXIT_OK; i++)
+        code = load_for("profile compare", paths[i], config ? &cfg : NULL, &db[i], &p[i]);
+    if (code != CLI_EXIT_OK) goto out;
+    profile_compare_result all;
+    pl_status st = profile_compare(p[0], p[1], min_us, -1, &all, msg, sizeof msg);
+    if (st != PL_OK) {
+        code = cli_report("profile compare", st, msg);
+        goto out;
+    }
+    printf("run-to-run variation of per-node median times >= %.0f us: %s vs %s (%s, %s)\n", min_us, paths[1], paths[0],
+           p[0]->machine, p[0]->graph_key);
+    printf("  %-6s %6s %9s %9s %9s\n", "phase", "cells", "median", "p90", "max");
+    for (int ph = 0; ph < PHASE_COUNT; ph++) {
+        profile_compare_result r;
+        profile_compare(p[0], p[1], min_us, ph, &r, NULL, 0);
+        if (r.n == 0) printf("  %-6s %6d %9s %9s %9s\n", PHASE_NAMES[ph], 0, "-", "-", "-");
+        else
+            printf("  %-6s %6d %8.2f%% %8.2f%% %8.2f%%\n", PHASE_NAMES[ph], r.n, 100 * r.median_rel, 100 * r.p90_rel,
+                   100 * r.max_rel);
+    }
+    if (all.n == 0) {
+        printf("  %-6s %6d (no node time reaches %.0f us)\n", "all", 0, min_us);
+        goto out;
+    }
+    printf("  %-6s %6d %8.2f%% %8.2f%% %8.2f%%\n", "all", all.n, 100 * all.median_rel, 100 * all.p90_rel,
+           100 * all.max_rel);
+    /* node names for the worst cell */
+    char key_msg[256];
+    profile_db_graph_info *gi = NULL;
+    int n_gi = 0;
+    const char *name = "?";
+    if (profile_db_list_graphs(db[0], &gi, &n_gi) == PL_OK)
+        for (int i = 0; i < n_gi; i++)
+            if (!strcmp(gi[i].key, p[0]->graph_key) && graph_build_gpt(&gi[i].cfg, &g, key_msg, sizeof key_msg) == PL_OK)
+                break;
+    free(gi);
+    if (g && all.worst_node >= 0 && all.worst_node < g->n_nodes) name = g->nodes[all.worst_node].name;
+    if (all.worst_phase == PHASE_OPT)
+        printf("worst: device %d node %d (%s) adamw: %.1f us vs %.1f us\n", all.worst_dev, all.worst_node, name,
+               all.worst_a, all.worst_b);
+    else
+        printf("worst: device %d node %d (%s) %s at micro-batch %d: %.1f us vs %.1f us\n", all.worst_dev,
+               all.worst_node, name, PHASE_NAMES[all.worst_phase], all.worst_mb, all.worst_a, all.worst_b);
+out:
+    graph_destroy(g);
+    for (int i = 0; i < 2; i++) {
+        profile_data_destroy(p[i]);
+        profile_db_close(db[i]);
+    }
+    return code;
+}
+
+static int profile_check_cmd(int argc, char **argv) {
+    const char *path = NULL, *config = NULL;
+    static const struct option opts[] = {{"db", required_argument, 0, 'd'},
+                                         {"config", required_argument, 0, 'c'},
+                                         {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "d:c:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'd': path = optarg; break;
+        case 'c': config = optarg; break;
+        case 'h': check_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("profile check", "unknown or incomplete option '%s'; see placer profile check --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc) return cli_usage_error("profile check", "unexpected argument '%s'", argv[optind]);
+    if (!path) path = cli_default_db();
+    if (!path) return cli_usage_error("profile check", "no profile database found; give --db FILE or set PLACER_DB");
+    char msg[1024] = "";
+    gpt_config cfg;
+    if (config && gpt_config_parse(config, &cfg, msg, sizeof msg) != PL_OK)
+        return cli_report("profile check", PL_ERR_INVALID, msg);
+    profile_db *db = NULL;
+    profile_data *p = NULL;
+    int code = load_for("profile check", path, config ? &cfg : NULL, &db, &p);
+    if (code == CLI_EXIT_OK) {
+        profile_db_machine_row m;
+        if (profile_db_machine(db, &m) == PL_OK)
+            printf("profile %s: %s (%s, written %s) for %s\n", path, m.name, m.source, m.created_at, p->graph_key);
+        print_sanity(db, p);
+        for (int a = 0; a < p->n_devices; a++)
+            for (int b = 0; b < p->n_devices; b++) {
+                if (a == b) continue;
+                const profile_link *l = &p->links[a * p->n_devices + b];
+                char kind[64] = "", bw[32];
+                profile_db_link_kind(db, a, b, kind, sizeof kind);
+                pl_format_bytes(l->bandwidth, bw, sizeof bw);
+                printf("link %d -> %d (%s): latency %.1f us, bandwidth %s/s, %d points\n", a, b, kind[0] ? kind : "-",
+                       l->latency_us, bw, l->n_points);
+            }
+    }
+    profile_data_destroy(p);
+    profile_db_close(db);
+    return code;
 }
 
 /* ---- show ------------------------------------------------------------------ */
@@ -499,6 +855,8 @@ out:
 
 int cmd_profile(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "show")) return profile_show(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "compare")) return profile_compare_cmd(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "check")) return profile_check_cmd(argc - 1, argv + 1);
 
     profile_opts o = {.config = "default"};
     const char *mb_text = NULL;
@@ -508,12 +866,19 @@ int cmd_profile(int argc, char **argv) {
                                          {"micro-batch-sizes", required_argument, 0, 'm'},
                                          {"devices", required_argument, 0, 'D'},
                                          {"portable", no_argument, 0, 'p'},
+                                         {"cpu", required_argument, 0, 'C'},
+                                         {"force", no_argument, 0, 'f'},
+                                         {"machine", required_argument, 0, 'M'},
+                                         {"reps", required_argument, 0, 'r'},
+                                         {"link-max-bytes", required_argument, 0, 'L'},
+                                         {"verbose", no_argument, 0, 'v'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "s:d:c:m:D:ph", opts, NULL)) != -1) {
+    char emsg[256] = "";
+    while ((c = getopt_long(argc, argv, "s:d:c:m:D:pC:fM:r:L:vh", opts, NULL)) != -1) {
         switch (c) {
         case 's': o.from_spec = optarg; break;
         case 'd': o.db_path = optarg; break;
@@ -521,6 +886,32 @@ int cmd_profile(int argc, char **argv) {
         case 'm': mb_text = optarg; break;
         case 'D': o.devices = optarg; break;
         case 'p': o.portable = 1; break;
+        case 'C':
+        case 'r': {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            long hi = c == 'C' ? HW_MAX_DEVICES : 100000;
+            if (!*optarg || *end || errno || v < 1 || v > hi)
+                return cli_usage_error("profile", "--%s must be an integer in [1, %ld], got '%s'",
+                                       c == 'C' ? "cpu" : "reps", hi, optarg);
+            if (c == 'C') o.cpu = (int)v;
+            else o.reps = (int)v;
+            break;
+        }
+        case 'f': o.force = 1; break;
+        case 'M':
+            if (!*optarg || strlen(optarg) >= PROFILE_NAME_LEN)
+                return cli_usage_error("profile", "--machine needs a name of 1 to %d characters", PROFILE_NAME_LEN - 1);
+            o.machine = optarg;
+            break;
+        case 'L':
+            if (pl_parse_bytes(optarg, &o.link_max, emsg, sizeof emsg) != PL_OK)
+                return cli_usage_error("profile", "--link-max-bytes: %s", emsg);
+            if (o.link_max < 4096)
+                return cli_usage_error("profile", "--link-max-bytes: the sweep starts at 4 KiB; give at least 4KiB");
+            break;
+        case 'v': o.verbose = 1; break;
         case 'h': profile_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("profile", "unknown or incomplete option '%s'; see placer profile --help",
@@ -530,8 +921,13 @@ int cmd_profile(int argc, char **argv) {
     if (optind < argc)
         return cli_usage_error("profile", "unexpected argument '%s'; see placer profile --help", argv[optind]);
     if (!o.db_path) return cli_usage_error("profile", "--db FILE is required; see placer profile --help");
-    if (o.from_spec && o.devices)
-        return cli_usage_error("profile", "--devices is for hardware profiling; a spec names its own devices");
+    if (o.from_spec && (o.devices || o.cpu))
+        return cli_usage_error("profile", "--%s is for hardware profiling; a spec names its own devices",
+                               o.devices ? "devices" : "cpu");
+    if (o.from_spec && (o.force || o.machine || o.reps || o.link_max || o.verbose))
+        return cli_usage_error("profile", "--force, --machine, --reps, --link-max-bytes and --verbose are for "
+                                          "hardware profiling, not --from-spec");
+    if (o.cpu && o.devices) return cli_usage_error("profile", "give either --devices or --cpu, not both");
 
     char msg[256] = "";
     pl_status st = gpt_config_parse(o.config, &o.cfg, msg, sizeof msg);
