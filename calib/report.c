@@ -70,7 +70,10 @@ static void file_safe(const char *in, char *out, size_t len) {
 
 static FILE *open_out(report *r, const char *name, const char *mode) {
     char path[PATH_LEN];
-    snprintf(path, sizeof path, "%s/%s", r->opt->out_dir, name);
+    if (snprintf(path, sizeof path, "%s/%s", r->opt->out_dir, name) >= (int)sizeof path) {
+        pl_fail(r->msg, r->len, PL_ERR_IO, "output path too long: %s/%s", r->opt->out_dir, name);
+        return NULL;
+    }
     FILE *f = fopen(path, mode);
     if (!f) pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s: %s", path, strerror(errno));
     return f;

@@ -172,6 +172,13 @@ int cmd_calibrate(int argc, char **argv) {
             if (st != PL_OK) snprintf(msg, sizeof msg, "cannot create the synthetic timer");
         } else {
             st = calib_hw_timer_create(timer_kind, m.g, gpus, n_gpus, o.seed, graphs, &hw, &t, msg, sizeof msg);
+            if (st == PL_ERR_NO_DEVICE) {
+                char m2[sizeof msg], *semi = strchr(msg, ';'); /* drop the engine's own hint */
+                if (semi) *semi = 0;
+                snprintf(m2, sizeof m2, "no usable GPU (%.300s); --timer cpu uses the engine's CPU backend, "
+                                        "--from-measurements refits stored timings", msg);
+                memcpy(msg, m2, sizeof msg);
+            }
         }
         if (st != PL_OK) {
             rc = cli_report("calibrate", st, msg);

@@ -202,6 +202,12 @@ int cmd_confirm(int argc, char **argv) {
         truth.launch_overhead_us += 1.0;
         if ((st = calib_sim_timer_create(mo.g, mo.p, &truth, 0.01, cfg.seed + 1000, m, &syn, &t)) != PL_OK) FAIL(st);
     } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, graphs, &hw, &t, msg, sizeof msg)) != PL_OK) {
+        if (st == PL_ERR_NO_DEVICE) {
+            char m2[sizeof msg], *semi = strchr(msg, ';'); /* drop the engine's own hint */
+            if (semi) *semi = 0;
+            snprintf(m2, sizeof m2, "no usable GPU (%.300s); --timer cpu uses the engine's CPU backend", msg);
+            memcpy(msg, m2, sizeof msg);
+        }
         FAIL(st);
     }
     char lbuf[64];
