@@ -139,7 +139,10 @@ int cmd_calibrate(int argc, char **argv) {
     calib_hw_timer *hw = NULL;
     calib_sim_timer *syn = NULL;
     calib_timer t = {0};
-    pl_status st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
+    /* read-only until the timer is ready, so that a failed start leaves the
+     * file as it was; an older schema needs a write open */
+    pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+    if (st == PL_ERR_INVALID) st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
     if (st != PL_OK) return cli_report("calibrate", st, msg);
     if ((st = calib_model_load(db, config, &m, msg, sizeof msg)) != PL_OK) {
         rc = cli_report("calibrate", st, msg);
@@ -185,6 +188,14 @@ int cmd_calibrate(int argc, char **argv) {
             goto out;
         }
         if (cli_stderr_is_tty()) o.progress = progress;
+    }
+    if (!o.from_measurements || o.save) {
+        profile_db_close(db);
+        db = NULL;
+        if ((st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg)) != PL_OK) {
+            rc = cli_report("calibrate", st, msg);
+            goto out;
+        }
     }
     calib_calibrate_result r;
     st = calib_calibrate(db, &m, o.from_measurements ? NULL : &t, &o, &r, msg, sizeof msg);

@@ -165,7 +165,10 @@ int cmd_confirm(int argc, char **argv) {
     calib_sim_timer *syn = NULL;
     sim_ctx *ctx = NULL;
     calib_timer t = {0};
-    pl_status st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
+    /* read-only until everything (sides, timer) is ready, so that a failed
+     * start leaves the file as it was; an older schema needs a write open */
+    pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+    if (st == PL_ERR_INVALID) st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
     if (st != PL_OK) return cli_report("confirm", st, msg);
 #define FAIL(s_)                                  \
     do {                                          \
@@ -222,6 +225,9 @@ int cmd_confirm(int argc, char **argv) {
             cf->n_cand, cf->n_sides, info.n_added[0], info.rl_from_checkpoint ? " from checkpoint" : " from samples",
             info.n_added[1], info.n_added[2], info.n_added[3], info.n_added[4], info.search_method,
             cfg.selection_rounds, cfg.confirm_rounds, cfg.steps, cfg.warmup, t.name);
+    profile_db_close(db);
+    db = NULL;
+    if ((st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg)) != PL_OK) FAIL(st);
     if ((st = calib_confirm_run(cf, &t, &cfg, db, msg, sizeof msg)) != PL_OK) FAIL(st);
     int64_t cid = 0;
     if ((st = calib_db_save_confirm(db, cf, &cfg, t.name, &cid, msg, sizeof msg)) != PL_OK) FAIL(st);
