@@ -48,7 +48,7 @@ struct placer_acts {
 };
 
 placer_net_config placer_net_default_config(int n_features, int n_devices) {
-    placer_net_config c = {n_features, n_devices, 32, 64, 32, 8};
+    placer_net_config c = {n_features, n_devices, 32, 64, 32, 8, 0.0, 0.0};
     return c;
 }
 
@@ -73,7 +73,7 @@ pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_
         [PN_DEV_EMB] = (size_t)(D + 1) * De,
         [PN_DEC_W] = (size_t)4 * H * (De + 2 * H), [PN_DEC_B] = (size_t)4 * H,
         [PN_ATT_WQ] = (size_t)A * H, [PN_ATT_WK] = (size_t)A * H, [PN_ATT_V] = (size_t)A,
-        [PN_OUT_W] = (size_t)D * 2 * H, [PN_OUT_B] = (size_t)D};
+        [PN_OUT_W] = (size_t)D * (2 * H + D + 1), [PN_OUT_B] = (size_t)D};
     size_t off = 0;
     for (int k = 0; k < PN_N_TENSORS; k++) {
         net->offset[k] = off;
@@ -92,13 +92,20 @@ pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_
     pl_rng_seed(&rng, seed);
     const int fan_in[PN_N_TENSORS] = {[PN_WF] = F, [PN_ENC_W] = E + H, [PN_DEV_EMB] = 1,
                                       [PN_DEC_W] = De + 2 * H, [PN_ATT_WQ] = H, [PN_ATT_WK] = H,
-                                      [PN_ATT_V] = A, [PN_OUT_W] = 2 * H};
+                                      [PN_ATT_V] = A, [PN_OUT_W] = 2 * H + D + 1};
     for (int k = 0; k < PN_N_TENSORS; k++) {
         if (fan_in[k] == 0) continue; /* biases start at zero */
         double s = 1.0 / sqrt((double)fan_in[k]);
         if (k == PN_OUT_W) s *= 0.1; /* near-uniform first policy */
         double *p = net->params + net->offset[k];
         for (size_t i = 0; i < net->size[k]; i++) p[i] = s * (2.0 * pl_rng_uniform(&rng) - 1.0);
+    }
+    /* the prior: logit of "same device as the previous unit" raised so that
+     * it is drawn with probability `stay` (the rest uniform) */
+    if (cfg->stay > 0 && cfg->stay < 1 && D > 1) {
+        double s = log(cfg->stay * (D - 1) / (1.0 - cfg->stay));
+        double *W = placer_net_param(net, PN_OUT_W);
+        for (int d = 0; d < D; d++) W[(size_t)d * (2 * H + D + 1) + 2 * H + d] += s;
     }
     /* forget-gate biases 1: remember by default */
     for (int j = 0; j < H; j++) {
@@ -122,7 +129,7 @@ pl_status placer_acts_create(const placer_net *net, int T_cap, int B_cap, placer
     const size_t T = (size_t)T_cap, B = (size_t)B_cap;
     const size_t E = (size_t)net->cfg.embed, H = (size_t)net->cfg.hidden, A = (size_t)net->cfg.attn,
                  D = (size_t)net->cfg.n_devices, De = (size_t)net->cfg.dev_embed;
-    const size_t XHd = De + 2 * H;
+    const size_t XHd = De + 2 * H, CW = 2 * H + D + 1;
     placer_acts *a = calloc(1, sizeof *a);
     if (!a) return PL_ERR_NOMEM;
     a->T_cap = T_cap;
@@ -133,9 +140,9 @@ pl_status placer_acts_create(const placer_net *net, int T_cap, int B_cap, placer
         {&a->enc_tc, T * H}, {&a->enc_h, T * H}, {&a->K, T * A},
         {&a->h0, B * H}, {&a->c0, B * H}, {&a->dec_xh, T * B * XHd}, {&a->dec_gates, T * B * 4 * H},
         {&a->dec_c, T * B * H}, {&a->dec_tc, T * B * H}, {&a->dec_h, T * B * H}, {&a->q, T * B * A},
-        {&a->u, T * B * T * A}, {&a->alpha, T * B * T}, {&a->cat, T * B * 2 * H}, {&a->logits, T * B * D},
+        {&a->u, T * B * T * A}, {&a->alpha, T * B * T}, {&a->cat, T * B * CW}, {&a->logits, T * B * D},
         {&a->probs, T * B * D}, {&a->dlogits, T * B * D},
-        {&a->dE, T * H}, {&a->dK, T * A}, {&a->dEk, T * H}, {&a->dcat, B * 2 * H}, {&a->dh, B * H},
+        {&a->dE, T * H}, {&a->dK, T * A}, {&a->dEk, T * H}, {&a->dcat, B * CW}, {&a->dh, B * H},
         {&a->dctx, B * H}, {&a->dh_att, B * H}, {&a->dc, B * H}, {&a->dc_prev, B * H}, {&a->dxh, B * XHd},
         {&a->dz, B * 4 * H}, {&a->att_scratch, B * T + B * A + A}, {&a->enc_dxh, E + H}, {&a->enc_dh, H},
         {&a->enc_dc, H}, {&a->enc_dc_prev, H}, {&a->dX, T * E}, {&a->zeros, H}};
@@ -184,7 +191,7 @@ pl_status placer_net_forward(const placer_net *net, placer_acts *acts, const dou
     if (mode == PN_SAMPLE && !rng) return PL_ERR_INVALID;
     const int F = net->cfg.n_features, D = net->cfg.n_devices, E = net->cfg.embed, H = net->cfg.hidden,
               A = net->cfg.attn, De = net->cfg.dev_embed;
-    const int XHe = E + H, XHd = De + 2 * H;
+    const int XHe = E + H, XHd = De + 2 * H, CW = 2 * H + D + 1;
     acts->T = T;
     acts->B = B;
 
@@ -229,13 +236,18 @@ pl_status placer_net_forward(const placer_net *net, placer_acts *acts, const dou
         attention_forward(ctx, acts->alpha + (size_t)t * B * T, acts->u + (size_t)t * B * T * A,
                           acts->q + (size_t)t * B * A, h, acts->enc_h, acts->K, placer_net_param(net, PN_ATT_WQ),
                           placer_net_param(net, PN_ATT_V), B, T, H, A);
-        double *cat = acts->cat + (size_t)t * B * 2 * H;
+        double *cat = acts->cat + (size_t)t * B * CW;
         for (int b = 0; b < B; b++) {
-            memcpy(cat + (size_t)b * 2 * H, h + (size_t)b * H, sizeof *cat * (size_t)H);
-            memcpy(cat + (size_t)b * 2 * H + H, ctx + (size_t)b * H, sizeof *cat * (size_t)H);
+            double *row = cat + (size_t)b * CW;
+            memcpy(row, h + (size_t)b * H, sizeof *cat * (size_t)H);
+            memcpy(row + H, ctx + (size_t)b * H, sizeof *cat * (size_t)H);
+            memset(row + 2 * H, 0, sizeof *cat * (size_t)(D + 1));
+            row[2 * H + (t == 0 ? D : acts->actions[(size_t)(t - 1) * B + b])] = 1.0;
         }
         double *logits = acts->logits + (size_t)t * B * D, *probs = acts->probs + (size_t)t * B * D;
-        linear_forward(logits, cat, placer_net_param(net, PN_OUT_W), placer_net_param(net, PN_OUT_B), B, 2 * H, D);
+        linear_forward(logits, cat, placer_net_param(net, PN_OUT_W), placer_net_param(net, PN_OUT_B), B, CW, D);
+        if (net->cfg.clip > 0)
+            for (int i = 0; i < B * D; i++) logits[i] = net->cfg.clip * tanh(logits[i] / net->cfg.clip);
         softmax_forward(probs, logits, B, D);
         for (int b = 0; b < B; b++) {
             const double *p = probs + (size_t)b * D;
@@ -272,7 +284,7 @@ void placer_net_backward(placer_net *net, placer_acts *acts, const double *featu
     const int T = acts->T, B = acts->B;
     const int F = net->cfg.n_features, D = net->cfg.n_devices, E = net->cfg.embed, H = net->cfg.hidden,
               A = net->cfg.attn, De = net->cfg.dev_embed;
-    const int XHe = E + H, XHd = De + 2 * H;
+    const int XHe = E + H, XHd = De + 2 * H, CW = 2 * H + D + 1;
     double *dE = acts->dE, *dK = acts->dK;
     memset(dE, 0, sizeof *dE * (size_t)T * H);
     memset(dK, 0, sizeof *dK * (size_t)T * A);
@@ -282,12 +294,20 @@ void placer_net_backward(placer_net *net, placer_acts *acts, const double *featu
     memset(dcn, 0, sizeof *dcn * (size_t)B * H);
     double *dev_demb = placer_net_grad(net, PN_DEV_EMB);
     for (int t = T - 1; t >= 0; t--) {
-        const double *cat = acts->cat + (size_t)t * B * 2 * H;
+        const double *cat = acts->cat + (size_t)t * B * CW;
+        if (net->cfg.clip > 0) { /* through C tanh(z / C), whose output the logits hold */
+            double *dl = acts->dlogits + (size_t)t * B * D;
+            const double *zc = acts->logits + (size_t)t * B * D;
+            for (int i = 0; i < B * D; i++) {
+                double th = zc[i] / net->cfg.clip;
+                dl[i] *= 1.0 - th * th;
+            }
+        }
         linear_backward(acts->dcat, placer_net_grad(net, PN_OUT_W), placer_net_grad(net, PN_OUT_B),
-                        acts->dlogits + (size_t)t * B * D, cat, placer_net_param(net, PN_OUT_W), B, 2 * H, D);
+                        acts->dlogits + (size_t)t * B * D, cat, placer_net_param(net, PN_OUT_W), B, CW, D);
         /* split dcat into dh (added to what flows from t+1) and dctx */
         for (int b = 0; b < B; b++) {
-            const double *dc_row = acts->dcat + (size_t)b * 2 * H;
+            const double *dc_row = acts->dcat + (size_t)b * CW;
             for (int j = 0; j < H; j++) {
                 dhn[(size_t)b * H + j] += dc_row[j];
                 acts->dctx[(size_t)b * H + j] = dc_row[H + j];

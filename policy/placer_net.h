@@ -8,9 +8,16 @@
  *   e_t   = LSTM_enc(x_t, e_{t-1})                        (T,H) encoder states
  *   d_t   = LSTM_dec([dev_emb(a_{t-1}) ; e_t], d_{t-1})   decoder, d_{-1} = e_{T-1}
  *   ctx_t = attention(d_t over e_0..e_{T-1})              content (additive) attention
- *   p_t   = softmax(Wo [d_t ; ctx_t] + bo)                over the D devices
+ *   z_t   = Wo [d_t ; ctx_t ; onehot(a_{t-1})] + bo
+ *   p_t   = softmax(C tanh(z_t / C))                       over the D devices
  *
- * a_{-1} is a start token (row D of the device embedding). The decoder also
+ * a_{-1} is a start token (row D of the device embedding). The one-hot of
+ * the previous device also reaches the output layer directly, so "stay on
+ * the previous device" is one weight, and the initial policy can be given a
+ * prior (cfg.stay) of repeating the previous device. Logit clipping (Bello
+ * et al. 2016) bounds how deterministic the policy can get (with C = 3 on
+ * 2 devices the likeliest device has p <= 0.9975), so the neighbourhood of
+ * the favourite stays sampled. The decoder also
  * reads e_t, the encoder state of the unit it is placing, in its input: the
  * paper's decoder "outputs the device for the op at the same encoder step";
  * feeding that state directly spares the attention from having to learn
@@ -39,6 +46,8 @@ typedef struct {
     int hidden;     /* H, LSTM width (encoder and decoder) */
     int attn;       /* A, attention width */
     int dev_embed;  /* De, device embedding width */
+    double stay;    /* initial probability of repeating the previous device (0: uniform start) */
+    double clip;    /* logit clipping C: logits = C tanh(z / C) (0: none) */
 } placer_net_config;
 
 enum {

@@ -184,9 +184,9 @@ static double net_loss(placer_net *net, placer_acts *acts, const double *feat, i
     return placer_net_policy_loss(acts, w, beta, 1.0 / B, NULL);
 }
 
-Test(nn, whole_network_backward_matches_finite_differences) {
+static void check_whole_network(double clip) {
     enum { F = 6, D = 3, T = 5, B = 4 };
-    placer_net_config cfg = {F, D, 4, 5, 3, 2};
+    placer_net_config cfg = {F, D, 4, 5, 3, 2, 0.7, clip};
     placer_net *net = NULL;
     cr_assert_eq(placer_net_create(&cfg, 7, &net), PL_OK);
     /* bigger output weights than the default init, so every path matters */
@@ -220,6 +220,10 @@ Test(nn, whole_network_backward_matches_finite_differences) {
     placer_acts_destroy(acts);
     placer_net_destroy(net);
 }
+
+Test(nn, whole_network_backward_matches_finite_differences) { check_whole_network(0.0); }
+
+Test(nn, whole_network_with_logit_clipping_matches_finite_differences) { check_whole_network(2.0); }
 
 Test(nn, sampling_is_deterministic_for_a_seed_and_greedy_takes_the_mode) {
     enum { F = 6, D = 4, T = 7, B = 3 };

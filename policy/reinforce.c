@@ -1,0 +1,500 @@
+/*
+ * reinforce.c: REINFORCE training of the placer network against the
+ * simulator (see reinforce.h), with per-update logging and checkpoints.
+ *
+ * Checkpoint blob layout (native byte order; a checkpoint is for resuming
+ * on the machine that wrote it): magic "PLRL", version, the network sizes,
+ * the unit and device counts, the options, updates done, generator state,
+ * baseline, Adam step, parameters, Adam moments, the best-so-far list and
+ * the evaluation count.
+ */
+#include "reinforce.h"
+
+#include <math.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "placement.h"
+
+#define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
+#define BLOB_VERSION 1u
+
+struct reinforce {
+    policy_evaluator *ev;     /* borrowed */
+    const policy_problem *pb; /* the evaluator's problem */
+    reinforce_options opt;    /* options */
+    placer_net *net;          /* the policy */
+    adam_state *adam;         /* its optimiser */
+    placer_acts *acts;        /* forward/backward workspace, (U, K) */
+    int U, D, K;              /* units, devices, samples */
+    int done;                 /* updates done */
+    pl_rng rng;               /* every sampling choice */
+    double ema;               /* EMA baseline (sqrt-seconds) */
+    int ema_init;             /* 1 once ema holds a value */
+    int n_top;                /* entries in the best-so-far list */
+    policy_eval top_ev[REINFORCE_MAX_TOP]; /* their evaluations, by cost */
+    int *top_dev;             /* (top_k, U) their unit placements */
+    int64_t evals;            /* placements evaluated */
+    /* scratch */
+    int *actions;             /* (K, U) */
+    int *node_dev;            /* n_nodes */
+    policy_eval *res;         /* K */
+    double *cost, *adv;       /* K */
+    char *text;               /* placement text */
+    size_t text_len;
+};
+
+void reinforce_options_default(reinforce_options *o) {
+    o->updates = 250;
+    o->samples = 8;
+    o->baseline = BASELINE_EMA;
+    o->ema_decay = 0.9;
+    o->entropy = 0.02;
+    o->lr = 0.003;
+    o->clip = 1.0;
+    o->seed = 1;
+    o->hidden = 64;
+    o->top_k = 5;
+    o->stay = 0.75;
+    o->logit_clip = 0.0;
+}
+
+pl_status reinforce_parse_baseline(const char *text, reinforce_baseline *out, char *msg, size_t len) {
+    if (text && !strcmp(text, "ema")) { *out = BASELINE_EMA; return PL_OK; }
+    if (text && !strcmp(text, "loo")) { *out = BASELINE_LOO; return PL_OK; }
+    return pl_fail(msg, len, PL_ERR_INVALID, "unknown baseline '%s' (use ema or loo)", text ? text : "");
+}
+
+const char *reinforce_baseline_name(reinforce_baseline b) { return b == BASELINE_LOO ? "loo" : "ema"; }
+
+static pl_status check_options(const reinforce_options *o, char *msg, size_t len) {
+    if (o->updates < 0) return pl_fail(msg, len, PL_ERR_INVALID, "--updates must be >= 0");
+    if (o->samples < 1 || o->samples > 4096) return pl_fail(msg, len, PL_ERR_INVALID, "--samples must be 1..4096");
+    if (o->baseline == BASELINE_LOO && o->samples < 2)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the leave-one-out baseline needs --samples >= 2");
+    if (!(o->lr > 0) || !isfinite(o->lr)) return pl_fail(msg, len, PL_ERR_INVALID, "--lr must be positive");
+    if (!(o->entropy >= 0) || !isfinite(o->entropy))
+        return pl_fail(msg, len, PL_ERR_INVALID, "--entropy must be >= 0");
+    if (!(o->ema_decay >= 0 && o->ema_decay < 1)) return pl_fail(msg, len, PL_ERR_INVALID, "EMA decay must be in [0,1)");
+    if (o->hidden < 1 || o->hidden > 1024) return pl_fail(msg, len, PL_ERR_INVALID, "hidden size must be 1..1024");
+    if (!(o->stay >= 0 && o->stay < 1)) return pl_fail(msg, len, PL_ERR_INVALID, "--prior-stay must be in [0,1)");
+    if (!(o->logit_clip >= 0) || !isfinite(o->logit_clip))
+        return pl_fail(msg, len, PL_ERR_INVALID, "--logit-clip must be >= 0");
+    if (o->top_k < 1 || o->top_k > REINFORCE_MAX_TOP)
+        return pl_fail(msg, len, PL_ERR_INVALID, "top-k must be 1..%d", REINFORCE_MAX_TOP);
+    return PL_OK;
+}
+
+void reinforce_destroy(reinforce *r) {
+    if (!r) return;
+    placer_net_destroy(r->net);
+    adam_destroy(r->adam);
+    placer_acts_destroy(r->acts);
+    free(r->top_dev);
+    free(r->actions);
+    free(r->node_dev);
+    free(r->res);
+    free(r->cost);
+    free(r->adv);
+    free(r->text);
+    free(r);
+}
+
+/* (Re)allocate what depends on the problem's size. */
+static pl_status size_buffers(reinforce *r) {
+    placer_acts_destroy(r->acts);
+    r->acts = NULL;
+    free(r->top_dev);
+    free(r->actions);
+    free(r->node_dev);
+    free(r->text);
+    r->top_dev = NULL; r->actions = NULL; r->node_dev = NULL; r->text = NULL;
+    pl_status st = placer_acts_create(r->net, r->U, r->K, &r->acts);
+    if (st != PL_OK) return st;
+    r->top_dev = calloc((size_t)REINFORCE_MAX_TOP * (size_t)r->U, sizeof *r->top_dev);
+    r->actions = calloc((size_t)r->K * (size_t)r->U, sizeof *r->actions);
+    r->node_dev = calloc((size_t)r->pb->g->n_nodes, sizeof *r->node_dev);
+    r->text_len = (size_t)r->pb->g->n_nodes * 4 + 16;
+    r->text = malloc(r->text_len);
+    if (!r->top_dev || !r->actions || !r->node_dev || !r->text) return PL_ERR_NOMEM;
+    return PL_OK;
+}
+
+/* Allocate a trainer around a network of the given options, without
+ * initialising the training state. */
+static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o, reinforce **out) {
+    *out = NULL;
+    reinforce *r = calloc(1, sizeof *r);
+    if (!r) return PL_ERR_NOMEM;
+    r->ev = ev;
+    r->pb = policy_evaluator_problem(ev);
+    r->opt = *o;
+    r->U = policy_units(r->pb);
+    r->D = policy_devices(r->pb);
+    r->K = o->samples;
+    placer_net_config cfg = placer_net_default_config(GROUP_N_FEATURES, r->D);
+    cfg.hidden = o->hidden;
+    cfg.stay = o->stay;
+    cfg.clip = o->logit_clip;
+    pl_status st = placer_net_create(&cfg, o->seed, &r->net);
+    if (st == PL_OK) st = adam_create(r->net->n_params, o->lr, &r->adam);
+    if (st == PL_OK) st = size_buffers(r);
+    if (st == PL_OK) {
+        r->res = calloc((size_t)r->K, sizeof *r->res);
+        r->cost = calloc((size_t)r->K, sizeof *r->cost);
+        r->adv = calloc((size_t)r->K, sizeof *r->adv);
+        if (!r->res || !r->cost || !r->adv) st = PL_ERR_NOMEM;
+    }
+    if (st != PL_OK) {
+        reinforce_destroy(r);
+        return st;
+    }
+    *out = r;
+    return PL_OK;
+}
+
+pl_status reinforce_create(policy_evaluator *ev, const reinforce_options *o, reinforce **out, char *msg,
+                           size_t len) {
+    *out = NULL;
+    pl_status st = check_options(o, msg, len);
+    if (st != PL_OK) return st;
+    reinforce *r = NULL;
+    st = alloc_trainer(ev, o, &r);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot allocate the placer network");
+    /* the sampling stream is separate from the init stream */
+    pl_rng_seed(&r->rng, o->seed ^ 0x9e3779b97f4a7c15ull);
+    *out = r;
+    return PL_OK;
+}
+
+int reinforce_updates_done(const reinforce *r) { return r->done; }
+const reinforce_options *reinforce_get_options(const reinforce *r) { return &r->opt; }
+const placer_net *reinforce_get_net(const reinforce *r) { return r->net; }
+double reinforce_best_cost(const reinforce *r) { return r->n_top > 0 ? r->top_ev[0].cost_us : INFINITY; }
+
+/* Insert a sampled placement into the best-so-far list (distinct, by cost;
+ * on equal cost the earlier entry stays first). */
+static void note_top(reinforce *r, const int *unit_dev, const policy_eval *e) {
+    const int U = r->U, k = r->opt.top_k;
+    for (int i = 0; i < r->n_top; i++)
+        if (!memcmp(r->top_dev + (size_t)i * U, unit_dev, sizeof *unit_dev * (size_t)U)) return;
+    if (r->n_top == k && e->cost_us >= r->top_ev[k - 1].cost_us) return;
+    int pos = r->n_top < k ? r->n_top++ : k - 1;
+    while (pos > 0 && r->top_ev[pos - 1].cost_us > e->cost_us) {
+        r->top_ev[pos] = r->top_ev[pos - 1];
+        memcpy(r->top_dev + (size_t)pos * U, r->top_dev + (size_t)(pos - 1) * U, sizeof *unit_dev * (size_t)U);
+        pos--;
+    }
+    r->top_ev[pos] = *e;
+    memcpy(r->top_dev + (size_t)pos * U, unit_dev, sizeof *unit_dev * (size_t)U);
+}
+
+/* Delete the checkpoints of run_id older than update (only the latest is kept). */
+static pl_status prune_checkpoints(profile_db *db, int64_t run_id, int update) {
+    sqlite3 *h = profile_db_handle(db);
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(h, "DELETE FROM checkpoint WHERE run_id = ?1 AND update_idx < ?2", -1, &s, NULL) !=
+        SQLITE_OK)
+        return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, run_id);
+    sqlite3_bind_int(s, 2, update);
+    int rc = sqlite3_step(s);
+    sqlite3_finalize(s);
+    return rc == SQLITE_DONE ? PL_OK : PL_ERR_DB;
+}
+
+/* Write one update's samples and the checkpoint in one transaction. */
+static pl_status log_update(reinforce *r, profile_db *db, int64_t run_id, int update, char *msg, size_t len) {
+    pl_status st = profile_db_begin(db);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot begin a transaction: %s", profile_db_last_error(db));
+    const int N = r->pb->g->n_nodes;
+    for (int k = 0; k < r->K && st == PL_OK; k++) {
+        grouping_expand(r->pb->gr, r->actions + (size_t)k * r->U, r->node_dev);
+        placement_format(r->node_dev, N, r->text, r->text_len);
+        st = profile_db_run_add_sample(db, run_id, update, k, r->text, r->res[k].step_us, r->res[k].peak_bytes,
+                                       r->res[k].oom);
+    }
+    void *blob = NULL;
+    size_t n = 0;
+    if (st == PL_OK) st = reinforce_serialize(r, &blob, &n);
+    if (st == PL_OK) st = profile_db_checkpoint_save(db, run_id, update, blob, n);
+    free(blob);
+    if (st == PL_OK) st = prune_checkpoints(db, run_id, update);
+    if (st != PL_OK) {
+        pl_fail(msg, len, st, "cannot log update %d of run %lld: %s", update, (long long)run_id,
+                profile_db_last_error(db));
+        profile_db_rollback(db);
+        return st;
+    }
+    st = profile_db_commit(db);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot commit update %d: %s", update, profile_db_last_error(db));
+    return PL_OK;
+}
+
+pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
+                          char *msg, size_t len) {
+    const int U = r->U, K = r->K;
+    const double *feat = r->pb->gr->features;
+    double t0 = pl_now_us();
+    while (r->done < r->opt.updates) {
+        int update = r->done;
+        pl_status st = placer_net_forward(r->net, r->acts, feat, U, K, PN_SAMPLE, &r->rng, r->actions, NULL);
+        if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
+        st = policy_evaluate(r->ev, r->actions, K, r->res);
+        if (st != PL_OK) return pl_fail(msg, len, st, "simulation of a sampled placement failed");
+        r->evals += K;
+        /* costs, baseline, advantages */
+        double mean = 0, best = INFINITY;
+        int n_oom = 0;
+        for (int k = 0; k < K; k++) {
+            r->cost[k] = sqrt(r->res[k].cost_us * 1e-6);
+            mean += r->cost[k];
+            if (r->res[k].cost_us < best) best = r->res[k].cost_us;
+            n_oom += r->res[k].oom;
+            note_top(r, r->actions + (size_t)k * U, &r->res[k]);
+        }
+        mean /= K;
+        double var = 0;
+        for (int k = 0; k < K; k++) var += (r->cost[k] - mean) * (r->cost[k] - mean);
+        double sd = K > 1 ? sqrt(var / (K - 1)) : 0.0;
+        double scale = sd > 1e-3 * mean ? sd : 1e-3 * mean;
+        if (!(scale > 0)) scale = 1.0;
+        if (r->opt.baseline == BASELINE_EMA) {
+            if (!r->ema_init) {
+                r->ema = mean;
+                r->ema_init = 1;
+            }
+            for (int k = 0; k < K; k++) r->adv[k] = (r->ema - r->cost[k]) / scale;
+            r->ema = r->opt.ema_decay * r->ema + (1.0 - r->opt.ema_decay) * mean;
+        } else {
+            for (int k = 0; k < K; k++) {
+                double b = (mean * K - r->cost[k]) / (K - 1);
+                r->adv[k] = (b - r->cost[k]) / scale;
+            }
+            r->ema = mean;
+            r->ema_init = 1;
+        }
+        /* gradient step */
+        placer_net_zero_grad(r->net);
+        double entropy = 0;
+        placer_net_policy_loss(r->acts, r->adv, r->opt.entropy, 1.0 / K, &entropy);
+        placer_net_backward(r->net, r->acts, feat);
+        double gnorm = placer_net_clip_grad(r->net, r->opt.clip);
+        adam_step(r->adam, r->net->params, r->net->grads, r->net->n_params);
+        r->done++;
+        if (db) {
+            st = log_update(r, db, run_id, update, msg, len);
+            if (st != PL_OK) return st;
+        }
+        if (cb) {
+            reinforce_progress p = {update, r->opt.updates, 0, best, reinforce_best_cost(r), entropy, r->ema,
+                                    gnorm, n_oom, (pl_now_us() - t0) * 1e-6};
+            double mc = 0;
+            for (int k = 0; k < K; k++) mc += r->res[k].cost_us;
+            p.mean_cost_us = mc / K;
+            if (cb(ud, &p) && r->done < r->opt.updates)
+                return pl_fail(msg, len, PL_ERR_INTERRUPTED, "stopped after update %d", update);
+        }
+    }
+    return PL_OK;
+}
+
+pl_status reinforce_retarget(reinforce *r, policy_evaluator *ev, int updates_target) {
+    const policy_problem *pb = policy_evaluator_problem(ev);
+    if (policy_devices(pb) != r->D) return PL_ERR_INVALID;
+    r->ev = ev;
+    r->pb = pb;
+    r->U = policy_units(pb);
+    r->n_top = 0;
+    r->opt.updates = updates_target;
+    return size_buffers(r);
+}
+
+pl_status reinforce_favourite(reinforce *r, int *unit_dev, policy_eval *e) {
+    pl_status st = placer_net_forward(r->net, r->acts, r->pb->gr->features, r->U, 1, PN_GREEDY, NULL, unit_dev, NULL);
+    if (st != PL_OK) return st;
+    return policy_evaluate(r->ev, unit_dev, 1, e);
+}
+
+pl_status reinforce_shortlist(reinforce *r, policy_cands *out) {
+    const int N = r->pb->g->n_nodes;
+    int *nd = malloc(sizeof *nd * (size_t)N), *fav = malloc(sizeof *fav * (size_t)r->U);
+    pl_status st = PL_ERR_NOMEM;
+    if (!nd || !fav) goto out;
+    st = PL_OK;
+    for (int i = 0; i < r->n_top && st == PL_OK; i++) {
+        char label[POLICY_LABEL_LEN];
+        snprintf(label, sizeof label, i == 0 ? "rl best found" : "rl top %d", i + 1);
+        grouping_expand(r->pb->gr, r->top_dev + (size_t)i * r->U, nd);
+        st = policy_cands_add(out, r->pb->gr, label, nd, r->top_dev + (size_t)i * r->U, &r->top_ev[i], 0);
+    }
+    if (st == PL_OK) {
+        policy_eval e;
+        st = reinforce_favourite(r, fav, &e);
+        if (st == PL_OK) {
+            grouping_expand(r->pb->gr, fav, nd);
+            st = policy_cands_add(out, r->pb->gr, "rl favourite", nd, fav, &e, 0);
+        }
+    }
+out:
+    free(nd);
+    free(fav);
+    return st;
+}
+
+/* ---- checkpoints ------------------------------------------------------------ */
+
+typedef struct {
+    unsigned char *p;
+    size_t n, cap;
+    int fail;
+} wbuf;
+
+static void put(wbuf *b, const void *x, size_t n) {
+    if (b->fail) return;
+    if (b->n + n > b->cap) {
+        size_t cap = b->cap ? b->cap : 4096;
+        while (cap < b->n + n) cap *= 2;
+        unsigned char *p = realloc(b->p, cap);
+        if (!p) { b->fail = 1; return; }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->n, x, n);
+    b->n += n;
+}
+
+typedef struct {
+    const unsigned char *p;
+    size_t n, off;
+    int fail;
+} rbuf;
+
+static void get(rbuf *b, void *x, size_t n) {
+    if (b->fail || b->off + n > b->n) { b->fail = 1; memset(x, 0, n); return; }
+    memcpy(x, b->p + b->off, n);
+    b->off += n;
+}
+
+/* The fields of the header, in order. */
+typedef struct {
+    uint32_t magic, version;
+    int32_t F, D, E, H, A, De, U;
+    int32_t updates, samples, baseline, hidden, top_k;
+    double ema_decay, entropy, lr, clip, stay, logit_clip;
+    uint64_t seed;
+    int32_t done, ema_init, n_top, pad;
+    double ema;
+    int64_t adam_t, evals;
+    uint64_t rng[4];
+    uint64_t n_params;
+} blob_header;
+
+pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
+    *blob = NULL;
+    *n = 0;
+    const placer_net_config *c = &r->net->cfg;
+    blob_header h;
+    memset(&h, 0, sizeof h);
+    h.magic = BLOB_MAGIC;
+    h.version = BLOB_VERSION;
+    h.F = c->n_features; h.D = c->n_devices; h.E = c->embed; h.H = c->hidden; h.A = c->attn; h.De = c->dev_embed;
+    h.U = r->U;
+    h.updates = r->opt.updates; h.samples = r->opt.samples; h.baseline = (int32_t)r->opt.baseline;
+    h.hidden = r->opt.hidden; h.top_k = r->opt.top_k;
+    h.ema_decay = r->opt.ema_decay; h.entropy = r->opt.entropy; h.lr = r->opt.lr; h.clip = r->opt.clip;
+    h.stay = r->opt.stay; h.logit_clip = r->opt.logit_clip;
+    h.seed = r->opt.seed;
+    h.done = r->done; h.ema_init = r->ema_init; h.n_top = r->n_top;
+    h.ema = r->ema;
+    h.adam_t = r->adam->t;
+    h.evals = r->evals;
+    memcpy(h.rng, r->rng.s, sizeof h.rng);
+    h.n_params = r->net->n_params;
+    wbuf b = {0};
+    put(&b, &h, sizeof h);
+    put(&b, r->net->params, sizeof(double) * r->net->n_params);
+    put(&b, r->adam->m, sizeof(double) * r->net->n_params);
+    put(&b, r->adam->v, sizeof(double) * r->net->n_params);
+    put(&b, r->top_ev, sizeof(policy_eval) * (size_t)r->n_top);
+    put(&b, r->top_dev, sizeof(int) * (size_t)r->n_top * (size_t)r->U);
+    if (b.fail) {
+        free(b.p);
+        return PL_ERR_NOMEM;
+    }
+    *blob = b.p;
+    *n = b.n;
+    return PL_OK;
+}
+
+pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blob, size_t n, int updates_target,
+                                           reinforce **out, char *msg, size_t len) {
+    *out = NULL;
+    rbuf b = {blob, n, 0, 0};
+    blob_header h;
+    get(&b, &h, sizeof h);
+    if (b.fail || h.magic != BLOB_MAGIC || h.version != BLOB_VERSION)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is not a placer checkpoint of version %u",
+                       BLOB_VERSION);
+    const policy_problem *pb = policy_evaluator_problem(ev);
+    if (h.U != policy_units(pb) || h.D != policy_devices(pb) || h.F != GROUP_N_FEATURES)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "the checkpoint is for %d units on %d devices, this problem has %d units on %d devices", h.U,
+                       h.D, policy_units(pb), policy_devices(pb));
+    reinforce_options o;
+    reinforce_options_default(&o);
+    o.updates = updates_target > 0 ? updates_target : h.updates;
+    o.samples = h.samples;
+    o.baseline = (reinforce_baseline)h.baseline;
+    o.hidden = h.hidden;
+    o.top_k = h.top_k;
+    o.ema_decay = h.ema_decay;
+    o.entropy = h.entropy;
+    o.lr = h.lr;
+    o.clip = h.clip;
+    o.stay = h.stay;
+    o.logit_clip = h.logit_clip;
+    o.seed = h.seed;
+    pl_status st = check_options(&o, msg, len);
+    if (st != PL_OK) return st;
+    if (h.n_top < 0 || h.n_top > o.top_k || h.done < 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is damaged");
+    reinforce *r = NULL;
+    st = alloc_trainer(ev, &o, &r);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot allocate the placer network");
+    const placer_net_config *c = &r->net->cfg;
+    if (c->embed != h.E || c->attn != h.A || c->dev_embed != h.De || r->net->n_params != h.n_params) {
+        reinforce_destroy(r);
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint's network shape differs from this build's");
+    }
+    get(&b, r->net->params, sizeof(double) * r->net->n_params);
+    get(&b, r->adam->m, sizeof(double) * r->net->n_params);
+    get(&b, r->adam->v, sizeof(double) * r->net->n_params);
+    get(&b, r->top_ev, sizeof(policy_eval) * (size_t)h.n_top);
+    get(&b, r->top_dev, sizeof(int) * (size_t)h.n_top * (size_t)r->U);
+    if (b.fail || b.off != b.n) {
+        reinforce_destroy(r);
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
+    }
+    r->done = h.done;
+    r->ema = h.ema;
+    r->ema_init = h.ema_init;
+    r->n_top = h.n_top;
+    r->adam->t = h.adam_t;
+    r->evals = h.evals;
+    memcpy(r->rng.s, h.rng, sizeof h.rng);
+    *out = r;
+    return PL_OK;
+}
+
+pl_status reinforce_load_checkpoint(profile_db *db, int64_t run_id, void **blob, size_t *n, int *update,
+                                    char *msg, size_t len) {
+    pl_status st = profile_db_checkpoint_load(db, run_id, -1, update, blob, n);
+    if (st == PL_ERR_NOT_FOUND)
+        return pl_fail(msg, len, st, "run %lld has no checkpoint to resume from", (long long)run_id);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot load the checkpoint of run %lld: %s", (long long)run_id,
+                                    profile_db_last_error(db));
+    return PL_OK;
+}

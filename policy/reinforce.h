@@ -1,0 +1,147 @@
+/*
+ * reinforce.h: training the seq2seq placer with REINFORCE against the
+ * simulator, as Mirhoseini et al. (2017) did against real hardware.
+ *
+ * One update:
+ *   1. sample K placements of the units from the policy (one encoder pass,
+ *      K decoder sequences in parallel);
+ *   2. evaluate them in parallel on the evaluator's threads (one simulator
+ *      context each);
+ *   3. cost c_k = sqrt(T_k / 1 s), T_k the simulated step time, or the OOM
+ *      penalty (10 s by default) when the placement does not fit;
+ *   4. advantage A_k = (b_k - c_k) / s, with the baseline b_k an
+ *      exponential moving average of past mean costs (EMA) or the mean of
+ *      the other K - 1 samples (leave-one-out), and s = max(sd of the K
+ *      costs, 0.1% of their mean) so the step does not depend on the
+ *      machine's speed;
+ *   5. loss = (1/K) sum_k sum_t [ -A_k log p(a_kt) - beta H(p_t) ], gradient
+ *      by the hand-written backward pass, global-norm clipping, Adam.
+ *
+ * Every sampled placement (as a node placement) and its predicted time,
+ * peak memory and OOM verdict is written to the store's run_sample table,
+ * and a checkpoint (network, Adam state, generator state, baseline,
+ * best-so-far list) to its checkpoint table, in one transaction per update.
+ * Only the latest checkpoint of a run is kept. Restoring that checkpoint
+ * continues the identical trajectory: every random choice comes from the
+ * one generator, and evaluation order never affects results.
+ *
+ * The prior. The paper's policy starts uniform. Here the first policy
+ * repeats the previous unit's device with probability `stay` (0.75 by
+ * default; 0 gives the paper's uniform start): good placements are mostly
+ * runs of consecutive units, and a uniform start on 4 devices spends the
+ * whole budget unlearning scattered placements. The benchmark
+ * (benchmarks/policy) reports both, and the prior alone (no learning) as
+ * an ablation.
+ *
+ * The shortlist is the top-k distinct placements sampled so far, plus the
+ * final favourite (the greedy decode of the final policy), as the paper
+ * reports the best placement found and not only the last policy.
+ */
+#ifndef PLACER_POLICY_REINFORCE_H
+#define PLACER_POLICY_REINFORCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "evaluator.h"
+#include "placer_net.h"
+#include "search.h"
+#include "status.h"
+#include "store.h"
+
+typedef enum { BASELINE_EMA = 0, BASELINE_LOO } reinforce_baseline;
+
+#define REINFORCE_MAX_TOP 32
+
+typedef struct {
+    int updates;                 /* updates to reach in total (250) */
+    int samples;                 /* K placements per update (8) */
+    reinforce_baseline baseline; /* EMA (default) or leave-one-out */
+    double ema_decay;            /* EMA baseline decay (0.9) */
+    double entropy;              /* entropy bonus beta */
+    double lr;                   /* Adam step size */
+    double clip;                 /* global gradient-norm clip (<= 0: none) */
+    uint64_t seed;               /* network init and sampling */
+    int hidden;                  /* LSTM width H */
+    int top_k;                   /* distinct placements kept for the shortlist */
+    double stay;                 /* initial probability of repeating the previous device */
+    double logit_clip;           /* C in C tanh(z / C) (0: none) */
+} reinforce_options;
+
+/* The defaults: 250 updates of 8 samples, EMA baseline (decay 0.9),
+ * entropy 0.02, Adam lr 0.003, gradient clip 1, seed 1, H 64, top 5,
+ * stay prior 0.75, no logit clipping. These were picked by a sweep on the
+ * spec profiles (benchmarks/policy/README.md has the figures). */
+void reinforce_options_default(reinforce_options *o);
+
+/* Parse "ema" / "loo". */
+pl_status reinforce_parse_baseline(const char *text, reinforce_baseline *out, char *msg, size_t len);
+const char *reinforce_baseline_name(reinforce_baseline b);
+
+typedef struct {
+    int update;             /* update just finished, 0-based */
+    int updates;            /* target */
+    double mean_cost_us;    /* mean cost of this update's samples */
+    double best_sample_us;  /* lowest cost among them */
+    double best_us;         /* lowest cost seen so far */
+    double entropy;         /* mean per-step policy entropy (nats) */
+    double baseline;        /* baseline after the update (sqrt-seconds) */
+    double grad_norm;       /* before clipping */
+    int n_oom;              /* samples that ran out of memory */
+    double elapsed_s;       /* wall time of this process's training so far */
+} reinforce_progress;
+
+/* Called after each committed update; return non-zero to stop training
+ * (reinforce_train then returns PL_ERR_INTERRUPTED; the run can resume). */
+typedef int (*reinforce_progress_cb)(void *ud, const reinforce_progress *p);
+
+typedef struct reinforce reinforce;
+
+/* A fresh trainer for the evaluator's problem (borrowed; must outlive it).
+ * PL_ERR_INVALID for bad options, PL_ERR_NOMEM. */
+pl_status reinforce_create(policy_evaluator *ev, const reinforce_options *o, reinforce **out, char *msg,
+                           size_t len);
+
+/* A trainer restored from a checkpoint blob made by reinforce_serialize,
+ * for the same problem shape (units, devices). Options come from the blob;
+ * updates_target > 0 replaces the blob's target. PL_ERR_INVALID for a
+ * foreign or damaged blob or a shape mismatch. */
+pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blob, size_t n, int updates_target,
+                                           reinforce **out, char *msg, size_t len);
+
+void reinforce_destroy(reinforce *r);
+
+/* Train until updates_done reaches the target, or cb asks to stop. With db
+ * (may be NULL) every update's samples and a checkpoint are committed
+ * under run_id in one transaction. */
+pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
+                          char *msg, size_t len);
+
+/* Switch to another problem with the same number of devices (a graph of
+ * another length: generalisation). Keeps the network and Adam state, clears
+ * the best-so-far list, and sets a new update target (updates done keep
+ * counting). */
+pl_status reinforce_retarget(reinforce *r, policy_evaluator *ev, int updates_target);
+
+int reinforce_updates_done(const reinforce *r);
+const reinforce_options *reinforce_get_options(const reinforce *r);
+const placer_net *reinforce_get_net(const reinforce *r);
+/* Lowest cost seen so far (INFINITY before any update). */
+double reinforce_best_cost(const reinforce *r);
+
+/* Serialize the full training state into a malloc'd blob (*blob, *n). */
+pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n);
+
+/* The greedy decode of the current policy, evaluated. unit_dev has
+ * n_units entries. */
+pl_status reinforce_favourite(reinforce *r, int *unit_dev, policy_eval *e);
+
+/* Shortlist: the top-k distinct placements seen ("rl top i"), then the
+ * favourite ("rl favourite"). */
+pl_status reinforce_shortlist(reinforce *r, policy_cands *out);
+
+/* Load the latest checkpoint of run_id from the store. *blob malloc'd. */
+pl_status reinforce_load_checkpoint(profile_db *db, int64_t run_id, void **blob, size_t *n, int *update,
+                                    char *msg, size_t len);
+
+#endif
