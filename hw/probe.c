@@ -25,12 +25,15 @@
 #endif
 
 #define PROBE_ALIGN 256
-#define PAD_ASYNC_BYTES (256LL << 20)
+#define PAD_ASYNC_BYTES (1LL << 30)
 #define PAD_SYNC_BYTES (64LL << 10)
-#define PAD_MAX_CALLS 100000
+/* At most this many pad calls (about 20 ms of zeroing on an H200): a host
+ * that needs longer to issue the timed part is blocked, not slow, and a
+ * longer pad would not help. At the cap starved repetitions are kept. */
+#define PAD_MAX_CALLS 64
 
 hw_probe_opts hw_probe_opts_default(void) {
-    hw_probe_opts o = {.warmup = 3, .reps = 30, .max_discard = 60, .pad_bytes = 0, .seed = 1};
+    hw_probe_opts o = {.warmup = 3, .reps = 30, .max_discard = 20, .pad_bytes = 0, .seed = 1};
     return o;
 }
 
@@ -153,9 +156,10 @@ static pl_status run_reps(hw_backend *be, int dev, void *pad, int64_t pad_bytes,
             if (!clean && need < 2 * n_pad) need = 2 * n_pad;
             n_pad = need < 1 ? 1 : need > PAD_MAX_CALLS ? PAD_MAX_CALLS : need;
         }
+        const int capped = n_pad >= PAD_MAX_CALLS;
         attempt++;
         if (attempt <= o->warmup) continue;
-        if (!clean && discarded < o->max_discard) {
+        if (!clean && discarded < o->max_discard && !capped) {
             discarded++;
             continue;
         }
@@ -649,9 +653,10 @@ pl_status hw_probe_transfer(hw_engine *e, int src, int dst, int n, const int64_t
                 if (!clean && need < 2 * n_pad) need = 2 * n_pad;
                 n_pad = need < 1 ? 1 : need > PAD_MAX_CALLS ? PAD_MAX_CALLS : need;
             }
+            const int capped = n_pad >= PAD_MAX_CALLS;
             attempt++;
             if (attempt <= o->warmup) continue;
-            if (!clean && discarded < o->max_discard) {
+            if (!clean && discarded < o->max_discard && !capped) {
                 discarded++;
                 continue;
             }

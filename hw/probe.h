@@ -53,13 +53,15 @@ typedef struct {
     int warmup;        /* untimed repetitions first (they also size the pad) */
     int reps;          /* timed repetitions kept, >= 1 */
     int max_discard;   /* starved repetitions tolerated before giving up waiting
-                          for clean ones (then the last ones are kept, flagged) */
-    int64_t pad_bytes; /* buffer zeroed ahead of the timed work; 0: 256 MiB on an
+                          for clean ones (then the next ones are kept, flagged);
+                          they are kept at once when the pad reached its cap of 64
+                          zeroings (the host is then blocked, not slow) */
+    int64_t pad_bytes; /* buffer zeroed ahead of the timed work; 0: 1 GiB on an
                           asynchronous device, 64 KiB on the CPU backend */
     uint64_t seed;     /* tokens, targets and (when no model is given) parameters */
 } hw_probe_opts;
 
-/* warmup 3, reps 30, max_discard 60, pad_bytes 0, seed 1. */
+/* warmup 3, reps 30, max_discard 20, pad_bytes 0, seed 1. */
 hw_probe_opts hw_probe_opts_default(void);
 
 typedef struct {
