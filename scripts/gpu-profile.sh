@@ -11,7 +11,8 @@
 #      compare; target under 2% for nodes above 50 us);
 #   4. prints the sanity check of both files (placer profile check): per
 #      device and micro-batch size, the sum of the node costs against the
-#      whole single-device step measured on the engine.
+#      whole single-device step measured on the engine; and, beside it, the
+#      same steps replayed as CUDA graphs (placer step --graphs).
 #
 # Writes under $OUT: profile.log (everything, with one line per measured unit),
 # summary.txt (the tables), and copies of the three profile files.
@@ -86,6 +87,11 @@ run check_x2 60 "$P" profile check --db data/h200x2.db
 cat "$OUT/check_x2.out" >>"$SUM"
 run check_x1 60 "$P" profile check --db data/h200x1.db
 cat "$OUT/check_x1.out" >>"$SUM"
+say "-- the engine's whole single-GPU steps replayed as CUDA graphs (launch gaps mostly gone), for comparison"
+for b in 16 8 4 2 1; do
+  run "graph_step_mb$b" 60 "$P" step --devices 0 --config "default,batch=$b" --graphs --warmup 3 --steps 20
+  echo "  mb $b: $(grep -E '^(step time|graphs)' "$OUT/graph_step_mb$b.out" | tr -s ' ' | paste -sd ';')" | tee -a "$SUM"
+done
 run show_x2 60 "$P" profile show --db data/h200x2.db
 sed -n '/^node costs/,$p' "$OUT/show_x2.out" >>"$SUM"
 
