@@ -31,9 +31,10 @@ typedef struct {
     int n;                               /* marks so far this step */
     const char *agg_name[CU_KPROF_NAMES];/* totals by name */
     double agg_ms[CU_KPROF_NAMES];
+    double agg_max[CU_KPROF_NAMES];      /* slowest call (the first, with lazy loading) */
     long agg_calls[CU_KPROF_NAMES];
     int n_agg;
-    char gemm_names[CU_KPROF_NAMES][40]; /* "gemm MxNxK" names seen */
+    char gemm_names[CU_KPROF_NAMES][48]; /* "gemm MxNxK" names seen */
     int n_gemm_names;
 } cu_kprof;
 
@@ -42,6 +43,8 @@ typedef struct {
     cublasHandle_t blas;             /* bound to stream */
     cublasComputeType_t compute;     /* CUBLAS_COMPUTE_32F or _32F_FAST_TF32 */
     int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
+    int splitk;                      /* weight-gradient GEMMs split over the batch (PLACER_SPLITK=0: off) */
+    int sm_count;                    /* multiprocessors */
     char *err;                       /* message buffer */
     size_t err_len;
     cu_kprof *kprof;                 /* per-kernel timing, or NULL */
@@ -51,7 +54,8 @@ typedef struct {
 void cu_kmark(cu_ctx *ctx, const char *name);
 /* Fold the step's marks into the totals (after the stream is idle). */
 void cu_kprof_collect(cu_kprof *k);
-/* Print the totals ("KPROF name calls total_ms") to stderr. */
+/* Print the totals to stderr: "KPROF dev D name calls N total T ms mean M us",
+ * the mean leaving out each name's slowest call (its first: module loading). */
 void cu_kprof_print(const cu_kprof *k, int dev);
 
 /* Record a failure in ctx->err and return its status (PL_ERR_DEVICE_OOM for

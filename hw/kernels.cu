@@ -23,6 +23,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_nodes.h"
@@ -58,6 +59,7 @@ void cu_kprof_collect(cu_kprof *k) {
             k->agg_name[k->n_agg++] = k->name[i];
         }
         k->agg_ms[j] += ms;
+        if (ms > k->agg_max[j]) k->agg_max[j] = ms;
         k->agg_calls[j]++;
     }
     k->n = 0;
@@ -65,9 +67,12 @@ void cu_kprof_collect(cu_kprof *k) {
 
 void cu_kprof_print(const cu_kprof *k, int dev) {
     if (!k || !k->on) return;
-    for (int j = 0; j < k->n_agg; j++)
-        fprintf(stderr, "KPROF dev %d %-34s calls %6ld total %9.3f ms\n", dev, k->agg_name[j], k->agg_calls[j],
-                k->agg_ms[j]);
+    for (int j = 0; j < k->n_agg; j++) {
+        long c = k->agg_calls[j];
+        double mean_us = c > 1 ? (k->agg_ms[j] - k->agg_max[j]) / (double)(c - 1) * 1e3 : k->agg_ms[j] * 1e3;
+        fprintf(stderr, "KPROF dev %d %-34s calls %6ld total %9.3f ms mean %9.2f us\n", dev, k->agg_name[j], c,
+                k->agg_ms[j], mean_us);
+    }
 }
 
 pl_status cu_fail(char *err, size_t len, const char *file, int line, const char *call, const char *what,
@@ -555,15 +560,19 @@ __global__ void adamw_tick_k(int *t_dev) { *t_dev += 1; }
 
 /* ---------------- cuBLAS wrappers (row-major) ---------------- */
 
-/* The profile's name for a GEMM of this shape (kept in the profile). */
-static const char *gemm_name(cu_kprof *k, int m, int n, int k_) {
-    char buf[40];
-    snprintf(buf, sizeof buf, "gemm %dx%dx%d", m, n, k_);
+/* The profile's copy of a kernel name (kept in the profile). */
+static const char *gemm_name_str(cu_kprof *k, const char *buf) {
     for (int i = 0; i < k->n_gemm_names; i++)
         if (!strcmp(k->gemm_names[i], buf)) return k->gemm_names[i];
     if (k->n_gemm_names == CU_KPROF_NAMES) return "gemm (other)";
     snprintf(k->gemm_names[k->n_gemm_names], sizeof k->gemm_names[0], "%s", buf);
     return k->gemm_names[k->n_gemm_names++];
+}
+
+static const char *gemm_name(cu_kprof *k, int m, int n, int k_) {
+    char buf[40];
+    snprintf(buf, sizeof buf, "gemm %dx%dx%d", m, n, k_);
+    return gemm_name_str(k, buf);
 }
 
 static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
@@ -579,7 +588,11 @@ static pl_status gemm_batched(cu_ctx *ctx, cublasOperation_t ta, cublasOperation
                               long long sb, float beta, float *C, int ldc, long long sc, int batch) {
     BTRY(cublasGemmStridedBatchedEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, sa, B, CUDA_R_32F, ldb,
                                     sb, &beta, C, CUDA_R_32F, ldc, sc, batch, ctx->compute, CUBLAS_GEMM_DEFAULT));
-    KM("gemm batched (attention)");
+    if (ctx->kprof) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "bgemm %dx%dx%d x%d", m, n, k, batch);
+        KM(gemm_name_str(ctx->kprof, nm));
+    }
     return PL_OK;
 }
 
@@ -598,6 +611,35 @@ static pl_status linear_bwd_inp(cu_ctx *ctx, float *dinp, const float *dout, con
 static pl_status linear_bwd_w(cu_ctx *ctx, float *dw, const float *dout, const float *inp, int N, int C, int OC,
                               int ldd) {
     return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, 1.0f, inp, C, dout, ldd, 1.0f, dw, C);
+}
+
+/* dw += sum of s partial gradients part[j] (n floats each) */
+__global__ void splitk_reduce_k(float *dw, const float *part, int64_t n, int s) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float acc = 0.0f;
+    for (int j = 0; j < s; j++) acc += part[(int64_t)j * n + i];
+    dw[i] += acc;
+}
+
+/* dw (OC, C) += dout^T @ inp, the reduction over N rows split into s
+ * slices run as one batched GEMM (s partials in part), then summed: a
+ * weight gradient with few output tiles otherwise keeps most SMs idle. */
+static pl_status linear_bwd_w_split(cu_ctx *ctx, float *dw, const float *dout, const float *inp, int N, int C, int OC,
+                                    int ldd, float *part) {
+    int tiles = ((C + 127) / 128) * ((OC + 127) / 128);
+    int s = ctx->sm_count / (tiles > 0 ? tiles : 1);
+    if (s > HW_SPLITK_MAX) s = HW_SPLITK_MAX;
+    while (s > 1 && (N % s != 0 || N / s < 256)) s--;
+    if (!ctx->splitk || !part || s <= 1) return linear_bwd_w(ctx, dw, dout, inp, N, C, OC, ldd);
+    const int kc = N / s;
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, kc, 1.0f, inp, C, (long long)kc * C, dout, ldd,
+                     (long long)kc * ldd, 0.0f, part, C, (long long)C * OC, s));
+    int64_t n = (int64_t)C * OC;
+    splitk_reduce_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(dw, part, n, s);
+    LAUNCHED();
+    KM("splitk_reduce_k");
+    return PL_OK;
 }
 
 /* The 32-bit-indexed kernels need tensors below 2^31 elements. */
@@ -662,13 +704,14 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
     const int64_t NC = (int64_t)N * C;
     float *dy = c->scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *dqkv = dqkvr + 3 * NC, *datt = dqkv + 3 * NC;
+    float *part = datt + (int64_t)B * NH * T * T; /* split-K partials (layout.h) */
     const float *qkvr = S(c, 0), *att = S(c, 1), *y = S(c, 2);
     const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
     float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
     const float scale = 1.0f / sqrtf((float)hs);
     const long long sT = (long long)T * hs, sTT = (long long)T * T;
     RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
-    RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+    RET(linear_bwd_w_split(ctx, G(c, 2), c->dout, y, N, C, C, C, part));
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
     LAUNCHED();
@@ -691,7 +734,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     LAUNCHED();
     KM("unpermute_qkv_k");
     RET(linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
-    RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
+    RET(linear_bwd_w_split(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C, part));
     return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
 }
 
@@ -710,15 +753,15 @@ static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
 static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
     const float *h = S(c, 0), *g = S(c, 1);
-    float *dg = c->scratch;
+    float *dg = c->scratch, *part = c->scratch + (int64_t)N * 4 * C; /* split-K partials (layout.h) */
     RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
-    RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
+    RET(linear_bwd_w_split(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C, part));
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
     LAUNCHED();
     KM("gelu_bwd_k");
     RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
-    RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
+    RET(linear_bwd_w_split(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C, part));
     return colsum(ctx, G(c, 1), dg, N, 4 * C);
 }
 
@@ -782,6 +825,9 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     int dev = 0, optin = 0;
     TRY(cudaGetDevice(&dev));
     TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+    TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, dev));
+    const char *sk = getenv("PLACER_SPLITK");
+    ctx->splitk = !(sk && !strcmp(sk, "0"));
     int want = optin - 1024; /* room for the kernel's static shared memory */
     ctx->loss_smem_ok = 0;
     if (want > 48 * 1024) {

@@ -516,9 +516,11 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
     return PL_OK;
 }
 
-/* After a device's last operation: join its comm stream, then AdamW. */
+/* After a device's last operation: join its comm stream (if it carried
+ * anything: an untouched comm stream must stay out of a graph capture),
+ * then AdamW. */
 static pl_status issue_tail(cctx *c, int d) {
-    pl_status st = join_comm(c, d);
+    pl_status st = c->comm_seq[d] > 0 ? join_comm(c, d) : PL_OK;
     if (st != PL_OK) return st;
     hw_instr in = instr(HI_ADAMW, HW_STREAM_COMPUTE);
     return emit(c, d, in);

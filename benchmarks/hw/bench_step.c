@@ -212,6 +212,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gemm-tflops") && i + 1 < argc) gemm_tflops = atof(argv[++i]);
         else if (!strcmp(argv[i], "--copy-gbs") && i + 1 < argc) copy_gbs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--suffix") && i + 1 < argc) suffix = argv[++i];
         else if (!strcmp(argv[i], "--graphs")) {
             use_graphs = 1;
             suffix = "_graph";
