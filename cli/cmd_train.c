@@ -1,10 +1,390 @@
-/* cmd_train.c: placeholder until the 'train' subcommand lands. */
+/*
+ * cmd_train.c: `placer train` trains the seq2seq placer with REINFORCE
+ * against the simulator, logging every sampled placement and a checkpoint
+ * per update into the profile database, and ends with the shortlist next to
+ * the baselines. `--resume RUN` continues a stopped or killed run on the
+ * identical trajectory.
+ *
+ * A run stores its problem and options as canonical arguments in the run
+ * table; a resume re-reads them, so only --updates (a new target) and
+ * --threads may be given with --resume.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli.h"
+#include "reinforce.h"
+#include "search.h"
+#include "session.h"
+#include "util.h"
+
+/* Set by SIGINT/SIGTERM; the progress callback stops training after the
+ * update in flight is committed. Signal handlers need a global. */
+static volatile sig_atomic_t g_stop = 0;
+
+static void on_signal(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static void train_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer train [--db FILE] [--groups colocate|none] [--updates 250] [--samples 8]\n"
+            "                    [--baseline ema|loo] [--entropy X] [--lr X] [--seed N]\n"
+            "                    [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
+            "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n\n"
+            "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE against the\n"
+            "simulator. Each update samples K placements, simulates them in parallel, and takes\n"
+            "one Adam step on cost = sqrt(step time in seconds), an OOM counting as a 10 s step.\n"
+            "Every sample and a checkpoint per update go to the database; the run's id is printed.\n"
+            "Ends with a table of the shortlist (top distinct placements found and the final\n"
+            "favourite) against the best single device, the best human split and the DP.\n\n"
+            "  --db            profile database (default: $PLACER_DB or the shipped profile)\n"
+            "  --groups        colocate (default; 13 groups on the default GPT) or none (nodes)\n"
+            "  --updates       policy updates in total (default 250)\n"
+            "  --samples       placements per update, K (default 8)\n"
+            "  --baseline      ema (moving average, default) or loo (leave-one-out)\n"
+            "  --entropy       entropy bonus (default 0.02)\n"
+            "  --lr            Adam step size (default 0.003)\n"
+            "  --seed          seed of the network and of every sample (default 1)\n"
+            "  --prior-stay P  first policy repeats the previous device with probability P\n"
+            "                  (default 0.75; 0 = uniform start as in the paper)\n"
+            "  --logit-clip C  logits clipped to C tanh(z/C) (default 0 = off)\n"
+            "  --hidden H      LSTM width (default 64)\n"
+            "  --top-k K       distinct placements kept for the shortlist (default 5)\n"
+            "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
+            "  --mem-cap       per-device cap: bytes (16GB, 512MiB) or a fraction (50%%, 0.5)\n"
+            "  --devices       use only the profile's first N devices\n"
+            "  --config        graph config when the database holds several\n"
+            "  --resume RUN    continue run RUN from its last checkpoint (with --updates: new target)\n"
+            "  --threads       simulator threads (default: all cores)\n"
+            "  --uncalibrated  neutral simulator parameters even if the store has fitted ones\n");
+}
+
+typedef struct {
+    policy_session_options so;
+    reinforce_options ro;
+    const char *config_text;
+    const char *mem_cap_text;
+    long threads;
+    long resume;          /* run id, 0 = fresh */
+    int updates_given;    /* --updates appeared */
+    int problem_given;    /* an option a resume may not change appeared */
+} train_args;
+
+static int parse_long(const char *name, const char *text, long lo, long hi, long *out) {
+    char *end = NULL;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || v < lo || v > hi) {
+        cli_usage_error("train", "%s must be an integer in %ld..%ld, not '%s'", name, lo, hi, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+static int parse_double(const char *name, const char *text, double lo, double hi, double *out) {
+    char *end = NULL;
+    double v = strtod(text, &end);
+    if (!*text || *end || !(v >= lo && v <= hi)) {
+        cli_usage_error("train", "%s must be a number in [%g, %g], not '%s'", name, lo, hi, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
+
+/* Parse argv into a (pre-filled) train_args. Returns -1 after printing a
+ * usage error, 1 for --help, 0 otherwise. */
+static int parse_args(int argc, char **argv, train_args *a) {
+    static const struct option opts[] = {
+        {"db", required_argument, 0, 'd'},          {"groups", required_argument, 0, 'g'},
+        {"updates", required_argument, 0, 'U'},     {"samples", required_argument, 0, 'K'},
+        {"baseline", required_argument, 0, 'B'},    {"entropy", required_argument, 0, 'e'},
+        {"lr", required_argument, 0, 'l'},          {"seed", required_argument, 0, 'S'},
+        {"micro-batches", required_argument, 0, 'm'}, {"schedule", required_argument, 0, 's'},
+        {"mem-cap", required_argument, 0, 'c'},     {"devices", required_argument, 0, 'n'},
+        {"config", required_argument, 0, 'C'},      {"resume", required_argument, 0, 'r'},
+        {"threads", required_argument, 0, 't'},     {"prior-stay", required_argument, 0, 'p'},
+        {"logit-clip", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
+        {"top-k", required_argument, 0, 'k'},       {"uncalibrated", no_argument, 0, 'u'},
+        {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int ch;
+    char msg[256];
+    while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        long v;
+        double x;
+        if (ch != 'd' && ch != 'U' && ch != 'r' && ch != 't' && ch != 'h') a->problem_given = 1;
+        switch (ch) {
+        case 'd': a->so.db_path = optarg; break;
+        case 'g':
+            if (grouping_parse_mode(optarg, &a->so.groups, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 'U': if (parse_long("--updates", optarg, 0, 10000000, &v)) return -1; a->ro.updates = (int)v; a->updates_given = 1; break;
+        case 'K': if (parse_long("--samples", optarg, 1, 4096, &v)) return -1; a->ro.samples = (int)v; break;
+        case 'B':
+            if (reinforce_parse_baseline(optarg, &a->ro.baseline, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 'e': if (parse_double("--entropy", optarg, 0, 100, &a->ro.entropy)) return -1; break;
+        case 'l': if (parse_double("--lr", optarg, 1e-12, 10, &a->ro.lr)) return -1; break;
+        case 'S': if (parse_long("--seed", optarg, 0, 0x7fffffffL, &v)) return -1; a->ro.seed = (uint64_t)v; break;
+        case 'm':
+            if (schedule_parse_micro_batches(optarg, &a->so.micro_batches, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 's':
+            if (schedule_parse_order(optarg, &a->so.order, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 'c': a->mem_cap_text = optarg; break;
+        case 'n': if (parse_long("--devices", optarg, 1, 64, &v)) return -1; a->so.devices = (int)v; break;
+        case 'C': a->config_text = optarg; break;
+        case 'r': if (parse_long("--resume", optarg, 1, 0x7fffffffffffL, &v)) return -1; a->resume = v; break;
+        case 't': if (parse_long("--threads", optarg, 1, 1024, &a->threads)) return -1; break;
+        case 'p': if (parse_double("--prior-stay", optarg, 0, 0.999, &a->ro.stay)) return -1; break;
+        case 'L': if (parse_double("--logit-clip", optarg, 0, 1000, &a->ro.logit_clip)) return -1; break;
+        case 'H': if (parse_long("--hidden", optarg, 1, 1024, &v)) return -1; a->ro.hidden = (int)v; break;
+        case 'k': if (parse_long("--top-k", optarg, 1, REINFORCE_MAX_TOP, &v)) return -1; a->ro.top_k = (int)v; break;
+        case 'u': a->so.calibrated = 0; break;
+        case 'h': return 1;
+        default:
+            cli_usage_error("train", "unknown or incomplete option '%s'; see placer train --help", argv[optind - 1]);
+            return -1;
+        }
+        (void)x;
+    }
+    if (optind < argc) {
+        cli_usage_error("train", "unexpected argument '%s'; see placer train --help", argv[optind]);
+        return -1;
+    }
+    return 0;
+}
+
+static void defaults(train_args *a) {
+    memset(a, 0, sizeof *a);
+    policy_session_options_default(&a->so);
+    reinforce_options_default(&a->ro);
+}
+
+/* The canonical arguments stored with a run (everything but --db, --resume
+ * and --threads), from which a resume rebuilds the same problem. */
+static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf, size_t len) {
+    char devs[32] = "";
+    if (a->so.devices > 0) snprintf(devs, sizeof devs, " --devices %d", a->so.devices);
+    snprintf(buf, len,
+             "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d --groups %s "
+             "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
+             "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d%s",
+             cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
+             grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
+             a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
+             a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
+             (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,
+             a->so.calibrated ? "" : " --uncalibrated");
+}
+
+typedef struct {
+    int64_t id;
+    int found;
+    char method[32];
+    char args[2048];
+} run_lookup;
+
+static int find_run(void *ctx, const profile_run_info *r) {
+    run_lookup *l = ctx;
+    if (r->id != l->id) return 0;
+    l->found = 1;
+    snprintf(l->method, sizeof l->method, "%s", r->method ? r->method : "");
+    snprintf(l->args, sizeof l->args, "%s", r->args ? r->args : "");
+    return 1;
+}
+
+typedef struct {
+    int tty;
+    double t_last;
+} progress_state;
+
+static int on_progress(void *ud, const reinforce_progress *p) {
+    progress_state *ps = ud;
+    double now = pl_now_us();
+    if (ps->tty && (now - ps->t_last > 1e5 || p->update + 1 == p->updates)) {
+        ps->t_last = now;
+        fprintf(stderr, "\r\033[Kupdate %d/%d  best %.3f ms  mean %.3f ms  entropy %.3f  oom %d  %.1f s",
+                p->update + 1, p->updates, p->best_us * 1e-3, p->mean_cost_us * 1e-3, p->entropy, p->n_oom,
+                p->elapsed_s);
+    }
+    return g_stop ? 1 : 0;
+}
 
 int cmd_train(int argc, char **argv) {
-    (void)argc; (void)argv;
-    fprintf(stderr, "placer train: not available in this build yet\n");
-    return CLI_EXIT_FAIL;
+    train_args a;
+    defaults(&a);
+    int pr = parse_args(argc, argv, &a);
+    if (pr < 0) return CLI_EXIT_USAGE;
+    if (pr > 0) {
+        train_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (!a.so.db_path) a.so.db_path = cli_default_db();
+    if (!a.so.db_path)
+        return cli_usage_error("train", "no profile database found; give --db FILE (placer profile --from-spec "
+                                        "t4x4-pcie --db FILE makes one)");
+    char msg[512] = "";
+    pl_status st;
+    int rc = CLI_EXIT_OK;
+    policy_session *ss = NULL;
+    reinforce *r = NULL;
+    policy_cands *rows = NULL, *base = NULL;
+    void *blob = NULL;
+    profile_db *db = NULL;
+    int64_t run_id = 0;
+
+    if (a.resume) {
+        if (a.problem_given)
+            return cli_usage_error("train", "with --resume only --updates and --threads may be given (the run keeps "
+                                            "its own problem and options)");
+        /* read the run's stored arguments and parse them as if given */
+        st = profile_db_open(a.so.db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+        if (st != PL_OK) return cli_report("train", st, msg);
+        run_lookup l = {a.resume, 0, "", ""};
+        st = profile_db_runs(db, find_run, &l);
+        profile_db_close(db);
+        db = NULL;
+        if (st != PL_OK) return cli_report("train", st, "cannot list the runs of the database");
+        if (!l.found) return cli_usage_error("train", "run %ld is not in %s", a.resume, a.so.db_path);
+        if (strcmp(l.method, "reinforce") != 0)
+            return cli_usage_error("train", "run %ld is a '%s' run, not a placer training run", a.resume, l.method);
+        char *words[64];
+        int n = 0;
+        words[n++] = "train";
+        char *save = NULL;
+        for (char *t = strtok_r(l.args, " ", &save); t && n < 63; t = strtok_r(NULL, " ", &save)) words[n++] = t;
+        words[n] = NULL;
+        train_args s;
+        defaults(&s);
+        if (parse_args(n, words, &s) != 0) return cli_usage_error("train", "run %ld has unreadable arguments", a.resume);
+        s.so.db_path = a.so.db_path;
+        s.threads = a.threads;
+        s.resume = a.resume;
+        if (a.updates_given) s.ro.updates = a.ro.updates;
+        a = s;
+    }
+    a.so.config = a.config_text;
+    a.so.mem_cap = a.mem_cap_text;
+    a.so.threads = (int)a.threads;
+    a.so.write = 1;
+    st = policy_session_open(&a.so, &ss, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("train", st, msg);
+    db = ss->db;
+    int start_update = 0;
+    if (a.resume) {
+        size_t n = 0;
+        int upd = -1;
+        st = reinforce_load_checkpoint(db, a.resume, &blob, &n, &upd, msg, sizeof msg);
+        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
+        st = reinforce_create_from_checkpoint(ss->ev, blob, n, a.ro.updates, &r, msg, sizeof msg);
+        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
+        run_id = a.resume;
+        start_update = reinforce_updates_done(r);
+    } else {
+        st = reinforce_create(ss->ev, &a.ro, &r, msg, sizeof msg);
+        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
+        char args[2048];
+        canonical_args(&a, &ss->cfg, args, sizeof args);
+        st = profile_db_run_create(db, "reinforce", args, &run_id);
+        if (st != PL_OK) {
+            rc = cli_report("train", st, profile_db_last_error(db));
+            goto out;
+        }
+    }
+    char key[128];
+    gpt_config_key(&ss->cfg, key, sizeof key);
+    char capbuf[32] = "device memory";
+    if (ss->cap_bytes > 0) pl_format_bytes((double)ss->cap_bytes, capbuf, sizeof capbuf);
+    printf("run %lld%s: profile %s (%s, %d device%s), graph %s\n", (long long)run_id,
+           a.resume ? " (resumed)" : "", ss->p->machine, ss->p->source, ss->p->n_devices,
+           ss->p->n_devices == 1 ? "" : "s", key);
+    printf("%d units (%s grouping), m=%d %s, cap %s, simulator parameters %s\n", ss->gr->n_groups,
+           grouping_mode_name(ss->gr->mode), a.so.micro_batches, schedule_order_name(a.so.order), capbuf,
+           ss->n_sim_params ? "calibrated" : "neutral");
+    const reinforce_options *ro = reinforce_get_options(r);
+    printf("updates %d (from %d), samples %d, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n\n",
+           ro->updates, start_update, ro->samples, reinforce_baseline_name(ro->baseline), ro->entropy, ro->lr,
+           (unsigned long long)ro->seed, ro->stay);
+    fflush(stdout);
+
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    progress_state ps = {cli_stderr_is_tty(), 0};
+    double t0 = pl_now_us();
+    st = reinforce_train(r, db, run_id, on_progress, &ps, msg, sizeof msg);
+    double wall = (pl_now_us() - t0) * 1e-6;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (ps.tty) fprintf(stderr, "\r\033[K");
+    if (st == PL_ERR_INTERRUPTED) {
+        fprintf(stderr, "placer train: %s; resume with: placer train --db %s --resume %lld\n", msg, a.so.db_path,
+                (long long)run_id);
+        rc = CLI_EXIT_FAIL;
+        goto out;
+    }
+    if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
+    st = profile_db_run_finish(db, run_id);
+    if (st != PL_OK) { rc = cli_report("train", st, profile_db_last_error(db)); goto out; }
+
+    /* shortlist and baselines */
+    if (policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, &rows) != PL_OK ||
+        policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, &base) != PL_OK) {
+        rc = cli_report("train", PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = reinforce_shortlist(r, rows)) != PL_OK || (st = search_single(ss->ev, base)) != PL_OK ||
+        (st = search_human(ss->ev, base)) != PL_OK || (st = search_dp(ss->ev, base, NULL)) != PL_OK) {
+        rc = cli_report("train", st, "cannot evaluate the baselines");
+        goto out;
+    }
+    const char *prefixes[] = {"single", "human", "dp (", NULL};
+    for (int i = 0; prefixes[i] && st == PL_OK; i++) {
+        int j = policy_cands_best_with_prefix(base, prefixes[i]);
+        if (j >= 0)
+            st = policy_cands_add(rows, ss->gr, base->items[j].label, base->items[j].node_dev, base->items[j].unit_dev,
+                                  &base->items[j].ev, 0);
+    }
+    int bs = policy_cands_best_with_prefix(base, "single");
+    double ref = bs >= 0 && !base->items[bs].ev.oom ? base->items[bs].ev.step_us : NAN;
+    char *table = st == PL_OK ? policy_format_table(rows, ref) : NULL;
+    if (!table) { rc = cli_report("train", PL_ERR_NOMEM, "out of memory"); goto out; }
+    fputs(table, stdout);
+    free(table);
+    if (isnan(ref)) printf("\nevery single device runs out of memory: no speed-up reference\n");
+    printf("\n%d updates x %d samples in %.2f s (this process: %d updates); samples and checkpoint in run %lld\n",
+           reinforce_updates_done(r), ro->samples, wall, reinforce_updates_done(r) - start_update,
+           (long long)run_id);
+out:
+    free(blob);
+    policy_cands_destroy(rows);
+    policy_cands_destroy(base);
+    reinforce_destroy(r);
+    policy_session_close(ss);
+    return rc;
 }

@@ -37,9 +37,12 @@ struct reinforce {
     policy_eval top_ev[REINFORCE_MAX_TOP]; /* their evaluations, by cost */
     int *top_dev;             /* (top_k, U) their unit placements */
     int64_t evals;            /* placements evaluated */
+    int *perms;               /* (n_perms, D) device relabellings that leave the problem unchanged */
+    int n_perms;
     /* scratch */
     int *actions;             /* (K, U) */
     int *node_dev;            /* n_nodes */
+    int *canon_a, *canon_b;   /* U each: canonical forms being compared */
     policy_eval *res;         /* K */
     double *cost, *adv;       /* K */
     char *text;               /* placement text */
@@ -95,6 +98,9 @@ void reinforce_destroy(reinforce *r) {
     free(r->top_dev);
     free(r->actions);
     free(r->node_dev);
+    free(r->canon_a);
+    free(r->canon_b);
+    free(r->perms);
     free(r->res);
     free(r->cost);
     free(r->adv);
@@ -110,7 +116,11 @@ static pl_status size_buffers(reinforce *r) {
     free(r->actions);
     free(r->node_dev);
     free(r->text);
+    free(r->canon_a);
+    free(r->canon_b);
+    free(r->perms);
     r->top_dev = NULL; r->actions = NULL; r->node_dev = NULL; r->text = NULL;
+    r->canon_a = NULL; r->canon_b = NULL; r->perms = NULL;
     pl_status st = placer_acts_create(r->net, r->U, r->K, &r->acts);
     if (st != PL_OK) return st;
     r->top_dev = calloc((size_t)REINFORCE_MAX_TOP * (size_t)r->U, sizeof *r->top_dev);
@@ -118,8 +128,10 @@ static pl_status size_buffers(reinforce *r) {
     r->node_dev = calloc((size_t)r->pb->g->n_nodes, sizeof *r->node_dev);
     r->text_len = (size_t)r->pb->g->n_nodes * 4 + 16;
     r->text = malloc(r->text_len);
-    if (!r->top_dev || !r->actions || !r->node_dev || !r->text) return PL_ERR_NOMEM;
-    return PL_OK;
+    r->canon_a = malloc(sizeof *r->canon_a * (size_t)r->U);
+    r->canon_b = malloc(sizeof *r->canon_b * (size_t)r->U);
+    if (!r->top_dev || !r->actions || !r->node_dev || !r->text || !r->canon_a || !r->canon_b) return PL_ERR_NOMEM;
+    return policy_device_automorphisms(r->pb, &r->perms, &r->n_perms);
 }
 
 /* Allocate a trainer around a network of the given options, without
@@ -174,12 +186,36 @@ const reinforce_options *reinforce_get_options(const reinforce *r) { return &r->
 const placer_net *reinforce_get_net(const reinforce *r) { return r->net; }
 double reinforce_best_cost(const reinforce *r) { return r->n_top > 0 ? r->top_ev[0].cost_us : INFINITY; }
 
-/* Insert a sampled placement into the best-so-far list (distinct, by cost;
- * on equal cost the earlier entry stays first). */
+/* The lexicographically smallest relabelling of a placement under the
+ * problem's automorphisms: equal for placements that only swap identical
+ * devices. */
+static void canonical(const reinforce *r, const int *unit_dev, int *out) {
+    memcpy(out, unit_dev, sizeof *out * (size_t)r->U);
+    for (int q = 1; q < r->n_perms; q++) {
+        const int *pi = r->perms + (size_t)q * r->D;
+        int less = 0;
+        for (int u = 0; u < r->U; u++) {
+            int v = pi[unit_dev[u]];
+            if (v != out[u]) {
+                less = v < out[u];
+                break;
+            }
+        }
+        if (less)
+            for (int u = 0; u < r->U; u++) out[u] = pi[unit_dev[u]];
+    }
+}
+
+/* Insert a sampled placement into the best-so-far list (distinct up to
+ * relabelling identical devices, by cost; on equal cost the earlier entry
+ * stays first). */
 static void note_top(reinforce *r, const int *unit_dev, const policy_eval *e) {
     const int U = r->U, k = r->opt.top_k;
-    for (int i = 0; i < r->n_top; i++)
-        if (!memcmp(r->top_dev + (size_t)i * U, unit_dev, sizeof *unit_dev * (size_t)U)) return;
+    canonical(r, unit_dev, r->canon_a);
+    for (int i = 0; i < r->n_top; i++) {
+        canonical(r, r->top_dev + (size_t)i * U, r->canon_b);
+        if (!memcmp(r->canon_a, r->canon_b, sizeof *unit_dev * (size_t)U)) return;
+    }
     if (r->n_top == k && e->cost_us >= r->top_ev[k - 1].cost_us) return;
     int pos = r->n_top < k ? r->n_top++ : k - 1;
     while (pos > 0 && r->top_ev[pos - 1].cost_us > e->cost_us) {

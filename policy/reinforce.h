@@ -33,7 +33,8 @@
  * (benchmarks/policy) reports both, and the prior alone (no learning) as
  * an ablation.
  *
- * The shortlist is the top-k distinct placements sampled so far, plus the
+ * The shortlist is the top-k distinct placements sampled so far (distinct
+ * up to relabelling identical devices), plus the
  * final favourite (the greedy decode of the final policy), as the paper
  * reports the best placement found and not only the last policy.
  */
