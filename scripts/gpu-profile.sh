@@ -67,15 +67,15 @@ SCRATCH=/tmp/placer-h200x2-rerun.db
 rm -f "$SCRATCH" "$SCRATCH-wal" "$SCRATCH-shm"
 
 say "== 1. two GPUs -> data/h200x2.db (target: at most 180 s)"
-run profile_x2 300 "$P" profile --db data/h200x2.db --devices 0,1 --portable --verbose
+run profile_x2 200 "$P" profile --db data/h200x2.db --devices 0,1 --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x2.out" | tee -a "$SUM"
 
 say "== 2. GPU 0 alone -> data/h200x1.db"
-run profile_x1 200 "$P" profile --db data/h200x1.db --devices 0 --portable --verbose
+run profile_x1 120 "$P" profile --db data/h200x1.db --devices 0 --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x1.out" | tee -a "$SUM"
 
 say "== 3. the same two GPUs again -> scratch; run-to-run variation"
-run profile_x2_again 300 "$P" profile --db "$SCRATCH" --devices 0,1 --portable --verbose
+run profile_x2_again 200 "$P" profile --db "$SCRATCH" --devices 0,1 --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x2_again.out" | tee -a "$SUM"
 run compare_50us 60 "$P" profile compare --db data/h200x2.db --db "$SCRATCH" --min-us 50
 cat "$OUT/compare_50us.out" >>"$SUM"
