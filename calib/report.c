@@ -201,7 +201,7 @@ typedef struct {
     int n, cap;
     int64_t *id;
     char (*method)[32];
-    char (*args)[160];
+    char (*args)[512];
 } run_list;
 
 static int collect_run(void *ctx, const profile_run_info *ri) {
@@ -212,16 +212,21 @@ static int collect_run(void *ctx, const profile_run_info *ri) {
         if (id) l->id = id;
         char(*m)[32] = realloc(l->method, sizeof *m * (size_t)cap);
         if (m) l->method = m;
-        char(*a)[160] = realloc(l->args, sizeof *a * (size_t)cap);
+        char(*a)[512] = realloc(l->args, sizeof *a * (size_t)cap);
         if (a) l->args = a;
         if (!id || !m || !a) return 1;
         l->cap = cap;
     }
     l->id[l->n] = ri->id;
     snprintf(l->method[l->n], 32, "%s", ri->method ? ri->method : "");
-    snprintf(l->args[l->n], 160, "%s", ri->args ? ri->args : "");
+    snprintf(l->args[l->n], 512, "%s", ri->args ? ri->args : "");
     l->n++;
     return 0;
+}
+
+static int cmp_dbl(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
 static pl_status learning_curve(report *r, int64_t run, const char *method, const char *args, int explicit_run) {
@@ -275,15 +280,32 @@ static pl_status learning_curve(report *r, int64_t run, const char *method, cons
         fprintf(f, "%d %.4f %.4f %.4f\n", u, sum / k / 1000.0, best / 1000.0, best_all / 1000.0);
     }
     fclose(f);
+    /* a few placements with many cut edges can be 10x slower: clip the axis
+     * at the 98th percentile so the curve stays readable */
+    double lo = NAN, top = NAN;
+    double *sorted = malloc(sizeof(double) * (size_t)(a.n ? a.n : 1));
+    int ns = 0;
+    if (sorted) {
+        for (int i = 0; i < a.n; i++)
+            if (!a.oom[i] && isfinite(a.us[i])) sorted[ns++] = a.us[i] / 1000.0;
+        qsort(sorted, (size_t)ns, sizeof *sorted, cmp_dbl);
+        if (ns) {
+            lo = sorted[0];
+            top = sorted[(int)(0.98 * (ns - 1))];
+        }
+        free(sorted);
+    }
+    char yr[96] = "";
+    if (ns && top > lo) snprintf(yr, sizeof yr, "set yrange [%g:%g]\n", lo - 0.05 * (top - lo), top + 0.1 * (top - lo));
     char body[2048];
     snprintf(body, sizeof body,
              "set title \"run %lld (%s): predicted step time of sampled placements\" noenhanced\n"
-             "set xlabel 'policy update'\nset ylabel 'predicted step time (ms)'\nset key top right\n"
+             "set xlabel 'policy update'\nset ylabel 'predicted step time (ms)'\nset key top right\n%s"
              "plot '%s.dat' using 1:2 with points pt 7 ps 0.35 lc rgb '#99aaaaaa' title 'sampled placements', \\\n"
              "  '%s-curve.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'mean of update', \\\n"
              "  '' using 1:3 with lines lw 1 lc rgb '#2ca02c' title 'best of update', \\\n"
              "  '' using 1:4 with lines lw 2 dt 2 lc rgb '#d62728' title 'best so far'",
-             (long long)run, method, base, base);
+             (long long)run, method, yr, base, base);
     if ((st = draw(r, base, body)) != PL_OK) goto out;
     r->sum.n_learning++;
     char b1[32], b2[32], b3[32];

@@ -28,7 +28,10 @@
 # (calibration placements)  GRAPHS=0 (1: the engine replays CUDA graphs)
 # PROFILE=path (profile database to start from; default data/h200x2.db, else
 # data/h200x2-spec.db)  BUDGET_S=470 (GPU stage: steps that would start
-# after this many seconds are skipped and said so).
+# after this many seconds are skipped and said so).  For a dry run of the
+# GPU stage without GPUs: TIMER=synthetic (the simulator with known
+# parameters plus noise) and GPU_PLACER=build/cli/placer; SKIP_BUILD=1 and
+# PLACER=path skip the builds and use another CPU-side placer.
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -40,6 +43,10 @@ SEED="${SEED:-1}"
 COUNT="${COUNT:-60}"
 GRAPHS="${GRAPHS:-0}"
 BUDGET_S="${BUDGET_S:-470}"
+TIMER="${TIMER:-cuda}"
+GPU_PLACER="${GPU_PLACER:-./build-gpu/cli/placer}"
+PLACER="${PLACER:-./build/cli/placer}"
+SKIP_BUILD="${SKIP_BUILD:-0}"
 T0=$(date +%s)
 
 say() { echo "== experiments: $* ($(( $(date +%s) - T0 )) s)"; }
@@ -107,9 +114,11 @@ EOF
 }
 
 prepare() {
-  ./scripts/install-deps.sh
-  ./scripts/build.sh
-  ./scripts/gpu-build.sh
+  if [ "$SKIP_BUILD" != 1 ]; then
+    ./scripts/install-deps.sh
+    ./scripts/build.sh
+    ./scripts/gpu-build.sh
+  fi
   mkdir -p "$EXP"
   src="${PROFILE:-}"
   if [ -z "$src" ]; then
@@ -120,7 +129,7 @@ prepare() {
   rm -f "$DB" "$DB-wal" "$DB-shm" "$EXP"/*.log "$EXP/settings"
   cp "$src" "$DB"
   say "profile $src ($(dbq "$DB" 'SELECT source FROM machine')) copied to $DB"
-  train_all ./build/cli/placer
+  train_all "$PLACER"
   say "prepared: carry build-gpu and $EXP to the GPU machine, run scripts/experiments.sh gpu"
 }
 
@@ -136,17 +145,19 @@ budget_left() {
 }
 
 gpu() {
-  [ -x build-gpu/cli/placer ] || die "build-gpu/cli/placer missing: run scripts/experiments.sh prepare here and carry build-gpu"
+  [ -x "$GPU_PLACER" ] || die "$GPU_PLACER missing: run scripts/experiments.sh prepare here and carry build-gpu"
   [ -f "$EXP/settings" ] || die "$EXP/settings missing: run scripts/experiments.sh prepare here and carry $EXP"
+  if [ -n "${OUT:-}" ]; then exec > >(tee "$OUT/experiments.log" "$EXP/gpu.log") 2>&1
+  else exec > >(tee "$EXP/gpu.log") 2>&1; fi
   LD_LIBRARY_PATH="$ROOT/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export LD_LIBRARY_PATH
-  P=./build-gpu/cli/placer
+  P=$GPU_PLACER
   . "$EXP/settings"
   say "machine: $(nvidia-smi -L 2>/dev/null | tr '\n' ';' || echo 'nvidia-smi missing')"
   $P --version
-  gopt=""
-  [ "$GRAPHS" = 1 ] && gopt="--graphs"
-  if [ "$(dbq "$DB" 'SELECT source FROM machine')" != measured ]; then
+  gopt="--timer $TIMER"
+  [ "$GRAPHS" = 1 ] && gopt="$gopt --graphs"
+  if [ "$(dbq "$DB" 'SELECT source FROM machine')" != measured ] && [ "$TIMER" = cuda ]; then
     say "profile: $DB is not a measured profile; measuring devices $DEVICES"
     NEW="$EXP/h200x2-measured.db"
     rm -f "$NEW" "$NEW-wal" "$NEW-shm"
@@ -183,10 +194,10 @@ report() {
   fi
   [ -f "$EXP/settings" ] || die "$EXP/settings missing: nothing to report"
   . "$EXP/settings"
-  [ -x build/cli/placer ] || ./scripts/build.sh
+  [ -x "$PLACER" ] || ./scripts/build.sh
   rm -rf docs/results
   mkdir -p docs/results
-  ./build/cli/placer report --db "$DB" --out docs/results --markdown docs/results.md --image-prefix results/
+  "$PLACER" report --db "$DB" --out docs/results --markdown docs/results.md --image-prefix results/
   {
     echo
     echo "## How these numbers were made"
