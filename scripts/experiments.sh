@@ -13,8 +13,9 @@
 #   scripts/experiments.sh prepare          here (no GPU): builds build/ and
 #       build-gpu/ (scripts/gpu-build.sh), copies the profile into
 #       out/experiments/, trains A, B and C offline and runs the searches.
-#   scripts/experiments.sh gpu              on the GPU machine, with build-gpu
-#       and out/experiments carried: profiles if needed (then trains there),
+#   scripts/experiments.sh gpu              on the GPU machine, with
+#       build-gpu/cli/placer, build-gpu/lib and out/experiments carried (about
+#       10 MB together): profiles if needed (then trains there),
 #       confirms A, B, C and calibrates. Logs and the database go to
 #       $OUT/results.tar.gz after every step (and $OUT/experiments.log), so a
 #       run cut short still returns what it measured. Budget: about 8 minutes.
@@ -149,8 +150,9 @@ gpu() {
   [ -f "$EXP/settings" ] || die "$EXP/settings missing: run scripts/experiments.sh prepare here and carry $EXP"
   if [ -n "${OUT:-}" ]; then exec > >(tee "$OUT/experiments.log" "$EXP/gpu.log") 2>&1
   else exec > >(tee "$EXP/gpu.log") 2>&1; fi
-  LD_LIBRARY_PATH="$ROOT/build-gpu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export LD_LIBRARY_PATH
+  # GSL/OpenBLAS come from the bundle; NVLink multicast stays off on shared machines
+  LD_LIBRARY_PATH="$ROOT/build-gpu/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LD_LIBRARY_PATH NCCL_NVLS_ENABLE=0
   P=$GPU_PLACER
   . "$EXP/settings"
   say "machine: $(nvidia-smi -L 2>/dev/null | tr '\n' ';' || echo 'nvidia-smi missing')"
