@@ -42,6 +42,23 @@ static void remove_db(const char *path) {
     cr_assert_eq(system(cmd), 0);
 }
 
+Test(calib_cli, confirm_takes_the_rl_shortlist_and_favourite_from_a_trained_runs_checkpoint) {
+    char db[256], cmd[1024], err[256];
+    make_db(db, sizeof db);
+    snprintf(cmd, sizeof cmd, "%s train --db %s --updates 4 --samples 4 --threads 1 --seed 3", PLACER_BIN, db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s confirm --db %s --run 1 --timer synthetic --label R --confirm-rounds 2 --steps 2",
+             PLACER_BIN, db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    /* the first stderr line says where the RL candidates came from */
+    cr_assert(strstr(err, "from checkpoint") != NULL, "%s", err);
+    snprintf(cmd, sizeof cmd,
+             "test \"$(sqlite3 %s \"SELECT count(*) FROM calib_confirm_side WHERE side='rl' AND n_candidates > 1\")\" = 1",
+             db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "no rl side with several candidates stored");
+    remove_db(db);
+}
+
 Test(calib_cli, calibrate_confirm_report_run_end_to_end_on_a_spec_profile) {
     char db[256], cmd[1024], err[256];
     make_db(db, sizeof db);
