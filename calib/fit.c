@@ -339,7 +339,10 @@ pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *
     for (int j = 0; j < fd.n_theta; j++) {
         int i = fd.map[j];
         const char *nm = sim_param_name(i);
-        double sd_theta = c * sqrt(fabs(gsl_matrix_get(covar, (size_t)j, (size_t)j)));
+        double cjj = gsl_matrix_get(covar, (size_t)j, (size_t)j);
+        /* GSL zeroes the covariance of columns it finds linearly dependent:
+         * that parameter's error is undetermined, not zero */
+        double sd_theta = cjj > 0 ? c * sqrt(cjj) : NAN;
         res->err[i] = param_dtheta(nm, gsl_vector_get(sol, (size_t)j)) * sd_theta;
         res->state[i] = CALIB_PARAM_FITTED;
     }

@@ -75,7 +75,8 @@ typedef enum { CALIB_PARAM_FROZEN = 0, CALIB_PARAM_FITTED = 1, CALIB_PARAM_UNIDE
 
 typedef struct {
     sim_params params;                 /* fitted values (start values where not fitted) */
-    double err[SIM_N_PARAMS];          /* covariance-scaled 1-sigma errors; NaN where not fitted */
+    double err[SIM_N_PARAMS];          /* covariance-scaled 1-sigma errors; NaN where not fitted
+                                          or where the data leave it undetermined */
     calib_param_state state[SIM_N_PARAMS]; /* what happened to each parameter */
     int n_points;                      /* residuals (training entries) */
     int n_fitted;                      /* parameters actually fitted */

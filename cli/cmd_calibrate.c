@@ -217,8 +217,11 @@ int cmd_calibrate(int argc, char **argv) {
         const char *state = r.fit.state[i] == CALIB_PARAM_FITTED        ? ""
                             : r.fit.state[i] == CALIB_PARAM_UNIDENTIFIABLE ? "not identifiable from these placements"
                                                                             : "kept";
-        printf("  %-22s %12.4g %12.4g %12.3g  %s\n", sim_param_name(i), *sim_param_ptr(&r.before, i),
-               *sim_param_ptr(&r.fit.params, i), r.fit.err[i], state);
+        char err[32] = "-";
+        if (isfinite(r.fit.err[i])) snprintf(err, sizeof err, "%.3g", r.fit.err[i]);
+        else if (r.fit.state[i] == CALIB_PARAM_FITTED) snprintf(err, sizeof err, "undetermined");
+        printf("  %-22s %12.4g %12.4g %12s  %s\n", sim_param_name(i), *sim_param_ptr(&r.before, i),
+               *sim_param_ptr(&r.fit.params, i), err, state);
     }
     printf("\n  %-26s %9s %10s %8s %13s %13s\n", "accuracy", "MAPE", "max error", "tau", "peak MAPE", "peak max");
     if (r.n_test > 0) {
