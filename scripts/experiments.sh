@@ -187,6 +187,7 @@ gpu() {
   fi
   pack
   say "gpu stage done"
+  sleep 1 # let tee finish $OUT/experiments.log before the command returns
 }
 
 report() {
