@@ -119,6 +119,16 @@ static pl_status log_timing(calib_confirm *c, const calib_timing *t) {
     return PL_OK;
 }
 
+/* Copy text into buf as the inside of a JSON string: quotes, backslashes
+ * and control characters are dropped (labels are for people). */
+static const char *json_safe(const char *text, char *buf, size_t len) {
+    size_t k = 0;
+    for (const char *c = text ? text : ""; *c && k + 1 < len; c++)
+        if (*c != '"' && *c != '\\' && (unsigned char)*c >= 0x20) buf[k++] = *c;
+    buf[k] = 0;
+    return buf;
+}
+
 /* Write one timing as a measurement row. steps holds the timed steps. */
 static pl_status store_timing(calib_confirm *c, profile_db *db, const calib_confirm_config *cfg,
                               calib_timing *t, const double *steps, int n_steps, char *msg, size_t len) {
@@ -132,11 +142,13 @@ static pl_status store_timing(calib_confirm *c, profile_db *db, const calib_conf
         goto out;
     }
     placement_format(k->placement, c->n_nodes, ptext, plen);
+    char jl[CALIB_LABEL_LEN], jc[CALIB_LABEL_LEN];
     int w = snprintf(extra, xlen,
                      "{\"protocol\":\"confirm\",\"label\":\"%s\",\"run\":%lld,\"side\":\"%s\","
                      "\"candidate\":\"%s\",\"phase\":\"%s\",\"round\":%d,\"order\":%d,\"warmup\":%d,"
                      "\"pred_us\":%.3f,\"steps_us\":[",
-                     cfg->label ? cfg->label : "", (long long)cfg->run_id, c->sides[k->side].name, k->label,
+                     json_safe(cfg->label, jl, sizeof jl), (long long)cfg->run_id, c->sides[k->side].name,
+                     json_safe(k->label, jc, sizeof jc),
                      t->phase ? "confirm" : "select", t->round, t->order, cfg->warmup,
                      isfinite(k->pred_us) ? k->pred_us : -1.0);
     for (int i = 0; i < n_steps && !t->oom && w > 0 && (size_t)w < xlen; i++)
