@@ -149,6 +149,7 @@ static pl_status run_reps(hw_backend *be, int dev, void *pad, int64_t pad_bytes,
         if (s != PL_OK) break;
         const double pad_us = marks[0];
         const int clean = !async || host_us <= pad_us;
+        const int capped = n_pad >= PAD_MAX_CALLS; /* this repetition's pad was already the largest */
         /* size the next pad from what one zeroing took */
         if (async) {
             double per = pad_us / n_pad;
@@ -156,7 +157,6 @@ static pl_status run_reps(hw_backend *be, int dev, void *pad, int64_t pad_bytes,
             if (!clean && need < 2 * n_pad) need = 2 * n_pad;
             n_pad = need < 1 ? 1 : need > PAD_MAX_CALLS ? PAD_MAX_CALLS : need;
         }
-        const int capped = n_pad >= PAD_MAX_CALLS;
         attempt++;
         if (attempt <= o->warmup) continue;
         if (!clean && discarded < o->max_discard && !capped) {
@@ -647,13 +647,13 @@ pl_status hw_probe_transfer(hw_engine *e, int src, int dst, int n, const int64_t
             }
             const double pad_us = m[0][0] < m[1][0] ? m[0][0] : m[1][0];
             const int clean = !async || host_us <= pad_us;
+            const int capped = n_pad >= PAD_MAX_CALLS;
             if (async) {
                 double per = pad_us / n_pad;
                 int need = per > 0 ? (int)ceil(1.3 * host_us / per) : n_pad * 2;
                 if (!clean && need < 2 * n_pad) need = 2 * n_pad;
                 n_pad = need < 1 ? 1 : need > PAD_MAX_CALLS ? PAD_MAX_CALLS : need;
             }
-            const int capped = n_pad >= PAD_MAX_CALLS;
             attempt++;
             if (attempt <= o->warmup) continue;
             if (!clean && discarded < o->max_discard && !capped) {
