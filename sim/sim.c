@@ -579,6 +579,14 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     sim_params prm;
     if (prm_in) prm = *prm_in;
     else sim_params_default(&prm);
+    /* Negative times or scales have no physical meaning and would break the
+     * critical-path walk, which relies on every op taking time >= 0. */
+    for (int i = 0; i < SIM_N_PARAMS; i++) {
+        double v = *sim_param_ptr(&prm, i);
+        if (!isfinite(v) || v < 0)
+            return fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite and >= 0",
+                        sim_param_name(i), v);
+    }
 
     c->m = m;
     c->mb = g->cfg.batch / m;

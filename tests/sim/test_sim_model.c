@@ -306,3 +306,33 @@ Test(sim_input, params_have_stable_names) {
     cr_assert_null(sim_param_name(SIM_N_PARAMS));
     cr_assert_null(sim_param_ptr(&prm, -1));
 }
+
+Test(sim_model, negative_or_nonfinite_params_are_refused) {
+    /* calibration once fed a negative value, which used to hang sim_run */
+    gpt_config cfg;
+    cr_assert_eq(gpt_config_parse("tiny", &cfg, NULL, 0), PL_OK);
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&cfg, &g, NULL, 0), PL_OK);
+    int mb[1] = {4};
+    profile_data *p = NULL;
+    cr_assert_eq(profile_data_create(2, g->n_nodes, 1, mb, &p), PL_OK);
+    for (size_t i = 0; i < (size_t)2 * g->n_nodes * PHASE_COUNT; i++) p->cost_us[i] = 1.0;
+    p->devices[0].mem_bytes = p->devices[1].mem_bytes = 1LL << 40;
+    sim_ctx *ctx = NULL;
+    cr_assert_eq(sim_ctx_create(g, p, 4, &ctx), PL_OK);
+    int place[64] = {0};
+    schedule s = schedule_make(1, SCHED_GPIPE);
+    sim_result r;
+    for (int i = 0; i < SIM_N_PARAMS; i++) {
+        sim_params prm;
+        sim_params_default(&prm);
+        *sim_param_ptr(&prm, i) = -1.0;
+        cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), PL_ERR_INVALID, "%s", sim_param_name(i));
+        *sim_param_ptr(&prm, i) = NAN;
+        cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), PL_ERR_INVALID, "%s", sim_param_name(i));
+    }
+    cr_assert_eq(sim_run(ctx, place, &s, NULL, NULL, &r), PL_OK);
+    sim_ctx_destroy(ctx);
+    profile_data_destroy(p);
+    graph_destroy(g);
+}
