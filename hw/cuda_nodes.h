@@ -43,8 +43,6 @@ typedef struct {
     cublasHandle_t blas;             /* bound to stream */
     cublasComputeType_t compute;     /* CUBLAS_COMPUTE_32F or _32F_FAST_TF32 */
     int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
-    int splitk;                      /* weight-gradient GEMMs split over the batch (PLACER_SPLITK=0: off) */
-    int sm_count;                    /* multiprocessors */
     char *err;                       /* message buffer */
     size_t err_len;
     cu_kprof *kprof;                 /* per-kernel timing, or NULL */

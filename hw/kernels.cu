@@ -613,35 +613,6 @@ static pl_status linear_bwd_w(cu_ctx *ctx, float *dw, const float *dout, const f
     return gemm(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, 1.0f, inp, C, dout, ldd, 1.0f, dw, C);
 }
 
-/* dw += sum of s partial gradients part[j] (n floats each) */
-__global__ void splitk_reduce_k(float *dw, const float *part, int64_t n, int s) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    float acc = 0.0f;
-    for (int j = 0; j < s; j++) acc += part[(int64_t)j * n + i];
-    dw[i] += acc;
-}
-
-/* dw (OC, C) += dout^T @ inp, the reduction over N rows split into s
- * slices run as one batched GEMM (s partials in part), then summed: a
- * weight gradient with few output tiles otherwise keeps most SMs idle. */
-static pl_status linear_bwd_w_split(cu_ctx *ctx, float *dw, const float *dout, const float *inp, int N, int C, int OC,
-                                    int ldd, float *part) {
-    int tiles = ((C + 127) / 128) * ((OC + 127) / 128);
-    int s = ctx->sm_count / (tiles > 0 ? tiles : 1);
-    if (s > HW_SPLITK_MAX) s = HW_SPLITK_MAX;
-    while (s > 1 && (N % s != 0 || N / s < 256)) s--;
-    if (!ctx->splitk || !part || s <= 1) return linear_bwd_w(ctx, dw, dout, inp, N, C, OC, ldd);
-    const int kc = N / s;
-    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, kc, 1.0f, inp, C, (long long)kc * C, dout, ldd,
-                     (long long)kc * ldd, 0.0f, part, C, (long long)C * OC, s));
-    int64_t n = (int64_t)C * OC;
-    splitk_reduce_k<<<ceil_div(n, 256), 256, 0, ctx->stream>>>(dw, part, n, s);
-    LAUNCHED();
-    KM("splitk_reduce_k");
-    return PL_OK;
-}
-
 /* The 32-bit-indexed kernels need tensors below 2^31 elements. */
 static pl_status check_size(cu_ctx *ctx, int64_t elements, const char *what) {
     if (elements < (int64_t)1 << 31) return PL_OK;
@@ -704,14 +675,13 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
     const int64_t NC = (int64_t)N * C;
     float *dy = c->scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *dqkv = dqkvr + 3 * NC, *datt = dqkv + 3 * NC;
-    float *part = datt + (int64_t)B * NH * T * T; /* split-K partials (layout.h) */
     const float *qkvr = S(c, 0), *att = S(c, 1), *y = S(c, 2);
     const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
     float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
     const float scale = 1.0f / sqrtf((float)hs);
     const long long sT = (long long)T * hs, sTT = (long long)T * T;
     RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
-    RET(linear_bwd_w_split(ctx, G(c, 2), c->dout, y, N, C, C, C, part));
+    RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     heads_tokens_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
     LAUNCHED();
@@ -734,7 +704,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     LAUNCHED();
     KM("unpermute_qkv_k");
     RET(linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
-    RET(linear_bwd_w_split(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C, part));
+    RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
     return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
 }
 
@@ -753,15 +723,15 @@ static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
 static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
     const float *h = S(c, 0), *g = S(c, 1);
-    float *dg = c->scratch, *part = c->scratch + (int64_t)N * 4 * C; /* split-K partials (layout.h) */
+    float *dg = c->scratch;
     RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
-    RET(linear_bwd_w_split(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C, part));
+    RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
     LAUNCHED();
     KM("gelu_bwd_k");
     RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
-    RET(linear_bwd_w_split(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C, part));
+    RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
     return colsum(ctx, G(c, 1), dg, N, 4 * C);
 }
 
@@ -825,9 +795,6 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     int dev = 0, optin = 0;
     TRY(cudaGetDevice(&dev));
     TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    TRY(cudaDeviceGetAttribute(&ctx->sm_count, cudaDevAttrMultiProcessorCount, dev));
-    const char *sk = getenv("PLACER_SPLITK");
-    ctx->splitk = !(sk && !strcmp(sk, "0"));
     int want = optin - 1024; /* room for the kernel's static shared memory */
     ctx->loss_smem_ok = 0;
     if (want > 48 * 1024) {

@@ -96,12 +96,12 @@ void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) {
         sizes[k++] = (int64_t)b * NH * T * T;
         sizes[k++] = BTC;
         m->fwd_scratch = 4 * BTC;
-        m->bwd_scratch = 8 * BTC + (int64_t)b * NH * T * T + HW_SPLITK_MAX * 3 * C * C;
+        m->bwd_scratch = 8 * BTC + (int64_t)b * NH * T * T;
         break;
     case OP_MLP:
         sizes[k++] = 4 * BTC;
         sizes[k++] = 4 * BTC;
-        m->bwd_scratch = 4 * BTC + HW_SPLITK_MAX * 4 * C * C;
+        m->bwd_scratch = 4 * BTC;
         break;
     case OP_HEAD: m->out = BT * Vp; break;
     case OP_LOSS: m->out = BT; break;

@@ -26,10 +26,7 @@
  *            per-token losses (b,T)
  *   saved    what backward needs besides the inputs: layernorm mean, rstd;
  *            attention qkvr, att, y; mlp h, g (see nodes.h)
- *   scratch  transient buffers of one forward or backward call; attention's
- *            and the MLP's backward scratch ends with room for HW_SPLITK_MAX
- *            partial weight gradients (the GPU's split-K reduction; the CPU
- *            reference leaves it unused)
+ *   scratch  transient buffers of one forward or backward call
  */
 #ifndef PLACER_HW_LAYOUT_H
 #define PLACER_HW_LAYOUT_H
@@ -42,7 +39,6 @@
 #define HW_ALIGN_FLOATS 64
 #define HW_MAX_PARAM_TENSORS 4
 #define HW_MAX_SAVED 3
-#define HW_SPLITK_MAX 8
 
 static inline int64_t hw_align_floats(int64_t n) {
     return (n + HW_ALIGN_FLOATS - 1) / HW_ALIGN_FLOATS * HW_ALIGN_FLOATS;

@@ -80,7 +80,7 @@ static double relerr(const float *a, const float *ref, int64_t n) {
     return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-#define SMALL_CFG "default,vocab=512,d_model=128,heads=4,layers=2,seq=64,batch=8" /* 512 tokens: the split-K path runs */
+#define SMALL_CFG "default,vocab=512,d_model=128,heads=4,layers=2,seq=64,batch=8"
 #define MID_CFG "default,vocab=2048,d_model=128,heads=4,layers=2,seq=64,batch=8"
 
 static graph *make_graph(const char *text) {

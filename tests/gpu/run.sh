@@ -49,7 +49,6 @@ step memcheck_engine 150 "$CS" --tool memcheck --leak-check full --error-exitcod
 step memcheck_kernels 150 "$CS" --tool memcheck --error-exitcode 3 "$T" kernels strict
 step racecheck_kernels 150 "$CS" --tool racecheck --error-exitcode 3 "$T" kernels tf32
 step kprof 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --warmup 2 --steps 5
-step nosplitk 60 env PLACER_SPLITK=0 "$B/benchmarks/hw/bench_step" --quick --suffix _nosplitk --warmup 3 --steps 20
 step graphs 90 "$T" graphs
 step bench_graphs 150 "$B/benchmarks/hw/bench_step" --graphs --warmup 3 --steps 20
 if [ -x "$B/cli/placer" ]; then
