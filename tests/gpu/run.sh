@@ -54,6 +54,8 @@ step bench_graphs 150 "$B/benchmarks/hw/bench_step" --graphs --warmup 3 --steps 
 if [ -x "$B/cli/placer" ]; then
   step placer_step_2gpu 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b \
     --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1 --json
+  step placer_step_2gpu_graphs 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b --graphs \
+    --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
   step placer_step_nogpu 30 "$B/cli/placer" step --devices 7
 fi
 
