@@ -1,0 +1,210 @@
+/*
+ * test_cli_policy.c: `placer train` and `placer search` end to end, run as
+ * child processes of the built binary on a spec profile database: their
+ * tables, exit codes for bad input, and a resume after SIGKILL that gives
+ * the same samples as an uninterrupted run.
+ */
+#include <criterion/criterion.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "graph.h"
+#include "spec.h"
+#include "store.h"
+
+static void make_db(char *path, size_t len) {
+    snprintf(path, len, "/tmp/placer-test-cli-policy-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+    gpt_config cfg;
+    char msg[256];
+    cr_assert_eq(gpt_config_parse("default", &cfg, msg, sizeof msg), PL_OK);
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&cfg, &g, msg, sizeof msg), PL_OK);
+    static const int mbs[] = {1, 2, 4, 8, 16};
+    profile_data *p = NULL;
+    cr_assert_eq(spec_profile_build(spec_find("t4x4-pcie"), g, mbs, 5, &p), PL_OK);
+    profile_db *db = NULL;
+    cr_assert_eq(profile_db_open(path, PROFILE_DB_CREATE, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
+    profile_db_close(db);
+    profile_data_destroy(p);
+    graph_destroy(g);
+}
+
+static void drop_db(const char *path) {
+    char b[512];
+    unlink(path);
+    snprintf(b, sizeof b, "%s-wal", path);
+    unlink(b);
+    snprintf(b, sizeof b, "%s-shm", path);
+    unlink(b);
+}
+
+/* Run the placer binary with args (a shell word list); capture stdout and
+ * stderr into malloc'd strings. Returns the exit code. */
+static int run_placer(const char *args, char **out, char **err) {
+    char cmd[2048], of[] = "/tmp/placer-test-out-XXXXXX", ef[] = "/tmp/placer-test-err-XXXXXX";
+    close(mkstemp(of));
+    close(mkstemp(ef));
+    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", PLACER_BIN, args, of, ef);
+    int rc = system(cmd);
+    const char *files[2] = {of, ef};
+    char **dst[2] = {out, err};
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        size_t cap = 1 << 16, n = 0;
+        char *buf = malloc(cap);
+        size_t k;
+        while (f && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
+            n += k;
+            if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
+        }
+        buf[n] = 0;
+        if (f) fclose(f);
+        unlink(files[i]);
+        if (dst[i]) *dst[i] = buf;
+        else free(buf);
+    }
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++) n += *s == '\n';
+    return n;
+}
+
+Test(cli_policy, search_prints_the_baselines_and_the_optimum) {
+    char db[256];
+    make_db(db, sizeof db);
+    char args[512], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "search --db %s --micro-batches 4 --schedule 1f1b --devices 2", db);
+    int rc = run_placer(args, &out, &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    const char *want[] = {"single gpu 0", "human ", "dp (", "random", "anneal", "local", "exhaustive", "speed-up"};
+    for (int i = 0; i < 8; i++) cr_assert(strstr(out, want[i]) != NULL, "missing '%s' in:\n%s", want[i], out);
+    cr_assert(strstr(out, "4096 placements up to 2 device relabellings") != NULL, "%s", out);
+    free(out);
+    free(err);
+    drop_db(db);
+}
+
+Test(cli_policy, bad_input_gives_one_line_and_exit_2) {
+    char db[256];
+    make_db(db, sizeof db);
+    const char *cases[] = {
+        "train --db %s --updates many",       "train --db %s --baseline median",
+        "train --db %s --groups clusters",    "train --db %s --micro-batches 5",
+        "train --db %s --resume 42",          "train --db %s --mem-cap lots",
+        "search --db %s --method magic",      "search --db %s --devices 9",
+        "search --db %s --method exhaustive --groups none",
+        "train --db %s.missing",              "search --db %s --config gpt12",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char args[512], *err = NULL;
+        snprintf(args, sizeof args, cases[i], db);
+        int rc = run_placer(args, NULL, &err);
+        cr_assert_eq(rc, 2, "'%s' exited %d: %s", args, rc, err);
+        cr_assert_eq(count_lines(err), 1, "'%s' printed:\n%s", args, err);
+        cr_assert(strncmp(err, "placer ", 7) == 0, "%s", err);
+        free(err);
+    }
+    drop_db(db);
+}
+
+/* Samples of a run as text, straight from the store. */
+static char *samples_of(const char *path, int64_t run, int *count);
+
+typedef struct {
+    char *buf;
+    size_t n, cap;
+    int count;
+} acc;
+
+static int add_sample(void *ctx, const profile_run_sample *s) {
+    acc *a = ctx;
+    char line[1024];
+    int k = snprintf(line, sizeof line, "%d/%d %s %.17g\n", s->update, s->sample, s->placement, s->step_us);
+    if (a->n + (size_t)k + 1 > a->cap) a->buf = realloc(a->buf, a->cap = (a->cap + (size_t)k + 1) * 2);
+    memcpy(a->buf + a->n, line, (size_t)k + 1);
+    a->n += (size_t)k;
+    a->count++;
+    return 0;
+}
+
+static char *samples_of(const char *path, int64_t run, int *count) {
+    profile_db *db = NULL;
+    cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, NULL, 0), PL_OK);
+    acc a = {calloc(1, 1), 0, 1, 0};
+    cr_assert_eq(profile_db_run_samples(db, run, add_sample, &a), PL_OK);
+    profile_db_close(db);
+    *count = a.count;
+    return a.buf;
+}
+
+static int latest_checkpoint(const char *path, int64_t run) {
+    profile_db *db = NULL;
+    if (profile_db_open(path, PROFILE_DB_READ, &db, NULL, 0) != PL_OK) return -1;
+    void *blob = NULL;
+    size_t n = 0;
+    int u = -1;
+    if (profile_db_checkpoint_load(db, run, -1, &u, &blob, &n) != PL_OK) u = -1;
+    free(blob);
+    profile_db_close(db);
+    return u;
+}
+
+Test(cli_policy, train_resumed_after_sigkill_matches_an_uninterrupted_run, .timeout = 300) {
+    char db[256];
+    make_db(db, sizeof db);
+    const char *common = "--updates 300 --samples 4 --hidden 16 --micro-batches 4 --schedule 1f1b --seed 5";
+    char args[1024], *out = NULL, *err = NULL;
+    /* run 1: uninterrupted */
+    snprintf(args, sizeof args, "train --db %s %s", db, common);
+    cr_assert_eq(run_placer(args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "run 1") != NULL, "%s", out);
+    cr_assert(strstr(out, "rl best found") != NULL && strstr(out, "rl favourite") != NULL, "%s", out);
+    free(out);
+    free(err);
+    /* run 2: the same, killed with SIGKILL mid-run */
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char a2[1024];
+        snprintf(a2, sizeof a2, "exec %s train --db %s %s >/dev/null 2>&1", PLACER_BIN, db, common);
+        execl("/bin/sh", "sh", "-c", a2, (char *)NULL);
+        _exit(127);
+    }
+    int seen = -1;
+    for (int i = 0; i < 30000 && seen < 15; i++) {
+        usleep(1000);
+        seen = latest_checkpoint(db, 2);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int killed = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL;
+    cr_assert(killed, "the training process finished before it could be killed");
+    int at = latest_checkpoint(db, 2);
+    cr_assert(at >= 15 && at < 299, "killed after update %d", at);
+    snprintf(args, sizeof args, "train --db %s --resume 2", db);
+    cr_assert_eq(run_placer(args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "run 2 (resumed)") != NULL, "%s", out);
+    free(out);
+    free(err);
+    int n1 = 0, n2 = 0;
+    char *s1 = samples_of(db, 1, &n1), *s2 = samples_of(db, 2, &n2);
+    cr_assert_eq(n1, 300 * 4);
+    cr_assert_eq(n2, 300 * 4);
+    cr_assert_str_eq(s1, s2);
+    free(s1);
+    free(s2);
+    drop_db(db);
+}
