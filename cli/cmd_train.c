@@ -254,6 +254,10 @@ int cmd_train(int argc, char **argv) {
     void *blob = NULL;
     profile_db *db = NULL;
     int64_t run_id = 0;
+    /* a resume's options point into the stored arguments: keep them for the
+     * whole command */
+    run_lookup l;
+    memset(&l, 0, sizeof l);
 
     if (a.resume) {
         if (a.problem_given)
@@ -262,7 +266,8 @@ int cmd_train(int argc, char **argv) {
         /* read the run's stored arguments and parse them as if given */
         st = profile_db_open(a.so.db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
         if (st != PL_OK) return cli_report("train", st, msg);
-        run_lookup l = {a.resume, 0, "", ""};
+        memset(&l, 0, sizeof l);
+        l.id = a.resume;
         st = profile_db_runs(db, find_run, &l);
         profile_db_close(db);
         db = NULL;
