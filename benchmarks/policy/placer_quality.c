@@ -254,7 +254,8 @@ static void bench_setting(const bench_opts *bo, const source *src, const char *s
                se->step_us * 1e-3, (double)se->peak_bytes * 1e-9);
     else
         printf("| best single device (%s) | %.3f | %+.2f%% |\n", lab_s, single * 1e-3, 100 * (single / opt - 1));
-    printf("| best human split (%s) | %.3f | %+.2f%% |\n", lab_h, human * 1e-3, 100 * (human / opt - 1));
+    if (!isnan(human))
+        printf("| best human split (%s) | %.3f | %+.2f%% |\n", lab_h, human * 1e-3, 100 * (human / opt - 1));
     printf("| %s | %.3f | %+.2f%% |\n\n", lab_dp, dp * 1e-3, 100 * (dp / opt - 1));
     fflush(stdout);
 
@@ -550,6 +551,13 @@ int main(int argc, char **argv) {
     for (int i = 0; i < n_src; i++) {
         if (bo.only && !strstr(srcs[i].name, bo.only)) continue;
         printf("\n## %s\n", srcs[i].name);
+        policy_session *probe = open_session(&srcs[i], NULL, 1, SCHED_GPIPE, NULL, 1);
+        int n_dev = probe->p->n_devices;
+        policy_session_close(probe);
+        if (n_dev < 2) {
+            printf("\nskipped: one device, nothing to place\n");
+            continue;
+        }
         bench_setting(&bo, &srcs[i], "A", 1, SCHED_GPIPE, 0);
         bench_setting(&bo, &srcs[i], "B", 4, SCHED_1F1B, 0);
         bench_setting(&bo, &srcs[i], "C", 1, SCHED_GPIPE, 1);
