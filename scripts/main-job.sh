@@ -15,10 +15,17 @@ if [ -z "$DB" ]; then
   done
 fi
 [ -n "$DB" ] || { echo "main-job: no profile found in data/" >&2; exit 1; }
-OUTDIR="${OUTDIR:-out}"
+OUTDIR="${OUTDIR:-out/main-job}"
 mkdir -p "$OUTDIR"
-echo "== profile: $DB =="
-$P profile show --db "$DB" | head -20
+# train and search write their runs into the database: work on a copy so the
+# shipped profile stays as it is
+WORK="$OUTDIR/$(basename "$DB")"
+rm -f "$WORK" "$WORK-wal" "$WORK-shm"
+cp "$DB" "$WORK"
+chmod u+w "$WORK"
+echo "== profile: $DB (working copy $WORK) =="
+$P profile show --db "$WORK" | head -20
+DB="$WORK"
 for setting in "A 1 gpipe" "B 4 1f1b"; do
   set -- $setting
   echo
@@ -26,3 +33,12 @@ for setting in "A 1 gpipe" "B 4 1f1b"; do
   $P train --db "$DB" --micro-batches "$2" --schedule "$3" --updates 250 --samples 8 --seed 1
   $P search --db "$DB" --method all --micro-batches "$2" --schedule "$3" --seed 1
 done
+echo
+echo "== report: learning curves and placement maps in $OUTDIR/report =="
+$P report --db "$DB" --out "$OUTDIR/report" | tail -3
+cat <<EOT
+
+Next, on a machine with the GPUs (see README, "Confirm and calibrate on GPUs"):
+  placer confirm   --db $DB --run 1 --devices 0,1      # head to head on hardware
+  placer calibrate --db $DB --devices 0,1              # fit the simulator, held-out error
+EOT
