@@ -728,7 +728,10 @@ typedef struct {
     nvml_ret (*by_pci)(const char *, nvml_device *);
     nvml_ret (*link_state)(nvml_device, unsigned, int *);
     nvml_ret (*remote_pci)(nvml_device, unsigned, nvml_pci_info *);
+    nvml_ret (*p2p_status)(nvml_device, nvml_device, int, int *); /* may be NULL */
 } nvml_api;
+#define NVML_P2P_CAPS_INDEX_NVLINK 2 /* nvmlGpuP2PCapsIndex_t */
+#define NVML_P2P_STATUS_OK 0         /* nvmlGpuP2PStatus_t */
 
 /* Open NVML; 0 when it is not there or does not start (then nothing is held). */
 static int nvml_open(nvml_api *n) {
@@ -741,6 +744,7 @@ static int nvml_open(nvml_api *n) {
     *(void **)&n->by_pci = dlsym(n->lib, "nvmlDeviceGetHandleByPciBusId_v2");
     *(void **)&n->link_state = dlsym(n->lib, "nvmlDeviceGetNvLinkState");
     *(void **)&n->remote_pci = dlsym(n->lib, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    *(void **)&n->p2p_status = dlsym(n->lib, "nvmlDeviceGetP2PStatus");
     if (!n->init || !n->shutdown || !n->driver_version || !n->by_pci || !n->link_state || !n->remote_pci ||
         n->init() != NVML_OK) {
         dlclose(n->lib);
@@ -757,20 +761,30 @@ static void nvml_close(nvml_api *n) {
     n->lib = NULL;
 }
 
-/* Active NVLinks from GPU a to GPU b (PCI bus ids as CUDA writes them), or -1. */
+/* Active NVLinks from GPU a to GPU b (PCI bus ids as CUDA writes them), or -1.
+ * On NVSwitch machines (HGX H100/H200: `nvidia-smi topo -m` says NV18) every
+ * link ends at a switch, not at the peer GPU, so no link counts as direct;
+ * then NVML's NVLink P2P status decides, and a positive answer is returned
+ * as the number of active links of GPU a (all of them reach the fabric). */
 static int nvml_links_between(nvml_api *n, const char *pci_a, const char *pci_b) {
-    nvml_device d;
+    nvml_device d, peer;
     unsigned dom = 0, bus = 0, dv = 0, fn = 0;
     if (sscanf(pci_b, "%x:%x:%x.%x", &dom, &bus, &dv, &fn) != 4) return -1;
     if (n->by_pci(pci_a, &d) != NVML_OK) return -1;
-    int count = 0;
+    int count = 0, active_links = 0;
     for (unsigned l = 0; l < NVML_LINKS; l++) {
         int active = 0;
         nvml_pci_info r;
         if (n->link_state(d, l, &active) != NVML_OK || !active) continue;
+        active_links++;
         memset(&r, 0, sizeof r);
         if (n->remote_pci(d, l, &r) != NVML_OK) continue;
         if (r.domain == dom && r.bus == bus && r.device == dv) count++;
+    }
+    if (count == 0 && active_links > 0 && n->p2p_status && n->by_pci(pci_b, &peer) == NVML_OK) {
+        int status = -1;
+        if (n->p2p_status(d, peer, NVML_P2P_CAPS_INDEX_NVLINK, &status) == NVML_OK && status == NVML_P2P_STATUS_OK)
+            count = active_links;
     }
     return count;
 }
