@@ -518,7 +518,7 @@ out:
         free(fin);
         return st;
     }
-    qsort(fin, (size_t)nf, sizeof *fin, cmp_final);
+    if (nf > 1) qsort(fin, (size_t)nf, sizeof *fin, cmp_final); /* fin is NULL when nothing fits */
     *finals = fin;
     *n_finals = nf;
     return PL_OK;

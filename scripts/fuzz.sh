@@ -1,31 +1,78 @@
 #!/bin/sh
 # Builds the libFuzzer targets with clang (address + undefined sanitizers)
-# and runs each for RUNS executions (default 1,000,000). Crashes land in
-# tests/fuzz/crashes/<target>/; add each as a regression test.
-#   ./scripts/fuzz.sh [target ...]
+# and runs each for RUNS executions (default 1,000,000), or for at most
+# MAX_TIME seconds when that is set. Crashes land in tests/fuzz/crashes/<target>/;
+# add each to tests/fuzz/regressions/<target>/ (replayed here before every
+# run) and, where natural, as a Criterion test.
+#   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
+#   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
+#   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
+#   JOBS=2 ./scripts/fuzz.sh store        parallel workers (RUNS is then per worker)
+#   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
 set -eu
 cd "$(dirname "$0")/.."
+ROOT=$(pwd)
 RUNS="${RUNS:-1000000}"
-OUT=build-fuzz
-mkdir -p "$OUT"
-CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Icore -Iprofile -Isim -Ipolicy -I$OUT"
-echo '#define PLACER_HAVE_CUDA 0' > "$OUT/placer_config.h"
-echo '#define PLACER_VERSION "fuzz"' >> "$OUT/placer_config.h"
+MAX_TIME="${MAX_TIME:-0}"
+JOBS="${JOBS:-1}"
+REPLAY="${REPLAY:-0}"
+OUT="$ROOT/build-fuzz"
+mkdir -p "$OUT/obj"
+CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all
+  -Icore -Iprofile -Isim -Ipolicy -Icalib -Ihw -Icli -I$OUT -DPLACER_SOURCE_DIR=\"/nonexistent\"
+  -I/usr/include/x86_64-linux-gnu/openblas-pthread"
+printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
+cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c"
-targets="${*:-placement schedule}"
+# everything the command line links, but main.c (the harness calls cmd_* itself)
+FULL="$CORE profile/store.c profile/spec.c profile/profiler.c hw/probe.c
+  hw/nodes_cpu.c hw/layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
+  sim/sim.c $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c)"
+FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -lpthread -ldl -lm"
+if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
+FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
+
+# Compile a source once into build-fuzz/obj (rebuilt when it or a header changed).
+obj() {
+  o="$OUT/obj/$(echo "$1" | tr / _).o"
+  newest=$(ls -t "$1" core/*.h profile/*.h sim/*.h policy/*.h calib/*.h hw/*.h cli/*.h "$OUT/placer_config.h" | head -1)
+  if [ ! -f "$o" ] || [ "$newest" -nt "$o" ]; then
+    # shellcheck disable=SC2086
+    clang $CFLAGS -fsanitize=fuzzer-no-link -c -o "$o" "$1"
+  fi
+  echo "$o"
+}
+
+targets="${*:-placement schedule store cli}"
 for t in $targets; do
-  extra=""
-  libs="-lm"
-  [ -f "tests/fuzz/fuzz_$t.extra" ] && extra=$(cat "tests/fuzz/fuzz_$t.extra")
-  case "$t" in store|cli) libs="-lm -lsqlite3 -lpthread";; esac
-  clang $CFLAGS -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" $CORE $extra $libs
+  case "$t" in
+    placement|schedule) srcs="$CORE"; libs="-lm"; maxlen=512; extra_flags="" ;;
+    store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
+    cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli)" >&2; exit 2 ;;
+  esac
+  objs=""
+  for s in $srcs; do objs="$objs $(obj "$s")"; done
+  # shellcheck disable=SC2086
+  clang $CFLAGS -fsanitize=fuzzer -o "$OUT/fuzz_$t" "tests/fuzz/fuzz_$t.c" $objs $libs
   mkdir -p "$OUT/corpus_$t" "tests/fuzz/crashes/$t"
   [ -d "tests/fuzz/seeds/$t" ] && cp -n tests/fuzz/seeds/$t/* "$OUT/corpus_$t/" 2>/dev/null || true
-  if [ -d "tests/fuzz/regressions/$t" ]; then
+  if [ -d "tests/fuzz/regressions/$t" ] && [ -n "$(ls tests/fuzz/regressions/$t)" ]; then
     echo "== fuzz_$t: replaying $(ls tests/fuzz/regressions/$t | wc -l) regression inputs =="
-    "$OUT/fuzz_$t" tests/fuzz/regressions/$t/* >/dev/null 2>&1 || { echo "regression failed for $t" >&2; exit 1; }
+    # shellcheck disable=SC2086
+    "$OUT/fuzz_$t" $extra_flags "$ROOT"/tests/fuzz/regressions/$t/* >"$OUT/replay_$t.log" 2>&1 || {
+      echo "regression failed for $t (see $OUT/replay_$t.log)" >&2; tail -30 "$OUT/replay_$t.log" >&2; exit 1; }
   fi
-  echo "== fuzz_$t: $RUNS runs =="
-  "$OUT/fuzz_$t" -runs="$RUNS" -max_len=512 -timeout=10 -rss_limit_mb=2048 \
-    -artifact_prefix="tests/fuzz/crashes/$t/" "$OUT/corpus_$t" 2>&1 | grep -E "^#[0-9]+.*DONE|Done|ERROR|SUMMARY|crash|leak" || true
+  [ "$REPLAY" = 1 ] && continue
+  echo "== fuzz_$t: $RUNS runs (time limit ${MAX_TIME}s, 0 = none), $JOBS job(s) =="
+  log="$OUT/fuzz_$t.log"
+  par=""
+  if [ "$JOBS" -gt 1 ]; then par="-jobs=$JOBS -workers=$JOBS"; fi
+  # shellcheck disable=SC2086
+  "$OUT/fuzz_$t" -runs="$RUNS" -max_total_time="$MAX_TIME" -max_len=$maxlen -timeout=20 -rss_limit_mb=2048 \
+    -print_final_stats=1 $extra_flags $par \
+    -artifact_prefix="$ROOT/tests/fuzz/crashes/$t/" "$OUT/corpus_$t" >"$log" 2>&1 || true
+  if [ "$JOBS" -gt 1 ]; then cat fuzz-*.log >>"$log" 2>/dev/null; rm -f fuzz-*.log; fi
+  grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs|stat::number_of_executed_units|ERROR|SUMMARY|crash-|leak-|timeout-|oom-" "$log" || true
+  if grep -qE "ERROR: |SUMMARY: " "$log"; then echo "fuzz_$t found a problem: see $log" >&2; exit 1; fi
 done
