@@ -417,13 +417,16 @@ static int cmp_final(const void *a, const void *b) {
 }
 
 /* 1 when every device permutation leaves the problem unchanged. */
-static int fully_symmetric(const policy_problem *pb) {
+static pl_status fully_symmetric(const policy_problem *pb, int *sym) {
     int *perms = NULL, n = 0;
-    if (policy_device_automorphisms(pb, &perms, &n) != PL_OK) return 0;
+    *sym = 0;
+    pl_status st = policy_device_automorphisms(pb, &perms, &n);
+    if (st != PL_OK) return st; /* out of memory: reported, not taken for "asymmetric" */
     int D = pb->p->n_devices, fact = 1;
     for (int i = 2; i <= D; i++) fact *= i;
     free(perms);
-    return D <= 8 && n == fact;
+    *sym = D <= 8 && n == fact;
+    return PL_OK;
 }
 
 /* Run the DP for every stage count. Final entries go to *finals. */
@@ -541,14 +544,15 @@ pl_status search_dp(policy_evaluator *ev, policy_cands *out, search_dp_info *inf
     pl_status st = dp_tables_build(pb, &t);
     if (st != PL_OK) return st;
     const int U = t.U, D = t.D;
-    int sym = fully_symmetric(pb);
+    int sym = 0;
     dp_pool pool = {0};
     dp_final *fin = NULL;
     int nf = 0, mem_feasible = 1;
     int *rows = NULL;
     double *est = NULL;
     policy_eval *res = NULL;
-    st = dp_run(pb, &t, 1, sym, &pool, &fin, &nf);
+    st = fully_symmetric(pb, &sym);
+    if (st == PL_OK) st = dp_run(pb, &t, 1, sym, &pool, &fin, &nf);
     if (st == PL_OK && nf == 0) {
         mem_feasible = 0;
         st = dp_run(pb, &t, 0, sym, &pool, &fin, &nf);
