@@ -1,103 +1,99 @@
 /*
- * sim.c: the discrete-event simulator.
+ * sim.c: the discrete-event simulator. It models what the engine (hw/)
+ * does with a placement, step by step, so that its times and peaks are the
+ * engine's and not those of an idealised pipeline.
  *
- * What is simulated
- * -----------------
- * Work items are node phases: F(i,j) and B(i,j), the forward and backward of
- * node i for micro-batch j, and one AdamW step OPT(d) per used device. Each
- * device runs its items in a fixed order (an in-order compute queue). Each
- * directed link (src, dst) is a FIFO queue of transfers that overlaps with
- * compute:
- *   - an activation transfer (k -> d', j) leaves when F(k,j) ends, once per
- *     producer k, micro-batch j and remote device d' that hosts consumers of
- *     k (two consumers on d' share one transfer);
- *   - the matching gradient transfer (d' -> dev(k), j) leaves when the last
- *     consumer of k on d' has finished its backward for j.
- * An item starts when its device is free and its inputs are there; it lasts
- * its profiled cost for micro-batch size b = batch / m:
- *   compute   cost(dev, b, node, phase) * compute_scale + launch_overhead_us
- *   transfer  curve(src, dst, out_bytes * b) * transfer_scale + transfer_latency_us
- *   AdamW     sum over the device's nodes of (opt cost * compute_scale + launch)
- * step_us = last end + step_fixed_us.
+ * What the engine does (hw/hw.h, hw/plan.c), and so what is simulated
+ * --------------------------------------------------------------------
+ * 1. Order. Each used device has its schedule order of operations: F(j),
+ *    the forward of micro-batch j over the device's nodes in node order,
+ *    and B(j), the backward in reverse node order.
+ *      gpipe       F(0..m-1), then B(0..m-1)
+ *      1f1b        devices ranked r = 0..S-1 by their first node (S used
+ *                  devices); w = min(m, S-1-r) forwards, then one forward
+ *                  and one backward, then the remaining backwards
+ *      interleaved (chunks v > 1) Megatron-LM's interleaved 1F1B on a chunk
+ *                  placement (the engine has no such order; kept for the
+ *                  placers' what-if questions, see order_interleaved)
+ *    The engine compiles a step by letting the devices take turns, in
+ *    device index order, issuing their next operation once it is ready
+ *    (its producers' forwards, or its consumers' backwards, issued). When
+ *    no device can issue its next operation (a placement that is not
+ *    contiguous can deadlock a strict 1f1b order), the lowest device with
+ *    any ready operation issues its first ready one early. The simulator
+ *    runs the same loop, so its per-device order is the engine's (tests
+ *    compare them op by op against the engine's compiled plan).
+ * 2. Streams. Every device has a compute stream and a comm stream, each in
+ *    order. Compute: ZERO of the gradients (and of the loss accumulator)
+ *    first, node forwards and backwards, ADD of gradient contributions
+ *    that arrive from other devices for a tensor that already has one,
+ *    and one fused AdamW over the device's parameters last.
+ * 3. Transfers, issued the moment the compiler can: an activation right
+ *    after its producer's forward, once per remote device that consumes it;
+ *    a gradient right after the last consumer on the sending device ran
+ *    its backward. Before each transfer both devices' comm streams wait
+ *    for their compute stream's position at that moment in the issue
+ *    order (the sender's: the producer; the receiver's: whatever it had
+ *    been given so far, which on scattered placements is often work that
+ *    runs much later than the data could arrive). A transfer is an NCCL
+ *    send/recv pair on the two comm streams: the receive ends at
+ *    max(send posted, receive posted) + transfer time; a send of at most
+ *    SIM_EAGER_BYTES (NCCL's buffer) completes transfer time after it is
+ *    posted without waiting for its receiver, a larger one ends with its
+ *    receive. The receiver's compute waits for the receive only at the
+ *    first operation that uses the data. Before AdamW the compute stream
+ *    waits for everything its comm stream was given.
+ * 4. Memory: each device's arena, allocated first-fit in the issue order
+ *    with the engine's buffer lifetimes (plan.c): static buffers (params,
+ *    grads, AdamW m and v, the backend workspace, token and target ids),
+ *    per node and micro-batch the output (until its last local use), the
+ *    saved block (forward to backward), the output gradient, scratch for
+ *    the duration of one call, received copies of remote inputs and
+ *    gradient contributions to send back; a sent buffer is released only
+ *    once the compute stream has waited on a later event of the comm
+ *    stream. peak = the arena's high-water mark, as the engine reports it.
+ *    Sizes come from the profile: out_bytes and act_bytes per sample (the
+ *    saved block is act - out when the output is kept for a backward),
+ *    workspace_bytes = backend workspace (the smallest over nodes) + the
+ *    node's largest scratch at the largest profiled micro-batch size,
+ *    scaled to the run's micro-batch size (used for forward and backward
+ *    calls alike, which over-states forward scratch).
  *
- * Stages and per-device order
- * ---------------------------
- * A *stage* is a maximal run of consecutive nodes (in topological order) on
- * one device. A contiguous placement over p devices has p stages; a
- * placement that returns to a device (0,1,0) gives that device several
- * stages, like the chunks of an interleaved pipeline. Within a stage item
- * (stage k, micro-batch j, phase) the device runs the stage's nodes in
- * topological order (forward) or in reverse (backward).
+ * Costs (micro-batch size b = batch / m; lo = launch_overhead_us, plus
+ * multi_device_launch_us when the step uses more than one device):
+ *   node phase   max(0, cost(dev, b, node, phase) * compute_scale + lo); the
+ *                loss has no backward call (its forward writes the logits'
+ *                gradient), so its forward costs fwd + bwd
+ *   AdamW        max(0, (a + s * param bytes on the device) * compute_scale + lo),
+ *                a and s the least-squares line of the profile's per-node
+ *                AdamW costs on parameter bytes (the engine runs one fused
+ *                update, not one per node)
+ *   ZERO         max(0, s / 7 * bytes * compute_scale + lo) (AdamW moves 7
+ *                bytes per parameter byte; a memset writes one)
+ *   ADD          max(0, the forward cost of a residual node (the same
+ *                elementwise sum) * compute_scale + lo), scaled up by
+ *                bytes for larger tensors
+ *   transfer     curve(src, dst, out_bytes * b) * transfer_scale + transfer_latency_us
+ *   contention   each transfer of duration t adds contention * t to the
+ *                next compute operation of both its devices
+ *   step_us = the last device's compute end + step_fixed_us
+ *             (+ multi_device_start_us when more than one device is used)
+ * launch_overhead_us may be negative: the profiler times nodes with a
+ * device event between every two calls, which the engine's step has not.
  *
- * gpipe and 1f1b order every stage item of the whole pipeline by its start
- * time in the ideal schedule of S stages each on its own device with unit
- * costs (forward = backward = 1); each device runs its own items in that
- * order (ties: backwards first, then lower stage):
- *   gpipe  F(k,j) = k + j            all forwards, then backwards in reverse
- *          B(k,j) = (S-1+m) + (S-1-k) + (m-1-j)      micro-batch order (GPipe)
- *   1f1b   F(k,j) = k + j            for j <= S-1-k  (warm-up: S-1-k forwards)
- *                 = k + 2j           after           (one forward, one backward)
- *          B(k,j) = 2S - 1 - k + 2j
- * On a contiguous placement this is exactly GPipe and PipeDream-Flush (1F1B
- * with min(m, S-1-k) warm-up forwards on stage k). On any other placement
- * it is the same pipeline over the S stages, each device merging its stages'
- * items by ideal start time.
+ * Bubble: busy = compute time of the device, idle = step_us - busy,
+ * bubble = idle / busy, for used devices. With unit costs and free
+ * transfers on a contiguous p-stage pipeline this is (p-1)/(v m).
  *
- * Why this cannot deadlock: every dependency of an item has a strictly
- * smaller key (forward keys grow with the stage, backward keys shrink with
- * it, and every backward key exceeds its forward key), so each device's
- * order is the restriction of one global topological order of all items.
- * Then the unfinished item of smallest key is at the head of its device's
- * queue with all its inputs done, and the links only ever wait on each
- * other's earlier transfers. (An order built per device, e.g. "warm-up count
- * by the device's first node", can deadlock on 0,1,0.)
+ * Critical path: every operation remembers what fixed its start (its
+ * stream's previous operation, the receive it waited for, or the compute
+ * position a transfer waited for); the path is that chain back from the
+ * operation that ended last. Transfers appear on it as their receive (or,
+ * when an eager send's completion fixed what came next, as the send).
  *
- * interleaved (chunks v > 1) is Megatron-LM's interleaved 1F1B. It needs a
- * contiguous chunk placement: S = v*p stages over p devices, stage k on the
- * same device as stage k mod p, and m a multiple of p. Device rank r runs
- * virtual micro-batch t forward on chunk (t mod pv)/p, backward on chunk
- * v-1-(t mod pv)/p, micro-batch (t / pv)*p + t mod p, with
- * min(2(p-r-1) + (v-1)p, mv) warm-up forwards (all of them when m == p),
- * then one forward and one backward. interleaved with v = 1 is 1f1b.
- *
- * How times are computed
- * ----------------------
- * A device's items run in order and every link's transfers are triggered by
- * its source device's items in that device's order, so each link's FIFO
- * order is known in advance. The simulation is therefore one pass in a
- * topological order (Kahn's algorithm over the device queues, whose heads
- * are taken whenever their inputs are done): start = max(device free,
- * inputs ready), transfers start at max(link free, trigger end). This gives
- * exactly the times of an event-by-event simulation, costs O(items + edges),
- * and needs no event queue. If some queue head can never become ready the
- * order deadlocks: sim_run then fails with PL_ERR_SCHEDULE (cannot happen
- * for gpipe and 1f1b, see above; tests check interleaved too).
- *
- * Contention (kept simple): a transfer of duration t slows each of its two
- * devices by contention * t of compute: the receiver pays it on the first
- * item that consumes the transfer, the sender on its next item after the
- * one that triggered it.
- *
- * Memory, per device, tracked in the device's program order:
- *   static    4 * param bytes of its nodes (params, grads, AdamW m and v)
- *   + stash   act_bytes * b of node i from F(i,j) start to B(i,j) end
- *   + recv    out_bytes * b of a remote input from the start of its first
- *             consumer's forward until the gradient is sent back
- *   + grads   out_bytes * b per remote consumer device of node i, from
- *             B(i,j) start to end (the received output gradients)
- *   + the largest workspace of its nodes.
- * peak = static + workspace + the largest sum of the others at any time.
- * A peak above the cap is an OOM verdict (a result, not an error).
- *
- * Bubble: busy = time the device computes (including AdamW), idle =
- * step_us - busy (so step_fixed_us counts as idle), bubble = idle / busy,
- * for used devices.
- * With unit costs on a contiguous p-stage pipeline this is (p-1)/(v m).
- *
- * Critical path: every item remembers which predecessor fixed its start (its
- * device's previous item, the input that arrived last, or the link's
- * previous transfer); the path is that chain back from the last item. It
- * covers [0, step_us - step_fixed_us] without gaps.
+ * Hot path: sim_run allocates nothing. The issue loop touches each
+ * operation a bounded number of times except when the early-issue rule
+ * scans a device's remaining order (rare: only on deadlock).
  */
 #include "sim.h"
 
@@ -108,9 +104,16 @@
 
 #include "util.h"
 
+/* Largest message an NCCL send completes without its receiver (NCCL's
+ * default 4 MiB buffer). Only matters with three or more devices: with
+ * two, every transfer involves both comm streams anyway. */
+#define SIM_EAGER_BYTES (4LL << 20)
+/* The engine's arena alignment (hw/arena.h). */
+#define SIM_ALIGN 256
+
 static const char *const PARAM_NAMES[SIM_N_PARAMS] = {
-    "launch_overhead_us", "transfer_latency_us", "contention",
-    "step_fixed_us",      "compute_scale",       "transfer_scale"};
+    "launch_overhead_us", "transfer_latency_us", "contention",       "step_fixed_us",
+    "compute_scale",      "transfer_scale",      "multi_device_start_us", "multi_device_launch_us"};
 
 void sim_params_default(sim_params *p) {
     p->launch_overhead_us = 0.0;
@@ -119,6 +122,8 @@ void sim_params_default(sim_params *p) {
     p->step_fixed_us = 0.0;
     p->compute_scale = 1.0;
     p->transfer_scale = 1.0;
+    p->multi_device_start_us = 0.0;
+    p->multi_device_launch_us = 0.0;
 }
 
 const char *sim_param_name(int i) { return (i >= 0 && i < SIM_N_PARAMS) ? PARAM_NAMES[i] : NULL; }
@@ -131,14 +136,73 @@ double *sim_param_ptr(sim_params *p, int i) {
     case 3: return &p->step_fixed_us;
     case 4: return &p->compute_scale;
     case 5: return &p->transfer_scale;
+    case 6: return &p->multi_device_start_us;
+    case 7: return &p->multi_device_launch_us;
     default: return NULL;
     }
 }
 
-/* Lazily built view of the last run (sim_critical_path takes a const ctx). */
+int sim_param_signed(int i) { return i == 0; }
+
+/* ---- the context -------------------------------------------------------- */
+
 typedef struct {
-    int crit_built; /* 1 once crit holds the last run's path */
-    int crit_len;   /* entries in crit */
+    int64_t off, len;
+} sim_range;
+
+/* A device arena: first-fit over sorted free ranges below `top`; [top, inf)
+ * is free too (no cap: the verdict compares the high-water mark). */
+typedef struct {
+    sim_range *fr; /* free ranges below top, sorted, never adjacent */
+    int n_fr;
+    int64_t top;   /* end of the highest allocated block */
+    int64_t high;  /* high-water mark */
+} sim_arena;
+
+/* A buffer: arena block, and for a received one its pending receive. */
+typedef struct {
+    int64_t off, len; /* off < 0: none */
+    int64_t seq;      /* comm sequence number of its receive */
+    double ready;     /* when the receive ends */
+    int rop;          /* the receive's op id */
+    int pending;      /* the compute stream has not waited for it yet */
+} sim_buf;
+
+typedef struct {
+    sim_buf out;      /* output of (node, mb) on its device */
+    sim_buf grad;     /* gradient of that output */
+    int64_t saved_off, saved_len;
+    int uses;         /* local uses of out left */
+    int n_temps;      /* received gradient contributions to add */
+} sim_nstate;
+
+typedef struct {
+    sim_buf rin;      /* copy of a remote producer's output */
+    sim_buf rg;       /* gradient contribution to send back */
+    int rin_uses;     /* consumers here still needing rin */
+    int rg_left;      /* consumers here whose backward is to come */
+} sim_rstate;
+
+typedef struct {
+    int64_t off, len, seq;
+} sim_fence;
+
+/* An operation of the last run: a compute op, or one half of a transfer. */
+typedef struct {
+    double t0, t1;       /* start, end */
+    double ccomp;        /* compute time on the chain of preds ending here */
+    int clen;            /* ops on that chain */
+    int pred;            /* the op that fixed its start, -1 none */
+    int info;            /* kind | device << 3 (a transfer: the data's source) */
+    int node, mb, dst;   /* node and micro-batch (-1 none); a transfer's destination, else -1 */
+} sim_op;
+
+/* Op kinds recorded for traces and the critical path. */
+enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO };
+
+typedef struct {
+    int crit_built;
+    int crit_len;
 } sim_lazy;
 
 struct sim_ctx {
@@ -146,92 +210,199 @@ struct sim_ctx {
     const profile_data *p; /* borrowed */
     int n, D, M;           /* nodes, devices, max micro-batches */
     int xmax;              /* bound on (producer, remote device) pairs */
-    int ops_cap;           /* bound on items + transfers of one run */
-    int trace_on;          /* record events */
-    char err[192];         /* detail of the last failure */
+    int max_cons;          /* most consumer edges of a node */
+    int ops_cap;           /* bound on ops of one run */
+    int live_cap;          /* bound on live blocks per device */
+    int trace_on;
+    char err[192];
+
+    /* graph and profile facts, fixed */
+    uint8_t *bwd_reads;    /* [n] the node's backward reads its inputs again */
+    uint8_t *is_loss;      /* [n] */
+    int emb_node, loss_node; /* -1 when absent */
+    int res_node;          /* a residual node (ADD costs), -1 when absent */
+    int64_t *out_ps;       /* [n] output bytes per sample */
+    int64_t *saved_ps;     /* [n] saved block bytes per sample */
+    double *scr_ps;        /* [n] scratch bytes per sample */
+    int64_t ws_bytes;      /* backend workspace carved from each arena */
+    double *opt_a, *opt_b; /* [D] AdamW line: us = a + b * param bytes */
+    int *ucons_start, *ucons; /* distinct consumers of each node */
+    int *uin_start, *uin;     /* distinct producers of each node's inputs */
 
     /* costs at micro-batch size cached_mb */
-    int cached_mb;    /* 0: nothing cached */
-    double *craw;     /* [D][n][PHASE_COUNT] profile costs in us */
-    int n_class;      /* distinct out_bytes_per_sample values */
-    int *bclass;      /* [n] node -> class */
-    int64_t *cbytes;  /* [n_class] out bytes per sample of a class */
-    double *traw;     /* [n_class][D][D] transfer us of one output at cached_mb */
-    double *optsum;   /* [D] AdamW time of the device in the last run */
-    int64_t *dstatic; /* [D] static bytes of the device in the last run */
-    int64_t *dws;     /* [D] largest workspace of the device in the last run */
+    int cached_mb;
+    double *craw;     /* [D][n][PHASE_COUNT] */
+    int n_class;
+    int *bclass;      /* [n] */
+    int64_t *cbytes;  /* [n_class] */
+    double *traw;     /* [n_class][D][D] */
+    double *res_fwd;  /* [D] residual forward cost at cached_mb */
 
     /* the last run */
-    int m, mb, S, n_x, n_ops, n_cops; /* micro-batches, mb size, stages, pairs, ops, compute ops */
-    int *dev;                          /* [n] placement copy */
-    int *stage_of;                     /* [n] */
-    int *st_lo, *st_hi, *st_dev;       /* [n] stage first/last node, device */
-    int *n_on;                         /* [D] nodes per device */
-    int *xk, *xd, *xcnt, *xfirst;      /* [xmax] producer, remote device, consumer edges, first consumer */
-    int *xhead, *xnext;                /* [n], [xmax] pairs of producer k: linked list */
-    int *n_xout;                       /* [n] pairs of producer k */
-    int *in_x;                         /* [n*GRAPH_MAX_INPUTS] pair feeding input slot, -1 local */
-    int *xslot;                        /* [n*D] pair index of (k, d) */
-    unsigned *xstamp;                  /* [n*D] run stamp of xslot */
-    unsigned stamp;                    /* current run stamp */
-    int *ndep_f, *ndep_b;              /* [n] dependency counts of F and B items */
-    int *si;                           /* [2*n*M] sorted stage items */
-    int *bucket;                       /* [2n + 2M + 4] counting sort */
-    int *devops;                       /* [2*n*M + D] per-device item order */
-    int *devnj;                        /* [2*n*M + D] node | mb << 16 of devops (no division) */
-    int *dstart;                       /* [D+1] offsets into devops */
-    int *cur;                          /* [D] position of the head item */
-    int *wl;                           /* [D] worklist */
-    char *inwl;                        /* [D] */
-    int *dep;                          /* [n_cops] unmet inputs of a compute item */
-    double *ready;                     /* [n_cops] time the inputs are all there */
-    int *rpred;                        /* [n_cops] the input that arrived last */
-    double *extra;                     /* [n_cops] contention charges */
-    double *t0, *t1;                   /* [ops_cap] start, end */
-    int *pred;                         /* [ops_cap] critical predecessor, -1 none */
-    int *gcnt;                         /* [xmax*M] consumer backwards still to come */
-    double *dfree, *busy;              /* [D] */
-    int *dlast;                        /* [D] last item run on the device */
-    int64_t *mem, *mem_peak;           /* [D] dynamic bytes, their peak */
-    int *inflight, *inflight_max;      /* [D] micro-batches stashed on the device */
-    int *stash_cnt;                    /* [D*M] stashed nodes of (device, mb) */
-    double *lfree;                     /* [D*D] link free time */
-    int *llast;                        /* [D*D] last transfer on the link */
-    int last_op;                       /* the item that ended last */
+    int m, mb, S, n_used, n_x, n_ops;
+    int *dev;                  /* [n] */
+    int *stage_of, *st_lo, *st_hi, *st_dev; /* [n] */
+    int *n_on;                 /* [D] */
+    int *used;                 /* [D] used devices, ascending */
+    int *rank;                 /* [D] 1f1b rank, -1 unused */
+    int *xk, *xd;              /* [xmax] pair producer, remote device */
+    int *xslot;                /* [n*D] pair of (k, d) */
+    unsigned *xstamp;          /* [n*D] */
+    unsigned stamp;
+    int *ucnt;                 /* [n*D] distinct consumers of k on d (valid where stamped) */
+    int *local_uses;           /* [n] distinct consumers on the node's own device */
+    uint32_t *seq;             /* [2nM] per-device op orders */
+    uint8_t *issued;           /* [2nM] */
+    int *dstart;               /* [D+1] */
+    int *next;                 /* [D] */
+    int *dep;                  /* [2nM] unissued dependencies of op (node, mb, bwd) */
+    int *pos_of;               /* [2nM] position of op (node, mb, bwd) in seq */
+    uint64_t *rbits;           /* ready and unissued, by position in seq */
+    int *dn_start, *dnodes;    /* [D+1], [n] nodes of each device, ascending */
+    int64_t *pbytes;           /* [D] parameter bytes of each device */
+    sim_nstate *ns;            /* [n*M] */
+    sim_rstate *rs;            /* [xmax*M] */
+    sim_buf *temps;            /* [n*M*max_cons] */
+    sim_arena *ar;             /* [D] */
+    sim_range *frpool;         /* [D*live_cap] */
+    sim_fence *fences, *deferred; /* [D*live_cap] each */
+    int *n_fences, *n_deferred;   /* [D] */
+    int64_t *comm_seq, *comm_waited; /* [D] */
+    double *ct, *mt;           /* [D] compute and comm stream ends */
+    double *lfree;             /* [D*D] ideal links: free time (interleaved) */
+    int *llast;                /* [D*D] ideal links: last transfer */
+    int *cp, *mp;              /* [D] op that fixed ct / mt */
+    double *pend;              /* [D] contention owed by the next compute op */
+    double *busy;              /* [D] */
+    int64_t *static_b;         /* [D] */
+    int *stash_cnt, *inflight, *inflight_max; /* [D*M], [D], [D] */
+    sim_op *ops;               /* [ops_cap] in issue order */
+    int last_op;
+    int reorders;
 
-    sim_event *events; /* [ops_cap] when tracing */
-    int n_events;      /* events recorded in the last run */
-    int have_events;   /* the last run was traced */
-    sim_event *crit;   /* [ops_cap] critical path, built lazily */
-    sim_lazy *lazy;    /* mutable from const accessors */
+    sim_event *events;
+    int n_events;
+    int have_events;
+    sim_event *crit;
+    sim_lazy *lazy;
 };
 
 void sim_ctx_destroy(sim_ctx *c) {
     if (!c) return;
-    free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->optsum); free(c->dstatic); free(c->dws);
+    free(c->bwd_reads); free(c->is_loss); free(c->out_ps); free(c->saved_ps); free(c->scr_ps);
+    free(c->opt_a); free(c->opt_b); free(c->ucons_start); free(c->ucons);
+    free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->res_fwd);
     free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
-    free(c->xk); free(c->xd); free(c->xcnt); free(c->xfirst); free(c->xhead); free(c->xnext);
-    free(c->n_xout); free(c->in_x); free(c->xslot); free(c->xstamp); free(c->ndep_f); free(c->ndep_b);
-    free(c->si); free(c->bucket); free(c->devops); free(c->devnj); free(c->dstart); free(c->cur); free(c->wl);
-    free(c->inwl); free(c->dep); free(c->ready); free(c->rpred); free(c->extra); free(c->t0);
-    free(c->t1); free(c->pred); free(c->gcnt); free(c->dfree); free(c->busy); free(c->dlast);
-    free(c->mem); free(c->mem_peak); free(c->inflight); free(c->inflight_max); free(c->stash_cnt);
-    free(c->lfree); free(c->llast); free(c->events); free(c->crit); free(c->lazy);
+    free(c->used); free(c->rank); free(c->xk); free(c->xd); free(c->xslot); free(c->xstamp); free(c->ucnt);
+    free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->dep);
+    free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
+    free(c->uin);
+    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->fences); free(c->deferred);
+    free(c->n_fences); free(c->n_deferred); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
+    free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
+    free(c->inflight); free(c->inflight_max); free(c->ops); free(c->events); free(c->crit); free(c->lazy);
     free(c);
 }
 
 #define ALLOC(ptr, count) (((ptr) = calloc((size_t)(count) > 0 ? (size_t)(count) : 1, sizeof *(ptr))) == NULL)
 
+/* The engine's rule (hw/layout.c): which node kinds read their inputs again
+ * in backward; their producers' outputs stay alive until then. */
+static int kind_bwd_reads_input(op_kind k) {
+    return k == OP_LAYERNORM || k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD;
+}
+
+/* Facts about the graph and the profile that no run changes. */
+static void ctx_facts(sim_ctx *c) {
+    const graph *g = c->g;
+    const profile_data *p = c->p;
+    const int n = c->n, D = c->D;
+    c->emb_node = c->loss_node = c->res_node = -1;
+    int64_t ws = -1;
+    for (int i = 0; i < n; i++) {
+        op_kind k = g->nodes[i].kind;
+        c->bwd_reads[i] = (uint8_t)kind_bwd_reads_input(k);
+        c->is_loss[i] = k == OP_LOSS;
+        if (k == OP_LOSS && c->loss_node < 0) c->loss_node = i;
+        if (k == OP_EMBEDDING && c->emb_node < 0) c->emb_node = i;
+        if (k == OP_RESIDUAL && c->res_node < 0) c->res_node = i;
+        if (ws < 0 || p->node_mem[i].workspace_bytes < ws) ws = p->node_mem[i].workspace_bytes;
+    }
+    c->ws_bytes = ws > 0 ? ws : 0;
+    const double max_mb = p->n_mb > 0 ? p->mb_sizes[p->n_mb - 1] : 1;
+    /* distinct consumers */
+    int w = 0;
+    for (int i = 0; i < n; i++) {
+        c->ucons_start[i] = w;
+        for (int e = g->cons_start[i]; e < g->cons_start[i + 1]; e++) {
+            int cn = g->cons[e], dup = 0;
+            for (int f = c->ucons_start[i]; f < w; f++) dup |= c->ucons[f] == cn;
+            if (!dup) c->ucons[w++] = cn;
+        }
+    }
+    c->ucons_start[n] = w;
+    w = 0;
+    for (int i = 0; i < n; i++) {
+        c->uin_start[i] = w;
+        const graph_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int dup = 0;
+            for (int f = c->uin_start[i]; f < w; f++) dup |= c->uin[f] == nd->inputs[k];
+            if (!dup) c->uin[w++] = nd->inputs[k];
+        }
+    }
+    c->uin_start[n] = w;
+    for (int i = 0; i < n; i++) {
+        const profile_node_mem *nm = &p->node_mem[i];
+        int keep = 0;
+        for (int e = g->cons_start[i]; e < g->cons_start[i + 1]; e++) {
+            op_kind k = g->nodes[g->cons[e]].kind;
+            keep |= kind_bwd_reads_input(k) || k == OP_LOSS;
+        }
+        c->out_ps[i] = nm->out_bytes_per_sample;
+        int64_t sv = nm->act_bytes_per_sample - (keep ? nm->out_bytes_per_sample : 0);
+        c->saved_ps[i] = sv > 0 ? sv : 0;
+        double sc = (double)(nm->workspace_bytes - c->ws_bytes) / max_mb;
+        c->scr_ps[i] = sc > 0 ? sc : 0;
+    }
+    /* AdamW: least squares of per-node cost on parameter bytes */
+    for (int d = 0; d < D; d++) {
+        double k = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+        for (int i = 0; i < n; i++) {
+            double x = (double)p->node_mem[i].param_bytes;
+            if (x <= 0) continue;
+            double y = profile_node_cost(p, d, p->mb_sizes[0], i, PHASE_OPT);
+            k++;
+            sx += x;
+            sy += y;
+            sxx += x * x;
+            sxy += x * y;
+        }
+        double den = k * sxx - sx * sx, a = 0, b = 0;
+        if (k >= 2 && den > 0) {
+            b = (k * sxy - sx * sy) / den;
+            a = (sy - b * sx) / k;
+        }
+        if (!(b > 0) || !(a >= 0)) { /* no usable line: proportional */
+            a = 0;
+            b = sx > 0 ? sy / sx : 0;
+        }
+        c->opt_a[d] = a;
+        c->opt_b[d] = b;
+    }
+}
+
 pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_batches, sim_ctx **out) {
     if (!out) return PL_ERR_INVALID;
     *out = NULL;
-    if (!g || !p || max_micro_batches < 1 || g->n_nodes < 1 || p->n_nodes != g->n_nodes ||
-        p->n_devices < 1 || p->n_devices > SIM_MAX_DEVICES)
+    if (!g || !p || max_micro_batches < 1 || g->n_nodes < 1 || p->n_nodes != g->n_nodes || p->n_devices < 1 ||
+        p->n_devices > SIM_MAX_DEVICES || p->n_mb < 1)
         return PL_ERR_INVALID;
-    sim_ctx *c = calloc(1, sizeof *c);
-    if (!c) return PL_ERR_NOMEM;
     const int n = g->n_nodes, D = p->n_devices, M = max_micro_batches;
     const int E = g->cons_start[n];
+    if (n >= 65536 || M >= 32768) return PL_ERR_INVALID; /* op encoding: 16 bits node, 15 bits mb */
+    sim_ctx *c = calloc(1, sizeof *c);
+    if (!c) return PL_ERR_NOMEM;
     c->g = g;
     c->p = p;
     c->n = n;
@@ -240,14 +411,18 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     long xmax = (long)n * (D - 1);
     if ((long)E < xmax) xmax = E;
     c->xmax = (int)xmax;
-    long ops = 2L * n * M + D + 2L * xmax * M;
-    if (ops > 400000000L || n >= 65536 || M >= 32768) { /* keep int indices and devnj packing safe */
+    int mc = 1;
+    for (int i = 0; i < n; i++)
+        if (g->cons_start[i + 1] - g->cons_start[i] > mc) mc = g->cons_start[i + 1] - g->cons_start[i];
+    c->max_cons = mc;
+    long ops = 2L * n * M + 3L * D + 5L * xmax * M + 4;
+    long live = 16 + (long)n * M * (4 + mc) + 2L * xmax * M;
+    if (ops > 200000000L || live * D > 200000000L) {
         free(c);
         return PL_ERR_INVALID;
     }
     c->ops_cap = (int)ops;
-
-    /* transfer size classes: GPT nodes share a handful of output sizes */
+    c->live_cap = (int)live;
     if (ALLOC(c->bclass, n) || ALLOC(c->cbytes, n)) goto out_nomem;
     for (int i = 0; i < n; i++) {
         int64_t b = p->node_mem[i].out_bytes_per_sample;
@@ -256,23 +431,31 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         if (k == c->n_class) c->cbytes[c->n_class++] = b;
         c->bclass[i] = k;
     }
-    const long ncop = 2L * n * M + D;
-    if (ALLOC(c->craw, (long)D * n * PHASE_COUNT) || ALLOC(c->traw, (long)c->n_class * D * D) ||
-        ALLOC(c->dev, n) || ALLOC(c->stage_of, n) || ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) ||
-        ALLOC(c->st_dev, n) || ALLOC(c->n_on, D) || ALLOC(c->optsum, D) || ALLOC(c->dstatic, D) ||
-        ALLOC(c->dws, D) || ALLOC(c->xk, xmax) || ALLOC(c->xd, xmax) ||
-        ALLOC(c->xcnt, xmax) || ALLOC(c->xfirst, xmax) || ALLOC(c->xhead, n) || ALLOC(c->xnext, xmax) ||
-        ALLOC(c->n_xout, n) || ALLOC(c->in_x, (long)n * GRAPH_MAX_INPUTS) || ALLOC(c->xslot, (long)n * D) ||
-        ALLOC(c->xstamp, (long)n * D) || ALLOC(c->ndep_f, n) || ALLOC(c->ndep_b, n) ||
-        ALLOC(c->si, 2L * n * M) || ALLOC(c->bucket, 2L * n + 2L * M + 4) || ALLOC(c->devops, ncop) || ALLOC(c->devnj, ncop) ||
-        ALLOC(c->dstart, D + 1) || ALLOC(c->cur, D) || ALLOC(c->wl, D) || ALLOC(c->inwl, D) ||
-        ALLOC(c->dep, ncop) || ALLOC(c->ready, ncop) || ALLOC(c->rpred, ncop) || ALLOC(c->extra, ncop) ||
-        ALLOC(c->t0, ops) || ALLOC(c->t1, ops) || ALLOC(c->pred, ops) || ALLOC(c->gcnt, xmax * M) ||
-        ALLOC(c->dfree, D) || ALLOC(c->busy, D) || ALLOC(c->dlast, D) || ALLOC(c->mem, D) ||
-        ALLOC(c->mem_peak, D) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
-        ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
-        ALLOC(c->crit, ops) || ALLOC(c->lazy, 1))
+    const long nm = (long)n * M;
+    if (ALLOC(c->bwd_reads, n) || ALLOC(c->is_loss, n) || ALLOC(c->out_ps, n) || ALLOC(c->saved_ps, n) ||
+        ALLOC(c->scr_ps, n) || ALLOC(c->opt_a, D) || ALLOC(c->opt_b, D) || ALLOC(c->ucons_start, n + 1) ||
+        ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
+        ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->dev, n) ||
+        ALLOC(c->stage_of, n) || ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
+        ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->xk, xmax) ||
+        ALLOC(c->xd, xmax) || ALLOC(c->xslot, (long)n * D) || ALLOC(c->xstamp, (long)n * D) ||
+        ALLOC(c->ucnt, (long)n * D) || ALLOC(c->local_uses, n) || ALLOC(c->seq, 2 * nm) ||
+        ALLOC(c->issued, 2 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->dep, 2 * nm) ||
+        ALLOC(c->pos_of, 2 * nm) || ALLOC(c->rbits, 2 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
+        ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
+        ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
+        ALLOC(c->ns, nm) || ALLOC(c->rs, xmax * M) || ALLOC(c->temps, nm * mc) || ALLOC(c->ar, D) ||
+        ALLOC(c->frpool, (long)D * live) || ALLOC(c->fences, (long)D * live) ||
+        ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_fences, D) || ALLOC(c->n_deferred, D) ||
+        ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
+        ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
+        ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
+        ALLOC(c->ops, ops) || ALLOC(c->crit, ops) ||
+        ALLOC(c->lazy, 1))
         goto out_nomem;
+    for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
+    ctx_facts(c);
+    c->last_op = -1;
     *out = c;
     return PL_OK;
 
@@ -285,7 +468,6 @@ pl_status sim_ctx_set_trace(sim_ctx *ctx, int on) {
     if (!ctx) return PL_ERR_INVALID;
     ctx->trace_on = on ? 1 : 0;
     if (ctx->trace_on && !ctx->events) {
-        /* Allocated on first use so that untraced contexts stay small. */
         ctx->events = calloc((size_t)ctx->ops_cap, sizeof *ctx->events);
         if (!ctx->events) {
             ctx->trace_on = 0;
@@ -316,10 +498,12 @@ static void ensure_costs(sim_ctx *c, int mb) {
     if (c->cached_mb == mb) return;
     const profile_data *p = c->p;
     const int n = c->n, D = c->D;
-    for (int d = 0; d < D; d++)
+    for (int d = 0; d < D; d++) {
         for (int i = 0; i < n; i++)
             for (int ph = 0; ph < PHASE_COUNT; ph++)
                 c->craw[((size_t)d * n + i) * PHASE_COUNT + ph] = profile_node_cost(p, d, mb, i, (cost_phase)ph);
+        c->res_fwd[d] = c->res_node >= 0 ? profile_node_cost(p, d, mb, c->res_node, PHASE_FWD) : 0.0;
+    }
     for (int k = 0; k < c->n_class; k++)
         for (int s = 0; s < D; s++)
             for (int t = 0; t < D; t++)
@@ -327,6 +511,534 @@ static void ensure_costs(sim_ctx *c, int mb) {
                     s == t ? 0.0 : profile_transfer_us(p, s, t, (double)c->cbytes[k] * mb);
     c->cached_mb = mb;
 }
+
+/* ---- the arena (first fit, as hw/arena.c, without a cap) ---------------- */
+
+static inline int64_t align_len(int64_t bytes) {
+    if (bytes < 1) bytes = 1;
+    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+}
+
+static inline int64_t arena_alloc(sim_arena *a, int64_t len) {
+    for (int i = 0; i < a->n_fr; i++)
+        if (a->fr[i].len >= len) {
+            int64_t o = a->fr[i].off;
+            a->fr[i].off += len;
+            a->fr[i].len -= len;
+            if (a->fr[i].len == 0) {
+                memmove(&a->fr[i], &a->fr[i + 1], sizeof(sim_range) * (size_t)(a->n_fr - i - 1));
+                a->n_fr--;
+            }
+            return o;
+        }
+    int64_t o = a->top;
+    a->top += len;
+    if (a->top > a->high) a->high = a->top;
+    return o;
+}
+
+static inline void arena_free(sim_arena *a, int64_t off, int64_t len) {
+    int i = a->n_fr;
+    while (i > 0 && a->fr[i - 1].off > off) i--;
+    int mp = i > 0 && a->fr[i - 1].off + a->fr[i - 1].len == off;
+    int mn = i < a->n_fr && off + len == a->fr[i].off;
+    if (mp && mn) {
+        a->fr[i - 1].len += len + a->fr[i].len;
+        memmove(&a->fr[i], &a->fr[i + 1], sizeof(sim_range) * (size_t)(a->n_fr - i - 1));
+        a->n_fr--;
+        i--;
+    } else if (mp) {
+        a->fr[i - 1].len += len;
+        i--;
+    } else if (mn) {
+        a->fr[i].off = off;
+        a->fr[i].len += len;
+    } else {
+        memmove(&a->fr[i + 1], &a->fr[i], sizeof(sim_range) * (size_t)(a->n_fr - i));
+        a->fr[i].off = off;
+        a->fr[i].len = len;
+        a->n_fr++;
+    }
+    /* a free range that reaches the top gives the space back to the tail */
+    if (a->n_fr > 0 && a->fr[a->n_fr - 1].off + a->fr[a->n_fr - 1].len == a->top) {
+        a->top = a->fr[a->n_fr - 1].off;
+        a->n_fr--;
+    }
+}
+
+/* ---- the run state and the engine's bookkeeping (hw/plan.c) ------------- */
+
+/* One run: everything sim_run's helpers share, in locals of one struct. */
+typedef struct {
+    sim_ctx *c;
+    const graph *g;
+    int n, m, D, mb;
+    int multi;             /* more than one device used */
+    int ideal;             /* transfers on ideal per-link queues (interleaved) */
+    double cs, lo, ts, tl, cont;
+    int tracing;
+    int n_ops;
+    int n_transfers;
+    double tbytes;
+} run;
+
+static const sim_buf BUF_NONE = {-1, 0, 0, 0.0, -1, 0};
+
+#define NS(r, i, j) (&(r)->c->ns[(size_t)(i) * (r)->m + (j)])
+#define RS(r, x, j) (&(r)->c->rs[(size_t)(x) * (r)->m + (j)])
+#define TMP(r, i, j, k) (&(r)->c->temps[((size_t)(i) * (r)->m + (j)) * (r)->c->max_cons + (k)])
+
+static inline void record_event(run *r, int op) {
+    sim_ctx *c = r->c;
+    sim_event *e = &c->events[c->n_events++];
+    int info = c->ops[op].info, k = info & 7;
+    static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
+                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO};
+    e->kind = kinds[k];
+    e->node = c->ops[op].node;
+    e->micro_batch = c->ops[op].mb;
+    e->device = info >> 3;
+    e->dst_device = c->ops[op].dst;
+    e->start_us = c->ops[op].t0;
+    e->end_us = c->ops[op].t1;
+}
+
+/* A transfer op's critical-chain figures from its predecessor's (a
+ * transfer adds no compute time). */
+static inline void chain(sim_ctx *c, int op) {
+    const int pr = c->ops[op].pred;
+    c->ops[op].clen = pr >= 0 ? c->ops[pr].clen + 1 : 1;
+    c->ops[op].ccomp = pr >= 0 ? c->ops[pr].ccomp : 0.0;
+}
+
+/* Run a compute op of `dur` us on device d's compute stream. */
+static inline void compute_dur(run *r, int d, int kind, int node, int j, double dur) {
+    sim_ctx *c = r->c;
+    if (r->cont != 0.0) {
+        dur += c->pend[d];
+        c->pend[d] = 0;
+    }
+    const int op = r->n_ops++;
+    sim_op *o = &c->ops[op];
+    const int pr = c->cp[d];
+    o->t0 = c->ct[d];
+    o->t1 = c->ct[d] + dur;
+    o->pred = pr;
+    o->clen = pr >= 0 ? c->ops[pr].clen + 1 : 1;
+    o->ccomp = (pr >= 0 ? c->ops[pr].ccomp : 0.0) + dur;
+    o->info = kind | d << 3;
+    o->node = node;
+    o->mb = j;
+    o->dst = -1;
+    c->ct[d] += dur;
+    c->cp[d] = op;
+    c->busy[d] += dur;
+    if (r->tracing) record_event(r, op);
+}
+
+/* Run a compute op of raw (profiled) cost `raw`: scaled, plus the launch
+ * overhead, never negative. */
+static inline void compute_op(run *r, int d, int kind, int node, int j, double raw) {
+    double dur = raw * r->cs + r->lo;
+    compute_dur(r, d, kind, node, j, dur > 0 ? dur : 0.0);
+}
+
+/* The compute stream of d waits for a received buffer (first use only). */
+static inline void use_buf(run *r, int d, sim_buf *b) {
+    sim_ctx *c = r->c;
+    if (!b->pending) return;
+    if (b->ready >= c->ct[d]) {
+        c->ct[d] = b->ready;
+        c->cp[d] = b->rop;
+    }
+    if (b->seq > c->comm_waited[d]) c->comm_waited[d] = b->seq;
+    b->pending = 0;
+}
+
+/* Release deferred blocks of d whose send finished by comm seq upto. */
+static inline void release_deferred(sim_ctx *c, int d, int64_t upto) {
+    sim_fence *l = c->deferred + (size_t)d * c->live_cap;
+    int *n = &c->n_deferred[d];
+    for (int i = 0; i < *n;) {
+        if (l[i].seq <= upto) {
+            arena_free(&c->ar[d], l[i].off, l[i].len);
+            l[i] = l[--*n];
+        } else {
+            i++;
+        }
+    }
+}
+
+static inline int64_t c_alloc(run *r, int d, int64_t bytes, int for_comm, int64_t *len) {
+    sim_ctx *c = r->c;
+    if (c->n_deferred[d]) release_deferred(c, d, for_comm ? INT64_MAX : c->comm_waited[d]);
+    *len = align_len(bytes);
+    return arena_alloc(&c->ar[d], *len);
+}
+
+static inline void c_free(run *r, int d, int64_t off, int64_t len) {
+    sim_ctx *c = r->c;
+    sim_fence *f = c->fences + (size_t)d * c->live_cap;
+    int nf = c->n_fences[d];
+    for (int i = 0; i < nf; i++)
+        if (f[i].off == off) {
+            int64_t seq = f[i].seq;
+            f[i] = f[--c->n_fences[d]];
+            if (seq <= c->comm_waited[d]) {
+                arena_free(&c->ar[d], off, len);
+            } else {
+                sim_fence *l = c->deferred + (size_t)d * c->live_cap;
+                int k = 0;
+                while (k < c->n_deferred[d] && l[k].off != off) k++;
+                if (k == c->n_deferred[d]) l[c->n_deferred[d]++] = (sim_fence){off, len, seq};
+                else if (seq > l[k].seq) l[k].seq = seq;
+            }
+            return;
+        }
+    arena_free(&c->ar[d], off, len);
+}
+
+static inline void fence_push(sim_ctx *c, int d, int64_t off, int64_t len, int64_t seq) {
+    sim_fence *f = c->fences + (size_t)d * c->live_cap;
+    for (int i = 0; i < c->n_fences[d]; i++)
+        if (f[i].off == off) {
+            if (seq > f[i].seq) f[i].seq = seq;
+            return;
+        }
+    f[c->n_fences[d]++] = (sim_fence){off, len, seq};
+}
+
+/* The transfer of an order the engine does not run (interleaved): it
+ * leaves when its producer's compute ends, on a FIFO queue per directed
+ * link that overlaps everything else, as an ideal pipeline's would. */
+static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t bytes, int64_t doff, int64_t len,
+                       int64_t src_off, int64_t src_len, sim_buf *dst) {
+    sim_ctx *c = r->c;
+    const int l = s * r->D + t;
+    const double x = c->traw[((size_t)c->bclass[node] * r->D + s) * r->D + t] * r->ts + r->tl;
+    double st = c->ct[s];
+    int pr = c->cp[s];
+    if (c->lfree[l] > st) {
+        st = c->lfree[l];
+        pr = c->llast[l];
+    }
+    const int op = r->n_ops;
+    r->n_ops += 2;
+    for (int k = 0; k < 2; k++) {
+        c->ops[op + k].t0 = st;
+        c->ops[op + k].t1 = st + x;
+        c->ops[op + k].pred = pr;
+        c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+        c->ops[op + k].dst = t;
+        c->ops[op + k].node = node;
+        c->ops[op + k].mb = j;
+        chain(c, op + k);
+    }
+    c->lfree[l] = st + x;
+    c->llast[l] = op;
+    if (r->cont != 0.0) {
+        c->pend[s] += r->cont * x;
+        c->pend[t] += r->cont * x;
+    }
+    r->n_transfers++;
+    r->tbytes += (double)bytes;
+    if (r->tracing) record_event(r, op);
+    c->comm_seq[s]++;
+    c->comm_seq[t]++;
+    fence_push(c, s, src_off, src_len, c->comm_seq[s]);
+    dst->off = doff;
+    dst->len = len;
+    dst->seq = c->comm_seq[t];
+    dst->ready = st + x;
+    dst->rop = op;
+    dst->pending = 1;
+}
+
+/* A transfer of `bytes` from s (buffer at src_off) to a new buffer on t. */
+static void xfer(run *r, int s, int t, int64_t src_off, int64_t src_len, int node, int j, int grad, sim_buf *dst) {
+    sim_ctx *c = r->c;
+    const int64_t bytes = c->out_ps[node] * r->mb;
+    int64_t len;
+    int64_t doff = c_alloc(r, t, bytes, 1, &len);
+    if (r->ideal) {
+        ideal_xfer(r, s, t, node, j, grad, bytes, doff, len, src_off, src_len, dst);
+        return;
+    }
+    /* both comm streams wait for their compute stream's position */
+    if (c->ct[s] >= c->mt[s]) {
+        c->mt[s] = c->ct[s];
+        c->mp[s] = c->cp[s];
+    }
+    if (c->ct[t] >= c->mt[t]) {
+        c->mt[t] = c->ct[t];
+        c->mp[t] = c->cp[t];
+    }
+    const double x = c->traw[((size_t)c->bclass[node] * r->D + s) * r->D + t] * r->ts + r->tl;
+    const double sp = c->mt[s];
+    const int spred = c->mp[s];
+    double st = c->mt[t];
+    int pr = c->mp[t];
+    if (sp >= st) {
+        st = sp;
+        pr = spred;
+    }
+    const int op = r->n_ops;
+    r->n_ops += 2; /* op: the receive; op + 1: the send */
+    c->ops[op].t0 = st;
+    c->ops[op].t1 = st + x;
+    c->ops[op].pred = pr;
+    /* events name a transfer by the data's source and destination */
+    c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+    c->ops[op].dst = c->ops[op + 1].dst = t;
+    c->ops[op].node = c->ops[op + 1].node = node;
+    c->ops[op].mb = c->ops[op + 1].mb = j;
+    if (bytes <= SIM_EAGER_BYTES) {
+        c->ops[op + 1].t0 = sp;
+        c->ops[op + 1].t1 = sp + x;
+        c->ops[op + 1].pred = spred;
+    } else {
+        c->ops[op + 1].t0 = st;
+        c->ops[op + 1].t1 = st + x;
+        c->ops[op + 1].pred = pr;
+    }
+    chain(c, op);
+    chain(c, op + 1);
+    c->mt[t] = st + x;
+    c->mp[t] = op;
+    c->mt[s] = c->ops[op + 1].t1;
+    c->mp[s] = op + 1;
+    if (r->cont != 0.0) {
+        c->pend[s] += r->cont * x;
+        c->pend[t] += r->cont * x;
+    }
+    r->n_transfers++;
+    r->tbytes += (double)bytes;
+    if (r->tracing) record_event(r, op);
+    c->comm_seq[s]++;
+    c->comm_seq[t]++;
+    fence_push(c, s, src_off, src_len, c->comm_seq[s]);
+    dst->off = doff;
+    dst->len = len;
+    dst->seq = c->comm_seq[t];
+    dst->ready = st + x;
+    dst->rop = op;
+    dst->pending = 1;
+}
+
+/* A consumer on d is done with producer k's output for micro-batch j. */
+static inline void release_use(run *r, int k, int j, int d) {
+    sim_ctx *c = r->c;
+    if (c->dev[k] == d) {
+        sim_nstate *s = NS(r, k, j);
+        if (--s->uses == 0 && s->out.off >= 0) {
+            c_free(r, d, s->out.off, s->out.len);
+            s->out.off = -1;
+        }
+        return;
+    }
+    sim_rstate *q = RS(r, c->xslot[(size_t)k * r->D + d], j);
+    if (--q->rin_uses == 0 && q->rin.off >= 0) {
+        c_free(r, d, q->rin.off, q->rin.len);
+        q->rin.off = -1;
+    }
+}
+
+static inline sim_buf *input_buf(run *r, int k, int j, int d) {
+    sim_ctx *c = r->c;
+    return c->dev[k] == d ? &NS(r, k, j)->out : &RS(r, c->xslot[(size_t)k * r->D + d], j)->rin;
+}
+
+static inline void stash(sim_ctx *c, int d, int j, int m, int delta) {
+    int *s = &c->stash_cnt[d * m + j];
+    if (delta > 0) {
+        if ((*s)++ == 0 && ++c->inflight[d] > c->inflight_max[d]) c->inflight_max[d] = c->inflight[d];
+    } else if (--*s == 0) {
+        c->inflight[d]--;
+    }
+}
+
+/* Op keys: (node, mb, bwd) -> index into dep and pos_of. */
+#define OPKEY(m, i, j, b) ((((size_t)(i) * (m) + (j)) << 1) | (size_t)(b))
+
+/* One dependency of op key k is issued; when none is left it is ready. */
+static inline void dep_done(sim_ctx *c, size_t k) {
+    if (--c->dep[k] == 0) {
+        int pos = c->pos_of[k];
+        c->rbits[pos >> 6] |= 1ull << (pos & 63);
+    }
+}
+
+static void issue_fwd(run *r, int i, int j) {
+    sim_ctx *c = r->c;
+    const graph_node *nd = &r->g->nodes[i];
+    const int d = c->dev[i], mb = r->mb;
+    for (int k = 0; k < nd->n_inputs; k++) use_buf(r, d, input_buf(r, nd->inputs[k], j, d));
+    sim_nstate *ns = NS(r, i, j); /* nothing touches (i, j) before its forward */
+    ns->grad = BUF_NONE;
+    ns->n_temps = 0;
+    int64_t olen, slen = 0, clen = 0, soff = -1, coff = -1;
+    int64_t ooff = c_alloc(r, d, c->out_ps[i] * mb, 0, &olen);
+    if (c->saved_ps[i] > 0) soff = c_alloc(r, d, c->saved_ps[i] * mb, 0, &slen);
+    int64_t scr = (int64_t)(c->scr_ps[i] * mb);
+    if (scr > 0) coff = c_alloc(r, d, scr, 0, &clen);
+    const double *cr = c->craw + ((size_t)d * r->n + i) * PHASE_COUNT;
+    /* the loss's forward also writes its gradient: it has no backward call */
+    compute_op(r, d, OPK_FWD, i, j, c->is_loss[i] ? cr[PHASE_FWD] + cr[PHASE_BWD] : cr[PHASE_FWD]);
+    if (coff >= 0) c_free(r, d, coff, clen);
+    ns->out = BUF_NONE;
+    ns->out.off = ooff;
+    ns->out.len = olen;
+    ns->saved_off = soff;
+    ns->saved_len = slen;
+    ns->uses = c->local_uses[i];
+    dep_done(c, OPKEY(r->m, i, j, 1));
+    for (int e = c->ucons_start[i]; e < c->ucons_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->ucons[e], j, 0));
+    stash(c, d, j, r->m, 1);
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int pr = nd->inputs[k];
+        if (k == 1 && pr == nd->inputs[0]) continue;
+        if (c->is_loss[i]) {
+            /* the input buffer now holds the producer's output gradient */
+            if (c->dev[pr] == d) {
+                sim_nstate *ps = NS(r, pr, j);
+                ps->grad = ps->out;
+                ps->grad.pending = 0;
+                ps->out.off = -1;
+                ps->uses--;
+            } else {
+                sim_rstate *q = RS(r, c->xslot[(size_t)pr * r->D + d], j);
+                q->rg = q->rin;
+                q->rg.pending = 0;
+                q->rin.off = -1;
+                q->rin_uses--;
+            }
+        } else if (!c->bwd_reads[i]) {
+            release_use(r, pr, j, d);
+        }
+    }
+    /* send the output to every other device that consumes it, in device order */
+    for (int t = 0; t < r->D; t++) {
+        if (t == d) continue;
+        size_t slot = (size_t)i * r->D + t;
+        if (c->xstamp[slot] != c->stamp) continue;
+        sim_rstate *q = RS(r, c->xslot[slot], j);
+        xfer(r, d, t, ooff, olen, i, j, 0, &q->rin);
+        q->rin_uses = c->ucnt[slot];
+        q->rg = BUF_NONE;
+        q->rg_left = c->ucnt[slot];
+    }
+    if (ns->uses == 0 && ns->out.off >= 0) {
+        c_free(r, d, ns->out.off, ns->out.len);
+        ns->out.off = -1;
+    }
+}
+
+static void issue_bwd(run *r, int i, int j) {
+    sim_ctx *c = r->c;
+    const graph_node *nd = &r->g->nodes[i];
+    const int d = c->dev[i], mb = r->mb;
+    sim_nstate *ns = NS(r, i, j);
+    if (!c->is_loss[i]) {
+        /* the output gradient: wait for it and add what other devices sent
+         * (a node nobody consumes has none: its backward starts from zero) */
+        if (ns->grad.off >= 0) use_buf(r, d, &ns->grad);
+        for (int k = 0; k < ns->n_temps; k++) {
+            sim_buf *tb = TMP(r, i, j, k);
+            use_buf(r, d, tb);
+            double raw = c->res_fwd[d];
+            if (c->res_node >= 0) {
+                double rb = (double)c->out_ps[c->res_node], ob = (double)c->out_ps[i];
+                if (rb > 0 && ob > rb) raw *= ob / rb;
+            } else {
+                raw = c->opt_a[d] + c->opt_b[d] * 3.0 / 7.0 * (double)(c->out_ps[i] * mb);
+            }
+            compute_op(r, d, OPK_ADD, i, j, raw);
+            c_free(r, d, tb->off, tb->len);
+        }
+        ns->n_temps = 0;
+        for (int k = 0; k < nd->n_inputs; k++) {
+            int pr = nd->inputs[k];
+            if (k == 1 && pr == nd->inputs[0]) continue;
+            sim_buf *tg = c->dev[pr] == d ? &NS(r, pr, j)->grad : &RS(r, c->xslot[(size_t)pr * r->D + d], j)->rg;
+            if (tg->off < 0) {
+                int64_t len;
+                int64_t off = c_alloc(r, d, c->out_ps[pr] * mb, 0, &len);
+                *tg = BUF_NONE;
+                tg->off = off;
+                tg->len = len;
+            } else {
+                use_buf(r, d, tg);
+            }
+        }
+        int64_t clen = 0, coff = -1, scr = (int64_t)(c->scr_ps[i] * mb);
+        if (scr > 0) coff = c_alloc(r, d, scr, 0, &clen);
+        compute_op(r, d, OPK_BWD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD]);
+        if (coff >= 0) c_free(r, d, coff, clen);
+        if (ns->saved_off >= 0) c_free(r, d, ns->saved_off, ns->saved_len);
+        ns->saved_off = -1;
+        if (ns->grad.off >= 0) c_free(r, d, ns->grad.off, ns->grad.len);
+        ns->grad.off = -1;
+    }
+    for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1));
+    stash(c, d, j, r->m, -1);
+    for (int k = 0; k < nd->n_inputs; k++) {
+        int pr = nd->inputs[k];
+        if (k == 1 && pr == nd->inputs[0]) continue;
+        if (!c->is_loss[i] && c->bwd_reads[i]) release_use(r, pr, j, d);
+        int src = c->dev[pr];
+        if (src == d) continue;
+        sim_rstate *q = RS(r, c->xslot[(size_t)pr * r->D + d], j);
+        if (--q->rg_left > 0) continue;
+        /* every consumer here is done: send the gradient home */
+        sim_nstate *ps = NS(r, pr, j);
+        sim_buf got;
+        xfer(r, d, src, q->rg.off, q->rg.len, pr, j, 1, &got);
+        if (ps->grad.off < 0) ps->grad = got;
+        else *TMP(r, pr, j, ps->n_temps++) = got;
+        c_free(r, d, q->rg.off, q->rg.len);
+        q->rg.off = -1;
+    }
+}
+
+/* After a device's last operation: join its comm stream, then AdamW. */
+static void issue_tail(run *r, int d) {
+    sim_ctx *c = r->c;
+    if (c->comm_seq[d] > 0) {
+        if (c->mt[d] >= c->ct[d]) {
+            c->ct[d] = c->mt[d];
+            c->cp[d] = c->mp[d];
+        }
+        c->comm_waited[d] = c->comm_seq[d];
+    }
+    const double bytes = (double)c->pbytes[d];
+    if (bytes > 0) compute_op(r, d, OPK_OPT, -1, -1, c->opt_a[d] + c->opt_b[d] * bytes);
+    else compute_dur(r, d, OPK_OPT, -1, -1, 0.0); /* no parameters: the engine launches nothing */
+}
+
+/* Static buffers of a used device and the step's opening ZERO ops. */
+static void setup_device(run *r, int d) {
+    sim_ctx *c = r->c;
+    const graph *g = r->g;
+    int64_t len;
+    const int64_t fb = c->pbytes[d] > 0 ? c->pbytes[d] : 4;
+    for (int k = 0; k < 4; k++) c_alloc(r, d, fb, 0, &len); /* params, grads, m, v */
+    if (c->ws_bytes > 0) c_alloc(r, d, c->ws_bytes, 0, &len);
+    c_alloc(r, d, 4, 0, &len); /* AdamW step counter */
+    const int64_t BT = (int64_t)g->cfg.batch * g->cfg.seq_len;
+    const int loss_here = c->loss_node >= 0 && c->dev[c->loss_node] == d;
+    if (loss_here) {
+        c_alloc(r, d, 8, 0, &len);
+        c_alloc(r, d, BT * 4, 0, &len);
+    }
+    if (c->emb_node >= 0 && c->dev[c->emb_node] == d) c_alloc(r, d, BT * 4, 0, &len);
+    c->static_b[d] = c->ar[d].top;
+    compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * (double)fb);
+    if (loss_here) compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * 8.0);
+}
+
+/* ---- orders ---------------------------------------------------------------- */
+
+#define OPC(i, j, b) ((uint32_t)(i) | (uint32_t)(j) << 16 | (uint32_t)(b) << 31)
 
 /* Stages: maximal runs of consecutive nodes on one device. */
 static void build_stages(sim_ctx *c) {
@@ -347,136 +1059,99 @@ static void build_stages(sim_ctx *c) {
     c->S = S;
 }
 
-/* Cross-device pairs (producer k, remote device d) and dependency counts. */
+/* Cross-device pairs (producer k, remote device d) with their distinct
+ * consumer counts, and each node's distinct local consumers. */
 static void build_pairs(sim_ctx *c) {
-    const graph *g = c->g;
     const int n = c->n, D = c->D;
     const int *dev = c->dev;
     c->stamp++;
-    if (c->stamp == 0) { /* wrapped: forget every slot */
+    if (c->stamp == 0) {
         memset(c->xstamp, 0, sizeof *c->xstamp * (size_t)n * D);
         c->stamp = 1;
     }
     int nx = 0;
-    for (int i = 0; i < n; i++) {
-        c->xhead[i] = -1;
-        c->n_xout[i] = 0;
-        c->ndep_b[i] = 1; /* its own forward */
-    }
-    for (int i = 0; i < n; i++) {
-        const graph_node *nd = &g->nodes[i];
-        c->ndep_f[i] = nd->n_inputs;
-        for (int s = 0; s < nd->n_inputs; s++) {
-            int k = nd->inputs[s];
-            int di = dev[i];
-            if (dev[k] == di) {
-                c->in_x[i * GRAPH_MAX_INPUTS + s] = -1;
-                c->ndep_b[k]++; /* B(k) waits for B(i) locally */
+    for (int k = 0; k < n; k++) {
+        int local = 0;
+        for (int e = c->ucons_start[k]; e < c->ucons_start[k + 1]; e++) {
+            int cn = c->ucons[e], d = dev[cn];
+            if (d == dev[k]) {
+                local++;
                 continue;
             }
-            size_t slot = (size_t)k * D + di;
-            int x;
-            if (c->xstamp[slot] == c->stamp) {
-                x = c->xslot[slot];
-            } else {
-                x = nx++;
+            size_t slot = (size_t)k * D + d;
+            if (c->xstamp[slot] != c->stamp) {
                 c->xstamp[slot] = c->stamp;
-                c->xslot[slot] = x;
-                c->xk[x] = k;
-                c->xd[x] = di;
-                c->xcnt[x] = 0;
-                c->xfirst[x] = i;
-                c->xnext[x] = c->xhead[k];
-                c->xhead[k] = x;
-                c->n_xout[k]++;
-                c->ndep_b[k]++; /* B(k) waits for the gradient from di */
+                c->xslot[slot] = nx;
+                c->ucnt[slot] = 0;
+                c->xk[nx] = k;
+                c->xd[nx] = d;
+                nx++;
             }
-            c->xcnt[x]++;
-            c->in_x[i * GRAPH_MAX_INPUTS + s] = x;
+            c->ucnt[slot]++;
         }
+        c->local_uses[k] = local;
     }
     c->n_x = nx;
 }
 
-/* Op ids: F(i,j) = j*n + i; B(i,j) = (m + j)*n + i; OPT(d) = 2mn + d;
- * transfers 2mn + D + (x*m + j)*2 + dir (dir 0 activation, 1 gradient). */
-#define OP_F(c, i, j) ((j) * (c)->n + (i))
-#define OP_B(c, i, j) (((c)->m + (j)) * (c)->n + (i))
+/* gpipe and 1f1b: the engine's per-device order (hw/plan.c build_sequence). */
+static void order_engine(sim_ctx *c, int gpipe) {
+    const int m = c->m;
+    for (int u = 0; u < c->n_used; u++) {
+        const int d = c->used[u], r = c->rank[d];
+        uint32_t *a = c->seq + c->dstart[d];
+        int k = 0;
+        int w = c->n_used - 1 - r;
+        if (w > m) w = m;
+        for (int t = 0; t < 2 * m; t++) {
+            int bwd, j;
+            if (gpipe) {
+                bwd = t >= m;
+                j = bwd ? t - m : t;
+            } else if (t < w) {
+                bwd = 0;
+                j = t;
+            } else if (t < w + 2 * (m - w)) {
+                int h = (t - w) / 2;
+                if ((t - w) % 2 == 0) {
+                    bwd = 0;
+                    j = w + h;
+                } else {
+                    bwd = 1;
+                    j = h;
+                }
+            } else {
+                bwd = 1;
+                j = (m - w) + (t - w - 2 * (m - w));
+            }
+            const int *nl = c->dnodes + c->dn_start[d], nn = c->dn_start[d + 1] - c->dn_start[d];
+            if (!bwd) {
+                for (int q = 0; q < nn; q++) a[k++] = OPC(nl[q], j, 0);
+            } else {
+                for (int q = nn - 1; q >= 0; q--) a[k++] = OPC(nl[q], j, 1);
+            }
+        }
+    }
+}
 
-/* Append the node items of stage item (k, j, phase) to device d's queue. */
-static inline int expand_stage(sim_ctx *c, int w, int k, int j, int ph) {
+static inline int expand_stage(sim_ctx *c, uint32_t *a, int w, int k, int j, int ph) {
     int lo = c->st_lo[k], hi = c->st_hi[k];
-    const int jj = j << 16;
     if (ph == 0)
-        for (int i = lo; i <= hi; i++) {
-            c->devnj[w] = i | jj;
-            c->devops[w++] = OP_F(c, i, j);
-        }
+        for (int i = lo; i <= hi; i++) a[w++] = OPC(i, j, 0);
     else
-        for (int i = hi; i >= lo; i--) {
-            c->devnj[w] = i | jj;
-            c->devops[w++] = OP_B(c, i, j);
-        }
+        for (int i = hi; i >= lo; i--) a[w++] = OPC(i, j, 1);
     return w;
 }
 
-/* Per-device queue offsets: 2*m items per node, plus AdamW on used devices. */
-static void queue_offsets(sim_ctx *c) {
-    int off = 0;
-    for (int d = 0; d < c->D; d++) {
-        c->dstart[d] = off;
-        off += 2 * c->m * c->n_on[d] + (c->n_on[d] > 0);
-    }
-    c->dstart[c->D] = off;
-}
-
-static inline int stage_key(int order, int S, int m, int k, int j, int ph) {
-    if (order == SCHED_GPIPE)
-        return ph == 0 ? k + j : (S - 1 + m) + (S - 1 - k) + (m - 1 - j);
-    if (ph == 0) return j <= S - 1 - k ? k + j : k + 2 * j;
-    return 2 * S - 1 - k + 2 * j;
-}
-
-/* gpipe and 1f1b: counting sort of all stage items by ideal start time. */
-static void order_by_key(sim_ctx *c, int order) {
-    const int S = c->S, m = c->m;
-    const int R = 2 * S + 2 * m; /* keys lie in [0, 2S + 2m - 3] */
-    int *b = c->bucket;
-    memset(b, 0, sizeof *b * (size_t)(R + 1));
-    /* generation order (the tie-break): backwards first, then by stage, mb */
-    int *key = c->devnj; /* scratch: devnj is written only after the sort */
-    int t = 0;
-    for (int ph = 1; ph >= 0; ph--)
-        for (int k = 0; k < S; k++)
-            for (int j = 0; j < m; j++) {
-                key[t] = stage_key(order, S, m, k, j, ph);
-                b[key[t++] + 1]++;
-            }
-    for (int r = 0; r < R; r++) b[r + 1] += b[r];
-    t = 0;
-    for (int ph = 1; ph >= 0; ph--)
-        for (int k = 0; k < S; k++)
-            for (int j = 0; j < m; j++) c->si[b[key[t++]]++] = ((k * m + j) << 1) | ph;
-    int *w = c->cur; /* write positions, reset before the pass */
-    for (int d = 0; d < c->D; d++) w[d] = c->dstart[d];
-    const int total = 2 * S * m;
-    for (t = 0; t < total; t++) {
-        int e = c->si[t], ph = e & 1, kj = e >> 1, k = kj / m, j = kj - k * m;
-        int d = c->st_dev[k];
-        w[d] = expand_stage(c, w[d], k, j, ph);
-    }
-    for (int d = 0; d < c->D; d++)
-        if (c->n_on[d] > 0) {
-            c->devnj[w[d]] = 0;
-            c->devops[w[d]++] = 2 * m * c->n + d;
-        }
-}
-
-/* interleaved: Megatron-LM's per-rank order on a contiguous chunk placement. */
+/* interleaved: Megatron-LM's per-rank order on a contiguous chunk placement.
+ * S = v*p stages over p devices, stage k on the device of stage k mod p,
+ * m a multiple of p. Rank r runs virtual micro-batch t forward on chunk
+ * (t mod pv)/p, backward on chunk v-1-(t mod pv)/p, micro-batch
+ * (t / pv)*p + t mod p, with min(2(p-r-1) + (v-1)p, mv) warm-up forwards
+ * (all of them when m == p), then one forward and one backward. */
 static pl_status order_interleaved(sim_ctx *c, int v) {
     const int S = c->S, m = c->m;
-    int p = 0;
-    for (int d = 0; d < c->D; d++) p += c->n_on[d] > 0;
+    int p = c->n_used;
     if (S != v * p)
         return fail(c, PL_ERR_SCHEDULE,
                     "interleaved with %d chunks needs a contiguous chunk placement: %d runs of nodes "
@@ -496,22 +1171,22 @@ static pl_status order_interleaved(sim_ctx *c, int v) {
     const int N = m * v, pv = p * v;
     for (int r = 0; r < p; r++) {
         int d = c->st_dev[r];
-        int w = c->dstart[d];
+        uint32_t *a = c->seq + c->dstart[d];
+        int w = 0;
         int warm = m == p ? N : 2 * (p - r - 1) + (v - 1) * p;
         if (warm > N) warm = N;
         int nf = 0, nb = 0;
-        /* one forward (virtual micro-batch nf) or one backward (nb) */
-#define FWD_ONE()                                                                   \
-    do {                                                                            \
-        int ch = (nf % pv) / p, j = (nf / pv) * p + nf % p;                         \
-        w = expand_stage(c, w, ch * p + r, j, 0);                                   \
-        nf++;                                                                       \
+#define FWD_ONE()                                                           \
+    do {                                                                    \
+        int ch = (nf % pv) / p, j = (nf / pv) * p + nf % p;                 \
+        w = expand_stage(c, a, w, ch * p + r, j, 0);                        \
+        nf++;                                                               \
     } while (0)
-#define BWD_ONE()                                                                   \
-    do {                                                                            \
-        int ch = v - 1 - (nb % pv) / p, j = (nb / pv) * p + nb % p;                 \
-        w = expand_stage(c, w, ch * p + r, j, 1);                                   \
-        nb++;                                                                       \
+#define BWD_ONE()                                                           \
+    do {                                                                    \
+        int ch = v - 1 - (nb % pv) / p, j = (nb / pv) * p + nb % p;         \
+        w = expand_stage(c, a, w, ch * p + r, j, 1);                        \
+        nb++;                                                               \
     } while (0)
         for (int t = 0; t < warm; t++) FWD_ONE();
         for (int t = 0; t < N - warm; t++) {
@@ -521,23 +1196,14 @@ static pl_status order_interleaved(sim_ctx *c, int v) {
         while (nb < N) BWD_ONE();
 #undef FWD_ONE
 #undef BWD_ONE
-        c->devnj[w] = 0;
-        c->devops[w++] = 2 * m * c->n + d;
     }
     return PL_OK;
 }
 
-/* Record a traced event. */
-static inline void trace_ev(sim_ctx *c, sim_event_kind kind, int node, int j, int d, int dst, double s,
-                            double e) {
-    sim_event *ev = &c->events[c->n_events++];
-    ev->kind = kind;
-    ev->node = node;
-    ev->micro_batch = j;
-    ev->device = d;
-    ev->dst_device = dst;
-    ev->start_us = s;
-    ev->end_us = e;
+static inline void issue_op(run *r, uint32_t o) {
+    const int i = (int)(o & 0xffff), j = (int)((o >> 16) & 0x7fff);
+    if (o >> 31) issue_bwd(r, i, j);
+    else issue_fwd(r, i, j);
 }
 
 static int event_cmp(const void *a, const void *b) {
@@ -552,7 +1218,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
                   const sim_params *prm_in, sim_result *res) {
     if (!c) return PL_ERR_INVALID;
     c->err[0] = 0;
-    c->last_op = -1; /* no path or events until this run succeeds */
+    c->last_op = -1;
     c->lazy->crit_built = 0;
     c->have_events = 0;
     c->n_events = 0;
@@ -579,287 +1245,199 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     sim_params prm;
     if (prm_in) prm = *prm_in;
     else sim_params_default(&prm);
-    /* Negative times or scales have no physical meaning and would break the
-     * critical-path walk, which relies on every op taking time >= 0. */
+    /* Negative times or scales have no physical meaning; the launch
+     * overhead alone may be negative (durations are clamped at 0). */
     for (int i = 0; i < SIM_N_PARAMS; i++) {
         double v = *sim_param_ptr(&prm, i);
-        if (!isfinite(v) || v < 0)
-            return fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite and >= 0",
-                        sim_param_name(i), v);
+        if (!isfinite(v) || (v < 0 && !sim_param_signed(i)))
+            return fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite%s", sim_param_name(i),
+                        v, sim_param_signed(i) ? "" : " and >= 0");
     }
 
     c->m = m;
     c->mb = g->cfg.batch / m;
-    const int mb = c->mb;
-    ensure_costs(c, mb);
+    ensure_costs(c, c->mb);
     build_stages(c);
     build_pairs(c);
-    const int mn = m * n;
-    c->n_cops = 2 * mn + D;
-    c->n_ops = c->n_cops + 2 * c->n_x * m;
-    queue_offsets(c);
+    int nu = 0;
+    for (int d = 0; d < D; d++) c->rank[d] = -1;
+    for (int i = 0; i < n; i++)
+        if (c->rank[c->dev[i]] < 0) c->rank[c->dev[i]] = nu++;
+    c->n_used = 0;
+    for (int d = 0; d < D; d++)
+        if (c->rank[d] >= 0) c->used[c->n_used++] = d;
+    int off = 0;
+    for (int d = 0; d < D; d++) {
+        c->dstart[d] = off;
+        off += 2 * m * c->n_on[d];
+        c->dn_start[d + 1] = c->dn_start[d] + c->n_on[d];
+        c->next[d] = c->dn_start[d]; /* scratch: fill position */
+        c->pbytes[d] = 0;
+    }
+    c->dstart[D] = off;
+    for (int i = 0; i < n; i++) {
+        const int d = c->dev[i];
+        c->dnodes[c->next[d]++] = i;
+        c->pbytes[d] += p->node_mem[i].param_bytes;
+    }
     if (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) {
         pl_status st = order_interleaved(c, sched->chunks);
         if (st != PL_OK) return st;
     } else {
-        order_by_key(c, sched->order == SCHED_GPIPE ? SCHED_GPIPE : SCHED_1F1B);
+        order_engine(c, sched->order == SCHED_GPIPE);
     }
 
-    /* per-run state */
-    for (int j = 0; j < m; j++) {
-        memcpy(c->dep + (size_t)j * n, c->ndep_f, sizeof *c->dep * (size_t)n);
-        memcpy(c->dep + (size_t)(m + j) * n, c->ndep_b, sizeof *c->dep * (size_t)n);
-    }
-    for (int d = 0; d < D; d++) c->dep[2 * mn + d] = 0;
-    /* ready < 0: no remote input has arrived (rpred is then unset) */
-    for (int o = 0; o < c->n_cops; o++) c->ready[o] = -1.0;
-    const double contention = prm.contention;
-    if (contention != 0.0) memset(c->extra, 0, sizeof *c->extra * (size_t)c->n_cops);
-    for (int x = 0; x < c->n_x; x++)
-        for (int j = 0; j < m; j++) c->gcnt[x * m + j] = c->xcnt[x];
-    memset(c->dfree, 0, sizeof *c->dfree * (size_t)D);
-    memset(c->busy, 0, sizeof *c->busy * (size_t)D);
-    memset(c->mem, 0, sizeof *c->mem * (size_t)D);
-    memset(c->mem_peak, 0, sizeof *c->mem_peak * (size_t)D);
-    memset(c->inflight, 0, sizeof *c->inflight * (size_t)D);
-    memset(c->inflight_max, 0, sizeof *c->inflight_max * (size_t)D);
-    memset(c->stash_cnt, 0, sizeof *c->stash_cnt * (size_t)D * m);
-    memset(c->lfree, 0, sizeof *c->lfree * (size_t)D * D);
-    for (int d = 0; d < D; d++) c->dlast[d] = -1;
-    for (int l = 0; l < D * D; l++) c->llast[l] = -1;
+    run r;
+    r.c = c;
+    r.g = g;
+    r.n = n;
+    r.m = m;
+    r.D = D;
+    r.mb = c->mb;
+    r.multi = c->n_used > 1;
+    r.cs = prm.compute_scale;
+    r.lo = prm.launch_overhead_us + (r.multi ? prm.multi_device_launch_us : 0.0);
+    r.ts = prm.transfer_scale;
+    r.tl = prm.transfer_latency_us;
+    r.cont = prm.contention;
+    r.tracing = c->trace_on && c->events;
+    r.ideal = sched->order == SCHED_INTERLEAVED && sched->chunks > 1;
+    if (r.ideal)
+        for (int l = 0; l < D * D; l++) {
+            c->lfree[l] = 0;
+            c->llast[l] = -1;
+        }
+    r.n_ops = 0;
+    r.n_transfers = 0;
+    r.tbytes = 0;
 
-    const int tracing = c->trace_on && c->events;
-    const double cs = prm.compute_scale, lo = prm.launch_overhead_us;
-    /* per-device AdamW time, static bytes and workspace: one pass over nodes */
-    for (int d = 0; d < D; d++) {
-        c->optsum[d] = 0.0;
-        c->dstatic[d] = 0;
-        c->dws[d] = 0;
+    /* per-run state: dependencies, readiness (node and pair states are
+     * written by the forward that creates them) */
+    memset(c->issued, 0, (size_t)off);
+    memset(c->rbits, 0, sizeof *c->rbits * ((size_t)off / 64 + 1));
+    for (int k = 0; k < off; k++) {
+        const uint32_t o = c->seq[k];
+        c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
     }
     for (int i = 0; i < n; i++) {
-        const int d = c->dev[i];
-        c->optsum[d] += c->craw[((size_t)d * n + i) * PHASE_COUNT + PHASE_OPT] * cs + lo;
-        c->dstatic[d] += 4 * p->node_mem[i].param_bytes;
-        if (p->node_mem[i].workspace_bytes > c->dws[d]) c->dws[d] = p->node_mem[i].workspace_bytes;
+        const int df = c->uin_start[i + 1] - c->uin_start[i], db = 1 + c->ucons_start[i + 1] - c->ucons_start[i];
+        int *dp = c->dep + OPKEY(m, i, 0, 0);
+        for (int j = 0; j < m; j++) {
+            dp[2 * j] = df;
+            dp[2 * j + 1] = db;
+        }
+        if (df == 0)
+            for (int j = 0; j < m; j++) {
+                int pos = c->pos_of[OPKEY(m, i, j, 0)];
+                c->rbits[pos >> 6] |= 1ull << (pos & 63);
+            }
     }
-    const double ts = prm.transfer_scale, tl = prm.transfer_latency_us;
-    const double *craw = c->craw;
-    const profile_node_mem *nm = p->node_mem;
-    const int xbase = c->n_cops;
-    int n_transfers = 0;
-    double tbytes = 0.0;
-    double maxend = 0.0;
-    int last_op = -1;
-
-    /* The pass. Hot fields live in locals: stores into the int arrays
-     * could otherwise alias the context's int fields and force reloads. */
-    int *const dep = c->dep, *const rpred = c->rpred, *const pred = c->pred, *const dlast = c->dlast;
-    double *const ready = c->ready, *const t0 = c->t0, *const t1 = c->t1, *const extra = c->extra;
-    double *const dfree = c->dfree, *const busy = c->busy, *const lfree = c->lfree;
-    const double *const optsum = c->optsum, *const traw = c->traw;
-    int64_t *const mem = c->mem, *const mem_peak = c->mem_peak;
-    int *const stash_cnt = c->stash_cnt, *const inflight = c->inflight, *const inflight_max = c->inflight_max;
-    int *const llast = c->llast, *const cur = c->cur, *const gcnt = c->gcnt, *const wl = c->wl;
-    char *const inwl = c->inwl;
-    const int *const devops = c->devops, *const devnj = c->devnj, *const dstart = c->dstart;
-    const int *const in_x = c->in_x, *const xfirst = c->xfirst, *const xk = c->xk, *const xd = c->xd;
-    const int *const xhead = c->xhead, *const xnext = c->xnext, *const n_xout = c->n_xout;
-    const int *const bclass = c->bclass, *const pdev = c->dev;
-    const int *const cons_start = g->cons_start, *const cons = g->cons;
-    const graph_node *const nodes = g->nodes;
-#define OPF(i, j) ((j) * n + (i))
-#define OPB(i, j) ((m + (j)) * n + (i))
-#define WL_PUSH(dd)              \
-    do {                         \
-        if (!inwl[dd]) {         \
-            inwl[dd] = 1;        \
-            wl[nwl++] = (dd);    \
-        }                        \
-    } while (0)
-    int nwl = 0;
-    for (int d = D - 1; d >= 0; d--) {
-        cur[d] = dstart[d];
-        inwl[d] = 0;
-        if (dstart[d + 1] > dstart[d]) WL_PUSH(d);
+    for (int u = 0; u < c->n_used; u++) {
+        int d = c->used[u];
+        c->ar[d].n_fr = 0;
+        c->ar[d].top = c->ar[d].high = 0;
+        c->n_fences[d] = c->n_deferred[d] = 0;
+        c->comm_seq[d] = c->comm_waited[d] = 0;
+        c->ct[d] = c->mt[d] = 0;
+        c->cp[d] = c->mp[d] = -1;
+        c->pend[d] = 0;
+        c->next[d] = c->dstart[d];
+        c->inflight[d] = c->inflight_max[d] = 0;
     }
-    while (nwl > 0) {
-        const int d = wl[--nwl];
-        inwl[d] = 0;
-        const int qend = dstart[d + 1];
-        while (cur[d] < qend) {
-            const int pos = cur[d];
-            const int op = devops[pos];
-            if (dep[op] > 0) break;
-            /* start: device free, or the input that arrived last */
-            double st = dfree[d];
-            int pr = dlast[d];
-            if (ready[op] >= st) { /* ties go to the input: it is the cross-device cause */
-                st = ready[op];
-                pr = rpred[op];
-            }
-            double dur;
-            int node = -1, j = -1, ph;
-            if (op < 2 * mn) {
-                ph = op >= mn;
-                node = devnj[pos] & 0xffff;
-                j = devnj[pos] >> 16;
-                dur = craw[((size_t)d * n + node) * PHASE_COUNT + ph] * cs + lo;
-            } else {
-                ph = PHASE_OPT;
-                dur = optsum[d];
-            }
-            if (contention != 0.0) dur += extra[op];
-            const double en = st + dur;
-            t0[op] = st;
-            t1[op] = en;
-            pred[op] = pr;
-            dfree[d] = en;
-            dlast[d] = op;
-            busy[d] += dur;
-            if (en >= maxend) {
-                maxend = en;
-                last_op = op;
-            }
-            if (tracing)
-                trace_ev(c, ph == PHASE_FWD ? SIM_EV_FWD : ph == PHASE_BWD ? SIM_EV_BWD : SIM_EV_OPT, node, j, d,
-                         -1, st, en);
+    memset(c->busy, 0, sizeof *c->busy * (size_t)D);
+    memset(c->stash_cnt, 0, sizeof *c->stash_cnt * (size_t)D * m);
+    c->reorders = 0;
 
-            if (ph == PHASE_FWD) {
-                const int i = node;
-                const graph_node *nd = &nodes[i];
-                /* memory: stash and first-use receive buffers */
-                int64_t add = nm[i].act_bytes_per_sample * mb;
-                for (int s = 0; s < nd->n_inputs; s++) {
-                    int x = in_x[i * GRAPH_MAX_INPUTS + s];
-                        if (x >= 0 && xfirst[x] == i && !(s > 0 && nd->inputs[0] == nd->inputs[s]))
-                        add += nm[xk[x]].out_bytes_per_sample * mb;
-                }
-                mem[d] += add;
-                if (mem[d] > mem_peak[d]) mem_peak[d] = mem[d];
-                if (stash_cnt[d * m + j]++ == 0 && ++inflight[d] > inflight_max[d])
-                    inflight_max[d] = inflight[d];
-                /* dependents: own backward, local consumers, remote pairs */
-                dep[OPB(i, j)]--;
-                for (int e = cons_start[i]; e < cons_start[i + 1]; e++) {
-                    int cn = cons[e];
-                    if (pdev[cn] == d) dep[OPF(cn, j)]--;
-                }
-                for (int x = xhead[i]; x >= 0; x = xnext[x]) {
-                    const int dd = xd[x], l = d * D + dd;
-                    const int top = xbase + (x * m + j) * 2;
-                    double ts0 = lfree[l];
-                    int tpr = llast[l];
-                    if (en >= ts0) {
-                        ts0 = en;
-                        tpr = op;
-                    }
-                    double tdur = traw[((size_t)bclass[i] * D + d) * D + dd] * ts + tl;
-                    double te = ts0 + tdur;
-                    lfree[l] = te;
-                    llast[l] = top;
-                    t0[top] = ts0;
-                    t1[top] = te;
-                    pred[top] = tpr;
-                    n_transfers++;
-                    tbytes += (double)nm[i].out_bytes_per_sample * mb;
-                    if (tracing) trace_ev(c, SIM_EV_SEND_ACT, i, j, d, dd, ts0, te);
-                    if (contention != 0.0) {
-                        extra[OPF(xfirst[x], j)] += contention * tdur;
-                        extra[devops[pos + 1]] += contention * tdur;
-                    }
-                    /* consumers of i on dd */
-                    for (int e = cons_start[i]; e < cons_start[i + 1]; e++) {
-                        int cn = cons[e];
-                        if (pdev[cn] != dd) continue;
-                        int fo = OPF(cn, j);
-                        if (te >= ready[fo]) {
-                            ready[fo] = te;
-                            rpred[fo] = top;
-                        }
-                        if (--dep[fo] == 0) WL_PUSH(dd);
-                    }
-                }
-            } else if (ph == PHASE_BWD) {
-                const int i = node;
-                const graph_node *nd = &nodes[i];
-                /* memory: received output gradients live for this backward */
-                int64_t gbytes = (int64_t)n_xout[i] * nm[i].out_bytes_per_sample * mb;
-                if (gbytes > 0) {
-                    mem[d] += gbytes;
-                    if (mem[d] > mem_peak[d]) mem_peak[d] = mem[d];
-                }
-                mem[d] -= gbytes + nm[i].act_bytes_per_sample * mb;
-                if (--stash_cnt[d * m + j] == 0) inflight[d]--;
-                for (int s = 0; s < nd->n_inputs; s++) {
-                    const int k = nd->inputs[s];
-                    const int x = in_x[i * GRAPH_MAX_INPUTS + s];
-                    const int bo = OPB(k, j);
-                    if (x < 0) {
-                        dep[bo]--;
-                        continue;
-                    }
-                    if (--gcnt[x * m + j] > 0) continue;
-                    /* last consumer on d done: free the received input, send its gradient */
-                    mem[d] -= nm[k].out_bytes_per_sample * mb;
-                    const int dk = pdev[k], l = d * D + dk;
-                    const int top = xbase + (x * m + j) * 2 + 1;
-                    double ts0 = lfree[l];
-                    int tpr = llast[l];
-                    if (en >= ts0) {
-                        ts0 = en;
-                        tpr = op;
-                    }
-                    double tdur = traw[((size_t)bclass[k] * D + d) * D + dk] * ts + tl;
-                    double te = ts0 + tdur;
-                    lfree[l] = te;
-                    llast[l] = top;
-                    t0[top] = ts0;
-                    t1[top] = te;
-                    pred[top] = tpr;
-                    n_transfers++;
-                    tbytes += (double)nm[k].out_bytes_per_sample * mb;
-                    if (tracing) trace_ev(c, SIM_EV_SEND_GRAD, k, j, d, dk, ts0, te);
-                    if (contention != 0.0) {
-                        extra[bo] += contention * tdur;
-                        extra[devops[pos + 1]] += contention * tdur;
-                    }
-                    if (te >= ready[bo]) {
-                        ready[bo] = te;
-                        rpred[bo] = top;
-                    }
-                    if (--dep[bo] == 0) WL_PUSH(dk);
+    for (int u = 0; u < c->n_used; u++) setup_device(&r, c->used[u]);
+
+    /* the engine's issue loop */
+    uint8_t *const issued = c->issued;
+    uint64_t *const rb = c->rbits;
+    int remaining = off;
+    while (remaining > 0) {
+        int progress = 0;
+        for (int u = 0; u < c->n_used; u++) {
+            const int d = c->used[u], end = c->dstart[d + 1];
+            int k = c->next[d];
+            while (k < end && issued[k]) k++;
+            c->next[d] = k;
+            if (k < end && (rb[k >> 6] >> (k & 63) & 1)) {
+                issued[k] = 1;
+                rb[k >> 6] &= ~(1ull << (k & 63));
+                c->next[d] = k + 1;
+                issue_op(&r, c->seq[k]);
+                remaining--;
+                progress = 1;
+            }
+        }
+        if (!progress) {
+            /* strict order would deadlock: the lowest device runs its first ready op early */
+            int found = -1;
+            for (int u = 0; u < c->n_used && found < 0; u++) {
+                const int d = c->used[u], end = c->dstart[d + 1];
+                int k = c->next[d];
+                if (k >= end) continue;
+                int w = k >> 6;
+                uint64_t bits = rb[w] & (~0ull << (k & 63));
+                while (!bits && (w + 1) * 64 < end) bits = rb[++w];
+                if (bits) {
+                    int pos = w * 64 + __builtin_ctzll(bits);
+                    if (pos < end) found = pos;
                 }
             }
-            cur[d] = pos + 1;
+            if (found < 0)
+                return fail(c, PL_ERR_SCHEDULE, "the %s order cannot be scheduled on this placement (cycle)",
+                            schedule_order_name(sched->order));
+            issued[found] = 1;
+            rb[found >> 6] &= ~(1ull << (found & 63));
+            issue_op(&r, c->seq[found]);
+            remaining--;
+            c->reorders++;
+        }
+        for (int u = 0; u < c->n_used; u++) {
+            const int d = c->used[u], end = c->dstart[d + 1];
+            if (c->next[d] > end) continue; /* tail issued */
+            int k = c->next[d];
+            while (k < end && issued[k]) k++;
+            c->next[d] = k;
+            if (k == end) {
+                issue_tail(&r, d);
+                c->next[d] = end + 1;
+            }
         }
     }
-    for (int d = 0; d < D; d++)
-        if (cur[d] != dstart[d + 1])
-            return fail(c, PL_ERR_SCHEDULE,
-                        "the %s order deadlocks on this placement (device %d waits at item %d of %d)",
-                        schedule_order_name(sched->order), d, cur[d] - dstart[d],
-                        dstart[d + 1] - dstart[d]);
-#undef OPF
-#undef OPB
-#undef WL_PUSH
-    c->last_op = last_op;
+    for (int u = 0; u < c->n_used; u++) {
+        const int d = c->used[u];
+        if (c->next[d] <= c->dstart[d + 1]) {
+            issue_tail(&r, d);
+            c->next[d] = c->dstart[d + 1] + 1;
+        }
+    }
+    c->n_ops = r.n_ops;
 
     /* results */
     memset(res, 0, sizeof *res);
     res->n_devices = D;
     res->oom_device = -1;
     res->n_stages = c->S;
-    const double span = maxend;
-    res->step_us = span + prm.step_fixed_us;
-    int used = 0;
+    double span = 0.0;
+    int last = -1;
+    for (int u = 0; u < c->n_used; u++) {
+        const int d = c->used[u];
+        if (c->ct[d] >= span) {
+            span = c->ct[d];
+            last = c->cp[d];
+        }
+    }
+    c->last_op = last;
+    res->step_us = span + prm.step_fixed_us + (r.multi ? prm.multi_device_start_us : 0.0);
     double bsum = 0.0;
     for (int d = 0; d < D; d++) {
         int64_t cap = caps ? caps[d] : p->devices[d].mem_bytes;
         res->cap_bytes[d] = cap;
-        if (c->n_on[d] == 0) continue;
-        used++;
-        res->static_bytes[d] = c->dstatic[d];
-        res->peak_bytes[d] = c->dstatic[d] + c->dws[d] + c->mem_peak[d];
+        if (c->rank[d] < 0) continue;
+        res->static_bytes[d] = c->static_b[d];
+        res->peak_bytes[d] = c->ar[d].high;
         res->max_in_flight[d] = c->inflight_max[d];
         res->busy_us[d] = c->busy[d];
         res->idle_us[d] = res->step_us - c->busy[d];
@@ -871,21 +1449,16 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
             res->oom_device = d;
         }
     }
-    res->n_used_devices = used;
-    res->bubble_fraction = used ? bsum / used : 0.0;
-    res->n_transfers = n_transfers;
-    res->transfer_bytes = tbytes;
-    int len = 0;
-    double cc = 0.0, ct = 0.0;
-    for (int o = last_op; o >= 0; o = c->pred[o]) {
-        len++;
-        if (o < xbase) cc += c->t1[o] - c->t0[o];
-        else ct += c->t1[o] - c->t0[o];
-    }
-    res->critical_path_len = len;
-    res->critical_compute_us = cc;
-    res->critical_transfer_us = ct;
-    if (tracing) {
+    res->n_used_devices = c->n_used;
+    res->bubble_fraction = c->n_used ? bsum / c->n_used : 0.0;
+    res->n_transfers = r.n_transfers;
+    res->transfer_bytes = r.tbytes;
+    res->reorders = c->reorders;
+    /* the path from 0 to span is gapless: transfer time is the rest */
+    res->critical_path_len = last >= 0 ? c->ops[last].clen : 0;
+    res->critical_compute_us = last >= 0 ? c->ops[last].ccomp : 0.0;
+    res->critical_transfer_us = span - res->critical_compute_us;
+    if (r.tracing) {
         qsort(c->events, (size_t)c->n_events, sizeof *c->events, event_cmp);
         c->have_events = 1;
     }
@@ -901,32 +1474,17 @@ const sim_event *sim_events(const sim_ctx *ctx, int *n) {
     return ctx->events;
 }
 
-/* Describe op o of the last run as an event. */
 static void op_event(const sim_ctx *c, int o, sim_event *ev) {
-    const int mn = c->m * c->n;
-    ev->start_us = c->t0[o];
-    ev->end_us = c->t1[o];
-    ev->dst_device = -1;
-    if (o < 2 * mn) {
-        int ph = o >= mn, r = o - ph * mn;
-        ev->kind = ph ? SIM_EV_BWD : SIM_EV_FWD;
-        ev->micro_batch = r / c->n;
-        ev->node = r % c->n;
-        ev->device = c->dev[ev->node];
-    } else if (o < c->n_cops) {
-        ev->kind = SIM_EV_OPT;
-        ev->node = -1;
-        ev->micro_batch = -1;
-        ev->device = o - 2 * mn;
-    } else {
-        int t = o - c->n_cops, dir = t & 1, xj = t >> 1, x = xj / c->m;
-        ev->micro_batch = xj % c->m;
-        ev->node = c->xk[x];
-        int a = c->dev[c->xk[x]], b = c->xd[x];
-        ev->kind = dir ? SIM_EV_SEND_GRAD : SIM_EV_SEND_ACT;
-        ev->device = dir ? b : a;
-        ev->dst_device = dir ? a : b;
-    }
+    static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
+                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO};
+    int info = c->ops[o].info;
+    ev->kind = kinds[info & 7];
+    ev->node = c->ops[o].node;
+    ev->micro_batch = c->ops[o].mb;
+    ev->device = info >> 3;
+    ev->dst_device = c->ops[o].dst;
+    ev->start_us = c->ops[o].t0;
+    ev->end_us = c->ops[o].t1;
 }
 
 const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
@@ -937,9 +1495,9 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
     sim_lazy *lz = ctx->lazy;
     if (!lz->crit_built) {
         int len = 0;
-        for (int o = ctx->last_op; o >= 0; o = ctx->pred[o]) len++;
+        for (int o = ctx->last_op; o >= 0; o = ctx->ops[o].pred) len++;
         int w = len;
-        for (int o = ctx->last_op; o >= 0; o = ctx->pred[o]) op_event(ctx, o, &ctx->crit[--w]);
+        for (int o = ctx->last_op; o >= 0; o = ctx->ops[o].pred) op_event(ctx, o, &ctx->crit[--w]);
         lz->crit_len = len;
         lz->crit_built = 1;
     }
@@ -947,7 +1505,6 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
     return ctx->crit;
 }
 
-/* Write s as a JSON string body (without quotes). */
 static void json_str(FILE *f, const char *s) {
     for (; *s; s++) {
         unsigned char ch = (unsigned char)*s;
@@ -964,6 +1521,8 @@ const char *sim_event_kind_name(sim_event_kind k) {
     case SIM_EV_OPT: return "adamw";
     case SIM_EV_SEND_ACT: return "act";
     case SIM_EV_SEND_GRAD: return "grad";
+    case SIM_EV_ADD: return "add";
+    case SIM_EV_ZERO: return "zero";
     default: return "?";
     }
 }
@@ -989,7 +1548,11 @@ pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f) {
     /* name the links that carried something */
     for (int s = 0; s < D; s++)
         for (int t = 0; t < D; t++) {
-            if (s == t || ctx->llast[s * D + t] < 0) continue;
+            if (s == t) continue;
+            int usedl = 0;
+            for (int e = 0; e < ctx->n_events && !usedl; e++)
+                usedl = ctx->events[e].device == s && ctx->events[e].dst_device == t;
+            if (!usedl) continue;
             fprintf(f,
                     ",\n{\"ph\":\"M\",\"pid\":2,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"link "
                     "gpu%d -> gpu%d\"}},\n{\"ph\":\"M\",\"pid\":2,\"tid\":%d,\"name\":\"thread_sort_index\","
@@ -1003,8 +1566,9 @@ pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f) {
         int tid = link ? ev->device * D + ev->dst_device : ev->device;
         fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"", pid, tid,
                 ev->start_us, ev->end_us - ev->start_us);
-        if (ev->kind == SIM_EV_OPT) {
-            fprintf(f, "adamw\",\"cat\":\"opt\",\"args\":{}}");
+        if (ev->node < 0) {
+            fprintf(f, "%s\",\"cat\":\"%s\",\"args\":{}}", sim_event_kind_name(ev->kind),
+                    ev->kind == SIM_EV_OPT ? "opt" : "compute");
             continue;
         }
         json_str(f, g->nodes[ev->node].name);

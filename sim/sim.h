@@ -3,11 +3,17 @@
  * busy/idle time and peak memory of any placement under any pipeline
  * schedule, from a profile, in microseconds.
  *
- * Model: each device is an in-order compute queue; each directed link
- * (src, dst) is a FIFO transfer queue that overlaps with compute. Forward
- * and backward run per micro-batch in the order the schedule gives each
- * device; a cut edge sends the activation forward and its gradient back;
- * AdamW runs on each device after that device's last backward.
+ * Model: what the engine (hw/) does with the placement. Each device runs
+ * the schedule's order of forwards and backwards, issued in the engine's
+ * order (devices take turns; a non-contiguous 1f1b placement that would
+ * deadlock runs one ready operation early), on an in-order compute stream;
+ * cut edges are NCCL send/recv pairs on per-device in-order comm streams
+ * that first wait for both devices' compute positions; gradients of a
+ * tensor with consumers on several devices are summed (ADD), gradients
+ * are zeroed at the start (ZERO) and one fused AdamW per device ends the
+ * step. Peak memory is the engine's arena high-water mark, allocated
+ * first-fit in the same order with the same buffer lifetimes. The details
+ * are at the top of sim.c.
  *
  * Hot path: sim_run allocates nothing. Create one sim_ctx per thread with
  * sim_ctx_create, then call sim_run as often as needed; results go into
@@ -30,16 +36,24 @@
 /* The simulator's own parameters, fitted by calibration. Defaults are
  * neutral: the prediction is the profile's costs and nothing else. */
 typedef struct {
-    double launch_overhead_us;  /* added to every node phase (fwd, bwd, opt) */
+    double launch_overhead_us;  /* added to every kernel call (node phase, add,
+                                   zero, AdamW); may be negative (the profiler's
+                                   timing markers cost time the step has not);
+                                   durations are clamped at 0 */
     double transfer_latency_us; /* added to every cross-device transfer */
-    double contention;          /* fractional compute slowdown on a device while
-                                   one of its links is transferring (0 = none) */
+    double contention;          /* a transfer of duration t adds contention * t to
+                                   the next compute operation of both its devices */
     double step_fixed_us;       /* added once per step (host sync, launch gaps) */
     double compute_scale;       /* multiplies every compute cost (1 = neutral) */
     double transfer_scale;      /* multiplies every transfer cost (1 = neutral) */
+    double multi_device_start_us;  /* added once to a step that uses more than one
+                                      device (the engine then starts one host
+                                      thread per device every step) */
+    double multi_device_launch_us; /* added to every kernel call of a step that
+                                      uses more than one device */
 } sim_params;
 
-#define SIM_N_PARAMS 6
+#define SIM_N_PARAMS 8
 
 /* Neutral parameters. */
 void sim_params_default(sim_params *p);
@@ -47,6 +61,9 @@ void sim_params_default(sim_params *p);
 const char *sim_param_name(int i);
 /* Pointer to parameter i inside p (0 <= i < SIM_N_PARAMS). */
 double *sim_param_ptr(sim_params *p, int i);
+/* 1 when parameter i may be negative (launch_overhead_us), else 0: sim_run
+ * refuses negative values of the others. */
+int sim_param_signed(int i);
 
 typedef struct {
     double step_us;                          /* predicted step time */
@@ -55,8 +72,8 @@ typedef struct {
     double idle_us[SIM_MAX_DEVICES];         /* step_us - busy_us, devices used only */
     double bubble[SIM_MAX_DEVICES];          /* idle / ideal busy per device */
     double bubble_fraction;                  /* mean bubble over used devices */
-    int64_t static_bytes[SIM_MAX_DEVICES];   /* params + grads + AdamW m and v */
-    int64_t peak_bytes[SIM_MAX_DEVICES];     /* static + peak activations, buffers, workspace */
+    int64_t static_bytes[SIM_MAX_DEVICES];   /* params, grads, AdamW m and v, backend workspace, ids */
+    int64_t peak_bytes[SIM_MAX_DEVICES];     /* the arena's high-water mark (static included) */
     int oom;                                 /* 1 when some device's peak exceeds its cap */
     int oom_device;                          /* first such device, -1 if none */
     int n_transfers;                         /* cross-device transfers in the step */
@@ -69,14 +86,23 @@ typedef struct {
     int max_in_flight[SIM_MAX_DEVICES];      /* most micro-batches stashed at once per device */
     double critical_compute_us;              /* compute time on the critical path */
     double critical_transfer_us;             /* transfer time on the critical path */
+    int reorders;                            /* operations issued early to avoid a deadlock */
 } sim_result;
 
-typedef enum { SIM_EV_FWD = 0, SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT, SIM_EV_SEND_GRAD } sim_event_kind;
+typedef enum {
+    SIM_EV_FWD = 0,   /* node forward */
+    SIM_EV_BWD,       /* node backward */
+    SIM_EV_OPT,       /* the device's AdamW */
+    SIM_EV_SEND_ACT,  /* an activation transfer */
+    SIM_EV_SEND_GRAD, /* a gradient transfer */
+    SIM_EV_ADD,       /* a received gradient added to the node's output gradient */
+    SIM_EV_ZERO       /* gradients (or the loss accumulator) zeroed at the start */
+} sim_event_kind;
 
 typedef struct {
     sim_event_kind kind; /* what ran */
-    int node;            /* graph node (producer node for transfers) */
-    int micro_batch;     /* 0..m-1; -1 for the optimizer */
+    int node;            /* graph node (producer node for transfers); -1 for AdamW and zero */
+    int micro_batch;     /* 0..m-1; -1 for AdamW and zero */
     int device;          /* compute device, or source device of a transfer */
     int dst_device;      /* destination of a transfer; -1 for compute */
     double start_us;     /* start time */
@@ -85,7 +111,7 @@ typedef struct {
 
 typedef struct sim_ctx sim_ctx;
 
-/* Short name of an event kind: "F", "B", "adamw", "act", "grad". */
+/* Short name of an event kind: "F", "B", "adamw", "act", "grad", "add", "zero". */
 const char *sim_event_kind_name(sim_event_kind k);
 
 /* Create a simulator context for graph g and profile p (both borrowed: they
@@ -126,13 +152,18 @@ pl_status sim_run(sim_ctx *ctx, const int *placement, const schedule *sched, con
 const char *sim_last_error(const sim_ctx *ctx);
 
 /* Events of the last run when tracing was on (sorted by start time), and
- * their count. NULL when tracing is off. */
+ * their count: every compute operation and one event per transfer (from
+ * the start of the data's movement to the end of its receive). NULL when
+ * tracing is off. */
 const sim_event *sim_events(const sim_ctx *ctx, int *n);
 
 /* The critical path of the last run, in time order, as events (whether or
  * not tracing was on); *n gets its length (res->critical_path_len). Each
  * event starts when its predecessor on the path ends, the first at 0 and
- * the last at step_us - step_fixed_us. The array lives in ctx until the
+ * the last at step_us - step_fixed_us - multi_device_start_us (the latter
+ * when more than one device is used). A transfer appears as its receive,
+ * or as its send where an eager send's completion fixed what came next.
+ * The array lives in ctx until the
  * next sim_run. NULL (and *n = 0) before a successful run. */
 const sim_event *sim_critical_path(const sim_ctx *ctx, int *n);
 

@@ -112,39 +112,54 @@ profile_data *simfix_roofline_profile(const graph *g, int n_devices) {
 
 /* ---- trace checker ------------------------------------------------------ */
 
-#define CHK_FAIL(...)                               \
-    do {                                            \
+#define CHK_FAIL(...)                                    \
+    do {                                                 \
         if (msg && len) snprintf(msg, len, __VA_ARGS__); \
-        ok = 0;                                     \
-        goto out;                                   \
+        ok = 0;                                          \
+        goto out;                                        \
     } while (0)
 
-/* Devices are tracks 0..63, links 64 + src*64 + dst. */
-static int track_of(const sim_event *x) {
-    return x->dst_device < 0 ? x->device : SIM_MAX_DEVICES + x->device * SIM_MAX_DEVICES + x->dst_device;
-}
+static int is_xfer(const sim_event *x) { return x->kind == SIM_EV_SEND_ACT || x->kind == SIM_EV_SEND_GRAD; }
 
-static int by_track_start(const void *a, const void *b) {
+static int by_start(const void *a, const void *b) {
     const sim_event *x = *(const sim_event *const *)a, *y = *(const sim_event *const *)b;
-    int tx = track_of(x), ty = track_of(y);
-    if (tx != ty) return tx < ty ? -1 : 1;
     if (x->start_us != y->start_us) return x->start_us < y->start_us ? -1 : 1;
     return (x->end_us > y->end_us) - (x->end_us < y->end_us);
 }
 
-int simfix_check_trace(const graph *g, const int *dev, int m, const sim_event *ev, int n_ev, double eps,
-                       char *msg, size_t len) {
+static int by_device_start(const void *a, const void *b) {
+    const sim_event *x = *(const sim_event *const *)a, *y = *(const sim_event *const *)b;
+    if (x->device != y->device) return x->device < y->device ? -1 : 1;
+    if (x->start_us != y->start_us) return x->start_us < y->start_us ? -1 : 1;
+    return (x->end_us > y->end_us) - (x->end_us < y->end_us);
+}
+
+int simfix_check_trace(const graph *g, const int *dev, int m, int ideal_links, const sim_event *ev, int n_ev,
+                       double eps, char *msg, size_t len) {
     const int n = g->n_nodes, D = SIM_MAX_DEVICES;
     int ok = 1;
     const sim_event **F = calloc((size_t)n * m, sizeof *F), **B = calloc((size_t)n * m, sizeof *B);
     const sim_event **A = calloc((size_t)n * D * m, sizeof *A), **G = calloc((size_t)n * D * m, sizeof *G);
+    int *adds = calloc((size_t)n * m, sizeof *adds);
     const sim_event *O[SIM_MAX_DEVICES] = {0};
+    int zeros[SIM_MAX_DEVICES] = {0}, used[SIM_MAX_DEVICES] = {0}, n_used = 0, loss_dev = -1;
     const sim_event **sorted = calloc((size_t)n_ev + 1, sizeof *sorted);
-    if (!F || !B || !A || !G || !sorted) CHK_FAIL("out of memory in the checker");
+    if (!F || !B || !A || !G || !adds || !sorted) CHK_FAIL("out of memory in the checker");
+    for (int i = 0; i < n; i++) {
+        if (!used[dev[i]]) n_used++;
+        used[dev[i]] = 1;
+        if (g->nodes[i].kind == OP_LOSS) loss_dev = dev[i];
+    }
     for (int e = 0; e < n_ev; e++) {
         const sim_event *x = &ev[e];
         if (x->end_us < x->start_us - eps || x->start_us < -eps) CHK_FAIL("event %d has a negative span", e);
-        if (x->kind == SIM_EV_OPT) {
+        if (x->kind == SIM_EV_OPT || x->kind == SIM_EV_ZERO) {
+            if (x->device < 0 || x->device >= D || !used[x->device])
+                CHK_FAIL("%s on unused device %d", sim_event_kind_name(x->kind), x->device);
+            if (x->kind == SIM_EV_ZERO) {
+                zeros[x->device]++;
+                continue;
+            }
             if (O[x->device]) CHK_FAIL("two AdamW steps on device %d", x->device);
             O[x->device] = x;
             continue;
@@ -154,119 +169,162 @@ int simfix_check_trace(const graph *g, const int *dev, int m, const sim_event *e
         size_t fi = (size_t)x->micro_batch * n + x->node;
         if (x->kind == SIM_EV_FWD || x->kind == SIM_EV_BWD) {
             const sim_event **slot = x->kind == SIM_EV_FWD ? &F[fi] : &B[fi];
-            if (*slot) CHK_FAIL("%s of node %d mb %d appears twice", sim_event_kind_name(x->kind), x->node,
-                                x->micro_batch);
-            if (x->device != dev[x->node]) CHK_FAIL("node %d ran on device %d, placed on %d", x->node,
-                                                    x->device, dev[x->node]);
+            if (*slot)
+                CHK_FAIL("%s of node %d mb %d appears twice", sim_event_kind_name(x->kind), x->node, x->micro_batch);
+            if (x->device != dev[x->node])
+                CHK_FAIL("node %d ran on device %d, placed on %d", x->node, x->device, dev[x->node]);
+            if (x->kind == SIM_EV_BWD && g->nodes[x->node].kind == OP_LOSS)
+                CHK_FAIL("the loss (node %d) has a backward of its own", x->node);
             *slot = x;
-        } else {
+        } else if (x->kind == SIM_EV_ADD) {
+            if (x->device != dev[x->node]) CHK_FAIL("ADD of node %d on device %d", x->node, x->device);
+            adds[fi]++;
+        } else if (is_xfer(x)) {
             int remote = x->kind == SIM_EV_SEND_ACT ? x->dst_device : x->device;
             int home = x->kind == SIM_EV_SEND_ACT ? x->device : x->dst_device;
             if (home != dev[x->node] || remote == home)
                 CHK_FAIL("transfer of node %d between %d and %d does not leave its device %d", x->node, x->device,
                          x->dst_device, dev[x->node]);
             int cut = 0;
-            for (int q = g->cons_start[x->node]; q < g->cons_start[x->node + 1]; q++)
-                cut |= dev[g->cons[q]] == remote;
+            for (int q = g->cons_start[x->node]; q < g->cons_start[x->node + 1]; q++) cut |= dev[g->cons[q]] == remote;
             if (!cut) CHK_FAIL("node %d sent to device %d where none of its consumers is", x->node, remote);
             size_t ti = ((size_t)x->node * D + remote) * m + x->micro_batch;
             const sim_event **slot = x->kind == SIM_EV_SEND_ACT ? &A[ti] : &G[ti];
-            if (*slot) CHK_FAIL("transfer %s of node %d to %d mb %d sent twice", sim_event_kind_name(x->kind),
-                                x->node, remote, x->micro_batch);
+            if (*slot)
+                CHK_FAIL("transfer %s of node %d to %d mb %d sent twice", sim_event_kind_name(x->kind), x->node,
+                         remote, x->micro_batch);
             *slot = x;
+        } else {
+            CHK_FAIL("event %d has an unknown kind %d", e, (int)x->kind);
         }
     }
     /* completeness and dependencies */
     for (int j = 0; j < m; j++)
         for (int i = 0; i < n; i++) {
+            const int loss = g->nodes[i].kind == OP_LOSS;
             const sim_event *f = F[(size_t)j * n + i], *b = B[(size_t)j * n + i];
-            if (!f || !b) CHK_FAIL("node %d mb %d misses its %s", i, j, f ? "backward" : "forward");
+            if (!f || (!b && !loss)) CHK_FAIL("node %d mb %d misses its %s", i, j, f ? "backward" : "forward");
             const graph_node *nd = &g->nodes[i];
             for (int s = 0; s < nd->n_inputs; s++) {
                 int k = nd->inputs[s];
-                const sim_event *src = dev[k] == dev[i] ? F[(size_t)j * n + k]
-                                                        : A[((size_t)k * D + dev[i]) * m + j];
+                const sim_event *src = dev[k] == dev[i] ? F[(size_t)j * n + k] : A[((size_t)k * D + dev[i]) * m + j];
                 if (!src) CHK_FAIL("input %d of node %d mb %d never arrives", k, i, j);
                 if (f->start_us < src->end_us - eps)
-                    CHK_FAIL("F node %d mb %d starts at %.3f before input %d is there (%.3f)", i, j, f->start_us,
-                             k, src->end_us);
+                    CHK_FAIL("F node %d mb %d starts at %.3f before input %d is there (%.3f)", i, j, f->start_us, k,
+                             src->end_us);
             }
-            if (b->start_us < f->end_us - eps) CHK_FAIL("B before F for node %d mb %d", i, j);
+            if (b && b->start_us < f->end_us - eps) CHK_FAIL("B before F for node %d mb %d", i, j);
+            int remote_devs = 0;
             for (int q = g->cons_start[i]; q < g->cons_start[i + 1]; q++) {
                 int c = g->cons[q];
-                const sim_event *src = dev[c] == dev[i] ? B[(size_t)j * n + c] : G[((size_t)i * D + dev[c]) * m + j];
+                int first = 1;
+                for (int q2 = g->cons_start[i]; q2 < q; q2++) first &= dev[g->cons[q2]] != dev[c];
+                if (dev[c] != dev[i] && first) remote_devs++;
+                const sim_event *cb = B[(size_t)j * n + c];
+                const int closs = g->nodes[c].kind == OP_LOSS;
+                const sim_event *src = dev[c] == dev[i] ? (closs ? F[(size_t)j * n + c] : cb)
+                                                        : G[((size_t)i * D + dev[c]) * m + j];
                 if (!src) CHK_FAIL("gradient from consumer %d of node %d mb %d never arrives", c, i, j);
-                if (b->start_us < src->end_us - eps)
+                if (b && b->start_us < src->end_us - eps)
                     CHK_FAIL("B node %d mb %d starts before the gradient from %d", i, j, c);
                 if (dev[c] != dev[i]) {
                     const sim_event *a = A[((size_t)i * D + dev[c]) * m + j];
                     if (!a) CHK_FAIL("node %d mb %d never sent to device %d", i, j, dev[c]);
                     if (a->start_us < f->end_us - eps) CHK_FAIL("node %d mb %d sent before computed", i, j);
-                    if (src->start_us < B[(size_t)j * n + c]->end_us - eps)
+                    const sim_event *after = closs ? F[(size_t)j * n + c] : cb;
+                    if (src->start_us < after->end_us - eps)
                         CHK_FAIL("gradient of node %d mb %d sent before consumer %d's backward", i, j, c);
                 }
             }
+            if (adds[(size_t)j * n + i] > remote_devs)
+                CHK_FAIL("node %d mb %d has %d ADDs for %d remote contributions", i, j, adds[(size_t)j * n + i],
+                         remote_devs);
         }
-    /* every transfer is a needed one: counted above by the slot check, and
-     * every needed one was found; now AdamW and overlaps */
+    for (int e = 0; e < n_ev; e++)
+        if (ev[e].kind == SIM_EV_ADD) {
+            const sim_event *b = B[(size_t)ev[e].micro_batch * n + ev[e].node];
+            if (b && b->start_us < ev[e].end_us - eps) CHK_FAIL("ADD of node %d after its backward", ev[e].node);
+        }
+    /* ZERO and AdamW */
     for (int d = 0; d < D; d++) {
-        int has = 0;
-        for (int i = 0; i < n; i++) has |= dev[i] == d;
-        if (has != (O[d] != NULL)) CHK_FAIL("device %d %s an AdamW step", d, has ? "misses" : "has");
-        if (!has) continue;
-        for (int e = 0; e < n_ev; e++)
-            if (ev[e].kind == SIM_EV_BWD && ev[e].device == d && O[d]->start_us < ev[e].end_us - eps)
+        if (!used[d]) continue;
+        if (zeros[d] != 1 + (d == loss_dev)) CHK_FAIL("device %d has %d ZERO ops", d, zeros[d]);
+        if (!O[d]) CHK_FAIL("device %d misses its AdamW step", d);
+        for (int e = 0; e < n_ev; e++) {
+            if (ev[e].device != d || is_xfer(&ev[e])) continue;
+            if (ev[e].kind == SIM_EV_BWD && O[d]->start_us < ev[e].end_us - eps)
                 CHK_FAIL("AdamW on device %d before its last backward", d);
-    }
-    /* tracks: sort by (track, start); no overlap, and no idle without a
-     * reason (device: its previous item or an input; link: its trigger or
-     * its previous transfer) */
-    for (int e = 0; e < n_ev; e++) sorted[e] = &ev[e];
-    qsort(sorted, (size_t)n_ev, sizeof *sorted, by_track_start);
-    for (int e = 0; e < n_ev; e++) {
-        const sim_event *x = sorted[e];
-        int first = e == 0 || track_of(sorted[e - 1]) != track_of(x);
-        double prev = first ? 0.0 : sorted[e - 1]->end_us;
-        int j = x->micro_batch, d = x->device;
-        if (x->start_us < prev - eps)
-            CHK_FAIL("track of device %d (dst %d) runs two things at %.3f", d, x->dst_device, x->start_us);
-        int why = fabs(x->start_us - prev) <= eps;
-        if (x->dst_device < 0) {
-            if (!why && x->kind == SIM_EV_FWD) {
-                const graph_node *nd = &g->nodes[x->node];
-                for (int s = 0; s < nd->n_inputs; s++) {
-                    int kq = nd->inputs[s];
-                    const sim_event *src = dev[kq] == d ? F[(size_t)j * n + kq] : A[((size_t)kq * D + d) * m + j];
-                    why |= fabs(src->end_us - x->start_us) <= eps;
-                }
-            } else if (!why && x->kind == SIM_EV_BWD) {
-                for (int q = g->cons_start[x->node]; q < g->cons_start[x->node + 1]; q++) {
-                    int c = g->cons[q];
-                    const sim_event *src = dev[c] == d ? B[(size_t)j * n + c] : G[((size_t)x->node * D + dev[c]) * m + j];
-                    why |= fabs(src->end_us - x->start_us) <= eps;
-                }
-            }
-        } else {
-            double trig = 0.0;
-            if (x->kind == SIM_EV_SEND_ACT) {
-                trig = F[(size_t)j * n + x->node]->end_us;
-            } else {
-                for (int q = g->cons_start[x->node]; q < g->cons_start[x->node + 1]; q++) {
-                    int c = g->cons[q];
-                    if (dev[c] == d && B[(size_t)j * n + c]->end_us > trig) trig = B[(size_t)j * n + c]->end_us;
-                }
-            }
-            why |= fabs(x->start_us - trig) <= eps;
+            if (ev[e].kind != SIM_EV_ZERO && ev[e].start_us < -eps) CHK_FAIL("negative start");
         }
-        if (!why)
-            CHK_FAIL("%s of node %d mb %d on device %d (dst %d) waits until %.3f for no reason",
-                     sim_event_kind_name(x->kind), x->node, j, d, x->dst_device, x->start_us);
+    }
+    /* compute tracks: no overlap, no idle without a reason (the end of a
+     * transfer to or from the device counts as one) */
+    {
+        int k = 0;
+        for (int e = 0; e < n_ev; e++)
+            if (!is_xfer(&ev[e])) sorted[k++] = &ev[e];
+        qsort(sorted, (size_t)k, sizeof *sorted, by_device_start);
+        int nt = 0;
+        for (int e = 0; e < n_ev; e++) nt += is_xfer(&ev[e]);
+        double *ends = calloc((size_t)2 * nt + 1, sizeof *ends);
+        int *edev = calloc((size_t)2 * nt + 1, sizeof *edev);
+        if (!ends || !edev) {
+            free(ends);
+            free(edev);
+            CHK_FAIL("out of memory in the checker");
+        }
+        int ne = 0;
+        for (int e = 0; e < n_ev; e++)
+            if (is_xfer(&ev[e])) {
+                ends[ne] = ev[e].end_us;
+                edev[ne++] = ev[e].device;
+                ends[ne] = ev[e].end_us;
+                edev[ne++] = ev[e].dst_device;
+            }
+        for (int e = 0; e < k && ok; e++) {
+            const sim_event *x = sorted[e];
+            int first = e == 0 || sorted[e - 1]->device != x->device;
+            double prev = first ? 0.0 : sorted[e - 1]->end_us;
+            if (x->start_us < prev - eps) {
+                snprintf(msg, len, "device %d runs two things at %.3f", x->device, x->start_us);
+                ok = 0;
+                break;
+            }
+            int why = fabs(x->start_us - prev) <= eps || x->kind == SIM_EV_OPT;
+            for (int t = 0; t < ne && !why; t++)
+                why = edev[t] == x->device && fabs(ends[t] - x->start_us) <= eps;
+            if (!why) {
+                snprintf(msg, len, "%s of node %d mb %d on device %d waits until %.3f for no reason",
+                         sim_event_kind_name(x->kind), x->node, x->micro_batch, x->device, x->start_us);
+                ok = 0;
+            }
+        }
+        free(ends);
+        free(edev);
+        if (!ok) goto out;
+    }
+    /* transfer tracks: into a device, never two at once (with two devices:
+     * never two of a device's transfers at once) */
+    for (int d = 0; d < D * (ideal_links ? D : 1); d++) {
+        int k = 0;
+        for (int e = 0; e < n_ev; e++) {
+            if (!is_xfer(&ev[e])) continue;
+            if (ideal_links ? ev[e].device * D + ev[e].dst_device == d
+                            : (ev[e].dst_device == d || (n_used == 2 && ev[e].device == d)))
+                sorted[k++] = &ev[e];
+        }
+        qsort(sorted, (size_t)k, sizeof *sorted, by_start);
+        for (int a = 1; a < k; a++)
+            if (sorted[a]->start_us < sorted[a - 1]->end_us - eps)
+                CHK_FAIL("transfers of node %d and node %d overlap on %s %d", sorted[a - 1]->node, sorted[a]->node,
+                         ideal_links ? "link" : "the comm stream of device", d);
     }
 out:
     free(F);
     free(B);
     free(A);
     free(G);
+    free(adds);
     free(sorted);
     return ok;
 }

@@ -30,16 +30,28 @@ profile_data *simfix_unit_profile(const graph *g, int n_devices, int mb, double 
  * allocation failure. */
 profile_data *simfix_roofline_profile(const graph *g, int n_devices);
 
-/* Check a traced run against the model's rules, independently of how the
- * simulator computes it: every item and transfer appears once, no device or
- * link runs two things at once, every item starts after its inputs
- * (local producer / arrived transfer, own forward, consumers' backwards or
- * returned gradients), every transfer after its trigger, nothing starts
- * later than the latest of those (no idle for no reason), each (producer,
- * remote device, mb) pair is sent exactly once each way, and AdamW follows
- * the device's last backward. Returns 1 when all hold, else 0 with the
- * first broken rule in msg. */
-int simfix_check_trace(const graph *g, const int *placement, int m, const sim_event *ev, int n_ev, double eps,
-                       char *msg, size_t len);
+/* Check a traced run against the engine model's rules, independently of
+ * how the simulator computes it:
+ *   - every forward appears once on its node's device, every backward too
+ *     (except the loss's, which the loss forward does);
+ *   - each (producer, remote device, mb) is sent exactly once each way,
+ *     only where a consumer is, the activation after its producer's
+ *     forward, the gradient after the last consumer's backward there;
+ *   - every forward starts after its inputs are there, every backward
+ *     after its forward and its consumers' backwards or gradients;
+ *   - one ZERO on every used device (two on the loss's) before anything
+ *     else there, at most one ADD per remote contribution of a gradient
+ *     and before that node's backward, one AdamW per used device after its
+ *     last backward;
+ *   - a device's compute operations never overlap, and the transfers into
+ *     a device never overlap (nor any two of a device's transfers when the
+ *     placement uses two devices); with ideal_links (the interleaved
+ *     what-if), the transfers of each directed link never overlap instead;
+ *   - no compute operation idles without a reason: it starts when the
+ *     previous one ends, at 0, or when a transfer to or from its device
+ *     ends (AdamW may also wait for an eager send's completion).
+ * Returns 1 when all hold, else 0 with the first broken rule in msg. */
+int simfix_check_trace(const graph *g, const int *placement, int m, int ideal_links, const sim_event *ev,
+                       int n_ev, double eps, char *msg, size_t len);
 
 #endif

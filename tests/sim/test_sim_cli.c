@@ -39,7 +39,7 @@ static void make_db(int with_params) {
     cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
     if (with_params) {
         const char *names[SIM_N_PARAMS];
-        double vals[SIM_N_PARAMS] = {5.0, 10.0, 0.1, 200.0, 1.25, 1.5};
+        double vals[SIM_N_PARAMS] = {5.0, 10.0, 0.1, 200.0, 1.25, 1.5, 40.0, 0.5};
         for (int i = 0; i < SIM_N_PARAMS; i++) names[i] = sim_param_name(i);
         char key[64];
         gpt_config_key(&cfg, key, sizeof key);
@@ -123,7 +123,7 @@ Test(sim_cli, json_matches_the_library_and_calibrated_params_are_the_default) {
     int dev[40];
     cr_assert_eq(placement_parse(P4, 40, 4, dev, NULL, 0), PL_OK);
     schedule s = schedule_make(8, SCHED_GPIPE);
-    sim_params cal = {5.0, 10.0, 0.1, 200.0, 1.25, 1.5};
+    sim_params cal = {5.0, 10.0, 0.1, 200.0, 1.25, 1.5, 40.0, 0.5};
     sim_result rc, rn;
     cr_assert_eq(sim_run(ctx, dev, &s, NULL, &cal, &rc), PL_OK);
     cr_assert_eq(sim_run(ctx, dev, &s, NULL, NULL, &rn), PL_OK);

@@ -41,43 +41,61 @@ static void chain4_free(chain4 *c) {
     graph_destroy(c->g);
 }
 
-Test(sim_memory, one_f_one_b_stashes_p_micro_batches_on_the_first_stage) {
+Test(sim_memory, one_f_one_b_stashes_fewer_micro_batches_than_gpipe) {
     chain4 c = chain4_make();
     int dev[4] = {0, 1, 2, 3};
-    schedule s = schedule_make(8, SCHED_1F1B);
-    sim_result r;
+    schedule s = schedule_make(8, SCHED_1F1B), gp = schedule_make(8, SCHED_GPIPE);
+    sim_result r, q;
     cr_assert_eq(sim_run(c.ctx, dev, &s, NULL, NULL, &r), PL_OK);
-    /* in flight: p - stage micro-batches */
-    cr_assert_eq(r.max_in_flight[0], 4);
-    cr_assert_eq(r.max_in_flight[1], 3);
-    cr_assert_eq(r.max_in_flight[2], 2);
-    cr_assert_eq(r.max_in_flight[3], 1);
-    /* device 0: 4 params-sized buffers + workspace + 4 stashes of 100*2 +
-     * the received output gradient 10*2 during a backward */
-    cr_assert_eq(r.static_bytes[0], 4000);
-    cr_assert_eq(r.peak_bytes[0], 4000 + 7 + 4 * 200 + 20);
-    /* device 1: 3 in flight, each its stash and the received input (10*2),
-     * plus one output gradient */
-    cr_assert_eq(r.peak_bytes[1], 8000 + 3 * 220 + 20);
-    cr_assert_eq(r.peak_bytes[2], 12000 + 2 * 220 + 20);
-    /* the last stage: one stash and one received input, no gradient in */
-    cr_assert_eq(r.peak_bytes[3], 16000 + 220);
+    cr_assert_eq(sim_run(c.ctx, dev, &gp, NULL, NULL, &q), PL_OK);
+    /* in flight under 1F1B: p - stage micro-batches; under GPipe all m */
+    for (int d = 0; d < 4; d++) {
+        cr_assert_eq(r.max_in_flight[d], 4 - d);
+        cr_assert_eq(q.max_in_flight[d], 8);
+        cr_assert_lt(r.peak_bytes[d], q.peak_bytes[d], "device %d: 1F1B %lld, GPipe %lld", d,
+                     (long long)r.peak_bytes[d], (long long)q.peak_bytes[d]);
+        cr_assert_gt(r.peak_bytes[d], r.static_bytes[d]);
+        /* four parameter-sized buffers and the step counter, 256-byte blocks */
+        int64_t pb = (1000 * (d + 1) + 255) / 256 * 256;
+        cr_assert_eq(r.static_bytes[d], 4 * pb + 256, "device %d", d);
+    }
     cr_assert_eq(r.oom, 0);
     cr_assert_eq(r.oom_device, -1);
     chain4_free(&c);
 }
 
-Test(sim_memory, gpipe_stashes_all_m_micro_batches) {
-    chain4 c = chain4_make();
-    int dev[4] = {0, 1, 2, 3};
-    schedule s = schedule_make(8, SCHED_GPIPE);
+/* One device, m = 1, a chain of two layernorms: the arena, first fit in
+ * the engine's order, by hand (all sizes are multiples of the 256-byte
+ * alignment). Static: 4 x (1024 + 2048) parameter-sized buffers + 256
+ * for the step counter = 12544 (no workspace: the smallest over nodes is
+ * 0). F0: out0 [12544,12800), saved0 (768 - 256 = 512: its consumer
+ * reads it again) [12800,13312), scratch 512 [13312,13824), freed. F1:
+ * out1 [13312,13568), saved1 (512: nobody consumes node 1, the output is
+ * not kept) [13568,14080); out1 has no use: freed. B1: node 0's gradient
+ * takes out1's hole; saved1 freed; out0 released. B0: scratch 512 fits no
+ * hole, goes on top [13568,14080). High-water mark 14080. */
+Test(sim_memory, single_device_arena_follows_the_engine_lifetimes) {
+    graph *g = simfix_chain_graph(2, 1);
+    profile_data *p = simfix_unit_profile(g, 1, 1, 1.0, 2.0, 0.5, 1LL << 30);
+    p->node_mem[0] = (profile_node_mem){1024, 768, 256, 512};
+    p->node_mem[1] = (profile_node_mem){2048, 512, 256, 0};
+    sim_ctx *ctx = NULL;
+    cr_assert_eq(sim_ctx_create(g, p, 1, &ctx), PL_OK);
+    int dev[2] = {0, 0};
+    schedule s = schedule_make(1, SCHED_GPIPE);
     sim_result r;
-    cr_assert_eq(sim_run(c.ctx, dev, &s, NULL, NULL, &r), PL_OK);
-    for (int d = 0; d < 4; d++) cr_assert_eq(r.max_in_flight[d], 8);
-    cr_assert_eq(r.peak_bytes[0], 4000 + 7 + 8 * 200 + 20);
-    cr_assert_eq(r.peak_bytes[1], 8000 + 8 * 220 + 20);
-    cr_assert_eq(r.peak_bytes[3], 16000 + 8 * 220);
-    chain4_free(&c);
+    cr_assert_eq(sim_run(ctx, dev, &s, NULL, NULL, &r), PL_OK, "%s", sim_last_error(ctx));
+    cr_assert_eq(r.static_bytes[0], 12544);
+    cr_assert_eq(r.peak_bytes[0], 14080);
+    int64_t caps[1] = {14080};
+    cr_assert_eq(sim_run(ctx, dev, &s, caps, NULL, &r), PL_OK);
+    cr_assert_eq(r.oom, 0);
+    caps[0] = 14079;
+    cr_assert_eq(sim_run(ctx, dev, &s, caps, NULL, &r), PL_OK);
+    cr_assert_eq(r.oom, 1);
+    sim_ctx_destroy(ctx);
+    profile_data_destroy(p);
+    graph_destroy(g);
 }
 
 Test(sim_memory, oom_verdict_against_caps) {
@@ -85,7 +103,9 @@ Test(sim_memory, oom_verdict_against_caps) {
     int dev[4] = {0, 1, 2, 3};
     schedule s = schedule_make(8, SCHED_1F1B);
     sim_result r;
-    int64_t caps[4] = {4827, 8680, 12460, 16220}; /* exactly the peaks: fits */
+    cr_assert_eq(sim_run(c.ctx, dev, &s, NULL, NULL, &r), PL_OK);
+    int64_t caps[4];
+    for (int d = 0; d < 4; d++) caps[d] = r.peak_bytes[d]; /* exactly the peaks: fits */
     cr_assert_eq(sim_run(c.ctx, dev, &s, caps, NULL, &r), PL_OK);
     cr_assert_eq(r.oom, 0);
     for (int d = 0; d < 4; d++) cr_assert_eq(r.cap_bytes[d], caps[d]);
@@ -102,11 +122,12 @@ Test(sim_memory, oom_verdict_against_caps) {
     cr_assert_eq(r.oom, 1);
     cr_assert_eq(r.oom_device, 0);
     /* NULL caps: the devices' own memory */
-    c.p->devices[1].mem_bytes = 8679;
+    cr_assert_eq(sim_run(c.ctx, dev, &s, NULL, NULL, &r), PL_OK);
+    c.p->devices[1].mem_bytes = r.peak_bytes[1] - 1;
     cr_assert_eq(sim_run(c.ctx, dev, &s, NULL, NULL, &r), PL_OK);
     cr_assert_eq(r.oom, 1);
     cr_assert_eq(r.oom_device, 1);
-    cr_assert_eq(r.cap_bytes[1], 8679);
+    cr_assert_eq(r.cap_bytes[1], c.p->devices[1].mem_bytes);
     chain4_free(&c);
 }
 
@@ -128,19 +149,16 @@ Test(sim_memory, two_consumers_on_one_device_share_one_received_buffer) {
     cr_assert_eq(r.n_transfers, 2, "one activation and one gradient");
     double ob = (double)p->node_mem[0].out_bytes_per_sample * cfg.batch;
     cr_assert(ieee_ulp_eq(dbl, r.transfer_bytes, 2 * ob, 0));
-    /* device 1 holds every stash of its nodes and node 0's output once */
-    int64_t act = 0, st = 0, ws = 0;
-    for (int i = 1; i < g->n_nodes; i++) {
-        act += p->node_mem[i].act_bytes_per_sample * cfg.batch;
-        st += 4 * p->node_mem[i].param_bytes;
-        if (p->node_mem[i].workspace_bytes > ws) ws = p->node_mem[i].workspace_bytes;
-    }
-    cr_assert_eq(r.peak_bytes[1], st + ws + act + p->node_mem[0].out_bytes_per_sample * cfg.batch);
     sim_ctx_destroy(ctx);
     profile_data_destroy(p);
     graph_destroy(g);
 }
 
+/* One device: the step is every node phase, one fused AdamW, the ZERO of
+ * the gradients (and of the loss accumulator), each scaled and with its
+ * launch overhead, plus the fixed cost. The roofline profile's AdamW costs
+ * lie exactly on 4 us + 7/3e6 us per parameter byte: that is the fused
+ * update's line, and a memset costs a seventh of its slope per byte. */
 Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
     graph *g = NULL;
     gpt_config cfg;
@@ -151,7 +169,19 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
     cr_assert_eq(sim_ctx_create(g, p, 16, &ctx), PL_OK);
     int dev[64];
     for (int i = 0; i < g->n_nodes; i++) dev[i] = 2;
-    sim_params prm = {3.0, 5.0, 0.3, 100.0, 1.5, 2.0};
+    sim_params prm;
+    sim_params_default(&prm);
+    prm.launch_overhead_us = 3.0;
+    prm.transfer_latency_us = 5.0;
+    prm.contention = 0.3;
+    prm.step_fixed_us = 100.0;
+    prm.compute_scale = 1.5;
+    prm.transfer_scale = 2.0;
+    prm.multi_device_start_us = 1000.0; /* one device: neither applies */
+    prm.multi_device_launch_us = 50.0;
+    const double slope = 28.0 / 3e12 * 1e6 / 4.0; /* us per parameter byte */
+    double pbytes = 0;
+    for (int i = 0; i < g->n_nodes; i++) pbytes += (double)p->node_mem[i].param_bytes;
     for (int m = 1; m <= 16; m *= 2)
         for (int o = 0; o < 2; o++) {
             schedule s = schedule_make(m, o ? SCHED_1F1B : SCHED_GPIPE);
@@ -160,10 +190,13 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
             int mb = cfg.batch / m;
             double sum = 0.0;
             for (int i = 0; i < g->n_nodes; i++) {
-                sum += m * (profile_node_cost(p, 2, mb, i, PHASE_FWD) * 1.5 + 3.0);
-                sum += m * (profile_node_cost(p, 2, mb, i, PHASE_BWD) * 1.5 + 3.0);
-                sum += profile_node_cost(p, 2, mb, i, PHASE_OPT) * 1.5 + 3.0;
+                double f = profile_node_cost(p, 2, mb, i, PHASE_FWD), b = profile_node_cost(p, 2, mb, i, PHASE_BWD);
+                if (g->nodes[i].kind == OP_LOSS) sum += m * ((f + b) * 1.5 + 3.0); /* one call */
+                else sum += m * (f * 1.5 + 3.0) + m * (b * 1.5 + 3.0);
             }
+            sum += (4.0 + slope * pbytes) * 1.5 + 3.0;       /* AdamW */
+            sum += slope / 7.0 * pbytes * 1.5 + 3.0;         /* ZERO of the gradients */
+            sum += slope / 7.0 * 8.0 * 1.5 + 3.0;            /* ZERO of the loss sum */
             cr_assert(epsilon_eq(dbl, r.step_us, sum + 100.0, 1e-9 * sum), "m=%d: %.6f vs %.6f", m, r.step_us,
                       sum + 100.0);
             cr_assert(epsilon_eq(dbl, r.busy_us[2], sum, 1e-9 * sum));
@@ -179,6 +212,10 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
     graph_destroy(g);
 }
 
+/* Two devices, one node each, m = 1. Node 0's output (1000 B) goes
+ * 0 -> 1 in 5 us and its gradient 1 -> 0 in 7 + 1 us. The nodes have no
+ * parameters, so AdamW launches nothing; each device still zeroes a 4-byte
+ * gradient buffer (a launch, free at neutral parameters). */
 Test(sim_time, a_cut_edge_costs_its_transfer_both_ways) {
     graph *g = simfix_chain_graph(2, 1);
     profile_data *p = simfix_unit_profile(g, 2, 1, 1.0, 2.0, 0.5, 0);
@@ -192,8 +229,8 @@ Test(sim_time, a_cut_edge_costs_its_transfer_both_ways) {
     schedule s = schedule_make(1, SCHED_1F1B);
     sim_result r;
     cr_assert_eq(sim_run(ctx, dev, &s, NULL, NULL, &r), PL_OK);
-    /* F0 1, act 5, F1 1, B1 2, grad 8, B0 2, AdamW 0.5 */
-    cr_assert(epsilon_eq(dbl, r.step_us, 19.5, 1e-9), "%.17g", r.step_us);
+    /* F0 1, act 5, F1 1, B1 2, grad 8, B0 2 */
+    cr_assert(epsilon_eq(dbl, r.step_us, 19.0, 1e-9), "%.17g", r.step_us);
     cr_assert_eq(r.n_transfers, 2);
     sim_params prm;
     sim_params_default(&prm);
@@ -201,19 +238,25 @@ Test(sim_time, a_cut_edge_costs_its_transfer_both_ways) {
     prm.transfer_latency_us = 1.0;
     prm.launch_overhead_us = 0.25;
     prm.step_fixed_us = 10.0;
+    prm.multi_device_start_us = 100.0;
+    prm.multi_device_launch_us = 0.5;
     cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK);
-    /* compute 4 items * 0.25 + 2 AdamW * 0.25; transfers 11 and 17 */
-    cr_assert(epsilon_eq(dbl, r.step_us, 1.25 + 11 + 1.25 + 2.25 + 17 + 2.25 + 0.75 + 10.0, 1e-9), "%.17g",
+    /* every launch costs 0.75: ZERO 0.75, F0 1.75, act 11, F1 1.75, B1 2.75,
+     * grad 17, B0 2.75; plus 10 and 100 once */
+    cr_assert(epsilon_eq(dbl, r.step_us, 0.75 + 1.75 + 11 + 1.75 + 2.75 + 17 + 2.75 + 10.0 + 100.0, 1e-9), "%.17g",
               r.step_us);
-    /* critical path: F0 act F1 B1 grad B0 adamw(dev 0) */
+    /* critical path: ZERO(dev 0) F0 act F1 B1 grad B0 adamw(dev 0) */
     int n = 0;
     const sim_event *cp = sim_critical_path(ctx, &n);
-    cr_assert_eq(n, 7);
-    cr_assert_eq(r.critical_path_len, 7);
-    cr_assert_eq(cp[1].kind, SIM_EV_SEND_ACT);
-    cr_assert_eq(cp[4].kind, SIM_EV_SEND_GRAD);
-    cr_assert_eq(cp[6].kind, SIM_EV_OPT);
+    cr_assert_eq(n, 8);
+    cr_assert_eq(r.critical_path_len, 8);
+    cr_assert_eq(cp[0].kind, SIM_EV_ZERO);
+    cr_assert_eq(cp[2].kind, SIM_EV_SEND_ACT);
+    cr_assert_eq(cp[5].kind, SIM_EV_SEND_GRAD);
+    cr_assert_eq(cp[7].kind, SIM_EV_OPT);
+    cr_assert_eq(cp[7].device, 0);
     cr_assert(epsilon_eq(dbl, r.critical_transfer_us, 28.0, 1e-9));
+    cr_assert(epsilon_eq(dbl, cp[7].end_us, r.step_us - 110.0, 1e-9));
     sim_ctx_destroy(ctx);
     profile_data_destroy(p);
     graph_destroy(g);
@@ -297,11 +340,13 @@ Test(sim_input, params_have_stable_names) {
     sim_params prm;
     sim_params_default(&prm);
     const char *names[SIM_N_PARAMS] = {"launch_overhead_us", "transfer_latency_us", "contention",
-                                       "step_fixed_us", "compute_scale", "transfer_scale"};
-    const double neutral[SIM_N_PARAMS] = {0, 0, 0, 0, 1, 1};
+                                       "step_fixed_us",      "compute_scale",       "transfer_scale",
+                                       "multi_device_start_us", "multi_device_launch_us"};
+    const double neutral[SIM_N_PARAMS] = {0, 0, 0, 0, 1, 1, 0, 0};
     for (int i = 0; i < SIM_N_PARAMS; i++) {
         cr_assert_str_eq(sim_param_name(i), names[i]);
         cr_assert(ieee_ulp_eq(dbl, *sim_param_ptr(&prm, i), neutral[i], 0));
+        cr_assert_eq(sim_param_signed(i), i == 0, "%s", names[i]);
     }
     cr_assert_null(sim_param_name(SIM_N_PARAMS));
     cr_assert_null(sim_param_ptr(&prm, -1));
@@ -327,11 +372,44 @@ Test(sim_model, negative_or_nonfinite_params_are_refused) {
         sim_params prm;
         sim_params_default(&prm);
         *sim_param_ptr(&prm, i) = -1.0;
-        cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), PL_ERR_INVALID, "%s", sim_param_name(i));
+        cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), sim_param_signed(i) ? PL_OK : PL_ERR_INVALID, "%s",
+                     sim_param_name(i));
         *sim_param_ptr(&prm, i) = NAN;
+        cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), PL_ERR_INVALID, "%s", sim_param_name(i));
+        *sim_param_ptr(&prm, i) = INFINITY;
         cr_assert_eq(sim_run(ctx, place, &s, NULL, &prm, &r), PL_ERR_INVALID, "%s", sim_param_name(i));
     }
     cr_assert_eq(sim_run(ctx, place, &s, NULL, NULL, &r), PL_OK);
+    sim_ctx_destroy(ctx);
+    profile_data_destroy(p);
+    graph_destroy(g);
+}
+
+/* A negative launch overhead takes time off every call but never makes a
+ * duration negative: every node costs 1 us here, so -0.4 leaves 0.6 and
+ * -5 leaves 0 (the step then costs nothing but the fixed cost). */
+Test(sim_model, negative_launch_overhead_clamps_each_duration_at_zero) {
+    graph *g = simfix_chain_graph(3, 1);
+    profile_data *p = simfix_unit_profile(g, 1, 1, 1.0, 1.0, 0.0, 0);
+    sim_ctx *ctx = NULL;
+    cr_assert_eq(sim_ctx_create(g, p, 1, &ctx), PL_OK);
+    int dev[3] = {0, 0, 0};
+    schedule s = schedule_make(1, SCHED_GPIPE);
+    sim_params prm;
+    sim_params_default(&prm);
+    prm.launch_overhead_us = -0.4;
+    sim_result r;
+    cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK, "%s", sim_last_error(ctx));
+    /* 3 forwards and 3 backwards at 0.6; ZERO (no parameters: 0 - 0.4) is 0 */
+    cr_assert(epsilon_eq(dbl, r.step_us, 6 * 0.6, 1e-12), "%.17g", r.step_us);
+    prm.launch_overhead_us = -5.0;
+    prm.step_fixed_us = 7.0;
+    cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK);
+    cr_assert(ieee_ulp_eq(dbl, r.step_us, 7.0, 0), "%.17g", r.step_us);
+    int n = 0;
+    const sim_event *cp = sim_critical_path(ctx, &n);
+    cr_assert(n > 0);
+    for (int k = 0; k < n; k++) cr_assert(ieee_ulp_eq(dbl, cp[k].end_us, 0.0, 0));
     sim_ctx_destroy(ctx);
     profile_data_destroy(p);
     graph_destroy(g);
