@@ -125,7 +125,7 @@ int cmd_calibrate(int argc, char **argv) {
         return cli_usage_error("calibrate", "unexpected argument '%s'; see placer calibrate --help", argv[optind]);
     if (!db_path) return cli_usage_error("calibrate", "--db FILE is required");
     if (!o.from_measurements) {
-        if (!timer_kind)
+        if (!timer_kind || (!PLACER_HAVE_CUDA && !strcmp(timer_kind, "cuda"))) /* not the engine's --cpu hint */
             return cli_usage_error("calibrate", "this build has no CUDA engine: use --timer cpu, or "
                                                 "--from-measurements to refit stored timings");
         if (strcmp(timer_kind, "cuda") && strcmp(timer_kind, "cpu") && strcmp(timer_kind, "synthetic"))
@@ -188,6 +188,17 @@ int cmd_calibrate(int argc, char **argv) {
             goto out;
         }
         if (cli_stderr_is_tty()) o.progress = progress;
+    }
+    if (o.from_measurements && o.save) {
+        /* a dry run on the read-only handle first: too few measurements (or
+         * any other refusal) must leave the file as it was */
+        calib_calibrate_options dry = o;
+        dry.save = 0;
+        calib_calibrate_result r0;
+        if ((st = calib_calibrate(db, &m, NULL, &dry, &r0, msg, sizeof msg)) != PL_OK) {
+            rc = cli_report("calibrate", st, msg);
+            goto out;
+        }
     }
     if (!o.from_measurements || o.save) {
         profile_db_close(db);

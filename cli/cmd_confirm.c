@@ -152,7 +152,7 @@ int cmd_confirm(int argc, char **argv) {
     if (optind < argc) return cli_usage_error("confirm", "unexpected argument '%s'; see placer confirm --help", argv[optind]);
     if (!db_path) return cli_usage_error("confirm", "--db FILE is required");
     if (!have_run) return cli_usage_error("confirm", "--run RUN is required (0 for baselines only)");
-    if (!timer_kind)
+    if (!timer_kind || (!PLACER_HAVE_CUDA && !strcmp(timer_kind, "cuda"))) /* not the engine's --cpu hint */
         return cli_usage_error("confirm", "this build has no CUDA engine: use --timer cpu or --timer synthetic");
     if (strcmp(timer_kind, "cuda") && strcmp(timer_kind, "cpu") && strcmp(timer_kind, "synthetic"))
         return cli_usage_error("confirm", "--timer must be cuda, cpu or synthetic, got '%s'", timer_kind);

@@ -27,6 +27,7 @@
 #include "placement.h"
 #include "placer_config.h"
 #include "profile_data.h"
+#include "probe.h"
 #include "profiler.h"
 #include "spec.h"
 #include "store.h"
@@ -153,6 +154,21 @@ static int profile_from_spec(const profile_opts *o) {
     if (st != PL_OK) return cli_report("profile", st, msg);
     if ((st = spec_profile_build(s, g, o->mb_sizes, o->n_mb, &p)) != PL_OK) {
         code = cli_report("profile", st, "building the spec profile failed");
+        goto out;
+    }
+    /* a file of another machine is refused on a read-only open: a write open
+     * would already switch a portable file to WAL */
+    if ((st = profile_db_open(o->db_path, PROFILE_DB_READ, &db, msg, sizeof msg)) == PL_OK) {
+        profile_db_machine_row mr;
+        if (profile_db_machine(db, &mr) == PL_OK && strcmp(mr.name, s->name) != 0) {
+            code = cli_usage_error("profile", "%s holds machine '%s', not '%s'; a profile database holds one machine: "
+                                              "use another file", o->db_path, mr.name, s->name);
+            goto out;
+        }
+        profile_db_close(db);
+        db = NULL;
+    } else if (st == PL_ERR_NOT_SQLITE || st == PL_ERR_SCHEMA_NEWER) {
+        code = cli_report("profile", st, msg);
         goto out;
     }
     if ((st = profile_db_open(o->db_path, PROFILE_DB_CREATE, &db, msg, sizeof msg)) != PL_OK) {
@@ -317,6 +333,27 @@ static int profile_measure(const profile_opts *o) {
     profile_db *db = NULL;
     profile_data *p = NULL;
     int code = CLI_EXIT_OK;
+    /* a file of another machine is refused on a read-only open: a write open
+     * would already switch a portable file to WAL */
+    if ((st = profile_db_open(o->db_path, PROFILE_DB_READ, &db, msg, sizeof msg)) == PL_OK) {
+        profile_db_machine_row mr;
+        hw_machine_info mi;
+        char name[PROFILE_NAME_LEN];
+        if (o->machine && *o->machine) snprintf(name, sizeof name, "%s", o->machine);
+        else if (hw_probe_machine(e, &mi, msg, sizeof msg) == PL_OK)
+            profiler_machine_name(mi.dev[0].name, mi.n_devices, name, sizeof name);
+        else name[0] = 0;
+        if (*name && profile_db_machine(db, &mr) == PL_OK && strcmp(mr.name, name) != 0) {
+            code = cli_usage_error("profile", "%s holds machine '%s', not '%s'; a profile database holds one machine: "
+                                              "use another file", o->db_path, mr.name, name);
+            goto out;
+        }
+        profile_db_close(db);
+        db = NULL;
+    } else if (st == PL_ERR_NOT_SQLITE || st == PL_ERR_SCHEMA_NEWER) {
+        code = cli_report("profile", st, msg);
+        goto out;
+    }
     if ((st = profile_db_open(o->db_path, PROFILE_DB_CREATE, &db, msg, sizeof msg)) != PL_OK) {
         code = cli_report("profile", st, msg);
         goto out;

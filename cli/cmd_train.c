@@ -272,7 +272,9 @@ int cmd_train(int argc, char **argv) {
         profile_db_close(db);
         db = NULL;
         if (st != PL_OK) return cli_report("train", st, "cannot list the runs of the database");
-        if (!l.found) return cli_usage_error("train", "run %ld is not in %s", a.resume, a.so.db_path);
+        if (!l.found)
+            return cli_usage_error("train", "run %ld is not in %s; give the id placer train printed ('run N: ...')",
+                                   a.resume, a.so.db_path);
         if (strcmp(l.method, "reinforce") != 0)
             return cli_usage_error("train", "run %ld is a '%s' run, not a placer training run", a.resume, l.method);
         char *words[64];
@@ -293,6 +295,14 @@ int cmd_train(int argc, char **argv) {
     a.so.config = a.config_text;
     a.so.mem_cap = a.mem_cap_text;
     a.so.threads = (int)a.threads;
+    /* check the problem on a read-only open first: a write open switches a
+     * portable (rollback-journal) file to WAL, and bad options must leave
+     * the file as it was */
+    a.so.write = 0;
+    st = policy_session_open(&a.so, &ss, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("train", st, msg);
+    policy_session_close(ss);
+    ss = NULL;
     a.so.write = 1;
     st = policy_session_open(&a.so, &ss, msg, sizeof msg);
     if (st != PL_OK) return cli_report("train", st, msg);

@@ -36,8 +36,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2) {
-        usage(stderr);
+    if (argc < 2) { /* one line, like every other usage error */
+        fprintf(stderr, "placer: no command given; run 'placer --help' for the list of commands\n");
         return CLI_EXIT_USAGE;
     }
     if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {

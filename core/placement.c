@@ -32,11 +32,11 @@ pl_status placement_parse(const char *text, int expected_len, int n_devices, int
         for (const char *q = a; q < b; q++)
             if (!isdigit((unsigned char)*q) && !(q == a && (*q == '-' || *q == '+')))
                 return pl_fail(msg, len, PL_ERR_PLACEMENT_JUNK,
-                               "placement field %d ('%.*s') is not a device index", i + 1,
+                               "placement field %d ('%.*s') is not a device index (expected e.g. 0,0,1)", i + 1,
                                (int)(b - a > 16 ? 16 : b - a), a);
         if (b - a == 1 && (*a == '-' || *a == '+'))
             return pl_fail(msg, len, PL_ERR_PLACEMENT_JUNK,
-                           "placement field %d ('%c') is not a device index", i + 1, *a);
+                           "placement field %d ('%c') is not a device index (expected e.g. 0,0,1)", i + 1, *a);
         p = *end ? end + 1 : end;
     }
     if (n != expected_len)

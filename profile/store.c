@@ -456,7 +456,8 @@ static pl_status read_version(sqlite3 *conn, const char *path, int *version, cha
             return PL_OK;
         }
         return pl_fail(msg, len, PL_ERR_NOT_SQLITE,
-                       "%s is an SQLite database but not a placer profile database (no meta table)", path);
+                       "%s is an SQLite database but not a placer profile database (no meta table); "
+                       "give a profile database made by placer profile", path);
     }
     rc = sqlite3_prepare_v2(conn, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &s, NULL);
     if (rc == SQLITE_OK) rc = sqlite3_step(s);
@@ -555,7 +556,8 @@ pl_status profile_db_open(const char *path, profile_db_mode mode, profile_db **o
         return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is not a regular file", path);
     } else if (sb.st_size == 0) {
         if (mode != PROFILE_DB_CREATE)
-            return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is empty, not a profile database", path);
+            return pl_fail(msg, len, PL_ERR_NOT_SQLITE, "%s is empty, not a profile database; make one with "
+                                                             "placer profile --from-spec NAME --db %s", path, path);
         fresh = 1;
     } else {
         pl_status st = check_header(path, (int64_t)sb.st_size, msg, len);

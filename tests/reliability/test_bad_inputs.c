@@ -1,0 +1,364 @@
+/*
+ * test_bad_inputs.c: the catalogue of user-facing errors. Each row is a
+ * command line run on the built binary, the exit code it must give (2 bad
+ * input, 1 runtime failure), and two pieces of its one line on stderr: one
+ * that names the problem and one that names the fix. Every row also checks
+ * that stderr is exactly one line starting "placer", and that the files it
+ * was given are byte for byte what they were (a bad option never costs the
+ * user a database), and that a missing database is not created.
+ *
+ * Placeholders in the arguments: {DB} a tiny-graph spec profile (4 devices,
+ * 16 nodes, batch 4), {H2} another machine's profile, {TEXT} a text file,
+ * {EMPTY} an empty file, {NEWER} a profile of a newer schema, {FOREIGN} an
+ * SQLite file of another program, {MISSING} a path that does not exist,
+ * {OUT} a fresh directory path; '' is an empty argument.
+ *
+ * A few errors depend on the build: without a GPU, a CUDA build says it
+ * found no GPU where a CPU build says it has no CUDA engine. The binary is
+ * asked (--version) which it is. PLACER_TEST_BIN runs the catalogue on
+ * another build.
+ */
+#include "rel_helpers.h"
+
+/* rows leave the CUDA-only fields out */
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+
+typedef struct {
+    const char *args;    /* space-separated words with placeholders */
+    int rc;              /* exit code */
+    const char *problem; /* substring naming the problem */
+    const char *fix;     /* substring naming the fix */
+    int rc_cuda;         /* on a CUDA build without a GPU (0: as rc) */
+    const char *problem_cuda, *fix_cuda; /* (NULL: as problem, fix) */
+} bad_case;
+
+#define P16 "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"
+#define P15 "0,0,0,0,0,0,0,0,0,0,0,0,0,0,0"
+#define SIM "simulate --db {DB} "
+
+static const bad_case CASES[] = {
+    /* ---- commands and options ---- */
+    {"", 2, "no command given", "placer --help"},
+    {"bogus", 2, "unknown command 'bogus'", "placer --help"},
+    {"graph --bogus", 2, "unknown or incomplete option '--bogus'", "see placer graph --help"},
+    {"graph --config", 2, "incomplete option '--config'", "see placer graph --help"},
+    {"graph extra", 2, "unexpected argument 'extra'", "see placer graph --help"},
+    {"profile --bogus", 2, "unknown or incomplete option '--bogus'", "see placer profile --help"},
+    {"profile frobnicate", 2, "unexpected argument 'frobnicate'", "see placer profile --help"},
+    {"profile show --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "--help"},
+    {"profile compare --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "--help"},
+    {"profile check --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "--help"},
+    {SIM "--placement " P16 " --bogus", 2, "unknown or incomplete option '--bogus'", "see placer simulate --help"},
+    {SIM "--placement " P16 " extra", 2, "unexpected argument 'extra'", "see placer simulate --help"},
+    {SIM "--placement", 2, "incomplete option '--placement'", "see placer simulate --help"},
+    {"step --bogus", 2, "unknown or incomplete option '--bogus'", "see placer step --help"},
+    {"train --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer train --help"},
+    {"train --db {DB} extra", 2, "unexpected argument 'extra'", "see placer train --help"},
+    {"search --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer search --help"},
+    {"confirm --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer confirm --help"},
+    {"calibrate --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer calibrate --help"},
+    {"report --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer report --help"},
+    /* ---- missing required options ---- */
+    {SIM, 2, "no placement", "pass --placement 0,0,1,... or --placement-file FILE"},
+    {SIM "--placement " P16 " --placement-file {TEXT}", 2, "either --placement or --placement-file", "not both"},
+    {"calibrate", 2, "--db FILE is required", "--db FILE"},
+    {"confirm --db {DB}", 2, "--run RUN is required", "0 for baselines only"},
+    {"report --db {DB}", 2, "--out DIR is required", "--out DIR"},
+    {"report --out {OUT}", 2, "--db FILE is required", "--db FILE"},
+    {"profile compare --db {DB}", 2, "give --db exactly twice", "--db A --db B"},
+    /* ---- placements ---- */
+    {SIM "--placement 0,0,0", 2, "placement has 3 entries", "the graph needs 16"},
+    {SIM "--placement " P15 ",0,0", 2, "placement has 17 entries", "the graph needs 16"},
+    {SIM "--placement ''", 2, "placement field 1 is empty", "e.g. 0,0,1"},
+    {SIM "--placement 0,,0,0,0,0,0,0,0,0,0,0,0,0,0,0", 2, "placement field 2 is empty", "e.g. 0,0,1"},
+    {SIM "--placement 0,0,x,0,0,0,0,0,0,0,0,0,0,0,0,0", 2, "field 3 ('x') is not a device index", "e.g. 0,0,1"},
+    {SIM "--placement 0;0", 2, "is not a device index", "e.g. 0,0,1"},
+    {SIM "--placement " P15 ",9", 2, "field 16 names device 9", "only devices 0..3 exist"},
+    {SIM "--placement " P15 ",-1", 2, "field 16 names device -1", "only devices 0..3 exist"},
+    {SIM "--placement " P15 ",99999999999999999999", 2, "field 16", "devices 0..3"},
+    {SIM "--placement-file {MISSING}", 2, "cannot read placement file", "No such file"},
+    {"step --cpu 2 --config tiny --placement " P15 ",5", 2, "names device 5", "devices 0..1"},
+    {"step --cpu 2 --config tiny --placement 0,0", 2, "placement has 2 entries", "the graph needs 16"},
+    /* ---- schedules ---- */
+    {SIM "--placement " P16 " --micro-batches 3", 2, "micro-batch count 3", "does not divide the batch of 4"},
+    {SIM "--placement " P16 " --micro-batches 0", 2, "micro-batch count '0'", "not a positive integer"},
+    {SIM "--placement " P16 " --micro-batches x", 2, "micro-batch count 'x'", "not a positive integer"},
+    {SIM "--placement " P16 " --schedule zb", 2, "unknown schedule 'zb'", "use gpipe, 1f1b or interleaved"},
+    {SIM "--placement " P16 " --schedule interleaved --chunks 2", 2, "interleaved with 2 chunks",
+     "needs a contiguous chunk placement"},
+    {SIM "--placement " P16 " --chunks 2", 2, "--chunks 2", "needs --schedule interleaved"},
+    {SIM "--placement " P16 " --chunks 0", 2, "chunks '0'", "not a positive integer"},
+    {"train --db {DB} --micro-batches 3", 2, "micro-batch count 3", "does not divide the batch of 4"},
+    {"train --db {DB} --schedule zb", 2, "unknown schedule 'zb'", "use gpipe, 1f1b or interleaved"},
+    {"search --db {DB} --micro-batches 8", 2, "micro-batch count 8", "does not divide the batch of 4"},
+    {"step --cpu 2 --config tiny --micro-batches 3", 2, "micro-batch count 3", "does not divide the batch of 4"},
+    /* ---- memory caps ---- */
+    {SIM "--placement " P16 " --mem-cap lots", 2, "size 'lots'", "use e.g. 16GiB"},
+    {SIM "--placement " P16 " --mem-cap 0", 2, "size '0'", "use e.g. 16GiB"},
+    {SIM "--placement " P16 " --mem-cap -1GB", 2, "size '-1GB'", "use e.g. 16GiB"},
+    {SIM "--placement " P16 " --mem-cap 150%", 2, "memory cap '150%'", "must be a percentage in (0, 100]"},
+    {"train --db {DB} --mem-cap lots", 2, "size 'lots'", "use e.g. 16GiB"},
+    {"search --db {DB} --mem-cap 200%", 2, "memory cap '200%'", "must be a percentage in (0, 100]"},
+    /* ---- devices ---- */
+    {"train --db {DB} --devices 9", 2, "--devices 9", "the profile has only 4 devices"},
+    {"search --db {DB} --devices 0", 2, "--devices must be an integer", "in 1..64"},
+    {"profile show --db {DB} --device 7", 2, "--device 7", "the profile has devices 0..3"},
+    {"step --cpu 0", 2, "--cpu must be an integer", "in [1, 64]"},
+    {"calibrate --db {DB} --timer cpu --devices 0,1,2", 2, "--devices lists 3 devices", "the profile has 4"},
+    {"calibrate --db {DB} --timer cpu --devices 0,x,0,0", 2, "is not a list of device numbers", "like 0,1"},
+    /* ---- databases ---- */
+    {SIM "--placement 0 --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
+    {SIM "--placement 0 --db {TEXT}", 2, "is not an SQLite database", "give a profile database made by placer profile"},
+    {SIM "--placement 0 --db {EMPTY}", 2, "is empty, not a profile database", "placer profile --from-spec NAME"},
+    {SIM "--placement 0 --db {NEWER}", 2, "has schema version 99", "use a newer placer"},
+    {SIM "--placement 0 --db {FOREIGN}", 2, "not a placer profile database",
+     "give a profile database made by placer profile"},
+    {SIM "--placement 0 --config gpt12", 2, "has no profile for graph gpt-L12", "it holds: gpt-L2-C16"},
+    {"train --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
+    {"train --db {NEWER}", 2, "has schema version 99", "use a newer placer"},
+    {"train --db {DB} --config gpt12", 2, "has no profile for graph gpt-L12", "it holds: gpt-L2-C16"},
+    {"search --db {TEXT}", 2, "is not an SQLite database", "give a profile database made by placer profile"},
+    {"search --db {EMPTY}", 2, "is empty, not a profile database", "placer profile --from-spec NAME"},
+    {"profile show --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
+    {"profile show --db {DB} --config gpt12", 2, "has no profile for graph gpt-L12", "it holds: gpt-L2-C16"},
+    {"profile check --db {FOREIGN}", 2, "not a placer profile database", "give a profile database"},
+    {"profile compare --db {DB} --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
+    {"calibrate --db {EMPTY} --timer cpu", 2, "is empty, not a profile database", "placer profile --from-spec NAME"},
+    {"calibrate --db {NEWER} --timer synthetic", 2, "has schema version 99", "use a newer placer"},
+    {"confirm --db {TEXT} --run 0 --timer synthetic", 2, "is not an SQLite database", "give a profile database"},
+    {"report --db {MISSING} --out {OUT}", 2, "does not exist", "placer profile --from-spec NAME"},
+    {"profile --from-spec h200x2-nvlink --db {DB} --config tiny", 2, "holds machine 't4x4-pcie'",
+     "use another file"},
+    {"profile --from-spec bogus --db {MISSING}", 2, "unknown spec 'bogus'", "known specs: t4x4-pcie"},
+    {"profile --from-spec t4x4-pcie --db {TEXT}", 2, "is not an SQLite database", "give a profile database"},
+    {"profile --cpu 2 --config tiny --db {NEWER}", 2, "has schema version 99", "use a newer placer"},
+    {"profile --cpu 2 --config tiny --db {DB}", 2, "holds machine 't4x4-pcie', not 'cpux2'", "use another file"},
+    /* ---- runs ---- */
+    {"train --db {DB} --resume 42", 2, "run 42 is not in", "give the id placer train printed"},
+    {"train --db {DB} --resume 1 --seed 3", 2, "with --resume only --updates and --threads may be given",
+     "keeps its own problem"},
+    {"confirm --db {DB} --run 7 --timer synthetic", 2, "run 7 is not in this database", "placer train"},
+    {"calibrate --db {DB} --from-measurements", 2, "only 0 usable measurements", "measure more placements"},
+    /* ---- option values ---- */
+    {"graph --config bogus", 2, "unknown config 'bogus'", "use default, gpt12 or tiny"},
+    {"graph --config tiny,layers=0", 2, "'layers' must be a positive integer", "positive integer"},
+    {"graph --config tiny,heads=3", 2, "heads (3) must divide d_model (16)", "must divide"},
+    {"graph --config tiny,foo=1", 2, "unknown config key 'foo'", "vocab, d_model, heads, layers, seq, batch"},
+    {SIM "--placement " P16 " --params fitted", 2, "unknown --params 'fitted'", "use neutral or calibrated"},
+    {"train --db {DB} --updates many", 2, "--updates must be an integer", "in 0..10000000"},
+    {"train --db {DB} --samples 0", 2, "--samples must be an integer", "in 1..4096"},
+    {"train --db {DB} --baseline median", 2, "unknown baseline 'median'", "use ema or loo"},
+    {"train --db {DB} --groups clusters", 2, "unknown grouping 'clusters'", "use colocate or none"},
+    {"train --db {DB} --lr nan", 2, "--lr must be a number", "in [1e-12, 10]"},
+    {"train --db {DB} --hidden 0", 2, "--hidden must be an integer", "in 1..1024"},
+    {"search --db {DB} --method magic", 2, "unknown --method 'magic'", "use single, human, dp"},
+    {"search --db {DB} --method exhaustive --groups none", 2, "exhaustive search needs",
+     "raise --max-evals or use --groups colocate"},
+    {"search --db {DB} --budget 0", 2, "--budget must be an integer", "in 1..100000000"},
+    {"search --db {DB} --max-evals 0", 2, "--max-evals must be a number >= 1", ">= 1"},
+    {"search --db {DB} --threads 0", 2, "--threads must be an integer", "in 1..1024"},
+    {"profile --from-spec t4x4-pcie --db {MISSING} --micro-batch-sizes 0,a", 2, "--micro-batch-sizes",
+     "outside 1..16"},
+    {"profile --cpu 0 --db {MISSING}", 2, "--cpu must be an integer", "in [1, 64]"},
+    {"step --cpu 2 --config tiny --issue weird", 2, "--issue must be auto, single or threads", "got 'weird'"},
+    {"step --cpu 2 --config tiny --steps 0", 2, "--steps", "[1,"},
+    {"calibrate --db {DB} --timer gpu", 2, "--timer must be cuda, cpu or synthetic", "got 'gpu'"},
+    {"calibrate --db {DB} --count 0", 2, "--count must be a positive integer", "got '0'"},
+    {"calibrate --db {DB} --holdout 1", 2, "--holdout must be a fraction", "in [0, 1)"},
+    {"confirm --db {DB} --run 0 --timer synthetic --confirm-rounds 1", 2, "--confirm-rounds must be an integer",
+     "in [2, 1000]"},
+    {"confirm --db {DB} --run x", 2, "--run takes a run id", "got 'x'"},
+    /* ---- no GPU ---- */
+    {"step --config tiny", 1, "built without CUDA", "use --cpu N", 2, "no GPU found", "use --cpu N"},
+    {"profile --db {MISSING} --config tiny", 1, "hardware profiling needs the CUDA engine", "use --from-spec NAME", 1,
+     "no GPU found", "use --from-spec NAME"},
+    {"calibrate --db {DB}", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU", "--timer cpu"},
+    {"calibrate --db {DB} --timer cuda", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU", "--timer cpu"},
+    {"confirm --db {DB} --run 0", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU", "--timer cpu"},
+    {"confirm --db {DB} --run 0 --timer cuda", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU",
+     "--timer cpu"},
+};
+#define N_CASES (sizeof CASES / sizeof CASES[0])
+
+/* ---- fixtures ---------------------------------------------------------------- */
+
+typedef struct {
+    char dir[256];
+    char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320];
+} files;
+
+static void make_profile(const char *path, const char *spec) {
+    char *args[] = {"profile", "--from-spec", (char *)spec, "--config", "tiny", "--db", (char *)path, "--portable",
+                    NULL};
+    char *err = NULL;
+    cr_assert_eq(rel_run(args, NULL, &err), 0, "%s", err);
+    free(err);
+}
+
+static void sql(const char *path, const char *stmt) {
+    sqlite3 *h = NULL;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h, stmt, NULL, NULL, NULL), SQLITE_OK, "%s: %s", stmt, sqlite3_errmsg(h));
+    sqlite3_close(h);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void make_files(files *f) {
+    rel_mkdtemp(f->dir, "bad-inputs");
+    snprintf(f->db, sizeof f->db, "%s/tiny.db", f->dir);
+    snprintf(f->h2, sizeof f->h2, "%s/h2.db", f->dir);
+    snprintf(f->text, sizeof f->text, "%s/text.db", f->dir);
+    snprintf(f->empty, sizeof f->empty, "%s/empty.db", f->dir);
+    snprintf(f->newer, sizeof f->newer, "%s/newer.db", f->dir);
+    snprintf(f->foreign, sizeof f->foreign, "%s/foreign.db", f->dir);
+    snprintf(f->missing, sizeof f->missing, "%s/missing.db", f->dir);
+    snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+    make_profile(f->db, "t4x4-pcie");
+    make_profile(f->h2, "h200x2-nvlink");
+    make_profile(f->newer, "t4x4-pcie");
+    sql(f->newer, "UPDATE meta SET value = '99' WHERE key = 'schema_version'");
+    sql(f->foreign, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES ('mine')");
+    write_file(f->text, "this is not a database\n");
+    write_file(f->empty, "");
+}
+
+/* Replace the placeholders of one word. */
+static void expand(const files *f, const char *word, char *out, size_t len) {
+    static const char *const keys[] = {"{DB}", "{H2}", "{TEXT}", "{EMPTY}", "{NEWER}", "{FOREIGN}", "{MISSING}", "{OUT}"};
+    const char *vals[] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->missing, f->out};
+    if (!strcmp(word, "''")) {
+        out[0] = 0;
+        return;
+    }
+    size_t k = 0;
+    out[0] = 0;
+    for (const char *p = word; *p && k + 1 < len;) {
+        int hit = 0;
+        for (int i = 0; i < 8 && !hit; i++)
+            if (!strncmp(p, keys[i], strlen(keys[i]))) {
+                k += (size_t)snprintf(out + k, len - k, "%s", vals[i]);
+                p += strlen(keys[i]);
+                hit = 1;
+            }
+        if (!hit) out[k++] = *p++, out[k] = 0;
+    }
+}
+
+static int is_cuda_build(void) {
+    char *args[] = {"--version", NULL}, *out = NULL;
+    cr_assert_eq(rel_run(args, &out, NULL), 0);
+    int cuda = strstr(out, "CUDA engine built") != NULL;
+    free(out);
+    return cuda;
+}
+
+typedef struct {
+    char *bytes[6];
+    size_t n[6];
+} images;
+
+static void take_images(const files *f, images *im) {
+    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
+    for (int i = 0; i < 6; i++) im->bytes[i] = rel_read(paths[i], &im->n[i]);
+}
+
+static const char *changed_file(const files *f, const images *im) {
+    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
+    for (int i = 0; i < 6; i++) {
+        size_t n = 0;
+        char *now = rel_read(paths[i], &n);
+        int same = now && n == im->n[i] && !memcmp(now, im->bytes[i], n);
+        free(now);
+        if (!same) return paths[i];
+    }
+    return NULL;
+}
+
+static int count_char(const char *s, char c) {
+    int n = 0;
+    for (; *s; s++) n += *s == c;
+    return n;
+}
+
+Test(bad_inputs, every_error_is_one_line_naming_the_problem_and_the_fix_and_loses_nothing, .timeout = 600) {
+    files f;
+    make_files(&f);
+    images im;
+    take_images(&f, &im);
+    const int cuda = is_cuda_build();
+    char failures[16384] = "";
+    size_t fl = 0;
+    int n_failed = 0;
+    for (size_t c = 0; c < N_CASES; c++) {
+        const bad_case *bc = &CASES[c];
+        char buf[1024], words[32][400];
+        char *args[33];
+        int n = 0;
+        snprintf(buf, sizeof buf, "%s", bc->args);
+        char *save = NULL;
+        for (char *w = strtok_r(buf, " ", &save); w && n < 32; w = strtok_r(NULL, " ", &save)) {
+            expand(&f, w, words[n], sizeof words[n]);
+            args[n] = words[n];
+            n++;
+        }
+        args[n] = NULL;
+        char *out = NULL, *err = NULL;
+        int rc = rel_run(args, &out, &err);
+        int want_rc = cuda && bc->rc_cuda ? bc->rc_cuda : bc->rc;
+        const char *problem = cuda && bc->problem_cuda ? bc->problem_cuda : bc->problem;
+        const char *fix = cuda && bc->fix_cuda ? bc->fix_cuda : bc->fix;
+        const char *why = NULL;
+        const char *touched = changed_file(&f, &im);
+        if (rc != want_rc) why = "exit code";
+        else if (!err || count_char(err, '\n') != 1 || err[strlen(err) - 1] != '\n') why = "not exactly one line";
+        else if (strncmp(err, "placer", 6) != 0) why = "does not start with 'placer'";
+        else if (!strstr(err, problem)) why = "problem not named";
+        else if (!strstr(err, fix)) why = "fix not named";
+        else if (touched) why = "a file changed";
+        else if (access(f.missing, F_OK) == 0) why = "the missing database was created";
+        if (why) {
+            n_failed++;
+            fl += (size_t)snprintf(failures + fl, sizeof failures - fl > 0 ? sizeof failures - fl : 0,
+                                   "case %zu [placer %s]: %s (exit %d, want %d): %s", c, bc->args, why, rc, want_rc,
+                                   err ? err : "(no stderr)\n");
+            if (fl >= sizeof failures) fl = sizeof failures - 1;
+            if (touched) { /* restore, so that one bad row does not fail the rest */
+                for (int i = 0; i < 6; i++) free(im.bytes[i]);
+                take_images(&f, &im);
+            }
+            remove(f.missing);
+        }
+        free(out);
+        free(err);
+    }
+    if (getenv("PLACER_CATALOGUE_VERBOSE"))
+        fprintf(stderr, "bad-input catalogue: %zu cases on a %s build, %d failed\n", N_CASES, cuda ? "CUDA" : "CPU",
+                n_failed);
+    cr_assert_eq(n_failed, 0, "%d of %zu catalogue rows failed:\n%s", n_failed, N_CASES, failures);
+    for (int i = 0; i < 6; i++) free(im.bytes[i]);
+    rel_rmtree(f.dir);
+}
+
+/* Found by fuzz_cli: with a cap nothing fits in (1.5 is a byte count: 1 B),
+ * the DP found no candidate and sorted a NULL array (UBSan: qsort's
+ * argument is declared nonnull). Every method must report OOM placements
+ * and exit 0 (an OOM is a result). */
+Test(bad_inputs, search_where_nothing_fits_reports_oom_and_exits_0) {
+    files f;
+    make_files(&f);
+    char *args[] = {"search", "--db", f.db, "--mem-cap", "1.5", "--method", "dp", "--threads", "1", NULL};
+    char *out = NULL, *err = NULL;
+    int rc = rel_run(args, &out, &err);
+    cr_assert_eq(rc, 0, "exit %d: %s", rc, err);
+    cr_assert(strstr(out, "OOM") != NULL, "%s", out);
+    cr_assert(strstr(out, "every single device runs out of memory") != NULL, "%s", out);
+    free(out);
+    free(err);
+    rel_rmtree(f.dir);
+}
