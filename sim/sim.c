@@ -162,10 +162,10 @@ typedef struct {
 /* A buffer: arena block, and for a received one its pending receive. */
 typedef struct {
     int64_t off, len; /* off < 0: none */
-    int64_t seq;      /* comm sequence number of its receive */
     double ready;     /* when the receive ends */
-    int rop;          /* the receive's op id */
-    int pending;      /* the compute stream has not waited for it yet */
+    int seq;          /* comm sequence number of its receive */
+    int rop;          /* the receive's op id while the compute stream has not
+                         waited for it yet, else -1 */
 } sim_buf;
 
 typedef struct {
@@ -184,7 +184,8 @@ typedef struct {
 } sim_rstate;
 
 typedef struct {
-    int64_t off, len, seq;
+    int64_t off, len;
+    int seq;
 } sim_fence;
 
 /* An operation of the last run: a compute op, or one half of a transfer. */
@@ -254,7 +255,9 @@ struct sim_ctx {
     uint32_t *seq;             /* [2nM] per-device op orders */
     uint8_t *issued;           /* [2nM] */
     int *dstart;               /* [D+1] */
-    int *next;                 /* [D] */
+    int *next;                 /* [D] head position; -1 once the tail is issued */
+    int *left;                 /* [D] ops not issued yet */
+    uint64_t active;           /* devices whose head op is ready (bit = device) */
     int *dep;                  /* [2nM] unissued dependencies of op (node, mb, bwd) */
     int *pos_of;               /* [2nM] position of op (node, mb, bwd) in seq */
     uint64_t *rbits;           /* ready and unissued, by position in seq */
@@ -267,7 +270,7 @@ struct sim_ctx {
     sim_range *frpool;         /* [D*live_cap] */
     sim_fence *fences, *deferred; /* [D*live_cap] each */
     int *n_fences, *n_deferred;   /* [D] */
-    int64_t *comm_seq, *comm_waited; /* [D] */
+    int *comm_seq, *comm_waited; /* [D] */
     double *ct, *mt;           /* [D] compute and comm stream ends */
     double *lfree;             /* [D*D] ideal links: free time (interleaved) */
     int *llast;                /* [D*D] ideal links: last transfer */
@@ -294,7 +297,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->res_fwd);
     free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
     free(c->used); free(c->rank); free(c->xk); free(c->xd); free(c->xslot); free(c->xstamp); free(c->ucnt);
-    free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->dep);
+    free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->left); free(c->dep);
     free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
     free(c->uin);
     free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->fences); free(c->deferred);
@@ -440,7 +443,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->xk, xmax) ||
         ALLOC(c->xd, xmax) || ALLOC(c->xslot, (long)n * D) || ALLOC(c->xstamp, (long)n * D) ||
         ALLOC(c->ucnt, (long)n * D) || ALLOC(c->local_uses, n) || ALLOC(c->seq, 2 * nm) ||
-        ALLOC(c->issued, 2 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->dep, 2 * nm) ||
+        ALLOC(c->issued, 2 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->left, D) || ALLOC(c->dep, 2 * nm) ||
         ALLOC(c->pos_of, 2 * nm) || ALLOC(c->rbits, 2 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
         ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
         ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
@@ -520,13 +523,14 @@ static inline int64_t align_len(int64_t bytes) {
 }
 
 static inline int64_t arena_alloc(sim_arena *a, int64_t len) {
+    sim_range *fr = a->fr;
     for (int i = 0; i < a->n_fr; i++)
-        if (a->fr[i].len >= len) {
-            int64_t o = a->fr[i].off;
-            a->fr[i].off += len;
-            a->fr[i].len -= len;
-            if (a->fr[i].len == 0) {
-                memmove(&a->fr[i], &a->fr[i + 1], sizeof(sim_range) * (size_t)(a->n_fr - i - 1));
+        if (fr[i].len >= len) {
+            int64_t o = fr[i].off;
+            fr[i].off += len;
+            fr[i].len -= len;
+            if (fr[i].len == 0) {
+                for (int k = i + 1; k < a->n_fr; k++) fr[k - 1] = fr[k];
                 a->n_fr--;
             }
             return o;
@@ -537,32 +541,43 @@ static inline int64_t arena_alloc(sim_arena *a, int64_t len) {
     return o;
 }
 
+/* What allocating len and freeing it right away leaves behind: nothing,
+ * except a new high-water mark when it had to go on top. */
+static inline void arena_peek(sim_arena *a, int64_t len) {
+    for (int i = 0; i < a->n_fr; i++)
+        if (a->fr[i].len >= len) return;
+    if (a->top + len > a->high) a->high = a->top + len;
+}
+
 static inline void arena_free(sim_arena *a, int64_t off, int64_t len) {
-    int i = a->n_fr;
-    while (i > 0 && a->fr[i - 1].off > off) i--;
-    int mp = i > 0 && a->fr[i - 1].off + a->fr[i - 1].len == off;
-    int mn = i < a->n_fr && off + len == a->fr[i].off;
-    if (mp && mn) {
-        a->fr[i - 1].len += len + a->fr[i].len;
-        memmove(&a->fr[i], &a->fr[i + 1], sizeof(sim_range) * (size_t)(a->n_fr - i - 1));
-        a->n_fr--;
-        i--;
-    } else if (mp) {
-        a->fr[i - 1].len += len;
-        i--;
-    } else if (mn) {
-        a->fr[i].off = off;
-        a->fr[i].len += len;
-    } else {
-        memmove(&a->fr[i + 1], &a->fr[i], sizeof(sim_range) * (size_t)(a->n_fr - i));
-        a->fr[i].off = off;
-        a->fr[i].len = len;
-        a->n_fr++;
+    sim_range *fr = a->fr;
+    int n = a->n_fr;
+    if (off + len == a->top) { /* the top block: give it back to the tail */
+        a->top = off;
+        if (n > 0 && fr[n - 1].off + fr[n - 1].len == off) {
+            a->top = fr[n - 1].off;
+            a->n_fr = n - 1;
+        }
+        return;
     }
-    /* a free range that reaches the top gives the space back to the tail */
-    if (a->n_fr > 0 && a->fr[a->n_fr - 1].off + a->fr[a->n_fr - 1].len == a->top) {
-        a->top = a->fr[a->n_fr - 1].off;
-        a->n_fr--;
+    int i = n;
+    while (i > 0 && fr[i - 1].off > off) i--;
+    int mp = i > 0 && fr[i - 1].off + fr[i - 1].len == off;
+    int mn = i < n && off + len == fr[i].off;
+    if (mp && mn) {
+        fr[i - 1].len += len + fr[i].len;
+        for (int k = i + 1; k < n; k++) fr[k - 1] = fr[k];
+        a->n_fr = n - 1;
+    } else if (mp) {
+        fr[i - 1].len += len;
+    } else if (mn) {
+        fr[i].off = off;
+        fr[i].len += len;
+    } else {
+        for (int k = n; k > i; k--) fr[k] = fr[k - 1];
+        fr[i].off = off;
+        fr[i].len = len;
+        a->n_fr = n + 1;
     }
 }
 
@@ -582,7 +597,7 @@ typedef struct {
     double tbytes;
 } run;
 
-static const sim_buf BUF_NONE = {-1, 0, 0, 0.0, -1, 0};
+static const sim_buf BUF_NONE = {-1, 0, 0.0, 0, -1};
 
 #define NS(r, i, j) (&(r)->c->ns[(size_t)(i) * (r)->m + (j)])
 #define RS(r, x, j) (&(r)->c->rs[(size_t)(x) * (r)->m + (j)])
@@ -646,17 +661,17 @@ static inline void compute_op(run *r, int d, int kind, int node, int j, double r
 /* The compute stream of d waits for a received buffer (first use only). */
 static inline void use_buf(run *r, int d, sim_buf *b) {
     sim_ctx *c = r->c;
-    if (!b->pending) return;
+    if (b->rop < 0) return;
     if (b->ready >= c->ct[d]) {
         c->ct[d] = b->ready;
         c->cp[d] = b->rop;
     }
     if (b->seq > c->comm_waited[d]) c->comm_waited[d] = b->seq;
-    b->pending = 0;
+    b->rop = -1;
 }
 
 /* Release deferred blocks of d whose send finished by comm seq upto. */
-static inline void release_deferred(sim_ctx *c, int d, int64_t upto) {
+static inline void release_deferred(sim_ctx *c, int d, int upto) {
     sim_fence *l = c->deferred + (size_t)d * c->live_cap;
     int *n = &c->n_deferred[d];
     for (int i = 0; i < *n;) {
@@ -671,9 +686,17 @@ static inline void release_deferred(sim_ctx *c, int d, int64_t upto) {
 
 static inline int64_t c_alloc(run *r, int d, int64_t bytes, int for_comm, int64_t *len) {
     sim_ctx *c = r->c;
-    if (c->n_deferred[d]) release_deferred(c, d, for_comm ? INT64_MAX : c->comm_waited[d]);
+    if (c->n_deferred[d]) release_deferred(c, d, for_comm ? INT32_MAX : c->comm_waited[d]);
     *len = align_len(bytes);
     return arena_alloc(&c->ar[d], *len);
+}
+
+/* Scratch of one call: allocated before it, freed right after (nothing
+ * else happens to the arena in between). */
+static inline void scratch(run *r, int d, int64_t bytes) {
+    sim_ctx *c = r->c;
+    if (c->n_deferred[d]) release_deferred(c, d, c->comm_waited[d]);
+    arena_peek(&c->ar[d], align_len(bytes));
 }
 
 static inline void c_free(run *r, int d, int64_t off, int64_t len) {
@@ -682,7 +705,7 @@ static inline void c_free(run *r, int d, int64_t off, int64_t len) {
     int nf = c->n_fences[d];
     for (int i = 0; i < nf; i++)
         if (f[i].off == off) {
-            int64_t seq = f[i].seq;
+            int seq = f[i].seq;
             f[i] = f[--c->n_fences[d]];
             if (seq <= c->comm_waited[d]) {
                 arena_free(&c->ar[d], off, len);
@@ -698,7 +721,7 @@ static inline void c_free(run *r, int d, int64_t off, int64_t len) {
     arena_free(&c->ar[d], off, len);
 }
 
-static inline void fence_push(sim_ctx *c, int d, int64_t off, int64_t len, int64_t seq) {
+static inline void fence_push(sim_ctx *c, int d, int64_t off, int64_t len, int seq) {
     sim_fence *f = c->fences + (size_t)d * c->live_cap;
     for (int i = 0; i < c->n_fences[d]; i++)
         if (f[i].off == off) {
@@ -751,7 +774,6 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
     dst->seq = c->comm_seq[t];
     dst->ready = st + x;
     dst->rop = op;
-    dst->pending = 1;
 }
 
 /* A transfer of `bytes` from s (buffer at src_off) to a new buffer on t. */
@@ -822,7 +844,6 @@ static void xfer(run *r, int s, int t, int64_t src_off, int64_t src_len, int nod
     dst->seq = c->comm_seq[t];
     dst->ready = st + x;
     dst->rop = op;
-    dst->pending = 1;
 }
 
 /* A consumer on d is done with producer k's output for micro-batch j. */
@@ -861,10 +882,12 @@ static inline void stash(sim_ctx *c, int d, int j, int m, int delta) {
 #define OPKEY(m, i, j, b) ((((size_t)(i) * (m) + (j)) << 1) | (size_t)(b))
 
 /* One dependency of op key k is issued; when none is left it is ready. */
-static inline void dep_done(sim_ctx *c, size_t k) {
+static inline void dep_done(sim_ctx *c, size_t k, int node) {
     if (--c->dep[k] == 0) {
         int pos = c->pos_of[k];
         c->rbits[pos >> 6] |= 1ull << (pos & 63);
+        const int d = c->dev[node];
+        if (pos == c->next[d]) c->active |= 1ull << d; /* its device's head is ready */
     }
 }
 
@@ -876,23 +899,23 @@ static void issue_fwd(run *r, int i, int j) {
     sim_nstate *ns = NS(r, i, j); /* nothing touches (i, j) before its forward */
     ns->grad = BUF_NONE;
     ns->n_temps = 0;
-    int64_t olen, slen = 0, clen = 0, soff = -1, coff = -1;
+    int64_t olen, slen = 0, soff = -1;
     int64_t ooff = c_alloc(r, d, c->out_ps[i] * mb, 0, &olen);
     if (c->saved_ps[i] > 0) soff = c_alloc(r, d, c->saved_ps[i] * mb, 0, &slen);
     int64_t scr = (int64_t)(c->scr_ps[i] * mb);
-    if (scr > 0) coff = c_alloc(r, d, scr, 0, &clen);
+    if (scr > 0) scratch(r, d, scr);
     const double *cr = c->craw + ((size_t)d * r->n + i) * PHASE_COUNT;
     /* the loss's forward also writes its gradient: it has no backward call */
     compute_op(r, d, OPK_FWD, i, j, c->is_loss[i] ? cr[PHASE_FWD] + cr[PHASE_BWD] : cr[PHASE_FWD]);
-    if (coff >= 0) c_free(r, d, coff, clen);
     ns->out = BUF_NONE;
     ns->out.off = ooff;
     ns->out.len = olen;
     ns->saved_off = soff;
     ns->saved_len = slen;
     ns->uses = c->local_uses[i];
-    dep_done(c, OPKEY(r->m, i, j, 1));
-    for (int e = c->ucons_start[i]; e < c->ucons_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->ucons[e], j, 0));
+    dep_done(c, OPKEY(r->m, i, j, 1), i);
+    for (int e = c->ucons_start[i]; e < c->ucons_start[i + 1]; e++)
+        dep_done(c, OPKEY(r->m, c->ucons[e], j, 0), c->ucons[e]);
     stash(c, d, j, r->m, 1);
     for (int k = 0; k < nd->n_inputs; k++) {
         int pr = nd->inputs[k];
@@ -902,13 +925,13 @@ static void issue_fwd(run *r, int i, int j) {
             if (c->dev[pr] == d) {
                 sim_nstate *ps = NS(r, pr, j);
                 ps->grad = ps->out;
-                ps->grad.pending = 0;
+                ps->grad.rop = -1;
                 ps->out.off = -1;
                 ps->uses--;
             } else {
                 sim_rstate *q = RS(r, c->xslot[(size_t)pr * r->D + d], j);
                 q->rg = q->rin;
-                q->rg.pending = 0;
+                q->rg.rop = -1;
                 q->rin.off = -1;
                 q->rin_uses--;
             }
@@ -970,16 +993,15 @@ static void issue_bwd(run *r, int i, int j) {
                 use_buf(r, d, tg);
             }
         }
-        int64_t clen = 0, coff = -1, scr = (int64_t)(c->scr_ps[i] * mb);
-        if (scr > 0) coff = c_alloc(r, d, scr, 0, &clen);
+        int64_t scr = (int64_t)(c->scr_ps[i] * mb);
+        if (scr > 0) scratch(r, d, scr);
         compute_op(r, d, OPK_BWD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD]);
-        if (coff >= 0) c_free(r, d, coff, clen);
         if (ns->saved_off >= 0) c_free(r, d, ns->saved_off, ns->saved_len);
         ns->saved_off = -1;
         if (ns->grad.off >= 0) c_free(r, d, ns->grad.off, ns->grad.len);
         ns->grad.off = -1;
     }
-    for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1));
+    for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1), c->uin[e]);
     stash(c, d, j, r->m, -1);
     for (int k = 0; k < nd->n_inputs; k++) {
         int pr = nd->inputs[k];
@@ -1350,39 +1372,55 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
 
     for (int u = 0; u < c->n_used; u++) setup_device(&r, c->used[u]);
 
-    /* the engine's issue loop */
+    /* the engine's issue loop: devices take turns issuing their head op
+     * when it is ready (active marks those); a device whose last op is
+     * issued gets its tail (comm join, AdamW) after the round */
     uint8_t *const issued = c->issued;
     uint64_t *const rb = c->rbits;
+    int *const next = c->next, *const left = c->left;
+    const int nu_ = c->n_used;
     int remaining = off;
+    c->active = 0;
+    for (int u = 0; u < nu_; u++) {
+        const int d = c->used[u];
+        left[d] = c->dstart[d + 1] - c->dstart[d];
+        if (left[d] && (rb[next[d] >> 6] >> (next[d] & 63) & 1)) c->active |= 1ull << d;
+    }
     while (remaining > 0) {
         int progress = 0;
-        for (int u = 0; u < c->n_used; u++) {
-            const int d = c->used[u], end = c->dstart[d + 1];
-            int k = c->next[d];
-            while (k < end && issued[k]) k++;
-            c->next[d] = k;
-            if (k < end && (rb[k >> 6] >> (k & 63) & 1)) {
-                issued[k] = 1;
-                rb[k >> 6] &= ~(1ull << (k & 63));
-                c->next[d] = k + 1;
-                issue_op(&r, c->seq[k]);
-                remaining--;
-                progress = 1;
-            }
+        uint64_t tails = 0;
+        for (int u = 0; u < nu_; u++) {
+            const int d = c->used[u];
+            if (!(c->active >> d & 1)) continue;
+            const int k = next[d], end = c->dstart[d + 1];
+            issued[k] = 1;
+            rb[k >> 6] &= ~(1ull << (k & 63));
+            int nk = k + 1;
+            while (nk < end && issued[nk]) nk++;
+            next[d] = nk;
+            c->active &= ~(1ull << d);
+            if (--left[d] == 0) tails |= 1ull << d;
+            else if (rb[nk >> 6] >> (nk & 63) & 1) c->active |= 1ull << d;
+            issue_op(&r, c->seq[k]);
+            remaining--;
+            progress = 1;
         }
         if (!progress) {
             /* strict order would deadlock: the lowest device runs its first ready op early */
-            int found = -1;
-            for (int u = 0; u < c->n_used && found < 0; u++) {
+            int found = -1, fd = -1;
+            for (int u = 0; u < nu_ && found < 0; u++) {
                 const int d = c->used[u], end = c->dstart[d + 1];
-                int k = c->next[d];
-                if (k >= end) continue;
+                if (!left[d]) continue;
+                const int k = next[d];
                 int w = k >> 6;
                 uint64_t bits = rb[w] & (~0ull << (k & 63));
                 while (!bits && (w + 1) * 64 < end) bits = rb[++w];
                 if (bits) {
                     int pos = w * 64 + __builtin_ctzll(bits);
-                    if (pos < end) found = pos;
+                    if (pos < end) {
+                        found = pos;
+                        fd = d;
+                    }
                 }
             }
             if (found < 0)
@@ -1390,28 +1428,21 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
                             schedule_order_name(sched->order));
             issued[found] = 1;
             rb[found >> 6] &= ~(1ull << (found & 63));
+            if (--left[fd] == 0) tails |= 1ull << fd;
             issue_op(&r, c->seq[found]);
             remaining--;
             c->reorders++;
         }
-        for (int u = 0; u < c->n_used; u++) {
-            const int d = c->used[u], end = c->dstart[d + 1];
-            if (c->next[d] > end) continue; /* tail issued */
-            int k = c->next[d];
-            while (k < end && issued[k]) k++;
-            c->next[d] = k;
-            if (k == end) {
-                issue_tail(&r, d);
-                c->next[d] = end + 1;
-            }
+        while (tails) { /* in device order */
+            const int d = __builtin_ctzll(tails);
+            tails &= tails - 1;
+            issue_tail(&r, d);
+            next[d] = -1;
         }
     }
-    for (int u = 0; u < c->n_used; u++) {
+    for (int u = 0; u < nu_; u++) {
         const int d = c->used[u];
-        if (c->next[d] <= c->dstart[d + 1]) {
-            issue_tail(&r, d);
-            c->next[d] = c->dstart[d + 1] + 1;
-        }
+        if (next[d] >= 0) issue_tail(&r, d); /* a device with nothing to do */
     }
     c->n_ops = r.n_ops;
 
