@@ -113,7 +113,7 @@ void calib_fit_options_default(calib_fit_options *o) {
 static int param_is_scale(const char *name) { return strstr(name, "scale") != NULL; }
 
 static double param_unit(const char *name) {
-    if (!strcmp(name, "step_fixed_us")) return 100.0;
+    if (!strcmp(name, "step_fixed_us") || !strcmp(name, "multi_device_start_us")) return 100.0;
     return 1.0;
 }
 
@@ -139,11 +139,22 @@ static double sigmoid(double t) { return 1.0 / (1.0 + exp(-t)); }
  * begins here, where softplus still has a usable slope. */
 #define ADDITIVE_FLOOR 1e-3
 
+/* A parameter the simulator lets be negative (sim_param_signed: the launch
+ * overhead, which removes the profiler's per-call marker cost when
+ * negative) is fitted as itself, in its unit. */
+static int param_signed(const char *nm) {
+    for (int i = 0; i < SIM_N_PARAMS; i++)
+        if (!strcmp(sim_param_name(i), nm)) return sim_param_signed(i);
+    return 0;
+}
+
 static double param_from_theta(const char *nm, double t) {
+    if (param_signed(nm)) return param_unit(nm) * t;
     return param_is_scale(nm) ? exp(t) : param_unit(nm) * softplus(t);
 }
 
 static double theta_from_param(const char *nm, double v) {
+    if (param_signed(nm)) return v / param_unit(nm);
     if (param_is_scale(nm)) return log(v);
     double u = v / param_unit(nm);
     return softplus_inv(u > ADDITIVE_FLOOR ? u : ADDITIVE_FLOOR);
@@ -151,6 +162,7 @@ static double theta_from_param(const char *nm, double v) {
 
 /* d value / d theta, to carry the covariance back to the parameter. */
 static double param_dtheta(const char *nm, double t) {
+    if (param_signed(nm)) return param_unit(nm);
     return param_is_scale(nm) ? exp(t) : param_unit(nm) * sigmoid(t);
 }
 
@@ -294,7 +306,7 @@ pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *
         int i = fd.map[j];
         const char *nm = sim_param_name(i);
         double v = *sim_param_ptr(&fd.base, i);
-        if ((param_is_scale(nm) && !(v > 0)) || !(v >= 0) || !isfinite(v)) {
+        if ((param_is_scale(nm) && !(v > 0)) || (!(v >= 0) && !param_signed(nm)) || !isfinite(v)) {
             st = pl_fail(msg, len, PL_ERR_INVALID, "start value %g of %s is out of range", v, nm);
             goto out;
         }

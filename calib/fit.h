@@ -7,10 +7,12 @@
  * region with Levenberg-Marquardt steps) on residuals in log space,
  *     r_i = log(sim_step_us(placement_i, params)) - log(measured_i),
  * so that a 5% error weighs the same on a 10 ms step and a 40 ms one. The
- * two scale parameters are fitted as logarithms and the four additive ones
- * (overheads, latency, contention) through a softplus, so that all six stay
- * positive: a negative overhead means nothing physically and would give the
- * simulator negative durations. The Jacobian is by forward
+ * scale parameters are fitted as logarithms, the additive ones (overheads,
+ * latency, contention) through a softplus so that they stay positive, and
+ * the one the simulator lets be negative (sim_param_signed: the launch
+ * overhead, which then removes the per-call cost of the profiler's timing
+ * markers; the simulator clamps each duration at 0) as itself. The
+ * Jacobian is by forward
  * differences (the simulator is piecewise linear in its parameters).
  * Parameters the data cannot move (a zero Jacobian column: for example the
  * transfer parameters when every placement sits on one device) are frozen
@@ -68,7 +70,7 @@ typedef struct {
     double xtol, gtol, ftol;    /* GSL convergence tolerances (defaults 1e-10, 1e-10, 0) */
 } calib_fit_options;
 
-/* Fit all six parameters, 200 iterations, tight tolerances. */
+/* Fit every parameter (SIM_N_PARAMS), 200 iterations, tight tolerances. */
 void calib_fit_options_default(calib_fit_options *o);
 
 typedef enum { CALIB_PARAM_FROZEN = 0, CALIB_PARAM_FITTED = 1, CALIB_PARAM_UNIDENTIFIABLE = 2 } calib_param_state;
