@@ -4,7 +4,9 @@
  *   - PRAGMA integrity_check is ok;
  *   - every row committed before the kill is still there, unchanged (rows
  *     are read through a separate connection just before the kill, so
- *     whatever they show was committed);
+ *     whatever they show was committed), and no unit is half written (a
+ *     profiler unit's node times, an update's samples and checkpoint, a
+ *     fit and its points);
  *   - the resumed run completes with the same result as an uninterrupted
  *     one: the profiler's re-run stores exactly the reference's set of
  *     units (and `profile check` passes); `train --resume` ends with the
@@ -35,6 +37,7 @@ typedef struct {
     const char *name;
     const char *const *keep; /* queries whose rows committed before a kill must survive it */
     int n_keep;
+    const char *broken;      /* a query for half-written units: must return no row after a kill */
 } scenario;
 
 typedef struct {
@@ -62,6 +65,13 @@ static void check_after_kill(const scenario *s, const char *db, snapshot *before
     int ok = rel_integrity_ok(db, detail, sizeof detail);
     if (!ok) t->integrity_failures++;
     cr_assert(ok, "%s kill %d: integrity_check says %s", s->name, i, detail);
+    if (s->broken) {
+        int nb = 0;
+        char **b = rel_rows(db, s->broken, &nb);
+        if (nb) t->lost_rows++;
+        cr_assert_eq(nb, 0, "%s kill %d: a half-written unit is visible: %s", s->name, i, nb ? b[0] : "");
+        rel_rows_free(b, nb);
+    }
     snapshot after;
     snap_take(s, db, &after);
     for (int q = 0; q < s->n_keep; q++) {
@@ -130,7 +140,11 @@ static char *units_text(const char *db) {
 }
 
 Test(kill, profiling_killed_at_random_resumes_to_the_same_units, .timeout = 1800) {
-    scenario s = {"profile", PROFILE_KEEP, 3};
+    /* a unit of node times (one device and micro-batch size, forward and
+     * backward of every node) is all there or absent */
+    scenario s = {"profile", PROFILE_KEEP, 3,
+                  "SELECT device, mb_size, count(*) FROM node_cost WHERE phase IN ('fwd', 'bwd') "
+                  "GROUP BY device, mb_size HAVING count(*) != 2 * (SELECT max(n_nodes) FROM graph)"};
     tally t = {0};
     char dir[256], ref[320], db[320];
     rel_mkdtemp(dir, "kill-profile");
@@ -171,11 +185,19 @@ Test(kill, profiling_killed_at_random_resumes_to_the_same_units, .timeout = 1800
 
 /* ---- training -------------------------------------------------------------------- */
 
+/* Only the latest checkpoint of a run is kept (older ones are deleted in
+ * the transaction that stores a new one), so checkpoints are checked
+ * through their run: a run that had one keeps one, and it belongs to the
+ * last update whose samples are stored. */
 static const char *const TRAIN_KEEP[] = {
     "SELECT run_id, update_idx, sample, placement, step_us, peak_bytes, oom FROM run_sample",
-    "SELECT run_id, update_idx, hex(blob) FROM checkpoint",
+    "SELECT DISTINCT run_id FROM checkpoint",
     "SELECT id, method, args FROM run",
 };
+static const char TRAIN_BROKEN[] =
+    "SELECT r.id FROM run r WHERE (SELECT count(*) FROM checkpoint c WHERE c.run_id = r.id) > 1 "
+    "OR coalesce((SELECT (max(c.update_idx) + 1) * 4 FROM checkpoint c WHERE c.run_id = r.id), 0) != "
+    "(SELECT count(*) FROM run_sample s WHERE s.run_id = r.id)";
 
 static void make_base(const char *path) {
     char *args[] = {"profile", "--from-spec", "t4x4-pcie", "--config", "tiny", "--db", (char *)path, NULL};
@@ -222,7 +244,7 @@ static char *final_checkpoint_of(const char *db, int run) {
      "--micro-batches", "2", "--schedule", "1f1b", NULL}
 
 Test(kill, training_killed_at_random_resumes_to_identical_samples_and_parameters, .timeout = 1800) {
-    scenario s = {"train", TRAIN_KEEP, 3};
+    scenario s = {"train", TRAIN_KEEP, 3, TRAIN_BROKEN}; /* samples and checkpoint of an update together */
     tally t = {0};
     char dir[256], base[320], ref[320], db[320];
     rel_mkdtemp(dir, "kill-train");
@@ -297,7 +319,9 @@ static void drop_stored_line(char *out) {
     {"calibrate", "--db", db, "--timer", "synthetic", "--count", "300", "--steps", "3", "--warmup", "0", NULL}
 
 Test(kill, calibration_killed_at_random_reruns_to_the_same_fit, .timeout = 1800) {
-    scenario s = {"calibrate", CALIB_KEEP, 3};
+    scenario s = {"calibrate", CALIB_KEEP, 3, /* a stored fit has all its points */
+                  "SELECT f.id FROM calib_fit f WHERE (SELECT count(*) FROM calib_fit_point p WHERE p.fit_id = f.id) "
+                  "!= f.n_train + f.n_test"};
     tally t = {0};
     char dir[256], base[320], ref[320], db[320];
     rel_mkdtemp(dir, "kill-calib");
