@@ -20,7 +20,7 @@ static void calibrate_usage(FILE *f) {
     fprintf(f,
             "usage: placer calibrate --db FILE [--devices 0,1] [--count 60] [--seed N] [--holdout 0.3]\n"
             "                        [--steps 10] [--warmup 2] [--from-measurements] [--timer cuda|cpu|synthetic]\n"
-            "                        [--config NAME] [--no-save] [--graphs]\n\n"
+            "                        [--config NAME] [--no-save] [--graphs] [--fit NAMES]\n\n"
             "Times --count placements (random, single devices, contiguous pipelines, even layer splits;\n"
             "m in {1,2,4}, gpipe and 1f1b) on the engine and stores every timing; fits the simulator's\n"
             "parameters (launch overhead, transfer latency, contention, per-step cost, compute and transfer\n"
@@ -39,7 +39,9 @@ static void calibrate_usage(FILE *f) {
             "  --noise F             synthetic timer: per-step log-normal noise sd (default 0.01)\n"
             "  --config NAME         graph config when the database holds several (default: its only one)\n"
             "  --no-save             report only; store neither the fit nor the parameters\n"
-            "  --graphs              CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n");
+            "  --graphs              CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n"
+            "  --fit NAMES           fit only these parameters (comma-separated names as printed below);\n"
+            "                        the others stay neutral (default: all)\n");
 }
 
 static void progress(void *ctx, int done, int total) {
@@ -72,13 +74,14 @@ int cmd_calibrate(int argc, char **argv) {
                                          {"config", required_argument, 0, 'c'},
                                          {"no-save", no_argument, 0, 'S'},
                                          {"graphs", no_argument, 0, 'G'},
+                                         {"fit", required_argument, 0, 'F'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
     char *end;
-    while ((c = getopt_long(argc, argv, "d:D:n:s:H:k:w:ft:N:c:SGh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:D:n:s:H:k:w:ft:N:c:SGF:h", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'D': devices = optarg; break;
@@ -115,6 +118,21 @@ int cmd_calibrate(int argc, char **argv) {
         case 'c': config = optarg; break;
         case 'S': o.save = 0; break;
         case 'G': graphs = 1; break;
+        case 'F': {
+            char names[512];
+            snprintf(names, sizeof names, "%s", optarg);
+            for (int i = 0; i < SIM_N_PARAMS; i++) o.fit.fit_mask[i] = 0;
+            int any = 0;
+            for (char *tok = strtok(names, ","); tok; tok = strtok(NULL, ",")) {
+                int found = 0;
+                for (int i = 0; i < SIM_N_PARAMS; i++)
+                    if (!strcmp(sim_param_name(i), tok)) found = o.fit.fit_mask[i] = 1;
+                if (!found) return cli_usage_error("calibrate", "--fit: unknown parameter '%s'", tok);
+                any = 1;
+            }
+            if (!any) return cli_usage_error("calibrate", "--fit needs at least one parameter name");
+            break;
+        }
         case 'h': calibrate_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("calibrate", "unknown or incomplete option '%s'; see placer calibrate --help",
