@@ -1,7 +1,7 @@
 /*
  * test_faults_calib.c: calibration with its n-th allocation failing, for
  * n = 0, 1, ... up to every allocation of the call: loading the model from
- * the store, then a whole calibration (sixteen synthetic timings stored as
+ * the store, then a whole calibration (24 synthetic timings stored as
  * measurements, the GSL fit, the evaluation, the fit and the parameters
  * stored), and a refit from the stored measurements.
  *
@@ -53,7 +53,7 @@ static pl_status op_calibrate(void *ctx) {
     if (st == PL_OK) {
         calib_calibrate_options o;
         calib_calibrate_options_default(&o);
-        o.count = 16;
+        o.count = 24;
         o.steps = 2;
         o.warmup = 0;
         o.from_measurements = from_measurements;
@@ -84,7 +84,7 @@ static void check_calib(void *ctx, long n, pl_status st) {
 Test(faults_calib, calibration_with_a_synthetic_timer_fails_cleanly_at_every_allocation, .init = setup,
      .fini = teardown, .timeout = 600) {
     int from = 0;
-    long n = fault_sweep("calib: model + measure 16 + fit + store", op_calibrate, check_calib, &from);
+    long n = fault_sweep("calib: model + measure 24 + fit + store", op_calibrate, check_calib, &from);
     cr_assert_gt(n, 20);
     cr_assert_geq(fault_db_query(F.path, "SELECT count(*) FROM calib_fit"), 1);
 }
@@ -92,7 +92,7 @@ Test(faults_calib, calibration_with_a_synthetic_timer_fails_cleanly_at_every_all
 Test(faults_calib, refit_from_stored_measurements_fails_cleanly_at_every_allocation, .init = setup,
      .fini = teardown, .timeout = 600) {
     int from = 0;
-    cr_assert_eq(op_calibrate(&from), PL_OK); /* sixteen measurements to refit */
+    cr_assert_eq(op_calibrate(&from), PL_OK); /* 24 measurements to refit */
     from = 1;
     long n = fault_sweep("calib: refit from stored measurements", op_calibrate, check_calib, &from);
     cr_assert_gt(n, 20);

@@ -142,7 +142,7 @@ static const char *const PRE_NONE[] = {NULL};
 static const char *const PRE_SEARCH[] = {"--budget", "40", "--threads", "1", "--max-evals", "100000", NULL};
 static const char *const PRE_TRAIN[] = {"--updates", "1", "--samples", "2", "--threads", "1", "--hidden", "8", NULL};
 static const char *const PRE_STEP[] = {"--cpu", "2", "--config", "tiny", "--steps", "1", "--warmup", "0", NULL};
-static const char *const PRE_CALIBRATE[] = {"--timer", "synthetic", "--count", "12", "--steps", "1", "--warmup", "0",
+static const char *const PRE_CALIBRATE[] = {"--timer", "synthetic", "--count", "24", "--steps", "1", "--warmup", "0",
                                             NULL};
 static const char *const PRE_CONFIRM[] = {"--timer", "synthetic", "--selection-rounds", "1", "--confirm-rounds", "2",
                                           "--steps", "1", "--warmup", "0", "--run", "0", NULL};
@@ -408,7 +408,7 @@ static void make_db(const char *path, const char *spec, int with_run) {
          * confirm --run and report have something to read */
         char *tr[] = {"train", "--db", (char *)path, "--updates", "2", "--samples", "2", "--threads", "1", NULL};
         if (cmd_train(9, tr) != 0) die("fixture train run");
-        char *ca[] = {"calibrate", "--db", (char *)path, "--timer", "synthetic", "--count", "12", "--steps", "1",
+        char *ca[] = {"calibrate", "--db", (char *)path, "--timer", "synthetic", "--count", "24", "--steps", "1",
                       "--warmup", "0", NULL};
         if (cmd_calibrate(11, ca) != 0) die("fixture calibration");
     }

@@ -17,7 +17,7 @@ trap 'rm -rf "$tmp"' EXIT
 # 2: the same plus a training run (checkpoints) and a calibration (measurements, parameters)
 cp "$tmp/a.db" "$tmp/b.db"
 "$P" train --db "$tmp/b.db" --updates 2 --samples 2 --threads 1 --hidden 4 >/dev/null
-"$P" calibrate --db "$tmp/b.db" --timer synthetic --count 14 --steps 1 --warmup 0 >/dev/null
+"$P" calibrate --db "$tmp/b.db" --timer synthetic --count 24 --steps 1 --warmup 0 >/dev/null
 # 3: four devices, the whole tiny graph, one size
 "$P" profile --from-spec t4x4-pcie --config tiny --micro-batch-sizes 4 --db "$tmp/c.db" >/dev/null
 for f in a b c; do
