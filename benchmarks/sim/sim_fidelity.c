@@ -11,8 +11,14 @@
  * scattered placement). Repeated timings of one (placement, m, schedule)
  * are averaged first. Nothing is written.
  *
+ * --refit NAMES instead fits only the named parameters (comma-separated;
+ * the others keep their --params/--set values) on the 'calibrate'
+ * measurements with placer calibrate's split (--seed, --holdout) and
+ * prints the held-out accuracy: a way to compare parameter sets offline.
+ *
  *   sim_fidelity --db FILE [--purpose P] [--params stored|neutral]
  *                [--set name=value]... [--eager BYTES] [--ws BYTES] [--quiet]
+ *                [--refit NAMES [--seed N] [--holdout F]]
  */
 #include <math.h>
 #include <stdio.h>
@@ -20,6 +26,7 @@
 #include <string.h>
 
 #include "calib_db.h"
+#include "fit.h"
 #include "hw.h"
 #include "hw_replay.h"
 #include "sim.h"
@@ -58,11 +65,64 @@ static void report(const char *what, const double *pred, const double *meas, int
            calib_max_ape(pred, meas, n), n > 1 ? calib_kendall_tau(pred, meas, n) : NAN);
 }
 
+/* Fit the named parameters on the 'calibrate' measurements (placer
+ * calibrate's split) and print the held-out accuracy. 0 on success. */
+static int refit_report(profile_db *db, const calib_model *m, const sim_params *start, const char *names,
+                        uint64_t seed, double holdout) {
+    char msg[512] = "";
+    calib_fit_options opt;
+    calib_fit_options_default(&opt);
+    for (int i = 0; i < SIM_N_PARAMS; i++) opt.fit_mask[i] = 0;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", names);
+    for (char *t = strtok(buf, ","); t; t = strtok(NULL, ",")) {
+        int found = 0;
+        for (int i = 0; i < SIM_N_PARAMS; i++)
+            if (!strcmp(sim_param_name(i), t)) opt.fit_mask[i] = found = 1;
+        if (!found) {
+            fprintf(stderr, "sim_fidelity: unknown parameter '%s' in --refit\n", t);
+            return 2;
+        }
+    }
+    calib_dataset *d = NULL;
+    int rc = 1, ntr = 0, nte = 0;
+    int *tr = NULL, *te = NULL;
+    if (calib_dataset_create(m->g->n_nodes, &d) != PL_OK ||
+        calib_db_load_dataset(db, m->key, "calibrate", m->p->n_devices, d, NULL, msg, sizeof msg) != PL_OK)
+        goto out;
+    tr = malloc(sizeof(int) * (size_t)(d->n + 1));
+    te = malloc(sizeof(int) * (size_t)(d->n + 1));
+    if (!tr || !te || calib_split(d, holdout, seed, tr, &ntr, te, &nte) != PL_OK) goto out;
+    calib_fit_result fr;
+    calib_eval b, a;
+    if (calib_fit(m->g, m->p, d, tr, ntr, start, &opt, &fr, msg, sizeof msg) != PL_OK ||
+        calib_evaluate(m->g, m->p, d, te, nte, start, &b, NULL, NULL, msg, sizeof msg) != PL_OK ||
+        calib_evaluate(m->g, m->p, d, te, nte, &fr.params, &a, NULL, NULL, msg, sizeof msg) != PL_OK)
+        goto out;
+    printf("refit of %s on %d placements, %d held out (seed %llu): %d iterations\n", names, ntr, nte,
+           (unsigned long long)seed, fr.iterations);
+    for (int i = 0; i < SIM_N_PARAMS; i++)
+        printf("  %-24s %12.5g  +- %10.3g  %s\n", sim_param_name(i), *sim_param_ptr(&fr.params, i), fr.err[i],
+               fr.state[i] == CALIB_PARAM_FITTED ? "fitted" : fr.state[i] == CALIB_PARAM_FROZEN ? "kept" : "undetermined");
+    printf("  held out before: MAPE %.2f%% max %.2f%% tau %.3f | after: MAPE %.2f%% max %.2f%% tau %.3f\n", b.mape,
+           b.max_ape, b.tau, a.mape, a.max_ape, a.tau);
+    rc = 0;
+out:
+    if (rc && msg[0]) fprintf(stderr, "sim_fidelity: %s\n", msg);
+    free(tr);
+    free(te);
+    calib_dataset_destroy(d);
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const char *db_path = NULL, *purpose = NULL, *params = "stored";
     int64_t eager = 4LL << 20, ws = 32LL << 20;
     int quiet = 0;
     const char *dump_pl = NULL; /* placement text whose replay timeline goes to stdout */
+    const char *refit = NULL;   /* parameters to fit, comma-separated */
+    uint64_t seed = 1;
+    double holdout = 0.3;
     char sets[16][64];
     int n_sets = 0;
     for (int a = 1; a < argc; a++) {
@@ -74,10 +134,14 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[a], "--set") && a + 1 < argc && n_sets < 16) snprintf(sets[n_sets++], 64, "%s", argv[++a]);
         else if (!strcmp(argv[a], "--quiet")) quiet = 1;
         else if (!strcmp(argv[a], "--dump") && a + 1 < argc) dump_pl = argv[++a];
+        else if (!strcmp(argv[a], "--refit") && a + 1 < argc) refit = argv[++a];
+        else if (!strcmp(argv[a], "--seed") && a + 1 < argc) seed = strtoull(argv[++a], NULL, 10);
+        else if (!strcmp(argv[a], "--holdout") && a + 1 < argc) holdout = atof(argv[++a]);
         else {
             fprintf(stderr,
                     "usage: sim_fidelity --db FILE [--purpose P] [--params stored|neutral] [--set name=value]...\n"
-                    "                    [--eager BYTES] [--ws BYTES] [--quiet]\n");
+                    "                    [--eager BYTES] [--ws BYTES] [--quiet]\n"
+                    "                    [--refit NAMES [--seed N] [--holdout F]]\n");
             return 2;
         }
     }
@@ -122,6 +186,10 @@ int main(int argc, char **argv) {
         }
     }
     const int n = m.g->n_nodes, D = m.p->n_devices;
+    if (refit) {
+        rc = refit_report(db, &m, &prm, refit, seed, holdout);
+        goto out;
+    }
     if (calib_dataset_create(n, &d) != PL_OK ||
         calib_db_load_dataset(db, m.key, purpose, D, d, NULL, msg, sizeof msg) != PL_OK) {
         fprintf(stderr, "sim_fidelity: %s\n", msg[0] ? msg : "out of memory");
