@@ -300,6 +300,21 @@ int main(int argc, char **argv) {
     report("simulator", all_pm, all_mm, na);
     report("engine plan (compiled here)", all_rm, all_mm, na);
     rc = 0;
+    for (int k = 0; k < 3; k++) {
+        free(ms[k]);
+        free(ps[k]);
+        free(rs[k]);
+        free(mm[k]);
+        free(pm[k]);
+        free(rm[k]);
+    }
+    free(all_m);
+    free(all_p);
+    free(all_r);
+    free(all_mm);
+    free(all_pm);
+    free(all_rm);
+    free(rows);
 out:
     sim_ctx_destroy(ctx);
     hw_engine_destroy(e);
