@@ -14,7 +14,11 @@
  *                  and one backward, then the remaining backwards
  *      interleaved (chunks v > 1) Megatron-LM's interleaved 1F1B on a chunk
  *                  placement (the engine has no such order; kept for the
- *                  placers' what-if questions, see order_interleaved)
+ *                  placers' what-if questions, see order_interleaved; its
+ *                  transfers use ideal per-link FIFO queues that leave when
+ *                  their producer ends, see ideal_xfer: an interleaved
+ *                  order on the engine's single comm stream per device
+ *                  loses its ideal bubble to head-of-line blocking)
  *    The engine compiles a step by letting the devices take turns, in
  *    device index order, issuing their next operation once it is ready
  *    (its producers' forwards, or its consumers' backwards, issued). When
@@ -91,9 +95,15 @@
  * operation that ended last. Transfers appear on it as their receive (or,
  * when an eager send's completion fixed what came next, as the send).
  *
- * Hot path: sim_run allocates nothing. The issue loop touches each
- * operation a bounded number of times except when the early-issue rule
- * scans a device's remaining order (rare: only on deadlock).
+ * Hot path: sim_run allocates nothing. Readiness is kept as dependency
+ * counters and a bitset of ready operations by position in each device's
+ * order, so a device's head and the early-issue rule's "first ready
+ * operation" are a bit test and a word scan. Memory is exact only where
+ * every activation is linear in the micro-batch size (per-sample profile
+ * figures; true of the GPT with T a multiple of 64): the engine aligns
+ * each saved tensor to 64 floats. With a cap, the verdict compares the
+ * uncapped high-water mark with it (the engine first waits for
+ * outstanding sends before it gives up; not modelled).
  */
 #include "sim.h"
 

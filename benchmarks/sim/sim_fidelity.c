@@ -16,9 +16,13 @@
  * measurements with placer calibrate's split (--seed, --holdout) and
  * prints the held-out accuracy: a way to compare parameter sets offline.
  *
+ * --dump PLACEMENT prints the replay's timeline of that placement (one
+ * line per instruction that takes time: device, stream, kind, node, mb,
+ * start, end), for comparison with a measured trace.
+ *
  *   sim_fidelity --db FILE [--purpose P] [--params stored|neutral]
  *                [--set name=value]... [--eager BYTES] [--ws BYTES] [--quiet]
- *                [--refit NAMES [--seed N] [--holdout F]]
+ *                [--refit NAMES [--seed N] [--holdout F]] [--dump PLACEMENT]
  */
 #include <math.h>
 #include <stdio.h>
@@ -141,7 +145,7 @@ int main(int argc, char **argv) {
             fprintf(stderr,
                     "usage: sim_fidelity --db FILE [--purpose P] [--params stored|neutral] [--set name=value]...\n"
                     "                    [--eager BYTES] [--ws BYTES] [--quiet]\n"
-                    "                    [--refit NAMES [--seed N] [--holdout F]]\n");
+                    "                    [--refit NAMES [--seed N] [--holdout F]] [--dump PLACEMENT]\n");
             return 2;
         }
     }
