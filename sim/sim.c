@@ -1409,9 +1409,12 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     while (remaining > 0) {
         int progress = 0;
         uint64_t tails = 0;
-        for (int u = 0; u < nu_; u++) {
-            const int d = c->used[u];
-            if (!(c->active >> d & 1)) continue;
+        /* active devices in ascending order, re-read after every issue
+         * (an issue can make a higher device's head ready this round) */
+        for (int d = -1;;) {
+            const uint64_t above = d < 63 ? c->active & (~0ull << (d + 1)) : 0;
+            if (!above) break;
+            d = __builtin_ctzll(above);
             const int k = next[d], end = c->dstart[d + 1];
             issued[k] = 1;
             rb[k >> 6] &= ~(1ull << (k & 63));
