@@ -11,8 +11,9 @@
  * edge cases for that option's kind or from the input's own bytes. Options
  * whose value sets the amount of work (--updates, --count, --steps, --cpu,
  * --budget, ...) only ever get small values, and every run starts from
- * options that keep it small (one update, twelve synthetic timings (too few
- * to fit), the tiny graph, no search side in confirm), so that an execution
+ * options that keep it small (one update, five synthetic timings (too few
+ * to fit), the tiny graph, no search side in confirm, no CPU-engine timer),
+ * so that an execution
  * takes milliseconds; later options may override them with other small
  * values.
  *
@@ -25,7 +26,8 @@
  * A subcommand must return 0, 1 or 2 and never exit (libFuzzer reports an
  * exit as a crash). Run with -close_fd_mask=3 so that the commands' output
  * does not flood the terminal (scripts/fuzz.sh does). FUZZ_CLI_PRINT=1
- * prints the command line each input stands for.
+ * prints the command line each input stands for; FUZZ_CLI_SLOW_MS=N
+ * appends those of runs slower than N ms to /tmp/fuzz_cli_slow.log.
  */
 #include <dirent.h>
 #include <fcntl.h>
@@ -44,6 +46,7 @@
 #include "graph.h"
 #include "spec.h"
 #include "store.h"
+#include "util.h"
 
 /* ---- value kinds --------------------------------------------------------- */
 
@@ -143,7 +146,7 @@ static const char *const PRE_NONE[] = {NULL};
 static const char *const PRE_SEARCH[] = {"--budget", "40", "--threads", "1", "--max-evals", "100000", NULL};
 static const char *const PRE_TRAIN[] = {"--updates", "1", "--samples", "2", "--threads", "1", "--hidden", "8", NULL};
 static const char *const PRE_STEP[] = {"--cpu", "2", "--config", "tiny", "--steps", "1", "--warmup", "0", NULL};
-static const char *const PRE_CALIBRATE[] = {"--timer", "synthetic", "--count", "12", "--steps", "1", "--warmup", "0",
+static const char *const PRE_CALIBRATE[] = {"--timer", "synthetic", "--count", "5", "--steps", "1", "--warmup", "0",
                                             NULL};
 static const char *const PRE_CONFIRM[] = {"--timer", "synthetic", "--selection-rounds", "1", "--confirm-rounds", "2",
                                           "--steps", "1", "--warmup", "0", "--run", "0", "--no-search", NULL};
@@ -201,7 +204,8 @@ static const char *const K_MB[] = {"1", "2", "4", "3", "0", "-4", "8", "16", "",
 static const char *const K_CAP[] = {"0.5", "50%", "1GiB", "0", "1e-30", "100%", "101%", "1,2", "1KB", "nan", "",
                                     "1.5", "-1", "16GB", "0.000000001", "1e30", "512MiB,1GiB", "%", "5 GB"};
 static const char *const K_DEVLIST[] = {"0", "0,1", "0,0", "-1", "99", "", "0,1,2,3", "0,1,2,3,4,5,6,7,8", ",", "a"};
-static const char *const K_TIMER[] = {"cuda", "cpu", "synthetic", "x", "", "CPU"};
+/* no "cpu": the engine's CPU backend runs real steps, seconds in this build */
+static const char *const K_TIMER[] = {"cuda", "synthetic", "x", "", "CPU", "cpu "};
 static const char *const K_METHOD[] = {"single", "human", "dp", "random", "anneal", "local", "exhaustive", "all",
                                        "dp,random", "", ",", "single,,dp", "all,exhaustive", "magic"};
 static const char *const K_GROUPS[] = {"colocate", "none", "", "x", "COLOCATE"};
@@ -410,11 +414,12 @@ static void make_db(const char *path, const char *spec, int with_run) {
         char *tr[] = {"train", "--db", (char *)path, "--updates", "2", "--samples", "2", "--threads", "1", "--hidden",
                       "4", NULL};
         if (cmd_train(11, tr) != 0) die("fixture train run");
-        /* twelve timings are too few to fit the simulator's parameters: the
-         * measurements stay (each is stored as it is made) but no fit runs,
-         * here or later in --from-measurements; a fit takes seconds in this
-         * instrumented build and is not argument handling */
-        char *ca[] = {"calibrate", "--db", (char *)path, "--timer", "synthetic", "--count", "12", "--steps", "1",
+        /* five timings are too few to fit the simulator's parameters (even
+         * with nothing held out): the measurements stay (each is stored as it
+         * is made) but no fit runs, here or later in --from-measurements; a
+         * fit takes seconds in this instrumented build and is not argument
+         * handling */
+        char *ca[] = {"calibrate", "--db", (char *)path, "--timer", "synthetic", "--count", "5", "--steps", "1",
                       "--warmup", "0", NULL};
         if (cmd_calibrate(11, ca) != 2) die("fixture calibration");
     }
@@ -536,7 +541,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         for (int i = 0; i < a.argc; i++) fprintf(stderr, " '%s'", a.argv[i]);
         fputc('\n', stderr);
     }
+    double t0 = pl_now_us();
     int rc = c->fn(a.argc, a.argv);
+    double ms = (pl_now_us() - t0) * 1e-3;
+    const char *slow = getenv("FUZZ_CLI_SLOW_MS"); /* report slow inputs, to keep executions fast */
+    if (slow && ms > atof(slow)) {
+        char line[4096];
+        size_t k = (size_t)snprintf(line, sizeof line, "slow %.0f ms: placer", ms);
+        for (int i = 0; i < a.argc && k < sizeof line; i++)
+            k += (size_t)snprintf(line + k, sizeof line - k, " '%s'", a.argv[i]);
+        FILE *f = fopen("/tmp/fuzz_cli_slow.log", "a");
+        if (f) {
+            fprintf(f, "%s\n", line);
+            fclose(f);
+        }
+    }
     fflush(stdout);
     fflush(stderr);
     if (rc < 0 || rc > 2) {
