@@ -76,6 +76,7 @@ enum {
     V_PARAMS,    /* simulate --params */
     V_ISSUE,     /* step --issue */
     V_CPU,       /* profile --cpu: never a valid device count (no measuring) */
+    V_FIT,       /* calibrate --fit: parameter names */
 };
 
 typedef struct {
@@ -130,7 +131,7 @@ static const opt_def CALIBRATE_OPTS[] = {
     {"--db", V_DB},          {"--devices", V_DEVLIST}, {"--count", V_SMALL},      {"--seed", V_INT},
     {"--holdout", V_NUM},    {"--steps", V_SMALL},     {"--warmup", V_SMALL},     {"--from-measurements", V_NONE},
     {"--timer", V_TIMER},    {"--noise", V_NUM},       {"--config", V_CONFIG},    {"--no-save", V_NONE},
-    {"--graphs", V_NONE},    {"--help", V_NONE},       {NULL, 0}};
+    {"--graphs", V_NONE},    {"--fit", V_FIT},         {"--help", V_NONE},        {NULL, 0}};
 static const opt_def CONFIRM_OPTS[] = {
     {"--db", V_DB},          {"--run", V_SMALL},           {"--devices", V_DEVLIST},       {"--micro-batches", V_MB},
     {"--schedule", V_SCHED}, {"--mem-cap", V_CAP},         {"--selection-rounds", V_SMALL}, {"--confirm-rounds", V_SMALL},
@@ -216,6 +217,8 @@ static const char *const K_MBLIST[] = {"1", "1,2,4", "4,2,1", "3", "0", "", "1,,
 static const char *const K_MAXEVALS[] = {"1", "100", "100000", "0", "nan", "-1", "", "1e6", "-inf"};
 static const char *const K_PARAMS[] = {"neutral", "calibrated", "", "x"};
 static const char *const K_ISSUE[] = {"auto", "single", "threads", "", "x"};
+static const char *const K_FIT[] = {"compute_scale", "compute_scale,transfer_scale", "launch_overhead_us,", ",",
+                                    "", "bogus", "compute_scale,,step_fixed_us", "compute_scale,compute_scale"};
 static const char *const K_CPU[] = {"0", "-1", "x", "", "65", "1.5", "99999999999"};
 
 /* ---- the input as a stream of choices ------------------------------------- */
@@ -321,6 +324,7 @@ static void value(stream *s, int k, char *out, size_t cap) {
     case V_PARAMS: list = K_PARAMS, n = NV(K_PARAMS); break;
     case V_ISSUE: list = K_ISSUE, n = NV(K_ISSUE); break;
     case V_WORD: list = K_SPEC, n = NV(K_SPEC); break;
+    case V_FIT: list = K_FIT, n = NV(K_FIT); break;
     }
     snprintf(out, cap, "%s", list[(sel >> 2) % n]);
 }
