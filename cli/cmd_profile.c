@@ -167,10 +167,9 @@ static int profile_from_spec(const profile_opts *o) {
         }
         profile_db_close(db);
         db = NULL;
-    } else if (st == PL_ERR_NOT_SQLITE || st == PL_ERR_SCHEMA_NEWER) {
-        code = cli_report("profile", st, msg);
-        goto out;
-    }
+    } /* any other refusal (not SQLite, newer schema) comes from the write open
+       * below, which checks before it writes; an empty SQLite file left by a
+       * run killed before its schema was written is taken over there */
     if ((st = profile_db_open(o->db_path, PROFILE_DB_CREATE, &db, msg, sizeof msg)) != PL_OK) {
         code = cli_report("profile", st, msg);
         goto out;
@@ -350,10 +349,9 @@ static int profile_measure(const profile_opts *o) {
         }
         profile_db_close(db);
         db = NULL;
-    } else if (st == PL_ERR_NOT_SQLITE || st == PL_ERR_SCHEMA_NEWER) {
-        code = cli_report("profile", st, msg);
-        goto out;
-    }
+    } /* any other refusal (not SQLite, newer schema) comes from the write open
+       * below, which checks before it writes; an empty SQLite file left by a
+       * run killed before its schema was written is taken over there */
     if ((st = profile_db_open(o->db_path, PROFILE_DB_CREATE, &db, msg, sizeof msg)) != PL_OK) {
         code = cli_report("profile", st, msg);
         goto out;
