@@ -144,7 +144,7 @@ static const opt_def REPORT_OPTS[] = {{"--db", V_DB},         {"--out", V_OUT}, 
                                       {NULL, 0}};
 
 static const char *const PRE_NONE[] = {NULL};
-static const char *const PRE_SEARCH[] = {"--budget", "40", "--threads", "1", "--max-evals", "100000", NULL};
+static const char *const PRE_SEARCH[] = {"--budget", "40", "--threads", "1", "--max-evals", "2000", NULL};
 static const char *const PRE_TRAIN[] = {"--updates", "1", "--samples", "2", "--threads", "1", "--hidden", "8", NULL};
 static const char *const PRE_STEP[] = {"--cpu", "2", "--config", "tiny", "--steps", "1", "--warmup", "0", NULL};
 static const char *const PRE_CALIBRATE[] = {"--timer", "synthetic", "--count", "5", "--steps", "1", "--warmup", "0",
@@ -214,7 +214,8 @@ static const char *const K_BASELINE[] = {"ema", "loo", "", "median"};
 static const char *const K_SPEC[] = {"t4x4-pcie", "h200x2-nvlink", "h200x4-nvlink", "bogus", ""};
 static const char *const K_MBLIST[] = {"1", "1,2,4", "4,2,1", "3", "0", "", "1,,2", "1,1", "-1", "99999999999",
                                        "a", "1,2,4,8,16"};
-static const char *const K_MAXEVALS[] = {"1", "100", "100000", "0", "nan", "-1", "", "1e6", "-inf"};
+/* bounded: an exhaustive search of 2^16 placements takes seconds in this build */
+static const char *const K_MAXEVALS[] = {"1", "100", "2000", "0", "nan", "-1", "", "1e3", "-inf", "0x10"};
 static const char *const K_PARAMS[] = {"neutral", "calibrated", "", "x"};
 static const char *const K_ISSUE[] = {"auto", "single", "threads", "", "x"};
 static const char *const K_FIT[] = {"compute_scale", "compute_scale,transfer_scale", "launch_overhead_us,", ",",
