@@ -7,14 +7,12 @@
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
-#   JOBS=2 ./scripts/fuzz.sh store        parallel workers (RUNS is then per worker)
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 RUNS="${RUNS:-1000000}"
 MAX_TIME="${MAX_TIME:-0}"
-JOBS="${JOBS:-1}"
 REPLAY="${REPLAY:-0}"
 OUT="$ROOT/build-fuzz"
 mkdir -p "$OUT/obj"
@@ -64,15 +62,12 @@ for t in $targets; do
       echo "regression failed for $t (see $OUT/replay_$t.log)" >&2; tail -30 "$OUT/replay_$t.log" >&2; exit 1; }
   fi
   [ "$REPLAY" = 1 ] && continue
-  echo "== fuzz_$t: $RUNS runs (time limit ${MAX_TIME}s, 0 = none), $JOBS job(s) =="
+  echo "== fuzz_$t: $RUNS runs (time limit ${MAX_TIME}s, 0 = none) =="
   log="$OUT/fuzz_$t.log"
-  par=""
-  if [ "$JOBS" -gt 1 ]; then par="-jobs=$JOBS -workers=$JOBS"; fi
   # shellcheck disable=SC2086
   "$OUT/fuzz_$t" -runs="$RUNS" -max_total_time="$MAX_TIME" -max_len=$maxlen -timeout=20 -rss_limit_mb=2048 \
-    -print_final_stats=1 $extra_flags $par \
+    -print_final_stats=1 $extra_flags \
     -artifact_prefix="$ROOT/tests/fuzz/crashes/$t/" "$OUT/corpus_$t" >"$log" 2>&1 || true
-  if [ "$JOBS" -gt 1 ]; then cat fuzz-*.log >>"$log" 2>/dev/null; rm -f fuzz-*.log; fi
   grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs|stat::number_of_executed_units|ERROR|SUMMARY|crash-|leak-|timeout-|oom-" "$log" || true
   if grep -qE "ERROR: |SUMMARY: " "$log"; then echo "fuzz_$t found a problem: see $log" >&2; exit 1; fi
 done
