@@ -10,12 +10,11 @@
  * unknown one, or a stray word) with a value drawn either from a list of
  * edge cases for that option's kind or from the input's own bytes. Options
  * whose value sets the amount of work (--updates, --count, --steps, --cpu,
- * --budget, ...) only ever get small values, and every run starts from
- * options that keep it small (one update, five synthetic timings (too few
- * to fit), the tiny graph, no search side in confirm, no CPU-engine timer),
- * so that an execution
- * takes milliseconds; later options may override them with other small
- * values.
+ * --budget, ...) only ever get small values (never the next word, which may
+ * be anything), and every run starts from options that keep it small (one
+ * update, five synthetic timings (too few to fit), the tiny graph, no search
+ * side in confirm, no CPU-engine timer), so that an execution takes
+ * milliseconds; later options may override them with other small values.
  *
  * Every path the commands may write is inside the scratch directory (the
  * process also chdirs there; raw values lose their '/'), the databases are
@@ -330,6 +329,14 @@ static void value(stream *s, int k, char *out, size_t cap) {
     snprintf(out, cap, "%s", list[(sel >> 2) % n]);
 }
 
+/* Kinds whose values are drawn from a bounded list only: they never take
+ * their value from the next word, which may be any stray word (an empty one
+ * makes `step --config ''` the default 49M GPT, 2.4 GB of weights on the CPU
+ * engine; a raw number makes `--steps` as large as it likes). */
+static int bounded(int k) {
+    return k == V_SMALL || k == V_CONFIG_SM || k == V_MAXEVALS || k == V_CPU || k == V_TIMER;
+}
+
 /* Build the argument vector of command c from the stream. */
 static void build(stream *s, const command_def *c, argvec *a) {
     a->argc = 0;
@@ -361,7 +368,7 @@ static void build(stream *s, const command_def *c, argvec *a) {
             char w[WORD_LEN];
             snprintf(w, sizeof w, "%s=%s", o->name, val);
             if (o->name[1] == '-') add(a, w);
-        } else if (op % 16 == 13) { /* the value left out: the next word becomes it */
+        } else if (op % 16 == 13 && !bounded(o->kind)) { /* the value left out: the next word becomes it */
             add(a, o->name);
         } else {
             add(a, o->name);
