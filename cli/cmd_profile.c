@@ -80,7 +80,7 @@ static void profile_usage(FILE *f) {
             "  --machine NAME          machine name to record (default: from the devices, e.g. h200x2)\n"
             "  --force                 measure again what the file already holds (a re-run without\n"
             "                          it measures only what is missing, e.g. after a kill)\n"
-            "  --reps N                timed repetitions per node probe (default 30; median kept)\n"
+            "  --reps N                timed repetitions per node probe (default 60; median kept)\n"
             "  --link-max-bytes SIZE   largest transfer of the link sweep (default 1GiB on GPUs,\n"
             "                          16MiB on the CPU backend; the sweep starts at 4 KiB)\n"
             "  --verbose               one line per measured unit with its repetition figures\n"

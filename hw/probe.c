@@ -33,7 +33,7 @@
 #define PAD_MAX_CALLS 64
 
 hw_probe_opts hw_probe_opts_default(void) {
-    hw_probe_opts o = {.warmup = 3, .reps = 30, .max_discard = 20, .pad_bytes = 0, .seed = 1};
+    hw_probe_opts o = {.warmup = 3, .reps = 60, .max_discard = 20, .pad_bytes = 0, .seed = 1};
     return o;
 }
 

@@ -96,7 +96,7 @@ typedef struct {
     void *progress_ctx;
 } profiler_opts;
 
-/* Defaults: nodes 3 warm-up + 30 kept repetitions, transfers 2 + 15,
+/* Defaults: nodes 3 warm-up + 60 kept repetitions, transfers 2 + 15,
  * anchors 3 + 20 steps, links 4 KiB .. backend default, 2 points per
  * octave, everything else zero/NULL (mb_sizes must be set). */
 profiler_opts profiler_opts_default(void);

@@ -23,7 +23,7 @@ OUT="${OUT:-/tmp/placer-gpu-profile}"
 mkdir -p "$OUT"
 B="${BUILD:-build-gpu}"
 P="$B/cli/placer"
-REPS="${REPS:-30}"   # timed repetitions per node probe (placer profile --reps)
+REPS="${REPS:-60}"   # timed repetitions per node probe (placer profile --reps)
 # NVLink multicast stays off on shared machines; GSL/OpenBLAS come from the bundle
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export LD_LIBRARY_PATH="$PWD/$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
