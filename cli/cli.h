@@ -47,4 +47,12 @@ int cli_stderr_is_tty(void);
  * source tree or the current directory. Returns a static string, or NULL. */
 const char *cli_default_db(void);
 
+/* For commands that write runs (placer train) when no --db was given: the
+ * shipped profiles stay untouched, so the run goes into ./placer-runs.db,
+ * made as a copy of cli_default_db() when it does not exist yet. $PLACER_DB,
+ * when set, is used as it is. On success *path is a static string and a
+ * one-line note naming the file goes to stderr; on failure it returns the
+ * exit code after reporting one line (cmd names the command). */
+int cli_working_db(const char *cmd, const char **path);
+
 #endif

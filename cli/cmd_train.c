@@ -43,7 +43,8 @@ static void train_usage(FILE *f) {
             "Every sample and a checkpoint per update go to the database; the run's id is printed.\n"
             "Ends with a table of the shortlist (top distinct placements found and the final\n"
             "favourite) against the best single device, the best human split and the DP.\n\n"
-            "  --db            profile database (default: $PLACER_DB or the shipped profile)\n"
+            "  --db            database to read the profile from and write the run into (default:\n"
+            "                  $PLACER_DB, else ./placer-runs.db, made as a copy of the shipped profile)\n"
             "  --groups        colocate (default; 13 groups on the default GPT) or none (nodes)\n"
             "  --updates       policy updates in total (default 250)\n"
             "  --samples       placements per update, K (default 8)\n"
@@ -241,10 +242,10 @@ int cmd_train(int argc, char **argv) {
         train_usage(stdout);
         return CLI_EXIT_OK;
     }
-    if (!a.so.db_path) a.so.db_path = cli_default_db();
-    if (!a.so.db_path)
-        return cli_usage_error("train", "no profile database found; give --db FILE (placer profile --from-spec "
-                                        "t4x4-pcie --db FILE makes one)");
+    if (!a.so.db_path) {
+        int wrc = cli_working_db("train", &a.so.db_path);
+        if (wrc != CLI_EXIT_OK) return wrc;
+    }
     char msg[512] = "";
     pl_status st;
     int rc = CLI_EXIT_OK;

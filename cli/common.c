@@ -1,9 +1,11 @@
 /* common.c: error reporting and defaults shared by the subcommands. */
 #include "cli.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 int cli_report(const char *cmd, pl_status st, const char *detail) {
@@ -51,4 +53,45 @@ const char *cli_default_db(void) {
         if (access(names[i], R_OK) == 0) return names[i];
     }
     return NULL;
+}
+
+int cli_working_db(const char *cmd, const char **path) {
+    static const char work[] = "placer-runs.db";
+    const char *env = getenv("PLACER_DB");
+    *path = NULL;
+    if (env && *env) {
+        *path = env;
+        return CLI_EXIT_OK;
+    }
+    if (access(work, F_OK) == 0) {
+        fprintf(stderr, "placer %s: no --db given: writing into ./%s\n", cmd, work);
+        *path = work;
+        return CLI_EXIT_OK;
+    }
+    const char *src = cli_default_db();
+    if (!src)
+        return cli_usage_error(cmd, "no profile database found; give --db FILE (placer profile --from-spec "
+                                    "t4x4-pcie --db FILE makes one)");
+    /* copy into a temporary name, then rename: a kill leaves no half file */
+    errno = 0;
+    char tmp[64];
+    snprintf(tmp, sizeof tmp, "%s.tmp%ld", work, (long)getpid());
+    FILE *in = fopen(src, "rb"), *out = in ? fopen(tmp, "wb") : NULL;
+    int ok = in && out;
+    char buf[1 << 16];
+    size_t n;
+    while (ok && (n = fread(buf, 1, sizeof buf, in)) > 0) ok = fwrite(buf, 1, n, out) == n;
+    if (in && ferror(in)) ok = 0;
+    if (in) fclose(in);
+    if (out && fclose(out)) ok = 0;
+    if (!ok || rename(tmp, work) != 0) {
+        remove(tmp);
+        fprintf(stderr, "placer %s: cannot copy %s to ./%s (%s); give --db FILE\n", cmd, src, work,
+                errno ? strerror(errno) : "read or write error");
+        return CLI_EXIT_FAIL;
+    }
+    fprintf(stderr, "placer %s: no --db given: writing into ./%s, a copy of %s (the shipped profile stays as it is)\n",
+            cmd, work, src);
+    *path = work;
+    return CLI_EXIT_OK;
 }
