@@ -183,9 +183,6 @@ typedef struct {
     int seq;          /* comm sequence number of its receive */
     int rop;          /* the receive's op id while the compute stream has not
                          waited for it yet, else -1 */
-    int fence;        /* comm sequence number of the last send from it (its
-                         block is released only once the compute stream has
-                         waited that far), 0 if never sent */
 } sim_buf;
 
 typedef struct {
@@ -203,10 +200,9 @@ typedef struct {
     int rg_left;      /* consumers here whose backward is to come */
 } sim_rstate;
 
-/* A freed block whose last send was still outstanding. */
 typedef struct {
     int64_t off, len;
-    int seq; /* free once the compute stream has waited for this comm seq */
+    int seq;
 } sim_fence;
 
 /* An operation of the last run: a compute op, or one half of a transfer. */
@@ -259,9 +255,6 @@ struct sim_ctx {
     int64_t *cbytes;  /* [n_class] */
     double *traw;     /* [n_class][D][D] */
     double *res_fwd;  /* [D] residual forward cost at cached_mb */
-    int64_t *out_b;   /* [n] output bytes at cached_mb */
-    int64_t *out_len, *saved_len, *scr_len; /* [n] arena blocks at cached_mb
-                                              (aligned; 0: no saved block or scratch) */
 
     /* the last run */
     int m, mb, S, n_used, n_x, n_ops;
@@ -293,9 +286,8 @@ struct sim_ctx {
     sim_buf *temps;            /* [n*M*max_cons] */
     sim_arena *ar;             /* [D] */
     sim_range *frpool;         /* [D*live_cap] */
-    sim_fence *deferred;       /* [D*live_cap] freed blocks waiting for their sends */
-    int *n_deferred;           /* [D] */
-    int *deferred_min;         /* [D] smallest seq in deferred, INT32_MAX when empty */
+    sim_fence *fences, *deferred; /* [D*live_cap] each */
+    int *n_fences, *n_deferred;   /* [D] */
     int *comm_seq, *comm_waited; /* [D] */
     double *ct, *mt;           /* [D] compute and comm stream ends */
     double *lfree;             /* [D*D] ideal links: free time (interleaved) */
@@ -321,14 +313,13 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->bwd_reads); free(c->is_loss); free(c->out_ps); free(c->saved_ps); free(c->scr_ps);
     free(c->opt_a); free(c->opt_b); free(c->ucons_start); free(c->ucons);
     free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->res_fwd);
-    free(c->out_b); free(c->out_len); free(c->saved_len); free(c->scr_len);
     free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
     free(c->used); free(c->rank); free(c->xk); free(c->xd); free(c->xslot); free(c->xstamp); free(c->ucnt); free(c->xmask);
     free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->left); free(c->dep);
     free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
     free(c->uin);
-    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->deferred);
-    free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
+    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->fences); free(c->deferred);
+    free(c->n_fences); free(c->n_deferred); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->events); free(c->crit); free(c->lazy);
     free(c);
@@ -465,8 +456,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     if (ALLOC(c->bwd_reads, n) || ALLOC(c->is_loss, n) || ALLOC(c->out_ps, n) || ALLOC(c->saved_ps, n) ||
         ALLOC(c->scr_ps, n) || ALLOC(c->opt_a, D) || ALLOC(c->opt_b, D) || ALLOC(c->ucons_start, n + 1) ||
         ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
-        ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->out_b, n) || ALLOC(c->out_len, n) ||
-        ALLOC(c->saved_len, n) || ALLOC(c->scr_len, n) || ALLOC(c->dev, n) ||
+        ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->dev, n) ||
         ALLOC(c->stage_of, n) || ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
         ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->xk, xmax) ||
         ALLOC(c->xd, xmax) || ALLOC(c->xslot, (long)n * D) || ALLOC(c->xstamp, (long)n * D) ||
@@ -476,8 +466,8 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
         ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
         ALLOC(c->ns, nm) || ALLOC(c->rs, xmax * M) || ALLOC(c->temps, nm * mc) || ALLOC(c->ar, D) ||
-        ALLOC(c->frpool, (long)D * live) || ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_deferred, D) ||
-        ALLOC(c->deferred_min, D) ||
+        ALLOC(c->frpool, (long)D * live) || ALLOC(c->fences, (long)D * live) ||
+        ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_fences, D) || ALLOC(c->n_deferred, D) ||
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
@@ -524,13 +514,7 @@ static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...) {
     return st;
 }
 
-/* An arena block's length for a request of `bytes` (hw/arena.c). */
-static inline int64_t align_len(int64_t bytes) {
-    if (bytes < 1) bytes = 1;
-    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
-}
-
-/* Fill the cost and block-size caches for micro-batch size mb (once per size change). */
+/* Fill the cost caches for micro-batch size mb (once per size change). */
 static void ensure_costs(sim_ctx *c, int mb) {
     if (c->cached_mb == mb) return;
     const profile_data *p = c->p;
@@ -541,13 +525,6 @@ static void ensure_costs(sim_ctx *c, int mb) {
                 c->craw[((size_t)d * n + i) * PHASE_COUNT + ph] = profile_node_cost(p, d, mb, i, (cost_phase)ph);
         c->res_fwd[d] = c->res_node >= 0 ? profile_node_cost(p, d, mb, c->res_node, PHASE_FWD) : 0.0;
     }
-    for (int i = 0; i < n; i++) {
-        c->out_b[i] = c->out_ps[i] * mb;
-        c->out_len[i] = align_len(c->out_b[i]);
-        c->saved_len[i] = c->saved_ps[i] > 0 ? align_len(c->saved_ps[i] * mb) : 0;
-        const int64_t scr = (int64_t)(c->scr_ps[i] * mb);
-        c->scr_len[i] = scr > 0 ? align_len(scr) : 0;
-    }
     for (int k = 0; k < c->n_class; k++)
         for (int s = 0; s < D; s++)
             for (int t = 0; t < D; t++)
@@ -557,6 +534,11 @@ static void ensure_costs(sim_ctx *c, int mb) {
 }
 
 /* ---- the arena (first fit, as hw/arena.c, without a cap) ---------------- */
+
+static inline int64_t align_len(int64_t bytes) {
+    if (bytes < 1) bytes = 1;
+    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+}
 
 static SIM_HOT_INLINE int64_t arena_alloc(sim_arena *a, int64_t len) {
     sim_range *fr = a->fr;
