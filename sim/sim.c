@@ -183,6 +183,9 @@ typedef struct {
     int seq;          /* comm sequence number of its receive */
     int rop;          /* the receive's op id while the compute stream has not
                          waited for it yet, else -1 */
+    int fence;        /* comm sequence number of the last send from it (its
+                         block is released only once the compute stream has
+                         waited that far), 0 if never sent */
 } sim_buf;
 
 typedef struct {
@@ -200,9 +203,10 @@ typedef struct {
     int rg_left;      /* consumers here whose backward is to come */
 } sim_rstate;
 
+/* A freed block whose last send was still outstanding. */
 typedef struct {
     int64_t off, len;
-    int seq;
+    int seq; /* free once the compute stream has waited for this comm seq */
 } sim_fence;
 
 /* An operation of the last run: a compute op, or one half of a transfer. */
@@ -255,6 +259,9 @@ struct sim_ctx {
     int64_t *cbytes;  /* [n_class] */
     double *traw;     /* [n_class][D][D] */
     double *res_fwd;  /* [D] residual forward cost at cached_mb */
+    int64_t *out_b;   /* [n] output bytes at cached_mb */
+    int64_t *out_len, *saved_len, *scr_len; /* [n] arena blocks at cached_mb
+                                              (aligned; 0: no saved block or scratch) */
 
     /* the last run */
     int m, mb, S, n_used, n_x, n_ops;
@@ -286,8 +293,9 @@ struct sim_ctx {
     sim_buf *temps;            /* [n*M*max_cons] */
     sim_arena *ar;             /* [D] */
     sim_range *frpool;         /* [D*live_cap] */
-    sim_fence *fences, *deferred; /* [D*live_cap] each */
-    int *n_fences, *n_deferred;   /* [D] */
+    sim_fence *deferred;       /* [D*live_cap] freed blocks waiting for their sends */
+    int *n_deferred;           /* [D] */
+    int *deferred_min;         /* [D] smallest seq in deferred, INT32_MAX when empty */
     int *comm_seq, *comm_waited; /* [D] */
     double *ct, *mt;           /* [D] compute and comm stream ends */
     double *lfree;             /* [D*D] ideal links: free time (interleaved) */
@@ -313,13 +321,14 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->bwd_reads); free(c->is_loss); free(c->out_ps); free(c->saved_ps); free(c->scr_ps);
     free(c->opt_a); free(c->opt_b); free(c->ucons_start); free(c->ucons);
     free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->res_fwd);
+    free(c->out_b); free(c->out_len); free(c->saved_len); free(c->scr_len);
     free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
     free(c->used); free(c->rank); free(c->xk); free(c->xd); free(c->xslot); free(c->xstamp); free(c->ucnt); free(c->xmask);
     free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->left); free(c->dep);
     free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
     free(c->uin);
-    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->fences); free(c->deferred);
-    free(c->n_fences); free(c->n_deferred); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
+    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->deferred);
+    free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->events); free(c->crit); free(c->lazy);
     free(c);
@@ -456,7 +465,8 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     if (ALLOC(c->bwd_reads, n) || ALLOC(c->is_loss, n) || ALLOC(c->out_ps, n) || ALLOC(c->saved_ps, n) ||
         ALLOC(c->scr_ps, n) || ALLOC(c->opt_a, D) || ALLOC(c->opt_b, D) || ALLOC(c->ucons_start, n + 1) ||
         ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
-        ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->dev, n) ||
+        ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->out_b, n) || ALLOC(c->out_len, n) ||
+        ALLOC(c->saved_len, n) || ALLOC(c->scr_len, n) || ALLOC(c->dev, n) ||
         ALLOC(c->stage_of, n) || ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
         ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->xk, xmax) ||
         ALLOC(c->xd, xmax) || ALLOC(c->xslot, (long)n * D) || ALLOC(c->xstamp, (long)n * D) ||
@@ -466,8 +476,8 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
         ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
         ALLOC(c->ns, nm) || ALLOC(c->rs, xmax * M) || ALLOC(c->temps, nm * mc) || ALLOC(c->ar, D) ||
-        ALLOC(c->frpool, (long)D * live) || ALLOC(c->fences, (long)D * live) ||
-        ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_fences, D) || ALLOC(c->n_deferred, D) ||
+        ALLOC(c->frpool, (long)D * live) || ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_deferred, D) ||
+        ALLOC(c->deferred_min, D) ||
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
@@ -514,7 +524,13 @@ static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...) {
     return st;
 }
 
-/* Fill the cost caches for micro-batch size mb (once per size change). */
+/* An arena block's length for a request of `bytes` (hw/arena.c). */
+static inline int64_t align_len(int64_t bytes) {
+    if (bytes < 1) bytes = 1;
+    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
+}
+
+/* Fill the cost and block-size caches for micro-batch size mb (once per size change). */
 static void ensure_costs(sim_ctx *c, int mb) {
     if (c->cached_mb == mb) return;
     const profile_data *p = c->p;
@@ -525,6 +541,13 @@ static void ensure_costs(sim_ctx *c, int mb) {
                 c->craw[((size_t)d * n + i) * PHASE_COUNT + ph] = profile_node_cost(p, d, mb, i, (cost_phase)ph);
         c->res_fwd[d] = c->res_node >= 0 ? profile_node_cost(p, d, mb, c->res_node, PHASE_FWD) : 0.0;
     }
+    for (int i = 0; i < n; i++) {
+        c->out_b[i] = c->out_ps[i] * mb;
+        c->out_len[i] = align_len(c->out_b[i]);
+        c->saved_len[i] = c->saved_ps[i] > 0 ? align_len(c->saved_ps[i] * mb) : 0;
+        const int64_t scr = (int64_t)(c->scr_ps[i] * mb);
+        c->scr_len[i] = scr > 0 ? align_len(scr) : 0;
+    }
     for (int k = 0; k < c->n_class; k++)
         for (int s = 0; s < D; s++)
             for (int t = 0; t < D; t++)
@@ -534,11 +557,6 @@ static void ensure_costs(sim_ctx *c, int mb) {
 }
 
 /* ---- the arena (first fit, as hw/arena.c, without a cap) ---------------- */
-
-static inline int64_t align_len(int64_t bytes) {
-    if (bytes < 1) bytes = 1;
-    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
-}
 
 static SIM_HOT_INLINE int64_t arena_alloc(sim_arena *a, int64_t len) {
     sim_range *fr = a->fr;
@@ -615,7 +633,7 @@ typedef struct {
     double tbytes;
 } run;
 
-static const sim_buf BUF_NONE = {-1, 0, 0.0, 0, -1};
+static const sim_buf BUF_NONE = {-1, 0, 0.0, 0, -1, 0};
 
 #define NS(r, i, j) (&(r)->c->ns[(size_t)(i) * (r)->m + (j)])
 #define RS(r, x, j) (&(r)->c->rs[(size_t)(x) * (r)->m + (j)])
@@ -688,72 +706,63 @@ static inline void use_buf(run *r, int d, sim_buf *b) {
     b->rop = -1;
 }
 
-/* Release deferred blocks of d whose send finished by comm seq upto. */
+/* Release deferred blocks of d whose send finished by comm seq upto.
+ * The arena's state depends only on which blocks are allocated, not on
+ * the order they were freed in, so the list's order does not matter. */
 static inline void release_deferred(sim_ctx *c, int d, int upto) {
+    if (c->n_deferred[d] == 0 || upto < c->deferred_min[d]) return; /* none is due */
     sim_fence *l = c->deferred + (size_t)d * c->live_cap;
     int *n = &c->n_deferred[d];
+    int lo = INT32_MAX;
     for (int i = 0; i < *n;) {
         if (l[i].seq <= upto) {
             arena_free(&c->ar[d], l[i].off, l[i].len);
             l[i] = l[--*n];
         } else {
+            if (l[i].seq < lo) lo = l[i].seq;
             i++;
         }
     }
+    c->deferred_min[d] = lo;
 }
 
-static SIM_HOT_INLINE int64_t c_alloc(run *r, int d, int64_t bytes, int for_comm, int64_t *len) {
-    sim_ctx *c = r->c;
-    if (c->n_deferred[d]) release_deferred(c, d, for_comm ? INT32_MAX : c->comm_waited[d]);
-    *len = align_len(bytes);
-    return arena_alloc(&c->ar[d], *len);
+/* A block of len (an aligned length) on d's arena, after releasing the
+ * deferred blocks that are due: all of them for a receive buffer (the
+ * engine's comm stream allocates it), else those whose send the compute
+ * stream has waited for. Returns the block's offset. */
+static SIM_HOT_INLINE int64_t c_alloc(sim_ctx *c, int d, int64_t len, int for_comm) {
+    release_deferred(c, d, for_comm ? INT32_MAX : c->comm_waited[d]);
+    return arena_alloc(&c->ar[d], len);
 }
 
-/* Scratch of one call: allocated before it, freed right after (nothing
- * else happens to the arena in between). */
-static inline void scratch(run *r, int d, int64_t bytes) {
-    sim_ctx *c = r->c;
-    if (c->n_deferred[d]) release_deferred(c, d, c->comm_waited[d]);
-    arena_peek(&c->ar[d], align_len(bytes));
+/* Scratch of one call (len aligned): allocated before it, freed right
+ * after (nothing else happens to the arena in between). */
+static inline void scratch(sim_ctx *c, int d, int64_t len) {
+    release_deferred(c, d, c->comm_waited[d]);
+    arena_peek(&c->ar[d], len);
 }
 
-static SIM_HOT_INLINE void c_free(run *r, int d, int64_t off, int64_t len) {
-    sim_ctx *c = r->c;
-    sim_fence *f = c->fences + (size_t)d * c->live_cap;
-    int nf = c->n_fences[d];
-    for (int i = 0; i < nf; i++)
-        if (f[i].off == off) {
-            int seq = f[i].seq;
-            f[i] = f[--c->n_fences[d]];
-            if (seq <= c->comm_waited[d]) {
-                arena_free(&c->ar[d], off, len);
-            } else {
-                sim_fence *l = c->deferred + (size_t)d * c->live_cap;
-                int k = 0;
-                while (k < c->n_deferred[d] && l[k].off != off) k++;
-                if (k == c->n_deferred[d]) l[c->n_deferred[d]++] = (sim_fence){off, len, seq};
-                else if (seq > l[k].seq) l[k].seq = seq;
-            }
-            return;
-        }
-    arena_free(&c->ar[d], off, len);
-}
+/* Free a block of d that was never sent from. */
+static SIM_HOT_INLINE void c_free_block(sim_ctx *c, int d, int64_t off, int64_t len) { arena_free(&c->ar[d], off, len); }
 
-static inline void fence_push(sim_ctx *c, int d, int64_t off, int64_t len, int seq) {
-    sim_fence *f = c->fences + (size_t)d * c->live_cap;
-    for (int i = 0; i < c->n_fences[d]; i++)
-        if (f[i].off == off) {
-            if (seq > f[i].seq) f[i].seq = seq;
-            return;
-        }
-    f[c->n_fences[d]++] = (sim_fence){off, len, seq};
+/* Free buffer b of d: now, unless a send from it may still be reading it
+ * (its fence is past what d's compute stream has waited for), in which
+ * case the block waits in d's deferred list. */
+static SIM_HOT_INLINE void c_free(sim_ctx *c, int d, sim_buf *b) {
+    if (b->fence <= c->comm_waited[d]) { /* also: never sent (fence 0) */
+        arena_free(&c->ar[d], b->off, b->len);
+        return;
+    }
+    sim_fence *l = c->deferred + (size_t)d * c->live_cap;
+    l[c->n_deferred[d]++] = (sim_fence){b->off, b->len, b->fence};
+    if (b->fence < c->deferred_min[d]) c->deferred_min[d] = b->fence;
 }
 
 /* The transfer of an order the engine does not run (interleaved): it
  * leaves when its producer's compute ends, on a FIFO queue per directed
  * link that overlaps everything else, as an ideal pipeline's would. */
 static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t bytes, int64_t doff, int64_t len,
-                       int64_t src_off, int64_t src_len, sim_buf *dst) {
+                       sim_buf *src, sim_buf *dst) {
     sim_ctx *c = r->c;
     const int l = s * r->D + t;
     const double x = c->traw[((size_t)c->bclass[node] * r->D + s) * r->D + t] * r->ts + r->tl;
@@ -786,22 +795,24 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
     if (r->tracing) record_event(r, op);
     c->comm_seq[s]++;
     c->comm_seq[t]++;
-    fence_push(c, s, src_off, src_len, c->comm_seq[s]);
+    src->fence = c->comm_seq[s];
     dst->off = doff;
     dst->len = len;
     dst->seq = c->comm_seq[t];
     dst->ready = st + x;
     dst->rop = op;
+    dst->fence = 0;
 }
 
-/* A transfer of `bytes` from s (buffer at src_off) to a new buffer on t. */
-static void xfer(run *r, int s, int t, int64_t src_off, int64_t src_len, int node, int j, int grad, sim_buf *dst) {
+/* A transfer of node's output (or its gradient) for micro-batch j from
+ * buffer src on s to a new buffer dst on t (all of dst's fields are
+ * written); src's fence becomes this send. */
+static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, sim_buf *dst) {
     sim_ctx *c = r->c;
-    const int64_t bytes = c->out_ps[node] * r->mb;
-    int64_t len;
-    int64_t doff = c_alloc(r, t, bytes, 1, &len);
+    const int64_t bytes = c->out_b[node], len = c->out_len[node];
+    const int64_t doff = c_alloc(c, t, len, 1);
     if (r->ideal) {
-        ideal_xfer(r, s, t, node, j, grad, bytes, doff, len, src_off, src_len, dst);
+        ideal_xfer(r, s, t, node, j, grad, bytes, doff, len, src, dst);
         return;
     }
     /* both comm streams wait for their compute stream's position */
@@ -856,12 +867,13 @@ static void xfer(run *r, int s, int t, int64_t src_off, int64_t src_len, int nod
     if (r->tracing) record_event(r, op);
     c->comm_seq[s]++;
     c->comm_seq[t]++;
-    fence_push(c, s, src_off, src_len, c->comm_seq[s]);
+    src->fence = c->comm_seq[s];
     dst->off = doff;
     dst->len = len;
     dst->seq = c->comm_seq[t];
     dst->ready = st + x;
     dst->rop = op;
+    dst->fence = 0;
 }
 
 /* A consumer on d is done with producer k's output for micro-batch j. */
@@ -870,14 +882,14 @@ static inline void release_use(run *r, int k, int j, int d) {
     if (c->dev[k] == d) {
         sim_nstate *s = NS(r, k, j);
         if (--s->uses == 0 && s->out.off >= 0) {
-            c_free(r, d, s->out.off, s->out.len);
+            c_free(c, d, &s->out);
             s->out.off = -1;
         }
         return;
     }
     sim_rstate *q = RS(r, c->xslot[(size_t)k * r->D + d], j);
     if (--q->rin_uses == 0 && q->rin.off >= 0) {
-        c_free(r, d, q->rin.off, q->rin.len);
+        c_free(c, d, &q->rin);
         q->rin.off = -1;
     }
 }
@@ -912,16 +924,15 @@ static inline void dep_done(sim_ctx *c, size_t k, int node) {
 static void issue_fwd(run *r, int i, int j) {
     sim_ctx *c = r->c;
     const graph_node *nd = &r->g->nodes[i];
-    const int d = c->dev[i], mb = r->mb;
+    const int d = c->dev[i];
     for (int k = 0; k < nd->n_inputs; k++) use_buf(r, d, input_buf(r, nd->inputs[k], j, d));
     sim_nstate *ns = NS(r, i, j); /* nothing touches (i, j) before its forward */
     ns->grad = BUF_NONE;
     ns->n_temps = 0;
-    int64_t olen, slen = 0, soff = -1;
-    int64_t ooff = c_alloc(r, d, c->out_ps[i] * mb, 0, &olen);
-    if (c->saved_ps[i] > 0) soff = c_alloc(r, d, c->saved_ps[i] * mb, 0, &slen);
-    int64_t scr = (int64_t)(c->scr_ps[i] * mb);
-    if (scr > 0) scratch(r, d, scr);
+    const int64_t olen = c->out_len[i], slen = c->saved_len[i];
+    const int64_t ooff = c_alloc(c, d, olen, 0);
+    const int64_t soff = slen > 0 ? c_alloc(c, d, slen, 0) : -1;
+    if (c->scr_len[i] > 0) scratch(c, d, c->scr_len[i]);
     const double *cr = c->craw + ((size_t)d * r->n + i) * PHASE_COUNT;
     /* the loss's forward also writes its gradient: it has no backward call */
     compute_op(r, d, OPK_FWD, i, j, c->is_loss[i] ? cr[PHASE_FWD] + cr[PHASE_BWD] : cr[PHASE_FWD]);
@@ -962,13 +973,13 @@ static void issue_fwd(run *r, int i, int j) {
         const int t = __builtin_ctzll(rem);
         size_t slot = (size_t)i * r->D + t;
         sim_rstate *q = RS(r, c->xslot[slot], j);
-        xfer(r, d, t, ooff, olen, i, j, 0, &q->rin);
+        xfer(r, d, t, &ns->out, i, j, 0, &q->rin);
         q->rin_uses = c->ucnt[slot];
         q->rg = BUF_NONE;
         q->rg_left = c->ucnt[slot];
     }
     if (ns->uses == 0 && ns->out.off >= 0) {
-        c_free(r, d, ns->out.off, ns->out.len);
+        c_free(c, d, &ns->out);
         ns->out.off = -1;
     }
 }
@@ -993,7 +1004,7 @@ static void issue_bwd(run *r, int i, int j) {
                 raw = c->opt_a[d] + c->opt_b[d] * 3.0 / 7.0 * (double)(c->out_ps[i] * mb);
             }
             compute_op(r, d, OPK_ADD, i, j, raw);
-            c_free(r, d, tb->off, tb->len);
+            c_free(c, d, tb);
         }
         ns->n_temps = 0;
         for (int k = 0; k < nd->n_inputs; k++) {
@@ -1001,8 +1012,8 @@ static void issue_bwd(run *r, int i, int j) {
             if (k == 1 && pr == nd->inputs[0]) continue;
             sim_buf *tg = c->dev[pr] == d ? &NS(r, pr, j)->grad : &RS(r, c->xslot[(size_t)pr * r->D + d], j)->rg;
             if (tg->off < 0) {
-                int64_t len;
-                int64_t off = c_alloc(r, d, c->out_ps[pr] * mb, 0, &len);
+                const int64_t len = c->out_len[pr];
+                const int64_t off = c_alloc(c, d, len, 0);
                 *tg = BUF_NONE;
                 tg->off = off;
                 tg->len = len;
@@ -1010,12 +1021,11 @@ static void issue_bwd(run *r, int i, int j) {
                 use_buf(r, d, tg);
             }
         }
-        int64_t scr = (int64_t)(c->scr_ps[i] * mb);
-        if (scr > 0) scratch(r, d, scr);
+        if (c->scr_len[i] > 0) scratch(c, d, c->scr_len[i]);
         compute_op(r, d, OPK_BWD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD]);
-        if (ns->saved_off >= 0) c_free(r, d, ns->saved_off, ns->saved_len);
+        if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);
         ns->saved_off = -1;
-        if (ns->grad.off >= 0) c_free(r, d, ns->grad.off, ns->grad.len);
+        if (ns->grad.off >= 0) c_free(c, d, &ns->grad);
         ns->grad.off = -1;
     }
     for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1), c->uin[e]);
@@ -1031,10 +1041,10 @@ static void issue_bwd(run *r, int i, int j) {
         /* every consumer here is done: send the gradient home */
         sim_nstate *ps = NS(r, pr, j);
         sim_buf got;
-        xfer(r, d, src, q->rg.off, q->rg.len, pr, j, 1, &got);
+        xfer(r, d, src, &q->rg, pr, j, 1, &got);
         if (ps->grad.off < 0) ps->grad = got;
         else *TMP(r, pr, j, ps->n_temps++) = got;
-        c_free(r, d, q->rg.off, q->rg.len);
+        c_free(c, d, &q->rg);
         q->rg.off = -1;
     }
 }
@@ -1058,18 +1068,17 @@ static void issue_tail(run *r, int d) {
 static void setup_device(run *r, int d) {
     sim_ctx *c = r->c;
     const graph *g = r->g;
-    int64_t len;
     const int64_t fb = c->pbytes[d] > 0 ? c->pbytes[d] : 4;
-    for (int k = 0; k < 4; k++) c_alloc(r, d, fb, 0, &len); /* params, grads, m, v */
-    if (c->ws_bytes > 0) c_alloc(r, d, c->ws_bytes, 0, &len);
-    c_alloc(r, d, 4, 0, &len); /* AdamW step counter */
+    for (int k = 0; k < 4; k++) c_alloc(c, d, align_len(fb), 0); /* params, grads, m, v */
+    if (c->ws_bytes > 0) c_alloc(c, d, align_len(c->ws_bytes), 0);
+    c_alloc(c, d, align_len(4), 0); /* AdamW step counter */
     const int64_t BT = (int64_t)g->cfg.batch * g->cfg.seq_len;
     const int loss_here = c->loss_node >= 0 && c->dev[c->loss_node] == d;
     if (loss_here) {
-        c_alloc(r, d, 8, 0, &len);
-        c_alloc(r, d, BT * 4, 0, &len);
+        c_alloc(c, d, align_len(8), 0);
+        c_alloc(c, d, align_len(BT * 4), 0);
     }
-    if (c->emb_node >= 0 && c->dev[c->emb_node] == d) c_alloc(r, d, BT * 4, 0, &len);
+    if (c->emb_node >= 0 && c->dev[c->emb_node] == d) c_alloc(c, d, align_len(BT * 4), 0);
     c->static_b[d] = c->ar[d].top;
     compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * (double)fb);
     if (loss_here) compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * 8.0);
@@ -1378,7 +1387,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         int d = c->used[u];
         c->ar[d].n_fr = 0;
         c->ar[d].top = c->ar[d].high = 0;
-        c->n_fences[d] = c->n_deferred[d] = 0;
+        c->n_deferred[d] = 0;
+        c->deferred_min[d] = INT32_MAX;
         c->comm_seq[d] = c->comm_waited[d] = 0;
         c->ct[d] = c->mt[d] = 0;
         c->cp[d] = c->mp[d] = -1;
