@@ -201,6 +201,15 @@ report() {
   rm -rf docs/results
   mkdir -p docs/results
   "$PLACER" report --db "$DB" --out docs/results --markdown docs/results.md --image-prefix results/
+  # the raw material: every log and the database the report was read from
+  # (copied with SQLite's backup, then put in rollback-journal mode)
+  mkdir -p docs/results/raw
+  cp "$EXP"/*.log "$EXP/settings" docs/results/raw/ 2>/dev/null || true
+  python3 -c 'import sqlite3, sys
+dst = sqlite3.connect(sys.argv[2])
+sqlite3.connect(sys.argv[1]).backup(dst)
+dst.execute("PRAGMA journal_mode=DELETE")
+dst.close()' "$DB" docs/results/raw/h200x2-experiments.db
   {
     echo
     echo "## How these numbers were made"
@@ -211,6 +220,7 @@ report() {
     echo "- A: \`placer train/confirm --micro-batches 1 --schedule gpipe\` (run $RUN_A)"
     echo "- B: \`placer train/confirm --micro-batches 4 --schedule 1f1b\` (run $RUN_B)"
     echo "- C: \`placer train/confirm --micro-batches 1 --schedule gpipe --mem-cap $CAP_C\` (run $RUN_C): half-way between the simulator's single-GPU peak and the smallest 2-GPU split peak"
+    echo "- raw data: \`results/raw/\` (the logs of every stage, and \`h200x2-experiments.db\`, the database this page is read from)"
     echo "- confirmation: 4 selection rounds, 8 confirmation rounds, 10 timed steps after 2 warm-up steps per timing; calibration: $COUNT designed placements, 30% held out"
     for x in confirm-A confirm-B confirm-C calibrate; do
       [ -f "$EXP/$x.log" ] || echo "- not run: $x (no $x.log in the results)"

@@ -8,7 +8,7 @@ set title "run 1 (reinforce): predicted step time of sampled placements" noenhan
 set xlabel 'policy update'
 set ylabel 'predicted step time (ms)'
 set key top right
-set yrange [6.95736:7.31276]
+set yrange [6.89467:7.67684]
 plot 'learning-1.dat' using 1:2 with points pt 7 ps 0.35 lc rgb '#99aaaaaa' title 'sampled placements', \
   'learning-1-curve.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'mean of update', \
   '' using 1:3 with lines lw 1 lc rgb '#2ca02c' title 'best of update', \

@@ -8,7 +8,7 @@ set title "run 2 (reinforce): predicted step time of sampled placements" noenhan
 set xlabel 'policy update'
 set ylabel 'predicted step time (ms)'
 set key top right
-set yrange [7.26209:12.893]
+set yrange [8.02692:13.5561]
 plot 'learning-2.dat' using 1:2 with points pt 7 ps 0.35 lc rgb '#99aaaaaa' title 'sampled placements', \
   'learning-2-curve.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'mean of update', \
   '' using 1:3 with lines lw 1 lc rgb '#2ca02c' title 'best of update', \

@@ -8,7 +8,7 @@ set title "run 3 (reinforce): predicted step time of sampled placements" noenhan
 set xlabel 'policy update'
 set ylabel 'predicted step time (ms)'
 set key top right
-set yrange [7.0172:7.36232]
+set yrange [7.33615:7.77079]
 plot 'learning-3.dat' using 1:2 with points pt 7 ps 0.35 lc rgb '#99aaaaaa' title 'sampled placements', \
   'learning-3-curve.dat' using 1:2 with lines lw 2 lc rgb '#1f77b4' title 'mean of update', \
   '' using 1:3 with lines lw 1 lc rgb '#2ca02c' title 'best of update', \
