@@ -188,20 +188,20 @@ typedef struct {
                          waited that far), 0 if never sent */
 } sim_buf;
 
+/* A producer's output for one micro-batch as one device sees it, and its
+ * gradient there. Slot i < n: node i on its own device; slot n + x: the
+ * copy of pair x's producer on the pair's remote device. Consumers find
+ * their inputs' slots in in_slot, so local and remote inputs take the
+ * same path. */
 typedef struct {
-    sim_buf out;      /* output of (node, mb) on its device */
-    sim_buf grad;     /* gradient of that output */
-    int64_t saved_off, saved_len;
-    int uses;         /* local uses of out left */
-    int n_temps;      /* received gradient contributions to add */
-} sim_nstate;
-
-typedef struct {
-    sim_buf rin;      /* copy of a remote producer's output */
-    sim_buf rg;       /* gradient contribution to send back */
-    int rin_uses;     /* consumers here still needing rin */
-    int rg_left;      /* consumers here whose backward is to come */
-} sim_rstate;
+    sim_buf data;     /* the output (node slot) or the received copy (pair slot) */
+    sim_buf grad;     /* the output gradient (node slot) or the contribution
+                         to send back (pair slot) */
+    int uses;         /* consumers on this device still needing data */
+    int grad_left;    /* pair slot: consumers here whose backward is to come */
+    int n_temps;      /* node slot: received gradient contributions to add */
+    int64_t saved_off, saved_len; /* node slot: the saved block */
+} sim_view;
 
 /* A freed block whose last send was still outstanding. */
 typedef struct {
@@ -250,6 +250,8 @@ struct sim_ctx {
     double *opt_a, *opt_b; /* [D] AdamW line: us = a + b * param bytes */
     int *ucons_start, *ucons; /* distinct consumers of each node */
     int *uin_start, *uin;     /* distinct producers of each node's inputs */
+    int *in_start, *in_node;  /* each node's inputs as the engine walks them
+                                 (a second input equal to the first skipped) */
 
     /* costs at micro-batch size cached_mb */
     int cached_mb;
@@ -272,6 +274,7 @@ struct sim_ctx {
     int *rank;                 /* [D] 1f1b rank, -1 unused */
     int *xk, *xd;              /* [xmax] pair producer, remote device */
     int *xslot;                /* [n*D] pair of (k, d) */
+    int *in_slot;              /* [in_start[n]] view slot of each input (see sim_view) */
     unsigned *xstamp;          /* [n*D] */
     unsigned stamp;
     uint64_t *xmask;           /* [n] remote devices that consume the node (bit = device) */
@@ -288,8 +291,7 @@ struct sim_ctx {
     uint64_t *rbits;           /* ready and unissued, by position in seq */
     int *dn_start, *dnodes;    /* [D+1], [n] nodes of each device, ascending */
     int64_t *pbytes;           /* [D] parameter bytes of each device */
-    sim_nstate *ns;            /* [n*M] */
-    sim_rstate *rs;            /* [xmax*M] */
+    sim_view *views;           /* [(n + xmax) * M], slot-major */
     sim_buf *temps;            /* [n*M*max_cons] */
     sim_arena *ar;             /* [D] */
     sim_range *frpool;         /* [D*live_cap] */
@@ -327,7 +329,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->left); free(c->dep);
     free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
     free(c->uin);
-    free(c->ns); free(c->rs); free(c->temps); free(c->ar); free(c->frpool); free(c->deferred);
+    free(c->views); free(c->in_start); free(c->in_node); free(c->in_slot); free(c->temps); free(c->ar); free(c->frpool); free(c->deferred);
     free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->events); free(c->crit); free(c->lazy);
@@ -382,6 +384,14 @@ static void ctx_facts(sim_ctx *c) {
         }
     }
     c->uin_start[n] = w;
+    w = 0;
+    for (int i = 0; i < n; i++) {
+        c->in_start[i] = w;
+        const graph_node *nd = &g->nodes[i];
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (!(k == 1 && nd->inputs[1] == nd->inputs[0])) c->in_node[w++] = nd->inputs[k];
+    }
+    c->in_start[n] = w;
     for (int i = 0; i < n; i++) {
         const profile_node_mem *nm = &p->node_mem[i];
         int keep = 0;
@@ -475,7 +485,8 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->pos_of, 2 * nm) || ALLOC(c->rbits, 2 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
         ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
         ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
-        ALLOC(c->ns, nm) || ALLOC(c->rs, xmax * M) || ALLOC(c->temps, nm * mc) || ALLOC(c->ar, D) ||
+        ALLOC(c->views, (n + xmax) * M) || ALLOC(c->in_start, n + 1) ||
+        ALLOC(c->in_node, (long)n * GRAPH_MAX_INPUTS) || ALLOC(c->in_slot, (long)n * GRAPH_MAX_INPUTS) || ALLOC(c->temps, nm * mc) || ALLOC(c->ar, D) ||
         ALLOC(c->frpool, (long)D * live) || ALLOC(c->deferred, (long)D * live) || ALLOC(c->n_deferred, D) ||
         ALLOC(c->deferred_min, D) ||
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
@@ -630,13 +641,14 @@ typedef struct {
     int tracing;
     int n_ops;
     int n_transfers;
-    double tbytes;
+    int64_t tbytes;        /* summed as integers: exact, as the double sum of
+                              integer byte counts below 2^53 was */
 } run;
 
 static const sim_buf BUF_NONE = {-1, 0, 0.0, 0, -1, 0};
 
-#define NS(r, i, j) (&(r)->c->ns[(size_t)(i) * (r)->m + (j)])
-#define RS(r, x, j) (&(r)->c->rs[(size_t)(x) * (r)->m + (j)])
+/* The view of slot s for micro-batch j. */
+#define VIEW(r, s, j) (&(r)->c->views[(size_t)(s) * (r)->m + (j)])
 #define TMP(r, i, j, k) (&(r)->c->temps[((size_t)(i) * (r)->m + (j)) * (r)->c->max_cons + (k)])
 
 static inline void record_event(run *r, int op) {
@@ -791,7 +803,7 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
         c->pend[t] += r->cont * x;
     }
     r->n_transfers++;
-    r->tbytes += (double)bytes;
+    r->tbytes += bytes;
     if (r->tracing) record_event(r, op);
     c->comm_seq[s]++;
     c->comm_seq[t]++;
@@ -863,7 +875,7 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
         c->pend[t] += r->cont * x;
     }
     r->n_transfers++;
-    r->tbytes += (double)bytes;
+    r->tbytes += bytes;
     if (r->tracing) record_event(r, op);
     c->comm_seq[s]++;
     c->comm_seq[t]++;
@@ -876,27 +888,12 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
     dst->fence = 0;
 }
 
-/* A consumer on d is done with producer k's output for micro-batch j. */
-static inline void release_use(run *r, int k, int j, int d) {
-    sim_ctx *c = r->c;
-    if (c->dev[k] == d) {
-        sim_nstate *s = NS(r, k, j);
-        if (--s->uses == 0 && s->out.off >= 0) {
-            c_free(c, d, &s->out);
-            s->out.off = -1;
-        }
-        return;
+/* A consumer on d is done with the data of view v (on d). */
+static inline void release_use(sim_ctx *c, int d, sim_view *v) {
+    if (--v->uses == 0 && v->data.off >= 0) {
+        c_free(c, d, &v->data);
+        v->data.off = -1;
     }
-    sim_rstate *q = RS(r, c->xslot[(size_t)k * r->D + d], j);
-    if (--q->rin_uses == 0 && q->rin.off >= 0) {
-        c_free(c, d, &q->rin);
-        q->rin.off = -1;
-    }
-}
-
-static inline sim_buf *input_buf(run *r, int k, int j, int d) {
-    sim_ctx *c = r->c;
-    return c->dev[k] == d ? &NS(r, k, j)->out : &RS(r, c->xslot[(size_t)k * r->D + d], j)->rin;
 }
 
 static inline void stash(sim_ctx *c, int d, int j, int m, int delta) {
@@ -923,10 +920,10 @@ static inline void dep_done(sim_ctx *c, size_t k, int node) {
 
 static void issue_fwd(run *r, int i, int j) {
     sim_ctx *c = r->c;
-    const graph_node *nd = &r->g->nodes[i];
-    const int d = c->dev[i];
-    for (int k = 0; k < nd->n_inputs; k++) use_buf(r, d, input_buf(r, nd->inputs[k], j, d));
-    sim_nstate *ns = NS(r, i, j); /* nothing touches (i, j) before its forward */
+    const int d = c->dev[i], e0 = c->in_start[i], e1 = c->in_start[i + 1];
+    /* a repeated input's second wait would be a no-op: in_slot lists it once */
+    for (int e = e0; e < e1; e++) use_buf(r, d, &VIEW(r, c->in_slot[e], j)->data);
+    sim_view *ns = VIEW(r, i, j); /* nothing touches (i, j) before its forward */
     ns->grad = BUF_NONE;
     ns->n_temps = 0;
     const int64_t olen = c->out_len[i], slen = c->saved_len[i];
@@ -936,9 +933,9 @@ static void issue_fwd(run *r, int i, int j) {
     const double *cr = c->craw + ((size_t)d * r->n + i) * PHASE_COUNT;
     /* the loss's forward also writes its gradient: it has no backward call */
     compute_op(r, d, OPK_FWD, i, j, c->is_loss[i] ? cr[PHASE_FWD] + cr[PHASE_BWD] : cr[PHASE_FWD]);
-    ns->out = BUF_NONE;
-    ns->out.off = ooff;
-    ns->out.len = olen;
+    ns->data = BUF_NONE;
+    ns->data.off = ooff;
+    ns->data.len = olen;
     ns->saved_off = soff;
     ns->saved_len = slen;
     ns->uses = c->local_uses[i];
@@ -946,49 +943,38 @@ static void issue_fwd(run *r, int i, int j) {
     for (int e = c->ucons_start[i]; e < c->ucons_start[i + 1]; e++)
         dep_done(c, OPKEY(r->m, c->ucons[e], j, 0), c->ucons[e]);
     stash(c, d, j, r->m, 1);
-    for (int k = 0; k < nd->n_inputs; k++) {
-        int pr = nd->inputs[k];
-        if (k == 1 && pr == nd->inputs[0]) continue;
-        if (c->is_loss[i]) {
-            /* the input buffer now holds the producer's output gradient */
-            if (c->dev[pr] == d) {
-                sim_nstate *ps = NS(r, pr, j);
-                ps->grad = ps->out;
-                ps->grad.rop = -1;
-                ps->out.off = -1;
-                ps->uses--;
-            } else {
-                sim_rstate *q = RS(r, c->xslot[(size_t)pr * r->D + d], j);
-                q->rg = q->rin;
-                q->rg.rop = -1;
-                q->rin.off = -1;
-                q->rin_uses--;
-            }
-        } else if (!c->bwd_reads[i]) {
-            release_use(r, pr, j, d);
+    if (c->is_loss[i]) {
+        /* each input buffer now holds its producer's output gradient */
+        for (int e = e0; e < e1; e++) {
+            sim_view *v = VIEW(r, c->in_slot[e], j);
+            v->grad = v->data;
+            v->grad.rop = -1;
+            v->data.off = -1;
+            v->uses--;
         }
+    } else if (!c->bwd_reads[i]) {
+        for (int e = e0; e < e1; e++) release_use(c, d, VIEW(r, c->in_slot[e], j));
     }
     /* send the output to every other device that consumes it, in device order */
     for (uint64_t rem = c->xmask[i]; rem; rem &= rem - 1) { /* ascending device order */
         const int t = __builtin_ctzll(rem);
         size_t slot = (size_t)i * r->D + t;
-        sim_rstate *q = RS(r, c->xslot[slot], j);
-        xfer(r, d, t, &ns->out, i, j, 0, &q->rin);
-        q->rin_uses = c->ucnt[slot];
-        q->rg = BUF_NONE;
-        q->rg_left = c->ucnt[slot];
+        sim_view *q = VIEW(r, r->n + c->xslot[slot], j);
+        xfer(r, d, t, &ns->data, i, j, 0, &q->data);
+        q->uses = c->ucnt[slot];
+        q->grad = BUF_NONE;
+        q->grad_left = c->ucnt[slot];
     }
-    if (ns->uses == 0 && ns->out.off >= 0) {
-        c_free(c, d, &ns->out);
-        ns->out.off = -1;
+    if (ns->uses == 0 && ns->data.off >= 0) {
+        c_free(c, d, &ns->data);
+        ns->data.off = -1;
     }
 }
 
 static void issue_bwd(run *r, int i, int j) {
     sim_ctx *c = r->c;
-    const graph_node *nd = &r->g->nodes[i];
-    const int d = c->dev[i], mb = r->mb;
-    sim_nstate *ns = NS(r, i, j);
+    const int d = c->dev[i], mb = r->mb, e0 = c->in_start[i], e1 = c->in_start[i + 1];
+    sim_view *ns = VIEW(r, i, j);
     if (!c->is_loss[i]) {
         /* the output gradient: wait for it and add what other devices sent
          * (a node nobody consumes has none: its backward starts from zero) */
@@ -1007,12 +993,10 @@ static void issue_bwd(run *r, int i, int j) {
             c_free(c, d, tb);
         }
         ns->n_temps = 0;
-        for (int k = 0; k < nd->n_inputs; k++) {
-            int pr = nd->inputs[k];
-            if (k == 1 && pr == nd->inputs[0]) continue;
-            sim_buf *tg = c->dev[pr] == d ? &NS(r, pr, j)->grad : &RS(r, c->xslot[(size_t)pr * r->D + d], j)->rg;
+        for (int e = e0; e < e1; e++) {
+            sim_buf *tg = &VIEW(r, c->in_slot[e], j)->grad;
             if (tg->off < 0) {
-                const int64_t len = c->out_len[pr];
+                const int64_t len = c->out_len[c->in_node[e]];
                 const int64_t off = c_alloc(c, d, len, 0);
                 *tg = BUF_NONE;
                 tg->off = off;
@@ -1030,22 +1014,22 @@ static void issue_bwd(run *r, int i, int j) {
     }
     for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1), c->uin[e]);
     stash(c, d, j, r->m, -1);
-    for (int k = 0; k < nd->n_inputs; k++) {
-        int pr = nd->inputs[k];
-        if (k == 1 && pr == nd->inputs[0]) continue;
-        if (!c->is_loss[i] && c->bwd_reads[i]) release_use(r, pr, j, d);
-        int src = c->dev[pr];
-        if (src == d) continue;
-        sim_rstate *q = RS(r, c->xslot[(size_t)pr * r->D + d], j);
-        if (--q->rg_left > 0) continue;
+    const int reads = !c->is_loss[i] && c->bwd_reads[i];
+    for (int e = e0; e < e1; e++) {
+        const int sl = c->in_slot[e];
+        sim_view *q = VIEW(r, sl, j);
+        if (reads) release_use(c, d, q);
+        if (sl < r->n) continue; /* a local input: its gradient is in place */
+        if (--q->grad_left > 0) continue;
         /* every consumer here is done: send the gradient home */
-        sim_nstate *ps = NS(r, pr, j);
+        const int pr = c->in_node[e];
+        sim_view *ps = VIEW(r, pr, j);
         sim_buf got;
-        xfer(r, d, src, &q->rg, pr, j, 1, &got);
+        xfer(r, d, c->dev[pr], &q->grad, pr, j, 1, &got);
         if (ps->grad.off < 0) ps->grad = got;
         else *TMP(r, pr, j, ps->n_temps++) = got;
-        c_free(c, d, &q->rg);
-        q->rg.off = -1;
+        c_free(c, d, &q->grad);
+        q->grad.off = -1;
     }
 }
 
@@ -1143,6 +1127,13 @@ static void build_pairs(sim_ctx *c) {
         c->xmask[k] = mask;
     }
     c->n_x = nx;
+    for (int i = 0; i < n; i++) {
+        const int d = dev[i];
+        for (int e = c->in_start[i]; e < c->in_start[i + 1]; e++) {
+            const int pr = c->in_node[e];
+            c->in_slot[e] = dev[pr] == d ? pr : n + c->xslot[(size_t)pr * D + d];
+        }
+    }
 }
 
 /* gpipe and 1f1b: the engine's per-device order (hw/plan.c build_sequence). */
@@ -1516,7 +1507,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     res->n_used_devices = c->n_used;
     res->bubble_fraction = c->n_used ? bsum / c->n_used : 0.0;
     res->n_transfers = r.n_transfers;
-    res->transfer_bytes = r.tbytes;
+    res->transfer_bytes = (double)r.tbytes;
     res->reorders = c->reorders;
     /* the path from 0 to span is gapless: transfer time is the rest */
     res->critical_path_len = last >= 0 ? c->ops[last].clen : 0;
