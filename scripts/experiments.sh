@@ -1,6 +1,7 @@
 #!/bin/bash
 # experiments.sh: the one command that regenerates every figure and table of
-# docs/results.md. Experiments on the 2-GPU H200 profile, end to end:
+# docs/results.md. Experiments on the 2-GPU H200 profile (or, with
+# DEVICES=0,1,2,3, on 4 GPUs into docs/results-h200x4.md), end to end:
 #   A  a plain step, m=1 (gpipe)
 #   B  m=4 micro-batches, 1F1B
 #   C  m=1 with a per-GPU memory cap below what one GPU needs, so that a
@@ -27,8 +28,9 @@
 #
 # Knobs (environment): DEVICES=0,1  UPDATES=250  SAMPLES=8  SEED=1  COUNT=60
 # (calibration placements)  GRAPHS=0 (1: the engine replays CUDA graphs)
-# PROFILE=path (profile database to start from; default data/h200x2.db, else
-# data/h200x2-spec.db)  BUDGET_S=470 (GPU stage: steps that would start
+# PROFILE=path (profile database to start from; default data/h200xN.db, else
+# data/h200xN-spec.db, N the number of DEVICES; give the same DEVICES to all
+# three stages)  BUDGET_S=470 (GPU stage: steps that would start
 # after this many seconds are skipped and said so).  For a dry run of the
 # GPU stage without GPUs: TIMER=synthetic (the simulator with known
 # parameters plus noise) and GPU_PLACER=build/cli/placer; SKIP_BUILD=1 and
@@ -36,8 +38,13 @@
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
-EXP=out/experiments
 DEVICES="${DEVICES:-0,1}"
+# The machine follows from the device count: 2 GPUs use out/experiments and
+# docs/results.md (+ docs/results/); N != 2 use out/experiments-h200xN and
+# docs/results-h200xN.md (+ docs/results-h200xN/), beside the 2-GPU ones.
+NDEV=$(( $(echo "$DEVICES" | tr -cd , | wc -c) + 1 ))
+MACH="h200x$NDEV"
+if [ "$NDEV" = 2 ]; then EXP=out/experiments; RES=results; else EXP="out/experiments-$MACH"; RES="results-$MACH"; fi
 UPDATES="${UPDATES:-250}"
 SAMPLES="${SAMPLES:-8}"
 SEED="${SEED:-1}"
@@ -123,10 +130,10 @@ prepare() {
   mkdir -p "$EXP"
   src="${PROFILE:-}"
   if [ -z "$src" ]; then
-    for f in data/h200x2.db data/h200x2-spec.db; do [ -f "$f" ] && { src=$f; break; }; done
+    for f in "data/$MACH.db" "data/$MACH-spec.db"; do [ -f "$f" ] && { src=$f; break; }; done
   fi
-  [ -n "$src" ] && [ -f "$src" ] || die "no 2-GPU profile: set PROFILE= or ship data/h200x2.db"
-  DB="$EXP/h200x2.db"
+  [ -n "$src" ] && [ -f "$src" ] || die "no $NDEV-GPU profile: set PROFILE= or ship data/$MACH.db"
+  DB="$EXP/$MACH.db"
   rm -f "$DB" "$DB-wal" "$DB-shm" "$EXP"/*.log "$EXP/settings"
   cp "$src" "$DB"
   say "profile $src ($(dbq "$DB" 'SELECT source FROM machine')) copied to $DB"
@@ -136,7 +143,7 @@ prepare() {
 
 pack() {
   [ -n "${OUT:-}" ] || return 0
-  tar -czf "$OUT/results.tar.gz.tmp" -C out experiments && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
+  tar -czf "$OUT/results.tar.gz.tmp" -C out "$(basename "$EXP")" && mv "$OUT/results.tar.gz.tmp" "$OUT/results.tar.gz"
 }
 
 # Run a GPU step unless the budget is spent.
@@ -161,7 +168,7 @@ gpu() {
   [ "$GRAPHS" = 1 ] && gopt="$gopt --graphs"
   if [ "$(dbq "$DB" 'SELECT source FROM machine')" != measured ] && [ "$TIMER" = cuda ]; then
     say "profile: $DB is not a measured profile; measuring devices $DEVICES"
-    NEW="$EXP/h200x2-measured.db"
+    NEW="$EXP/$MACH-measured.db"
     rm -f "$NEW" "$NEW-wal" "$NEW-shm"
     $P profile --db "$NEW" --devices "$DEVICES" 2>&1 | tail -30
     DB=$NEW
@@ -198,35 +205,35 @@ report() {
   [ -f "$EXP/settings" ] || die "$EXP/settings missing: nothing to report"
   . "$EXP/settings"
   [ -x "$PLACER" ] || ./scripts/build.sh
-  rm -rf docs/results
-  mkdir -p docs/results
-  "$PLACER" report --db "$DB" --out docs/results --markdown docs/results.md --image-prefix results/
+  rm -rf "docs/$RES"
+  mkdir -p "docs/$RES"
+  "$PLACER" report --db "$DB" --out "docs/$RES" --markdown "docs/$RES.md" --image-prefix "$RES/"
   # the raw material: every log and the database the report was read from
   # (copied with SQLite's backup, then put in rollback-journal mode)
-  mkdir -p docs/results/raw
-  cp "$EXP"/*.log "$EXP/settings" docs/results/raw/ 2>/dev/null || true
+  mkdir -p "docs/$RES/raw"
+  cp "$EXP"/*.log "$EXP/settings" "docs/$RES/raw/" 2>/dev/null || true
   python3 -c 'import sqlite3, sys
 dst = sqlite3.connect(sys.argv[2])
 sqlite3.connect(sys.argv[1]).backup(dst)
 dst.execute("PRAGMA journal_mode=DELETE")
-dst.close()' "$DB" docs/results/raw/h200x2-experiments.db
+dst.close()' "$DB" "docs/$RES/raw/$MACH-experiments.db"
   {
     echo
     echo "## How these numbers were made"
     echo
-    echo "\`scripts/experiments.sh\` (prepare here, gpu on the 2 x H200 machine, report here):"
+    echo "\`DEVICES=$DEVICES scripts/experiments.sh\` (prepare here, gpu on the $NDEV x H200 machine, report here):"
     echo
     echo "- profile: \`$DB\`; placers trained offline against the simulator: $UPDATES updates x $SAMPLES samples, seed $SEED"
     echo "- A: \`placer train/confirm --micro-batches 1 --schedule gpipe\` (run $RUN_A)"
     echo "- B: \`placer train/confirm --micro-batches 4 --schedule 1f1b\` (run $RUN_B)"
     echo "- C: \`placer train/confirm --micro-batches 1 --schedule gpipe --mem-cap $CAP_C\` (run $RUN_C): half-way between the simulator's single-GPU peak and the smallest 2-GPU split peak"
-    echo "- raw data: \`results/raw/\` (the logs of every stage, and \`h200x2-experiments.db\`, the database this page is read from)"
+    echo "- raw data: \`$RES/raw/\` (the logs of every stage, and \`$MACH-experiments.db\`, the database this page is read from)"
     echo "- confirmation: 4 selection rounds, 8 confirmation rounds, 10 timed steps after 2 warm-up steps per timing; calibration: $COUNT designed placements, 30% held out"
     for x in confirm-A confirm-B confirm-C calibrate; do
       [ -f "$EXP/$x.log" ] || echo "- not run: $x (no $x.log in the results)"
     done
-  } >>docs/results.md
-  say "report: docs/results.md and docs/results/"
+  } >>"docs/$RES.md"
+  say "report: docs/$RES.md and docs/$RES/"
 }
 
 case "${1:-all}" in

@@ -10,7 +10,8 @@
 #   DEVICES=0,1,2,3 PROFILE=data/h200x4-spec.db scripts/experiments.sh prepare   (here)
 #   DEVICES=0,1,2,3 scripts/experiments.sh gpu      (there: profiles the 4 GPUs,
 #       retrains on the measured profile, confirms A/B/C, calibrates)
-#   scripts/experiments.sh report <results.tar.gz>  (here)
+#   DEVICES=0,1,2,3 scripts/experiments.sh report <results.tar.gz>  (here:
+#       docs/results-h200x4.md beside the 2-GPU docs/results.md)
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install-deps.sh
