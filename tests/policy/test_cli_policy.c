@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <sqlite3.h>
 #include <unistd.h>
 
 #include "graph.h"
@@ -207,4 +208,67 @@ Test(cli_policy, train_resumed_after_sigkill_matches_an_uninterrupted_run, .time
     free(s1);
     free(s2);
     drop_db(db);
+}
+
+/* Read a whole file into a malloc'd buffer; *n gets its size. */
+static char *slurp(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long sz = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)sz + 1);
+    *n = fread(b, 1, (size_t)sz, f);
+    fclose(f);
+    return b;
+}
+
+Test(cli_policy, train_without_db_writes_a_copy_and_leaves_the_shipped_profile_alone, .timeout = 120) {
+    char shipped[1024];
+    snprintf(shipped, sizeof shipped, "%s/data/h200x2.db", PLACER_SOURCE_DIR);
+    size_t n0 = 0, n1 = 0;
+    char *before = slurp(shipped, &n0);
+    cr_assert_not_null(before, "the shipped profile %s is missing", shipped);
+    char dir[] = "/tmp/placer-test-workdb-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char cmd[4096];
+    for (int pass = 0; pass < 2; pass++) {
+        snprintf(cmd, sizeof cmd,
+                 "cd %s && env -u PLACER_DB %s train --updates 1 --samples 2 >out.txt 2>err%d.txt", dir,
+                 PLACER_BIN, pass);
+        int rc = system(cmd);
+        cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "pass %d: exit %d", pass, rc);
+    }
+    char path[1100];
+    size_t n = 0;
+    snprintf(path, sizeof path, "%s/err0.txt", dir);
+    char *err0 = slurp(path, &n);
+    cr_assert_not_null(err0);
+    cr_assert_not_null(strstr(err0, "writing into ./placer-runs.db, a copy of"), "%s", err0);
+    snprintf(path, sizeof path, "%s/err1.txt", dir);
+    char *err1 = slurp(path, &n);
+    cr_assert_not_null(strstr(err1, "no --db given: writing into ./placer-runs.db"), "%s", err1);
+    cr_assert_null(strstr(err1, "a copy of"), "the second run must reuse the copy: %s", err1);
+    /* both runs are in the copy */
+    snprintf(path, sizeof path, "%s/placer-runs.db", dir);
+    profile_db *db = NULL;
+    char msg[256];
+    cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    sqlite3 *h = profile_db_handle(db);
+    sqlite3_stmt *q = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*) FROM run", -1, &q, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(q), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(q, 0), 2);
+    sqlite3_finalize(q);
+    profile_db_close(db);
+    /* the shipped file is byte for byte what it was */
+    char *after = slurp(shipped, &n1);
+    cr_assert_eq(n1, n0);
+    cr_assert(!memcmp(before, after, n0), "the shipped profile changed");
+    free(before);
+    free(after);
+    free(err0);
+    free(err1);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
