@@ -615,6 +615,31 @@ static pl_status h2h_chart(report *r, const char *base, const char *title, side_
     return draw(r, base, body);
 }
 
+/* Compare two placements written as comma-separated device lists: 1 when
+ * they are the same, 2 when one is the other with the devices renamed (the
+ * same partition on other GPUs), 0 otherwise or when either is missing. */
+static int same_partition(const char *a, const char *b) {
+    if (!a || !b) return 0;
+    if (!strcmp(a, b)) return 1;
+    int map_ab[64], map_ba[64];
+    for (int i = 0; i < 64; i++) map_ab[i] = map_ba[i] = -1;
+    while (*a && *b) {
+        char *ea, *eb;
+        long da = strtol(a, &ea, 10), db = strtol(b, &eb, 10);
+        if (ea == a || eb == b || da < 0 || db < 0 || da >= 64 || db >= 64) return 0;
+        if (map_ab[da] < 0 && map_ba[db] < 0) {
+            map_ab[da] = (int)db;
+            map_ba[db] = (int)da;
+        } else if (map_ab[da] != db || map_ba[db] != da) {
+            return 0;
+        }
+        a = *ea == ',' ? ea + 1 : ea;
+        b = *eb == ',' ? eb + 1 : eb;
+        if ((*ea == ',') != (*eb == ',')) return 0;
+    }
+    return !*a && !*b ? 2 : 0;
+}
+
 static const char *verdict(const side_row *rl, const side_row *rows, int n, char *buf, size_t len) {
     int best = -1;
     for (int i = 0; i < n; i++)
@@ -636,8 +661,14 @@ static const char *verdict(const side_row *rl, const side_row *rows, int n, char
     const char *what = d.z <= -2 ? "**RL beats** the best other side"
                        : d.z >= 2 ? "**RL does not beat** the best other side: it is slower than"
                                   : "**RL does not beat** the best other side: within noise of";
-    snprintf(buf, len, "%s `%s` by %+.3f ms (%+.1f%%), %.1f standard errors (Welch dof %.1f).", what,
-             rows[best].side, d.diff / 1000.0, 100.0 * d.diff / b.mean, d.z, d.dof);
+    int w = snprintf(buf, len, "%s `%s` by %+.3f ms (%+.1f%%), %.1f standard errors (Welch dof %.1f).", what,
+                     rows[best].side, d.diff / 1000.0, 100.0 * d.diff / b.mean, d.z, d.dof);
+    int same = same_partition(rl->placement, rows[best].placement);
+    if (w > 0 && (size_t)w < len && same)
+        snprintf(buf + w, len - (size_t)w, "%s",
+                 same == 1 ? " Both sides picked the same placement: the difference is run-to-run noise."
+                           : " Both picks are the same partition with the devices swapped: the difference is "
+                             "between the GPUs, not between placements.");
     return buf;
 }
 

@@ -21,6 +21,32 @@ void calib_sides_options_default(calib_sides_options *o) {
     o->seed = 1;
 }
 
+/* Add the winner of a search (l's first candidate) to side, once on the
+ * devices it chose and once for each cyclic renaming of the devices (d ->
+ * (d + k) mod n_devices). The simulator may see those as equal while the
+ * GPUs are not quite (one runs the host's main thread, or sits nearer the
+ * switch); the single and human sides already try every GPU, so a
+ * search's partition gets the same chance, and the selection rounds pick
+ * its best renaming on the hardware. */
+static pl_status add_winner_renamed(calib_confirm *c, const char *side, const policy_cands *l, int n_nodes,
+                                    int n_devices, int *added, char *msg, size_t len) {
+    if (l->n < 1) return PL_OK;
+    int *pl = malloc(sizeof(int) * (size_t)n_nodes);
+    if (!pl) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    pl_status st = PL_OK;
+    for (int k = 0; k < n_devices && st == PL_OK; k++) {
+        char label[CALIB_LABEL_LEN];
+        if (k == 0) snprintf(label, sizeof label, "%.40s", l->items[0].label);
+        else snprintf(label, sizeof label, "%.40s, devices +%d", l->items[0].label, k);
+        for (int i = 0; i < n_nodes; i++) pl[i] = (l->items[0].node_dev[i] + k) % n_devices;
+        int a = 0;
+        st = calib_confirm_add(c, side, label, pl, &a, msg, len);
+        *added += a;
+    }
+    free(pl);
+    return st;
+}
+
 /* Add every candidate of list (or only the first `limit` when > 0) to side. */
 static pl_status add_list(calib_confirm *c, const char *side, const policy_cands *l, int limit, int *added,
                           char *msg, size_t len) {
@@ -190,7 +216,9 @@ pl_status calib_sides_add(calib_confirm *c, profile_db *db, const calib_model *m
         FRESH_LIST();
         if ((st = search_dp(ev, l, NULL)) != PL_OK) goto out;
         policy_cands_sort(l);
-        if ((st = add_list(c, "dp", l, 1, &info->n_added[3], msg, len)) != PL_OK) goto out;
+        if ((st = add_winner_renamed(c, "dp", l, m->g->n_nodes, m->p->n_devices, &info->n_added[3], msg, len)) !=
+            PL_OK)
+            goto out;
     }
     if (o->search) {
         FRESH_LIST();
@@ -209,7 +237,9 @@ pl_status calib_sides_add(calib_confirm *c, profile_db *db, const calib_model *m
             goto out;
         }
         policy_cands_sort(l);
-        if ((st = add_list(c, "search", l, 1, &info->n_added[4], msg, len)) != PL_OK) goto out;
+        if ((st = add_winner_renamed(c, "search", l, m->g->n_nodes, m->p->n_devices, &info->n_added[4], msg,
+                                     len)) != PL_OK)
+            goto out;
     }
 #undef FRESH_LIST
 out:

@@ -12,6 +12,8 @@
  *   dp      the best candidate of the DP over contiguous partitions
  *   search  the exhaustive optimum over co-location groups when the space
  *           allows, else the best of simulated annealing
+ * The dp and search winners come with every cyclic renaming of their
+ * devices (d -> d + k mod n), as single and human try every GPU.
  */
 #ifndef PLACER_CALIB_SIDES_H
 #define PLACER_CALIB_SIDES_H

@@ -64,9 +64,22 @@ Test(calib_sides, rl_side_from_samples_is_the_top_k_distinct_without_oom_and_bas
     cr_assert_eq(c->cands[1].placement[15], 1);
     cr_assert_eq(info.n_added[1], 2); /* each GPU alone */
     cr_assert_gt(info.n_added[2], 1); /* several human splits */
-    cr_assert_eq(info.n_added[3], 1);
-    cr_assert_eq(info.n_added[4], 1);
+    /* the DP and search winners come on their own devices and swapped */
+    cr_assert_eq(info.n_added[3], 2);
+    cr_assert_eq(info.n_added[4], 2);
     cr_assert_eq(c->n_sides, 5);
+    for (int side = 3; side <= 4; side++) {
+        int first = -1, second = -1;
+        for (int i = 0; i < c->n_cand; i++)
+            if (c->cands[i].side == side) {
+                if (first < 0) first = i;
+                else second = i;
+            }
+        cr_assert(first >= 0 && second >= 0, "side %d has two candidates", side);
+        for (int v = 0; v < mo.g->n_nodes; v++)
+            cr_assert_eq(c->cands[second].placement[v], 1 - c->cands[first].placement[v], "side %d node %d", side, v);
+        cr_assert(strstr(c->cands[second].label, ", devices +1") != NULL, "%s", c->cands[second].label);
+    }
     /* a run that does not exist is a clear error */
     calib_confirm *c2 = NULL;
     cr_assert_eq(calib_confirm_create(mo.g->n_nodes, mo.p->n_devices, &c2), PL_OK);
