@@ -11,8 +11,8 @@ set size ratio -1
 set logscale xy
 set xtics (10, 20)
 set ytics (10, 20)
-set xrange [6.27591:24.3967]
-set yrange [6.27591:24.3967]
+set xrange [6.2352:24.0833]
+set yrange [6.2352:24.0833]
 plot x with lines dt 2 lc rgb 'black' title 'y = x', \
   'calibration-test.dat' using 1:2 with points pt 6 ps 1.2 lc rgb '#ff7f0e' title 'held out, before', \
   'calibration-test.dat' using 1:3 with points pt 7 ps 1.2 lc rgb '#1f77b4' title 'held out, after', \

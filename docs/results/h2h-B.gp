@@ -6,7 +6,7 @@ set terminal pngcairo size 1000,620 font ',11'
 set output 'h2h-B.png'
 set title "Setting B: m=4 1f1b, memory cap none (confirmation rounds only)" noenhanced
 set ylabel 'step time (ms)'
-set yrange [0:14.5945]
+set yrange [0:14.3713]
 set xrange [-0.6:4.6]
 set style fill solid 0.55 border -1
 set boxwidth 0.6

@@ -6,7 +6,7 @@ set terminal pngcairo size 1000,620 font ',11'
 set output 'h2h-C.png'
 set title "Setting C: m=1 gpipe, memory cap 1.9 GB (confirmation rounds only)" noenhanced
 set ylabel 'step time (ms)'
-set yrange [0:9.22882]
+set yrange [0:9.17409]
 set xrange [-0.6:4.6]
 set style fill solid 0.55 border -1
 set boxwidth 0.6
