@@ -209,15 +209,21 @@ typedef struct {
     int seq; /* free once the compute stream has waited for this comm seq */
 } sim_fence;
 
-/* An operation of the last run: a compute op, or one half of a transfer. */
+/* An operation of the last run: a compute op, or one half of a transfer.
+ * What the run itself reads back (its critical-chain figures) is apart, in
+ * sim_chain, so that the run's reads stay in a small array. */
 typedef struct {
     double t0, t1;       /* start, end */
-    double ccomp;        /* compute time on the chain of preds ending here */
-    int clen;            /* ops on that chain */
-    int pred;            /* the op that fixed its start, -1 none */
     int info;            /* kind | device << 3 (a transfer: the data's source) */
     int node, mb, dst;   /* node and micro-batch (-1 none); a transfer's destination, else -1 */
 } sim_op;
+
+/* The chain of predecessors that ends at an op (index -1: the empty chain). */
+typedef struct {
+    double ccomp;        /* compute time on the chain */
+    int clen;            /* ops on the chain */
+    int pred;            /* the op that fixed this one's start, -1 none */
+} sim_chain;
 
 /* Op kinds recorded for traces and the critical path. */
 enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO };
@@ -308,6 +314,7 @@ struct sim_ctx {
     int64_t *static_b;         /* [D] */
     int *stash_cnt, *inflight, *inflight_max; /* [D*M], [D], [D] */
     sim_op *ops;               /* [ops_cap] in issue order */
+    sim_chain *chain;          /* [ops_cap] the ops' chains; chain[-1] is the empty one */
     int last_op;
     int reorders;
 
@@ -332,7 +339,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->views); free(c->in_start); free(c->in_node); free(c->in_slot); free(c->temps); free(c->ar); free(c->frpool); free(c->deferred);
     free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
-    free(c->inflight); free(c->inflight_max); free(c->ops); free(c->events); free(c->crit); free(c->lazy);
+    free(c->inflight); free(c->inflight_max); free(c->ops); free(c->chain ? c->chain - 1 : NULL); free(c->events); free(c->crit); free(c->lazy);
     free(c);
 }
 
@@ -492,10 +499,12 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
-        ALLOC(c->ops, ops) || ALLOC(c->crit, ops) ||
+        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) ||
         ALLOC(c->lazy, 1))
         goto out_nomem;
     for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
+    c->chain++; /* chain[-1]: no ops, no compute time */
+    c->chain[-1] = (sim_chain){0.0, 0, -1};
     ctx_facts(c);
     c->last_op = -1;
     *out = c;
@@ -666,12 +675,10 @@ static inline void record_event(run *r, int op) {
     e->end_us = c->ops[op].t1;
 }
 
-/* A transfer op's critical-chain figures from its predecessor's (a
- * transfer adds no compute time). */
-static inline void chain(sim_ctx *c, int op) {
-    const int pr = c->ops[op].pred;
-    c->ops[op].clen = pr >= 0 ? c->ops[pr].clen + 1 : 1;
-    c->ops[op].ccomp = pr >= 0 ? c->ops[pr].ccomp : 0.0;
+/* A transfer op's chain: its predecessor's (pr, -1 for none) plus itself,
+ * with no compute time. */
+static inline void chain_xfer(sim_ctx *c, int op, int pr) {
+    c->chain[op] = (sim_chain){c->chain[pr].ccomp, c->chain[pr].clen + 1, pr};
 }
 
 /* Run a compute op of `dur` us on device d's compute stream. */
@@ -686,9 +693,7 @@ static SIM_HOT_INLINE void compute_dur(run *r, int d, int kind, int node, int j,
     const int pr = c->cp[d];
     o->t0 = c->ct[d];
     o->t1 = c->ct[d] + dur;
-    o->pred = pr;
-    o->clen = pr >= 0 ? c->ops[pr].clen + 1 : 1;
-    o->ccomp = (pr >= 0 ? c->ops[pr].ccomp : 0.0) + dur;
+    c->chain[op] = (sim_chain){c->chain[pr].ccomp + dur, c->chain[pr].clen + 1, pr};
     o->info = kind | d << 3;
     o->node = node;
     o->mb = j;
@@ -789,12 +794,11 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
     for (int k = 0; k < 2; k++) {
         c->ops[op + k].t0 = st;
         c->ops[op + k].t1 = st + x;
-        c->ops[op + k].pred = pr;
         c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
         c->ops[op + k].dst = t;
         c->ops[op + k].node = node;
         c->ops[op + k].mb = j;
-        chain(c, op + k);
+        chain_xfer(c, op + k, pr);
     }
     c->lfree[l] = st + x;
     c->llast[l] = op;
@@ -847,28 +851,24 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
     }
     const int op = r->n_ops;
     r->n_ops += 2; /* op: the receive; op + 1: the send */
+    /* an eager send completes on its own; a larger one ends with its receive */
+    const int eager = bytes <= SIM_EAGER_BYTES;
+    const double s0 = eager ? sp : st;
+    const int spr = eager ? spred : pr;
     c->ops[op].t0 = st;
     c->ops[op].t1 = st + x;
-    c->ops[op].pred = pr;
+    c->ops[op + 1].t0 = s0;
+    c->ops[op + 1].t1 = s0 + x;
     /* events name a transfer by the data's source and destination */
     c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
     c->ops[op].dst = c->ops[op + 1].dst = t;
     c->ops[op].node = c->ops[op + 1].node = node;
     c->ops[op].mb = c->ops[op + 1].mb = j;
-    if (bytes <= SIM_EAGER_BYTES) {
-        c->ops[op + 1].t0 = sp;
-        c->ops[op + 1].t1 = sp + x;
-        c->ops[op + 1].pred = spred;
-    } else {
-        c->ops[op + 1].t0 = st;
-        c->ops[op + 1].t1 = st + x;
-        c->ops[op + 1].pred = pr;
-    }
-    chain(c, op);
-    chain(c, op + 1);
+    chain_xfer(c, op, pr);
+    chain_xfer(c, op + 1, spr);
     c->mt[t] = st + x;
     c->mp[t] = op;
-    c->mt[s] = c->ops[op + 1].t1;
+    c->mt[s] = s0 + x;
     c->mp[s] = op + 1;
     if (r->cont != 0.0) {
         c->pend[s] += r->cont * x;
@@ -1024,10 +1024,10 @@ static void issue_bwd(run *r, int i, int j) {
         /* every consumer here is done: send the gradient home */
         const int pr = c->in_node[e];
         sim_view *ps = VIEW(r, pr, j);
-        sim_buf got;
-        xfer(r, d, c->dev[pr], &q->grad, pr, j, 1, &got);
-        if (ps->grad.off < 0) ps->grad = got;
-        else *TMP(r, pr, j, ps->n_temps++) = got;
+        /* the first gradient to arrive is the output gradient, later ones are added to it
+         * (written in place: a copy of a just-written struct stalls on store forwarding) */
+        sim_buf *got = ps->grad.off < 0 ? &ps->grad : TMP(r, pr, j, ps->n_temps++);
+        xfer(r, d, c->dev[pr], &q->grad, pr, j, 1, got);
         c_free(c, d, &q->grad);
         q->grad.off = -1;
     }
@@ -1510,8 +1510,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     res->transfer_bytes = (double)r.tbytes;
     res->reorders = c->reorders;
     /* the path from 0 to span is gapless: transfer time is the rest */
-    res->critical_path_len = last >= 0 ? c->ops[last].clen : 0;
-    res->critical_compute_us = last >= 0 ? c->ops[last].ccomp : 0.0;
+    res->critical_path_len = c->chain[last].clen; /* last = -1: the empty chain */
+    res->critical_compute_us = c->chain[last].ccomp;
     res->critical_transfer_us = span - res->critical_compute_us;
     if (r.tracing) {
         qsort(c->events, (size_t)c->n_events, sizeof *c->events, event_cmp);
@@ -1550,9 +1550,9 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
     sim_lazy *lz = ctx->lazy;
     if (!lz->crit_built) {
         int len = 0;
-        for (int o = ctx->last_op; o >= 0; o = ctx->ops[o].pred) len++;
+        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) len++;
         int w = len;
-        for (int o = ctx->last_op; o >= 0; o = ctx->ops[o].pred) op_event(ctx, o, &ctx->crit[--w]);
+        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) op_event(ctx, o, &ctx->crit[--w]);
         lz->crit_len = len;
         lz->crit_built = 1;
     }
