@@ -274,17 +274,14 @@ struct sim_ctx {
     /* the last run */
     int m, mb, S, n_used, n_x, n_ops;
     int *dev;                  /* [n] */
-    int *stage_of, *st_lo, *st_hi, *st_dev; /* [n] */
+    int *st_lo, *st_hi, *st_dev; /* [n] runs of nodes (interleaved only) */
     int *n_on;                 /* [D] */
     int *used;                 /* [D] used devices, ascending */
     int *rank;                 /* [D] 1f1b rank, -1 unused */
-    int *xk, *xd;              /* [xmax] pair producer, remote device */
     int *xslot;                /* [n*D] pair of (k, d) */
     int *in_slot;              /* [in_start[n]] view slot of each input (see sim_view) */
-    unsigned *xstamp;          /* [n*D] */
-    unsigned stamp;
     uint64_t *xmask;           /* [n] remote devices that consume the node (bit = device) */
-    int *ucnt;                 /* [n*D] distinct consumers of k on d (valid where stamped) */
+    int *ucnt;                 /* [n*D] distinct consumers of k on d */
     int *local_uses;           /* [n] distinct consumers on the node's own device */
     uint32_t *seq;             /* [2nM] per-device op orders */
     uint8_t *issued;           /* [2nM] */
@@ -293,10 +290,13 @@ struct sim_ctx {
     int *left;                 /* [D] ops not issued yet */
     uint64_t active;           /* devices whose head op is ready (bit = device) */
     int *dep;                  /* [2nM] unissued dependencies of op (node, mb, bwd) */
+    int *dep_init;             /* [2nM] their initial counts for dep_init_m micro-batches */
+    int dep_init_m;            /* 0: not filled yet */
     int *pos_of;               /* [2nM] position of op (node, mb, bwd) in seq */
     uint64_t *rbits;           /* ready and unissued, by position in seq */
     int *dn_start, *dnodes;    /* [D+1], [n] nodes of each device, ascending */
     int64_t *pbytes;           /* [D] parameter bytes of each device */
+    int64_t *param_b;          /* [n] parameter bytes of each node (the profile's) */
     sim_view *views;           /* [(n + xmax) * M], slot-major */
     sim_buf *temps;            /* [n*M*max_cons] */
     sim_arena *ar;             /* [D] */
@@ -331,8 +331,8 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->opt_a); free(c->opt_b); free(c->ucons_start); free(c->ucons);
     free(c->craw); free(c->bclass); free(c->cbytes); free(c->traw); free(c->res_fwd);
     free(c->out_b); free(c->out_len); free(c->saved_len); free(c->scr_len);
-    free(c->dev); free(c->stage_of); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
-    free(c->used); free(c->rank); free(c->xk); free(c->xd); free(c->xslot); free(c->xstamp); free(c->ucnt); free(c->xmask);
+    free(c->dev); free(c->st_lo); free(c->st_hi); free(c->st_dev); free(c->n_on);
+    free(c->used); free(c->rank); free(c->xslot); free(c->dep_init); free(c->param_b); free(c->ucnt); free(c->xmask);
     free(c->local_uses); free(c->seq); free(c->issued); free(c->dstart); free(c->next); free(c->left); free(c->dep);
     free(c->pos_of); free(c->rbits); free(c->dn_start); free(c->dnodes); free(c->pbytes); free(c->uin_start);
     free(c->uin);
@@ -407,6 +407,7 @@ static void ctx_facts(sim_ctx *c) {
             keep |= kind_bwd_reads_input(k) || k == OP_LOSS;
         }
         c->out_ps[i] = nm->out_bytes_per_sample;
+        c->param_b[i] = nm->param_bytes;
         int64_t sv = nm->act_bytes_per_sample - (keep ? nm->out_bytes_per_sample : 0);
         c->saved_ps[i] = sv > 0 ? sv : 0;
         double sc = (double)(nm->workspace_bytes - c->ws_bytes) / max_mb;
@@ -484,9 +485,9 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
         ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->out_b, n) || ALLOC(c->out_len, n) ||
         ALLOC(c->saved_len, n) || ALLOC(c->scr_len, n) || ALLOC(c->dev, n) ||
-        ALLOC(c->stage_of, n) || ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
-        ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->xk, xmax) ||
-        ALLOC(c->xd, xmax) || ALLOC(c->xslot, (long)n * D) || ALLOC(c->xstamp, (long)n * D) ||
+        ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
+        ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->dep_init, 2 * nm) ||
+        ALLOC(c->param_b, n) || ALLOC(c->xslot, (long)n * D) ||
         ALLOC(c->ucnt, (long)n * D) || ALLOC(c->xmask, n) || ALLOC(c->local_uses, n) || ALLOC(c->seq, 2 * nm) ||
         ALLOC(c->issued, 2 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->left, D) || ALLOC(c->dep, 2 * nm) ||
         ALLOC(c->pos_of, 2 * nm) || ALLOC(c->rbits, 2 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
@@ -1072,66 +1073,68 @@ static void setup_device(run *r, int d) {
 
 #define OPC(i, j, b) ((uint32_t)(i) | (uint32_t)(j) << 16 | (uint32_t)(b) << 31)
 
-/* Stages: maximal runs of consecutive nodes on one device. */
-static void build_stages(sim_ctx *c) {
+/* Stages (maximal runs of consecutive nodes on one device): their count,
+ * and the nodes on each device. */
+static void count_stages(sim_ctx *c) {
     const int n = c->n;
-    int S = 0;
+    int S = 1; /* n >= 1 */
     for (int d = 0; d < c->D; d++) c->n_on[d] = 0;
-    for (int i = 0; i < n; i++) {
-        int d = c->dev[i];
-        c->n_on[d]++;
+    c->n_on[c->dev[0]]++;
+    for (int i = 1; i < n; i++) {
+        c->n_on[c->dev[i]]++;
+        S += c->dev[i] != c->dev[i - 1];
+    }
+    c->S = S;
+}
+
+/* The stages themselves (the interleaved order needs them). */
+static void build_stages(sim_ctx *c) {
+    int S = 0;
+    for (int i = 0; i < c->n; i++) {
+        const int d = c->dev[i];
         if (i == 0 || c->dev[i - 1] != d) {
             c->st_lo[S] = i;
             c->st_dev[S] = d;
             S++;
         }
         c->st_hi[S - 1] = i;
-        c->stage_of[i] = S - 1;
     }
-    c->S = S;
 }
 
 /* Cross-device pairs (producer k, remote device d) with their distinct
- * consumer counts, and each node's distinct local consumers. */
+ * consumer counts, each node's distinct local consumers, and the view slot
+ * of every input (see sim_view). Pairs are numbered by producer, then
+ * device; the numbering only places views in memory. */
 static void build_pairs(sim_ctx *c) {
     const int n = c->n, D = c->D;
     const int *dev = c->dev;
-    c->stamp++;
-    if (c->stamp == 0) {
-        memset(c->xstamp, 0, sizeof *c->xstamp * (size_t)n * D);
-        c->stamp = 1;
-    }
     int nx = 0;
     for (int k = 0; k < n; k++) {
+        const int dk = dev[k];
+        int *cnt = c->ucnt + (size_t)k * D;
         int local = 0;
         uint64_t mask = 0;
+        for (int d = 0; d < D; d++) cnt[d] = 0;
         for (int e = c->ucons_start[k]; e < c->ucons_start[k + 1]; e++) {
-            int cn = c->ucons[e], d = dev[cn];
-            if (d == dev[k]) {
-                local++;
-                continue;
-            }
-            size_t slot = (size_t)k * D + d;
-            if (c->xstamp[slot] != c->stamp) {
-                c->xstamp[slot] = c->stamp;
-                c->xslot[slot] = nx;
-                c->ucnt[slot] = 0;
-                c->xk[nx] = k;
-                c->xd[nx] = d;
-                nx++;
-                mask |= 1ull << d;
-            }
-            c->ucnt[slot]++;
+            const int d = dev[c->ucons[e]];
+            local += d == dk;
+            cnt[d]++;
+            mask |= 1ull << d;
         }
+        mask &= ~(1ull << dk);
         c->local_uses[k] = local;
         c->xmask[k] = mask;
+        for (; mask; mask &= mask - 1) c->xslot[(size_t)k * D + __builtin_ctzll(mask)] = nx++;
     }
     c->n_x = nx;
     for (int i = 0; i < n; i++) {
         const int d = dev[i];
         for (int e = c->in_start[i]; e < c->in_start[i + 1]; e++) {
             const int pr = c->in_node[e];
-            c->in_slot[e] = dev[pr] == d ? pr : n + c->xslot[(size_t)pr * D + d];
+            /* both read, one kept (local or not follows the placement:
+             * a branch here mispredicted); xslot of a local pair is stale */
+            const int local = dev[pr] == d, remote = n + c->xslot[(size_t)pr * D + d];
+            c->in_slot[e] = local ? pr : remote;
         }
     }
 }
@@ -1167,10 +1170,17 @@ static void order_engine(sim_ctx *c, int gpipe) {
                 j = (m - w) + (t - w - 2 * (m - w));
             }
             const int *nl = c->dnodes + c->dn_start[d], nn = c->dn_start[d + 1] - c->dn_start[d];
+            const int base = c->dstart[d];
             if (!bwd) {
-                for (int q = 0; q < nn; q++) a[k++] = OPC(nl[q], j, 0);
+                for (int q = 0; q < nn; q++, k++) {
+                    a[k] = OPC(nl[q], j, 0);
+                    c->pos_of[OPKEY(m, nl[q], j, 0)] = base + k;
+                }
             } else {
-                for (int q = nn - 1; q >= 0; q--) a[k++] = OPC(nl[q], j, 1);
+                for (int q = nn - 1; q >= 0; q--, k++) {
+                    a[k] = OPC(nl[q], j, 1);
+                    c->pos_of[OPKEY(m, nl[q], j, 1)] = base + k;
+                }
             }
         }
     }
@@ -1299,7 +1309,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     c->m = m;
     c->mb = g->cfg.batch / m;
     ensure_costs(c, c->mb);
-    build_stages(c);
+    count_stages(c);
     build_pairs(c);
     int nu = 0;
     for (int d = 0; d < D; d++) c->rank[d] = -1;
@@ -1320,13 +1330,18 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     for (int i = 0; i < n; i++) {
         const int d = c->dev[i];
         c->dnodes[c->next[d]++] = i;
-        c->pbytes[d] += p->node_mem[i].param_bytes;
+        c->pbytes[d] += c->param_b[i];
     }
     if (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) {
+        build_stages(c);
         pl_status st = order_interleaved(c, sched->chunks);
         if (st != PL_OK) return st;
+        for (int k = 0; k < off; k++) {
+            const uint32_t o = c->seq[k];
+            c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
+        }
     } else {
-        order_engine(c, sched->order == SCHED_GPIPE);
+        order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
     }
 
     run r;
@@ -1357,23 +1372,24 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
      * written by the forward that creates them) */
     memset(c->issued, 0, (size_t)off);
     memset(c->rbits, 0, sizeof *c->rbits * ((size_t)off / 64 + 1));
-    for (int k = 0; k < off; k++) {
-        const uint32_t o = c->seq[k];
-        c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
-    }
-    for (int i = 0; i < n; i++) {
-        const int df = c->uin_start[i + 1] - c->uin_start[i], db = 1 + c->ucons_start[i + 1] - c->ucons_start[i];
-        int *dp = c->dep + OPKEY(m, i, 0, 0);
-        for (int j = 0; j < m; j++) {
-            dp[2 * j] = df;
-            dp[2 * j + 1] = db;
+    if (c->dep_init_m != m) { /* the counts depend on the graph and m only */
+        for (int i = 0; i < n; i++) {
+            const int df = c->uin_start[i + 1] - c->uin_start[i], db = 1 + c->ucons_start[i + 1] - c->ucons_start[i];
+            int *dp = c->dep_init + OPKEY(m, i, 0, 0);
+            for (int j = 0; j < m; j++) {
+                dp[2 * j] = df;
+                dp[2 * j + 1] = db;
+            }
         }
-        if (df == 0)
+        c->dep_init_m = m;
+    }
+    memcpy(c->dep, c->dep_init, sizeof *c->dep * 2 * (size_t)n * m);
+    for (int i = 0; i < n; i++)
+        if (c->uin_start[i + 1] == c->uin_start[i]) /* no inputs: its forwards are ready */
             for (int j = 0; j < m; j++) {
                 int pos = c->pos_of[OPKEY(m, i, j, 0)];
                 c->rbits[pos >> 6] |= 1ull << (pos & 63);
             }
-    }
     for (int u = 0; u < c->n_used; u++) {
         int d = c->used[u];
         c->ar[d].n_fr = 0;
