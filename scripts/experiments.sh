@@ -26,7 +26,7 @@
 #   scripts/experiments.sh                  all three in a row, on a machine
 #       that has the GPUs and gnuplot.
 #
-# Knobs (environment): DEVICES=0,1  UPDATES=250  SAMPLES=8  SEED=1  COUNT=60
+# Knobs (environment): DEVICES=0,1  UPDATES=250  SAMPLES=8  SEED=1  TAG=  COUNT=60
 # (calibration placements)  GRAPHS=0 (1: the engine replays CUDA graphs)
 # PROFILE=path (profile database to start from; default data/h200xN.db, else
 # data/h200xN-spec.db, N the number of DEVICES; give the same DEVICES to all
@@ -45,6 +45,10 @@ DEVICES="${DEVICES:-0,1}"
 NDEV=$(( $(echo "$DEVICES" | tr -cd , | wc -c) + 1 ))
 MACH="h200x$NDEV"
 if [ "$NDEV" = 2 ]; then EXP=out/experiments; RES=results; else EXP="out/experiments-$MACH"; RES="results-$MACH"; fi
+# TAG=name keeps a replicate apart (e.g. SEED=2 TAG=seed2: out/experiments-seed2,
+# docs/results-seed2.md)
+TAG="${TAG:-}"
+if [ -n "$TAG" ]; then EXP="$EXP-$TAG"; RES="$RES-$TAG"; fi
 UPDATES="${UPDATES:-250}"
 SAMPLES="${SAMPLES:-8}"
 SEED="${SEED:-1}"
