@@ -640,7 +640,12 @@ static void check_shipped_measured(const char *name, int n_devices) {
             if (a != b) {
                 cr_assert_gt(p->links[a * n_devices + b].bandwidth, 0.0);
                 cr_assert_geq(p->links[a * n_devices + b].n_points, 37, "4 KiB .. 1 GiB, 2+ per octave");
+                /* the lent H200s are NVLink peers (through NVSwitch): the profiler must say so */
+                char kind[32];
+                cr_assert_eq(profile_db_link_kind(db, a, b, kind, sizeof kind), PL_OK);
+                cr_assert_str_eq(kind, "nvlink", "link %d -> %d", a, b);
             }
+    if (n_devices > 1) cr_assert(th_has(m.topology, "NVLink"), "%s", m.topology);
     profile_data_destroy(p);
     profile_db_close(db);
     unsigned char *after = th_read(path, &n1);
