@@ -512,6 +512,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     return PL_OK;
 
 out_nomem:
+    if (c->chain) c->chain++; /* sim_ctx_destroy frees chain - 1 */
     sim_ctx_destroy(c);
     return PL_ERR_NOMEM;
 }

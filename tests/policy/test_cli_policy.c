@@ -210,7 +210,7 @@ Test(cli_policy, train_resumed_after_sigkill_matches_an_uninterrupted_run, .time
     drop_db(db);
 }
 
-/* Read a whole file into a malloc'd buffer; *n gets its size. */
+/* Read a whole file into a malloc'd, NUL-terminated buffer; *n gets its size. */
 static char *slurp(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
@@ -219,6 +219,7 @@ static char *slurp(const char *path, size_t *n) {
     fseek(f, 0, SEEK_SET);
     char *b = malloc((size_t)sz + 1);
     *n = fread(b, 1, (size_t)sz, f);
+    b[*n] = 0;
     fclose(f);
     return b;
 }
