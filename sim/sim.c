@@ -713,21 +713,14 @@ static inline void compute_op(run *r, int d, int kind, int node, int j, double r
     compute_dur(r, d, kind, node, j, dur > 0 ? dur : 0.0);
 }
 
-/* The compute stream of d waits for a received buffer (first use only). */
-static inline void use_buf(run *r, int d, sim_buf *b) {
-    sim_ctx *c = r->c;
-    if (b->rop < 0) return;
-    if (b->ready >= c->ct[d]) {
-        c->ct[d] = b->ready;
-        c->cp[d] = b->rop;
-    }
-    if (b->seq > c->comm_waited[d]) c->comm_waited[d] = b->seq;
-    b->rop = -1;
-}
-
 /* Release deferred blocks of d whose send finished by comm seq upto.
  * The arena's state depends only on which blocks are allocated, not on
- * the order they were freed in, so the list's order does not matter. */
+ * the order they were freed in, so the list's order does not matter, and
+ * neither does the moment a due block is released as long as it is before
+ * the next allocation: blocks are released as soon as they are due (when
+ * d's compute stream waits further on its comm stream, see use_buf), so
+ * an allocation for the compute stream never has a deferred block to
+ * look at. */
 static inline void release_deferred(sim_ctx *c, int d, int upto) {
     if (c->n_deferred[d] == 0 || upto < c->deferred_min[d]) return; /* none is due */
     sim_fence *l = c->deferred + (size_t)d * c->live_cap;
@@ -745,20 +738,33 @@ static inline void release_deferred(sim_ctx *c, int d, int upto) {
     c->deferred_min[d] = lo;
 }
 
-/* A block of len (an aligned length) on d's arena, after releasing the
- * deferred blocks that are due: all of them for a receive buffer (the
- * engine's comm stream allocates it), else those whose send the compute
- * stream has waited for. Returns the block's offset. */
+/* A block of len (an aligned length) on d's arena. The deferred blocks
+ * whose send the compute stream has waited for are already released (see
+ * release_deferred); a receive buffer (the engine's comm stream allocates
+ * it) first releases all of them. Returns the block's offset. */
 static SIM_HOT_INLINE int64_t c_alloc(sim_ctx *c, int d, int64_t len, int for_comm) {
-    release_deferred(c, d, for_comm ? INT32_MAX : c->comm_waited[d]);
+    if (for_comm) release_deferred(c, d, INT32_MAX);
     return arena_alloc(&c->ar[d], len);
 }
 
 /* Scratch of one call (len aligned): allocated before it, freed right
  * after (nothing else happens to the arena in between). */
-static inline void scratch(sim_ctx *c, int d, int64_t len) {
-    release_deferred(c, d, c->comm_waited[d]);
-    arena_peek(&c->ar[d], len);
+static inline void scratch(sim_ctx *c, int d, int64_t len) { arena_peek(&c->ar[d], len); }
+
+/* The compute stream of d waits for a received buffer (first use only);
+ * blocks whose sends that covers are released now. */
+static inline void use_buf(run *r, int d, sim_buf *b) {
+    sim_ctx *c = r->c;
+    if (b->rop < 0) return;
+    if (b->ready >= c->ct[d]) {
+        c->ct[d] = b->ready;
+        c->cp[d] = b->rop;
+    }
+    if (b->seq > c->comm_waited[d]) {
+        c->comm_waited[d] = b->seq;
+        release_deferred(c, d, b->seq);
+    }
+    b->rop = -1;
 }
 
 /* Free a block of d that was never sent from. */
@@ -1044,6 +1050,7 @@ static void issue_tail(run *r, int d) {
             c->cp[d] = c->mp[d];
         }
         c->comm_waited[d] = c->comm_seq[d];
+        release_deferred(c, d, c->comm_seq[d]);
     }
     const double bytes = (double)c->pbytes[d];
     if (bytes > 0) compute_op(r, d, OPK_OPT, -1, -1, c->opt_a[d] + c->opt_b[d] * bytes);

@@ -10,7 +10,7 @@
  * per simulation. Targets (issue 5): >= 200,000/s for the default GPT over 4
  * devices at m = 1, >= 50,000/s at m = 4 with 1F1B.
  *
- *   sim_speed [--seconds S] [--seed N] [--cpu]
+ *   sim_speed [--seconds S] [--seed N] [--cpu] [--case K]   (K: run only row K, from 0)
  *
  * --cpu times the thread's CPU time instead of wall time (on a machine
  * shared with other work, wall time also counts the time the thread
@@ -134,13 +134,14 @@ out:
 int main(int argc, char **argv) {
     double seconds = 1.0;
     uint64_t seed = 1;
-    int cpu = 0;
+    int cpu = 0, only = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seconds") && i + 1 < argc) seconds = atof(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc) seed = strtoull(argv[++i], NULL, 10);
         else if (!strcmp(argv[i], "--cpu")) cpu = 1;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: sim_speed [--seconds S] [--seed N] [--cpu]\n");
+            fprintf(stderr, "usage: sim_speed [--seconds S] [--seed N] [--cpu] [--case K]\n");
             return 2;
         }
     }
@@ -164,7 +165,7 @@ int main(int argc, char **argv) {
            "mean step ms", "target");
     int met = 1;
     for (size_t c = 0; c < N_CASES; c++)
-        if (run_case(&CASES[c], seconds, seed, cpu, &met) != 0) return 1;
+        if ((only < 0 || (size_t)only == c) && run_case(&CASES[c], seconds, seed, cpu, &met) != 0) return 1;
     printf("\n%s\n", met ? "all targets met" : "some targets MISSED");
     return 0;
 }
