@@ -228,6 +228,7 @@ typedef struct {
 /* Op kinds recorded for traces and the critical path. */
 enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO };
 
+/* What sim_critical_path builds on demand (it takes a const context). */
 typedef struct {
     int crit_built;
     int crit_len;
@@ -317,6 +318,14 @@ struct sim_ctx {
     sim_chain *chain;          /* [ops_cap] the ops' chains; chain[-1] is the empty one */
     int last_op;
     int reorders;
+    /* The ops' own records (times, kind, node: sim_op) are written only
+     * when tracing, or when sim_critical_path runs the last step again to
+     * get them (their chains are always written): most callers never ask,
+     * and the stores cost about 4% of a run. */
+    int recorded;              /* ops[] holds the last run's records */
+    int force_record;          /* record the next run (sim_critical_path) */
+    schedule last_sched;       /* the last run's schedule and parameters, */
+    sim_params last_prm;       /* to run it again (its placement is in dev) */
 
     sim_event *events;
     int n_events;
@@ -650,6 +659,7 @@ typedef struct {
     int ideal;             /* transfers on ideal per-link queues (interleaved) */
     double cs, lo, ts, tl, cont;
     int tracing;
+    int record;            /* write the ops' records (sim_op) */
     int n_ops;
     int n_transfers;
     int64_t tbytes;        /* summed as integers: exact, as the double sum of
@@ -691,15 +701,17 @@ static SIM_HOT_INLINE void compute_dur(run *r, int d, int kind, int node, int j,
         c->pend[d] = 0;
     }
     const int op = r->n_ops++;
-    sim_op *o = &c->ops[op];
     const int pr = c->cp[d];
-    o->t0 = c->ct[d];
-    o->t1 = c->ct[d] + dur;
+    if (r->record) {
+        sim_op *o = &c->ops[op];
+        o->t0 = c->ct[d];
+        o->t1 = c->ct[d] + dur;
+        o->info = kind | d << 3;
+        o->node = node;
+        o->mb = j;
+        o->dst = -1;
+    }
     c->chain[op] = (sim_chain){c->chain[pr].ccomp + dur, c->chain[pr].clen + 1, pr};
-    o->info = kind | d << 3;
-    o->node = node;
-    o->mb = j;
-    o->dst = -1;
     c->ct[d] += dur;
     c->cp[d] = op;
     c->busy[d] += dur;
@@ -800,12 +812,14 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
     const int op = r->n_ops;
     r->n_ops += 2;
     for (int k = 0; k < 2; k++) {
-        c->ops[op + k].t0 = st;
-        c->ops[op + k].t1 = st + x;
-        c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
-        c->ops[op + k].dst = t;
-        c->ops[op + k].node = node;
-        c->ops[op + k].mb = j;
+        if (r->record) {
+            c->ops[op + k].t0 = st;
+            c->ops[op + k].t1 = st + x;
+            c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+            c->ops[op + k].dst = t;
+            c->ops[op + k].node = node;
+            c->ops[op + k].mb = j;
+        }
         chain_xfer(c, op + k, pr);
     }
     c->lfree[l] = st + x;
@@ -863,15 +877,17 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
     const int eager = bytes <= SIM_EAGER_BYTES;
     const double s0 = eager ? sp : st;
     const int spr = eager ? spred : pr;
-    c->ops[op].t0 = st;
-    c->ops[op].t1 = st + x;
-    c->ops[op + 1].t0 = s0;
-    c->ops[op + 1].t1 = s0 + x;
-    /* events name a transfer by the data's source and destination */
-    c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
-    c->ops[op].dst = c->ops[op + 1].dst = t;
-    c->ops[op].node = c->ops[op + 1].node = node;
-    c->ops[op].mb = c->ops[op + 1].mb = j;
+    if (r->record) {
+        c->ops[op].t0 = st;
+        c->ops[op].t1 = st + x;
+        c->ops[op + 1].t0 = s0;
+        c->ops[op + 1].t1 = s0 + x;
+        /* events name a transfer by the data's source and destination */
+        c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+        c->ops[op].dst = c->ops[op + 1].dst = t;
+        c->ops[op].node = c->ops[op + 1].node = node;
+        c->ops[op].mb = c->ops[op + 1].mb = j;
+    }
     chain_xfer(c, op, pr);
     chain_xfer(c, op + 1, spr);
     c->mt[t] = st + x;
@@ -1279,6 +1295,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     if (!c) return PL_ERR_INVALID;
     c->err[0] = 0;
     c->last_op = -1;
+    c->recorded = 0;
     c->lazy->crit_built = 0;
     c->have_events = 0;
     c->n_events = 0;
@@ -1366,6 +1383,9 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     r.tl = prm.transfer_latency_us;
     r.cont = prm.contention;
     r.tracing = c->trace_on && c->events;
+    r.record = r.tracing || c->force_record;
+    c->last_sched = *sched;
+    c->last_prm = prm;
     r.ideal = sched->order == SCHED_INTERLEAVED && sched->chunks > 1;
     if (r.ideal)
         for (int l = 0; l < D * D; l++) {
@@ -1509,6 +1529,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         }
     }
     c->last_op = last;
+    c->recorded = r.record;
     res->step_us = span + prm.step_fixed_us + (r.multi ? prm.multi_device_start_us : 0.0);
     double bsum = 0.0;
     for (int d = 0; d < D; d++) {
@@ -1572,6 +1593,24 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
         return NULL;
     }
     sim_lazy *lz = ctx->lazy;
+    if (!lz->crit_built && !ctx->recorded) {
+        /* the last run did not write its ops' records: run it again with
+         * them (same inputs, same results). The context was created
+         * writable by sim_ctx_create; const here only says that what the
+         * caller can observe does not change. */
+        sim_ctx *c = (sim_ctx *)ctx;
+        sim_result again;
+        const int trace_on = c->trace_on; /* tracing turned on since: no events now */
+        c->trace_on = 0;
+        c->force_record = 1;
+        pl_status st = sim_run(c, c->dev, &c->last_sched, NULL, &c->last_prm, &again);
+        c->force_record = 0;
+        c->trace_on = trace_on;
+        if (st != PL_OK) { /* cannot happen: it succeeded before */
+            if (n) *n = 0;
+            return NULL;
+        }
+    }
     if (!lz->crit_built) {
         int len = 0;
         for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) len++;

@@ -164,7 +164,11 @@ const sim_event *sim_events(const sim_ctx *ctx, int *n);
  * when more than one device is used). A transfer appears as its receive,
  * or as its send where an eager send's completion fixed what came next.
  * The array lives in ctx until the
- * next sim_run. NULL (and *n = 0) before a successful run. */
+ * next sim_run. NULL (and *n = 0) before a successful run. Cost: when
+ * tracing was off, the first call after a run simulates that step again
+ * (same inputs, same results) to record its operations, which sim_run
+ * itself then skips; so it costs about one sim_run, once. Not for use
+ * from two threads on one ctx (no sim_ctx function is). */
 const sim_event *sim_critical_path(const sim_ctx *ctx, int *n);
 
 /* Write the last traced run as Chrome Trace Event JSON (Perfetto,

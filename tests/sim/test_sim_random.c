@@ -6,6 +6,8 @@
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 #include "sim_fixtures.h"
@@ -215,6 +217,49 @@ Test(sim_random, larger_graphs_and_devices_run) {
         sim_result res;
         cr_assert_eq(sim_run(f.ctx, dev, &s, NULL, NULL, &res), PL_OK, "%s", sim_last_error(f.ctx));
         cr_assert(res.step_us > 0);
+    }
+    gpt_free(&f);
+}
+
+/* Without tracing the ops' records are not written during the run:
+ * sim_critical_path runs the step again to get them. The path must be the
+ * traced run's, event for event, and asking must leave the results alone. */
+Test(sim_random, untraced_critical_path_is_the_traced_one) {
+    gpt_fix f = gpt_make("default", 4, 8);
+    pl_rng r;
+    pl_rng_seed(&r, 77);
+    int dev[64];
+    sim_params prm;
+    sim_params_default(&prm);
+    prm.contention = 0.2;
+    prm.transfer_latency_us = 4.0;
+    for (int t = 0; t < 12; t++) {
+        random_placement(&r, t % 3, f.g->n_nodes, 4, dev);
+        schedule s = schedule_make(t % 2 ? 4 : 8, t % 4 < 2 ? SCHED_1F1B : SCHED_GPIPE);
+        sim_result traced, plain;
+        /* untraced first: what ops[] holds is the previous placement's */
+        sim_ctx_set_trace(f.ctx, 0);
+        cr_assert_eq(sim_run(f.ctx, dev, &s, NULL, &prm, &plain), PL_OK);
+        int np = 0;
+        const sim_event *cpp = sim_critical_path(f.ctx, &np);
+        cr_assert(np > 0);
+        cr_assert_eq(np, plain.critical_path_len);
+        cr_assert_null(sim_events(f.ctx, NULL), "no events without tracing");
+        cr_assert_str_empty(sim_last_error(f.ctx));
+        int n2 = 0; /* asked twice: the same path */
+        cr_assert_eq(sim_critical_path(f.ctx, &n2), cpp);
+        cr_assert_eq(n2, np);
+        sim_event *want = malloc(sizeof *want * (size_t)np);
+        cr_assert_not_null(want);
+        memcpy(want, cpp, sizeof *want * (size_t)np);
+        sim_ctx_set_trace(f.ctx, 1);
+        cr_assert_eq(sim_run(f.ctx, dev, &s, NULL, &prm, &traced), PL_OK);
+        cr_assert_eq(memcmp(&traced, &plain, sizeof plain), 0, "run %d: tracing changed the result", t);
+        int nt = 0;
+        const sim_event *cpt = sim_critical_path(f.ctx, &nt);
+        cr_assert_eq(nt, np, "run %d", t);
+        cr_assert_eq(memcmp(cpt, want, sizeof *want * (size_t)np), 0, "run %d: the paths differ", t);
+        free(want);
     }
     gpt_free(&f);
 }
