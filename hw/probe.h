@@ -61,7 +61,7 @@ typedef struct {
     uint64_t seed;     /* tokens, targets and (when no model is given) parameters */
 } hw_probe_opts;
 
-/* warmup 3, reps 30, max_discard 20, pad_bytes 0, seed 1. */
+/* warmup 3, reps 60, max_discard 20, pad_bytes 0, seed 1. */
 hw_probe_opts hw_probe_opts_default(void);
 
 typedef struct {
