@@ -795,6 +795,31 @@ static SIM_HOT_INLINE void c_free(sim_ctx *c, int d, sim_buf *b) {
     if (b->fence < c->deferred_min[d]) c->deferred_min[d] = b->fence;
 }
 
+/* What every transfer (s -> t, taking x us, its receive being op and ending
+ * at ready) does last, whichever queue it ran on: contention on both
+ * devices, counters, the event, the comm sequence numbers, src's fence and
+ * dst's fields (its block at doff, len). */
+static SIM_HOT_INLINE void xfer_done(run *r, int s, int t, int64_t bytes, double x, int op, double ready,
+                                     sim_buf *src, sim_buf *dst, int64_t doff, int64_t len) {
+    sim_ctx *c = r->c;
+    if (r->cont != 0.0) {
+        c->pend[s] += r->cont * x;
+        c->pend[t] += r->cont * x;
+    }
+    r->n_transfers++;
+    r->tbytes += bytes;
+    if (r->tracing) record_event(r, op);
+    c->comm_seq[s]++;
+    c->comm_seq[t]++;
+    src->fence = c->comm_seq[s];
+    dst->off = doff;
+    dst->len = len;
+    dst->seq = c->comm_seq[t];
+    dst->ready = ready;
+    dst->rop = op;
+    dst->fence = 0;
+}
+
 /* The transfer of an order the engine does not run (interleaved): it
  * leaves when its producer's compute ends, on a FIFO queue per directed
  * link that overlaps everything else, as an ideal pipeline's would. */
@@ -824,22 +849,7 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
     }
     c->lfree[l] = st + x;
     c->llast[l] = op;
-    if (r->cont != 0.0) {
-        c->pend[s] += r->cont * x;
-        c->pend[t] += r->cont * x;
-    }
-    r->n_transfers++;
-    r->tbytes += bytes;
-    if (r->tracing) record_event(r, op);
-    c->comm_seq[s]++;
-    c->comm_seq[t]++;
-    src->fence = c->comm_seq[s];
-    dst->off = doff;
-    dst->len = len;
-    dst->seq = c->comm_seq[t];
-    dst->ready = st + x;
-    dst->rop = op;
-    dst->fence = 0;
+    xfer_done(r, s, t, bytes, x, op, st + x, src, dst, doff, len);
 }
 
 /* A transfer of node's output (or its gradient) for micro-batch j from
@@ -894,22 +904,7 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
     c->mp[t] = op;
     c->mt[s] = s0 + x;
     c->mp[s] = op + 1;
-    if (r->cont != 0.0) {
-        c->pend[s] += r->cont * x;
-        c->pend[t] += r->cont * x;
-    }
-    r->n_transfers++;
-    r->tbytes += bytes;
-    if (r->tracing) record_event(r, op);
-    c->comm_seq[s]++;
-    c->comm_seq[t]++;
-    src->fence = c->comm_seq[s];
-    dst->off = doff;
-    dst->len = len;
-    dst->seq = c->comm_seq[t];
-    dst->ready = st + x;
-    dst->rop = op;
-    dst->fence = 0;
+    xfer_done(r, s, t, bytes, x, op, st + x, src, dst, doff, len);
 }
 
 /* A consumer on d is done with the data of view v (on d). */
