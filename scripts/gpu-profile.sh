@@ -14,7 +14,7 @@
 #      whole single-device step measured on the engine; and, beside it, the
 #      same steps replayed as CUDA graphs (placer step --graphs).
 #
-#   REPS=60 bash scripts/gpu-profile.sh   more repetitions per node probe
+#   REPS=100 bash scripts/gpu-profile.sh  other repetitions per node probe (default: the profiler's, 60)
 #
 # Writes under $OUT: profile.log (everything, with one line per measured unit),
 # summary.txt (the tables), and copies of the three profile files.
@@ -23,7 +23,7 @@ OUT="${OUT:-/tmp/placer-gpu-profile}"
 mkdir -p "$OUT"
 B="${BUILD:-build-gpu}"
 P="$B/cli/placer"
-REPS="${REPS:-60}"   # timed repetitions per node probe (placer profile --reps)
+REPS_OPT=${REPS:+--reps $REPS}   # placer profile --reps, only when REPS is set
 # NVLink multicast stays off on shared machines; GSL/OpenBLAS come from the bundle
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export LD_LIBRARY_PATH="$PWD/$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -70,15 +70,15 @@ SCRATCH=/tmp/placer-h200x2-rerun.db
 rm -f "$SCRATCH" "$SCRATCH-wal" "$SCRATCH-shm"
 
 say "== 1. two GPUs -> data/h200x2.db (target: at most 180 s)"
-run profile_x2 200 "$P" profile --db data/h200x2.db --devices 0,1 --reps "$REPS" --portable --verbose
+run profile_x2 200 "$P" profile --db data/h200x2.db --devices 0,1 $REPS_OPT --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x2.out" | tee -a "$SUM"
 
 say "== 2. GPU 0 alone -> data/h200x1.db"
-run profile_x1 120 "$P" profile --db data/h200x1.db --devices 0 --reps "$REPS" --portable --verbose
+run profile_x1 120 "$P" profile --db data/h200x1.db --devices 0 $REPS_OPT --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x1.out" | tee -a "$SUM"
 
 say "== 3. the same two GPUs again -> scratch; run-to-run variation"
-run profile_x2_again 200 "$P" profile --db "$SCRATCH" --devices 0,1 --reps "$REPS" --portable --verbose
+run profile_x2_again 200 "$P" profile --db "$SCRATCH" --devices 0,1 $REPS_OPT --portable --verbose
 grep -E "^(profiled|probe repetitions)" "$OUT/profile_x2_again.out" | tee -a "$SUM"
 run compare_50us 60 "$P" profile compare --db data/h200x2.db --db "$SCRATCH" --min-us 50
 cat "$OUT/compare_50us.out" >>"$SUM"
