@@ -115,9 +115,7 @@ pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *
     size_t n = (size_t)g->cfg.batch * (size_t)g->cfg.seq_len;
     t->tokens = malloc(sizeof(int) * n);
     t->targets = malloc(sizeof(int) * n);
-    int64_t *offsets = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
-    if (offsets) t->model = malloc(sizeof(float) * (size_t)hw_model_param_offsets(g, offsets));
-    free(offsets);
+    t->model = malloc(sizeof(float) * (size_t)hw_model_param_offsets(g, NULL));
     if (!t->tokens || !t->targets || !t->model) {
         calib_hw_timer_destroy(t);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");

@@ -35,10 +35,10 @@ int64_t hw_model_param_offsets(const graph *g, int64_t *off) {
     for (int i = 0; i < g->n_nodes; i++) {
         hw_param_layout pl;
         hw_node_param_layout(g, i, &pl);
-        off[i] = total;
+        if (off) off[i] = total;
         total += pl.floats;
     }
-    off[g->n_nodes] = total;
+    if (off) off[g->n_nodes] = total;
     return total;
 }
 

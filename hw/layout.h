@@ -58,7 +58,8 @@ typedef struct {
 void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl);
 
 /* Offsets of every node's shard in the model view: off[i] for node i,
- * off[n_nodes] = total floats. off must hold n_nodes + 1 entries. */
+ * off[n_nodes] = total floats. off must hold n_nodes + 1 entries, or be
+ * NULL to get only the total. Returns the total floats. */
 int64_t hw_model_param_offsets(const graph *g, int64_t *off);
 
 /* Fill the model view (hw_model_param_offsets floats) with the initial
