@@ -10,13 +10,20 @@ cd "$(dirname "$0")/.."
 PATH="/usr/local/cuda/bin:$PATH"; export PATH
 BUILD="${BUILD:-build-gpu}"
 if [ ! -f "$BUILD/build.ninja" ]; then
-  meson setup "$BUILD" -Dcuda=enabled -Dtests=disabled -Dbuildtype=release -Dgpu_archs=9.0 \
+  meson setup "$BUILD" -Dcuda=enabled -Dtests=disabled -Dbuildtype=release -Dgpu_archs=9.0 -Dopenblas=disabled \
     >/tmp/placer-gpu-setup.log 2>&1 || { cat /tmp/placer-gpu-setup.log >&2; exit 1; }
+fi
+# No OpenBLAS (36 MB) on the device side: the placers train here, and the
+# carried tree must stay under the device tool's 64 MiB with the tracked files.
+if ! meson configure "$BUILD" 2>/dev/null | grep -Eq '^ *openblas +disabled'; then
+  meson setup --reconfigure "$BUILD" -Dopenblas=disabled >/tmp/placer-gpu-setup.log 2>&1 ||
+    { cat /tmp/placer-gpu-setup.log >&2; exit 1; }
 fi
 # The engine's own binaries must build; the placer command links every area
 # and is built when the rest of the tree builds.
 ninja -C "$BUILD" hw/gpu_tests benchmarks/hw/bench_step
 ninja -C "$BUILD" cli/placer || echo "gpu-build: cli/placer did not build; the GPU tests and benchmark did" >&2
+rm -rf "$BUILD/lib"
 mkdir -p "$BUILD/lib"
 for bin in "$BUILD/hw/gpu_tests" "$BUILD/benchmarks/hw/bench_step" "$BUILD/cli/placer"; do
   [ -x "$bin" ] || continue
