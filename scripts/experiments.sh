@@ -15,8 +15,8 @@
 #       build-gpu/ (scripts/gpu-build.sh), copies the profile into
 #       out/experiments/, trains A, B and C offline and runs the searches.
 #   scripts/experiments.sh gpu              on the GPU machine, with
-#       build-gpu/cli/placer, build-gpu/lib and out/experiments carried (about
-#       10 MB together): profiles if needed (then trains there),
+#       build-gpu (6 MB, no OpenBLAS) and out/experiments carried (the
+#       device tool takes 64 MiB with the 31 MB of tracked files): profiles if needed (then trains there),
 #       confirms A, B, C and calibrates. Logs and the database go to
 #       $OUT/results.tar.gz after every step (and $OUT/experiments.log), so a
 #       run cut short still returns what it measured. Budget: about 8 minutes.
