@@ -28,6 +28,7 @@
 #include "sim.h"
 #include "spec.h"
 #include "util.h"
+#include "sim_bench.h"
 
 typedef struct {
     uint64_t h; /* FNV-1a state */
@@ -65,25 +66,12 @@ static void run_one(hasher *hs, sim_ctx *ctx, const int *pl, const schedule *s, 
 static int run_machine(hasher *hs, const char *config, const char *spec_name, int devices, int n_pl, uint64_t seed) {
     static const int MS[] = {1, 2, 4, 8, 16};
     static const schedule_order ORDERS[] = {SCHED_GPIPE, SCHED_1F1B};
-    char msg[256] = "";
-    gpt_config cfg;
-    graph *g = NULL;
-    profile_data *p = NULL;
-    sim_ctx *ctx = NULL;
+    sim_bench b;
+    if (sim_bench_open(&b, "sim_checksum", config, spec_name, devices, 16) != 0) return 1;
+    const graph *g = b.g;
+    sim_ctx *ctx = b.ctx;
+    const int D = b.p->n_devices;
     int *pl = NULL, rc = 1;
-    if (gpt_config_parse(config, &cfg, msg, sizeof msg) != PL_OK ||
-        graph_build_gpt(&cfg, &g, msg, sizeof msg) != PL_OK) {
-        fprintf(stderr, "sim_checksum: %s\n", msg);
-        return 1;
-    }
-    machine_spec spec = *spec_find(spec_name);
-    if (devices > 0) spec.n_devices = devices;
-    const int D = spec.n_devices;
-    int sizes[5] = {1, 2, 4, 8, 16};
-    if (spec_profile_build(&spec, g, sizes, 5, &p) != PL_OK || sim_ctx_create(g, p, 16, &ctx) != PL_OK) {
-        fprintf(stderr, "sim_checksum: cannot build the profile or context\n");
-        goto out;
-    }
     const int n = g->n_nodes;
     pl = malloc(sizeof *pl * (size_t)n);
     if (!pl) goto out;
@@ -133,9 +121,7 @@ static int run_machine(hasher *hs, const char *config, const char *spec_name, in
     rc = 0;
 out:
     free(pl);
-    sim_ctx_destroy(ctx);
-    profile_data_destroy(p);
-    graph_destroy(g);
+    sim_bench_close(&b);
     return rc;
 }
 

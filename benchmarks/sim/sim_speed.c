@@ -28,6 +28,7 @@
 #include "sim.h"
 #include "spec.h"
 #include "util.h"
+#include "sim_bench.h"
 
 #define N_PLACEMENTS 4096
 
@@ -69,25 +70,11 @@ static double now_us(int cpu) {
 }
 
 static int run_case(const bench_case *bc, double seconds, uint64_t seed, int cpu, int *met) {
-    char msg[256] = "";
-    gpt_config cfg;
-    graph *g = NULL;
-    profile_data *p = NULL;
-    sim_ctx *ctx = NULL;
+    sim_bench b;
+    if (sim_bench_open(&b, "sim_speed", bc->config, "h200x4-nvlink", bc->devices, bc->m) != 0) return 1;
+    sim_ctx *ctx = b.ctx;
     int *pl = NULL, rc = 1;
-    if (gpt_config_parse(bc->config, &cfg, msg, sizeof msg) != PL_OK ||
-        graph_build_gpt(&cfg, &g, msg, sizeof msg) != PL_OK) {
-        fprintf(stderr, "sim_speed: %s\n", msg);
-        return 1;
-    }
-    machine_spec spec = *spec_find("h200x4-nvlink");
-    spec.n_devices = bc->devices;
-    int sizes[5] = {1, 2, 4, 8, 16};
-    if (spec_profile_build(&spec, g, sizes, 5, &p) != PL_OK || sim_ctx_create(g, p, bc->m, &ctx) != PL_OK) {
-        fprintf(stderr, "sim_speed: cannot build the profile or context\n");
-        goto out;
-    }
-    const int n = g->n_nodes;
+    const int n = b.g->n_nodes;
     pl = malloc(sizeof *pl * (size_t)n * N_PLACEMENTS);
     if (!pl) goto out;
     pl_rng r;
@@ -125,9 +112,7 @@ static int run_case(const bench_case *bc, double seconds, uint64_t seed, int cpu
     rc = 0;
 out:
     free(pl);
-    sim_ctx_destroy(ctx);
-    profile_data_destroy(p);
-    graph_destroy(g);
+    sim_bench_close(&b);
     return rc;
 }
 
