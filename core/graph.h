@@ -45,6 +45,15 @@ typedef enum {
     OP_KIND_COUNT
 } op_kind;
 
+typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM } norm_kind;
+typedef enum { MLP_GELU = 0, MLP_SWIGLU } mlp_kind;
+typedef enum { POS_LEARNED = 0, POS_ROTARY } pos_kind;
+
+/* A model's shape. The first six fields are the original GPT config; the
+ * rest extend it to GPT-2 / Llama / Mistral / Qwen / GPT-NeoX families, and
+ * every one of them is 0 for the original GPT (so positional initialisers
+ * of the first six keep meaning what they meant, and the graph key of such
+ * a config is unchanged). */
 typedef struct {
     int vocab;    /* vocabulary size V */
     int d_model;  /* channels C */
@@ -52,6 +61,16 @@ typedef struct {
     int n_layers; /* transformer blocks L */
     int seq_len;  /* tokens per sample T */
     int batch;    /* samples per step B */
+    /* extensions, 0 = the original GPT's choice: */
+    int n_kv_heads;        /* key/value heads (grouped-query attention); 0: n_heads */
+    int d_ff;              /* MLP hidden width; 0: 4 * d_model */
+    norm_kind norm;        /* layernorm (with bias) or RMSNorm (scale only) */
+    mlp_kind mlp;          /* GELU MLP (fc, proj) or SwiGLU (gate, up, down) */
+    pos_kind pos;          /* learned position table or rotary (no parameters) */
+    int tied;              /* 1: the head reuses the token embedding matrix */
+    int vocab_multiple;    /* pad V up to a multiple of this (Megatron: 128 * tp); 0: none */
+    int no_bias;           /* 1: linear layers have no bias (Llama); 0: they do (GPT-2) */
+    int parallel_residual; /* 1: y = x + attn(ln1(x)) + mlp(ln2(x)) (GPT-J, NeoX, PaLM) */
 } gpt_config;
 
 typedef struct {

@@ -1,0 +1,81 @@
+/*
+ * cluster.h: a cluster description in memory: what the layout simulator
+ * knows about GPUs and the wires between them. Loaded from the JSON files
+ * users write (data/clusters/NAME.json, documented in docs/clusters.md) by
+ * profile/cluster_file.c; nothing here parses JSON.
+ *
+ * Units: bytes, bytes per second, FLOP per second, microseconds. Bandwidths
+ * are per direction (unidirectional), the way NCCL's bus bandwidth counts
+ * them: NVLink 3 at "600 GB/s bidirectional per GPU" is 300e9 here, an HDR
+ * adapter of 200 Gb/s is 25e9.
+ *
+ * Topology: GPUs are numbered node by node (gpus_per_node consecutive ranks
+ * per node); nodes are numbered pod by pod (pod_gpus consecutive GPUs per
+ * pod). Within a node every GPU reaches every other at intra_bw (a switch:
+ * NVSwitch). Between nodes each GPU has nics_per_node / gpus_per_node
+ * adapters' worth of nic_bw (rail-optimised fat tree: full bisection inside
+ * a pod); traffic that leaves a pod shares uplinks oversubscribed by
+ * pod_oversubscription (7 for Llama 3's 1:7).
+ *
+ * Node groups: a cluster is a list of node groups, each of one GPU type
+ * (n_gpu_types >= 1), so a mixed cluster (8 x H100 nodes and 8 x A100 nodes)
+ * is one file. Nodes are numbered group by group.
+ */
+#ifndef PLACER_CORE_CLUSTER_H
+#define PLACER_CORE_CLUSTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "precision.h"
+#include "status.h"
+
+#define CLUSTER_NAME_LEN 64
+#define CLUSTER_MAX_GPU_TYPES 4
+#define CLUSTER_MAX_GROUPS 8
+
+typedef struct {
+    char name[CLUSTER_NAME_LEN];        /* e.g. "NVIDIA H100 SXM 80GB" */
+    double peak_flops[PRECISION_COUNT]; /* dense tensor-core FLOP/s by precision; 0: unsupported */
+    double hbm_bw;                      /* memory bandwidth, bytes/s */
+    int64_t hbm_bytes;                  /* memory per GPU, bytes */
+    int sm_count;                       /* streaming multiprocessors (wave quantisation) */
+    double clock_ghz;                   /* boost clock (informational) */
+} cluster_gpu;
+
+typedef struct {
+    int gpu_type;                       /* index into cluster.gpus */
+    int n_nodes;                        /* nodes of this group */
+} cluster_group;
+
+typedef struct {
+    char name[CLUSTER_NAME_LEN];        /* e.g. "dgx-a100-selene" */
+    int n_gpu_types;                    /* entries of gpus, >= 1 */
+    cluster_gpu gpus[CLUSTER_MAX_GPU_TYPES];
+    int n_groups;                       /* entries of groups, >= 1 */
+    cluster_group groups[CLUSTER_MAX_GROUPS];
+    int gpus_per_node;                  /* GPUs in one node (server) */
+    double intra_bw;                    /* per GPU per direction inside a node, bytes/s */
+    double intra_latency_us;            /* per message / per collective step inside a node */
+    int nics_per_node;                  /* inter-node adapters per node */
+    double nic_bw;                      /* per adapter per direction, bytes/s */
+    double inter_latency_us;            /* per message / per collective step across nodes */
+    int64_t pod_gpus;                   /* GPUs with full bisection; 0: the whole cluster */
+    double pod_oversubscription;        /* >= 1; bandwidth divisor for traffic between pods */
+    double p2p_efficiency;              /* fraction of link bandwidth a send reaches (0,1] */
+    double collective_efficiency;       /* fraction NCCL's ring/tree reach (0,1] */
+} cluster;
+
+/* Total nodes / GPUs over all groups. */
+int64_t cluster_n_nodes(const cluster *c);
+int64_t cluster_n_gpus(const cluster *c);
+
+/* The GPU type of global GPU index g (0 <= g < cluster_n_gpus). */
+const cluster_gpu *cluster_gpu_of(const cluster *c, int64_t g);
+
+/* Check every field: positive counts and bandwidths, gpu_type indices in
+ * range, efficiencies in (0,1], oversubscription >= 1. One message naming
+ * the first bad field. PL_OK or PL_ERR_INVALID. */
+pl_status cluster_validate(const cluster *c, char *msg, size_t len);
+
+#endif

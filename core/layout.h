@@ -1,0 +1,133 @@
+/*
+ * layout.h: a parallel layout of one model on a cluster, and the rank grid.
+ *
+ * A layout says how a training step is spread over tp * cp * dp * pp GPUs:
+ *   tp   tensor parallelism (Megatron column/row split of attention and MLP;
+ *        vocabulary-parallel embedding, head and loss)
+ *   sp   sequence parallelism on top of tp (all-gather / reduce-scatter
+ *        instead of all-reduce; norms and dropout split by sequence)
+ *   cp   context parallelism (the sequence split over cp ranks; keys and
+ *        values exchanged for attention)
+ *   pp   pipeline stages; vp virtual chunks per stage (interleaved 1F1B)
+ *   dp   data-parallel replicas; zero 0..3 shards optimizer state (1),
+ *        gradients (2) and parameters (3) over dp; fsdp is zero-3 with the
+ *        parameters gathered per layer (torch FSDP / Llama 3's variant that
+ *        keeps the gathered weights from forward to backward: see zero_kind)
+ *   micro_batch  sequences per micro-batch per replica; global_batch
+ *        sequences per step over all replicas, so each pipeline runs
+ *        m = global_batch / (dp * micro_batch) micro-batches
+ *   recompute    none | selective (attention core, Korthikanti et al.) | full
+ *   precision    of the GEMMs and activations (precision.h)
+ *   stage_layers explicit transformer layers per pipeline chunk (pp * vp
+ *        entries, in pipeline order, summing to the model's layers), or
+ *        n_stage_layers = 0 for a uniform split.
+ *
+ * Text form (layout_parse / layout_format), comma-separated key=value in any
+ * order, unspecified keys taking the defaults of layout_default:
+ *   "tp=8,sp=1,cp=1,pp=16,vp=2,dp=64,zero=1,mbs=1,gbs=2048,recompute=full,
+ *    precision=bf16,stages=7/8/8/.../7"
+ * keys: tp sp cp pp vp dp zero (0|1|2|3|fsdp) mbs gbs recompute precision
+ * stages (slash-separated layer counts). Unknown keys, junk values and
+ * out-of-range values are errors naming the key.
+ *
+ * The rank grid, one ordering for everything (Megatron-Core's): tp is the
+ * innermost dimension, then cp, then dp, then pp:
+ *   rank = tp_i + tp * (cp_i + cp * (dp_i + dp * pp_i))
+ * so the tp ranks of one group are consecutive GPUs (one node when tp <=
+ * GPUs per node), and a pipeline send goes from rank r to r + tp*cp*dp.
+ * The simulator, the planner and the engine all go through
+ * layout_rank_coords / layout_rank_of / layout_group_ranks, never through
+ * rank arithmetic of their own.
+ */
+#ifndef PLACER_CORE_LAYOUT_H
+#define PLACER_CORE_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "graph.h"
+#include "precision.h"
+#include "status.h"
+
+#define LAYOUT_MAX_CHUNKS 1024 /* pp * vp at most */
+
+typedef enum { ZERO_NONE = 0, ZERO_1, ZERO_2, ZERO_3, ZERO_FSDP } zero_kind;
+typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_kind;
+
+/* The parallel dimensions, in rank-grid order (innermost first). */
+typedef enum { LAYOUT_DIM_TP = 0, LAYOUT_DIM_CP, LAYOUT_DIM_DP, LAYOUT_DIM_PP, LAYOUT_DIM_COUNT } layout_dim;
+
+typedef struct {
+    int tp;                 /* tensor-parallel size, >= 1 */
+    int sp;                 /* 1: sequence parallelism (needs tp > 1 to matter) */
+    int cp;                 /* context-parallel size, >= 1 */
+    int pp;                 /* pipeline stages, >= 1 */
+    int vp;                 /* virtual chunks per stage (interleaving), >= 1 */
+    int dp;                 /* data-parallel replicas, >= 1 */
+    zero_kind zero;         /* optimizer / gradient / parameter sharding over dp */
+    int micro_batch;        /* sequences per micro-batch per replica, >= 1 */
+    int global_batch;       /* sequences per step over all replicas, >= 1 */
+    recompute_kind recompute; /* activation recomputation */
+    precision prec;         /* GEMM / activation precision */
+    int n_stage_layers;     /* 0: uniform; else pp * vp entries below */
+    int stage_layers[LAYOUT_MAX_CHUNKS]; /* layers per chunk, pipeline order */
+} layout;
+
+/* Coordinates of a rank in the grid, indexed by layout_dim. */
+typedef struct {
+    int c[LAYOUT_DIM_COUNT];
+} layout_coords;
+
+/* tp = sp-off = cp = pp = vp = dp = 1, zero 0, mbs 1, gbs 1, no
+ * recompute, bf16, uniform stages. */
+void layout_default(layout *l);
+
+/* Parse the text form above into *out (starting from layout_default).
+ * PL_ERR_INVALID with a message naming the offending key on failure; *out
+ * untouched then. Does not check the layout against a model or cluster:
+ * see layout_validate. */
+pl_status layout_parse(const char *text, layout *out, char *msg, size_t len);
+
+/* Write the canonical text form (every key, stages only when explicit).
+ * Returns the length the full text needs, like snprintf. */
+int layout_format(const layout *l, char *buf, size_t len);
+
+/* GPUs the layout uses: tp * cp * dp * pp. */
+int64_t layout_world_size(const layout *l);
+
+/* Micro-batches each pipeline runs per step: global_batch / (dp * mbs). */
+int layout_micro_batches(const layout *l);
+
+/* Check a layout against a model and a GPU count (n_gpus <= 0: no limit).
+ * One clear message for the first problem found, e.g. tp not dividing the
+ * heads or the KV heads, cp not dividing the sequence (2 * cp chunks for
+ * causal load balance), dp * mbs not dividing the global batch, pp * vp
+ * chunks more than layers, explicit stages of the wrong count or sum, m not
+ * a multiple of pp under interleaving, the world larger than the cluster,
+ * sp without tp > 1 (allowed, a no-op: not an error), zero / fsdp with
+ * dp = 1 (allowed, a no-op). Returns PL_OK or PL_ERR_INVALID. */
+pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gpus, char *msg, size_t len);
+
+/* Layers in each of the pp * vp chunks (explicit, or the uniform split:
+ * the remainder goes one layer each to the middle chunks, so the first and
+ * last, which also hold the embedding and the head, stay lighter). out has
+ * pp * vp entries. PL_ERR_INVALID when they cannot be laid out. */
+pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg, size_t len);
+
+/* Size of one grid dimension. */
+int layout_dim_size(const layout *l, layout_dim d);
+
+/* Coordinates of rank (0 <= rank < world size) / the rank of coordinates. */
+layout_coords layout_rank_coords(const layout *l, int64_t rank);
+int64_t layout_rank_of(const layout *l, const layout_coords *c);
+
+/* The ranks of rank's group along dimension d (its peers with every other
+ * coordinate equal), in coordinate order; out has layout_dim_size(l, d)
+ * entries. Returns that size. */
+int layout_group_ranks(const layout *l, int64_t rank, layout_dim d, int64_t *out);
+
+/* "none", "1", "2", "3", "fsdp"; "none", "selective", "full". Static. */
+const char *zero_kind_name(zero_kind z);
+const char *recompute_kind_name(recompute_kind r);
+
+#endif

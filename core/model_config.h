@@ -1,0 +1,60 @@
+/*
+ * model_config.h: model descriptions from files: a Hugging Face config.json
+ * (GPT-2, Llama / Mistral / Qwen, GPT-NeoX families) or the project's own
+ * preset-and-overrides text (gpt_config_parse), read into a gpt_config that
+ * graph_build_gpt turns into a graph.
+ *
+ * Keys read from config.json (first found wins where two names exist):
+ *   hidden_size | n_embd | d_model            -> d_model
+ *   num_hidden_layers | n_layer               -> n_layers
+ *   num_attention_heads | n_head              -> n_heads
+ *   num_key_value_heads                       -> n_kv_heads (absent: n_heads)
+ *   intermediate_size | n_inner               -> d_ff (absent / null: 4 * d_model)
+ *   vocab_size                                -> vocab
+ *   max_position_embeddings | n_positions     -> seq_len (unless overridden)
+ *   tie_word_embeddings                       -> tied (HF default true for GPT-2)
+ *   hidden_act | activation_function          -> mlp: silu / swiglu = SwiGLU
+ *                                                (Llama-style gated), gelu* = GELU
+ *   model_type                                -> norm and positions by family:
+ *                                                llama, mistral, qwen2, ...: RMSNorm +
+ *                                                rotary + no bias; gpt2: layernorm +
+ *                                                learned; gpt_neox: layernorm + rotary
+ *   rms_norm_eps (present)                    -> RMSNorm
+ *   use_parallel_residual                     -> parallel_residual
+ * Unknown keys are ignored; a missing required key, a wrong JSON type, a
+ * non-positive size or a JSON syntax error is PL_ERR_INVALID with one line
+ * naming it (and the line/column for syntax errors).
+ */
+#ifndef PLACER_CORE_MODEL_CONFIG_H
+#define PLACER_CORE_MODEL_CONFIG_H
+
+#include <stddef.h>
+
+#include "graph.h"
+#include "status.h"
+
+/* Parse a config.json text (n bytes) into *cfg. seq_len comes from the file
+ * (or 2048 when it has none), batch is set to 1; callers override both.
+ * name (may be NULL) gets the file's model_type or "model". *cfg untouched
+ * on failure. */
+pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
+                                  char *msg, size_t len);
+
+/* Read a model: a path to a JSON file (anything ending in ".json" or
+ * containing '/'), else a preset text for gpt_config_parse ("default",
+ * "gpt12,layers=24", ...). PL_ERR_IO / PL_ERR_NOT_FOUND for an unreadable
+ * file, as above otherwise. */
+pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
+                            char *msg, size_t len);
+
+/* Effective figures of a config (0-valued extensions resolved). */
+int gpt_kv_heads(const gpt_config *c);   /* n_kv_heads or n_heads */
+int gpt_d_ff(const gpt_config *c);       /* d_ff or 4 * d_model */
+int gpt_vocab_padded(const gpt_config *c); /* vocab rounded up to vocab_multiple */
+
+/* Parameter count of the model, from the formulas (not a graph build), for
+ * models too large to build a per-node graph of cheaply. Equals
+ * graph->total_params for every config graph_build_gpt accepts. */
+int64_t gpt_param_count(const gpt_config *c);
+
+#endif
