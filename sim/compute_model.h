@@ -1,0 +1,71 @@
+/*
+ * compute_model.h: the time of one transformer layer's kernels (and the
+ * embedding, head and loss) on one GPU of a cluster, from datasheet
+ * figures and a per-kernel model, for the layout simulator.
+ *
+ *   GEMM (m x n x k)   2mnk FLOP at peak[precision] * efficiency(m,n,k):
+ *                      tile quantisation (tiles of TM x TN; the edge tiles
+ *                      count whole) and wave quantisation (ceil(tiles /
+ *                      SMs) waves), times a base efficiency that is one
+ *                      of the model's (at most two) fitted constants
+ *   memory-bound ops   bytes / hbm_bw (norms, activations, residual adds,
+ *                      rotary, softmax of non-fused attention, optimizer)
+ *   attention core     flash-style: 4 T^2 hs FLOP per head forward
+ *                      (causal: half), backward 2.5x, at the GEMM
+ *                      efficiency of its tile shape
+ * Every figure traces to the cluster file (datasheet) or to a constant
+ * named in compute_params; the model's comment says where each default
+ * comes from (a measurement on the H200, or a datasheet).
+ */
+#ifndef PLACER_SIM_COMPUTE_MODEL_H
+#define PLACER_SIM_COMPUTE_MODEL_H
+
+#include <stdint.h>
+
+#include "cluster.h"
+#include "graph.h"
+#include "layout.h"
+#include "precision.h"
+
+typedef struct {
+    double gemm_efficiency;   /* base fraction of peak a large GEMM reaches (fitted or default) */
+    double memory_efficiency; /* fraction of hbm_bw memory-bound kernels reach */
+    double kernel_overhead_us;/* fixed cost per kernel launch */
+} compute_params;
+
+/* Defaults with their sources in compute_model.c's comment. */
+void compute_params_default(compute_params *p);
+
+/* Time of one GEMM of m x n x k in precision prec on gpu. */
+double gemm_time_us(const cluster_gpu *gpu, precision prec, int64_t m, int64_t n, int64_t k,
+                    const compute_params *p);
+
+/* Time of a memory-bound kernel moving `bytes`. */
+double memory_time_us(const cluster_gpu *gpu, double bytes, const compute_params *p);
+
+/* Forward and backward compute time of one transformer layer of model cfg
+ * on one GPU under layout l (its tp / cp split, sp, precision; the
+ * micro-batch of l->micro_batch sequences of cfg->seq_len / cp tokens),
+ * without communication. Recomputation is NOT included in bwd (the caller
+ * adds the recomputed forward part: see layer_recompute_us). */
+typedef struct {
+    double fwd_us;          /* forward */
+    double bwd_us;          /* backward (input and weight gradients) */
+    double recompute_us;    /* extra forward work in backward under l->recompute */
+    double fwd_flops;       /* model FLOPs of the forward, this GPU */
+} layer_cost;
+
+void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                        const compute_params *p, layer_cost *out);
+
+/* The same for the embedding (pre) and for the final norm + head + loss
+ * (post), vocabulary-parallel over tp. */
+void embedding_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                            const compute_params *p, layer_cost *out);
+void head_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                       const compute_params *p, layer_cost *out);
+
+/* Optimizer step time for `params` parameters held on one GPU (memory-bound). */
+double optimizer_time_us(const cluster_gpu *gpu, int64_t params, const compute_params *p);
+
+#endif

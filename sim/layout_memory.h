@@ -1,0 +1,53 @@
+/*
+ * layout_memory.h: memory per GPU of a layout, as a sum of named parts,
+ * each a closed form that a test holds against its source:
+ *   parameters, gradients, optimizer state  by precision and sharding
+ *       (mixed precision: 2-byte weights and gradients, fp32 master copy
+ *       and two fp32 Adam moments = 12 bytes per parameter of optimizer
+ *       state; zero 1 shards the optimizer state over dp, 2 also the
+ *       gradients, 3 / fsdp also the weights)
+ *   activations per layer and micro-batch   Korthikanti et al. 2022, Table 2:
+ *       s b h (34 + 5 a s / h) bytes without parallelism; / t for the parts
+ *       tp splits (all with sp, else 24/t + 10); selective recompute drops
+ *       the 5 a s / h term; full recompute keeps only the layer input
+ *       (2 s b h, / t with sp); / cp for the sequence split
+ *   stashed micro-batches  how many the schedule keeps at once on a stage
+ *       (from the simulator's arena, or the closed form of 1F1B / interleaving)
+ *   communication buffers, embedding and head, the loss's logits
+ */
+#ifndef PLACER_SIM_LAYOUT_MEMORY_H
+#define PLACER_SIM_LAYOUT_MEMORY_H
+
+#include <stdint.h>
+
+#include "graph.h"
+#include "layout.h"
+
+typedef struct {
+    int64_t params;          /* weights held (after sharding), bytes */
+    int64_t grads;           /* gradients held, bytes */
+    int64_t optimizer;       /* master weights + moments held, bytes */
+    int64_t activations;     /* stashed activations at the peak, bytes */
+    int64_t act_per_layer;   /* one layer, one micro-batch, bytes (Korthikanti) */
+    int64_t buffers;         /* communication buckets, gathered fsdp weights, workspace */
+    int64_t embedding_head;  /* logits and the embedding's / head's extra activations */
+    int64_t total;           /* sum of the parts */
+} layout_memory;
+
+/* Activation bytes of one transformer layer for one micro-batch under l
+ * (its tp, sp, cp, recompute, precision), Korthikanti et al.'s formula
+ * extended to GQA and SwiGLU as the comment in layout_memory.c derives. */
+int64_t layer_activation_bytes(const gpt_config *cfg, const layout *l);
+
+/* Memory of pipeline stage `stage` (0..pp-1) holding `layers` transformer
+ * layers in all its chunks, with `in_flight` micro-batches stashed at the
+ * peak (the caller takes it from the simulator, or from
+ * layout_in_flight_1f1b). */
+void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int layers, int in_flight,
+                         layout_memory *out);
+
+/* Micro-batches 1F1B (vp = 1) or interleaved 1F1B keeps in flight on the
+ * first stage: min(m, pp) and Megatron's interleaved warm-up count. */
+int layout_in_flight_1f1b(const layout *l, int m);
+
+#endif

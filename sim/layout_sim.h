@@ -1,0 +1,100 @@
+/*
+ * layout_sim.h: one training step of a parallel layout (core/layout.h) of a
+ * model on a cluster, simulated by the discrete-event simulator.
+ *
+ * One pipeline replica is simulated: its pp stages (vp chunks each) run the
+ * schedule's order of micro-batch forwards and backwards; by symmetry it
+ * stands for every tensor-, context- and data-parallel peer. On top of the
+ * placement simulator's compute and comm streams it has:
+ *   - per-layer compute split by tp and cp (compute_model.h);
+ *   - Megatron's tensor-parallel collectives as events on the compute
+ *     stream (all-reduce, or all-gather + reduce-scatter with sp), in
+ *     forward and backward; context parallel's key/value exchange;
+ *     vocabulary-parallel embedding, head and loss;
+ *   - data-parallel gradient reduction in buckets on a comm stream,
+ *     overlapped with backward (all-reduce, or reduce-scatter for zero >= 1
+ *     and fsdp), parameter all-gathers for zero 3 / fsdp overlapped with
+ *     compute, the optimizer on its shard;
+ *   - pipeline sends over the link the two ranks share (the rank grid
+ *     decides: layout_rank_of);
+ *   - memory per GPU as layout_memory parts, with the stash from the
+ *     simulated order, and an OOM verdict against the GPU's memory.
+ * A placement is the special case tp = cp = dp = 1; there the placement
+ * simulator's results are bit-identical to what they were (sim_checksum).
+ */
+#ifndef PLACER_SIM_LAYOUT_SIM_H
+#define PLACER_SIM_LAYOUT_SIM_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "cluster.h"
+#include "collective.h"
+#include "compute_model.h"
+#include "graph.h"
+#include "layout.h"
+#include "layout_memory.h"
+#include "status.h"
+
+typedef struct {
+    compute_params compute;      /* the per-kernel model's constants */
+    double collective_scale;     /* multiplies every collective's time (1 = neutral) */
+    double step_fixed_us;        /* added once per step */
+} layout_sim_params;
+
+/* Defaults: compute_params_default, scale 1, fixed 0. */
+void layout_sim_params_default(layout_sim_params *p);
+
+typedef enum {
+    LAYOUT_T_COMPUTE = 0,   /* forward + backward compute (incl. recompute) on the critical stage */
+    LAYOUT_T_RECOMPUTE,     /* of which recomputation */
+    LAYOUT_T_TP,            /* exposed tensor-parallel communication */
+    LAYOUT_T_CP,            /* exposed context-parallel communication */
+    LAYOUT_T_DP,            /* exposed data-parallel communication (not hidden by backward) */
+    LAYOUT_T_PP,            /* exposed pipeline sends */
+    LAYOUT_T_BUBBLE,        /* pipeline bubble */
+    LAYOUT_T_OPTIMIZER,     /* optimizer step */
+    LAYOUT_T_COUNT
+} layout_time_part;
+
+typedef struct {
+    double step_us;                    /* predicted step time */
+    double tokens_per_s;               /* global_batch * seq_len / step */
+    double model_flops;                /* per step, all GPUs, no recompute (PaLM MFU sense) */
+    double hw_flops;                   /* per step, all GPUs, with recompute */
+    double model_tflops_per_gpu;       /* model_flops / step / GPUs */
+    double hw_tflops_per_gpu;          /* hw_flops / step / GPUs */
+    double mfu;                        /* model_tflops_per_gpu / peak[precision] */
+    double parts_us[LAYOUT_T_COUNT];   /* the time breakdown */
+    int micro_batches;                 /* m per pipeline */
+    int64_t world;                     /* GPUs used */
+    int worst_stage;                   /* stage with the largest memory */
+    layout_memory mem;                 /* memory of worst_stage */
+    int64_t mem_cap;                   /* the GPU's memory */
+    int oom;                           /* 1 when some stage's memory exceeds mem_cap */
+    coll_estimate tp_allreduce;        /* one layer's forward TP collective, for --explain */
+    coll_estimate dp_reduce;           /* the whole gradient reduction of one stage */
+} layout_result;
+
+typedef struct layout_sim layout_sim;
+
+/* Create a simulator for model cfg under layout l on cluster c (all
+ * borrowed, must outlive it). Validates l against cfg and the cluster
+ * (layout_validate); PL_ERR_INVALID with a message on failure. */
+pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out,
+                            char *msg, size_t len);
+void layout_sim_destroy(layout_sim *s);
+
+/* Simulate one step. prm NULL: defaults. trace != 0 records events for
+ * layout_sim_write_chrome_trace. An OOM is a result, not an error. */
+pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace, layout_result *res,
+                         char *msg, size_t len);
+
+/* The last traced run as Chrome Trace Event JSON: one track per stage
+ * (compute), its TP collectives, and its DP / PP comm streams. */
+pl_status layout_sim_write_chrome_trace(const layout_sim *s, FILE *f);
+
+/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer". */
+const char *layout_time_part_name(layout_time_part p);
+
+#endif
