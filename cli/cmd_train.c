@@ -36,7 +36,8 @@ static void train_usage(FILE *f) {
             "usage: placer train [--db FILE] [--groups colocate|none] [--updates 250] [--samples 8]\n"
             "                    [--baseline ema|loo] [--entropy X] [--lr X] [--seed N]\n"
             "                    [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
-            "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n\n"
+            "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
+            "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n\n"
             "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE against the\n"
             "simulator. Each update samples K placements, simulates them in parallel, and takes\n"
             "one Adam step on cost = sqrt(step time in seconds), an OOM counting as a 10 s step.\n"
@@ -57,6 +58,10 @@ static void train_usage(FILE *f) {
             "  --logit-clip C  logits clipped to C tanh(z/C) (default 0 = off)\n"
             "  --hidden H      LSTM width (default 64)\n"
             "  --top-k K       distinct placements kept for the shortlist (default 5)\n"
+            "  --algo          reinforce (default: one step per batch) or ppo (clipped ratio of the\n"
+            "                  whole placement's probability, several steps per batch)\n"
+            "  --ppo-epochs N  PPO: gradient steps per batch (default 4)\n"
+            "  --ppo-clip X    PPO: clip the ratio to [1-X, 1+X] (default 0.2)\n"
             "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
             "  --mem-cap       per-device cap: bytes (16GB, 512MiB) or a fraction (50%%, 0.5)\n"
             "  --devices       use only the profile's first N devices\n"
@@ -113,6 +118,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"threads", required_argument, 0, 't'},     {"prior-stay", required_argument, 0, 'p'},
         {"logit-clip", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
         {"top-k", required_argument, 0, 'k'},       {"uncalibrated", no_argument, 0, 'u'},
+        {"algo", required_argument, 0, 'A'},        {"ppo-epochs", required_argument, 0, 'E'},
+        {"ppo-clip", required_argument, 0, 'P'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -162,6 +169,14 @@ static int parse_args(int argc, char **argv, train_args *a) {
         case 'L': if (parse_double("--logit-clip", optarg, 0, 1000, &a->ro.logit_clip)) return -1; break;
         case 'H': if (parse_long("--hidden", optarg, 1, 1024, &v)) return -1; a->ro.hidden = (int)v; break;
         case 'k': if (parse_long("--top-k", optarg, 1, REINFORCE_MAX_TOP, &v)) return -1; a->ro.top_k = (int)v; break;
+        case 'A':
+            if (reinforce_parse_algo(optarg, &a->ro.algo, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 'E': if (parse_long("--ppo-epochs", optarg, 1, 100, &v)) return -1; a->ro.ppo_epochs = (int)v; break;
+        case 'P': if (parse_double("--ppo-clip", optarg, 1e-6, 0.999, &a->ro.ppo_clip)) return -1; break;
         case 'u': a->so.calibrated = 0; break;
         case 'h': return 1;
         default:
@@ -191,13 +206,14 @@ static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf
     snprintf(buf, len,
              "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d --groups %s "
              "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
-             "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d%s",
+             "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
+             "--algo %s --ppo-epochs %d --ppo-clip %.17g%s",
              cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
              grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
              a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
              a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
              (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,
-             a->so.calibrated ? "" : " --uncalibrated");
+             reinforce_algo_name(a->ro.algo), a->ro.ppo_epochs, a->ro.ppo_clip, a->so.calibrated ? "" : " --uncalibrated");
 }
 
 typedef struct {
@@ -340,9 +356,9 @@ int cmd_train(int argc, char **argv) {
            grouping_mode_name(ss->gr->mode), a.so.micro_batches, schedule_order_name(a.so.order), capbuf,
            ss->n_sim_params ? "calibrated" : "neutral");
     const reinforce_options *ro = reinforce_get_options(r);
-    printf("updates %d (from %d), samples %d, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n\n",
-           ro->updates, start_update, ro->samples, reinforce_baseline_name(ro->baseline), ro->entropy, ro->lr,
-           (unsigned long long)ro->seed, ro->stay);
+    printf("updates %d (from %d), samples %d, %s, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n\n",
+           ro->updates, start_update, ro->samples, reinforce_algo_name(ro->algo), reinforce_baseline_name(ro->baseline),
+           ro->entropy, ro->lr, (unsigned long long)ro->seed, ro->stay);
     fflush(stdout);
 
     struct sigaction sa, old_int, old_term;

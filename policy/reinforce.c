@@ -19,7 +19,7 @@
 #include "placement.h"
 
 #define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
-#define BLOB_VERSION 1u
+#define BLOB_VERSION 2u /* 2 adds blob_ext after the header; 1 is still read */
 
 struct reinforce {
     policy_evaluator *ev;     /* borrowed */
@@ -45,6 +45,7 @@ struct reinforce {
     int *canon_a, *canon_b;   /* U each: canonical forms being compared */
     policy_eval *res;         /* K */
     double *cost, *adv;       /* K */
+    double *logp_old, *logp_new, *w; /* K: PPO's log-probabilities and per-sample weights */
     char *text;               /* placement text */
     size_t text_len;
 };
@@ -62,6 +63,35 @@ void reinforce_options_default(reinforce_options *o) {
     o->top_k = 5;
     o->stay = 0.75;
     o->logit_clip = 0.0;
+    o->algo = ALGO_REINFORCE;
+    o->ppo_epochs = 4;
+    o->ppo_clip = 0.2;
+    o->grouper = GROUPER_NONE;
+    o->n_groups = 16;
+    o->grouper_hidden = 64;
+    o->link_hidden = 16;
+    o->group_prior = 2.0;
+}
+
+pl_status reinforce_parse_algo(const char *text, reinforce_algo *out, char *msg, size_t len) {
+    if (text && !strcmp(text, "reinforce")) { *out = ALGO_REINFORCE; return PL_OK; }
+    if (text && !strcmp(text, "ppo")) { *out = ALGO_PPO; return PL_OK; }
+    return pl_fail(msg, len, PL_ERR_INVALID, "unknown algorithm '%s' (use reinforce or ppo)", text ? text : "");
+}
+
+const char *reinforce_algo_name(reinforce_algo a) { return a == ALGO_PPO ? "ppo" : "reinforce"; }
+
+double ppo_surrogate(double ratio, double adv, double eps) {
+    double rc = ratio < 1.0 - eps ? 1.0 - eps : ratio > 1.0 + eps ? 1.0 + eps : ratio;
+    double a = ratio * adv, b = rc * adv;
+    return a < b ? a : b;
+}
+
+double ppo_weight(double ratio, double adv, double eps) {
+    /* the clipped term is the min (and constant in theta) exactly when the
+     * ratio has left the interval in the direction the advantage rewards */
+    if ((adv > 0 && ratio > 1.0 + eps) || (adv < 0 && ratio < 1.0 - eps)) return 0.0;
+    return ratio * adv;
 }
 
 pl_status reinforce_parse_baseline(const char *text, reinforce_baseline *out, char *msg, size_t len) {
@@ -87,6 +117,13 @@ static pl_status check_options(const reinforce_options *o, char *msg, size_t len
         return pl_fail(msg, len, PL_ERR_INVALID, "--logit-clip must be >= 0");
     if (o->top_k < 1 || o->top_k > REINFORCE_MAX_TOP)
         return pl_fail(msg, len, PL_ERR_INVALID, "top-k must be 1..%d", REINFORCE_MAX_TOP);
+    if (o->algo != ALGO_REINFORCE && o->algo != ALGO_PPO)
+        return pl_fail(msg, len, PL_ERR_INVALID, "unknown algorithm %d", (int)o->algo);
+    if (o->ppo_epochs < 1 || o->ppo_epochs > 100)
+        return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-epochs must be 1..100");
+    if (!(o->ppo_clip > 0 && o->ppo_clip < 1)) return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-clip must be in (0,1)");
+    if (o->grouper != GROUPER_NONE)
+        return pl_fail(msg, len, PL_ERR_INVALID, "learned grouping is not available in this build");
     return PL_OK;
 }
 
@@ -104,6 +141,9 @@ void reinforce_destroy(reinforce *r) {
     free(r->res);
     free(r->cost);
     free(r->adv);
+    free(r->logp_old);
+    free(r->logp_new);
+    free(r->w);
     free(r->text);
     free(r);
 }
@@ -157,7 +197,10 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
         r->res = calloc((size_t)r->K, sizeof *r->res);
         r->cost = calloc((size_t)r->K, sizeof *r->cost);
         r->adv = calloc((size_t)r->K, sizeof *r->adv);
-        if (!r->res || !r->cost || !r->adv) st = PL_ERR_NOMEM;
+        r->logp_old = calloc((size_t)r->K, sizeof *r->logp_old);
+        r->logp_new = calloc((size_t)r->K, sizeof *r->logp_new);
+        r->w = calloc((size_t)r->K, sizeof *r->w);
+        if (!r->res || !r->cost || !r->adv || !r->logp_old || !r->logp_new || !r->w) st = PL_ERR_NOMEM;
     }
     if (st != PL_OK) {
         reinforce_destroy(r);
@@ -276,7 +319,7 @@ pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforc
     double t0 = pl_now_us();
     while (r->done < r->opt.updates) {
         int update = r->done;
-        pl_status st = placer_net_forward(r->net, r->acts, feat, U, K, PN_SAMPLE, &r->rng, r->actions, NULL);
+        pl_status st = placer_net_forward(r->net, r->acts, feat, U, K, PN_SAMPLE, &r->rng, r->actions, r->logp_old);
         if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
         st = policy_evaluate(r->ev, r->actions, K, r->res);
         if (st != PL_OK) return pl_fail(msg, len, st, "simulation of a sampled placement failed");
@@ -312,13 +355,31 @@ pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforc
             r->ema = mean;
             r->ema_init = 1;
         }
-        /* gradient step */
-        placer_net_zero_grad(r->net);
-        double entropy = 0;
-        placer_net_policy_loss(r->acts, r->adv, r->opt.entropy, 1.0 / K, &entropy);
-        placer_net_backward(r->net, r->acts, feat);
-        double gnorm = placer_net_clip_grad(r->net, r->opt.clip);
-        adam_step(r->adam, r->net->params, r->net->grads, r->net->n_params);
+        /* gradient steps: one for REINFORCE; ppo_epochs for PPO, the first
+         * on the sampling pass itself (ratio 1), the others after a forward
+         * pass of the same placements under the updated policy */
+        double entropy = 0, gnorm = 0;
+        int epochs = r->opt.algo == ALGO_PPO ? r->opt.ppo_epochs : 1;
+        for (int e = 0; e < epochs; e++) {
+            const double *w = r->adv;
+            if (e > 0) {
+                st = placer_net_forward(r->net, r->acts, feat, U, K, PN_GIVEN, NULL, r->actions, r->logp_new);
+                if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
+                for (int k = 0; k < K; k++)
+                    r->w[k] = ppo_weight(exp(r->logp_new[k] - r->logp_old[k]), r->adv[k], r->opt.ppo_clip);
+                w = r->w;
+            }
+            placer_net_zero_grad(r->net);
+            double ent = 0;
+            placer_net_policy_loss(r->acts, w, r->opt.entropy, 1.0 / K, &ent);
+            placer_net_backward(r->net, r->acts, feat);
+            double gn = placer_net_clip_grad(r->net, r->opt.clip);
+            adam_step(r->adam, r->net->params, r->net->grads, r->net->n_params);
+            if (e == 0) {
+                entropy = ent;
+                gnorm = gn;
+            }
+        }
         r->done++;
         if (db) {
             st = log_update(r, db, run_id, update, msg, len);
@@ -428,6 +489,14 @@ typedef struct {
     uint64_t n_params;
 } blob_header;
 
+/* Version 2's options after the header: the algorithm and the grouper. */
+typedef struct {
+    int32_t algo, ppo_epochs, grouper, n_groups, grouper_hidden, link_hidden;
+    double ppo_clip, group_prior;
+    uint64_t n_gparams; /* grouper parameters (0 without a grouper) */
+    int64_t gadam_t;    /* the grouper's Adam steps */
+} blob_ext;
+
 pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     *blob = NULL;
     *n = 0;
@@ -449,8 +518,14 @@ pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     h.evals = r->evals;
     memcpy(h.rng, r->rng.s, sizeof h.rng);
     h.n_params = r->net->n_params;
+    blob_ext x;
+    memset(&x, 0, sizeof x);
+    x.algo = (int32_t)r->opt.algo; x.ppo_epochs = r->opt.ppo_epochs; x.ppo_clip = r->opt.ppo_clip;
+    x.grouper = (int32_t)r->opt.grouper; x.n_groups = r->opt.n_groups; x.grouper_hidden = r->opt.grouper_hidden;
+    x.link_hidden = r->opt.link_hidden; x.group_prior = r->opt.group_prior;
     wbuf b = {0};
     put(&b, &h, sizeof h);
+    put(&b, &x, sizeof x);
     put(&b, r->net->params, sizeof(double) * r->net->n_params);
     put(&b, r->adam->m, sizeof(double) * r->net->n_params);
     put(&b, r->adam->v, sizeof(double) * r->net->n_params);
@@ -471,9 +546,15 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     rbuf b = {blob, n, 0, 0};
     blob_header h;
     get(&b, &h, sizeof h);
-    if (b.fail || h.magic != BLOB_MAGIC || h.version != BLOB_VERSION)
-        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is not a placer checkpoint of version %u",
+    if (b.fail || h.magic != BLOB_MAGIC || (h.version != 1u && h.version != BLOB_VERSION))
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is not a placer checkpoint of version 1..%u",
                        BLOB_VERSION);
+    blob_ext x;
+    memset(&x, 0, sizeof x);
+    x.algo = ALGO_REINFORCE; x.ppo_epochs = 4; x.ppo_clip = 0.2; x.grouper = GROUPER_NONE; x.n_groups = 16;
+    x.grouper_hidden = 64; x.link_hidden = 16; x.group_prior = 2.0;
+    if (h.version >= 2u) get(&b, &x, sizeof x);
+    if (b.fail) return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
     const policy_problem *pb = policy_evaluator_problem(ev);
     if (h.U != policy_units(pb) || h.D != policy_devices(pb) || h.F != GROUP_N_FEATURES)
         return pl_fail(msg, len, PL_ERR_INVALID,
@@ -493,6 +574,14 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     o.stay = h.stay;
     o.logit_clip = h.logit_clip;
     o.seed = h.seed;
+    o.algo = (reinforce_algo)x.algo;
+    o.ppo_epochs = x.ppo_epochs;
+    o.ppo_clip = x.ppo_clip;
+    o.grouper = (grouper_kind)x.grouper;
+    o.n_groups = x.n_groups;
+    o.grouper_hidden = x.grouper_hidden;
+    o.link_hidden = x.link_hidden;
+    o.group_prior = x.group_prior;
     pl_status st = check_options(&o, msg, len);
     if (st != PL_OK) return st;
     if (h.n_top < 0 || h.n_top > o.top_k || h.done < 0)

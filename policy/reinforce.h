@@ -52,6 +52,30 @@
 
 typedef enum { BASELINE_EMA = 0, BASELINE_LOO } reinforce_baseline;
 
+/* The policy-gradient estimator. REINFORCE takes one gradient step per
+ * batch of K samples on  L = (1/K) sum_k -A_k log p(x_k)  (plus the entropy
+ * bonus). PPO (Schulman et al. 2017, the clipped objective) takes
+ * ppo_epochs steps on the same batch, each on
+ *   L = -(1/K) sum_k min(r_k A_k, clip(r_k, 1 - eps, 1 + eps) A_k) - beta H,
+ *   r_k = p_theta(x_k) / p_old(x_k),
+ * where x_k is the whole sampled placement (the joint probability of every
+ * decision of sample k: the ratio is per sequence, not per token), p_old
+ * the policy that drew the batch, and A_k the same advantage as
+ * REINFORCE's (baseline, cost = sqrt(step), OOM penalty). Its gradient is
+ * the REINFORCE gradient with A_k replaced by r_k A_k where the min picks
+ * the unclipped term and by 0 where it picks the clipped one (the ratio
+ * has left [1 - eps, 1 + eps] in the advantage's direction). In the first
+ * epoch r_k = 1, so that epoch's step equals REINFORCE's. */
+typedef enum { ALGO_REINFORCE = 0, ALGO_PPO } reinforce_algo;
+
+/* What the placer places. GROUPER_NONE: the problem's units (co-location
+ * groups, or nodes), as in Mirhoseini et al. 2017. GROUPER_HIER: the
+ * hierarchical planner (Mirhoseini et al. 2018): a feed-forward grouper
+ * assigns every node to one of n_groups groups, and the seq2seq placer
+ * places the groups; both are trained by the one policy-gradient loss.
+ * GROUPER_EAGLE: the same with EAGLE's link (grouper.h). */
+typedef enum { GROUPER_NONE = 0, GROUPER_HIER, GROUPER_EAGLE } grouper_kind;
+
 #define REINFORCE_MAX_TOP 32
 
 typedef struct {
@@ -67,17 +91,37 @@ typedef struct {
     int top_k;                   /* distinct placements kept for the shortlist */
     double stay;                 /* initial probability of repeating the previous device */
     double logit_clip;           /* C in C tanh(z / C) (0: none) */
+    reinforce_algo algo;         /* REINFORCE (default) or PPO */
+    int ppo_epochs;              /* PPO: gradient steps per batch (4) */
+    double ppo_clip;             /* PPO: eps of the clipped ratio (0.2) */
+    grouper_kind grouper;        /* none (default), hierarchical or EAGLE */
+    int n_groups;                /* grouper: groups G (16) */
+    int grouper_hidden;          /* grouper: hidden width (64) */
+    int link_hidden;             /* EAGLE: link LSTM width (16) */
+    double group_prior;          /* grouper: contiguity prior strength (2; 0: uniform start) */
 } reinforce_options;
 
 /* The defaults: 250 updates of 8 samples, EMA baseline (decay 0.9),
  * entropy 0.02, Adam lr 0.003, gradient clip 1, seed 1, H 64, top 5,
- * stay prior 0.75, no logit clipping. These were picked by a sweep on the
+ * stay prior 0.75, no logit clipping, REINFORCE (PPO: 4 epochs, clip 0.2),
+ * no grouper (grouper: 16 groups, hidden 64, link 16, prior 2). These were picked by a sweep on the
  * spec profiles (benchmarks/policy/README.md has the figures). */
 void reinforce_options_default(reinforce_options *o);
 
 /* Parse "ema" / "loo". */
 pl_status reinforce_parse_baseline(const char *text, reinforce_baseline *out, char *msg, size_t len);
 const char *reinforce_baseline_name(reinforce_baseline b);
+
+/* Parse "reinforce" / "ppo". */
+pl_status reinforce_parse_algo(const char *text, reinforce_algo *out, char *msg, size_t len);
+const char *reinforce_algo_name(reinforce_algo a);
+
+/* The PPO weight of one sample: the factor that replaces A in the
+ * REINFORCE gradient -A grad log p (see reinforce_algo): ratio * adv when
+ * the unclipped term is the min, 0 otherwise. Exposed for tests. */
+double ppo_weight(double ratio, double adv, double eps);
+/* The PPO surrogate of one sample, min(r A, clip(r, 1-eps, 1+eps) A). */
+double ppo_surrogate(double ratio, double adv, double eps);
 
 typedef struct {
     int update;             /* update just finished, 0-based */
