@@ -186,8 +186,8 @@ static int profile_from_spec(const profile_opts *o) {
     for (int a = 0; a < s->n_devices; a++)
         for (int b = 0; b < s->n_devices; b++)
             if (a != b &&
-                (st = profile_db_put_link(db, s->name, a, b, s->link_latency_us, s->link_bandwidth, s->link_kind)) !=
-                    PL_OK)
+                (st = profile_db_put_link(db, s->name, a, b, spec_link_at(s, a, b).latency_us,
+                                          spec_link_at(s, a, b).bandwidth, spec_link_at(s, a, b).kind)) != PL_OK)
                 goto out_rollback;
     if ((st = profile_db_commit(db)) != PL_OK) goto out_db_error;
     if (o->portable && (st = profile_db_make_portable(db, msg, sizeof msg)) != PL_OK) {

@@ -87,12 +87,12 @@ Test(spec, transfer_curve_spans_4_KiB_to_2_GiB_at_two_points_per_octave) {
 }
 
 Test(spec, known_names_are_found_and_unknown_ones_are_not) {
-    cr_assert_eq(spec_count(), 3);
-    const char *names[3] = {"t4x4-pcie", "h200x2-nvlink", "h200x4-nvlink"};
-    const int devs[3] = {4, 2, 4};
+    cr_assert_eq(spec_count(), 5);
+    const char *names[5] = {"t4x4-pcie", "h200x2-nvlink", "h200x4-nvlink", "h200x2-l40sx2", "h200x8-nvpairs"};
+    const int devs[5] = {4, 2, 4, 4, 8};
     char list[256];
     spec_names(list, sizeof list);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 5; i++) {
         const machine_spec *s = spec_find(names[i]);
         cr_assert_not_null(s);
         cr_assert_str_eq(s->name, names[i]);
@@ -103,7 +103,7 @@ Test(spec, known_names_are_found_and_unknown_ones_are_not) {
     cr_assert_null(spec_find("t4x8-pcie"));
     cr_assert_null(spec_find(""));
     cr_assert_null(spec_find(NULL));
-    cr_assert_null(spec_get(3));
+    cr_assert_null(spec_get(5));
     cr_assert_null(spec_get(-1));
     char tiny[8];
     spec_names(tiny, sizeof tiny);
@@ -195,5 +195,71 @@ Test(spec, build_drops_duplicate_sizes_and_rejects_bad_input) {
     cr_assert_eq(spec_profile_build(NULL, g, dup, 4, &p), PL_ERR_INVALID);
     cr_assert_eq(spec_profile_build(s, NULL, dup, 4, &p), PL_ERR_INVALID);
     cr_assert_null(p);
+    graph_destroy(g);
+}
+
+/* Two device types: the H200s and the L40Ss get their own costs and memory,
+ * the H200 pair its NVLink and every pair with an L40S the PCIe link. */
+Test(spec, mixed_machine_has_two_device_types_and_two_link_kinds) {
+    graph *g = NULL;
+    profile_data *p = build("h200x2-l40sx2", "default", SIZES, 5, &g);
+    const machine_spec *s = spec_find("h200x2-l40sx2");
+    cr_assert_not(spec_is_uniform(s));
+    cr_assert(spec_is_uniform(spec_find("h200x4-nvlink")));
+    cr_assert_str_eq(p->devices[0].name, "NVIDIA H200");
+    cr_assert_str_eq(p->devices[1].name, "NVIDIA H200");
+    cr_assert_str_eq(p->devices[2].name, "NVIDIA L40S");
+    cr_assert_str_eq(p->devices[3].name, "NVIDIA L40S");
+    cr_assert(p->devices[2].mem_bytes < p->devices[0].mem_bytes / 2);
+    int k16 = profile_mb_index(p, 16);
+    double h = 0, l = 0;
+    for (int i = 0; i < p->n_nodes; i++) {
+        h += p->cost_us[profile_cost_index(p, 0, k16, i, PHASE_FWD)];
+        l += p->cost_us[profile_cost_index(p, 2, k16, i, PHASE_FWD)];
+        cr_assert_eq(p->cost_us[profile_cost_index(p, 0, k16, i, PHASE_FWD)],
+                     p->cost_us[profile_cost_index(p, 1, k16, i, PHASE_FWD)]);
+    }
+    cr_assert(l > 2.0 * h, "an L40S forward (%.1f us) is well over twice an H200's (%.1f us)", l, h);
+    /* links: 0-1 NVLink, the rest PCIe; both directions alike */
+    cr_assert_eq(p->links[0 * 4 + 1].bandwidth, 390e9);
+    cr_assert_eq(p->links[1 * 4 + 0].bandwidth, 390e9);
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            if (a != b && !(a < 2 && b < 2)) {
+                cr_assert_eq(p->links[a * 4 + b].bandwidth, 25e9, "link %d->%d", a, b);
+                cr_assert_str_eq(spec_link_at(s, a, b).kind, "pcie4-switch");
+            }
+    /* 100 MB takes ~16x longer over PCIe than over the NVLink pair */
+    double t_nv = profile_transfer_us(p, 0, 1, 1e8), t_pc = profile_transfer_us(p, 0, 2, 1e8);
+    cr_assert(t_pc > 10 * t_nv, "pcie %.1f us vs nvlink %.1f us", t_pc, t_nv);
+    /* the workspace is the largest of the two types (32 MiB, the H200's) */
+    cr_assert_eq(p->node_mem[HEAD].workspace_bytes, 32 * MIB);
+    profile_data_destroy(p);
+    graph_destroy(g);
+}
+
+/* 8 devices: NVLink within the 4 pairs, PCIe within a socket, slower across. */
+Test(spec, eight_devices_with_nvlink_pairs_and_pcie_between_them) {
+    graph *g = NULL;
+    profile_data *p = build("h200x8-nvpairs", "default", SIZES, 5, &g);
+    cr_assert_eq(p->n_devices, 8);
+    cr_assert_not(spec_is_uniform(spec_find("h200x8-nvpairs")));
+    int n_nv = 0, n_sw = 0, n_x = 0;
+    for (int a = 0; a < 8; a++)
+        for (int b = 0; b < 8; b++) {
+            if (a == b) continue;
+            double bw = p->links[a * 8 + b].bandwidth;
+            cr_assert_eq(bw, p->links[b * 8 + a].bandwidth, "symmetric");
+            if (a / 2 == b / 2) { cr_assert_eq(bw, 390e9); n_nv++; }
+            else if (a / 4 == b / 4) { cr_assert_eq(bw, 50e9); n_sw++; }
+            else { cr_assert_eq(bw, 20e9); n_x++; }
+        }
+    cr_assert_eq(n_nv, 8);
+    cr_assert_eq(n_sw, 16);
+    cr_assert_eq(n_x, 32);
+    for (int d = 0; d < 8; d++) cr_assert_str_eq(p->devices[d].name, "NVIDIA H200");
+    cr_assert(profile_transfer_us(p, 0, 4, 1e8) > profile_transfer_us(p, 0, 2, 1e8));
+    cr_assert(profile_transfer_us(p, 0, 2, 1e8) > profile_transfer_us(p, 0, 1, 1e8));
+    profile_data_destroy(p);
     graph_destroy(g);
 }
