@@ -22,6 +22,15 @@
  *   1 + 6*L      final layernorm
  *   2 + 6*L      output head (logits, no bias, untied from the embedding)
  *   3 + 6*L      loss (fused softmax + cross-entropy)
+ *
+ * Other models keep the same 4 + 6 L nodes, with the block features of
+ * gpt_config: RMSNorm in the norm nodes, a SwiGLU MLP, rotary positions (no
+ * position table in the embedding), grouped-query attention (qkv width
+ * C + 2 * kv_heads * C / heads), a tied head (0 params of its own: see
+ * graph.c on how the shared weight is treated), the vocabulary padded to a
+ * multiple (embedding, head and loss all use the padded size), no-bias
+ * linears, and parallel residual blocks, where ln2 reads the block input
+ * instead of res1 (res1 = x + attn, res2 = res1 + mlp).
  */
 #ifndef PLACER_CORE_GRAPH_H
 #define PLACER_CORE_GRAPH_H
@@ -71,6 +80,7 @@ typedef struct {
     int vocab_multiple;    /* pad V up to a multiple of this (Megatron: 128 * tp); 0: none */
     int no_bias;           /* 1: linear layers have no bias (Llama); 0: they do (GPT-2) */
     int parallel_residual; /* 1: y = x + attn(ln1(x)) + mlp(ln2(x)) (GPT-J, NeoX, PaLM) */
+    int qkv_bias;          /* 1: with no_bias, the q, k, v projections keep their bias (Qwen2) */
 } gpt_config;
 
 typedef struct {
@@ -104,12 +114,36 @@ typedef struct {
 /* Fill *cfg with a named preset: "default" (the 49M GPT), "gpt12" (12 layers,
  * d_model 768, 12 heads) or "tiny" (for tests). A preset may be followed by
  * comma-separated overrides, e.g. "default,layers=24,batch=8"; keys are
- * vocab, d_model, heads, layers, seq, batch. Returns PL_ERR_INVALID with a
- * message for an unknown preset, key or a non-positive value. */
+ * vocab, d_model, heads, layers, seq, batch, kv_heads, d_ff, vocab_multiple
+ * (positive integers), norm=layernorm|rmsnorm, mlp=gelu|swiglu,
+ * pos=learned|rotary, tied=0|1, bias=0|1 (0 sets no_bias), qkv_bias=0|1,
+ * parallel=0|1. Returns PL_ERR_INVALID with a message for an unknown
+ * preset, key or a bad value (*cfg untouched then). */
 pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t len);
 
-/* Check a config: all fields positive, heads divide d_model. */
+/* Check a config: the six original fields positive, heads divide d_model,
+ * kv_heads (when set) divide heads, d_ff / vocab_multiple >= 0, enums and
+ * flags in range, an even head size for rotary, layers <= 100,000 and
+ * sizes <= 1e8 (so the builder's int64 figures cannot overflow). */
 pl_status gpt_config_validate(const gpt_config *cfg, char *msg, size_t len);
+
+/* Effective figures of a config (0-valued extensions resolved). Also listed
+ * in model_config.h, where they were first declared. */
+int gpt_kv_heads(const gpt_config *c);     /* n_kv_heads or n_heads */
+int gpt_d_ff(const gpt_config *c);         /* d_ff or 4 * d_model */
+int gpt_vocab_padded(const gpt_config *c); /* vocab rounded up to vocab_multiple */
+
+/* Parameter count from the closed form (no graph build): equals
+ * graph->total_params for every config graph_build_gpt accepts (tested on
+ * GPT-2, Llama 3 8B / 405B-like, NeoX-like configs). */
+int64_t gpt_param_count(const gpt_config *c);
+
+/* 1 when cfg describes the original GPT block (its effective figures are
+ * the original's: kv heads = heads, d_ff = 4C, layernorm, GELU, learned
+ * positions, untied, no vocabulary padding, biases, serial residual), the
+ * only model the CUDA/CPU engine (hw/) runs. The engine refuses others with
+ * PL_ERR_UNSUPPORTED; the simulator and planner take any valid config. */
+int gpt_config_is_plain(const gpt_config *cfg);
 
 /* Build the GPT graph for cfg. On success *out owns a new graph that the
  * caller frees with graph_destroy. On failure *out is NULL. */
@@ -130,7 +164,11 @@ static inline int graph_n_consumers(const graph *g, int i) {
 static inline int64_t graph_param_bytes(const graph_node *n) { return n->params * 4; }
 
 /* Short string naming a config, e.g. "gpt-L6-C384-H6-V50257-T256-B16".
- * Used as the graph key in the profile store. */
+ * Used as the graph key in the profile store: unchanged for configs whose
+ * extensions are all 0; otherwise one suffix "-g<kv>f<d_ff>m<mult><flags>"
+ * with only the set parts (flags r rmsnorm, s swiglu, o rotary, t tied,
+ * n no bias, q qkv bias, p parallel residual), e.g. Llama 3 8B at seq 8192,
+ * batch 1: "gpt-L32-C4096-H32-V128256-T8192-B1-g8f14336rson". */
 void gpt_config_key(const gpt_config *cfg, char *buf, size_t len);
 
 #endif

@@ -47,7 +47,8 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
 pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
                             char *msg, size_t len);
 
-/* Effective figures of a config (0-valued extensions resolved). */
+/* Effective figures of a config (0-valued extensions resolved). Defined in
+ * core/graph.c (the builder needs them) and declared in graph.h too. */
 int gpt_kv_heads(const gpt_config *c);   /* n_kv_heads or n_heads */
 int gpt_d_ff(const gpt_config *c);       /* d_ff or 4 * d_model */
 int gpt_vocab_padded(const gpt_config *c); /* vocab rounded up to vocab_multiple */

@@ -109,3 +109,162 @@ Test(graph, bad_configs_are_refused) {
     cr_assert_eq(gpt_config_parse("default,colour=3", &cfg, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert_eq(gpt_config_parse("default,layers", &cfg, msg, sizeof msg), PL_ERR_INVALID);
 }
+
+/* ---- the model families: parameters, widths, edges, keys ---- */
+
+static gpt_config llama3_8b(void) {
+    gpt_config c = {.vocab = 128256, .d_model = 4096, .n_heads = 32, .n_layers = 32, .seq_len = 8192, .batch = 1,
+                    .n_kv_heads = 8, .d_ff = 14336, .norm = NORM_RMSNORM, .mlp = MLP_SWIGLU, .pos = POS_ROTARY,
+                    .no_bias = 1};
+    return c;
+}
+
+static int64_t built_params(const gpt_config *c) {
+    graph *g = NULL;
+    char msg[256];
+    cr_assert_eq(graph_build_gpt(c, &g, msg, sizeof msg), PL_OK, "%s", msg);
+    int64_t p = g->total_params;
+    graph_destroy(g);
+    return p;
+}
+
+Test(graph, published_parameter_counts_closed_form_and_built) {
+    /* GPT-2 small: 124,439,808 (tied, learned positions of 1024) */
+    gpt_config gpt2 = {.vocab = 50257, .d_model = 768, .n_heads = 12, .n_layers = 12, .seq_len = 1024, .batch = 1,
+                       .tied = 1};
+    cr_assert_eq(gpt_param_count(&gpt2), 124439808LL);
+    cr_assert_eq(built_params(&gpt2), 124439808LL);
+    /* Llama 3 8B: 8,030,261,248 (Meta's model card, HF safetensors total) */
+    gpt_config l8 = llama3_8b();
+    cr_assert_eq(gpt_param_count(&l8), 8030261248LL);
+    cr_assert_eq(built_params(&l8), 8030261248LL);
+    /* Llama 3.1 405B: 126 layers, C 16384, 128/8 heads, d_ff 53248: 405,853,388,800 */
+    gpt_config l405 = l8;
+    l405.d_model = 16384; l405.n_layers = 126; l405.n_heads = 128; l405.d_ff = 53248;
+    cr_assert_eq(gpt_param_count(&l405), 405853388800LL);
+    cr_assert_eq(built_params(&l405), 405853388800LL);
+    /* Mistral 7B: 7,241,732,096; Qwen2 7B (bias on q, k, v only): 7,615,616,512 */
+    gpt_config mis = l8;
+    mis.vocab = 32000;
+    cr_assert_eq(gpt_param_count(&mis), 7241732096LL);
+    cr_assert_eq(built_params(&mis), 7241732096LL);
+    gpt_config qw = l8;
+    qw.vocab = 152064; qw.d_model = 3584; qw.n_layers = 28; qw.n_heads = 28; qw.n_kv_heads = 4; qw.d_ff = 18944;
+    qw.qkv_bias = 1;
+    cr_assert_eq(gpt_param_count(&qw), 7615616512LL);
+    cr_assert_eq(built_params(&qw), 7615616512LL);
+    /* the default GPT through both */
+    gpt_config d;
+    cr_assert_eq(gpt_config_parse("default", &d, NULL, 0), PL_OK);
+    cr_assert_eq(gpt_param_count(&d), 49343232LL);
+}
+
+Test(graph, closed_form_matches_the_build_for_every_feature_combination) {
+    /* 2^7 feature sets on a small model: no formula can agree by accident */
+    for (int mask = 0; mask < 128; mask++) {
+        gpt_config c = {.vocab = 1000, .d_model = 64, .n_heads = 8, .n_layers = 3, .seq_len = 32, .batch = 2};
+        if (mask & 1) c.n_kv_heads = 2;
+        if (mask & 2) c.norm = NORM_RMSNORM;
+        if (mask & 4) c.mlp = MLP_SWIGLU, c.d_ff = 176;
+        if (mask & 8) c.pos = POS_ROTARY;
+        if (mask & 16) c.tied = 1;
+        if (mask & 32) c.vocab_multiple = 128;
+        if (mask & 64) c.no_bias = 1, c.qkv_bias = (mask & 1);
+        cr_assert_eq(gpt_param_count(&c), built_params(&c), "mask %d", mask);
+    }
+}
+
+Test(graph, gqa_swiglu_rotary_tied_padded_node_figures) {
+    gpt_config c = {.vocab = 1000, .d_model = 64, .n_heads = 8, .n_layers = 2, .seq_len = 16, .batch = 2,
+                    .n_kv_heads = 2, .d_ff = 160, .norm = NORM_RMSNORM, .mlp = MLP_SWIGLU, .pos = POS_ROTARY,
+                    .tied = 1, .vocab_multiple = 128, .no_bias = 1};
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&c, &g, NULL, 0), PL_OK);
+    cr_assert_eq(g->n_nodes, 16);
+    cr_assert_eq(gpt_vocab_padded(&c), 1024);
+    cr_assert_eq(g->nodes[0].params, 1024LL * 64);           /* no position table */
+    cr_assert_eq(g->nodes[1].params, 64);                    /* RMSNorm: scale only */
+    /* qkv width 64 + 2 * 2 * 8 = 96; no biases */
+    cr_assert_eq(g->nodes[2].params, 64LL * 96 + 64 * 64);
+    cr_assert_eq(g->nodes[2].act_bytes_per_sample, 4LL * (16 * 96 + 2 * 8 * 16 * 16 + 2 * 16 * 64));
+    cr_assert_eq(g->nodes[5].params, 3LL * 64 * 160);         /* gate, up, down */
+    cr_assert_eq(g->nodes[14].params, 0);                    /* tied head */
+    cr_assert_eq(g->nodes[14].out_shape[2], 1024);           /* padded logits */
+    cr_assert(g->nodes[14].fwd_flops_per_sample == 2.0 * 16 * 64 * 1024);
+    cr_assert(g->nodes[5].fwd_flops_per_sample == 2.0 * 3 * 16 * 64 * 160 + 6.0 * 16 * 160);
+    graph_destroy(g);
+}
+
+Test(graph, parallel_residual_ln2_reads_the_block_input) {
+    gpt_config c;
+    cr_assert_eq(gpt_config_parse("tiny,parallel=1", &c, NULL, 0), PL_OK);
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&c, &g, NULL, 0), PL_OK);
+    for (int l = 0; l < 2; l++) {
+        int base = 1 + 6 * l, x = l ? base - 1 : 0;
+        cr_assert_eq(g->nodes[base + 0].inputs[0], x);      /* ln1(x) */
+        cr_assert_eq(g->nodes[base + 3].inputs[0], x);      /* ln2(x), not res1 */
+        cr_assert_eq(g->nodes[base + 2].inputs[0], x);      /* res1 = x + attn */
+        cr_assert_eq(g->nodes[base + 2].inputs[1], base + 1);
+        cr_assert_eq(g->nodes[base + 5].inputs[0], base + 2); /* res2 = res1 + mlp */
+        cr_assert_eq(g->nodes[base + 5].inputs[1], base + 4);
+    }
+    cr_assert_eq(graph_n_consumers(g, 0), 3); /* ln1.0, res1.0, ln2.0 */
+    cr_assert_eq(graph_n_consumers(g, 3), 1); /* res1.0 only feeds res2.0 */
+    graph_destroy(g);
+}
+
+Test(graph, keys_unchanged_for_the_original_and_suffixed_otherwise) {
+    gpt_config c;
+    char key[64];
+    cr_assert_eq(gpt_config_parse("default", &c, NULL, 0), PL_OK);
+    gpt_config_key(&c, key, sizeof key);
+    cr_assert_str_eq(key, "gpt-L6-C384-H6-V50257-T256-B16");
+    cr_assert(gpt_config_is_plain(&c));
+    gpt_config l8 = llama3_8b();
+    gpt_config_key(&l8, key, sizeof key);
+    cr_assert_str_eq(key, "gpt-L32-C4096-H32-V128256-T8192-B1-g8f14336rson");
+    cr_assert(!gpt_config_is_plain(&l8));
+    cr_assert_eq(gpt_config_parse("default,tied=1,parallel=1,vocab_multiple=128", &c, NULL, 0), PL_OK);
+    gpt_config_key(&c, key, sizeof key);
+    cr_assert_str_eq(key, "gpt-L6-C384-H6-V50257-T256-B16-m128tp");
+    /* explicit values equal to the defaults are still the original block */
+    cr_assert_eq(gpt_config_parse("default,kv_heads=6,d_ff=1536,vocab_multiple=1", &c, NULL, 0), PL_OK);
+    cr_assert(gpt_config_is_plain(&c));
+    cr_assert_eq(gpt_config_parse("default,bias=0", &c, NULL, 0), PL_OK);
+    cr_assert(!gpt_config_is_plain(&c));
+}
+
+Test(graph, feature_overrides_parse_and_bad_ones_are_refused) {
+    gpt_config c;
+    char msg[256];
+    cr_assert_eq(gpt_config_parse("gpt12,kv_heads=4,d_ff=2048,norm=rmsnorm,mlp=swiglu,pos=rotary,tied=1,"
+                                  "vocab_multiple=64,bias=0,parallel=1", &c, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(c.n_kv_heads, 4);
+    cr_assert_eq(c.d_ff, 2048);
+    cr_assert_eq(c.norm, NORM_RMSNORM);
+    cr_assert_eq(c.mlp, MLP_SWIGLU);
+    cr_assert_eq(c.pos, POS_ROTARY);
+    cr_assert_eq(c.tied, 1);
+    cr_assert_eq(c.vocab_multiple, 64);
+    cr_assert_eq(c.no_bias, 1);
+    cr_assert_eq(c.parallel_residual, 1);
+    cr_assert_eq(gpt_vocab_padded(&c), 50304);
+    gpt_config keep = c;
+    cr_assert_eq(gpt_config_parse("gpt12,kv_heads=5", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "kv_heads (5) must divide heads (12)"), "%s", msg);
+    cr_assert_eq(memcmp(&c, &keep, sizeof c), 0, "untouched on failure");
+    cr_assert_eq(gpt_config_parse("gpt12,kv_heads=24", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(gpt_config_parse("gpt12,norm=batchnorm", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "layernorm or rmsnorm"), "%s", msg);
+    cr_assert_eq(gpt_config_parse("gpt12,tied=2", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "0 or 1"), "%s", msg);
+    cr_assert_eq(gpt_config_parse("gpt12,d_ff=-3", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(gpt_config_parse("default,layers=200000", &c, msg, sizeof msg), PL_ERR_INVALID);
+    /* rotary needs an even head size: d_model 18, 2 heads -> 9 */
+    cr_assert_eq(gpt_config_parse("tiny,d_model=18,pos=rotary", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "even head size"), "%s", msg);
+    gpt_config bad = llama3_8b();
+    bad.norm = (norm_kind)7;
+    cr_assert_eq(gpt_config_validate(&bad, msg, sizeof msg), PL_ERR_INVALID);
+}
