@@ -357,9 +357,11 @@ int cmd_simulate(int argc, char **argv) {
                mb_profiled ? "true" : "false");
         printf("\"params\":{\"source\":\"%s\"", calibrated ? "calibrated" : "neutral");
         for (int i = 0; i < SIM_N_PARAMS; i++) printf(",\"%s\":%.17g", sim_param_name(i), *sim_param_ptr(&prm, i));
-        printf("},\"step_us\":%.3f,\"bubble_fraction\":%.6f,\"devices_used\":%d,\"stages\":%d,\"oom\":%s,"
-               "\"oom_device\":",
-               res.step_us, res.bubble_fraction, res.n_used_devices, res.n_stages, res.oom ? "true" : "false");
+        /* step_us_exact round-trips the double (the Python tests compare bit for bit) */
+        printf("},\"step_us\":%.3f,\"step_us_exact\":%.17g,\"bubble_fraction\":%.6f,\"devices_used\":%d,"
+               "\"stages\":%d,\"oom\":%s,\"oom_device\":",
+               res.step_us, res.step_us, res.bubble_fraction, res.n_used_devices, res.n_stages,
+               res.oom ? "true" : "false");
         if (res.oom) printf("%d", res.oom_device);
         else printf("null");
         printf(",\"devices\":[");
