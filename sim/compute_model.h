@@ -27,14 +27,43 @@
 #include "layout.h"
 #include "precision.h"
 
+/* How the attention core runs: fused (FlashAttention: no T x T score
+ * matrix in memory, causal blocks skipped, the backward recomputes the
+ * scores) or unfused (Megatron-LM 2021: batched GEMMs for Q K^T and P V,
+ * a fused scale-mask-softmax and a dropout over the full T x T scores in
+ * HBM, kept for backward). Decides both the time here and the activation
+ * memory in layout_memory.c. */
+typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED } attention_impl;
+
 typedef struct {
     double gemm_efficiency;   /* base fraction of peak a large GEMM reaches (fitted or default) */
     double memory_efficiency; /* fraction of hbm_bw memory-bound kernels reach */
     double kernel_overhead_us;/* fixed cost per kernel launch */
+    attention_impl attention; /* fused or unfused attention core */
+    int dropout;              /* -1: by model family (compute_model_dropout), 0 off, 1 on */
 } compute_params;
 
 /* Defaults with their sources in compute_model.c's comment. */
 void compute_params_default(compute_params *p);
+
+/* Whether the model trains with dropout under p: p->dropout when it is 0
+ * or 1, else by family: layernorm models with biases (Megatron GPT, GPT-2:
+ * dropout 0.1) do, RMSNorm / no-bias models (Llama family) do not. p may
+ * be NULL (by family). Dropout adds its masks to memory and its
+ * elementwise passes to time. */
+int compute_model_dropout(const gpt_config *cfg, const compute_params *p);
+
+/* Fraction of peak a GEMM of m x n x k reaches (batch independent
+ * problems of that shape at once, batch >= 1): the base efficiency times
+ * tile, wave and short-k factors, the best over the tile shapes a cuBLAS
+ * heuristic picks from (see compute_model.c). In (0, 1]. */
+double gemm_efficiency(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
+                       const compute_params *p);
+
+/* Time of `batch` independent GEMMs of m x n x k (a strided batched GEMM,
+ * as the unfused attention's Q K^T and P V run). */
+double gemm_batched_time_us(const cluster_gpu *gpu, precision prec, int64_t batch, int64_t m, int64_t n,
+                            int64_t k, const compute_params *p);
 
 /* Time of one GEMM of m x n x k in precision prec on gpu. */
 double gemm_time_us(const cluster_gpu *gpu, precision prec, int64_t m, int64_t n, int64_t k,

@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "compute_model.h"
 #include "graph.h"
 #include "layout.h"
 
@@ -40,14 +41,30 @@ typedef struct {
 int64_t layer_activation_bytes(const gpt_config *cfg, const layout *l);
 
 /* Memory of pipeline stage `stage` (0..pp-1) holding `layers` transformer
- * layers in all its chunks, with `in_flight` micro-batches stashed at the
- * peak (the caller takes it from the simulator, or from
- * layout_in_flight_1f1b). */
+ * layers in all its chunks, with `in_flight` chunk micro-batches (one
+ * micro-batch's forward through one of the stage's vp chunks, each holding
+ * layers / vp layers; with vp = 1 simply micro-batches) stashed at the peak
+ * (the caller takes it from the simulator, or from layout_in_flight_1f1b). */
 void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int layers, int in_flight,
                          layout_memory *out);
 
-/* Micro-batches 1F1B (vp = 1) or interleaved 1F1B keeps in flight on the
- * first stage: min(m, pp) and Megatron's interleaved warm-up count. */
+/* The same under the compute model's choices p (p->attention: a fused
+ * attention keeps no T x T scores; p->dropout: masks or none); p NULL:
+ * compute_params_default (fused attention, dropout by model family). The
+ * plain functions above are these with p = NULL. */
+int64_t layer_activation_bytes_p(const gpt_config *cfg, const layout *l, const compute_params *p);
+void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute_params *p, int stage, int layers,
+                           int in_flight, layout_memory *out);
+
+/* Parameters one GPU holds of one transformer layer (its 1/tp share of the
+ * GEMM weights and biases, the norms whole), and of the embedding (stage 0)
+ * and head (last stage) parts of a stage, before any dp sharding. */
+int64_t layer_params_per_gpu(const gpt_config *cfg, const layout *l);
+int64_t stage_extra_params_per_gpu(const gpt_config *cfg, const layout *l, int stage);
+
+/* Chunk micro-batches 1F1B (vp = 1) or interleaved 1F1B keeps in flight
+ * on the first stage: min(m, pp), and Megatron's interleaved warm-up count
+ * plus one, 2 (pp - 1) + (vp - 1) pp + 1, at most m * vp. */
 int layout_in_flight_1f1b(const layout *l, int m);
 
 #endif

@@ -1,0 +1,220 @@
+/*
+ * layout_memory.c: memory per GPU of a layout as a sum of named parts
+ * (layout_memory.h), each a closed form.
+ *
+ * Activations of one transformer layer, one micro-batch (Korthikanti et
+ * al. 2022, "Reducing Activation Recomputation in Large Transformer
+ * Models", section 4), derived term by term so that GQA, SwiGLU, fused
+ * attention, precision and the absence of dropout follow. With s' = seq /
+ * cp tokens per sequence, b the micro-batch, h hidden, a heads, g KV heads,
+ * f the MLP width, t = tp, e bytes per activation element (2 for bf16 /
+ * fp16 / fp8 runs, 4 for fp32), R = 1 without sequence parallelism and 1/t
+ * with it (the parts tp does not split):
+ *   norm inputs (two norms)            2 e s'bh        x R
+ *   QKV input (norm 1 output)            e s'bh        x R
+ *   Q, K, V                              e s'bh (1 + 2g/a) / t
+ *   attention core, unfused:   softmax output e a s's b / t, and with dropout
+ *                              its mask a s's b / t and output e a s's b / t
+ *                  fused (flash): the softmax statistics, 4 a s'b / t (fp32)
+ *   attention output projection input    e s'bh / t
+ *   attention dropout mask (dropout)       s'bh        x R
+ *   MLP input (norm 2 output)            e s'bh        x R
+ *   GELU MLP: its input and output     2 e s'bf / t; SwiGLU: gate, up and
+ *                              their product 3 e s'bf / t
+ *   MLP dropout mask (dropout)             s'bh        x R
+ * With e = 2, g = a, f = 4h, dropout, unfused attention and cp = 1 this is
+ * Korthikanti's s b h (10 + 24 / t + 5 a s / (h t)) without sp and
+ * s b h / t (34 + 5 a s / h) with it (the tests hold it to both).
+ *   selective recompute drops the attention core's part (it is recomputed)
+ *   full recompute keeps only the layer input: e s'bh x R (Korthikanti's
+ *   2 s b h, / t with sp)
+ *
+ * The parts of a stage:
+ *   params / grads / optimizer  per GPU: the stage's layers at 1/tp
+ *       (layer_params_per_gpu) plus its embedding or head share; bytes per
+ *       parameter: mixed precision (bf16, fp16, fp8) 2 weight + 2 gradient
+ *       + 12 optimizer (fp32 master weight and two fp32 Adam moments) = 16;
+ *       fp32 / tf32 4 + 4 + 8. Sharded over dp (ceil): zero 1 the optimizer,
+ *       zero 2 also the gradients, zero 3 also the weights; fsdp (Llama 3's
+ *       variant) shards gradients and optimizer, and the weights it gathers
+ *       in forward stay until backward, so at the peak the weights count
+ *       whole
+ *   activations  act_per_layer x layers / vp x in_flight chunk micro-batches,
+ *       plus the working set of recomputation: under full recompute one
+ *       layer rebuilt whole for its backward (its activations without
+ *       recompute), under selective one layer's attention core
+ *   embedding_head  stage 0: the embedding dropout mask s'bh (x R) per
+ *       micro-batch in flight; last stage: one micro-batch's logits, e
+ *       bytes plus the fp32 softmax the vocabulary-parallel cross entropy
+ *       keeps, s'b V / t (4 + e)
+ *   buffers  data parallelism (dp > 1, zero 0-2): two 25 MiB gradient
+ *       buckets in flight (torch DDP's default bucket_cap_mb); zero 3
+ *       (DeepSpeed-style, gathered per module): the largest weight matrix
+ *       of a layer gathered twice (current + prefetch) and its unsharded
+ *       gradient before the reduce-scatter; fsdp (gathered per layer): one
+ *       layer's unsharded gradients before the reduce-scatter; tp > 1 with
+ *       sp: the all-gathered layer input and the reduce-scatter's input,
+ *       2 e s'bh. Allocator fragmentation, the CUDA context and library
+ *       workspaces are not counted.
+ */
+#include "layout_memory.h"
+
+#include <math.h>
+
+#define DDP_BUCKET_BYTES (25.0 * 1024 * 1024)
+
+static int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+static double act_elem_bytes(precision p) { return p == PRECISION_FP8 ? 2.0 : (double)precision_act_bytes(p); }
+
+static int mixed(precision p) { return p == PRECISION_BF16 || p == PRECISION_FP16 || p == PRECISION_FP8; }
+
+static int64_t kv_heads(const gpt_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
+static int64_t mlp_width(const gpt_config *c) { return c->d_ff > 0 ? c->d_ff : 4 * (int64_t)c->d_model; }
+static int64_t vocab_padded(const gpt_config *c) {
+    return c->vocab_multiple > 0 ? ceil_div(c->vocab, c->vocab_multiple) * c->vocab_multiple : c->vocab;
+}
+
+typedef struct {
+    double replicated; /* bytes of the parts tp does not split (before R) */
+    double split;      /* bytes of the parts split by tp (already / t) */
+    double core;       /* the attention core's part (already / t) */
+} act_parts;
+
+static act_parts layer_act_parts(const gpt_config *cfg, const layout *l, const compute_params *p) {
+    const double t = l->tp > 0 ? l->tp : 1, cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+    const double s = cfg->seq_len, sl = ceil(s / cp), h = cfg->d_model, a = cfg->n_heads, g = (double)kv_heads(cfg);
+    const double f = (double)mlp_width(cfg), e = act_elem_bytes(l->prec);
+    const int drop = compute_model_dropout(cfg, p);
+    const int flash = p ? p->attention == ATTENTION_FLASH : 1;
+    const double sbh = sl * b * h;
+    act_parts r;
+    r.replicated = 2 * e * sbh + e * sbh + e * sbh + (drop ? 2 * sbh : 0);
+    r.split = (e * sbh * (1 + 2 * g / a) + e * sbh + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * e * sl * b * f) / t;
+    if (flash)
+        r.core = 4 * a * sl * b / t;
+    else
+        r.core = (e + (drop ? 1 + e : 0)) * a * sl * s * b / t;
+    return r;
+}
+
+static double rep_factor(const layout *l) { return (l->sp && l->tp > 1) ? 1.0 / l->tp : 1.0; }
+
+int64_t layer_activation_bytes_p(const gpt_config *cfg, const layout *l, const compute_params *p) {
+    act_parts a = layer_act_parts(cfg, l, p);
+    double R = rep_factor(l);
+    double bytes;
+    switch (l->recompute) {
+    case RECOMPUTE_FULL: {
+        const double cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+        bytes = act_elem_bytes(l->prec) * ceil(cfg->seq_len / cp) * b * cfg->d_model * R;
+        break;
+    }
+    case RECOMPUTE_SELECTIVE: bytes = a.replicated * R + a.split; break;
+    default: bytes = a.replicated * R + a.split + a.core; break;
+    }
+    return (int64_t)llround(bytes);
+}
+
+int64_t layer_activation_bytes(const gpt_config *cfg, const layout *l) {
+    return layer_activation_bytes_p(cfg, l, NULL);
+}
+
+int64_t layer_params_per_gpu(const gpt_config *cfg, const layout *l) {
+    const int64_t t = l->tp > 0 ? l->tp : 1, h = cfg->d_model, a = cfg->n_heads, g = kv_heads(cfg);
+    const int64_t d = h / a, f = mlp_width(cfg), up = cfg->mlp == MLP_SWIGLU ? 2 : 1;
+    int64_t w = h * (a + 2 * g) * d / t + a * d * h / t + up * h * f / t + f * h / t;
+    if (!cfg->no_bias) w += (a + 2 * g) * d / t + h + up * f / t + h; /* row-parallel biases stay whole */
+    w += (cfg->norm == NORM_LAYERNORM ? 2 : 1) * 2 * h;              /* two norms */
+    return w;
+}
+
+int64_t stage_extra_params_per_gpu(const gpt_config *cfg, const layout *l, int stage) {
+    const int64_t t = l->tp > 0 ? l->tp : 1, h = cfg->d_model, pp = l->pp > 0 ? l->pp : 1;
+    const int64_t vocab_share = ceil_div(vocab_padded(cfg), t) * h;
+    int64_t w = 0;
+    if (stage == 0) {
+        w += vocab_share;
+        if (cfg->pos == POS_LEARNED) w += (int64_t)cfg->seq_len * h; /* not split over tp (Megatron) */
+    }
+    if (stage == pp - 1) {
+        w += (cfg->norm == NORM_LAYERNORM ? 2 : 1) * h;
+        /* an untied head has its own matrix; a tied one shares stage 0's,
+         * except that Megatron keeps a copy on the last stage when pp > 1 */
+        if (!cfg->tied || pp > 1) w += vocab_share;
+    }
+    return w;
+}
+
+int layout_in_flight_1f1b(const layout *l, int m) {
+    const int pp = l->pp > 0 ? l->pp : 1, vp = l->vp > 0 ? l->vp : 1;
+    if (m < 1) return 0;
+    if (vp == 1) return m < pp ? m : pp;
+    int64_t n = 2 * (int64_t)(pp - 1) + (int64_t)(vp - 1) * pp + 1, cap = (int64_t)m * vp;
+    return (int)(n < cap ? n : cap);
+}
+
+void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute_params *p, int stage, int layers,
+                           int in_flight, layout_memory *out) {
+    *out = (layout_memory){0};
+    const int64_t dp = l->dp > 0 ? l->dp : 1, t = l->tp > 0 ? l->tp : 1, vp = l->vp > 0 ? l->vp : 1;
+    const int64_t pp = l->pp > 0 ? l->pp : 1;
+    const int mx = mixed(l->prec);
+    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = mx ? 12 : 8;
+    const int64_t lp = layer_params_per_gpu(cfg, l);
+    const int64_t n = lp * layers + stage_extra_params_per_gpu(cfg, l, stage);
+    int64_t nw = n, ng = n, no = n;
+    if (dp > 1) {
+        if (l->zero >= ZERO_1) no = ceil_div(n, dp);
+        if (l->zero >= ZERO_2) ng = ceil_div(n, dp);
+        if (l->zero == ZERO_3) nw = ceil_div(n, dp);
+    }
+    out->params = (int64_t)(nw * wb);
+    out->grads = (int64_t)(ng * gb);
+    out->optimizer = (int64_t)(no * ob);
+
+    const int64_t apl = layer_activation_bytes_p(cfg, l, p);
+    out->act_per_layer = apl;
+    double stash = (double)apl * ((double)layers / (double)vp) * (in_flight > 0 ? in_flight : 0);
+    double work = 0;
+    if (layers > 0 && l->recompute != RECOMPUTE_NONE) {
+        layout none = *l;
+        none.recompute = RECOMPUTE_NONE;
+        int64_t whole = layer_activation_bytes_p(cfg, &none, p);
+        if (l->recompute == RECOMPUTE_FULL) {
+            work = (double)whole;
+        } else {
+            layout sel = *l;
+            sel.recompute = RECOMPUTE_SELECTIVE;
+            work = (double)(whole - layer_activation_bytes_p(cfg, &sel, p));
+        }
+    }
+    out->activations = (int64_t)llround(stash + work);
+
+    const double cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+    const double e = act_elem_bytes(l->prec), sl = ceil(cfg->seq_len / cp), h = cfg->d_model;
+    const double sbh = sl * b * h, R = rep_factor(l);
+    double eh = 0;
+    if (stage == 0 && compute_model_dropout(cfg, p)) eh += sbh * R * (in_flight > 0 ? in_flight : 0);
+    if (stage == pp - 1) eh += sl * b * (double)ceil_div(vocab_padded(cfg), t) * (4.0 + e);
+    out->embedding_head = (int64_t)llround(eh);
+
+    double buf = 0;
+    if (dp > 1 && l->zero <= ZERO_2) buf += 2 * DDP_BUCKET_BYTES;
+    if (dp > 1 && l->zero == ZERO_3) {
+        const int64_t f = mlp_width(cfg), up = cfg->mlp == MLP_SWIGLU ? 2 : 1, hh = cfg->d_model;
+        const int64_t g = kv_heads(cfg), d = hh / cfg->n_heads;
+        int64_t big = up * hh * f / t, qkv = hh * (cfg->n_heads + 2 * g) * d / t;
+        if (qkv > big) big = qkv;
+        buf += 2.0 * big * wb + big * gb;
+    }
+    if (dp > 1 && l->zero == ZERO_FSDP) buf += (double)lp * gb;
+    if (t > 1 && l->sp) buf += 2 * e * sbh;
+    out->buffers = (int64_t)llround(buf);
+    out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers;
+}
+
+void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int layers, int in_flight,
+                         layout_memory *out) {
+    layout_stage_memory_p(cfg, l, NULL, stage, layers, in_flight, out);
+}
