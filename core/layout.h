@@ -20,15 +20,21 @@
  *   precision    of the GEMMs and activations (precision.h)
  *   stage_layers explicit transformer layers per pipeline chunk (pp * vp
  *        entries, in pipeline order, summing to the model's layers), or
- *        n_stage_layers = 0 for a uniform split.
+ *        n_stage_layers = 0 for a uniform split. Pipeline order is the
+ *        model's layer order: chunk c holds the layers after chunks 0..c-1
+ *        and lives on stage c % pp as its virtual chunk c / pp (Megatron's
+ *        interleaving: with pp 4, vp 2, stage 0 holds chunks 0 and 4). An
+ *        entry may be 0 (a stage holding only the embedding or the head).
  *
  * Text form (layout_parse / layout_format), comma-separated key=value in any
  * order, unspecified keys taking the defaults of layout_default:
  *   "tp=8,sp=1,cp=1,pp=16,vp=2,dp=64,zero=1,mbs=1,gbs=2048,recompute=full,
  *    precision=bf16,stages=7/8/8/.../7"
  * keys: tp sp cp pp vp dp zero (0|1|2|3|fsdp) mbs gbs recompute precision
- * stages (slash-separated layer counts). Unknown keys, junk values and
- * out-of-range values are errors naming the key.
+ * stages (slash-separated layer counts). Unknown keys, a key given twice,
+ * junk values and out-of-range values are errors naming the key. Spaces
+ * around keys and values are ignored. layout_format writes zero as
+ * 0|1|2|3|fsdp (parse also takes "none" for 0).
  *
  * The rank grid, one ordering for everything (Megatron-Core's): tp is the
  * innermost dimension, then cp, then dp, then pp:
@@ -95,17 +101,24 @@ int layout_format(const layout *l, char *buf, size_t len);
 /* GPUs the layout uses: tp * cp * dp * pp. */
 int64_t layout_world_size(const layout *l);
 
-/* Micro-batches each pipeline runs per step: global_batch / (dp * mbs). */
+/* Micro-batches each pipeline runs per step: global_batch / (dp * mbs);
+ * 0 when dp * mbs does not divide the global batch. */
 int layout_micro_batches(const layout *l);
 
-/* Check a layout against a model and a GPU count (n_gpus <= 0: no limit).
+/* Check a layout against a model (NULL: the layout's own rules only) and a
+ * GPU count (n_gpus <= 0: no limit).
  * One clear message for the first problem found, e.g. tp not dividing the
  * heads or the KV heads, cp not dividing the sequence (2 * cp chunks for
  * causal load balance), dp * mbs not dividing the global batch, pp * vp
  * chunks more than layers, explicit stages of the wrong count or sum, m not
  * a multiple of pp under interleaving, the world larger than the cluster,
  * sp without tp > 1 (allowed, a no-op: not an error), zero / fsdp with
- * dp = 1 (allowed, a no-op). Returns PL_OK or PL_ERR_INVALID. */
+ * dp = 1 (allowed, a no-op). Also: tp dividing d_ff, vp > 1 needing
+ * pp >= 2, with sp tp dividing the sequence per cp rank, and every field in
+ * range for layouts built in code. The vocabulary need not divide by tp
+ * (each rank holds ceil(Vp / tp) rows; Megatron pads to 128 * tp: set
+ * the model's vocab_multiple for the exact figure). Returns PL_OK or
+ * PL_ERR_INVALID. */
 pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gpus, char *msg, size_t len);
 
 /* Layers in each of the pp * vp chunks (explicit, or the uniform split:

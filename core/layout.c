@@ -1,0 +1,368 @@
+/*
+ * layout.c: the parallel layout's text form, its validation against a model
+ * and a GPU count, the split of layers into pipeline chunks, and the rank
+ * grid (tp innermost, then cp, dp, pp: Megatron-Core's order). layout.h has
+ * the contracts; this file keeps every rule about what a layout may be in
+ * one place, so the simulator, the planner and the engine refuse the same
+ * layouts with the same words.
+ */
+#include "layout.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Largest accepted size of one grid dimension, and of the batch sizes. */
+#define LAYOUT_MAX_DIM 1048576
+#define LAYOUT_MAX_BATCH 1000000000
+
+const char *zero_kind_name(zero_kind z) {
+    static const char *names[] = {"none", "1", "2", "3", "fsdp"};
+    return ((unsigned)z <= ZERO_FSDP) ? names[z] : "unknown";
+}
+
+const char *recompute_kind_name(recompute_kind r) {
+    static const char *names[] = {"none", "selective", "full"};
+    return ((unsigned)r <= RECOMPUTE_FULL) ? names[r] : "unknown";
+}
+
+void layout_default(layout *l) {
+    memset(l, 0, sizeof *l);
+    l->tp = l->cp = l->pp = l->vp = l->dp = 1;
+    l->sp = 0;
+    l->zero = ZERO_NONE;
+    l->micro_batch = l->global_batch = 1;
+    l->recompute = RECOMPUTE_NONE;
+    l->prec = PRECISION_BF16;
+    l->n_stage_layers = 0;
+}
+
+/* A decimal integer in [lo, hi] filling all of s (no sign, no spaces). */
+static int parse_int(const char *s, long lo, long hi, int *out) {
+    if (!*s) return 0;
+    for (const char *p = s; *p; p++)
+        if (!isdigit((unsigned char)*p)) return 0;
+    errno = 0;
+    char *end = NULL;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return 0;
+    *out = (int)v;
+    return 1;
+}
+
+/* Trim spaces in place; returns the trimmed start. */
+static char *trim(char *s) {
+    while (isspace((unsigned char)*s)) s++;
+    char *e = s + strlen(s);
+    while (e > s && isspace((unsigned char)e[-1])) *--e = 0;
+    return s;
+}
+
+static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
+                                   "zero", "mbs", "gbs", "recompute", "precision", "stages"};
+#define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+
+pl_status layout_parse(const char *text, layout *out, char *msg, size_t len) {
+    if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no layout given (e.g. tp=8,pp=4,dp=16,mbs=1,gbs=512)");
+    size_t n = strlen(text);
+    if (n > 16384) return pl_fail(msg, len, PL_ERR_INVALID, "layout text is too long (%zu bytes)", n);
+    char *buf = malloc(n + 1);
+    if (!buf) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing the layout");
+    memcpy(buf, text, n + 1);
+    layout *l = malloc(sizeof *l);
+    if (!l) { free(buf); return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing the layout"); }
+    layout_default(l);
+    pl_status st = PL_OK;
+    int seen[N_KEYS] = {0};
+    if (!*trim(buf)) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "empty layout (e.g. tp=8,pp=4,dp=16,mbs=1,gbs=512)");
+        goto out;
+    }
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq) {
+            st = pl_fail(msg, len, PL_ERR_INVALID, "layout field '%.32s' is not key=value (e.g. tp=8)", trim(tok));
+            goto out;
+        }
+        *eq = 0;
+        char *key = trim(tok), *val = trim(eq + 1);
+        int k = 0;
+        while (k < N_KEYS && strcmp(key, KEYS[k])) k++;
+        if (k == N_KEYS) {
+            st = pl_fail(msg, len, PL_ERR_INVALID,
+                         "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
+                         "precision, stages)", key);
+            goto out;
+        }
+        if (seen[k]++) {
+            st = pl_fail(msg, len, PL_ERR_INVALID, "layout key '%s' is given twice", key);
+            goto out;
+        }
+        int v = 0;
+        const char *kn = KEYS[k];
+        if (!strcmp(kn, "tp") || !strcmp(kn, "cp") || !strcmp(kn, "pp") || !strcmp(kn, "dp") ||
+            !strcmp(kn, "vp")) {
+            long hi = !strcmp(kn, "pp") || !strcmp(kn, "vp") ? LAYOUT_MAX_CHUNKS : LAYOUT_MAX_DIM;
+            if (!parse_int(val, 1, hi, &v)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %ld, not '%.32s'",
+                             kn, hi, val);
+                goto out;
+            }
+            if (!strcmp(kn, "tp")) l->tp = v;
+            else if (!strcmp(kn, "cp")) l->cp = v;
+            else if (!strcmp(kn, "pp")) l->pp = v;
+            else if (!strcmp(kn, "dp")) l->dp = v;
+            else l->vp = v;
+        } else if (!strcmp(kn, "mbs") || !strcmp(kn, "gbs")) {
+            if (!parse_int(val, 1, LAYOUT_MAX_BATCH, &v)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %d, not '%.32s'", kn,
+                             LAYOUT_MAX_BATCH, val);
+                goto out;
+            }
+            if (kn[0] == 'm') l->micro_batch = v;
+            else l->global_batch = v;
+        } else if (!strcmp(kn, "sp")) {
+            if (strcmp(val, "0") && strcmp(val, "1")) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout sp must be 0 or 1, not '%.32s'", val);
+                goto out;
+            }
+            l->sp = val[0] == '1';
+        } else if (!strcmp(kn, "zero")) {
+            if (!strcmp(val, "0") || !strcmp(val, "none")) l->zero = ZERO_NONE;
+            else if (!strcmp(val, "1")) l->zero = ZERO_1;
+            else if (!strcmp(val, "2")) l->zero = ZERO_2;
+            else if (!strcmp(val, "3")) l->zero = ZERO_3;
+            else if (!strcmp(val, "fsdp")) l->zero = ZERO_FSDP;
+            else {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout zero must be 0, 1, 2, 3 or fsdp, not '%.32s'", val);
+                goto out;
+            }
+        } else if (!strcmp(kn, "recompute")) {
+            if (!strcmp(val, "none")) l->recompute = RECOMPUTE_NONE;
+            else if (!strcmp(val, "selective")) l->recompute = RECOMPUTE_SELECTIVE;
+            else if (!strcmp(val, "full")) l->recompute = RECOMPUTE_FULL;
+            else {
+                st = pl_fail(msg, len, PL_ERR_INVALID,
+                             "layout recompute must be none, selective or full, not '%.32s'", val);
+                goto out;
+            }
+        } else if (!strcmp(kn, "precision")) {
+            char pm[160];
+            if (precision_parse(val, &l->prec, pm, sizeof pm) != PL_OK) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout precision: %s", pm);
+                goto out;
+            }
+        } else { /* stages: slash-separated layer counts */
+            int cnt = 0;
+            const char *p = val;
+            if (!*p) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout stages is empty (e.g. stages=7/8/8/7)");
+                goto out;
+            }
+            for (;;) {
+                const char *e = strchr(p, '/');
+                size_t w = e ? (size_t)(e - p) : strlen(p);
+                char num[16];
+                if (w == 0 || w >= sizeof num) {
+                    st = pl_fail(msg, len, PL_ERR_INVALID,
+                                 "layout stages entry %d is not a layer count (e.g. stages=7/8/8/7)", cnt + 1);
+                    goto out;
+                }
+                memcpy(num, p, w);
+                num[w] = 0;
+                if (cnt >= LAYOUT_MAX_CHUNKS) {
+                    st = pl_fail(msg, len, PL_ERR_INVALID, "layout stages has more than %d entries",
+                                 LAYOUT_MAX_CHUNKS);
+                    goto out;
+                }
+                if (!parse_int(num, 0, 1000000, &v)) {
+                    st = pl_fail(msg, len, PL_ERR_INVALID,
+                                 "layout stages entry %d ('%s') is not a layer count (e.g. stages=7/8/8/7)",
+                                 cnt + 1, num);
+                    goto out;
+                }
+                l->stage_layers[cnt++] = v;
+                if (!e) break;
+                p = e + 1;
+            }
+            l->n_stage_layers = cnt;
+        }
+    }
+    *out = *l;
+out:
+    free(l);
+    free(buf);
+    return st;
+}
+
+int layout_format(const layout *l, char *buf, size_t len) {
+    static const char *zero_text[] = {"0", "1", "2", "3", "fsdp"};
+    const char *z = (unsigned)l->zero <= ZERO_FSDP ? zero_text[l->zero] : "unknown";
+    int total = snprintf(buf, len, "tp=%d,sp=%d,cp=%d,pp=%d,vp=%d,dp=%d,zero=%s,mbs=%d,gbs=%d,recompute=%s,precision=%s",
+                         l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, z, l->micro_batch, l->global_batch,
+                         recompute_kind_name(l->recompute), precision_name(l->prec));
+    if (total < 0) return total;
+    int ns = l->n_stage_layers;
+    if (ns > LAYOUT_MAX_CHUNKS) ns = LAYOUT_MAX_CHUNKS;
+    for (int i = 0; i < ns; i++) {
+        size_t off = (size_t)total < len ? (size_t)total : len;
+        int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, i ? "/%d" : ",stages=%d", l->stage_layers[i]);
+        if (w < 0) return w;
+        total += w;
+    }
+    return total;
+}
+
+int64_t layout_world_size(const layout *l) {
+    return (int64_t)l->tp * l->cp * l->dp * l->pp;
+}
+
+int layout_micro_batches(const layout *l) {
+    int64_t per = (int64_t)l->dp * l->micro_batch;
+    if (per <= 0 || l->global_batch % per != 0) return 0;
+    return (int)(l->global_batch / per);
+}
+
+pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gpus, char *msg, size_t len) {
+    /* the layout on its own (it may have been built in code, not parsed) */
+    if (l->tp < 1 || l->cp < 1 || l->pp < 1 || l->vp < 1 || l->dp < 1 || l->tp > LAYOUT_MAX_DIM ||
+        l->cp > LAYOUT_MAX_DIM || l->dp > LAYOUT_MAX_DIM || l->pp > LAYOUT_MAX_CHUNKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp, cp, pp, vp and dp must all be at least 1 (and at most %d)",
+                       LAYOUT_MAX_DIM);
+    if ((int64_t)l->pp * l->vp > LAYOUT_MAX_CHUNKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "pp * vp (%d * %d) must be at most %d chunks", l->pp, l->vp,
+                       LAYOUT_MAX_CHUNKS);
+    if (l->sp != 0 && l->sp != 1) return pl_fail(msg, len, PL_ERR_INVALID, "sp must be 0 or 1");
+    if ((unsigned)l->zero > ZERO_FSDP || (unsigned)l->recompute > RECOMPUTE_FULL ||
+        (unsigned)l->prec >= PRECISION_COUNT)
+        return pl_fail(msg, len, PL_ERR_INVALID, "zero, recompute or precision is not a known kind");
+    if (l->micro_batch < 1 || l->global_batch < 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "mbs and gbs must be at least 1");
+    if (l->vp > 1 && l->pp < 2)
+        return pl_fail(msg, len, PL_ERR_INVALID, "interleaving (vp = %d) needs pp >= 2, not pp = %d", l->vp, l->pp);
+    int64_t per = (int64_t)l->dp * l->micro_batch;
+    if (l->global_batch % per != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "dp * mbs (%d * %d = %lld) must divide the global batch (gbs = %d)", l->dp, l->micro_batch,
+                       (long long)per, l->global_batch);
+    int m = (int)(l->global_batch / per);
+    if (l->vp > 1 && m % l->pp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "interleaving needs the micro-batches per pipeline (%d = gbs / (dp * mbs)) to be a multiple "
+                       "of pp (%d)", m, l->pp);
+    int chunks = l->pp * l->vp;
+    if (l->n_stage_layers != 0 && l->n_stage_layers != chunks)
+        return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
+                       l->n_stage_layers, chunks);
+    if (n_gpus > 0 && layout_world_size(l) > n_gpus)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "the layout needs tp * cp * dp * pp = %lld GPUs but the cluster has %lld",
+                       (long long)layout_world_size(l), (long long)n_gpus);
+    if (!model) return PL_OK;
+
+    /* against the model */
+    const int heads = model->n_heads, kv = gpt_kv_heads(model);
+    if (heads % l->tp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp (%d) must divide the attention heads (%d)", l->tp, heads);
+    if (kv % l->tp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp (%d) must divide the key/value heads (%d)", l->tp, kv);
+    if (gpt_d_ff(model) % l->tp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp (%d) must divide the MLP width (d_ff %d)", l->tp,
+                       gpt_d_ff(model));
+    if (l->cp > 1 && model->seq_len % (2 * l->cp) != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "cp (%d) needs the sequence (%d) split into 2 * cp = %d equal chunks (causal load balance)",
+                       l->cp, model->seq_len, 2 * l->cp);
+    if (l->sp && l->tp > 1 && (model->seq_len / l->cp) % l->tp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "sequence parallelism needs tp (%d) to divide the sequence per cp rank (%d)", l->tp,
+                       model->seq_len / l->cp);
+    if (l->n_stage_layers == 0 && chunks > model->n_layers)
+        return pl_fail(msg, len, PL_ERR_INVALID, "pp * vp = %d chunks are more than the model's %d layers", chunks,
+                       model->n_layers);
+    if (l->n_stage_layers != 0) {
+        int64_t sum = 0;
+        for (int i = 0; i < l->n_stage_layers; i++) {
+            if (l->stage_layers[i] < 0)
+                return pl_fail(msg, len, PL_ERR_INVALID, "stages entry %d is negative", i + 1);
+            sum += l->stage_layers[i];
+        }
+        if (sum != model->n_layers)
+            return pl_fail(msg, len, PL_ERR_INVALID, "stages sum to %lld layers but the model has %d",
+                           (long long)sum, model->n_layers);
+    }
+    return PL_OK;
+}
+
+pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg, size_t len) {
+    if (l->pp < 1 || l->vp < 1 || (int64_t)l->pp * l->vp > LAYOUT_MAX_CHUNKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "pp and vp must be at least 1 with pp * vp <= %d",
+                       LAYOUT_MAX_CHUNKS);
+    int k = l->pp * l->vp;
+    if (l->n_stage_layers != 0) {
+        if (l->n_stage_layers != k)
+            return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
+                           l->n_stage_layers, k);
+        int64_t sum = 0;
+        for (int i = 0; i < k; i++) {
+            if (l->stage_layers[i] < 0)
+                return pl_fail(msg, len, PL_ERR_INVALID, "stages entry %d is negative", i + 1);
+            sum += l->stage_layers[i];
+        }
+        if (sum != n_layers)
+            return pl_fail(msg, len, PL_ERR_INVALID, "stages sum to %lld layers but the model has %d",
+                           (long long)sum, n_layers);
+        memcpy(out, l->stage_layers, sizeof *out * (size_t)k);
+        return PL_OK;
+    }
+    if (n_layers < k)
+        return pl_fail(msg, len, PL_ERR_INVALID, "pp * vp = %d chunks are more than the model's %d layers", k,
+                       n_layers);
+    /* the rem extra layers go to a centred run of chunks: the first and the
+     * last (embedding, head and loss) get one only when rem > k - 2, and then
+     * the first before the last (the head's GEMM and loss outweigh the
+     * embedding's lookup) */
+    int base = n_layers / k, rem = n_layers % k;
+    int start = (k - rem) / 2;
+    for (int i = 0; i < k; i++) out[i] = base + (i >= start && i < start + rem);
+    return PL_OK;
+}
+
+int layout_dim_size(const layout *l, layout_dim d) {
+    switch (d) {
+    case LAYOUT_DIM_TP: return l->tp;
+    case LAYOUT_DIM_CP: return l->cp;
+    case LAYOUT_DIM_DP: return l->dp;
+    case LAYOUT_DIM_PP: return l->pp;
+    default: return 0;
+    }
+}
+
+layout_coords layout_rank_coords(const layout *l, int64_t rank) {
+    layout_coords c;
+    for (int d = 0; d < LAYOUT_DIM_COUNT; d++) {
+        int64_t s = layout_dim_size(l, (layout_dim)d);
+        c.c[d] = (int)(rank % s);
+        rank /= s;
+    }
+    return c;
+}
+
+int64_t layout_rank_of(const layout *l, const layout_coords *c) {
+    int64_t r = 0;
+    for (int d = LAYOUT_DIM_COUNT - 1; d >= 0; d--) r = r * layout_dim_size(l, (layout_dim)d) + c->c[d];
+    return r;
+}
+
+int layout_group_ranks(const layout *l, int64_t rank, layout_dim d, int64_t *out) {
+    layout_coords c = layout_rank_coords(l, rank);
+    int n = layout_dim_size(l, d);
+    for (int i = 0; i < n; i++) {
+        c.c[d] = i;
+        out[i] = layout_rank_of(l, &c);
+    }
+    return n;
+}
