@@ -1,5 +1,10 @@
 /*
- * sim.c: the discrete-event simulator. It models what the engine (hw/)
+ * sim_core.c: the discrete-event simulator's core: the context, the
+ * engine's streams and buffers, the issue loop (sim_run). The arena is in
+ * sim_arena.h, the orders in sim_order.c, events, the critical path and the
+ * Chrome trace in sim_trace.c (see sim_internal.h). The model, for all of them:
+ *
+ * The simulator models what the engine (hw/)
  * does with a placement, step by step, so that its times and peaks are the
  * engine's and not those of an idealised pipeline.
  *
@@ -105,7 +110,7 @@
  * uncapped high-water mark with it (the engine first waits for
  * outstanding sends before it gives up; not modelled).
  */
-#include "sim.h"
+#include "sim_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -113,20 +118,6 @@
 #include <string.h>
 
 #include "util.h"
-
-/* Largest message an NCCL send completes without its receiver (NCCL's
- * default 4 MiB buffer). Only matters with three or more devices: with
- * two, every transfer involves both comm streams anyway. */
-#define SIM_EAGER_BYTES (4LL << 20)
-/* Small helpers of the issue loop that the compiler would otherwise call
- * out of line (about 8% of sim_run's instructions went to their calls). */
-#if defined(__GNUC__)
-#define SIM_HOT_INLINE inline __attribute__((always_inline))
-#else
-#define SIM_HOT_INLINE inline
-#endif
-/* The engine's arena alignment (hw/arena.h). */
-#define SIM_ALIGN 256
 
 static const char *const PARAM_NAMES[SIM_N_PARAMS] = {
     "launch_overhead_us", "transfer_latency_us", "contention",       "step_fixed_us",
@@ -162,178 +153,6 @@ double *sim_param_ptr(sim_params *p, int i) {
 int sim_param_signed(int i) { return i == 0; }
 
 /* ---- the context -------------------------------------------------------- */
-
-typedef struct {
-    int64_t off, len;
-} sim_range;
-
-/* A device arena: first-fit over sorted free ranges below `top`; [top, inf)
- * is free too (no cap: the verdict compares the high-water mark). */
-typedef struct {
-    sim_range *fr; /* free ranges below top, sorted, never adjacent */
-    int n_fr;
-    int64_t top;   /* end of the highest allocated block */
-    int64_t high;  /* high-water mark */
-} sim_arena;
-
-/* A buffer: arena block, and for a received one its pending receive. */
-typedef struct {
-    int64_t off, len; /* off < 0: none */
-    double ready;     /* when the receive ends */
-    int seq;          /* comm sequence number of its receive */
-    int rop;          /* the receive's op id while the compute stream has not
-                         waited for it yet, else -1 */
-    int fence;        /* comm sequence number of the last send from it (its
-                         block is released only once the compute stream has
-                         waited that far), 0 if never sent */
-} sim_buf;
-
-/* A producer's output for one micro-batch as one device sees it, and its
- * gradient there. Slot i < n: node i on its own device; slot n + x: the
- * copy of pair x's producer on the pair's remote device. Consumers find
- * their inputs' slots in in_slot, so local and remote inputs take the
- * same path. */
-typedef struct {
-    sim_buf data;     /* the output (node slot) or the received copy (pair slot) */
-    sim_buf grad;     /* the output gradient (node slot) or the contribution
-                         to send back (pair slot) */
-    int uses;         /* consumers on this device still needing data */
-    int grad_left;    /* pair slot: consumers here whose backward is to come */
-    int n_temps;      /* node slot: received gradient contributions to add */
-    int64_t saved_off, saved_len; /* node slot: the saved block */
-} sim_view;
-
-/* A freed block whose last send was still outstanding. */
-typedef struct {
-    int64_t off, len;
-    int seq; /* free once the compute stream has waited for this comm seq */
-} sim_fence;
-
-/* An operation of the last run: a compute op, or one half of a transfer.
- * What the run itself reads back (its critical-chain figures) is apart, in
- * sim_chain, so that the run's reads stay in a small array. */
-typedef struct {
-    double t0, t1;       /* start, end */
-    int info;            /* kind | device << 3 (a transfer: the data's source) */
-    int node, mb, dst;   /* node and micro-batch (-1 none); a transfer's destination, else -1 */
-} sim_op;
-
-/* The chain of predecessors that ends at an op (index -1: the empty chain). */
-typedef struct {
-    double ccomp;        /* compute time on the chain */
-    int clen;            /* ops on the chain */
-    int pred;            /* the op that fixed this one's start, -1 none */
-} sim_chain;
-
-/* Op kinds recorded for traces and the critical path. */
-enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO };
-
-/* What sim_critical_path builds on demand (it takes a const context). */
-typedef struct {
-    int crit_built;
-    int crit_len;
-} sim_lazy;
-
-struct sim_ctx {
-    const graph *g;        /* borrowed */
-    const profile_data *p; /* borrowed */
-    int n, D, M;           /* nodes, devices, max micro-batches */
-    int xmax;              /* bound on (producer, remote device) pairs */
-    int max_cons;          /* most consumer edges of a node */
-    int ops_cap;           /* bound on ops of one run */
-    int live_cap;          /* bound on live blocks per device */
-    int trace_on;
-    char err[192];
-
-    /* graph and profile facts, fixed */
-    uint8_t *bwd_reads;    /* [n] the node's backward reads its inputs again */
-    uint8_t *is_loss;      /* [n] */
-    int emb_node, loss_node; /* -1 when absent */
-    int res_node;          /* a residual node (ADD costs), -1 when absent */
-    int64_t *out_ps;       /* [n] output bytes per sample */
-    int64_t *saved_ps;     /* [n] saved block bytes per sample */
-    double *scr_ps;        /* [n] scratch bytes per sample */
-    int64_t ws_bytes;      /* backend workspace carved from each arena */
-    double *opt_a, *opt_b; /* [D] AdamW line: us = a + b * param bytes */
-    int *ucons_start, *ucons; /* distinct consumers of each node */
-    int *uin_start, *uin;     /* distinct producers of each node's inputs */
-    int *in_start, *in_node;  /* each node's inputs as the engine walks them
-                                 (a second input equal to the first skipped) */
-
-    /* costs at micro-batch size cached_mb */
-    int cached_mb;
-    double *craw;     /* [D][n][PHASE_COUNT] */
-    int n_class;
-    int *bclass;      /* [n] */
-    int64_t *cbytes;  /* [n_class] */
-    double *traw;     /* [n_class][D][D] */
-    double *res_fwd;  /* [D] residual forward cost at cached_mb */
-    int64_t *out_b;   /* [n] output bytes at cached_mb */
-    int64_t *out_len, *saved_len, *scr_len; /* [n] arena blocks at cached_mb
-                                              (aligned; 0: no saved block or scratch) */
-
-    /* the last run */
-    int m, mb, S, n_used, n_x, n_ops;
-    int *dev;                  /* [n] */
-    int *st_lo, *st_hi, *st_dev; /* [n] runs of nodes (interleaved only) */
-    int *n_on;                 /* [D] */
-    int *used;                 /* [D] used devices, ascending */
-    int *rank;                 /* [D] 1f1b rank, -1 unused */
-    int *xslot;                /* [n*D] pair of (k, d) */
-    int *in_slot;              /* [in_start[n]] view slot of each input (see sim_view) */
-    uint64_t *xmask;           /* [n] remote devices that consume the node (bit = device) */
-    int *ucnt;                 /* [n*D] distinct consumers of k on d */
-    int *local_uses;           /* [n] distinct consumers on the node's own device */
-    uint32_t *seq;             /* [2nM] per-device op orders */
-    uint8_t *issued;           /* [2nM] */
-    int *dstart;               /* [D+1] */
-    int *next;                 /* [D] head position; -1 once the tail is issued */
-    int *left;                 /* [D] ops not issued yet */
-    uint64_t active;           /* devices whose head op is ready (bit = device) */
-    int *dep;                  /* [2nM] unissued dependencies of op (node, mb, bwd) */
-    int *dep_init;             /* [2nM] their initial counts for dep_init_m micro-batches */
-    int dep_init_m;            /* 0: not filled yet */
-    int *pos_of;               /* [2nM] position of op (node, mb, bwd) in seq */
-    uint64_t *rbits;           /* ready and unissued, by position in seq */
-    int *dn_start, *dnodes;    /* [D+1], [n] nodes of each device, ascending */
-    int64_t *pbytes;           /* [D] parameter bytes of each device */
-    int64_t *param_b;          /* [n] parameter bytes of each node (the profile's) */
-    sim_view *views;           /* [(n + xmax) * M], slot-major */
-    sim_buf *temps;            /* [n*M*max_cons] */
-    sim_arena *ar;             /* [D] */
-    sim_range *frpool;         /* [D*live_cap] */
-    sim_fence *deferred;       /* [D*live_cap] freed blocks waiting for their sends */
-    int *n_deferred;           /* [D] */
-    int *deferred_min;         /* [D] smallest seq in deferred, INT32_MAX when empty */
-    int *comm_seq, *comm_waited; /* [D] */
-    double *ct, *mt;           /* [D] compute and comm stream ends */
-    double *lfree;             /* [D*D] ideal links: free time (interleaved) */
-    int *llast;                /* [D*D] ideal links: last transfer */
-    int *cp, *mp;              /* [D] op that fixed ct / mt */
-    double *pend;              /* [D] contention owed by the next compute op */
-    double *busy;              /* [D] */
-    int64_t *static_b;         /* [D] */
-    int *stash_cnt, *inflight, *inflight_max; /* [D*M], [D], [D] */
-    sim_op *ops;               /* [ops_cap] in issue order */
-    sim_chain *chain;          /* [ops_cap] the ops' chains; chain[-1] is the empty one */
-    int last_op;
-    int reorders;
-    /* The ops' own records (times, kind, node: sim_op) are written only
-     * when tracing, or when sim_critical_path runs the last step again to
-     * get them (their chains are always written): most callers never ask,
-     * and the stores cost about 4% of a run. */
-    int recorded;              /* ops[] holds the last run's records */
-    int force_record;          /* record the next run (sim_critical_path) */
-    schedule last_sched;       /* the last run's schedule and parameters, */
-    sim_params last_prm;       /* to run it again (its placement is in dev) */
-
-    sim_event *events;
-    int n_events;
-    int have_events;
-    sim_event *crit;
-    sim_lazy *lazy;
-};
-
 void sim_ctx_destroy(sim_ctx *c) {
     if (!c) return;
     free(c->bwd_reads); free(c->is_loss); free(c->out_ps); free(c->saved_ps); free(c->scr_ps);
@@ -349,6 +168,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->chain ? c->chain - 1 : NULL); free(c->events); free(c->crit); free(c->lazy);
+    free(c->pipe_tmp);
     free(c);
 }
 
@@ -509,7 +329,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
-        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) ||
+        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) || ALLOC(c->pipe_tmp, 2 * nm) ||
         ALLOC(c->lazy, 1))
         goto out_nomem;
     for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
@@ -541,24 +361,12 @@ pl_status sim_ctx_set_trace(sim_ctx *ctx, int on) {
 
 const char *sim_last_error(const sim_ctx *ctx) { return ctx ? ctx->err : ""; }
 
-static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pl_status fail(sim_ctx *c, pl_status st, const char *fmt, ...) {
+pl_status sim_fail(sim_ctx *c, pl_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(c->err, sizeof c->err, fmt, ap);
     va_end(ap);
     return st;
-}
-
-/* An arena block's length for a request of `bytes` (hw/arena.c). */
-static inline int64_t align_len(int64_t bytes) {
-    if (bytes < 1) bytes = 1;
-    return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
 }
 
 /* Fill the cost and block-size caches for micro-batch size mb (once per size change). */
@@ -585,67 +393,6 @@ static void ensure_costs(sim_ctx *c, int mb) {
                 c->traw[((size_t)k * D + s) * D + t] =
                     s == t ? 0.0 : profile_transfer_us(p, s, t, (double)c->cbytes[k] * mb);
     c->cached_mb = mb;
-}
-
-/* ---- the arena (first fit, as hw/arena.c, without a cap) ---------------- */
-
-static SIM_HOT_INLINE int64_t arena_alloc(sim_arena *a, int64_t len) {
-    sim_range *fr = a->fr;
-    for (int i = 0; i < a->n_fr; i++)
-        if (fr[i].len >= len) {
-            int64_t o = fr[i].off;
-            fr[i].off += len;
-            fr[i].len -= len;
-            if (fr[i].len == 0) {
-                for (int k = i + 1; k < a->n_fr; k++) fr[k - 1] = fr[k];
-                a->n_fr--;
-            }
-            return o;
-        }
-    int64_t o = a->top;
-    a->top += len;
-    if (a->top > a->high) a->high = a->top;
-    return o;
-}
-
-/* What allocating len and freeing it right away leaves behind: nothing,
- * except a new high-water mark when it had to go on top. */
-static inline void arena_peek(sim_arena *a, int64_t len) {
-    for (int i = 0; i < a->n_fr; i++)
-        if (a->fr[i].len >= len) return;
-    if (a->top + len > a->high) a->high = a->top + len;
-}
-
-static SIM_HOT_INLINE void arena_free(sim_arena *a, int64_t off, int64_t len) {
-    sim_range *fr = a->fr;
-    int n = a->n_fr;
-    if (off + len == a->top) { /* the top block: give it back to the tail */
-        a->top = off;
-        if (n > 0 && fr[n - 1].off + fr[n - 1].len == off) {
-            a->top = fr[n - 1].off;
-            a->n_fr = n - 1;
-        }
-        return;
-    }
-    int i = n;
-    while (i > 0 && fr[i - 1].off > off) i--;
-    int mp = i > 0 && fr[i - 1].off + fr[i - 1].len == off;
-    int mn = i < n && off + len == fr[i].off;
-    if (mp && mn) {
-        fr[i - 1].len += len + fr[i].len;
-        for (int k = i + 1; k < n; k++) fr[k - 1] = fr[k];
-        a->n_fr = n - 1;
-    } else if (mp) {
-        fr[i - 1].len += len;
-    } else if (mn) {
-        fr[i].off = off;
-        fr[i].len += len;
-    } else {
-        for (int k = n; k > i; k--) fr[k] = fr[k - 1];
-        fr[i].off = off;
-        fr[i].len = len;
-        a->n_fr = n + 1;
-    }
 }
 
 /* ---- the run state and the engine's bookkeeping (hw/plan.c) ------------- */
@@ -925,7 +672,6 @@ static inline void stash(sim_ctx *c, int d, int j, int m, int delta) {
 }
 
 /* Op keys: (node, mb, bwd) -> index into dep and pos_of. */
-#define OPKEY(m, i, j, b) ((((size_t)(i) * (m) + (j)) << 1) | (size_t)(b))
 
 /* One dependency of op key k is issued; when none is left it is ready. */
 static inline void dep_done(sim_ctx *c, size_t k, int node) {
@@ -1088,37 +834,6 @@ static void setup_device(run *r, int d) {
     if (loss_here) compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * 8.0);
 }
 
-/* ---- orders ---------------------------------------------------------------- */
-
-#define OPC(i, j, b) ((uint32_t)(i) | (uint32_t)(j) << 16 | (uint32_t)(b) << 31)
-
-/* Stages (maximal runs of consecutive nodes on one device): their count,
- * and the nodes on each device. */
-static void count_stages(sim_ctx *c) {
-    const int n = c->n;
-    int S = 1; /* n >= 1 */
-    for (int d = 0; d < c->D; d++) c->n_on[d] = 0;
-    c->n_on[c->dev[0]]++;
-    for (int i = 1; i < n; i++) {
-        c->n_on[c->dev[i]]++;
-        S += c->dev[i] != c->dev[i - 1];
-    }
-    c->S = S;
-}
-
-/* The stages themselves (the interleaved order needs them). */
-static void build_stages(sim_ctx *c) {
-    int S = 0;
-    for (int i = 0; i < c->n; i++) {
-        const int d = c->dev[i];
-        if (i == 0 || c->dev[i - 1] != d) {
-            c->st_lo[S] = i;
-            c->st_dev[S] = d;
-            S++;
-        }
-        c->st_hi[S - 1] = i;
-    }
-}
 
 /* Cross-device pairs (producer k, remote device d) with their distinct
  * consumer counts, each node's distinct local consumers, and the view slot
@@ -1158,131 +873,10 @@ static void build_pairs(sim_ctx *c) {
     }
 }
 
-/* gpipe and 1f1b: the engine's per-device order (hw/plan.c build_sequence). */
-static void order_engine(sim_ctx *c, int gpipe) {
-    const int m = c->m;
-    for (int u = 0; u < c->n_used; u++) {
-        const int d = c->used[u], r = c->rank[d];
-        uint32_t *a = c->seq + c->dstart[d];
-        int k = 0;
-        int w = c->n_used - 1 - r;
-        if (w > m) w = m;
-        for (int t = 0; t < 2 * m; t++) {
-            int bwd, j;
-            if (gpipe) {
-                bwd = t >= m;
-                j = bwd ? t - m : t;
-            } else if (t < w) {
-                bwd = 0;
-                j = t;
-            } else if (t < w + 2 * (m - w)) {
-                int h = (t - w) / 2;
-                if ((t - w) % 2 == 0) {
-                    bwd = 0;
-                    j = w + h;
-                } else {
-                    bwd = 1;
-                    j = h;
-                }
-            } else {
-                bwd = 1;
-                j = (m - w) + (t - w - 2 * (m - w));
-            }
-            const int *nl = c->dnodes + c->dn_start[d], nn = c->dn_start[d + 1] - c->dn_start[d];
-            const int base = c->dstart[d];
-            if (!bwd) {
-                for (int q = 0; q < nn; q++, k++) {
-                    a[k] = OPC(nl[q], j, 0);
-                    c->pos_of[OPKEY(m, nl[q], j, 0)] = base + k;
-                }
-            } else {
-                for (int q = nn - 1; q >= 0; q--, k++) {
-                    a[k] = OPC(nl[q], j, 1);
-                    c->pos_of[OPKEY(m, nl[q], j, 1)] = base + k;
-                }
-            }
-        }
-    }
-}
-
-static inline int expand_stage(sim_ctx *c, uint32_t *a, int w, int k, int j, int ph) {
-    int lo = c->st_lo[k], hi = c->st_hi[k];
-    if (ph == 0)
-        for (int i = lo; i <= hi; i++) a[w++] = OPC(i, j, 0);
-    else
-        for (int i = hi; i >= lo; i--) a[w++] = OPC(i, j, 1);
-    return w;
-}
-
-/* interleaved: Megatron-LM's per-rank order on a contiguous chunk placement.
- * S = v*p stages over p devices, stage k on the device of stage k mod p,
- * m a multiple of p. Rank r runs virtual micro-batch t forward on chunk
- * (t mod pv)/p, backward on chunk v-1-(t mod pv)/p, micro-batch
- * (t / pv)*p + t mod p, with min(2(p-r-1) + (v-1)p, mv) warm-up forwards
- * (all of them when m == p), then one forward and one backward. */
-static pl_status order_interleaved(sim_ctx *c, int v) {
-    const int S = c->S, m = c->m;
-    int p = c->n_used;
-    if (S != v * p)
-        return fail(c, PL_ERR_SCHEDULE,
-                    "interleaved with %d chunks needs a contiguous chunk placement: %d runs of nodes "
-                    "over %d devices, expected %d",
-                    v, S, p, v * p);
-    for (int k = p; k < S; k++)
-        if (c->st_dev[k] != c->st_dev[k % p])
-            return fail(c, PL_ERR_SCHEDULE,
-                        "interleaved needs chunks cycling through the devices in the same order: run %d "
-                        "is on device %d, expected %d",
-                        k, c->st_dev[k], c->st_dev[k % p]);
-    if (m % p != 0)
-        return fail(c, PL_ERR_SCHEDULE,
-                    "interleaved needs the micro-batch count (%d) to be a multiple of the pipeline "
-                    "depth (%d devices)",
-                    m, p);
-    const int N = m * v, pv = p * v;
-    for (int r = 0; r < p; r++) {
-        int d = c->st_dev[r];
-        uint32_t *a = c->seq + c->dstart[d];
-        int w = 0;
-        int warm = m == p ? N : 2 * (p - r - 1) + (v - 1) * p;
-        if (warm > N) warm = N;
-        int nf = 0, nb = 0;
-#define FWD_ONE()                                                           \
-    do {                                                                    \
-        int ch = (nf % pv) / p, j = (nf / pv) * p + nf % p;                 \
-        w = expand_stage(c, a, w, ch * p + r, j, 0);                        \
-        nf++;                                                               \
-    } while (0)
-#define BWD_ONE()                                                           \
-    do {                                                                    \
-        int ch = v - 1 - (nb % pv) / p, j = (nb / pv) * p + nb % p;         \
-        w = expand_stage(c, a, w, ch * p + r, j, 1);                        \
-        nb++;                                                               \
-    } while (0)
-        for (int t = 0; t < warm; t++) FWD_ONE();
-        for (int t = 0; t < N - warm; t++) {
-            FWD_ONE();
-            BWD_ONE();
-        }
-        while (nb < N) BWD_ONE();
-#undef FWD_ONE
-#undef BWD_ONE
-    }
-    return PL_OK;
-}
-
 static inline void issue_op(run *r, uint32_t o) {
     const int i = (int)(o & 0xffff), j = (int)((o >> 16) & 0x7fff);
     if (o >> 31) issue_bwd(r, i, j);
     else issue_fwd(r, i, j);
-}
-
-static int event_cmp(const void *a, const void *b) {
-    const sim_event *x = a, *y = b;
-    if (x->start_us != y->start_us) return x->start_us < y->start_us ? -1 : 1;
-    if (x->dst_device != y->dst_device) return x->dst_device < y->dst_device ? -1 : 1; /* compute first */
-    if (x->device != y->device) return x->device < y->device ? -1 : 1;
-    return (x->end_us < y->end_us) ? -1 : (x->end_us > y->end_us);
 }
 
 pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const int64_t *caps,
@@ -1294,26 +888,26 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     c->lazy->crit_built = 0;
     c->have_events = 0;
     c->n_events = 0;
-    if (!placement || !sched || !res) return fail(c, PL_ERR_INVALID, "NULL argument");
+    if (!placement || !sched || !res) return sim_fail(c, PL_ERR_INVALID, "NULL argument");
     const graph *g = c->g;
     const profile_data *p = c->p;
     const int n = c->n, D = c->D;
     for (int i = 0; i < n; i++) {
         if (placement[i] < 0 || placement[i] >= D)
-            return fail(c, PL_ERR_PLACEMENT_RANGE, "node %d (%s) is on device %d; the profile has devices 0..%d",
+            return sim_fail(c, PL_ERR_PLACEMENT_RANGE, "node %d (%s) is on device %d; the profile has devices 0..%d",
                         i, g->nodes[i].name, placement[i], D - 1);
         c->dev[i] = placement[i];
     }
     const int m = sched->micro_batches;
     if (m < 1 || g->cfg.batch % m != 0)
-        return fail(c, PL_ERR_SCHEDULE, "micro-batch count %d does not divide the batch of %d", m,
+        return sim_fail(c, PL_ERR_SCHEDULE, "micro-batch count %d does not divide the batch of %d", m,
                     g->cfg.batch);
     if (m > c->M)
-        return fail(c, PL_ERR_SCHEDULE, "micro-batch count %d exceeds this context's maximum of %d", m, c->M);
+        return sim_fail(c, PL_ERR_SCHEDULE, "micro-batch count %d exceeds this context's maximum of %d", m, c->M);
     if ((int)sched->order < 0 || sched->order >= SCHED_ORDER_COUNT)
-        return fail(c, PL_ERR_SCHEDULE, "unknown schedule order %d", (int)sched->order);
+        return sim_fail(c, PL_ERR_SCHEDULE, "unknown schedule order %d", (int)sched->order);
     if (sched->chunks < 1 || (sched->chunks != 1 && sched->order != SCHED_INTERLEAVED))
-        return fail(c, PL_ERR_SCHEDULE, "chunks per device must be 1, or more with the interleaved schedule");
+        return sim_fail(c, PL_ERR_SCHEDULE, "chunks per device must be 1, or more with the interleaved schedule");
     sim_params prm;
     if (prm_in) prm = *prm_in;
     else sim_params_default(&prm);
@@ -1322,14 +916,14 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     for (int i = 0; i < SIM_N_PARAMS; i++) {
         double v = *sim_param_ptr(&prm, i);
         if (!isfinite(v) || (v < 0 && !sim_param_signed(i)))
-            return fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite%s", sim_param_name(i),
+            return sim_fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite%s", sim_param_name(i),
                         v, sim_param_signed(i) ? "" : " and >= 0");
     }
 
     c->m = m;
     c->mb = g->cfg.batch / m;
     ensure_costs(c, c->mb);
-    count_stages(c);
+    sim_count_stages(c);
     build_pairs(c);
     int nu = 0;
     for (int d = 0; d < D; d++) c->rank[d] = -1;
@@ -1353,15 +947,15 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         c->pbytes[d] += c->param_b[i];
     }
     if (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) {
-        build_stages(c);
-        pl_status st = order_interleaved(c, sched->chunks);
+        sim_build_stages(c);
+        pl_status st = sim_order_interleaved(c, sched->chunks);
         if (st != PL_OK) return st;
         for (int k = 0; k < off; k++) {
             const uint32_t o = c->seq[k];
             c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
         }
     } else {
-        order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
+        sim_order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
     }
 
     run r;
@@ -1487,7 +1081,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
                 }
             }
             if (found < 0)
-                return fail(c, PL_ERR_SCHEDULE, "the %s order cannot be scheduled on this placement (cycle)",
+                return sim_fail(c, PL_ERR_SCHEDULE, "the %s order cannot be scheduled on this placement (cycle)",
                             schedule_order_name(sched->order));
             issued[found] = 1;
             rb[found >> 6] &= ~(1ull << (found & 63));
@@ -1554,145 +1148,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     res->critical_compute_us = c->chain[last].ccomp;
     res->critical_transfer_us = span - res->critical_compute_us;
     if (r.tracing) {
-        qsort(c->events, (size_t)c->n_events, sizeof *c->events, event_cmp);
+        qsort(c->events, (size_t)c->n_events, sizeof *c->events, sim_event_cmp);
         c->have_events = 1;
     }
     return PL_OK;
-}
-
-const sim_event *sim_events(const sim_ctx *ctx, int *n) {
-    if (!ctx || !ctx->have_events) {
-        if (n) *n = 0;
-        return NULL;
-    }
-    if (n) *n = ctx->n_events;
-    return ctx->events;
-}
-
-static void op_event(const sim_ctx *c, int o, sim_event *ev) {
-    static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
-                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO};
-    int info = c->ops[o].info;
-    ev->kind = kinds[info & 7];
-    ev->node = c->ops[o].node;
-    ev->micro_batch = c->ops[o].mb;
-    ev->device = info >> 3;
-    ev->dst_device = c->ops[o].dst;
-    ev->start_us = c->ops[o].t0;
-    ev->end_us = c->ops[o].t1;
-}
-
-const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
-    if (!ctx || ctx->last_op < 0 || ctx->n_ops == 0) {
-        if (n) *n = 0;
-        return NULL;
-    }
-    sim_lazy *lz = ctx->lazy;
-    if (!lz->crit_built && !ctx->recorded) {
-        /* the last run did not write its ops' records: run it again with
-         * them (same inputs, same results). The context was created
-         * writable by sim_ctx_create; const here only says that what the
-         * caller can observe does not change. */
-        sim_ctx *c = (sim_ctx *)ctx;
-        sim_result again;
-        const int trace_on = c->trace_on; /* tracing turned on since: no events now */
-        c->trace_on = 0;
-        c->force_record = 1;
-        pl_status st = sim_run(c, c->dev, &c->last_sched, NULL, &c->last_prm, &again);
-        c->force_record = 0;
-        c->trace_on = trace_on;
-        if (st != PL_OK) { /* cannot happen: it succeeded before */
-            if (n) *n = 0;
-            return NULL;
-        }
-    }
-    if (!lz->crit_built) {
-        int len = 0;
-        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) len++;
-        int w = len;
-        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) op_event(ctx, o, &ctx->crit[--w]);
-        lz->crit_len = len;
-        lz->crit_built = 1;
-    }
-    if (n) *n = lz->crit_len;
-    return ctx->crit;
-}
-
-static void json_str(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-}
-
-const char *sim_event_kind_name(sim_event_kind k) {
-    switch (k) {
-    case SIM_EV_FWD: return "F";
-    case SIM_EV_BWD: return "B";
-    case SIM_EV_OPT: return "adamw";
-    case SIM_EV_SEND_ACT: return "act";
-    case SIM_EV_SEND_GRAD: return "grad";
-    case SIM_EV_ADD: return "add";
-    case SIM_EV_ZERO: return "zero";
-    default: return "?";
-    }
-}
-
-pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f) {
-    if (!ctx || !f) return PL_ERR_INVALID;
-    if (!ctx->have_events) return PL_ERR_INVALID;
-    const int D = ctx->D;
-    const graph *g = ctx->g;
-    fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-    fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"devices\"}},\n");
-    fprintf(f, "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"name\":\"process_name\",\"args\":{\"name\":\"links\"}},\n");
-    fprintf(f, "{\"ph\":\"M\",\"pid\":1,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":1}},\n");
-    fprintf(f, "{\"ph\":\"M\",\"pid\":2,\"tid\":0,\"name\":\"process_sort_index\",\"args\":{\"sort_index\":2}}");
-    for (int d = 0; d < D; d++) {
-        if (ctx->n_on[d] == 0) continue;
-        fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"gpu%d ", d, d);
-        json_str(f, ctx->p->devices[d].name);
-        fprintf(f, "\"}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":"
-                   "{\"sort_index\":%d}}",
-                d, d);
-    }
-    /* name the links that carried something */
-    for (int s = 0; s < D; s++)
-        for (int t = 0; t < D; t++) {
-            if (s == t) continue;
-            int usedl = 0;
-            for (int e = 0; e < ctx->n_events && !usedl; e++)
-                usedl = ctx->events[e].device == s && ctx->events[e].dst_device == t;
-            if (!usedl) continue;
-            fprintf(f,
-                    ",\n{\"ph\":\"M\",\"pid\":2,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"link "
-                    "gpu%d -> gpu%d\"}},\n{\"ph\":\"M\",\"pid\":2,\"tid\":%d,\"name\":\"thread_sort_index\","
-                    "\"args\":{\"sort_index\":%d}}",
-                    s * D + t, s, t, s * D + t, s * D + t);
-        }
-    for (int e = 0; e < ctx->n_events; e++) {
-        const sim_event *ev = &ctx->events[e];
-        int link = ev->dst_device >= 0;
-        int pid = link ? 2 : 1;
-        int tid = link ? ev->device * D + ev->dst_device : ev->device;
-        fprintf(f, ",\n{\"ph\":\"X\",\"pid\":%d,\"tid\":%d,\"ts\":%.3f,\"dur\":%.3f,\"name\":\"", pid, tid,
-                ev->start_us, ev->end_us - ev->start_us);
-        if (ev->node < 0) {
-            fprintf(f, "%s\",\"cat\":\"%s\",\"args\":{}}", sim_event_kind_name(ev->kind),
-                    ev->kind == SIM_EV_OPT ? "opt" : "compute");
-            continue;
-        }
-        json_str(f, g->nodes[ev->node].name);
-        fprintf(f, " %s mb%d\",\"cat\":\"%s\",\"args\":{\"node\":%d,\"mb\":%d", sim_event_kind_name(ev->kind),
-                ev->micro_batch, link ? "transfer" : "compute", ev->node, ev->micro_batch);
-        if (link)
-            fprintf(f, ",\"bytes\":%lld,\"src\":%d,\"dst\":%d",
-                    (long long)(ctx->p->node_mem[ev->node].out_bytes_per_sample * ctx->mb), ev->device,
-                    ev->dst_device);
-        fprintf(f, "}}");
-    }
-    fprintf(f, "\n]}\n");
-    return ferror(f) ? PL_ERR_IO : PL_OK;
 }
