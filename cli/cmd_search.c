@@ -117,6 +117,9 @@ int cmd_search(int argc, char **argv) {
             break;
         case 'g':
             if (grouping_parse_mode(optarg, &so.groups, msg, sizeof msg) != PL_OK) return cli_usage_error("search", "%s", msg);
+            if (so.groups == GROUPING_LEARNED || so.groups == GROUPING_EAGLE)
+                return cli_usage_error("search", "--groups %s is learned by placer train; search over colocate groups "
+                                                 "or none (nodes)", optarg);
             break;
         case 'm':
             if (schedule_parse_micro_batches(optarg, &so.micro_batches, msg, sizeof msg) != PL_OK)

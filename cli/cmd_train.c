@@ -33,11 +33,12 @@ static void on_signal(int sig) {
 
 static void train_usage(FILE *f) {
     fprintf(f,
-            "usage: placer train [--db FILE] [--groups colocate|none] [--updates 250] [--samples 8]\n"
+            "usage: placer train [--db FILE] [--groups colocate|none|learned|eagle] [--updates 250] [--samples 8]\n"
             "                    [--baseline ema|loo] [--entropy X] [--lr X] [--seed N]\n"
             "                    [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
             "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
-            "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n\n"
+            "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n"
+            "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16]\n\n"
             "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE against the\n"
             "simulator. Each update samples K placements, simulates them in parallel, and takes\n"
             "one Adam step on cost = sqrt(step time in seconds), an OOM counting as a 10 s step.\n"
@@ -46,7 +47,9 @@ static void train_usage(FILE *f) {
             "favourite) against the best single device, the best human split and the DP.\n\n"
             "  --db            database to read the profile from and write the run into (default:\n"
             "                  $PLACER_DB, else ./placer-runs.db, made as a copy of the shipped profile)\n"
-            "  --groups        colocate (default; 13 groups on the default GPT) or none (nodes)\n"
+            "  --groups        colocate (default; 13 groups on the default GPT), none (nodes),\n"
+            "                  learned (the hierarchical planner: a grouper network learns the groups\n"
+            "                  jointly with the placer) or eagle (the same with EAGLE's link RNN)\n"
             "  --updates       policy updates in total (default 250)\n"
             "  --samples       placements per update, K (default 8)\n"
             "  --baseline      ema (moving average, default) or loo (leave-one-out)\n"
@@ -62,6 +65,10 @@ static void train_usage(FILE *f) {
             "                  whole placement's probability, several steps per batch)\n"
             "  --ppo-epochs N  PPO: gradient steps per batch (default 4)\n"
             "  --ppo-clip X    PPO: clip the ratio to [1-X, 1+X] (default 0.2)\n"
+            "  --n-groups G    learned/eagle: groups the grouper may use (default 16)\n"
+            "  --group-prior X learned/eagle: first grouper prefers contiguous chunks of the\n"
+            "                  topological order with strength X (default 2; 0 = uniform)\n"
+            "  --link-hidden H eagle: width of the link LSTM (default 16)\n"
             "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
             "  --mem-cap       per-device cap: bytes (16GB, 512MiB) or a fraction (50%%, 0.5)\n"
             "  --devices       use only the profile's first N devices\n"
@@ -119,7 +126,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"logit-clip", required_argument, 0, 'L'},  {"hidden", required_argument, 0, 'H'},
         {"top-k", required_argument, 0, 'k'},       {"uncalibrated", no_argument, 0, 'u'},
         {"algo", required_argument, 0, 'A'},        {"ppo-epochs", required_argument, 0, 'E'},
-        {"ppo-clip", required_argument, 0, 'P'},
+        {"ppo-clip", required_argument, 0, 'P'},     {"n-groups", required_argument, 0, 'G'},
+        {"group-prior", required_argument, 0, 'R'},  {"link-hidden", required_argument, 0, 'I'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -177,6 +185,9 @@ static int parse_args(int argc, char **argv, train_args *a) {
             break;
         case 'E': if (parse_long("--ppo-epochs", optarg, 1, 100, &v)) return -1; a->ro.ppo_epochs = (int)v; break;
         case 'P': if (parse_double("--ppo-clip", optarg, 1e-6, 0.999, &a->ro.ppo_clip)) return -1; break;
+        case 'G': if (parse_long("--n-groups", optarg, 1, 4096, &v)) return -1; a->ro.n_groups = (int)v; break;
+        case 'R': if (parse_double("--group-prior", optarg, 0, 100, &a->ro.group_prior)) return -1; break;
+        case 'I': if (parse_long("--link-hidden", optarg, 1, 1024, &v)) return -1; a->ro.link_hidden = (int)v; break;
         case 'u': a->so.calibrated = 0; break;
         case 'h': return 1;
         default:
@@ -207,13 +218,14 @@ static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf
              "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d --groups %s "
              "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
              "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
-             "--algo %s --ppo-epochs %d --ppo-clip %.17g%s",
+             "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s",
              cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
              grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
              a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
              a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
              (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,
-             reinforce_algo_name(a->ro.algo), a->ro.ppo_epochs, a->ro.ppo_clip, a->so.calibrated ? "" : " --uncalibrated");
+             reinforce_algo_name(a->ro.algo), a->ro.ppo_epochs, a->ro.ppo_clip, a->ro.n_groups, a->ro.group_prior,
+             a->ro.link_hidden, a->so.calibrated ? "" : " --uncalibrated");
 }
 
 typedef struct {
@@ -309,6 +321,9 @@ int cmd_train(int argc, char **argv) {
         if (a.updates_given) s.ro.updates = a.ro.updates;
         a = s;
     }
+    a.ro.grouper = a.so.groups == GROUPING_LEARNED ? GROUPER_HIER
+                   : a.so.groups == GROUPING_EAGLE ? GROUPER_EAGLE
+                                                   : GROUPER_NONE;
     a.so.config = a.config_text;
     a.so.mem_cap = a.mem_cap_text;
     a.so.threads = (int)a.threads;

@@ -26,10 +26,20 @@
 pl_status grouping_parse_mode(const char *text, grouping_mode *out, char *msg, size_t len) {
     if (text && !strcmp(text, "colocate")) { *out = GROUPING_COLOCATE; return PL_OK; }
     if (text && !strcmp(text, "none")) { *out = GROUPING_NONE; return PL_OK; }
-    return pl_fail(msg, len, PL_ERR_INVALID, "unknown grouping '%s' (use colocate or none)", text ? text : "");
+    if (text && !strcmp(text, "learned")) { *out = GROUPING_LEARNED; return PL_OK; }
+    if (text && !strcmp(text, "eagle")) { *out = GROUPING_EAGLE; return PL_OK; }
+    return pl_fail(msg, len, PL_ERR_INVALID, "unknown grouping '%s' (use colocate, none, learned or eagle)",
+                   text ? text : "");
 }
 
-const char *grouping_mode_name(grouping_mode m) { return m == GROUPING_NONE ? "none" : "colocate"; }
+const char *grouping_mode_name(grouping_mode m) {
+    switch (m) {
+    case GROUPING_NONE: return "none";
+    case GROUPING_LEARNED: return "learned";
+    case GROUPING_EAGLE: return "eagle";
+    default: return "colocate";
+    }
+}
 
 static int uf_find(int *parent, int x) {
     while (parent[x] != x) {
@@ -48,51 +58,48 @@ void grouping_destroy(grouping *gr) {
     free(gr);
 }
 
-pl_status grouping_build(const graph *g, grouping_mode mode, grouping **out, char *msg, size_t len) {
+pl_status grouping_alloc(int n_nodes, grouping **out) {
     *out = NULL;
-    if (!g || g->n_nodes <= 0) return pl_fail(msg, len, PL_ERR_INVALID, "empty graph");
-    const int n = g->n_nodes;
-    pl_status st = PL_ERR_NOMEM;
-    int *parent = malloc(sizeof *parent * (size_t)n);
-    int *root_group = malloc(sizeof *root_group * (size_t)n);
-    int *fill = NULL;
+    if (n_nodes < 1) return PL_ERR_INVALID;
     grouping *gr = calloc(1, sizeof *gr);
-    if (!parent || !root_group || !gr) goto out_free;
-    gr->mode = mode;
-    gr->n_nodes = n;
-    gr->node_group = malloc(sizeof *gr->node_group * (size_t)n);
-    gr->members = malloc(sizeof *gr->members * (size_t)n);
-    if (!gr->node_group || !gr->members) goto out_free;
-
-    for (int i = 0; i < n; i++) parent[i] = i;
-    if (mode == GROUPING_COLOCATE) {
-        for (int i = 0; i < n; i++) {
-            if (graph_n_consumers(g, i) != 1) continue;
-            int c = g->cons[g->cons_start[i]];
-            int a = uf_find(parent, i), b = uf_find(parent, c);
-            if (a != b) parent[a] = b;
-        }
+    if (!gr) return PL_ERR_NOMEM;
+    gr->n_nodes = n_nodes;
+    gr->node_group = malloc(sizeof *gr->node_group * (size_t)n_nodes);
+    gr->members = malloc(sizeof *gr->members * (size_t)n_nodes);
+    gr->group_start = calloc((size_t)n_nodes + 1, sizeof *gr->group_start);
+    gr->features = calloc((size_t)n_nodes * GROUP_N_FEATURES, sizeof *gr->features);
+    if (!gr->node_group || !gr->members || !gr->group_start || !gr->features) {
+        grouping_destroy(gr);
+        return PL_ERR_NOMEM;
     }
-    /* number groups by their first node: scanning nodes in order, a root
-     * gets the next number the first time one of its nodes appears */
-    for (int i = 0; i < n; i++) root_group[i] = -1;
+    *out = gr;
+    return PL_OK;
+}
+
+void grouping_assign(grouping *gr, const graph *g, const int *labels, grouping_mode mode) {
+    const int n = gr->n_nodes;
+    gr->mode = mode;
+    /* number groups by their first node: the representative label of group
+     * k is kept in members[k] while numbering (members is rebuilt below) */
     int G = 0;
     for (int i = 0; i < n; i++) {
-        int r = uf_find(parent, i);
-        if (root_group[r] < 0) root_group[r] = G++;
-        gr->node_group[i] = root_group[r];
+        int k = 0;
+        while (k < G && gr->members[k] != labels[i]) k++;
+        if (k == G) gr->members[G++] = labels[i];
+        gr->node_group[i] = k;
     }
     gr->n_groups = G;
-    gr->group_start = calloc((size_t)G + 1, sizeof *gr->group_start);
-    fill = calloc((size_t)G, sizeof *fill);
-    gr->features = calloc((size_t)G * GROUP_N_FEATURES, sizeof *gr->features);
-    if (!gr->group_start || !fill || !gr->features) goto out_free;
+    memset(gr->group_start, 0, sizeof *gr->group_start * ((size_t)G + 1));
     for (int i = 0; i < n; i++) gr->group_start[gr->node_group[i] + 1]++;
     for (int k = 0; k < G; k++) gr->group_start[k + 1] += gr->group_start[k];
-    for (int i = 0; i < n; i++) {
-        int k = gr->node_group[i];
-        gr->members[gr->group_start[k] + fill[k]++] = i;
-    }
+    /* members in ascending node order: a group's next slot is group_start[k]
+     * plus the members placed so far, counted by scanning backwards */
+    for (int i = n - 1; i >= 0; i--) gr->members[--gr->group_start[gr->node_group[i] + 1]] = i;
+    /* the decrements above moved each group_start[k+1] down to group k's
+     * first slot; restore the offsets */
+    for (int k = 0; k < G; k++) gr->group_start[k] = gr->group_start[k + 1];
+    gr->group_start[G] = n;
+    memset(gr->features, 0, sizeof *gr->features * (size_t)G * GROUP_N_FEATURES);
 
     /* features and the chain property */
     gr->chain = 1;
@@ -138,18 +145,32 @@ pl_status grouping_build(const graph *g, grouping_mode mode, grouping **out, cha
         f[OP_KIND_COUNT + 7] = n_cons / 2.0;
         f[OP_KIND_COUNT + 8] = span / 4.0;
     }
+}
+
+pl_status grouping_build(const graph *g, grouping_mode mode, grouping **out, char *msg, size_t len) {
+    *out = NULL;
+    if (!g || g->n_nodes <= 0) return pl_fail(msg, len, PL_ERR_INVALID, "empty graph");
+    const int n = g->n_nodes;
+    int *parent = malloc(sizeof *parent * (size_t)n);
+    grouping *gr = NULL;
+    if (!parent || grouping_alloc(n, &gr) != PL_OK) {
+        free(parent);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory building groups");
+    }
+    for (int i = 0; i < n; i++) parent[i] = i;
+    if (mode == GROUPING_COLOCATE) {
+        for (int i = 0; i < n; i++) {
+            if (graph_n_consumers(g, i) != 1) continue;
+            int c = g->cons[g->cons_start[i]];
+            int a = uf_find(parent, i), b = uf_find(parent, c);
+            if (a != b) parent[a] = b;
+        }
+    }
+    for (int i = 0; i < n; i++) parent[i] = uf_find(parent, i);
+    grouping_assign(gr, g, parent, mode);
     free(parent);
-    free(root_group);
-    free(fill);
     *out = gr;
     return PL_OK;
-
-out_free:
-    free(parent);
-    free(root_group);
-    free(fill);
-    grouping_destroy(gr);
-    return pl_fail(msg, len, st, "out of memory building groups");
 }
 
 void grouping_expand(const grouping *gr, const int *group_dev, int *node_dev) {

@@ -23,7 +23,9 @@
 #include "graph.h"
 #include "status.h"
 
-typedef enum { GROUPING_COLOCATE = 0, GROUPING_NONE } grouping_mode;
+/* GROUPING_LEARNED and GROUPING_EAGLE name the trainer's learned groupings
+ * (grouper.h); the problem's units are then the nodes, as with NONE. */
+typedef enum { GROUPING_COLOCATE = 0, GROUPING_NONE, GROUPING_LEARNED, GROUPING_EAGLE } grouping_mode;
 
 /* Features per group, see grouping.c for the list. */
 #define GROUP_N_FEATURES (OP_KIND_COUNT + 9)
@@ -39,7 +41,8 @@ typedef struct {
     int chain;           /* 1 when every group edge joins consecutive groups g -> g+1 */
 } grouping;
 
-/* Parse "colocate" or "none". PL_ERR_INVALID with a message otherwise. */
+/* Parse "colocate", "none", "learned" or "eagle". PL_ERR_INVALID with a
+ * message otherwise. */
 pl_status grouping_parse_mode(const char *text, grouping_mode *out, char *msg, size_t len);
 const char *grouping_mode_name(grouping_mode m);
 
@@ -50,6 +53,16 @@ pl_status grouping_build(const graph *g, grouping_mode mode, grouping **out, cha
 
 /* Free. Accepts NULL. */
 void grouping_destroy(grouping *gr);
+
+/* A grouping with room for any grouping of n_nodes nodes (up to n_nodes
+ * groups), for grouping_assign. PL_ERR_INVALID for n_nodes < 1, PL_ERR_NOMEM. */
+pl_status grouping_alloc(int n_nodes, grouping **out);
+
+/* Make gr (from grouping_alloc for g's node count) the grouping in which
+ * nodes with equal labels (any ints) share a group; groups are numbered by
+ * their first node, and their features and the chain flag computed as
+ * grouping_build does. mode is recorded. Allocates nothing. */
+void grouping_assign(grouping *gr, const graph *g, const int *labels, grouping_mode mode);
 
 /* Expand a group placement (n_groups entries) to a node placement (n_nodes). */
 void grouping_expand(const grouping *gr, const int *group_dev, int *node_dev);

@@ -281,6 +281,10 @@ double placer_net_policy_loss(placer_acts *acts, const double *w, double beta, d
 }
 
 void placer_net_backward(placer_net *net, placer_acts *acts, const double *features) {
+    placer_net_backward_input(net, acts, features, NULL);
+}
+
+void placer_net_backward_input(placer_net *net, placer_acts *acts, const double *features, double *dfeatures) {
     const int T = acts->T, B = acts->B;
     const int F = net->cfg.n_features, D = net->cfg.n_devices, E = net->cfg.embed, H = net->cfg.hidden,
               A = net->cfg.attn, De = net->cfg.dev_embed;
@@ -357,7 +361,7 @@ void placer_net_backward(placer_net *net, placer_acts *acts, const double *featu
         memcpy(enc_dh, acts->enc_dxh + E, sizeof *enc_dh * (size_t)H);
         memcpy(enc_dc, acts->enc_dc_prev, sizeof *enc_dc * (size_t)H);
     }
-    linear_backward(NULL, placer_net_grad(net, PN_WF), placer_net_grad(net, PN_BF), acts->dX, features,
+    linear_backward(dfeatures, placer_net_grad(net, PN_WF), placer_net_grad(net, PN_BF), acts->dX, features,
                     placer_net_param(net, PN_WF), T, F, E);
 }
 

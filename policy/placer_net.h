@@ -120,6 +120,10 @@ double placer_net_policy_loss(placer_acts *acts, const double *w, double beta, d
  * gradients accumulate into net->grads (zero them first for a fresh step). */
 void placer_net_backward(placer_net *net, placer_acts *acts, const double *features);
 
+/* The same, also writing the loss's gradient with respect to the input
+ * features into dfeatures (T,F) (assigned; NULL: skipped). */
+void placer_net_backward_input(placer_net *net, placer_acts *acts, const double *features, double *dfeatures);
+
 /* Zero the gradients. */
 void placer_net_zero_grad(placer_net *net);
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grouper.h"
 #include "placement.h"
 
 #define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
@@ -46,6 +47,19 @@ struct reinforce {
     policy_eval *res;         /* K */
     double *cost, *adv;       /* K */
     double *logp_old, *logp_new, *w; /* K: PPO's log-probabilities and per-sample weights */
+    /* learned grouping (opt.grouper != GROUPER_NONE; the problem's units are then its nodes) */
+    grouper_net *gnet;        /* the grouper (and EAGLE's link) */
+    adam_state *gadam;        /* its optimiser */
+    grouper_acts *gacts;      /* its workspace */
+    double *nfeat;            /* (N, NODE_N_FEATURES) */
+    int *labels;              /* (K, N) sampled group labels */
+    grouping **sgr;           /* K: the groups of each sample */
+    placer_acts **sacts;      /* K: placer workspaces, one sequence each */
+    double *sfeat;            /* (K, G, W) the placer's inputs per sample */
+    int *sdev;                /* (K, G) device of each sample's groups */
+    double *dfeat;            /* (G, W) gradient of the placer's inputs */
+    int W;                    /* placer input width */
+    hier_batch hb;            /* views of the above for the joint policy */
     char *text;               /* placement text */
     size_t text_len;
 };
@@ -122,8 +136,58 @@ static pl_status check_options(const reinforce_options *o, char *msg, size_t len
     if (o->ppo_epochs < 1 || o->ppo_epochs > 100)
         return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-epochs must be 1..100");
     if (!(o->ppo_clip > 0 && o->ppo_clip < 1)) return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-clip must be in (0,1)");
-    if (o->grouper != GROUPER_NONE)
-        return pl_fail(msg, len, PL_ERR_INVALID, "learned grouping is not available in this build");
+    if (o->grouper != GROUPER_NONE && o->grouper != GROUPER_HIER && o->grouper != GROUPER_EAGLE)
+        return pl_fail(msg, len, PL_ERR_INVALID, "unknown grouper %d", (int)o->grouper);
+    if (o->n_groups < 1 || o->n_groups > 4096) return pl_fail(msg, len, PL_ERR_INVALID, "--n-groups must be 1..4096");
+    if (o->grouper_hidden < 1 || o->grouper_hidden > 1024 || o->link_hidden < 1 || o->link_hidden > 1024)
+        return pl_fail(msg, len, PL_ERR_INVALID, "grouper and link widths must be 1..1024");
+    if (!(o->group_prior >= 0 && o->group_prior <= 100))
+        return pl_fail(msg, len, PL_ERR_INVALID, "--group-prior must be in [0,100]");
+    return PL_OK;
+}
+
+static void free_grouper_buffers(reinforce *r) {
+    grouper_acts_destroy(r->gacts);
+    r->gacts = NULL;
+    if (r->sgr)
+        for (int k = 0; k < r->K; k++) grouping_destroy(r->sgr[k]);
+    if (r->sacts)
+        for (int k = 0; k < r->K; k++) placer_acts_destroy(r->sacts[k]);
+    free(r->sgr);
+    free(r->sacts);
+    free(r->nfeat);
+    free(r->labels);
+    free(r->sfeat);
+    free(r->sdev);
+    free(r->dfeat);
+    r->sgr = NULL; r->sacts = NULL; r->nfeat = NULL; r->labels = NULL; r->sfeat = NULL; r->sdev = NULL;
+    r->dfeat = NULL;
+}
+
+/* The grouper's buffers for the problem's graph. */
+static pl_status size_grouper_buffers(reinforce *r) {
+    free_grouper_buffers(r);
+    if (!r->gnet) return PL_OK;
+    const graph *g = r->pb->g;
+    const int N = g->n_nodes, G = r->opt.n_groups, K = r->K, W = r->W;
+    pl_status st = grouper_acts_create(r->gnet, N, &r->gacts);
+    if (st != PL_OK) return st;
+    r->sgr = calloc((size_t)K, sizeof *r->sgr);
+    r->sacts = calloc((size_t)K, sizeof *r->sacts);
+    r->nfeat = malloc(sizeof *r->nfeat * (size_t)N * NODE_N_FEATURES);
+    r->labels = calloc((size_t)K * N, sizeof *r->labels);
+    r->sfeat = calloc((size_t)K * G * W, sizeof *r->sfeat);
+    r->sdev = calloc((size_t)K * G, sizeof *r->sdev);
+    r->dfeat = calloc((size_t)G * W, sizeof *r->dfeat);
+    if (!r->sgr || !r->sacts || !r->nfeat || !r->labels || !r->sfeat || !r->sdev || !r->dfeat) return PL_ERR_NOMEM;
+    for (int k = 0; k < K; k++) {
+        if ((st = grouping_alloc(N, &r->sgr[k])) != PL_OK) return st;
+        if ((st = placer_acts_create(r->net, G, 1, &r->sacts[k])) != PL_OK) return st;
+    }
+    node_features(g, r->nfeat);
+    hier_batch hb = {K, N, G, W, g, r->gnet, r->gacts, r->nfeat, r->net, r->sacts, r->sgr, r->labels, r->sfeat,
+                     r->sdev, r->dfeat};
+    r->hb = hb;
     return PL_OK;
 }
 
@@ -145,6 +209,9 @@ void reinforce_destroy(reinforce *r) {
     free(r->logp_new);
     free(r->w);
     free(r->text);
+    grouper_net_destroy(r->gnet);
+    adam_destroy(r->gadam);
+    free_grouper_buffers(r);
     free(r);
 }
 
@@ -186,13 +253,23 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
     r->U = policy_units(r->pb);
     r->D = policy_devices(r->pb);
     r->K = o->samples;
-    placer_net_config cfg = placer_net_default_config(GROUP_N_FEATURES, r->D);
+    pl_status st = PL_OK;
+    r->W = GROUP_N_FEATURES;
+    if (o->grouper != GROUPER_NONE) {
+        grouper_config gc = {o->grouper == GROUPER_EAGLE, NODE_N_FEATURES, o->n_groups, o->grouper_hidden,
+                             o->link_hidden, o->group_prior};
+        st = grouper_net_create(&gc, o->seed, &r->gnet);
+        if (st == PL_OK) st = adam_create(r->gnet->n_params, o->lr, &r->gadam);
+        if (st == PL_OK) r->W = grouper_input_width(r->gnet);
+    }
+    placer_net_config cfg = placer_net_default_config(r->W, r->D);
     cfg.hidden = o->hidden;
     cfg.stay = o->stay;
     cfg.clip = o->logit_clip;
-    pl_status st = placer_net_create(&cfg, o->seed, &r->net);
+    if (st == PL_OK) st = placer_net_create(&cfg, o->seed, &r->net);
     if (st == PL_OK) st = adam_create(r->net->n_params, o->lr, &r->adam);
     if (st == PL_OK) st = size_buffers(r);
+    if (st == PL_OK) st = size_grouper_buffers(r);
     if (st == PL_OK) {
         r->res = calloc((size_t)r->K, sizeof *r->res);
         r->cost = calloc((size_t)r->K, sizeof *r->cost);
@@ -210,10 +287,22 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
     return PL_OK;
 }
 
+/* A grouper places nodes: the problem's units must be its nodes. */
+static pl_status check_problem(const reinforce_options *o, policy_evaluator *ev, char *msg, size_t len) {
+    const policy_problem *pb = policy_evaluator_problem(ev);
+    if (o->grouper != GROUPER_NONE && policy_units(pb) != pb->g->n_nodes)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "a learned grouping places the %d nodes, but this problem has %d units (use --groups "
+                       "learned or eagle, which make the nodes the units)",
+                       pb->g->n_nodes, policy_units(pb));
+    return PL_OK;
+}
+
 pl_status reinforce_create(policy_evaluator *ev, const reinforce_options *o, reinforce **out, char *msg,
                            size_t len) {
     *out = NULL;
     pl_status st = check_options(o, msg, len);
+    if (st == PL_OK) st = check_problem(o, ev, msg, len);
     if (st != PL_OK) return st;
     reinforce *r = NULL;
     st = alloc_trainer(ev, o, &r);
@@ -312,14 +401,68 @@ static pl_status log_update(reinforce *r, profile_db *db, int64_t run_id, int up
     return PL_OK;
 }
 
+/* ---- one update ------------------------------------------------------------ */
+
+/* Sample K placements into r->actions (node placements with a grouper,
+ * unit placements otherwise) and their log-probabilities into r->logp_old.
+ * Every random choice comes from r->rng: with a grouper, all K samples'
+ * labels first, then each sample's devices. */
+static pl_status sample_batch(reinforce *r) {
+    if (!r->gnet)
+        return placer_net_forward(r->net, r->acts, r->pb->gr->features, r->U, r->K, PN_SAMPLE, &r->rng, r->actions,
+                                  r->logp_old);
+    return hier_sample(&r->hb, &r->rng, r->actions, r->logp_old);
+}
+
+/* Forward pass of the batch's placements under the current parameters,
+ * log-probabilities into r->logp_new (PPO's later epochs). */
+static pl_status reforward_batch(reinforce *r) {
+    if (!r->gnet)
+        return placer_net_forward(r->net, r->acts, r->pb->gr->features, r->U, r->K, PN_GIVEN, NULL, r->actions,
+                                  r->logp_new);
+    return hier_forward_given(&r->hb, r->logp_new);
+}
+
+/* Gradient of L = (1/K) sum_k [-w_k log p(x_k)] - beta H of the last
+ * forward pass into the networks' gradients (zeroed first). Returns the
+ * mean per-decision entropy of the placer in *entropy. */
+static void batch_gradient(reinforce *r, const double *w, double *entropy) {
+    placer_net_zero_grad(r->net);
+    if (!r->gnet) {
+        placer_net_policy_loss(r->acts, w, r->opt.entropy, 1.0 / r->K, entropy);
+        placer_net_backward(r->net, r->acts, r->pb->gr->features);
+        return;
+    }
+    grouper_net_zero_grad(r->gnet);
+    hier_loss_backward(&r->hb, w, r->opt.entropy, entropy);
+}
+
+/* Global-norm clipping over both networks, then one Adam step each.
+ * Returns the norm before clipping. */
+static double batch_step(reinforce *r) {
+    double ss = 0;
+    for (size_t i = 0; i < r->net->n_params; i++) ss += r->net->grads[i] * r->net->grads[i];
+    if (r->gnet)
+        for (size_t i = 0; i < r->gnet->n_params; i++) ss += r->gnet->grads[i] * r->gnet->grads[i];
+    double norm = sqrt(ss);
+    if (r->opt.clip > 0 && norm > r->opt.clip) {
+        double sc = r->opt.clip / norm;
+        for (size_t i = 0; i < r->net->n_params; i++) r->net->grads[i] *= sc;
+        if (r->gnet)
+            for (size_t i = 0; i < r->gnet->n_params; i++) r->gnet->grads[i] *= sc;
+    }
+    adam_step(r->adam, r->net->params, r->net->grads, r->net->n_params);
+    if (r->gnet) adam_step(r->gadam, r->gnet->params, r->gnet->grads, r->gnet->n_params);
+    return norm;
+}
+
 pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
                           char *msg, size_t len) {
     const int U = r->U, K = r->K;
-    const double *feat = r->pb->gr->features;
     double t0 = pl_now_us();
     while (r->done < r->opt.updates) {
         int update = r->done;
-        pl_status st = placer_net_forward(r->net, r->acts, feat, U, K, PN_SAMPLE, &r->rng, r->actions, r->logp_old);
+        pl_status st = sample_batch(r);
         if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
         st = policy_evaluate(r->ev, r->actions, K, r->res);
         if (st != PL_OK) return pl_fail(msg, len, st, "simulation of a sampled placement failed");
@@ -363,18 +506,15 @@ pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforc
         for (int e = 0; e < epochs; e++) {
             const double *w = r->adv;
             if (e > 0) {
-                st = placer_net_forward(r->net, r->acts, feat, U, K, PN_GIVEN, NULL, r->actions, r->logp_new);
+                st = reforward_batch(r);
                 if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
                 for (int k = 0; k < K; k++)
                     r->w[k] = ppo_weight(exp(r->logp_new[k] - r->logp_old[k]), r->adv[k], r->opt.ppo_clip);
                 w = r->w;
             }
-            placer_net_zero_grad(r->net);
             double ent = 0;
-            placer_net_policy_loss(r->acts, w, r->opt.entropy, 1.0 / K, &ent);
-            placer_net_backward(r->net, r->acts, feat);
-            double gn = placer_net_clip_grad(r->net, r->opt.clip);
-            adam_step(r->adam, r->net->params, r->net->grads, r->net->n_params);
+            batch_gradient(r, w, &ent);
+            double gn = batch_step(r);
             if (e == 0) {
                 entropy = ent;
                 gnorm = gn;
@@ -406,11 +546,21 @@ pl_status reinforce_retarget(reinforce *r, policy_evaluator *ev, int updates_tar
     r->U = policy_units(pb);
     r->n_top = 0;
     r->opt.updates = updates_target;
-    return size_buffers(r);
+    if (r->gnet && policy_units(pb) != pb->g->n_nodes) return PL_ERR_INVALID;
+    pl_status st = size_buffers(r);
+    if (st == PL_OK) st = size_grouper_buffers(r);
+    return st;
 }
 
 pl_status reinforce_favourite(reinforce *r, int *unit_dev, policy_eval *e) {
-    pl_status st = placer_net_forward(r->net, r->acts, r->pb->gr->features, r->U, 1, PN_GREEDY, NULL, unit_dev, NULL);
+    pl_status st;
+    if (!r->gnet) {
+        st = placer_net_forward(r->net, r->acts, r->pb->gr->features, r->U, 1, PN_GREEDY, NULL, unit_dev, NULL);
+    } else {
+        /* the likeliest group of every node, then the likeliest devices
+         * (the units are the nodes); the batch's buffers are free now */
+        st = hier_greedy(&r->hb, unit_dev);
+    }
     if (st != PL_OK) return st;
     return policy_evaluate(r->ev, unit_dev, 1, e);
 }
@@ -523,6 +673,8 @@ pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     x.algo = (int32_t)r->opt.algo; x.ppo_epochs = r->opt.ppo_epochs; x.ppo_clip = r->opt.ppo_clip;
     x.grouper = (int32_t)r->opt.grouper; x.n_groups = r->opt.n_groups; x.grouper_hidden = r->opt.grouper_hidden;
     x.link_hidden = r->opt.link_hidden; x.group_prior = r->opt.group_prior;
+    x.n_gparams = r->gnet ? r->gnet->n_params : 0;
+    x.gadam_t = r->gadam ? r->gadam->t : 0;
     wbuf b = {0};
     put(&b, &h, sizeof h);
     put(&b, &x, sizeof x);
@@ -531,6 +683,11 @@ pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     put(&b, r->adam->v, sizeof(double) * r->net->n_params);
     put(&b, r->top_ev, sizeof(policy_eval) * (size_t)r->n_top);
     put(&b, r->top_dev, sizeof(int) * (size_t)r->n_top * (size_t)r->U);
+    if (r->gnet) {
+        put(&b, r->gnet->params, sizeof(double) * r->gnet->n_params);
+        put(&b, r->gadam->m, sizeof(double) * r->gnet->n_params);
+        put(&b, r->gadam->v, sizeof(double) * r->gnet->n_params);
+    }
     if (b.fail) {
         free(b.p);
         return PL_ERR_NOMEM;
@@ -556,7 +713,8 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     if (h.version >= 2u) get(&b, &x, sizeof x);
     if (b.fail) return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
     const policy_problem *pb = policy_evaluator_problem(ev);
-    if (h.U != policy_units(pb) || h.D != policy_devices(pb) || h.F != GROUP_N_FEATURES)
+    const int F = x.grouper == GROUPER_EAGLE ? GROUP_N_FEATURES + x.link_hidden : GROUP_N_FEATURES;
+    if (h.U != policy_units(pb) || h.D != policy_devices(pb) || h.F != F)
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "the checkpoint is for %d units on %d devices, this problem has %d units on %d devices", h.U,
                        h.D, policy_units(pb), policy_devices(pb));
@@ -583,6 +741,7 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     o.link_hidden = x.link_hidden;
     o.group_prior = x.group_prior;
     pl_status st = check_options(&o, msg, len);
+    if (st == PL_OK) st = check_problem(&o, ev, msg, len);
     if (st != PL_OK) return st;
     if (h.n_top < 0 || h.n_top > o.top_k || h.done < 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is damaged");
@@ -599,6 +758,16 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     get(&b, r->adam->v, sizeof(double) * r->net->n_params);
     get(&b, r->top_ev, sizeof(policy_eval) * (size_t)h.n_top);
     get(&b, r->top_dev, sizeof(int) * (size_t)h.n_top * (size_t)r->U);
+    if ((r->gnet ? r->gnet->n_params : 0) != x.n_gparams) {
+        reinforce_destroy(r);
+        return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint's grouper shape differs from this build's");
+    }
+    if (r->gnet) {
+        get(&b, r->gnet->params, sizeof(double) * r->gnet->n_params);
+        get(&b, r->gadam->m, sizeof(double) * r->gnet->n_params);
+        get(&b, r->gadam->v, sizeof(double) * r->gnet->n_params);
+        r->gadam->t = x.gadam_t;
+    }
     if (b.fail || b.off != b.n) {
         reinforce_destroy(r);
         return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
