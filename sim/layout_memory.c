@@ -42,7 +42,10 @@
  *   activations  act_per_layer x layers / vp x in_flight chunk micro-batches,
  *       plus the working set of recomputation: under full recompute one
  *       layer rebuilt whole for its backward (its activations without
- *       recompute), under selective one layer's attention core
+ *       recompute), under selective one layer's attention core; and the
+ *       backward's largest transient, a gradient the size of the layer's
+ *       biggest intermediate (the unfused attention scores, e a s's b / t,
+ *       or the MLP hidden, e s'b f / t, x 2 for SwiGLU's two)
  *   embedding_head  stage 0: the embedding dropout mask s'bh (x R) per
  *       micro-batch in flight; last stage: one micro-batch's logits, e
  *       bytes plus the fp32 softmax the vocabulary-parallel cross entropy
@@ -188,6 +191,13 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
             sel.recompute = RECOMPUTE_SELECTIVE;
             work = (double)(whole - layer_activation_bytes_p(cfg, &sel, p));
         }
+    }
+    if (layers > 0) { /* the backward's largest transient: a gradient as large as the biggest intermediate */
+        const double t = l->tp > 0 ? l->tp : 1, cpd = l->cp > 0 ? l->cp : 1, bb = l->micro_batch > 0 ? l->micro_batch : 1;
+        const double sl = ceil(cfg->seq_len / cpd), e = act_elem_bytes(l->prec);
+        double mlp = e * sl * bb * (double)mlp_width(cfg) * (cfg->mlp == MLP_SWIGLU ? 2 : 1) / t;
+        double core = (p && p->attention == ATTENTION_UNFUSED) ? e * cfg->n_heads * sl * cfg->seq_len * bb / t : 0;
+        work += mlp > core ? mlp : core;
     }
     out->activations = (int64_t)llround(stash + work);
 
