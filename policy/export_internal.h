@@ -1,0 +1,21 @@
+/* export_internal.h: helpers the export writers share (not installed). */
+#ifndef PLACER_POLICY_EXPORT_INTERNAL_H
+#define PLACER_POLICY_EXPORT_INTERNAL_H
+
+#include "export_plan.h"
+
+/* PL_OK when chunk_layers has pp * vp entries >= 1 summing to the layers. */
+pl_status export_check_chunks(const gpt_config *cfg, const layout *l, const int *chunk_layers, char *msg,
+                              size_t len);
+
+/* 1 when every chunk holds the same number of layers. */
+int export_chunks_uniform(const layout *l, const int *chunk_layers);
+
+/* Layers of pipeline stage s over its vp chunks. */
+static inline int export_stage_layers(const layout *l, const int *chunk_layers, int s) {
+    int n = 0;
+    for (int v = 0; v < l->vp; v++) n += chunk_layers[v * l->pp + s];
+    return n;
+}
+
+#endif

@@ -1,0 +1,72 @@
+/*
+ * export_megatron.c: a layout as Megatron-LM command-line arguments (the
+ * names and their meaning in export_plan.h; checked against
+ * megatron/training/arguments.py). One argument per line, each line but
+ * the last ending in a shell continuation, so the block pastes into a
+ * launch script; notes are '#' lines before it.
+ */
+#include <stdio.h>
+
+#include "export_internal.h"
+
+/* The stage split when it cannot be said with the uniform arguments. */
+static int write_split(FILE *f, const layout *l, const int *ch, const char *nl) {
+    const int P = l->pp, C = l->pp * l->vp;
+    int middle_equal = 1;
+    for (int s = 2; s < P - 1; s++)
+        if (ch[s] != ch[1]) middle_equal = 0;
+    if (l->vp == 1 && middle_equal) {
+        /* only the first and last stages differ: the older, simpler flags */
+        if (P >= 2)
+            return fprintf(f, "--decoder-first-pipeline-num-layers %d%s--decoder-last-pipeline-num-layers %d%s",
+                           ch[0], nl, ch[P - 1], nl);
+        return 0;
+    }
+    /* every chunk in pipeline order: E embedding, t decoder layers, L loss */
+    if (fprintf(f, "--pipeline-model-parallel-layout \"") < 0) return -1;
+    for (int c = 0; c < C; c++) {
+        if (fprintf(f, "%s%s", c ? "|" : "", c == 0 ? "E" : "") < 0) return -1;
+        if (ch[c] == 1 ? fprintf(f, "t") < 0 : fprintf(f, "t*%d", ch[c]) < 0) return -1;
+        if (c == C - 1 && fprintf(f, ",L") < 0) return -1;
+    }
+    return fprintf(f, "\"%s", nl);
+}
+
+int plan_export_megatron(FILE *f, const gpt_config *cfg, const layout *l, const int *ch) {
+    const char *nl = " \\\n";
+    const int kv = cfg->n_kv_heads > 0 ? cfg->n_kv_heads : cfg->n_heads;
+    const int dff = cfg->d_ff > 0 ? cfg->d_ff : 4 * cfg->d_model;
+    int rc = 0;
+    if (l->pp > 1 && (l->zero == ZERO_3 || l->zero == ZERO_FSDP) && l->dp > 1)
+        rc |= fprintf(f, "# Megatron-LM's --use-torch-fsdp2 does not support pipeline parallelism yet; "
+                         "this layout needs pp=1 there, or zero=1 (--use-distributed-optimizer)\n") < 0;
+    if (l->zero == ZERO_2 && l->dp > 1)
+        rc |= fprintf(f, "# zero=2: Megatron-LM's distributed optimizer shards the optimizer state and "
+                         "reduce-scatters the gradients (ZeRO-1 memory, ZeRO-2 traffic)\n") < 0;
+    rc |= fprintf(f, "--num-layers %d%s--hidden-size %d%s--ffn-hidden-size %d%s--num-attention-heads %d%s",
+                  cfg->n_layers, nl, cfg->d_model, nl, dff, nl, cfg->n_heads, nl) < 0;
+    if (kv != cfg->n_heads) rc |= fprintf(f, "--group-query-attention%s--num-query-groups %d%s", nl, kv, nl) < 0;
+    rc |= fprintf(f, "--seq-length %d%s--max-position-embeddings %d%s", cfg->seq_len, nl, cfg->seq_len, nl) < 0;
+    rc |= fprintf(f, "--tensor-model-parallel-size %d%s--pipeline-model-parallel-size %d%s--context-parallel-size %d%s",
+                  l->tp, nl, l->pp, nl, l->cp, nl) < 0;
+    if (l->sp && l->tp > 1) rc |= fprintf(f, "--sequence-parallel%s", nl) < 0;
+    if (!export_chunks_uniform(l, ch)) rc |= write_split(f, l, ch, nl) < 0;
+    else if (l->vp > 1) rc |= fprintf(f, "--num-layers-per-virtual-pipeline-stage %d%s", ch[0], nl) < 0;
+    if (l->recompute == RECOMPUTE_FULL)
+        rc |= fprintf(f, "--recompute-granularity full%s--recompute-method uniform%s--recompute-num-layers 1%s", nl,
+                      nl, nl) < 0;
+    else if (l->recompute == RECOMPUTE_SELECTIVE)
+        rc |= fprintf(f, "--recompute-granularity selective%s", nl) < 0;
+    if (l->dp > 1 && (l->zero == ZERO_1 || l->zero == ZERO_2))
+        rc |= fprintf(f, "--use-distributed-optimizer%s", nl) < 0;
+    else if (l->dp > 1 && (l->zero == ZERO_3 || l->zero == ZERO_FSDP))
+        rc |= fprintf(f, "--use-torch-fsdp2%s", nl) < 0;
+    switch (l->prec) {
+    case PRECISION_BF16: rc |= fprintf(f, "--bf16%s", nl) < 0; break;
+    case PRECISION_FP16: rc |= fprintf(f, "--fp16%s", nl) < 0; break;
+    case PRECISION_FP8: rc |= fprintf(f, "--bf16%s--fp8-format hybrid%s", nl, nl) < 0; break;
+    default: break; /* fp32 / tf32: Megatron's default */
+    }
+    rc |= fprintf(f, "--micro-batch-size %d%s--global-batch-size %d\n", l->micro_batch, nl, l->global_batch) < 0;
+    return rc ? -1 : 0;
+}

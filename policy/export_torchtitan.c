@@ -1,0 +1,62 @@
+/*
+ * export_torchtitan.c: a layout as a torchtitan TOML fragment (JobConfig
+ * names from torchtitan/config/job_config.py; see export_plan.h).
+ *
+ * Mapping. The data-parallel degree goes to data_parallel_replicate_degree
+ * (DDP) for zero 0 and to data_parallel_shard_degree (FSDP2) otherwise:
+ * zero 3 reshards after forward ("always"), zero 1 / 2 keep the gathered
+ * weights from forward to backward ("never": torchtitan has no ZeRO-1 or
+ * ZeRO-2 as such, and this is the FSDP2 setting closest to them), fsdp
+ * takes FSDP2's default. torchtitan's tensor parallelism always shards the
+ * sequence (sp). Split points name the first module of every chunk after
+ * the first, "layers.N" in the model's own numbering, so the embedding sits
+ * in the first chunk and the final norm, head and loss in the last; with
+ * vp > 1 the looped schedule Interleaved1F1B takes pp * vp chunks.
+ */
+#include <stdio.h>
+
+#include "export_internal.h"
+
+int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, const int *ch) {
+    int rc = 0;
+    const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
+    const char *reshard = l->zero == ZERO_3 ? "always" : l->zero == ZERO_FSDP ? "default" : "never";
+    if (sharded && (l->zero == ZERO_1 || l->zero == ZERO_2))
+        rc |= fprintf(f, "# zero=%d: torchtitan has no ZeRO-%d; FSDP2 without resharding after forward is the "
+                         "closest (weights gathered from forward to backward)\n",
+                      (int)l->zero, (int)l->zero) < 0;
+    if (l->prec == PRECISION_FP16)
+        rc |= fprintf(f, "# torchtitan has no fp16 mixed precision: bfloat16 written\n") < 0;
+    if (l->tp > 1 && !l->sp) rc |= fprintf(f, "# torchtitan's tensor parallelism always shards the sequence\n") < 0;
+    rc |= fprintf(f, "[parallelism]\n") < 0;
+    rc |= fprintf(f, "data_parallel_replicate_degree = %d\n", sharded ? 1 : l->dp) < 0;
+    rc |= fprintf(f, "data_parallel_shard_degree = %d\n", sharded ? l->dp : 1) < 0;
+    if (sharded) rc |= fprintf(f, "fsdp_reshard_after_forward = \"%s\"\n", reshard) < 0;
+    rc |= fprintf(f, "tensor_parallel_degree = %d\n", l->tp) < 0;
+    rc |= fprintf(f, "context_parallel_degree = %d\n", l->cp) < 0;
+    rc |= fprintf(f, "pipeline_parallel_degree = %d\n", l->pp) < 0;
+    if (l->pp > 1) {
+        rc |= fprintf(f, "pipeline_parallel_schedule = \"%s\"\n", l->vp > 1 ? "Interleaved1F1B" : "1F1B") < 0;
+        rc |= fprintf(f, "pipeline_parallel_split_points = [") < 0;
+        int first = 0;
+        for (int c = 0; c + 1 < l->pp * l->vp; c++) {
+            first += ch[c];
+            rc |= fprintf(f, "%s\"layers.%d\"", c ? ", " : "", first) < 0;
+        }
+        rc |= fprintf(f, "]\n") < 0;
+        rc |= fprintf(f, "pipeline_parallel_microbatch_size = %d\n", l->micro_batch) < 0;
+    }
+    rc |= fprintf(f, "\n[training]\n") < 0;
+    rc |= fprintf(f, "local_batch_size = %d\n", l->global_batch / (l->dp > 0 ? l->dp : 1)) < 0;
+    rc |= fprintf(f, "global_batch_size = %d\n", l->global_batch) < 0;
+    rc |= fprintf(f, "seq_len = %d\n", cfg->seq_len) < 0;
+    rc |= fprintf(f, "mixed_precision_param = \"%s\"\n",
+                  l->prec == PRECISION_FP32 || l->prec == PRECISION_TF32 ? "float32" : "bfloat16") < 0;
+    if (l->prec == PRECISION_FP8) rc |= fprintf(f, "\n[model]\nconverters = [\"float8\"]\n") < 0;
+    rc |= fprintf(f, "\n[activation_checkpoint]\n") < 0;
+    rc |= fprintf(f, "mode = \"%s\"\n", l->recompute == RECOMPUTE_FULL        ? "full"
+                                        : l->recompute == RECOMPUTE_SELECTIVE ? "selective"
+                                                                              : "none") < 0;
+    if (l->recompute == RECOMPUTE_SELECTIVE) rc |= fprintf(f, "selective_ac_option = \"op\"\n") < 0;
+    return rc ? -1 : 0;
+}

@@ -1,0 +1,178 @@
+/*
+ * plan.h: `placer plan`, the best parallel layout for a model on a cluster.
+ *
+ * The planner enumerates the layout space of core/layout.h for a GPU count
+ * N and a global batch B:
+ *   tp   divides the attention heads and the KV heads (and N), <= max_tp
+ *        (default: GPUs per node, so tensor-parallel groups stay on NVLink)
+ *   cp   divides N / tp, the sequence splits into 2 cp chunks, <= max_cp
+ *   pp   divides N / (tp cp), at most the model's layers
+ *   vp   1..max_vp virtual chunks per stage (pp > 1, pp vp <= layers)
+ *   dp   N / (tp cp pp); mbs divides B / dp, m = B / (dp mbs), m a
+ *        multiple of pp under interleaving (Megatron's rule)
+ *   recompute none | selective | full; zero 0 | 1 | 2 | 3 | fsdp (dp > 1)
+ *   sp   on whenever tp > 1 (Megatron's recommended setting; the search
+ *        does not try tp without it)
+ * and keeps exactly the combinations layout_validate accepts.
+ *
+ * Every enumerated layout is *considered*; before any simulation it is
+ *   pruned by memory  when a lower bound of its peak memory exceeds the
+ *                     largest GPU memory of the cluster: the stage that
+ *                     holds the most layers (at least ceil(L / pp)) with
+ *                     one micro-batch stashed (layout_stage_memory is
+ *                     monotone in both), taken at the cheapest stage;
+ *   pruned by bound   when a lower bound of its step time is no better
+ *                     than the top_k-th best fitting step simulated so far:
+ *                       m * (L c_layer + c_embed + c_head) / pp
+ *                         + (pp - 1) / 2 * (f_layer + b_layer)
+ *                     (the busiest stage does at least the average stage's
+ *                     compute; stage s idles at least s one-layer forwards
+ *                     before its first and s one-layer backwards after its
+ *                     last micro-batch) with per-kernel compute costs on
+ *                     the cluster's fastest GPU and no communication.
+ *                     Layouts are simulated in increasing order of this
+ *                     bound, so once one is pruned by bound every later
+ *                     one is too.
+ * The rest are *simulated* (layout_sim) with the stage split of
+ * plan_split_dp and with the uniform split; the faster of the two is kept.
+ *
+ * Stage split (non-uniform stage boundaries). For a layout with pp stages
+ * and m micro-batches, stage s costs c_s(n) = e_s + n (f_s + b_s + r_s)
+ * per micro-batch for n layers, with f, b, r one layer's forward, backward
+ * and recompute time on the slowest GPU of the stage, e_0 the embedding and
+ * e_{pp-1} the final norm, head and loss (the heavy vocabulary). A stage
+ * may take n layers only when its memory (layout_stage_memory with the
+ * schedule's stash on that stage) fits its smallest GPU. The split
+ * minimises
+ *     T_est = (m vp - 1) max_s c_s + sum_s c_s
+ * (proportional to m M + (S - M) / vp: the bottleneck stage m times, plus
+ * the interleaved fill and drain), exactly, by dynamic programming over the
+ * stages with a Pareto front of (max, sum) per (stage, layers so far). With
+ * vp > 1 each stage's layers are spread over its vp chunks as evenly as
+ * possible, the chunks that hold the embedding or the head taking the
+ * smaller share. The split is written as layout.stage_layers.
+ *
+ * Mixed GPUs. On a cluster of several node groups, stage s runs on the
+ * ranks s * tp cp dp .. (s + 1) * tp cp dp - 1 (the rank grid puts pp
+ * outermost), so a stage lies on one GPU type when its ranks do; a stage
+ * that straddles two groups is costed on the slower GPU and capped at the
+ * smaller memory (its data-parallel peers wait for the slowest). The DP
+ * then gives the faster or larger GPUs' stages more layers; nothing else
+ * in the search changes. The bound uses the fastest GPU, the memory prune
+ * the largest memory, so both stay lower bounds.
+ */
+#ifndef PLACER_POLICY_PLAN_H
+#define PLACER_POLICY_PLAN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cluster.h"
+#include "graph.h"
+#include "layout.h"
+#include "layout_sim.h"
+#include "precision.h"
+#include "status.h"
+
+#define PLAN_MAX_TOP 32
+
+typedef struct {
+    int64_t gpus;            /* GPUs to plan for, 1..cluster_n_gpus */
+    int global_batch;        /* sequences per step, >= 1 */
+    precision prec;          /* GEMM / activation precision */
+    int max_tp;              /* 0: the cluster's GPUs per node */
+    int max_cp;              /* 0: the largest power of two keeping seq / cp >= 4096 */
+    int max_vp;              /* virtual chunks per stage tried, >= 1 (default 4) */
+    int max_mbs;             /* largest micro-batch tried (default 16) */
+    int top_k;               /* layouts kept, 1..PLAN_MAX_TOP (default 5) */
+    int no_uniform;          /* 1: simulate only the DP split (not also the uniform one) */
+    const layout_sim_params *sim; /* NULL: layout_sim_params_default */
+} plan_options;
+
+/* Defaults above; gpus and global_batch 0 (the caller sets them), bf16. */
+void plan_options_default(plan_options *o);
+
+/* One simulated layout. */
+typedef struct {
+    layout l;                /* the layout, stage_layers explicit when non-uniform */
+    layout_result res;       /* its simulation */
+    double lb_us;            /* the step-time lower bound it was ranked by */
+    int split_dp;            /* 1: the DP split won (or equals the uniform one), 0: uniform */
+} plan_entry;
+
+typedef struct {
+    int64_t considered;      /* layouts enumerated that layout_validate accepts */
+    int64_t pruned_memory;   /* of which dropped by the memory bound */
+    int64_t pruned_bound;    /* of which dropped by the step-time bound */
+    int64_t simulated;       /* of which simulated */
+    int64_t sim_runs;        /* simulator runs (a layout takes one or two) */
+    int64_t sim_oom;         /* simulated layouts the simulator found OOM */
+    double wall_s;           /* seconds */
+    int n_top;               /* entries in top */
+    plan_entry top[PLAN_MAX_TOP]; /* fastest fitting layouts, fastest first */
+    int have_oom_best;       /* 1: oom_best holds the fastest simulated OOM layout */
+    plan_entry oom_best;     /* for the message when nothing fits */
+    int64_t min_mem_bytes;   /* smallest peak memory of any simulated layout, or
+                                when none was simulated the smallest lower bound */
+} plan_result;
+
+/* Called as the search advances (done of total simulation candidates);
+ * may be NULL. */
+typedef void (*plan_progress_fn)(void *ctx, int64_t done, int64_t total);
+
+/* Search the layouts of model cfg (cfg->seq_len is the sequence) on
+ * cluster c. *res is filled (n_top = 0 when nothing fits: then see
+ * min_mem_bytes and oom_best). PL_ERR_INVALID with a message for bad
+ * options (no valid layout at all, gpus beyond the cluster, ...); a
+ * simulator error is passed up with its message. res is large (about
+ * 200 KB): allocate it, do not put it on a small stack. */
+pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
+                      void *progress_ctx, plan_result *res, char *msg, size_t len);
+
+/* Simulate one given layout the way the search does (its stage_layers as
+ * given, uniform when n_stage_layers = 0): for comparing a published or
+ * hand-written layout with the plan. */
+pl_status plan_simulate(const gpt_config *cfg, const cluster *c, const layout *l, const layout_sim_params *prm,
+                        layout_result *res, char *msg, size_t len);
+
+/* The DP stage split for layout l (its pp, vp, m, recompute, ...) of cfg
+ * on c, as described above. Writes l->stage_layers / n_stage_layers
+ * (pp * vp entries). *est_us (may be NULL) gets the estimate
+ * (m - 1/vp) M + S / vp in microseconds (M the bottleneck stage, S the sum
+ * of the stages, per micro-batch). PL_ERR_INVALID when no split fits
+ * the memory caps (l untouched then: the caller may still simulate the
+ * uniform split, which the simulator will call OOM). */
+pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, layout *l, double *est_us, char *msg,
+                           size_t len);
+
+/* ---- the pure parts, exposed for tests --------------------------------- */
+
+/* The exact split of L layers over S stages minimising
+ *     w * max_s cost[s][n_s] + sum_s cost[s][n_s]
+ * over n_s >= min_n, sum n_s = L, where cost is S rows of L + 1 entries
+ * (cost[s * (L + 1) + n]; INFINITY marks a count the stage cannot take).
+ * Writes n (S entries) and returns the objective, or INFINITY (n
+ * untouched) when no split is feasible. w >= 0. PL_ERR_NOMEM -> NAN. */
+double plan_split_dp(int S, int L, int min_n, const double *cost, double w, int *n);
+
+/* DeepSpeed's partition_method="parameters": ds_utils.partition_balanced
+ * as DeepSpeed ships it today (since its PR 4312): a dynamic programme
+ * over contiguous partitions of the n_items weights into S non-empty parts
+ * that keeps, per (items, parts), the partition with the smallest
+ * heaviest-minus-lightest part (ties to the last boundary tried), and
+ * returns S + 1 boundaries parts[0] = 0 .. parts[S] = n_items (DeepSpeed's
+ * self.parts). Reproduced step for step, so the split is the one DeepSpeed
+ * would use, not an optimum of ours. n_items <= S gives DeepSpeed's
+ * partition_uniform. PL_ERR_INVALID for S < 1 or n_items < 1;
+ * PL_ERR_NOMEM. */
+pl_status plan_partition_balanced(const double *weights, int n_items, int S, int *parts);
+
+/* DeepSpeed's `parameters` split of cfg over pp stages as layer counts
+ * per stage (pp entries): the layer specs are [embedding, L transformer
+ * layers, final norm + head] weighted by their parameters (a tied head
+ * counts its matrix again, as DeepSpeed's TiedLayerSpec does). A stage
+ * that gets no transformer layer makes it PL_ERR_INVALID (the layout
+ * cannot express it). */
+pl_status plan_deepspeed_parameters_split(const gpt_config *cfg, int pp, int *stage_layers, char *msg, size_t len);
+
+#endif
