@@ -140,9 +140,10 @@ pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t 
     if (strlen(text) >= sizeof buf)
         return pl_fail(msg, len, PL_ERR_INVALID, "config string too long");
     strcpy(buf, text);
-    char *save = NULL;
-    char *tok = strtok_r(buf, ",", &save);
-    if (!tok) return pl_fail(msg, len, PL_ERR_INVALID, "empty config");
+    char *comma = strchr(buf, ',');
+    if (comma) *comma = 0;
+    const char *tok = buf;
+    if (!*tok) return pl_fail(msg, len, PL_ERR_INVALID, "empty config");
     gpt_config c;
     if (strcmp(tok, "default") == 0) c = PRESET_DEFAULT;
     else if (strcmp(tok, "gpt12") == 0) c = PRESET_GPT12;
@@ -151,7 +152,20 @@ pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t 
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "unknown config '%s' (use default, gpt12 or tiny, then key=value overrides)",
                        tok);
-    while ((tok = strtok_r(NULL, ",", &save))) {
+    pl_status st = comma ? gpt_config_apply_overrides(comma + 1, &c, msg, len) : gpt_config_validate(&c, msg, len);
+    if (st == PL_OK) *cfg = c;
+    return st;
+}
+
+pl_status gpt_config_apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len) {
+    char buf[256];
+    if (!text) text = "";
+    if (strlen(text) >= sizeof buf)
+        return pl_fail(msg, len, PL_ERR_INVALID, "config overrides too long");
+    strcpy(buf, text);
+    gpt_config c = *cfg;
+    char *save = NULL, *tok;
+    for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq) return pl_fail(msg, len, PL_ERR_INVALID, "config override '%s' is not key=value", tok);
         *eq = 0;

@@ -121,6 +121,11 @@ typedef struct {
  * preset, key or a bad value (*cfg untouched then). */
 pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t len);
 
+/* Apply comma-separated key=value overrides (the keys above, no preset
+ * name) to *cfg, then validate. *cfg untouched on failure. Used for models
+ * read from files ("llama-3-8b,seq=4096,batch=8"). */
+pl_status gpt_config_apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len);
+
 /* Check a config: the six original fields positive, heads divide d_model,
  * kv_heads (when set) divide heads, d_ff / vocab_multiple >= 0, enums and
  * flags in range, an even head size for rotary, layers <= 100,000 and

@@ -35,17 +35,32 @@
 
 /* Parse a config.json text (n bytes) into *cfg. seq_len comes from the file
  * (or 2048 when it has none), batch is set to 1; callers override both.
- * name (may be NULL) gets the file's model_type or "model". *cfg untouched
- * on failure. */
+ * name (may be NULL) gets the file's "name", else its model_type, else
+ * "model". *cfg untouched on failure. model_config.c's opening comment
+ * lists the few keys read beyond those above. */
 pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
                                   char *msg, size_t len);
 
 /* Read a model: a path to a JSON file (anything ending in ".json" or
  * containing '/'), else a preset text for gpt_config_parse ("default",
- * "gpt12,layers=24", ...). PL_ERR_IO / PL_ERR_NOT_FOUND for an unreadable
- * file, as above otherwise. */
+ * "gpt12,layers=24", ...), else a shipped model's name, NAME.json in the
+ * directories of model_default_dirs, optionally followed by overrides
+ * ("llama-3-8b,seq=4096,batch=8"; gpt_config_apply_overrides). Name
+ * characters: letters, digits, '-', '_', '.'. PL_ERR_IO / PL_ERR_NOT_FOUND
+ * for an unreadable file or an unknown name (the message lists the shipped
+ * models), as above otherwise; the message of a bad file starts with its
+ * path. */
 pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
                             char *msg, size_t len);
+
+/* The directories searched for model names, in order: $PLACER_MODELS, the
+ * source tree's data/models (compiled in), ./data/models. Static strings
+ * (the array is rebuilt on each call); *n gets the count. */
+const char *const *model_default_dirs(int *n);
+
+/* Write the shipped model names (the first directory above that has any),
+ * sorted and comma-separated, into buf (may be NULL); returns how many. */
+int model_list_shipped(char *buf, size_t len);
 
 /* Effective figures of a config (0-valued extensions resolved). Defined in
  * core/graph.c (the builder needs them) and declared in graph.h too. */

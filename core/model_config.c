@@ -1,0 +1,352 @@
+/*
+ * model_config.c: a model from a Hugging Face config.json (jansson), from a
+ * shipped model name (data/models/NAME.json) or from preset-and-overrides
+ * text, into a gpt_config. model_config.h lists the keys read.
+ *
+ * Beyond the header's keys the parser reads a few more, so that a file can
+ * say what an HF config leaves implicit: "name" (the model's name, which
+ * wins over model_type), "seq_length" (the training sequence, which wins
+ * over max_position_embeddings), "vocab_multiple" / "make_vocab_size_
+ * divisible_by" (Megatron's vocabulary padding), "attention_bias" (q, k, v
+ * biases on a no-bias family), and "head_dim", "num_local_experts" /
+ * "num_experts" only to refuse what the graph cannot describe (a head size
+ * other than hidden / heads, mixture-of-experts).
+ *
+ * Families (model_type): llama, mistral, qwen2, qwen3, gemma, phi3, olmo2,
+ * internlm2: RMSNorm, rotary, no bias, SwiGLU (qwen2 adds q, k, v biases);
+ * gpt2: layernorm, learned positions, biases, GELU, tied by default;
+ * gpt_neox: layernorm, rotary, biases, GELU, parallel residual by default.
+ * Any other model_type: layernorm, learned, biases, unless the file has
+ * rms_norm_eps (RMSNorm) or rope_theta (rotary).
+ */
+#include "model_config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PLACER_SOURCE_DIR
+#define PLACER_SOURCE_DIR "."
+#endif
+
+#define MODEL_FILE_MAX (16 << 20) /* bytes; a config.json is a few KB */
+
+/* The first of up to three keys present in obj (NULL terminates). */
+static json_t *first_key(json_t *obj, const char *const *keys, const char **found) {
+    for (int i = 0; keys[i]; i++) {
+        json_t *v = json_object_get(obj, keys[i]);
+        if (v) {
+            *found = keys[i];
+            return v;
+        }
+    }
+    return NULL;
+}
+
+/* Read a positive integer under one of keys into *out. Returns 1 when read,
+ * 0 when absent (or JSON null and optional), -1 with msg on a type or range
+ * error or when required and absent. */
+static int get_int(json_t *obj, const char *const *keys, int required, int allow_null, int *out, char *msg,
+                   size_t len) {
+    const char *k = NULL;
+    json_t *v = first_key(obj, keys, &k);
+    if (!v || (allow_null && json_is_null(v))) {
+        if (!required) return 0;
+        if (keys[1] && keys[2])
+            pl_fail(msg, len, PL_ERR_INVALID, "model config has no '%s' (or '%s', '%s')", keys[0], keys[1], keys[2]);
+        else if (keys[1])
+            pl_fail(msg, len, PL_ERR_INVALID, "model config has no '%s' (or '%s')", keys[0], keys[1]);
+        else
+            pl_fail(msg, len, PL_ERR_INVALID, "model config has no '%s'", keys[0]);
+        return -1;
+    }
+    if (!json_is_integer(v)) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be an integer", k);
+        return -1;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x <= 0 || x > 1000000000) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be a positive integer up to 1e9, not %lld", k,
+                (long long)x);
+        return -1;
+    }
+    *out = (int)x;
+    return 1;
+}
+
+/* A JSON boolean under key: 1 read (into *out), 0 absent, -1 wrong type. */
+static int get_bool(json_t *obj, const char *key, int *out, char *msg, size_t len) {
+    json_t *v = json_object_get(obj, key);
+    if (!v) return 0;
+    if (!json_is_boolean(v)) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be true or false", key);
+        return -1;
+    }
+    *out = json_is_true(v);
+    return 1;
+}
+
+/* A string under key: 1 read, 0 absent, -1 wrong type. */
+static int get_str(json_t *obj, const char *key, const char **out, char *msg, size_t len) {
+    json_t *v = json_object_get(obj, key);
+    if (!v || json_is_null(v)) return 0;
+    if (!json_is_string(v)) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be a string", key);
+        return -1;
+    }
+    *out = json_string_value(v);
+    return 1;
+}
+
+static int in_list(const char *s, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (!strcmp(s, list[i])) return 1;
+    return 0;
+}
+
+pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
+                                  char *msg, size_t len) {
+    if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no model config text");
+    json_error_t err;
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)", err.text,
+                       err.line, err.column);
+    pl_status st = PL_ERR_INVALID;
+    gpt_config c;
+    memset(&c, 0, sizeof c);
+    if (!json_is_object(root)) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config must be a JSON object ({\"hidden_size\": ...})");
+        goto out;
+    }
+    static const char *const k_hidden[] = {"hidden_size", "n_embd", "d_model", NULL};
+    static const char *const k_layers[] = {"num_hidden_layers", "n_layer", NULL};
+    static const char *const k_heads[] = {"num_attention_heads", "n_head", NULL};
+    static const char *const k_kv[] = {"num_key_value_heads", NULL};
+    static const char *const k_ff[] = {"intermediate_size", "n_inner", NULL};
+    static const char *const k_vocab[] = {"vocab_size", NULL};
+    static const char *const k_seq[] = {"seq_length", "max_position_embeddings", "n_positions", NULL};
+    static const char *const k_mult[] = {"vocab_multiple", "make_vocab_size_divisible_by", NULL};
+    static const char *const k_hd[] = {"head_dim", NULL};
+    if (get_int(root, k_hidden, 1, 0, &c.d_model, msg, len) < 0) goto out;
+    if (get_int(root, k_layers, 1, 0, &c.n_layers, msg, len) < 0) goto out;
+    if (get_int(root, k_heads, 1, 0, &c.n_heads, msg, len) < 0) goto out;
+    if (get_int(root, k_vocab, 1, 0, &c.vocab, msg, len) < 0) goto out;
+    if (get_int(root, k_kv, 0, 1, &c.n_kv_heads, msg, len) < 0) goto out;
+    if (get_int(root, k_ff, 0, 1, &c.d_ff, msg, len) < 0) goto out;
+    if (get_int(root, k_mult, 0, 1, &c.vocab_multiple, msg, len) < 0) goto out;
+    c.seq_len = 2048;
+    if (get_int(root, k_seq, 0, 1, &c.seq_len, msg, len) < 0) goto out;
+    c.batch = 1;
+    int hd = 0;
+    if (get_int(root, k_hd, 0, 1, &hd, msg, len) < 0) goto out;
+    if (hd && c.d_model % c.n_heads == 0 && hd != c.d_model / c.n_heads) {
+        pl_fail(msg, len, PL_ERR_INVALID,
+                "model config head_dim %d differs from hidden_size / num_attention_heads (%d): not supported", hd,
+                c.d_model / c.n_heads);
+        goto out;
+    }
+    {
+        static const char *const k_exp[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
+        int ne = 0;
+        if (get_int(root, k_exp, 0, 1, &ne, msg, len) < 0) goto out;
+        if (ne > 1) {
+            pl_fail(msg, len, PL_ERR_INVALID, "model config describes a mixture-of-experts model (%d experts): "
+                                              "not supported", ne);
+            goto out;
+        }
+    }
+
+    const char *mtype = NULL, *mname = NULL, *act = NULL;
+    if (get_str(root, "model_type", &mtype, msg, len) < 0) goto out;
+    if (get_str(root, "name", &mname, msg, len) < 0) goto out;
+    if (get_str(root, "hidden_act", &act, msg, len) < 0) goto out;
+    if (!act && get_str(root, "activation_function", &act, msg, len) < 0) goto out;
+
+    static const char *const llama_like[] = {"llama", "mistral", "qwen2", "qwen3", "gemma", "phi3", "olmo2",
+                                             "internlm2", NULL};
+    int tied_default = 0;
+    if (mtype && in_list(mtype, llama_like)) {
+        c.norm = NORM_RMSNORM;
+        c.pos = POS_ROTARY;
+        c.no_bias = 1;
+        c.mlp = MLP_SWIGLU;
+        if (!strcmp(mtype, "qwen2")) c.qkv_bias = 1;
+        if (!strcmp(mtype, "gemma")) tied_default = 1;
+    } else if (mtype && !strcmp(mtype, "gpt2")) {
+        tied_default = 1;
+    } else if (mtype && !strcmp(mtype, "gpt_neox")) {
+        c.pos = POS_ROTARY;
+        c.parallel_residual = 1;
+    } else {
+        if (json_object_get(root, "rms_norm_eps")) c.norm = NORM_RMSNORM;
+        if (json_object_get(root, "rope_theta")) c.pos = POS_ROTARY;
+    }
+    if (json_object_get(root, "rms_norm_eps")) c.norm = NORM_RMSNORM;
+    c.tied = tied_default;
+    if (get_bool(root, "tie_word_embeddings", &c.tied, msg, len) < 0) goto out;
+    if (get_bool(root, "use_parallel_residual", &c.parallel_residual, msg, len) < 0) goto out;
+    int ab = 0;
+    int r = get_bool(root, "attention_bias", &ab, msg, len);
+    if (r < 0) goto out;
+    if (r > 0 && c.no_bias) c.qkv_bias = ab;
+    if (act) {
+        static const char *const gated[] = {"silu", "swiglu", "swish", NULL};
+        if (in_list(act, gated)) c.mlp = MLP_SWIGLU;
+        else if (!strncmp(act, "gelu", 4)) c.mlp = MLP_GELU;
+        else {
+            pl_fail(msg, len, PL_ERR_INVALID,
+                    "model config activation '%.32s' is not supported (silu / swiglu for a gated MLP, gelu*)", act);
+            goto out;
+        }
+    }
+    if (c.vocab_multiple == 1) c.vocab_multiple = 0;
+    if (gpt_config_validate(&c, msg, len) != PL_OK) goto out;
+    if (name && name_len) snprintf(name, name_len, "%s", mname ? mname : mtype ? mtype : "model");
+    *cfg = c;
+    st = PL_OK;
+out:
+    json_decref(root);
+    return st;
+}
+
+/* Read a whole file (at most MODEL_FILE_MAX bytes). */
+static pl_status read_file(const char *path, char **out, size_t *n, char *msg, size_t len) {
+    *out = NULL;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read model file '%s': %s",
+                       path, strerror(errno));
+    char *buf = malloc(MODEL_FILE_MAX + 1);
+    if (!buf) {
+        fclose(f);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
+    }
+    size_t got = fread(buf, 1, MODEL_FILE_MAX + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return pl_fail(msg, len, PL_ERR_IO, "cannot read model file '%s'", path);
+    }
+    if (got > MODEL_FILE_MAX) {
+        free(buf);
+        return pl_fail(msg, len, PL_ERR_INVALID, "model file '%s' is larger than %d MB", path, MODEL_FILE_MAX >> 20);
+    }
+    buf[got] = 0;
+    *out = buf;
+    *n = got;
+    return PL_OK;
+}
+
+static pl_status load_file(const char *path, gpt_config *cfg, char *name, size_t name_len, char *msg, size_t len) {
+    char *text = NULL;
+    size_t n = 0;
+    pl_status st = read_file(path, &text, &n, msg, len);
+    if (st != PL_OK) return st;
+    char m[256] = "";
+    st = model_config_parse_json(text, n, cfg, name, name_len, m, sizeof m);
+    free(text);
+    if (st != PL_OK) return pl_fail(msg, len, st, "%s: %s", path, m);
+    return PL_OK;
+}
+
+const char *const *model_default_dirs(int *n) {
+    static const char *dirs[3];
+    int k = 0;
+    const char *env = getenv("PLACER_MODELS");
+    if (env && *env) dirs[k++] = env;
+    dirs[k++] = PLACER_SOURCE_DIR "/data/models";
+    dirs[k++] = "data/models";
+    *n = k;
+    return dirs;
+}
+
+int model_list_shipped(char *buf, size_t len) {
+    int ndirs = 0, count = 0;
+    const char *const *dirs = model_default_dirs(&ndirs);
+    size_t off = 0;
+    if (buf && len) buf[0] = 0;
+    for (int d = 0; d < ndirs && count == 0; d++) {
+        DIR *dir = opendir(dirs[d]);
+        if (!dir) continue;
+        /* sorted: collect, then insertion sort (a few dozen names) */
+        char names[128][64];
+        int nn = 0;
+        struct dirent *e;
+        while ((e = readdir(dir)) && nn < 128) {
+            size_t l = strlen(e->d_name);
+            if (l < 6 || l - 5 >= sizeof names[0] || strcmp(e->d_name + l - 5, ".json")) continue;
+            memcpy(names[nn], e->d_name, l - 5);
+            names[nn][l - 5] = 0;
+            nn++;
+        }
+        closedir(dir);
+        for (int i = 1; i < nn; i++)
+            for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+                char t[64];
+                memcpy(t, names[j], sizeof t);
+                memcpy(names[j], names[j - 1], sizeof t);
+                memcpy(names[j - 1], t, sizeof t);
+            }
+        for (int i = 0; i < nn; i++) {
+            if (buf && off < len) {
+                int w = snprintf(buf + off, len - off, "%s%s", count ? ", " : "", names[i]);
+                if (w > 0) off += (size_t)w;
+            }
+            count++;
+        }
+    }
+    return count;
+}
+
+pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
+                            size_t len) {
+    const char *s = path_or_preset && *path_or_preset ? path_or_preset : "default";
+    size_t n = strlen(s);
+    if (n > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "model name too long");
+    /* a file path: as it is (overrides are for names) */
+    if (strchr(s, '/') || (n >= 5 && !strcmp(s + n - 5, ".json"))) return load_file(s, cfg, name, name_len, msg, len);
+    char base[4096];
+    const char *comma = strchr(s, ',');
+    size_t bl = comma ? (size_t)(comma - s) : n;
+    memcpy(base, s, bl);
+    base[bl] = 0;
+    if (!strcmp(base, "default") || !strcmp(base, "gpt12") || !strcmp(base, "tiny")) {
+        pl_status st = gpt_config_parse(s, cfg, msg, len);
+        if (st == PL_OK && name && name_len) snprintf(name, name_len, "%s", base);
+        return st;
+    }
+    /* a shipped model by name, with optional overrides */
+    for (const char *p = base; *p; p++)
+        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+              (*p >= 'A' && *p <= 'Z')))
+            return pl_fail(msg, len, PL_ERR_INVALID, "model name '%.64s' has a character other than letters, digits, "
+                                                     "'-', '_' and '.'", base);
+    int ndirs = 0;
+    const char *const *dirs = model_default_dirs(&ndirs);
+    for (int d = 0; d < ndirs; d++) {
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s.json", dirs[d], base);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        fclose(f);
+        gpt_config c;
+        pl_status st = load_file(path, &c, name, name_len, msg, len);
+        if (st != PL_OK) return st;
+        if (comma) {
+            st = gpt_config_apply_overrides(comma + 1, &c, msg, len);
+            if (st != PL_OK) return st;
+        }
+        *cfg = c;
+        return PL_OK;
+    }
+    char list[1024];
+    int cnt = model_list_shipped(list, sizeof list);
+    return pl_fail(msg, len, PL_ERR_NOT_FOUND,
+                   "unknown model '%.64s' (a preset default, gpt12 or tiny, a config.json path, or a shipped model%s%s)",
+                   base, cnt ? ": " : "", cnt ? list : "");
+}

@@ -1,0 +1,164 @@
+/* test_model_config.c: config.json files into gpt_configs: the shipped
+ * models' parameter counts against their published figures, the family
+ * defaults, name resolution with overrides, and every refusal. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "model_config.h"
+
+static gpt_config load(const char *what) {
+    gpt_config c;
+    char msg[512] = "", name[64] = "";
+    cr_assert_eq(model_config_load(what, &c, name, sizeof name, msg, sizeof msg), PL_OK, "%s: %s", what, msg);
+    return c;
+}
+
+static pl_status parse(const char *json, gpt_config *c, char *msg, size_t len) {
+    return model_config_parse_json(json, strlen(json), c, NULL, 0, msg, len);
+}
+
+Test(model_config, shipped_hf_models_have_their_published_parameter_counts) {
+    static const struct { const char *name; long long params; } rows[] = {
+        {"gpt2", 124439808LL},          {"gpt2-medium", 354823168LL},   {"llama-3-8b", 8030261248LL},
+        {"llama-3-70b", 70553706496LL}, {"llama-3-405b", 405853388800LL}, {"mistral-7b", 7241732096LL},
+        {"qwen2-7b", 7615616512LL},     {"gpt-neox-20b", 20554567680LL},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        gpt_config c = load(rows[i].name);
+        cr_assert_eq(gpt_param_count(&c), rows[i].params, "%s: %lld", rows[i].name, (long long)gpt_param_count(&c));
+    }
+    /* by path too, and the graph agrees with the closed form */
+    gpt_config c = load(PLACER_SOURCE_DIR "/data/models/llama-3-8b.json");
+    graph *g = NULL;
+    c.seq_len = 1024;
+    cr_assert_eq(graph_build_gpt(&c, &g, NULL, 0), PL_OK);
+    cr_assert_eq(g->total_params, 8030261248LL);
+    cr_assert_eq(g->n_nodes, 4 + 6 * 32);
+    graph_destroy(g);
+}
+
+Test(model_config, megatron_table1_and_table2_models_match_the_published_params) {
+    /* params_b of Narayanan et al. SC21 Table 1 (10 rows) and Table 2 (175B).
+     * Megatron counts P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)); the graph
+     * adds the final layernorm (2h), so it must equal that plus 2h exactly,
+     * and the published column (rounded to 0.1B or 3 digits) within 3%
+     * (1.65 B printed as 1.7 is the largest gap: 2.8%). */
+    static const struct { const char *name; double pb; int h, l; } rows[] = {
+        {"megatron-1.7b", 1.7, 2304, 24},     {"megatron-3.6b", 3.6, 3072, 30},   {"megatron-7.5b", 7.5, 4096, 36},
+        {"megatron-18b", 18.4, 6144, 40},     {"megatron-39b", 39.1, 8192, 48},   {"megatron-76b", 76.1, 10240, 60},
+        {"megatron-145b", 145.6, 12288, 80},  {"megatron-310b", 310.1, 16384, 96}, {"megatron-530b", 529.6, 20480, 105},
+        {"megatron-1t", 1008.0, 25600, 128},  {"megatron-175b", 174.6, 12288, 96},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        gpt_config c = load(rows[i].name);
+        cr_assert_eq(c.d_model, rows[i].h);
+        cr_assert_eq(c.n_layers, rows[i].l);
+        cr_assert_eq(c.vocab, 51200);
+        cr_assert_eq(c.seq_len, 2048);
+        cr_assert_eq(c.tied, 1);
+        cr_assert_eq(c.pos, POS_LEARNED);
+        cr_assert_eq(gpt_d_ff(&c), 4 * rows[i].h);
+        long long h = rows[i].h, l = rows[i].l;
+        long long megatron = 12 * l * h * h + 13 * l * h + (51200LL + 2048) * h;
+        cr_assert_eq(gpt_param_count(&c), megatron + 2 * h, "%s", rows[i].name);
+        double b = (double)gpt_param_count(&c) / 1e9;
+        cr_assert(fabs(b - rows[i].pb) / rows[i].pb < 0.03, "%s: %.3f B vs %.1f", rows[i].name, b, rows[i].pb);
+    }
+}
+
+Test(model_config, family_defaults_from_model_type_and_keys) {
+    gpt_config c = load("gpt2");
+    cr_assert(c.tied && c.norm == NORM_LAYERNORM && c.pos == POS_LEARNED && c.mlp == MLP_GELU && !c.no_bias);
+    cr_assert_eq(c.seq_len, 1024);
+    cr_assert_eq(c.batch, 1);
+    c = load("llama-3-8b");
+    cr_assert(!c.tied && c.norm == NORM_RMSNORM && c.pos == POS_ROTARY && c.mlp == MLP_SWIGLU && c.no_bias);
+    cr_assert_eq(c.n_kv_heads, 8);
+    cr_assert_eq(c.seq_len, 8192);
+    c = load("llama-3-405b");
+    cr_assert_eq(c.seq_len, 8192, "seq_length wins over max_position_embeddings");
+    c = load("qwen2-7b");
+    cr_assert(c.qkv_bias && c.no_bias);
+    c = load("gpt-neox-20b");
+    cr_assert(c.parallel_residual && c.pos == POS_ROTARY && c.norm == NORM_LAYERNORM && !c.no_bias && !c.tied);
+    /* unknown family: keys decide */
+    char msg[256];
+    cr_assert_eq(parse("{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,"
+                       "\"rms_norm_eps\":1e-5,\"rope_theta\":1e4,\"hidden_act\":\"silu\",\"intermediate_size\":128}",
+                       &c, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert(c.norm == NORM_RMSNORM && c.pos == POS_ROTARY && c.mlp == MLP_SWIGLU && !c.tied);
+    cr_assert_eq(c.seq_len, 2048, "no length in the file: 2048");
+    cr_assert_eq(c.n_kv_heads, 0);
+    cr_assert_eq(c.d_ff, 128);
+    /* the name: "name", else model_type, else "model" */
+    char name[32];
+    const char *j = "{\"model_type\":\"gpt2\",\"n_embd\":64,\"n_layer\":2,\"n_head\":4,\"vocab_size\":100,"
+                    "\"vocab_multiple\":128}";
+    cr_assert_eq(model_config_parse_json(j, strlen(j), &c, name, sizeof name, msg, sizeof msg), PL_OK);
+    cr_assert_str_eq(name, "gpt2");
+    cr_assert_eq(gpt_vocab_padded(&c), 128);
+    j = "{\"n_embd\":64,\"n_layer\":2,\"n_head\":4,\"vocab_size\":100}";
+    cr_assert_eq(model_config_parse_json(j, strlen(j), &c, name, sizeof name, msg, sizeof msg), PL_OK);
+    cr_assert_str_eq(name, "model");
+    cr_assert_eq(model_config_load("megatron-145b", &c, name, sizeof name, msg, sizeof msg), PL_OK);
+    cr_assert_str_eq(name, "megatron-145b");
+}
+
+Test(model_config, names_presets_and_overrides) {
+    gpt_config c = load("llama-3-8b,seq=4096,batch=8,layers=4");
+    cr_assert_eq(c.seq_len, 4096);
+    cr_assert_eq(c.batch, 8);
+    cr_assert_eq(c.n_layers, 4);
+    cr_assert_eq(c.n_kv_heads, 8);
+    c = load("default");
+    cr_assert_eq(gpt_param_count(&c), 49343232LL);
+    c = load("gpt12,layers=2");
+    cr_assert_eq(c.n_layers, 2);
+    c = load(NULL);
+    cr_assert_eq(c.d_model, 384);
+    char msg[512];
+    cr_assert_eq(model_config_load("llama-9", &c, NULL, 0, msg, sizeof msg), PL_ERR_NOT_FOUND);
+    cr_assert(strstr(msg, "unknown model 'llama-9'"), "%s", msg);
+    cr_assert(strstr(msg, "llama-3-8b"), "lists the shipped models: %s", msg);
+    cr_assert_eq(model_config_load("llama-3-8b,kv_heads=3", &c, NULL, 0, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "kv_heads (3) must divide heads (32)"), "%s", msg);
+    cr_assert_eq(model_config_load("/nonexistent/x.json", &c, NULL, 0, msg, sizeof msg), PL_ERR_NOT_FOUND);
+    cr_assert(strstr(msg, "cannot read model file '/nonexistent/x.json'"), "%s", msg);
+    cr_assert_eq(model_config_load("a b", &c, NULL, 0, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(model_config_load(PLACER_SOURCE_DIR "/README.md", &c, NULL, 0, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "README.md: model config is not valid JSON"), "%s", msg);
+}
+
+Test(model_config, malformed_configs_are_refused_with_one_line_naming_the_problem) {
+    static const struct { const char *json, *want; } bad[] = {
+        {"", "not valid JSON"},
+        {"{\"hidden_size\": 64,,}", "line 1, column"},
+        {"{\"hidden_size\": 64,\n\"n_layer\": }", "line 2"},
+        {"[1,2]", "must be a JSON object"},
+        {"{\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "no 'hidden_size' (or 'n_embd', 'd_model')"},
+        {"{\"hidden_size\":64,\"num_attention_heads\":4,\"vocab_size\":100}", "no 'num_hidden_layers' (or 'n_layer')"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"vocab_size\":100}", "no 'num_attention_heads'"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4}", "no 'vocab_size'"},
+        {"{\"hidden_size\":\"64\",\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "'hidden_size' must be an integer"},
+        {"{\"hidden_size\":64.5,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "'hidden_size' must be an integer"},
+        {"{\"hidden_size\":-64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "'hidden_size' must be a positive integer"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":5,\"vocab_size\":100}", "heads (5) must divide d_model (64)"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":3,\"vocab_size\":100}", "kv_heads (3) must divide heads (4)"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"tie_word_embeddings\":1}", "'tie_word_embeddings' must be true or false"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"hidden_act\":\"relu\"}", "activation 'relu' is not supported"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"hidden_act\":7}", "'hidden_act' must be a string"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_local_experts\":8}", "mixture-of-experts"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"head_dim\":32}", "head_dim 32 differs"},
+        {"{\"hidden_size\":64,\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "duplicate"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        gpt_config c;
+        memset(&c, 0x5a, sizeof c);
+        char msg[256] = "";
+        cr_assert_eq(parse(bad[i].json, &c, msg, sizeof msg), PL_ERR_INVALID, "row %zu accepted", i);
+        cr_assert(strstr(msg, bad[i].want), "row %zu: '%s'", i, msg);
+        cr_assert(!strchr(msg, '\n'), "row %zu: one line: '%s'", i, msg);
+        cr_assert_eq(c.d_model, 0x5a5a5a5a, "row %zu touched the output", i);
+    }
+}
