@@ -312,7 +312,7 @@ static int read_placement(SessionObject *s, PyObject *o, const int **out, int *l
 static int check_placement(const policy_session *ss, const int *dev, int len, int want_groups, int *groups,
                            const char *prefix) {
     const int N = ss->g->n_nodes, G = ss->gr->n_groups, D = ss->p->n_devices;
-    char msg[MSG_LEN];
+    char msg[2 * MSG_LEN];
     int g;
     if (want_groups == 1 || (want_groups < 0 && len == G)) g = 1;
     else g = 0;
@@ -656,24 +656,28 @@ static int log_progress(void *ud, const reinforce_progress *p) {
 }
 
 /* train(updates=250, samples=8, seed=1, baseline="ema", entropy, lr, clip,
- * hidden, top_k, stay, logit_clip, ema_decay, record=True): trains the
- * seq2seq placer with REINFORCE (reinforce.h; defaults from
- * reinforce_options_default). With record and a session opened with
+ * hidden, top_k, stay, logit_clip, ema_decay, record=True, *, algo=
+ * "reinforce"|"ppo", ppo_epochs, ppo_clip, grouper_groups, group_prior):
+ * trains the seq2seq placer with REINFORCE or PPO (reinforce.h; defaults
+ * from reinforce_options_default); a session with groups="learned" or
+ * "eagle" trains the grouper jointly, as placer train does. With record and a session opened with
  * write=True on a database, every update's samples and a checkpoint are
  * committed under a new run (method "reinforce-python"). Returns a dict:
  * run_id (or None), updates, shortlist (candidates), progress (one dict
  * per update), best_cost_us. */
 static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"updates", "samples", "seed", "baseline", "entropy", "lr", "clip", "hidden", "top_k",
-                             "stay", "logit_clip", "ema_decay", "record", NULL};
+                             "stay", "logit_clip", "ema_decay", "record", "algo", "ppo_epochs", "ppo_clip",
+                             "grouper_groups", "group_prior", NULL};
     reinforce_options ro;
     reinforce_options_default(&ro);
     unsigned long long seed = ro.seed;
-    const char *baseline = reinforce_baseline_name(ro.baseline);
+    const char *baseline = reinforce_baseline_name(ro.baseline), *algo = reinforce_algo_name(ro.algo);
     int record = 1;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|iiKsdddiidddp", kwlist, &ro.updates, &ro.samples, &seed, &baseline,
-                                     &ro.entropy, &ro.lr, &ro.clip, &ro.hidden, &ro.top_k, &ro.stay, &ro.logit_clip,
-                                     &ro.ema_decay, &record))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|iiKsdddiidddp$sidid", kwlist, &ro.updates, &ro.samples, &seed,
+                                     &baseline, &ro.entropy, &ro.lr, &ro.clip, &ro.hidden, &ro.top_k, &ro.stay,
+                                     &ro.logit_clip, &ro.ema_decay, &record, &algo, &ro.ppo_epochs, &ro.ppo_clip,
+                                     &ro.n_groups, &ro.group_prior))
         return NULL;
     if (session_enter(self) != 0) return NULL;
     ro.seed = (uint64_t)seed;
@@ -685,6 +689,11 @@ static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kw
     progress_log log = {NULL, 0, 0};
     int64_t run_id = 0;
     pl_status st = reinforce_parse_baseline(baseline, &ro.baseline, msg, sizeof msg);
+    if (st == PL_OK) st = reinforce_parse_algo(algo, &ro.algo, msg, sizeof msg);
+    /* the session's grouping picks the grouper, as placer train does */
+    ro.grouper = ss->gr->mode == GROUPING_LEARNED ? GROUPER_HIER
+                 : ss->gr->mode == GROUPING_EAGLE ? GROUPER_EAGLE
+                                                  : GROUPER_NONE;
     if (st != PL_OK) {
         raise_status(st, msg);
         goto out;
@@ -714,11 +723,11 @@ static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kw
         gpt_config_key(&ss->cfg, key, sizeof key);
         snprintf(rargs, sizeof rargs,
                  "graph %s groups %s micro_batches %d schedule %s cap_bytes %lld updates %d samples %d baseline %s "
-                 "entropy %.17g lr %.17g seed %llu stay %.17g hidden %d",
+                 "entropy %.17g lr %.17g seed %llu stay %.17g hidden %d algo %s",
                  key, grouping_mode_name(ss->gr->mode), ss->pb.sched.micro_batches,
                  schedule_order_name(ss->pb.sched.order), (long long)ss->cap_bytes, ro.updates, ro.samples,
                  reinforce_baseline_name(ro.baseline), ro.entropy, ro.lr, (unsigned long long)ro.seed, ro.stay,
-                 ro.hidden);
+                 ro.hidden, reinforce_algo_name(ro.algo));
         st = profile_db_run_create(db, "reinforce-python", rargs, &run_id);
         if (st != PL_OK) {
             snprintf(msg, sizeof msg, "cannot create the run (open the session with write=True): %s",
@@ -859,7 +868,7 @@ static PyMethodDef Session_methods[] = {
     {"search", (PyCFunction)(void (*)(void))Session_search, METH_VARARGS | METH_KEYWORDS,
      "search(method, budget=2000, seed=1, batch=8, max_evals=5e7) -> (candidates, info)"},
     {"train", (PyCFunction)(void (*)(void))Session_train, METH_VARARGS | METH_KEYWORDS,
-     "train(updates=250, samples=8, seed=1, ...) -> dict (REINFORCE placer)"},
+     "train(updates=250, samples=8, seed=1, ..., algo='reinforce') -> dict (REINFORCE / PPO placer)"},
     {"_info", (PyCFunction)Session_info, METH_NOARGS, "the session's problem as a dict"},
     {NULL, NULL, 0, NULL}};
 

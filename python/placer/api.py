@@ -251,7 +251,9 @@ class Session(_core.Session):
 
         Options (defaults of reinforce_options_default): updates=250, samples=8, seed=1,
         baseline="ema"|"loo", entropy, lr, clip, hidden, top_k, stay, logit_clip,
-        ema_decay, record=True. With record and a session opened with write=True, the
+        ema_decay, record=True, algo="reinforce"|"ppo", ppo_epochs, ppo_clip; a session
+        with groups="learned" (the hierarchical planner) or "eagle" trains the grouper
+        jointly (grouper_groups, group_prior), as ``placer train --groups`` does. With record and a session opened with write=True, the
         samples and checkpoints go to the database as a new run (its id in "run_id";
         read them back with :func:`run_samples`). The result holds "shortlist"
         (Candidates: the top distinct placements and the final favourite), "progress"

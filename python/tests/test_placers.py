@@ -1,6 +1,7 @@
 """The searches and the REINFORCE placer from Python."""
 
 import numpy as np
+import pytest
 
 import placer
 
@@ -44,6 +45,18 @@ def test_train_records_a_run_whose_samples_read_back(data_copy):
     assert run["finished"] and run["n_samples"] == 12 and run["method"] == "reinforce-python"
     # without a database to write, nothing is recorded
     assert placer.Session(spec="h200x2-nvlink").train(updates=1, samples=2)["run_id"] is None
+
+
+def test_ppo_and_learned_grouping_train(data_copy):
+    db = data_copy("h200x2.db")
+    ppo = placer.Session(db=db, threads=2).train(updates=2, samples=4, algo="ppo", record=False)
+    assert ppo["updates"] == 2 and ppo["run_id"] is None
+    s = placer.Session(db=db, groups="learned", threads=2)
+    out = s.train(updates=2, samples=4, grouper_groups=4, record=False)
+    best = min(out["shortlist"], key=lambda c: c.cost_us)
+    assert s.simulate(best.nodes).cost_us[0] == best.cost_us
+    with pytest.raises(placer.InputError, match="ppo"):
+        s.train(updates=1, algo="a2c")
 
 
 def test_graph_info():
