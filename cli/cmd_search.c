@@ -1,7 +1,8 @@
 /*
  * cmd_search.c: `placer search` runs the non-learned placers (single
  * device, human splits, the DP over contiguous partitions, random search,
- * simulated annealing, local search, exhaustive search) against the
+ * simulated annealing, local search, exhaustive search, Baechi's m-ETF and
+ * m-SCT) against the
  * simulator and prints their best placements side by side.
  */
 #include <getopt.h>
@@ -10,12 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baechi.h"
 #include "cli.h"
 #include "search.h"
 #include "session.h"
 #include "util.h"
 
-enum { M_SINGLE = 1, M_HUMAN = 2, M_DP = 4, M_RANDOM = 8, M_ANNEAL = 16, M_LOCAL = 32, M_EXHAUSTIVE = 64, M_ALL = 127 };
+enum {
+    M_SINGLE = 1, M_HUMAN = 2, M_DP = 4, M_RANDOM = 8, M_ANNEAL = 16, M_LOCAL = 32, M_EXHAUSTIVE = 64, M_ETF = 128,
+    M_SCT = 256, M_ALL = 511
+};
 
 static void search_usage(FILE *f) {
     fprintf(f,
@@ -27,8 +32,9 @@ static void search_usage(FILE *f) {
             "placement of each: predicted step time, peak memory, speed-up over the best\n"
             "single device, and whether it fits the memory cap.\n\n"
             "  --method      comma-separated: single, human, dp, random, anneal, local,\n"
-            "                exhaustive, or all (default: all; with all, an exhaustive\n"
-            "                search over --max-evals is skipped with a note)\n"
+            "                exhaustive, etf, sct (Baechi's m-ETF and m-SCT, on nodes), or all\n"
+            "                (default: all; with all, an exhaustive search over --max-evals is\n"
+            "                skipped with a note, and m-SCT without GLPK in the build)\n"
             "  --db          profile database (default: $PLACER_DB or the shipped profile)\n"
             "  --groups      colocate (13 groups on the default GPT, default) or none (nodes)\n"
             "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
@@ -56,6 +62,8 @@ static int parse_methods(const char *text, int *out) {
         else if (!strcmp(t, "anneal")) *out |= M_ANNEAL;
         else if (!strcmp(t, "local")) *out |= M_LOCAL;
         else if (!strcmp(t, "exhaustive")) *out |= M_EXHAUSTIVE;
+        else if (!strcmp(t, "etf")) *out |= M_ETF;
+        else if (!strcmp(t, "sct")) *out |= M_SCT;
         else if (!strcmp(t, "all")) *out |= M_ALL;
         else return -1;
     }
@@ -206,6 +214,18 @@ int cmd_search(int argc, char **argv) {
         progress(tty, "local search");
         if ((st = search_local(ss->ev, &b, all)) != PL_OK) goto fail;
     }
+    if (methods & M_ETF) {
+        progress(tty, "m-etf");
+        if ((st = search_etf(ss->ev, all)) != PL_OK) goto fail;
+    }
+    if ((methods & M_SCT) && (explicit_methods || search_sct_available())) {
+        progress(tty, "m-sct");
+        if ((st = search_sct(ss->ev, all, msg, sizeof msg)) != PL_OK) {
+            if (tty) fprintf(stderr, "\r\033[K");
+            rc = cli_report("search", st, msg);
+            goto out;
+        }
+    }
     if (methods & M_EXHAUSTIVE) {
         progress(tty, "exhaustive search");
         st = search_exhaustive(ss->ev, max_evals, all, &xi, msg, sizeof msg);
@@ -224,7 +244,8 @@ int cmd_search(int argc, char **argv) {
     /* rows: best single, best human, then each method's best */
     int bs = policy_cands_best_with_prefix(all, "single");
     double ref = bs >= 0 && !all->items[bs].ev.oom ? all->items[bs].ev.step_us : NAN;
-    const char *prefixes[] = {"single", "human", "dp (", "random", "anneal", "local", "exhaustive", NULL};
+    const char *prefixes[] = {"single", "human", "dp (", "random", "anneal", "local", "m-etf", "m-sct", "exhaustive",
+                              NULL};
     for (int i = 0; prefixes[i] && st == PL_OK; i++) {
         if (!strcmp(prefixes[i], "exhaustive")) {
             /* both the optimum and, when it does not fit, the best that fits */
