@@ -40,9 +40,24 @@ typedef struct {
     compute_params compute;      /* the per-kernel model's constants */
     double collective_scale;     /* multiplies every collective's time (1 = neutral) */
     double step_fixed_us;        /* added once per step */
+    /* added by the simulator (defaults in layout_sim_params_default): */
+    double p2p_scale;            /* multiplies every pipeline send's time (1; 0: free sends) */
+    double dp_bucket_bytes;      /* gradient bucket size (25e6, torch DDP's 25 MB) */
+    int dp_overlap_grad;         /* 1: buckets reduced during backward (torch DDP, Megatron
+                                    --overlap-grad-reduce); 0: all after the last backward
+                                    (Megatron's "local" DDP of SC21) */
+    int dp_overlap_param;        /* zero 1/2: 1 the updated parameters are gathered before
+                                    each chunk's first forward of the next step, overlapped
+                                    (--overlap-param-gather); 0 after the optimizer, exposed */
+    double grad_comm_bytes;      /* bytes per gradient element reduced (4: fp32 main grads,
+                                    Megatron's default under bf16) */
+    double emb_head_scale;       /* multiplies the embedding's and head's compute and
+                                    collectives (1; 0 for closed-form checks) */
 } layout_sim_params;
 
-/* Defaults: compute_params_default, scale 1, fixed 0. */
+/* Defaults: compute_params_default, scales 1, fixed 0, buckets of 25e6
+ * bytes overlapped with backward, overlapped parameter gathers, fp32
+ * gradient reduction. */
 void layout_sim_params_default(layout_sim_params *p);
 
 typedef enum {
@@ -74,6 +89,18 @@ typedef struct {
     int oom;                           /* 1 when some stage's memory exceeds mem_cap */
     coll_estimate tp_allreduce;        /* one layer's forward TP collective, for --explain */
     coll_estimate dp_reduce;           /* the whole gradient reduction of one stage */
+    /* added by the simulator: */
+    int critical_stage;                /* the stage whose breakdown parts_us is */
+    coll_estimate tp_allgather;        /* sp: one all-gather of a layer's activation */
+    coll_estimate tp_reduce_scatter;   /* sp: one reduce-scatter of it */
+    coll_estimate cp_allgather;        /* cp: one layer's key/value all-gather */
+    coll_estimate dp_allgather;        /* zero >= 1: stage 0's parameter all-gather */
+    double pp_send_us;                 /* one pipeline message stage 0 -> 1 */
+    double pp_send_bytes;              /* its bytes */
+    int pp_send_nodes;                 /* 1: stages 0 and 1 share a node, 2: they do not */
+    int dp_buckets;                    /* gradient buckets per step on the critical stage */
+    int stash_layers;                  /* most layer activations of micro-batches stashed on worst_stage */
+    int64_t stage_mem[LAYOUT_MAX_CHUNKS]; /* total memory per stage (pp entries) */
 } layout_result;
 
 typedef struct layout_sim layout_sim;
@@ -96,5 +123,16 @@ pl_status layout_sim_write_chrome_trace(const layout_sim *s, FILE *f);
 
 /* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer". */
 const char *layout_time_part_name(layout_time_part p);
+
+/* Parameters of one transformer layer of cfg (attention with GQA, MLP or
+ * SwiGLU, biases unless no_bias, two norms), before any split. */
+int64_t layout_layer_params(const gpt_config *cfg);
+
+/* FLOPs of one step of layout l (global_batch sequences): model = 3 x the
+ * forward (2 per multiply-add of every layer's matrices and the head, and
+ * 4 T^2 d per layer for attention, with no causal halving: Megatron's
+ * count, so the GPT's is 72 B s L h^2 (1 + s/6h + V/12Lh)); hw adds the
+ * recomputed forward (full: every layer; selective: the attention core). */
+void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, double *hw);
 
 #endif
