@@ -42,6 +42,7 @@
 #include "evaluator.h"
 #include "graph.h"
 #include "grouping.h"
+#include "model_config.h"
 #include "placement.h"
 #include "reinforce.h"
 #include "schedule.h"
@@ -175,9 +176,10 @@ static int session_enter(SessionObject *s) {
 
 static void session_leave(SessionObject *s) { s->busy = 0; }
 
-/* Build a spec session: the GPT of config on spec machine name (its device
- * count replaced by devices when > 0), micro-batch sizes 1..16 as the
- * benchmarks use. */
+/* Build a spec session: the model of config (a preset text, a shipped
+ * model name or a config.json path: model_config_load) on spec machine
+ * name (its device count replaced by devices when > 0), micro-batch sizes
+ * 1..16 as the benchmarks use. */
 static pl_status open_spec_session(const policy_session_options *o, const char *name, int devices,
                                    policy_session **out, char *msg, size_t len) {
     const machine_spec *ms = spec_find(name);
@@ -196,7 +198,7 @@ static pl_status open_spec_session(const policy_session_options *o, const char *
     gpt_config cfg;
     graph *g = NULL;
     profile_data *p = NULL;
-    pl_status st = gpt_config_parse(o->config ? o->config : "default", &cfg, msg, len);
+    pl_status st = model_config_load(o->config ? o->config : "default", &cfg, NULL, 0, msg, len);
     if (st == PL_OK) st = graph_build_gpt(&cfg, &g, msg, len);
     if (st == PL_OK) {
         static const int sizes[5] = {1, 2, 4, 8, 16};
@@ -1012,7 +1014,7 @@ static PyObject *mod_graph_info(PyObject *mod, PyObject *args) {
     char msg[MSG_LEN] = "";
     gpt_config cfg;
     graph *g = NULL;
-    pl_status st = gpt_config_parse(config, &cfg, msg, sizeof msg);
+    pl_status st = model_config_load(config, &cfg, NULL, 0, msg, sizeof msg);
     if (st == PL_OK) st = graph_build_gpt(&cfg, &g, msg, sizeof msg);
     if (st != PL_OK) return raise_status(st, msg);
     char key[PROFILE_NAME_LEN];
@@ -1071,7 +1073,7 @@ static PyObject *mod_rng_ints(PyObject *mod, PyObject *args) {
 static PyMethodDef module_methods[] = {
     {"runs", mod_runs, METH_VARARGS, "runs(db) -> list of the placer runs stored in a profile database"},
     {"run_samples", mod_run_samples, METH_VARARGS, "run_samples(db, run_id) -> dict of lists, one entry per sample"},
-    {"graph_info", mod_graph_info, METH_VARARGS, "graph_info(config='default') -> the GPT graph of a config"},
+    {"graph_info", mod_graph_info, METH_VARARGS, "graph_info(config='default') -> the graph of a preset, shipped model name or config.json path"},
     {"spec_names", mod_spec_names, METH_NOARGS, "spec_names() -> names of the built-in spec machines"},
     {"rng_ints", mod_rng_ints, METH_VARARGS, "rng_ints(seed, count, bound) -> bytes of int32 from pl_rng_int"},
     {NULL, NULL, 0, NULL}};

@@ -63,3 +63,10 @@ def test_graph_info():
     g = placer.graph_info("default")
     assert g["n_nodes"] == 40 and g["params"] == 49343232
     assert placer.graph_info("gpt12")["config"]["layers"] == 12
+    # shipped models (data/models) and config.json paths, as placer plan reads them
+    llama = placer.graph_info("llama-3-8b,batch=8,seq=1024")
+    assert llama["config"]["layers"] == 32 and llama["params"] > 8e9
+    s = placer.Session(spec="h200x4-nvlink", config="gpt2,batch=16,seq=512", micro_batches=4, schedule="1f1b")
+    assert s.n_nodes == 76 and s.search("dp")[0][0].cost_us < s.search("single")[0][0].cost_us
+    with pytest.raises(placer.NotFoundError, match="shipped model"):
+        placer.graph_info("no-such-model")
