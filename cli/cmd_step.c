@@ -21,8 +21,8 @@ static void step_usage(FILE *f) {
     fprintf(f,
             "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
-            "                   [--strict-fp32] [--graphs] [--seed S] [--lr LR] [--issue auto|single|threads]\n"
-            "                   [--trace FILE] [--json]\n\n"
+            "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
+            "                   [--issue auto|single|threads] [--trace FILE] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
             "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
@@ -35,7 +35,10 @@ static void step_usage(FILE *f) {
             "  --cpu N         N virtual devices on the CPU reference backend instead of GPUs\n"
             "  --warmup        untimed steps first (default 2)\n"
             "  --steps         timed steps (default 5)\n"
-            "  --strict-fp32   no TF32 tensor-core math\n"
+            "  --precision     fp32, tf32 (the CUDA default) or bf16: mixed precision with fp32 master\n"
+            "                  weights and optimizer state, bf16 GEMMs and activations (hw/hw.h); the CPU\n"
+            "                  backend emulates bf16 and computes tf32 as fp32\n"
+            "  --strict-fp32   the same as --precision fp32\n"
             "  --graphs        from the second step on, replay each GPU's step as a captured CUDA graph\n"
             "  --seed          parameter and batch seed (default 1)\n"
             "  --lr            AdamW learning rate (default 3e-4)\n"
@@ -81,7 +84,7 @@ static void json_str(const char *s) {
 
 int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
-    const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto";
+    const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
     int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0;
     double lr = -1.0;
     static const struct option opts[] = {
@@ -93,11 +96,12 @@ int cmd_step(int argc, char **argv) {
         {"seed", required_argument, 0, 'S'}, {"lr", required_argument, 0, 'l'},
         {"issue", required_argument, 0, 'i'}, {"trace", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'}, {"graphs", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
+        {"precision", required_argument, 0, 'P'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jgh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -126,6 +130,7 @@ int cmd_step(int argc, char **argv) {
         case 't': trace_path = optarg; break;
         case 'j': json = 1; break;
         case 'g': graphs = 1; break;
+        case 'P': prec_text = optarg; break;
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -135,6 +140,14 @@ int cmd_step(int argc, char **argv) {
     if (optind < argc)
         return cli_usage_error("step", "unexpected argument '%s'; see placer step --help", argv[optind]);
     if (cpu && devices_text) return cli_usage_error("step", "give either --devices or --cpu, not both");
+    hw_precision prec = HW_PREC_DEFAULT;
+    if (prec_text) {
+        char pmsg[128];
+        if (hw_precision_parse(prec_text, &prec, pmsg, sizeof pmsg) != PL_OK)
+            return cli_usage_error("step", "--precision: %s", pmsg);
+        if (strict && prec != HW_PREC_FP32)
+            return cli_usage_error("step", "--strict-fp32 contradicts --precision %s", prec_text);
+    }
     hw_issue_mode issue;
     if (!strcmp(issue_text, "auto")) issue = HW_ISSUE_AUTO;
     else if (!strcmp(issue_text, "single")) issue = HW_ISSUE_SINGLE;
@@ -153,6 +166,7 @@ int cmd_step(int argc, char **argv) {
     hw_engine_opts eo;
     memset(&eo, 0, sizeof eo);
     eo.strict_fp32 = strict;
+    eo.precision = prec;
     eo.issue = issue;
     eo.graphs = graphs;
     if (cpu) {
@@ -260,17 +274,18 @@ int cmd_step(int argc, char **argv) {
                    d ? "," : "", d, di->name, di->physical, (long long)hw_plan_peak_bytes(p, d),
                    (long long)(hw_plan_peak_bytes(p, d) ? mem.static_bytes[d] : 0), (long long)caps[d]);
         }
-        printf("],\"placement\":\"%s\",\"schedule\":\"%s\",\"micro_batches\":%d,\"strict_fp32\":%s,"
+        printf("],\"placement\":\"%s\",\"schedule\":\"%s\",\"micro_batches\":%d,\"strict_fp32\":%s,\"precision\":\"%s\","
                "\"warmup\":%d,\"steps\":%d,\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,"
                "\"sd\":%.4f,\"all\":[",
-               pls, schedule_order_name(sched.order), m, strict ? "true" : "false", warmup, steps,
+               pls, schedule_order_name(sched.order), m, strict || prec == HW_PREC_FP32 ? "true" : "false",
+               hw_precision_name(hw_engine_precision(e)), warmup, steps,
                t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
         for (int i = 0; i < steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
         printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"reorders\":%d,\"graphs\":%d}\n",
                t.first_loss, t.last_loss, tokens_per_s, hw_plan_reorders(p), hw_plan_graph_state(p));
     } else {
-        printf("placer step: %s, %s m=%d, %d device%s (%s)%s\n", key, schedule_order_name(sched.order), m, nd,
-               nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", strict ? ", strict fp32" : "");
+        printf("placer step: %s, %s m=%d, %d device%s (%s), %s\n", key, schedule_order_name(sched.order), m, nd,
+               nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", hw_precision_name(hw_engine_precision(e)));
         printf("placement   %s\n", pls);
         printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; %d steps after %d warm-up)\n",
                t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, steps, warmup);

@@ -57,6 +57,9 @@ typedef struct {
     float inv_norm;             /* loss: 1 / (full batch * T) */
     hw_param_layout pl;         /* the shard's tensor offsets */
     hw_node_mem mem;            /* the saved block's tensor offsets */
+    int bf16;                   /* the bf16 mixed mode (hw.h) */
+    const void *params16;       /* bf16: the shard's weight copy, same offsets in elements
+                                   (CUDA: __nv_bfloat16; CPU: floats rounded to bf16) */
 } hw_node_call;
 
 typedef struct {
@@ -65,6 +68,8 @@ typedef struct {
     int *t_dev;                                /* or a step counter in device memory: the
                                                   update uses t = *t_dev + 1, then increments
                                                   it (so a captured graph stays valid) */
+    void *p16;                                 /* or NULL: the bf16 weight copy, written
+                                                  from the updated p in the same pass */
 } hw_adamw_args;
 
 typedef struct {
@@ -145,6 +150,8 @@ struct hw_backend {
     int n_devices;                        /* logical devices */
     hw_device_info info[HW_MAX_DEVICES];  /* per logical device */
     char err[256];                        /* detail of the last failure */
+    int copy_bytes;                       /* bytes of one element of the bf16 weight copy:
+                                             2 (CUDA), 4 (CPU: rounded floats) */
     void *impl;                           /* backend state */
 };
 

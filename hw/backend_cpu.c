@@ -91,10 +91,55 @@ static pl_status cpu_zero(hw_backend *be, int dev, void *ptr, int64_t bytes) {
 #define G(c, k) ((c)->grads + (c)->pl.off[k])
 #define S(c, k) ((c)->saved + (c)->mem.saved_off[k])
 
+#define P16(c, k) ((const float *)(c)->params16 + (c)->pl.off[k])
+
+/* The bf16 mode's nodes that differ from fp32 (nodes.h); 1 when handled. */
+static int cpu_forward_bf16(const hw_node_call *c) {
+    const hw_dims *d = &c->d;
+    const int N = d->B * d->T;
+    switch (c->kind) {
+    case OP_ATTENTION:
+        cpu_attention_forward_bf16(c->out, S(c, 0), S(c, 1), S(c, 2), c->scratch, c->in[0], P16(c, 0), P16(c, 1),
+                                   P16(c, 2), P(c, 3), d->B, d->T, d->C, d->NH);
+        return 1;
+    case OP_MLP:
+        cpu_mlp_forward_bf16(c->out, S(c, 0), S(c, 1), c->scratch, c->in[0], P16(c, 0), P16(c, 1), P16(c, 2), P(c, 3),
+                             N, d->C);
+        return 1;
+    case OP_HEAD: cpu_head_forward_bf16(c->out, c->scratch, c->in[0], P16(c, 0), N, d->C, d->V, d->Vp); return 1;
+    case OP_LOSS:
+        cpu_loss_forward_bf16(c->out, c->din[0], c->loss_sum, c->in[0], c->targets, c->inv_norm, N, d->V, d->Vp);
+        return 1;
+    default: return 0;
+    }
+}
+
+static int cpu_backward_bf16(const hw_node_call *c) {
+    const hw_dims *d = &c->d;
+    const int N = d->B * d->T;
+    switch (c->kind) {
+    case OP_ATTENTION:
+        cpu_attention_backward_bf16(c->din[0], G(c, 0), G(c, 1), G(c, 2), G(c, 3), c->scratch, c->dout, c->in[0],
+                                    S(c, 0), S(c, 1), S(c, 2), P16(c, 0), P16(c, 2), d->B, d->T, d->C, d->NH,
+                                    c->acc[0]);
+        return 1;
+    case OP_MLP:
+        cpu_mlp_backward_bf16(c->din[0], G(c, 0), G(c, 1), G(c, 2), G(c, 3), c->scratch, c->dout, c->in[0], S(c, 0),
+                              S(c, 1), P16(c, 0), P16(c, 2), N, d->C, c->acc[0]);
+        return 1;
+    case OP_HEAD:
+        cpu_head_backward_bf16(c->din[0], G(c, 0), c->scratch, c->dout, c->in[0], P16(c, 0), N, d->C, d->V, d->Vp,
+                               c->acc[0]);
+        return 1;
+    default: return 0;
+    }
+}
+
 static pl_status cpu_forward(hw_backend *be, int dev, const hw_node_call *c) {
     (void)dev;
     const hw_dims *d = &c->d;
     const int N = d->B * d->T;
+    if (c->bf16 && cpu_forward_bf16(c)) return PL_OK;
     switch (c->kind) {
     case OP_EMBEDDING: cpu_embedding_forward(c->out, c->tokens, P(c, 0), P(c, 1), d->B, d->T, d->C); break;
     case OP_LAYERNORM: cpu_layernorm_forward(c->out, S(c, 0), S(c, 1), c->in[0], P(c, 0), P(c, 1), N, d->C); break;
@@ -120,6 +165,7 @@ static pl_status cpu_backward(hw_backend *be, int dev, const hw_node_call *c) {
     (void)dev;
     const hw_dims *d = &c->d;
     const int N = d->B * d->T;
+    if (c->bf16 && cpu_backward_bf16(c)) return PL_OK;
     switch (c->kind) {
     case OP_EMBEDDING: cpu_embedding_backward(G(c, 0), G(c, 1), c->dout, c->tokens, d->B, d->T, d->C); break;
     case OP_LAYERNORM:
@@ -156,6 +202,7 @@ static pl_status cpu_adamw_op(hw_backend *be, int dev, float *p, const float *g,
     (void)be; (void)dev;
     int t = a->t_dev ? *a->t_dev + 1 : a->t;
     cpu_adamw(p, g, m, v, n, a->lr, a->beta1, a->beta2, a->eps, a->weight_decay, t);
+    if (a->p16) cpu_round_bf16((float *)a->p16, p, n);
     if (a->t_dev) (*a->t_dev)++;
     return PL_OK;
 }
@@ -317,6 +364,7 @@ pl_status hw_backend_cpu_create(int n, hw_backend **out, char *msg, size_t len) 
     pthread_cond_init(&c->cv, NULL);
     be->ops = &CPU_OPS;
     be->n_devices = n;
+    be->copy_bytes = 4; /* the bf16 copy as rounded floats */
     be->impl = c;
     for (int d = 0; d < n; d++) {
         snprintf(be->info[d].name, sizeof be->info[d].name, "cpu");

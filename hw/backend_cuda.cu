@@ -102,6 +102,7 @@ static void cuda_destroy(hw_backend *be) {
                     if (x->kprof->ev[i]) cudaEventDestroy(x->kprof->ev[i]);
                 free(x->kprof);
             }
+            cu_nodes_fini(&x->ctx);
             destroy_events(x->ev, x->n_ev);
             destroy_events(x->mk, x->n_mk);
             if (x->start) cudaEventDestroy(x->start);
@@ -158,6 +159,8 @@ static pl_status cuda_download(hw_backend *be, int d, void *dst, const void *src
 static pl_status cuda_set_workspace(hw_backend *be, int d, void *ptr, int64_t bytes) {
     cu_dev *x = &impl(be)->dev[d];
     SETDEV(be, d);
+    x->ctx.ws = ptr;
+    x->ctx.ws_bytes = ptr ? (size_t)bytes : 0;
     cublasStatus_t s = cublasSetWorkspace(x->blas, ptr, (size_t)bytes);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(be->err, sizeof be->err, "device %d: cublasSetWorkspace: %s", d, cublasGetStatusString(s));
@@ -451,6 +454,7 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
     }
     be->ops = &CUDA_OPS;
     be->n_devices = n;
+    be->copy_bytes = 2; /* the bf16 weight copy */
     be->impl = c;
     c->n = n;
     pl_status st = PL_OK;

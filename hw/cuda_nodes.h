@@ -10,6 +10,7 @@
 #ifndef PLACER_HW_CUDA_NODES_H
 #define PLACER_HW_CUDA_NODES_H
 
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -38,6 +39,8 @@ typedef struct {
     int n_gemm_names;
 } cu_kprof;
 
+struct cu_lt_entry; /* a cached cuBLASLt matmul (kernels.cu) */
+
 typedef struct {
     cudaStream_t stream;             /* the compute stream */
     cublasHandle_t blas;             /* bound to stream */
@@ -46,6 +49,12 @@ typedef struct {
     char *err;                       /* message buffer */
     size_t err_len;
     cu_kprof *kprof;                 /* per-kernel timing, or NULL */
+    /* the bf16 mode's GEMMs (cuBLASLt) */
+    cublasLtHandle_t lt;             /* created by cu_nodes_init */
+    void *ws;                        /* the workspace bound by set_workspace */
+    size_t ws_bytes;
+    struct cu_lt_entry *lt_cache;    /* descriptors and algorithms by shape */
+    int n_lt;
 } cu_ctx;
 
 /* Mark the end of kernel `name` (NULL: a boundary) when profiling. */
@@ -76,8 +85,10 @@ pl_status cu_fail(char *err, size_t len, const char *file, int line, const char 
             return cu_fail(ctx_err, ctx_len, __FILE__, __LINE__, #x, cublasGetStatusString(s_), 0);    \
     } while (0)
 
-/* One-time per-device setup of kernel attributes (shared-memory limits). */
+/* One-time per-device setup of kernel attributes (shared-memory limits)
+ * and the cuBLASLt handle; cu_nodes_fini releases what it made. */
 pl_status cu_nodes_init(cu_ctx *ctx);
+void cu_nodes_fini(cu_ctx *ctx);
 
 pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c);
 pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c);

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nodes.h"
 #include "placement.h"
 #include "placer_config.h"
 #include "plan_internal.h"
@@ -19,27 +20,60 @@ pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, 
     hw_engine *e = calloc(1, sizeof *e);
     if (!e) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     pl_status st;
+    hw_precision prec = o->precision;
+    if (prec < HW_PREC_DEFAULT || prec > HW_PREC_BF16) {
+        free(e);
+        return pl_fail(msg, len, PL_ERR_INVALID, "unknown precision %d", (int)prec);
+    }
+    if (prec == HW_PREC_DEFAULT)
+        prec = o->backend == HW_BACKEND_CPU || o->strict_fp32 ? HW_PREC_FP32 : HW_PREC_TF32;
+    /* the GEMMs of fp32 values: strict in fp32 mode, TF32 in tf32 and bf16 (where
+     * only the attention core without the flash kernel has any) */
+    int strict = prec == HW_PREC_FP32;
     if (o->backend == HW_BACKEND_CPU)
         st = hw_backend_cpu_create(o->n_devices, &e->be, msg, len);
     else
-        st = hw_backend_cuda_create(o->gpus, o->n_devices, o->strict_fp32, &e->be, msg, len);
+        st = hw_backend_cuda_create(o->gpus, o->n_devices, strict, &e->be, msg, len);
     if (st != PL_OK) {
         free(e);
         return st;
     }
     e->issue = o->issue;
     e->graphs = o->graphs;
+    e->prec = prec;
     *out = e;
     return PL_OK;
 }
 
 void hw_engine_destroy(hw_engine *e) {
     if (!e) return;
+    hw_pool_destroy(e->pool);
     hw_backend_destroy(e->be);
     free(e);
 }
 
 int hw_engine_n_devices(const hw_engine *e) { return e->be->n_devices; }
+
+hw_precision hw_engine_precision(const hw_engine *e) { return e->prec; }
+
+const char *hw_precision_name(hw_precision p) {
+    switch (p) {
+    case HW_PREC_FP32: return "fp32";
+    case HW_PREC_TF32: return "tf32";
+    case HW_PREC_BF16: return "bf16";
+    default: return "default";
+    }
+}
+
+pl_status hw_precision_parse(const char *s, hw_precision *out, char *msg, size_t len) {
+    static const hw_precision all[] = {HW_PREC_FP32, HW_PREC_TF32, HW_PREC_BF16};
+    for (int i = 0; s && i < 3; i++)
+        if (!strcmp(s, hw_precision_name(all[i]))) {
+            *out = all[i];
+            return PL_OK;
+        }
+    return pl_fail(msg, len, PL_ERR_INVALID, "unknown precision '%s' (fp32, tf32 or bf16)", s ? s : "");
+}
 
 const hw_device_info *hw_engine_device(const hw_engine *e, int dev) {
     return (dev >= 0 && dev < e->be->n_devices) ? &e->be->info[dev] : NULL;
@@ -125,6 +159,20 @@ static void scatter_shards(const hw_plan *p, int d, const float *staging, float 
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
 }
 
+/* Upload the bf16 copy of n master weights: bf16 bits (2-byte copies) or
+ * rounded floats (the CPU backend's 4-byte copies). */
+static pl_status upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n) {
+    void *tmp = malloc((size_t)n * (size_t)be->copy_bytes);
+    if (!tmp) return pl_fail(be->err, sizeof be->err, PL_ERR_NOMEM, "out of host memory for the bf16 copy");
+    for (int64_t i = 0; i < n; i++) {
+        if (be->copy_bytes == 2) ((uint16_t *)tmp)[i] = hw_bf16_bits(src[i]);
+        else ((float *)tmp)[i] = hw_bf16_round(src[i]);
+    }
+    pl_status st = be->ops->upload(be, d, dst, tmp, n * be->copy_bytes);
+    free(tmp);
+    return st;
+}
+
 pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw_plan **out,
                          hw_mem_report *mem, char *msg, size_t len) {
     *out = NULL;
@@ -151,6 +199,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     p->sched = o->sched;
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
+    p->bf16 = e->prec == HW_PREC_BF16;
     p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
     p->shard_off = calloc((size_t)g->n_nodes, sizeof(int64_t));
@@ -269,6 +318,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, bytes);
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, bytes);
             if (st == PL_OK) st = be->ops->upload(be, d, base + pd->off_params, staging, bytes);
+            if (st == PL_OK && pd->off_params16 >= 0) st = upload_copy16(be, d, base + pd->off_params16, staging,
+                                                                        pd->param_floats);
         }
         if (st != PL_OK) pl_fail(msg, len, st, "device %d: %s", d, be->err);
     }

@@ -40,6 +40,10 @@ static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_ca
     c->inv_norm = 1.0f / ((float)g->cfg.batch * (float)g->cfg.seq_len);
     c->pl = s->pl;
     c->mem = s->mem;
+    if (p->bf16) {
+        c->bf16 = 1;
+        c->params16 = base + pd->off_params16 + p->shard_off[s->node] * p->e->be->copy_bytes;
+    }
 }
 
 static int traced_kind(const hw_instr *in) {
@@ -69,7 +73,7 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
         hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
-                           (int *)(base + pd->off_step)};
+                           (int *)(base + pd->off_step), PTR(base, pd->off_params16)};
         if (pd->param_floats > 0)
             st = ops->adamw(be, d, (float *)(base + pd->off_params), (const float *)(base + pd->off_grads),
                             (float *)(base + pd->off_m), (float *)(base + pd->off_v), pd->param_floats, &a);
@@ -156,32 +160,102 @@ static pl_status device_list(hw_plan *p, int d, int capture, int threaded) {
     return st;
 }
 
-static void *run_device(void *arg) {
-    worker *w = arg;
-    w->st = device_list(w->p, w->d, w->capture, 1);
+/* The engine's host threads: one per logical device, started by the first
+ * threaded step of any plan on the engine and kept until the engine is
+ * destroyed, so a step costs a condition-variable handoff per device
+ * instead of a thread creation and join. A step posts a job (each used
+ * device's plan and capture flag) under a new generation number; every
+ * worker wakes, runs its device's list if it has one, and the last one to
+ * finish signals the step. One step at a time per engine (hw.h: plans of
+ * one engine are not stepped concurrently). */
+struct hw_pool {
+    pthread_mutex_t mu;
+    pthread_cond_t go, done;
+    int n;                         /* workers started */
+    pthread_t th[HW_MAX_DEVICES];
+    worker job[HW_MAX_DEVICES];    /* this generation's work (p == NULL: none) */
+    uint64_t gen;                  /* job generation */
+    int pending;                   /* workers yet to finish it */
+    int quit;
+};
+
+typedef struct {
+    struct hw_pool *pool;
+    int d;
+} pool_slot;
+
+static void *pool_main(void *arg) {
+    pool_slot *ps = arg;
+    hw_pool *pool = ps->pool;
+    const int d = ps->d;
+    free(ps);
+    uint64_t seen = 0;
+    pthread_mutex_lock(&pool->mu);
+    for (;;) {
+        while (!pool->quit && pool->gen == seen) pthread_cond_wait(&pool->go, &pool->mu);
+        if (pool->quit) break;
+        seen = pool->gen;
+        worker w = pool->job[d];
+        if (w.p) {
+            pthread_mutex_unlock(&pool->mu);
+            pl_status st = device_list(w.p, d, w.capture, 1);
+            pthread_mutex_lock(&pool->mu);
+            pool->job[d].st = st;
+        }
+        if (--pool->pending == 0) pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->mu);
     return NULL;
 }
 
-static pl_status run_threads(hw_plan *p, int capture) {
-    worker w[HW_MAX_DEVICES];
-    pthread_t th[HW_MAX_DEVICES];
-    int started[HW_MAX_DEVICES] = {0};
-    pl_status st = PL_OK;
-    for (int d = 0; d < p->n_dev; d++) {
-        if (!p->dev[d].used) continue;
-        w[d] = (worker){p, d, capture, PL_OK};
-        if (pthread_create(&th[d], NULL, run_device, &w[d]) != 0) {
-            /* run it here instead: still correct, each list only waits on others' halves */
-            st = PL_ERR_NOMEM;
-            break;
+void hw_pool_destroy(hw_pool *pool) {
+    if (!pool) return;
+    pthread_mutex_lock(&pool->mu);
+    pool->quit = 1;
+    pthread_cond_broadcast(&pool->go);
+    pthread_mutex_unlock(&pool->mu);
+    for (int i = 0; i < pool->n; i++) pthread_join(pool->th[i], NULL);
+    pthread_mutex_destroy(&pool->mu);
+    pthread_cond_destroy(&pool->go);
+    pthread_cond_destroy(&pool->done);
+    free(pool);
+}
+
+/* The engine's pool with a worker for each of its n devices, or NULL. */
+static hw_pool *pool_get(hw_engine *e, int n) {
+    if (e->pool) return e->pool;
+    hw_pool *pool = calloc(1, sizeof *pool);
+    if (!pool) return NULL;
+    pthread_mutex_init(&pool->mu, NULL);
+    pthread_cond_init(&pool->go, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    for (int d = 0; d < n; d++) {
+        pool_slot *ps = malloc(sizeof *ps);
+        if (!ps || (ps->pool = pool, ps->d = d, pthread_create(&pool->th[d], NULL, pool_main, ps) != 0)) {
+            free(ps);
+            hw_pool_destroy(pool);
+            return NULL;
         }
-        started[d] = 1;
+        pool->n = d + 1;
     }
-    for (int d = 0; d < p->n_dev; d++)
-        if (started[d]) {
-            pthread_join(th[d], NULL);
-            if (st == PL_OK && w[d].st != PL_OK) st = w[d].st;
-        }
+    e->pool = pool;
+    return pool;
+}
+
+static pl_status run_threads(hw_plan *p, int capture) {
+    hw_pool *pool = pool_get(p->e, p->n_dev);
+    if (!pool) return PL_ERR_NOMEM;
+    pthread_mutex_lock(&pool->mu);
+    for (int d = 0; d < pool->n; d++)
+        pool->job[d] = (worker){d < p->n_dev && p->dev[d].used ? p : NULL, d, capture, PL_OK};
+    pool->pending = pool->n;
+    pool->gen++;
+    pthread_cond_broadcast(&pool->go);
+    while (pool->pending > 0) pthread_cond_wait(&pool->done, &pool->mu);
+    pl_status st = PL_OK;
+    for (int d = 0; d < pool->n; d++)
+        if (st == PL_OK && pool->job[d].st != PL_OK) st = pool->job[d].st;
+    pthread_mutex_unlock(&pool->mu);
     return st;
 }
 

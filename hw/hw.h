@@ -39,6 +39,38 @@
  *   on another) does the device with the lowest index run its first ready
  *   operation early; this is deterministic and recorded in the plan.
  */
+/*
+ * Precision (hw_engine_opts.precision). Three modes; fp32 and tf32 differ
+ * only in the GEMMs' math:
+ *   fp32  fp32 storage, fp32 math everywhere (CUBLAS_COMPUTE_32F).
+ *   tf32  fp32 storage, TF32 tensor-core GEMMs (the CUDA default).
+ *   bf16  mixed precision, the llm.c / torch.autocast conventions:
+ *     - master weights, gradients and AdamW's m and v are fp32, and the
+ *       update is computed in fp32; the AdamW pass also writes a bf16 copy
+ *       of the weights (params16: the same flat layout, 2 bytes an element),
+ *       which is what the GEMMs read. The copy is made from the master
+ *       weights when a plan is created.
+ *     - every GEMM takes bf16 inputs and accumulates in fp32 (cuBLASLt,
+ *       CUBLAS_COMPUTE_32F). An fp32 activation that feeds a GEMM is
+ *       rounded to bf16 first (round to nearest even).
+ *     - the tensors autocast keeps in bf16 are bf16: the attention's qkv
+ *       and its heads' output y, the MLP's pre-activation h and GELU output
+ *       g, the head's logits and the logits gradient, and the gradients
+ *       inside a node that feed its GEMMs (dy, dqkv, dh).
+ *     - the tensors autocast keeps in fp32 are fp32: the residual stream,
+ *       the embedding, the layernorms (statistics and outputs), the outputs
+ *       of the attention and MLP projections (bias added in fp32), every
+ *       gradient between nodes but the logits', the softmax of attention (its statistics
+ *       and probabilities are computed in fp32), and the loss: each logits
+ *       row is read as bf16, its max, sum and log-sum-exp are fp32, and the
+ *       loss sum is a double.
+ *     - bias gradients are column sums in fp32.
+ *   Buffers between nodes keep their fp32 sizes (layout.h); a bf16 tensor
+ *   fills the first half of its buffer. Only the logits and their gradient
+ *   cross nodes as bf16.
+ *   The CPU backend runs the same mode by rounding the same tensors to bf16
+ *   values (stored as floats), so CI tests it (nodes.h: the bf16 reference).
+ */
 #ifndef PLACER_HW_HW_H
 #define PLACER_HW_HW_H
 
@@ -56,14 +88,29 @@ typedef enum { HW_BACKEND_CPU = 0, HW_BACKEND_CUDA } hw_backend_kind;
 typedef enum {
     HW_ISSUE_AUTO = 0, /* one thread per device when every device is its own GPU, else one */
     HW_ISSUE_SINGLE,   /* one host thread issues every device's work */
-    HW_ISSUE_THREADS   /* one host thread per device (if the backend allows it) */
+    HW_ISSUE_THREADS   /* one host thread per device (if the backend allows it); the threads
+                          are started by the engine's first threaded step and live until
+                          hw_engine_destroy, so a step only wakes them */
 } hw_issue_mode;
+
+typedef enum {
+    HW_PREC_DEFAULT = 0, /* strict_fp32 decides: fp32 when set, else tf32 (CUDA); fp32 on the CPU */
+    HW_PREC_FP32,
+    HW_PREC_TF32,        /* CUDA only; the CPU backend computes it as fp32 */
+    HW_PREC_BF16         /* the mixed mode above; the CPU backend emulates it */
+} hw_precision;
+
+/* "fp32", "tf32", "bf16" (HW_PREC_DEFAULT gives "default"). */
+const char *hw_precision_name(hw_precision p);
+/* Parse "fp32", "tf32" or "bf16". PL_ERR_INVALID with a message otherwise. */
+pl_status hw_precision_parse(const char *s, hw_precision *out, char *msg, size_t len);
 
 typedef struct {
     hw_backend_kind backend; /* CPU virtual devices or CUDA GPUs */
     int n_devices;           /* logical devices, 1..HW_MAX_DEVICES */
     int gpus[HW_MAX_DEVICES];/* CUDA: GPU ordinal of each logical device (repeats allowed) */
-    int strict_fp32;         /* CUDA: no TF32 tensor-core math */
+    int strict_fp32;         /* CUDA: no TF32 tensor-core math (precision DEFAULT only) */
+    hw_precision precision;  /* DEFAULT: by strict_fp32; FP32 / TF32 / BF16 override it */
     hw_issue_mode issue;     /* host issue mode */
     int graphs;              /* CUDA: from a plan's second step on, replay each device's
                                 step as a captured CUDA graph (one device, or one host
@@ -83,6 +130,8 @@ pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, 
 void hw_engine_destroy(hw_engine *e);
 
 int hw_engine_n_devices(const hw_engine *e);
+/* The engine's resolved precision (never HW_PREC_DEFAULT). */
+hw_precision hw_engine_precision(const hw_engine *e);
 const hw_device_info *hw_engine_device(const hw_engine *e, int dev);
 /* The backend, for tests and tools that run single node calls. Borrowed. */
 hw_backend *hw_engine_backend(hw_engine *e);

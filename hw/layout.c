@@ -80,7 +80,9 @@ void hw_params_init(const graph *g, uint64_t seed, float *model) {
     }
 }
 
-void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) {
+void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) { hw_node_mem_floats_prec(g, i, b, 0, m); }
+
+void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem *m) {
     const graph_node *n = &g->nodes[i];
     const int64_t C = g->cfg.d_model, T = g->cfg.seq_len, NH = g->cfg.n_heads;
     const int64_t Vp = hw_padded_vocab(g->cfg.vocab);
@@ -106,6 +108,28 @@ void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) {
     case OP_HEAD: m->out = BT * Vp; break;
     case OP_LOSS: m->out = BT; break;
     default: break;
+    }
+    if (bf16) {
+        /* bf16 mode (hw.h): same outputs and saved slots (bf16 tensors use the
+         * first half of theirs), more scratch for the bf16 copies of GEMM
+         * inputs. Sized for the larger of the two backends: the CPU backend
+         * keeps its "bf16" copies as rounded floats; the GPU's attention
+         * without the flash kernel (kernels.cu) needs 8.5 BTC + b NH T T. */
+        switch (n->kind) {
+        case OP_ATTENTION:
+            m->fwd_scratch = 5 * BTC;
+            m->bwd_scratch = 10 * BTC + (int64_t)b * NH * T * T;
+            break;
+        case OP_MLP:
+            m->fwd_scratch = BTC;
+            m->bwd_scratch = 7 * BTC;
+            break;
+        case OP_HEAD:
+            m->fwd_scratch = BTC;
+            m->bwd_scratch = BTC;
+            break;
+        default: break;
+        }
     }
     m->n_saved = k;
     int64_t off = 0;

@@ -81,6 +81,9 @@ typedef struct {
 
 /* Activation sizes of node i for a micro-batch of b samples. */
 void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);
+/* The same for a precision: bf16 != 0 is the bf16 mixed mode (hw.h), whose
+ * nodes need more scratch; bf16 == 0 gives hw_node_mem_floats. */
+void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem *m);
 
 /* Whether a consumer of kind k reads its input again in backward (layernorm,
  * attention, mlp, head do; residual and loss do not). */

@@ -127,4 +127,42 @@ void cpu_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr
 /* y += x over n floats. */
 void cpu_add_inplace(float *y, const float *x, int64_t n);
 
+/* ---- the bf16 mixed mode (hw.h's rules) ----
+ * bf16 values are kept as floats rounded to bf16 (round to nearest even;
+ * NaN stays NaN). The *_bf16 node functions take their weights from the
+ * bf16 copy (w16, b16: already rounded) and fp32 biases where the output is
+ * fp32. What they round, in order:
+ *   attention  x, qkv (after its bias), y; backward dout, dy, dqkv, x
+ *   mlp        x, h and g = gelu(unrounded h); backward dout, dh, x
+ *   head       x, logits (columns < V); backward x (dlogits come rounded)
+ *   loss       dlogits (the logits come rounded)
+ * Bias gradients of fp32 outputs are sums of the fp32 dout; of bf16 ones
+ * (qkv, h), of the rounded gradient. Saved tensors have the fp32 layouts.
+ * Scratch (floats): attention forward 5*B*T*C, backward 10*B*T*C + B*NH*T*T;
+ * mlp forward N*C, backward 6*N*C; head N*C both ways. */
+float hw_bf16_round(float x);
+uint16_t hw_bf16_bits(float x);
+float hw_bf16_to_float(uint16_t b);
+/* dst = round(src) over n floats; dst may equal src. */
+void cpu_round_bf16(float *dst, const float *src, int64_t n);
+
+void cpu_attention_forward_bf16(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
+                                const float *wqkv16, const float *bqkv16, const float *wproj16, const float *bproj,
+                                int B, int T, int C, int NH);
+void cpu_attention_backward_bf16(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                 float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                 const float *att, const float *y, const float *wqkv16, const float *wproj16,
+                                 int B, int T, int C, int NH, int acc);
+void cpu_mlp_forward_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
+                          const float *bfc16, const float *wproj16, const float *bproj, int N, int C);
+void cpu_mlp_backward_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                           const float *dout, const float *inp, const float *h, const float *g, const float *wfc16,
+                           const float *wproj16, int N, int C, int acc);
+void cpu_head_forward_bf16(float *logits, float *scratch, const float *inp, const float *w16, int N, int C, int V,
+                           int Vp);
+void cpu_head_backward_bf16(float *dinp, float *dw, float *scratch, const float *dlogits, const float *inp,
+                            const float *w16, int N, int C, int V, int Vp, int acc);
+void cpu_loss_forward_bf16(float *losses, float *dlogits, double *loss_sum, const float *logits, const int *targets,
+                           float inv_norm, int N, int V, int Vp);
+
 #endif

@@ -176,15 +176,29 @@ static void tokens_to_heads(float *yp, const float *y, int B, int T, int C, int 
                     yp[(((int64_t)b * NH + h) * T + t) * hs + i] = y[((int64_t)b * T + t) * C + h * hs + i];
 }
 
+static void attn_core_fwd(float *att, float *yp, const float *qkvr, int B, int T, int C, int NH);
+static void attn_core_bwd(float *dqkvr, float *datt, const float *dyp, const float *qkvr, const float *att, int B,
+                          int T, int C, int NH);
+
 void cpu_attention_forward(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
                            const float *wqkv, const float *bqkv, const float *wproj, const float *bproj,
                            int B, int T, int C, int NH) {
-    const int N = B * T, hs = C / NH;
+    const int N = B * T;
     const int64_t NC = (int64_t)N * C;
     float *qkv = scratch;          /* (B,T,3C) */
     float *yp = scratch + 3 * NC;  /* (B,NH,T,hs) */
     cpu_matmul_forward(qkv, inp, wqkv, bqkv, N, C, 3 * C, 3 * C);
     permute_qkv(qkvr, qkv, B, T, C, NH);
+    attn_core_fwd(att, yp, qkvr, B, T, C, NH);
+    heads_to_tokens(y, yp, B, T, C, NH);
+    cpu_matmul_forward(out, y, wproj, bproj, N, C, C, C);
+}
+
+/* The causal softmax attention of the permuted q, k, v: att (B,NH,T,T) and
+ * yp (B,NH,T,hs). */
+static void attn_core_fwd(float *att, float *yp, const float *qkvr, int B, int T, int C, int NH) {
+    const int hs = C / NH;
+    const int64_t NC = (int64_t)B * T * C;
     const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
     const double scale = 1.0 / sqrt((double)hs);
     for (int bh = 0; bh < B * NH; bh++) {
@@ -211,15 +225,13 @@ void cpu_attention_forward(float *out, float *qkvr, float *att, float *y, float 
             }
         }
     }
-    heads_to_tokens(y, yp, B, T, C, NH);
-    cpu_matmul_forward(out, y, wproj, bproj, N, C, C, C);
 }
 
 void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
                             float *scratch, const float *dout, const float *inp, const float *qkvr,
                             const float *att, const float *y, const float *wqkv, const float *wproj, int B,
                             int T, int C, int NH, int acc) {
-    const int N = B * T, hs = C / NH;
+    const int N = B * T;
     const int64_t NC = (int64_t)N * C;
     float *dy = scratch;                       /* (B,T,C) */
     float *dyp = dy + NC;                      /* (B,NH,T,hs) */
@@ -228,6 +240,17 @@ void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwpr
     float *datt = dqkv + 3 * NC;               /* (B,NH,T,T) */
     cpu_matmul_backward(dy, dwproj, dbproj, dout, y, wproj, N, C, C, C, 0);
     tokens_to_heads(dyp, dy, B, T, C, NH);
+    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, C, NH);
+    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
+    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, inp, wqkv, N, C, 3 * C, 3 * C, acc);
+}
+
+/* The attention core's backward: dqkvr (3,B,NH,T,hs) from dyp (B,NH,T,hs);
+ * datt (B,NH,T,T) is scratch. */
+static void attn_core_bwd(float *dqkvr, float *datt, const float *dyp, const float *qkvr, const float *att, int B,
+                          int T, int C, int NH) {
+    const int hs = C / NH;
+    const int64_t NC = (int64_t)B * T * C;
     const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
     float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
     const double scale = 1.0 / sqrt((double)hs);
@@ -273,8 +296,6 @@ void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwpr
                 dk[o + s * hs + i] = (float)d;
             }
     }
-    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
-    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, inp, wqkv, N, C, 3 * C, 3 * C, acc);
 }
 
 /* ---- residual ---- */
@@ -379,4 +400,124 @@ void cpu_adamw(float *p, const float *g, float *m, float *v, int64_t n, float lr
 
 void cpu_add_inplace(float *y, const float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] += x[i];
+}
+
+/* ---- the bf16 mixed mode (hw.h) ----
+ * The same math as above, with the tensors the GPU keeps in bf16 rounded to
+ * bf16 values at the points where the GPU rounds them. Weights come from
+ * the bf16 copy (already rounded); products still accumulate in double, so
+ * what remains between this and the GPU is fp32 accumulation order and
+ * the occasional element that lands on the other side of a bf16 rounding
+ * boundary (tests/gpu/gpu_tests.c states the tolerances). */
+
+float hw_bf16_round(float x) { return hw_bf16_to_float(hw_bf16_bits(x)); }
+
+uint16_t hw_bf16_bits(float x) {
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40u); /* NaN stays NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even */
+    return (uint16_t)(u >> 16);
+}
+
+float hw_bf16_to_float(uint16_t b) {
+    uint32_t u = (uint32_t)b << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+void cpu_round_bf16(float *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] = hw_bf16_round(src[i]);
+}
+
+/* dbias (OC) += column sums of d (N, OC; row stride ld), in double */
+static void colsum_add(float *dbias, const float *d, int N, int OC, int ld) {
+    for (int oc = 0; oc < OC; oc++) {
+        double s = 0.0;
+        for (int n = 0; n < N; n++) s += d[(int64_t)n * ld + oc];
+        dbias[oc] += (float)s;
+    }
+}
+
+void cpu_attention_forward_bf16(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
+                                const float *wqkv16, const float *bqkv16, const float *wproj16, const float *bproj,
+                                int B, int T, int C, int NH) {
+    const int N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    float *qkv = scratch, *yp = scratch + 3 * NC, *xr = scratch + 4 * NC;
+    cpu_round_bf16(xr, inp, NC);
+    cpu_matmul_forward(qkv, xr, wqkv16, bqkv16, N, C, 3 * C, 3 * C);
+    cpu_round_bf16(qkv, qkv, 3 * NC);
+    permute_qkv(qkvr, qkv, B, T, C, NH);
+    attn_core_fwd(att, yp, qkvr, B, T, C, NH);
+    heads_to_tokens(y, yp, B, T, C, NH);
+    cpu_round_bf16(y, y, NC);
+    cpu_matmul_forward(out, y, wproj16, bproj, N, C, C, C);
+}
+
+void cpu_attention_backward_bf16(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                 float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                 const float *att, const float *y, const float *wqkv16, const float *wproj16,
+                                 int B, int T, int C, int NH, int acc) {
+    const int N = B * T;
+    const int64_t NC = (int64_t)N * C, BHTT = (int64_t)B * NH * T * T;
+    float *dy = scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *dqkv = dqkvr + 3 * NC, *datt = dqkv + 3 * NC;
+    float *d16 = datt + BHTT, *xr = d16 + NC;
+    cpu_round_bf16(d16, dout, NC);
+    cpu_matmul_backward(dy, dwproj, NULL, d16, y, wproj16, N, C, C, C, 0);
+    colsum_add(dbproj, dout, N, C, C);
+    cpu_round_bf16(dy, dy, NC);
+    tokens_to_heads(dyp, dy, B, T, C, NH);
+    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, C, NH);
+    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
+    cpu_round_bf16(dqkv, dqkv, 3 * NC);
+    cpu_round_bf16(xr, inp, NC);
+    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, xr, wqkv16, N, C, 3 * C, 3 * C, acc);
+}
+
+void cpu_mlp_forward_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
+                          const float *bfc16, const float *wproj16, const float *bproj, int N, int C) {
+    const int64_t NC = (int64_t)N * C, n4 = 4 * NC;
+    float *xr = scratch;
+    cpu_round_bf16(xr, inp, NC);
+    cpu_matmul_forward(h, xr, wfc16, bfc16, N, C, 4 * C, 4 * C);
+    /* the GELU epilogue takes the unrounded sum; both outputs are stored bf16 */
+    for (int64_t i = 0; i < n4; i++) {
+        g[i] = hw_bf16_round(gelu_tanh(h[i]));
+        h[i] = hw_bf16_round(h[i]);
+    }
+    cpu_matmul_forward(out, g, wproj16, bproj, N, 4 * C, C, C);
+}
+
+void cpu_mlp_backward_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                           const float *dout, const float *inp, const float *h, const float *g, const float *wfc16,
+                           const float *wproj16, int N, int C, int acc) {
+    const int64_t NC = (int64_t)N * C, n4 = 4 * NC;
+    float *dg = scratch, *d16 = dg + n4, *xr = d16 + NC;
+    cpu_round_bf16(d16, dout, NC);
+    cpu_matmul_backward(dg, dwproj, NULL, d16, g, wproj16, N, 4 * C, C, C, 0);
+    colsum_add(dbproj, dout, N, C, C);
+    for (int64_t i = 0; i < n4; i++) dg[i] = hw_bf16_round(dg[i] * gelu_tanh_grad(h[i]));
+    cpu_round_bf16(xr, inp, NC);
+    cpu_matmul_backward(dinp, dwfc, dbfc, dg, xr, wfc16, N, C, 4 * C, 4 * C, acc);
+}
+
+void cpu_head_forward_bf16(float *logits, float *scratch, const float *inp, const float *w16, int N, int C, int V,
+                           int Vp) {
+    cpu_round_bf16(scratch, inp, (int64_t)N * C);
+    cpu_matmul_forward(logits, scratch, w16, NULL, N, C, V, Vp);
+    for (int n = 0; n < N; n++) cpu_round_bf16(logits + (int64_t)n * Vp, logits + (int64_t)n * Vp, V);
+}
+
+void cpu_head_backward_bf16(float *dinp, float *dw, float *scratch, const float *dlogits, const float *inp,
+                            const float *w16, int N, int C, int V, int Vp, int acc) {
+    cpu_round_bf16(scratch, inp, (int64_t)N * C);
+    cpu_matmul_backward(dinp, dw, NULL, dlogits, scratch, w16, N, C, V, Vp, acc);
+}
+
+void cpu_loss_forward_bf16(float *losses, float *dlogits, double *loss_sum, const float *logits, const int *targets,
+                           float inv_norm, int N, int V, int Vp) {
+    cpu_loss_forward(losses, dlogits, loss_sum, logits, targets, inv_norm, N, V, Vp);
+    for (int n = 0; n < N; n++) cpu_round_bf16(dlogits + (int64_t)n * Vp, dlogits + (int64_t)n * Vp, V);
 }

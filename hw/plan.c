@@ -306,7 +306,7 @@ static int consumers_on(const cctx *c, int p, int d) {
 
 static int64_t out_bytes(const cctx *c, int n) {
     hw_node_mem m;
-    hw_node_mem_floats(c->g, n, c->p->b, &m);
+    hw_node_mem_floats_prec(c->g, n, c->p->b, c->p->bf16, &m);
     return m.out * 4;
 }
 
@@ -344,7 +344,7 @@ static pl_status issue_fwd(cctx *c, int n, int j) {
     if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
     hw_call_spec *s = &p->calls[ci];
     hw_node_param_layout(c->g, n, &s->pl);
-    hw_node_mem_floats(c->g, n, p->b, &s->mem);
+    hw_node_mem_floats_prec(c->g, n, p->b, p->bf16, &s->mem);
     for (int k = 0; k < nd->n_inputs; k++) {
         pbuf *b = input_buf(c, nd->inputs[k], j, d);
         if ((st = c_use(c, d, b)) != PL_OK) return st;
@@ -438,7 +438,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
         if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
         hw_call_spec *s = &p->calls[ci];
         hw_node_param_layout(c->g, n, &s->pl);
-        hw_node_mem_floats(c->g, n, p->b, &s->mem);
+        hw_node_mem_floats_prec(c->g, n, p->b, p->bf16, &s->mem);
         if (ns->grad.off < 0) return pl_fail(c->msg, c->len, PL_ERR_UNSUPPORTED, "node %s gets no gradient", nd->name);
         /* the output gradient: first wait for it and add what other devices sent */
         if ((st = c_use(c, d, &ns->grad)) != PL_OK) return st;
@@ -547,6 +547,8 @@ static pl_status setup_device(cctx *c, int d) {
     if ((st = c_alloc(c, d, fb, 0, &pd->off_grads)) != PL_OK) return st;
     if ((st = c_alloc(c, d, fb, 0, &pd->off_m)) != PL_OK) return st;
     if ((st = c_alloc(c, d, fb, 0, &pd->off_v)) != PL_OK) return st;
+    pd->off_params16 = -1;
+    if (p->bf16 && (st = c_alloc(c, d, (fb / 4) * p->e->be->copy_bytes, 0, &pd->off_params16)) != PL_OK) return st;
     pd->ws_bytes = p->e->be->ops->workspace_bytes;
     pd->off_ws = -1;
     if (pd->ws_bytes > 0 && (st = c_alloc(c, d, pd->ws_bytes, 0, &pd->off_ws)) != PL_OK) return st;

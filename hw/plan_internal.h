@@ -58,6 +58,7 @@ typedef struct {
     int used;                 /* any node placed here */
     int64_t param_floats;     /* floats in each flat buffer (params, grads, m, v) */
     int64_t off_params, off_grads, off_m, off_v; /* arena offsets, bytes */
+    int64_t off_params16;      /* bf16 mode: the weight copy (backend copy_bytes each), else -1 */
     int64_t off_ws, ws_bytes;  /* backend workspace */
     int64_t off_loss;          /* double loss accumulator, -1 if the loss is elsewhere */
     int64_t off_tokens, off_targets; /* full-batch ids, -1 where not needed */
@@ -72,6 +73,10 @@ typedef struct {
     int n_events;              /* events used */
 } hw_plan_dev;
 
+/* The engine's persistent host threads (exec.c). */
+typedef struct hw_pool hw_pool;
+void hw_pool_destroy(hw_pool *pool);
+
 struct hw_engine {
     hw_backend *be;      /* owned */
     hw_issue_mode issue; /* requested issue mode */
@@ -79,6 +84,8 @@ struct hw_engine {
     int alloc_count;     /* arena allocations since fail_at was set */
     int live_arenas;     /* device arenas allocated and not yet freed */
     int graphs;          /* capture steps into graphs where the backend can */
+    hw_precision prec;   /* resolved precision */
+    hw_pool *pool;       /* host threads, one per device, from the first threaded step; or NULL */
 };
 
 struct hw_plan {
@@ -91,6 +98,7 @@ struct hw_plan {
     hw_adamw adamw;
     int t;                    /* AdamW steps taken */
     int threaded;             /* issue with one thread per used device */
+    int bf16;                 /* the engine runs the bf16 mixed mode */
     int batch_set;            /* hw_plan_set_batch was called */
     int reorders;             /* ops issued out of strict schedule order */
     int steps_run;            /* steps run so far */

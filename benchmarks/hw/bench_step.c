@@ -14,8 +14,11 @@
  * breakdown of a traced single-GPU step.
  *
  * usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N] [--graphs]
+ *                   [--quick] [--precision fp32|tf32|bf16]
  * (--graphs: replay each step as captured CUDA graphs; names get "_graph";
- *  --quick: the 1-GPU m=1 TF32 configuration only, e.g. with PLACER_KPROF=1)
+ *  --quick: the 1-GPU m=1 configuration only, e.g. with PLACER_KPROF=1, in
+ *  the --precision given (tf32 by default); without --quick the 1-GPU m=1
+ *  bf16 configuration runs too, and the floor is printed for tf32 and bf16)
  * Prints one JSON line per configuration ("BENCH {...}") and a table.
  */
 #include <math.h>
@@ -42,13 +45,13 @@ static int n_rows;
 static int use_graphs;
 static const char *suffix = "";
 
-static hw_engine *engine(int n, const int *gpus, int strict) {
+static hw_engine *engine_prec(int n, const int *gpus, hw_precision prec) {
     hw_engine_opts o;
     memset(&o, 0, sizeof o);
     o.backend = HW_BACKEND_CUDA;
     o.n_devices = n;
     memcpy(o.gpus, gpus, sizeof(int) * (size_t)n);
-    o.strict_fp32 = strict;
+    o.precision = prec;
     o.graphs = use_graphs;
     hw_engine *e = NULL;
     char msg[512];
@@ -57,6 +60,31 @@ static hw_engine *engine(int n, const int *gpus, int strict) {
         exit(1);
     }
     return e;
+}
+
+static hw_engine *engine(int n, const int *gpus, int strict) {
+    return engine_prec(n, gpus, strict ? HW_PREC_FP32 : HW_PREC_TF32);
+}
+
+/* The step's floor in a precision: GEMM FLOPs at the rate given, plus the
+ * fewest bytes at the copy bandwidth. AdamW reads p, g, m, v and writes p,
+ * m, v (fp32), and in bf16 also the 2-byte weight copy; the gradients are
+ * zeroed once; the logits (4 bytes, or 2 in bf16) are written by the head,
+ * read and overwritten by the loss, and read by the head's two backward
+ * GEMMs; the rest (activations) is small. */
+static void print_floor(const graph *g, const char *prec, double gemm_tflops, double copy_gbs) {
+    const gpt_config *cfg = &g->cfg;
+    double flops = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        flops += (g->nodes[i].fwd_flops_per_sample + g->nodes[i].bwd_flops_per_sample) * cfg->batch;
+    const int bf16 = !strcmp(prec, "bf16");
+    const double P = (double)g->total_params, BT = (double)cfg->batch * cfg->seq_len;
+    const double logits = BT * hw_padded_vocab(cfg->vocab) * (bf16 ? 2.0 : 4.0);
+    double bytes = P * 4.0 * 7 + (bf16 ? P * 2.0 : 0.0) + P * 4.0 + logits * 5.0;
+    printf("FLOOR {\"precision\":\"%s\",\"flop\":%.4g,\"bytes\":%.4g,\"gemm_tflops\":%.1f,\"copy_gbs\":%.0f,"
+           "\"flop_ms\":%.3f,\"bytes_ms\":%.3f,\"floor_ms\":%.3f}\n",
+           prec, flops, bytes, gemm_tflops, copy_gbs, flops / (gemm_tflops * 1e12) * 1e3, bytes / (copy_gbs * 1e9) * 1e3,
+           flops / (gemm_tflops * 1e12) * 1e3 + bytes / (copy_gbs * 1e9) * 1e3);
 }
 
 /* Union of a device's compute intervals, sorted; returns count. */
@@ -202,8 +230,11 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
 
 int main(int argc, char **argv) {
     int warmup = 3, steps = 20, ngpu = -1, quick = 0;
+    char msg0[256];
     const char *out = ".";
     double gemm_tflops = 395.0, copy_gbs = 4265.0; /* ceilings measured on an H200 (DEVICE.md) */
+    double gemm16_tflops = 790.0;                  /* bf16 dense GEMMs: twice TF32 (issue 16) */
+    hw_precision prec = HW_PREC_TF32;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--warmup") && i + 1 < argc) warmup = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
@@ -212,13 +243,21 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--gemm-tflops") && i + 1 < argc) gemm_tflops = atof(argv[++i]);
         else if (!strcmp(argv[i], "--copy-gbs") && i + 1 < argc) copy_gbs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--quick")) quick = 1;
+        else if (!strcmp(argv[i], "--gemm16-tflops") && i + 1 < argc) gemm16_tflops = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--precision") && i + 1 < argc) {
+            if (hw_precision_parse(argv[++i], &prec, msg0, sizeof msg0) != PL_OK) {
+                fprintf(stderr, "bench_step: %s\n", msg0);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--suffix") && i + 1 < argc) suffix = argv[++i];
         else if (!strcmp(argv[i], "--graphs")) {
             use_graphs = 1;
             suffix = "_graph";
         }
         else {
-            fprintf(stderr, "usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N] [--graphs]\n");
+            fprintf(stderr, "usage: bench_step [--warmup W] [--steps K] [--out DIR] [--gpus N] [--graphs] [--quick] "
+                            "[--precision fp32|tf32|bf16]\n");
             return 2;
         }
     }
@@ -235,37 +274,35 @@ int main(int argc, char **argv) {
         return 1;
     const int nn = g->n_nodes;
 
-    /* the floor */
-    double flops = 0;
-    for (int i = 0; i < nn; i++) flops += (g->nodes[i].fwd_flops_per_sample + g->nodes[i].bwd_flops_per_sample) * cfg.batch;
-    const double P = (double)g->total_params, BT = (double)cfg.batch * cfg.seq_len;
-    const double logits = BT * hw_padded_vocab(cfg.vocab) * 4.0;
-    /* AdamW reads p, g, m, v and writes p, m, v; grads are zeroed once; the
-     * logits are written by the head, read and overwritten by the loss, read
-     * by the head's two backward GEMMs; the rest (activations) is small */
-    double bytes = P * 4.0 * 7 + P * 4.0 + logits * 5.0;
-    printf("FLOOR {\"flop\":%.4g,\"bytes\":%.4g,\"gemm_tflops\":%.1f,\"copy_gbs\":%.0f,\"flop_ms\":%.3f,"
-           "\"bytes_ms\":%.3f,\"floor_ms\":%.3f}\n",
-           flops, bytes, gemm_tflops, copy_gbs, flops / (gemm_tflops * 1e12) * 1e3, bytes / (copy_gbs * 1e9) * 1e3,
-           flops / (gemm_tflops * 1e12) * 1e3 + bytes / (copy_gbs * 1e9) * 1e3);
+    /* the floors */
+    print_floor(g, "tf32", gemm_tflops, copy_gbs);
+    print_floor(g, "bf16", gemm16_tflops, copy_gbs);
 
     int *pl = calloc((size_t)nn, sizeof(int));
     int g0[1] = {0}, g01[2] = {0, 1};
     char path[1024];
-    hw_engine *e1 = engine(1, g0, 0);
-    snprintf(path, sizeof path, "%s/trace_1gpu_m1.json", out);
-    run(e1, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_tf32", quick ? NULL : path, !quick);
     if (quick) { /* one configuration only (per-kernel profiles) */
-        hw_engine_destroy(e1);
+        hw_engine *eq = engine_prec(1, g0, prec);
+        char name[64];
+        snprintf(name, sizeof name, "1gpu_m1_%s", hw_precision_name(prec));
+        run(eq, g, pl, 1, SCHED_1F1B, warmup, steps, name, NULL, 0);
+        hw_engine_destroy(eq);
         free(pl);
         graph_destroy(g);
         return 0;
     }
+    hw_engine *e1 = engine(1, g0, 0);
+    snprintf(path, sizeof path, "%s/trace_1gpu_m1.json", out);
+    run(e1, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_tf32", path, 1);
     double single4 = run(e1, g, pl, 4, SCHED_1F1B, warmup, steps, "1gpu_m4_tf32", NULL, 0);
     hw_engine_destroy(e1);
     hw_engine *e1s = engine(1, g0, 1);
     run(e1s, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_fp32", NULL, 0);
     hw_engine_destroy(e1s);
+    hw_engine *e1b = engine_prec(1, g0, HW_PREC_BF16);
+    snprintf(path, sizeof path, "%s/trace_1gpu_m1_bf16.json", out);
+    run(e1b, g, pl, 1, SCHED_1F1B, warmup, steps, "1gpu_m1_bf16", path, 1);
+    hw_engine_destroy(e1b);
 
     if (ngpu >= 2) {
         hw_engine *e2 = engine(2, g01, 0);

@@ -13,7 +13,16 @@ Protocol: `warmup` untimed steps, then `steps` timed steps; each step starts
 after torch.cuda.synchronize(), is bracketed by CUDA events and ends with an
 event synchronize; the median is reported.
 
-usage: python3 pytorch_gpt.py [--steps K] [--warmup W] [--configs sdpa:tf32:1,manual:tf32:1,...]
+Modes (the fourth field of a configuration, default eager):
+  eager    plain PyTorch
+  compile  torch.compile over the model and over the optimizer step
+  ro       torch.compile(mode="reduce-overhead") over both (CUDA graphs;
+           torch.compiler.cudagraph_mark_step_begin() before each step)
+Precisions: fp32, tf32 (TF32 matmuls), bf16 (torch.autocast bf16 around the
+forward and the loss, TF32 allowed for what autocast leaves in fp32; fp32
+parameters, gradients and AdamW state, as the engine's bf16 mode).
+
+usage: python3 pytorch_gpt.py [--steps K] [--warmup W] [--configs sdpa:tf32:1:ro,sdpa:bf16:1:ro,...]
 Prints one line per configuration: TORCH {json}.
 """
 import argparse
@@ -82,9 +91,9 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, V), targets.view(-1))
 
 
-def run(attn, precision, m, warmup, steps):
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    torch.backends.cudnn.allow_tf32 = precision == "tf32"
+def run(attn, precision, m, warmup, steps, mode="eager"):
+    torch.backends.cuda.matmul.allow_tf32 = precision in ("tf32", "bf16")
+    torch.backends.cudnn.allow_tf32 = precision in ("tf32", "bf16")
     torch.manual_seed(1)
     dev = "cuda"
     model = GPT(attn).to(dev)
@@ -94,15 +103,23 @@ def run(attn, precision, m, warmup, steps):
     idx = torch.randint(0, V, (B, T + 1), generator=g).to(dev)
     x, y = idx[:, :T].contiguous(), idx[:, 1:].contiguous()
     b = B // m
+    fwd, opt_step = model, opt.step
+    if mode != "eager":
+        cmode = "reduce-overhead" if mode == "ro" else None
+        fwd = torch.compile(model, mode=cmode)
+        opt_step = torch.compile(opt.step, mode=cmode)
 
     def step():
+        if mode == "ro":
+            torch.compiler.cudagraph_mark_step_begin()
         opt.zero_grad(set_to_none=True)
         total = 0.0
         for j in range(m):
-            loss = model(x[j * b:(j + 1) * b], y[j * b:(j + 1) * b]) / m
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=precision == "bf16"):
+                loss = fwd(x[j * b:(j + 1) * b], y[j * b:(j + 1) * b]) / m
             loss.backward()
             total = total + loss.detach()
-        opt.step()
+        opt_step()
         return total
 
     times = []
@@ -116,12 +133,13 @@ def run(attn, precision, m, warmup, steps):
         e.synchronize()
         if i >= warmup:
             times.append(s.elapsed_time(e))
-    name = f"torch_eager_{attn}_{precision}_m{m}"
+    name = f"torch_{mode}_{attn}_{precision}_m{m}"
     out = {"name": name, "median_ms": statistics.median(times), "min_ms": min(times), "max_ms": max(times),
            "steps": steps, "warmup": warmup, "params": n_params, "loss": float(loss),
            "peak_bytes": torch.cuda.max_memory_allocated(), "all_ms": [round(t, 4) for t in times]}
     print("TORCH " + json.dumps(out), flush=True)
-    del model, opt
+    del model, opt, fwd, opt_step
+    torch._dynamo.reset()
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
 
@@ -134,8 +152,8 @@ def main():
     a = ap.parse_args()
     print(f"torch {torch.__version__} on {torch.cuda.get_device_name(0)}", flush=True)
     for cfg in a.configs.split(","):
-        attn, precision, m = cfg.split(":")
-        run(attn, precision, int(m), a.warmup, a.steps)
+        f = cfg.split(":")
+        run(f[0], f[1], int(f[2]), a.warmup, a.steps, f[3] if len(f) > 3 else "eager")
 
 
 if __name__ == "__main__":

@@ -35,23 +35,37 @@ step() { # step NAME TIMEOUT CMD...: run, log, record the exit status
   nvidia-smi topo -m; ls -la /usr/local/cuda/bin/compute-sanitizer 2>&1; uname -r
 } >>"$LOG" 2>&1
 
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 step kernels_strict 90 "$T" kernels strict
 step kernels_tf32 90 "$T" kernels tf32
+step kernels_bf16 90 "$T" kernels bf16
 step step_strict 90 "$T" step strict
 step step_tf32 90 "$T" step tf32
+step step_bf16 90 "$T" step bf16
+step train_bf16 150 "$T" train 200
 step invariance 150 "$T" invariance 20
 step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
 step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20
+# the engine beside torch.compile(mode="reduce-overhead"), alternating, 3 rounds (tests/gpu/vs_torch.sh)
+step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" 3
 step oom 200 "$T" oom 1000
 CS=/usr/local/cuda/bin/compute-sanitizer
 command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
 step memcheck_engine 150 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
 step memcheck_kernels 150 "$CS" --tool memcheck --error-exitcode 3 "$T" kernels strict
 step racecheck_kernels 150 "$CS" --tool racecheck --error-exitcode 3 "$T" kernels tf32
+step memcheck_engine_bf16 150 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize bf16
+step memcheck_kernels_bf16 150 "$CS" --tool memcheck --error-exitcode 3 "$T" kernels bf16
+step racecheck_kernels_bf16 200 "$CS" --tool racecheck --error-exitcode 3 "$T" kernels bf16
 step kprof 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --warmup 2 --steps 5
+step kprof_bf16 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --precision bf16 --warmup 2 --steps 5
 step graphs 90 "$T" graphs
 step bench_graphs 150 "$B/benchmarks/hw/bench_step" --graphs --warmup 3 --steps 20
-if [ -x "$B/cli/placer" ]; then
+if [ -x "$B/cli/placer" ] && [ "$NGPU" -lt 2 ]; then
+  echo "SKIP placer_step_2gpu, placer_step_2gpu_graphs: need 2 GPUs, this machine has $NGPU" | tee -a "$LOG" "$SUM"
+  step placer_step_bf16 120 "$B/cli/placer" step --precision bf16 --graphs --json
+  step placer_step_nogpu 30 "$B/cli/placer" step --devices 7
+elif [ -x "$B/cli/placer" ]; then
   step placer_step_2gpu 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b \
     --placement 0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1,1 --json
   step placer_step_2gpu_graphs 120 "$B/cli/placer" step --devices 0,1 --micro-batches 4 --schedule 1f1b --graphs \
@@ -63,7 +77,8 @@ fi
   echo; echo "==== results"
   grep -hE "^(FAIL|gpu_tests|invariance:)" "$LOG"
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
-  grep -hE "^(FLOOR|BENCH|TRACE|PIPELINE|TORCH|GRAPH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
+  grep -hE "^(SKIP|train:)" "$LOG"
+  grep -hE "^(FLOOR|BENCH|TRACE|PIPELINE|TORCH|GRAPH|VS) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
   grep -hE "^KPROF" "$LOG" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -40
   sed -n '/^configuration/,/^$/p' "$LOG"
   grep -A30 "^per-operation time" "$LOG" | head -32
