@@ -129,6 +129,16 @@ typedef void (*plan_progress_fn)(void *ctx, int64_t done, int64_t total);
 pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
                       void *progress_ctx, plan_result *res, char *msg, size_t len);
 
+/* Called for every layout the search enumerates that layout_validate
+ * accepts (index counts them from 0); return non-zero to stop. l is
+ * scratch: copy what is kept. */
+typedef int (*plan_layout_fn)(void *ctx, const layout *l, int64_t index);
+
+/* The enumeration alone (options as plan_search takes them; gpus and
+ * global_batch must be set). PL_ERR_NOMEM when fn stops it. */
+pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_layout_fn fn,
+                         void *ctx, char *msg, size_t len);
+
 /* Simulate one given layout the way the search does (its stage_layers as
  * given, uniform when n_stage_layers = 0): for comparing a published or
  * hand-written layout with the plan. */
@@ -137,13 +147,20 @@ pl_status plan_simulate(const gpt_config *cfg, const cluster *c, const layout *l
 
 /* The DP stage split for layout l (its pp, vp, m, recompute, ...) of cfg
  * on c, as described above. Writes l->stage_layers / n_stage_layers
- * (pp * vp entries). *est_us (may be NULL) gets the estimate
+ * (pp * vp entries); prm NULL: defaults. *est_us (may be NULL) gets the estimate
  * (m - 1/vp) M + S / vp in microseconds (M the bottleneck stage, S the sum
  * of the stages, per micro-batch). PL_ERR_INVALID when no split fits
  * the memory caps (l untouched then: the caller may still simulate the
  * uniform split, which the simulator will call OOM). */
-pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, layout *l, double *est_us, char *msg,
-                           size_t len);
+pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, layout *l,
+                           double *est_us, char *msg, size_t len);
+
+/* The lower bounds the search prunes with (above), for layout l of cfg
+ * on c: the step time in microseconds, and the peak memory in bytes
+ * (layout_stage_memory_p with prm's compute parameters; prm NULL: defaults). */
+double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
+                                const layout *l);
+int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *prm, const layout *l);
 
 /* ---- the pure parts, exposed for tests --------------------------------- */
 

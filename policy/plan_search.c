@@ -1,0 +1,460 @@
+/*
+ * plan_search.c: `placer plan`'s search over layouts (plan.h says what is
+ * enumerated, how it is pruned and how stages are split).
+ *
+ * Shape of the search. Enumeration keeps a small record per valid layout
+ * (its dimensions and two lower bounds), drops the ones whose memory bound
+ * exceeds every GPU, sorts the rest by their step-time bound and simulates
+ * them in that order. Once top_k fitting layouts are known, the first
+ * record whose bound is no better than the k-th best time ends the loop:
+ * every later record has a bound at least as large (sorted), so none of
+ * them can enter the top k. That is what makes 16,384-GPU plans take
+ * seconds: the bound is tight for layouts that are compute-bound, and the
+ * compute-bound ones are the fast ones.
+ */
+#include "plan.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compute_model.h"
+#include "layout_memory.h"
+#include "util.h"
+
+void plan_options_default(plan_options *o) {
+    memset(o, 0, sizeof *o);
+    o->prec = PRECISION_BF16;
+    o->max_vp = 4;
+    o->max_mbs = 16;
+    o->top_k = 5;
+}
+
+/* ---- the cluster seen by stages ---------------------------------------- */
+
+/* GPU index range [lo, hi) of group g. */
+static void group_range(const cluster *c, int g, int64_t *lo, int64_t *hi) {
+    int64_t start = 0;
+    for (int i = 0; i < g; i++) start += (int64_t)c->groups[i].n_nodes * c->gpus_per_node;
+    *lo = start;
+    *hi = start + (int64_t)c->groups[g].n_nodes * c->gpus_per_node;
+}
+
+/* Per-layer cost (forward + backward + recompute) of l on gpu. */
+static void layer_costs(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l, const compute_params *cp,
+                        double *layer, double *fb, double *embed, double *head) {
+    layer_cost lc, ec, hc;
+    layer_compute_cost(gpu, cfg, l, cp, &lc);
+    embedding_compute_cost(gpu, cfg, l, cp, &ec);
+    head_compute_cost(gpu, cfg, l, cp, &hc);
+    *layer = lc.fwd_us + lc.bwd_us + lc.recompute_us;
+    if (fb) *fb = lc.fwd_us + lc.bwd_us;
+    *embed = ec.fwd_us + ec.bwd_us + ec.recompute_us;
+    *head = hc.fwd_us + hc.bwd_us + hc.recompute_us;
+}
+
+/* The fastest GPU type for prec (largest peak; ties: larger bandwidth). */
+static const cluster_gpu *fastest_gpu(const cluster *c, precision prec) {
+    const cluster_gpu *best = NULL;
+    for (int g = 0; g < c->n_groups; g++) {
+        const cluster_gpu *x = &c->gpus[c->groups[g].gpu_type];
+        if (!best || x->peak_flops[prec] > best->peak_flops[prec] ||
+            (x->peak_flops[prec] == best->peak_flops[prec] && x->hbm_bw > best->hbm_bw))
+            best = x;
+    }
+    return best;
+}
+
+/* GPUs of the cluster (core/cluster.h's numbering: group by group). */
+static int64_t total_gpus(const cluster *c) {
+    int64_t lo, hi;
+    group_range(c, c->n_groups - 1, &lo, &hi);
+    return hi;
+}
+
+static int64_t largest_memory(const cluster *c) {
+    int64_t m = 0;
+    for (int g = 0; g < c->n_groups; g++) {
+        const int64_t b = c->gpus[c->groups[g].gpu_type].hbm_bytes;
+        if (b > m) m = b;
+    }
+    return m;
+}
+
+/* Micro-batches stage s stashes at the peak, in chunk forwards (the unit
+ * of layout_stage_memory): 1F1B min(m, pp - s); interleaved Megatron's
+ * warm-up 2 (pp - s - 1) + (vp - 1) pp + 1, at most m vp. */
+static int stage_in_flight(const layout *l, int m, int s) {
+    if (l->vp == 1) return m < l->pp - s ? m : l->pp - s;
+    int64_t n = 2 * (int64_t)(l->pp - s - 1) + (int64_t)(l->vp - 1) * l->pp + 1, cap = (int64_t)m * l->vp;
+    return (int)(n < cap ? n : cap);
+}
+
+/* ---- bounds ------------------------------------------------------------- */
+
+int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *prm, const layout *l) {
+    /* the stage holding the most layers has at least ceil(L / pp) of them
+     * and at least one micro-batch stashed; it is one of the stages, so its
+     * memory is at least the smallest of these over the stage kinds
+     * (first, middle, last: the only ones that differ) */
+    const int per = (cfg->n_layers + l->pp - 1) / l->pp;
+    int64_t lb = INT64_MAX;
+    const int kinds[3] = {0, l->pp > 2 ? 1 : 0, l->pp - 1};
+    for (int i = 0; i < 3; i++) {
+        layout_memory m;
+        layout_stage_memory_p(cfg, l, prm ? &prm->compute : NULL, kinds[i], per, 1, &m);
+        if (m.total < lb) lb = m.total;
+    }
+    return lb;
+}
+
+double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
+                                const layout *l) {
+    layout_sim_params dflt;
+    if (!prm) {
+        layout_sim_params_default(&dflt);
+        prm = &dflt;
+    }
+    const cluster_gpu *gpu = fastest_gpu(c, l->prec);
+    double layer, fb, embed, head;
+    layer_costs(gpu, cfg, l, &prm->compute, &layer, &fb, &embed, &head);
+    const int m = layout_micro_batches(l);
+    /* stage s idles at least s one-layer forwards before its first op and
+     * s one-layer backwards after its last; averaged over the stages */
+    layer_cost lc;
+    layer_compute_cost(gpu, cfg, l, &prm->compute, &lc);
+    const double busy = (double)m * ((double)cfg->n_layers * layer + embed + head) / l->pp;
+    const double idle = 0.5 * (l->pp - 1) * (lc.fwd_us + lc.bwd_us);
+    return busy + idle + prm->step_fixed_us;
+}
+
+/* ---- the stage split ---------------------------------------------------- */
+
+pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, layout *l,
+                           double *est_us, char *msg, size_t len) {
+    layout_sim_params dflt;
+    if (!prm) {
+        layout_sim_params_default(&dflt);
+        prm = &dflt;
+    }
+    const int S = l->pp, V = l->vp, L = cfg->n_layers, m = layout_micro_batches(l);
+    if ((int64_t)S * V > L || m < 1) return pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers into %d chunks", L, S * V);
+    const int64_t R = (int64_t)l->tp * l->cp * l->dp;
+    double *cost = malloc(sizeof *cost * (size_t)S * (size_t)(L + 1));
+    int *n = malloc(sizeof *n * (size_t)S);
+    pl_status st = PL_ERR_NOMEM;
+    if (!cost || !n) goto out;
+    layout plain = *l;
+    plain.n_stage_layers = 0;
+    for (int s = 0; s < S; s++) {
+        /* the stage's GPUs: every group its ranks touch; cost on the
+         * slowest, memory against the smallest */
+        const int64_t lo = (int64_t)s * R, hi = lo + R;
+        double layer = 0, embed = 0, head = 0;
+        int64_t cap = INT64_MAX;
+        for (int g = 0; g < c->n_groups; g++) {
+            int64_t glo, ghi;
+            group_range(c, g, &glo, &ghi);
+            if (ghi <= lo || glo >= hi) continue;
+            const cluster_gpu *gpu = &c->gpus[c->groups[g].gpu_type];
+            double a, e, h;
+            layer_costs(gpu, cfg, &plain, &prm->compute, &a, NULL, &e, &h);
+            if (a > layer) layer = a;
+            if (e > embed) embed = e;
+            if (h > head) head = h;
+            if (gpu->hbm_bytes < cap) cap = gpu->hbm_bytes;
+        }
+        const double fixed = (s == 0 ? embed : 0) + (s == S - 1 ? head : 0);
+        const int inflight = stage_in_flight(&plain, m, s);
+        int fits = 1; /* memory grows with the layers: once over, always over */
+        for (int k = 0; k <= L; k++) {
+            if (fits && k >= V) {
+                layout_memory mem;
+                layout_stage_memory_p(cfg, &plain, &prm->compute, s, k, inflight, &mem);
+                fits = mem.total <= cap;
+            }
+            cost[(size_t)s * (L + 1) + k] = k >= V && fits ? fixed + k * layer : INFINITY;
+        }
+    }
+    const double w = (double)m * V - 1;
+    const double obj = plan_split_dp(S, L, V, cost, w, n);
+    if (isnan(obj)) goto out;
+    if (!isfinite(obj)) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers over %d stages fits the GPUs' memory", L, S);
+        goto out;
+    }
+    /* each stage's layers over its vp chunks (chunk v * pp + s), evenly;
+     * the chunk holding the embedding (first) or the head (last) takes the
+     * smaller share */
+    for (int s = 0; s < S; s++) {
+        const int base = n[s] / V, rem = n[s] % V;
+        for (int v = 0; v < V; v++) {
+            /* stage 0: extras to the later chunks; otherwise to the earlier ones */
+            const int extra = s == 0 ? (v >= V - rem) : (v < rem);
+            l->stage_layers[v * S + s] = base + extra;
+        }
+    }
+    l->n_stage_layers = S * V;
+    if (est_us) *est_us = obj / V;
+    st = PL_OK;
+out:
+    free(cost);
+    free(n);
+    return st;
+}
+
+/* ---- simulation --------------------------------------------------------- */
+
+pl_status plan_simulate(const gpt_config *cfg, const cluster *c, const layout *l, const layout_sim_params *prm,
+                        layout_result *res, char *msg, size_t len) {
+    layout_sim *s = NULL;
+    pl_status st = layout_sim_create(cfg, l, c, &s, msg, len);
+    if (st != PL_OK) return st;
+    st = layout_sim_run(s, prm, 0, res, msg, len);
+    layout_sim_destroy(s);
+    return st;
+}
+
+/* ---- the search --------------------------------------------------------- */
+
+typedef struct {
+    int tp, cp, pp, vp, dp, mbs;
+    signed char recompute, zero;
+    double lb_us;   /* step-time bound */
+    int64_t order;  /* enumeration index, for a stable sort */
+} plan_cand;
+
+static int cand_cmp(const void *a, const void *b) {
+    const plan_cand *x = a, *y = b;
+    if (x->lb_us < y->lb_us) return -1;
+    if (x->lb_us > y->lb_us) return 1;
+    return (x->order > y->order) - (x->order < y->order);
+}
+
+static void cand_layout(const plan_cand *k, const plan_options *o, layout *l) {
+    layout_default(l);
+    l->tp = k->tp;
+    l->sp = k->tp > 1;
+    l->cp = k->cp;
+    l->pp = k->pp;
+    l->vp = k->vp;
+    l->dp = k->dp;
+    l->micro_batch = k->mbs;
+    l->global_batch = o->global_batch;
+    l->recompute = (recompute_kind)k->recompute;
+    l->zero = (zero_kind)k->zero;
+    l->prec = o->prec;
+}
+
+/* Insert e into the top list (fastest first, at most k). */
+static void top_insert(plan_result *r, int k, const plan_entry *e) {
+    int i = r->n_top;
+    if (i == k) {
+        if (e->res.step_us >= r->top[k - 1].res.step_us) return;
+        i = k - 1;
+    } else {
+        r->n_top++;
+    }
+    while (i > 0 && r->top[i - 1].res.step_us > e->res.step_us) {
+        r->top[i] = r->top[i - 1];
+        i--;
+    }
+    r->top[i] = *e;
+}
+
+/* The enumeration of plan.h's file comment, in a fixed order: tp, cp, pp,
+ * vp, mbs, recompute, zero. */
+pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_layout_fn fn,
+                         void *ctx, char *msg, size_t len) {
+    const int64_t N = o->gpus;
+    const int L = cfg->n_layers, B = o->global_batch;
+    const int max_tp = o->max_tp > 0 ? o->max_tp : c->gpus_per_node;
+    int max_cp = o->max_cp;
+    if (max_cp <= 0)
+        for (max_cp = 1; cfg->seq_len / (2 * max_cp) >= 4096; max_cp *= 2) {
+        }
+    layout *l = malloc(sizeof *l);
+    if (!l) return PL_ERR_NOMEM;
+    pl_status st = PL_OK;
+    int64_t index = 0;
+    for (int tp = 1; tp <= max_tp && tp <= N; tp++) {
+        if (N % tp) continue;
+        for (int cp = 1; cp <= max_cp && tp * cp <= N; cp++) {
+            if ((N / tp) % cp) continue;
+            const int64_t rest = N / tp / cp;
+            for (int pp = 1; pp <= L && pp <= rest; pp++) {
+                if (rest % pp) continue;
+                const int64_t dp64 = rest / pp;
+                if (dp64 > B || B % dp64) continue; /* dp * mbs must divide B: no mbs can help */
+                const int dp = (int)dp64;
+                for (int vp = 1; vp <= o->max_vp; vp++) {
+                    if (vp > 1 && (pp < 2 || pp * vp > L)) break;
+                    for (int mbs = 1; mbs <= o->max_mbs && mbs <= B / dp; mbs++) {
+                        if ((B / dp) % mbs) continue;
+                        for (int rc = 0; rc <= RECOMPUTE_FULL; rc++)
+                            for (int z = 0; z <= (dp > 1 ? ZERO_FSDP : 0); z++) {
+                                layout_default(l);
+                                l->tp = tp;
+                                l->sp = tp > 1;
+                                l->cp = cp;
+                                l->pp = pp;
+                                l->vp = vp;
+                                l->dp = dp;
+                                l->micro_batch = mbs;
+                                l->global_batch = B;
+                                l->recompute = (recompute_kind)rc;
+                                l->zero = (zero_kind)z;
+                                l->prec = o->prec;
+                                if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
+                                if (fn(ctx, l, index++) != 0) {
+                                    st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
+                                    goto out;
+                                }
+                            }
+                    }
+                }
+            }
+        }
+    }
+out:
+    free(l);
+    return st;
+}
+
+typedef struct {
+    const gpt_config *cfg;
+    const cluster *c;
+    const layout_sim_params *prm;
+    plan_result *res;
+    plan_cand *cands;
+    int64_t n, cap;
+    int64_t mem_cap;  /* the largest GPU memory */
+} search_ctx;
+
+/* Bound one enumerated layout: drop it by memory or keep its record. */
+static int on_layout(void *ctx, const layout *l, int64_t index) {
+    search_ctx *sc = ctx;
+    plan_result *res = sc->res;
+    res->considered++;
+    const int64_t mem_lb = plan_memory_lower_bound(sc->cfg, sc->prm, l);
+    if (mem_lb > sc->mem_cap) {
+        res->pruned_memory++;
+        if (mem_lb < res->min_mem_bytes) res->min_mem_bytes = mem_lb;
+        return 0;
+    }
+    if (sc->n == sc->cap) {
+        int64_t cap = sc->cap ? 2 * sc->cap : 1024;
+        plan_cand *q = realloc(sc->cands, sizeof *q * (size_t)cap);
+        if (!q) return -1;
+        sc->cands = q;
+        sc->cap = cap;
+    }
+    sc->cands[sc->n++] = (plan_cand){l->tp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, (signed char)l->recompute,
+                                     (signed char)l->zero, plan_step_lower_bound_us(sc->cfg, sc->c, sc->prm, l), index};
+    return 0;
+}
+
+pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
+                      void *progress_ctx, plan_result *res, char *msg, size_t len) {
+    memset(res, 0, sizeof *res);
+    res->min_mem_bytes = INT64_MAX;
+    const double t0 = pl_now_us();
+    layout_sim_params dflt;
+    const layout_sim_params *prm = o->sim;
+    if (!prm) {
+        layout_sim_params_default(&dflt);
+        prm = &dflt;
+    }
+    const int64_t N = o->gpus, total = total_gpus(c);
+    const int L = cfg->n_layers, B = o->global_batch;
+    if (N < 1 || N > total)
+        return pl_fail(msg, len, PL_ERR_INVALID, "--gpus %lld is not in 1..%lld (the cluster's GPUs)", (long long)N,
+                       (long long)total);
+    if (B < 1) return pl_fail(msg, len, PL_ERR_INVALID, "the global batch must be at least 1, not %d", B);
+    if (o->top_k < 1 || o->top_k > PLAN_MAX_TOP)
+        return pl_fail(msg, len, PL_ERR_INVALID, "top must be in 1..%d, not %d", PLAN_MAX_TOP, o->top_k);
+    if (o->max_vp < 1 || o->max_mbs < 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "max_vp and max_mbs must be at least 1");
+    const cluster_gpu *fast = fastest_gpu(c, o->prec);
+    if (!fast || fast->peak_flops[o->prec] <= 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "no GPU of cluster %s runs %s", c->name, precision_name(o->prec));
+    const int64_t cap_all = largest_memory(c);
+
+    search_ctx sc = {cfg, c, prm, res, NULL, 0, 0, cap_all};
+    pl_status st = plan_enumerate(cfg, c, o, on_layout, &sc, msg, len);
+    plan_cand *cands = sc.cands;
+    const int64_t n_cands = sc.n;
+    if (st != PL_OK) goto out;
+    if (res->considered == 0) {
+        st = pl_fail(msg, len, PL_ERR_INVALID,
+                     "no layout of %lld GPUs fits the model (%d layers, %d heads) and batch %d: try another --gpus or "
+                     "--global-batch",
+                     (long long)N, L, cfg->n_heads, B);
+        goto out;
+    }
+    if (n_cands > 0) qsort(cands, (size_t)n_cands, sizeof *cands, cand_cmp);
+
+    plan_entry *e = malloc(sizeof *e), *u = malloc(sizeof *u);
+    if (!e || !u) {
+        free(e);
+        free(u);
+        st = PL_ERR_NOMEM;
+        goto out;
+    }
+    for (int64_t i = 0; i < n_cands; i++) {
+        const plan_cand *k = &cands[i];
+        if (res->n_top == o->top_k && k->lb_us >= res->top[o->top_k - 1].res.step_us) {
+            res->pruned_bound += n_cands - i;
+            break;
+        }
+        if (progress && (i % 8 == 0)) progress(progress_ctx, i, n_cands);
+        /* the DP split, and the uniform one */
+        cand_layout(k, o, &e->l);
+        e->lb_us = k->lb_us;
+        e->split_dp = 1;
+        int have_dp = plan_stage_split(cfg, c, prm, &e->l, NULL, NULL, 0) == PL_OK;
+        if (have_dp) {
+            int chunks[LAYOUT_MAX_CHUNKS];
+            /* a DP split that is the uniform one is simulated once */
+            if (layout_chunk_layers(&(layout){.pp = e->l.pp, .vp = e->l.vp}, L, chunks, NULL, 0) == PL_OK &&
+                !memcmp(chunks, e->l.stage_layers, sizeof *chunks * (size_t)(e->l.pp * e->l.vp)))
+                e->l.n_stage_layers = 0;
+            st = plan_simulate(cfg, c, &e->l, prm, &e->res, msg, len);
+            if (st != PL_OK) break;
+            res->sim_runs++;
+        }
+        const int want_uniform = !have_dp || (!o->no_uniform && e->l.n_stage_layers != 0);
+        if (want_uniform) {
+            cand_layout(k, o, &u->l);
+            u->lb_us = k->lb_us;
+            u->split_dp = 0;
+            st = plan_simulate(cfg, c, &u->l, prm, &u->res, msg, len);
+            if (st != PL_OK) break;
+            res->sim_runs++;
+            /* keep the uniform split when it fits and the DP one does not,
+             * or when it is faster with the same verdict */
+            if (!have_dp || (e->res.oom && !u->res.oom) ||
+                (e->res.oom == u->res.oom && u->res.step_us < e->res.step_us))
+                *e = *u;
+        }
+        res->simulated++;
+        if (e->res.mem.total < res->min_mem_bytes) res->min_mem_bytes = e->res.mem.total;
+        if (e->res.oom) {
+            res->sim_oom++;
+            if (!res->have_oom_best || e->res.step_us < res->oom_best.res.step_us) {
+                res->oom_best = *e;
+                res->have_oom_best = 1;
+            }
+            continue;
+        }
+        top_insert(res, o->top_k, e);
+    }
+    if (progress && st == PL_OK) progress(progress_ctx, n_cands, n_cands);
+    free(e);
+    free(u);
+out:
+    free(cands);
+    if (res->min_mem_bytes == INT64_MAX) res->min_mem_bytes = 0;
+    res->wall_s = (pl_now_us() - t0) / 1e6;
+    return st;
+}

@@ -1,0 +1,350 @@
+/*
+ * test_plan.c: the layout search against brute force, on clusters built in
+ * memory (synthetic GPU figures: the tests hold properties, not the
+ * simulator's numbers):
+ *   - the enumeration yields exactly the layouts layout_validate accepts in
+ *     the searched space (every tp, cp, pp, vp, mbs, recompute, zero);
+ *   - both bounds are lower bounds of what the simulator says, for every
+ *     layout and both splits, so pruning never drops a layout that fits
+ *     or one that would enter the top k;
+ *   - the search's top k equals the top k of simulating everything;
+ *   - mixed GPUs: the faster node group's stage gets more layers, a small
+ *     memory caps a stage;
+ *   - nothing fits: no top layouts, the smallest memory needed reported.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "graph.h"
+#include "layout_memory.h"
+#include "plan.h"
+
+/* A GPU roughly like a datasheet's (peak, bandwidth, memory). */
+static cluster_gpu gpu_of(const char *name, double bf16, double hbm_bw, double hbm_gb) {
+    cluster_gpu g;
+    memset(&g, 0, sizeof g);
+    snprintf(g.name, sizeof g.name, "%s", name);
+    g.peak_flops[PRECISION_BF16] = g.peak_flops[PRECISION_FP16] = bf16;
+    g.peak_flops[PRECISION_TF32] = bf16 / 2;
+    g.peak_flops[PRECISION_FP32] = bf16 / 15;
+    g.hbm_bw = hbm_bw;
+    g.hbm_bytes = (int64_t)(hbm_gb * 1e9);
+    g.sm_count = 132;
+    g.clock_ghz = 1.8;
+    return g;
+}
+
+/* n_nodes nodes of 8 GPUs, NVSwitch inside, 8 x 400 Gb/s between. */
+static cluster make_cluster(int n_nodes, double hbm_gb) {
+    cluster c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "test-h100x%d", 8 * n_nodes);
+    c.n_gpu_types = 1;
+    c.gpus[0] = gpu_of("H100", 989e12, 3.35e12, hbm_gb);
+    c.n_groups = 1;
+    c.groups[0] = (cluster_group){.gpu_type = 0, .n_nodes = n_nodes};
+    c.gpus_per_node = 8;
+    c.intra_bw = 450e9;
+    c.intra_latency_us = 3;
+    c.nics_per_node = 8;
+    c.nic_bw = 50e9;
+    c.inter_latency_us = 6;
+    c.pod_gpus = 0;
+    c.pod_oversubscription = 1;
+    c.p2p_efficiency = 0.9;
+    c.collective_efficiency = 0.8;
+    return c;
+}
+
+/* One node of fast GPUs, then one of slow ones (H100 then A100-like). */
+static cluster make_mixed(double slow_gb) {
+    cluster c = make_cluster(2, 80);
+    snprintf(c.name, sizeof c.name, "test-mixed");
+    c.n_gpu_types = 2;
+    c.gpus[1] = gpu_of("A100", 312e12, 2.0e12, slow_gb);
+    c.gpus[1].sm_count = 108;
+    c.n_groups = 2;
+    c.groups[0] = (cluster_group){.gpu_type = 0, .n_nodes = 1};
+    c.groups[1] = (cluster_group){.gpu_type = 1, .n_nodes = 1};
+    return c;
+}
+
+static gpt_config model(const char *text) {
+    gpt_config cfg;
+    char msg[256];
+    cr_assert_eq(gpt_config_parse(text, &cfg, msg, sizeof msg), PL_OK, "%s", msg);
+    return cfg;
+}
+
+/* ---- enumeration -------------------------------------------------------- */
+
+typedef struct {
+    int64_t *keys;
+    int n, cap;
+} key_list;
+
+static int64_t key_of(const layout *l) {
+    return ((((((int64_t)l->tp * 64 + l->cp) * 64 + l->pp) * 16 + l->vp) * 64 + l->micro_batch) * 4 + l->recompute) * 8 +
+           l->zero;
+}
+
+static int collect(void *ctx, const layout *l, int64_t index) {
+    key_list *k = ctx;
+    cr_assert_eq(index, k->n);
+    cr_assert_eq(layout_world_size(l), l->tp * l->cp * l->pp * (int64_t)l->dp);
+    if (k->n == k->cap) {
+        k->cap = k->cap ? 2 * k->cap : 256;
+        k->keys = realloc(k->keys, sizeof *k->keys * (size_t)k->cap);
+    }
+    k->keys[k->n++] = key_of(l);
+    return 0;
+}
+
+static int cmp64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static void check_enumeration(const char *model_text, int64_t N, int B, int max_tp, int max_cp) {
+    gpt_config cfg = model(model_text);
+    cluster c = make_cluster(4, 80);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = N;
+    o.global_batch = B;
+    o.max_tp = max_tp;
+    o.max_cp = max_cp;
+    o.max_vp = 3;
+    o.max_mbs = 8;
+    key_list got = {0};
+    char msg[256];
+    cr_assert_eq(plan_enumerate(&cfg, &c, &o, collect, &got, msg, sizeof msg), PL_OK, "%s", msg);
+    /* brute force over a superset: every factor up to N, every value */
+    key_list want = {0};
+    layout l;
+    for (int tp = 1; tp <= N; tp++)
+        for (int cp = 1; cp <= N; cp++)
+            for (int pp = 1; pp <= N; pp++) {
+                if (N % ((int64_t)tp * cp * pp)) continue;
+                const int dp = (int)(N / ((int64_t)tp * cp * pp));
+                for (int vp = 1; vp <= o.max_vp; vp++)
+                    for (int mbs = 1; mbs <= o.max_mbs; mbs++)
+                        for (int rc = 0; rc < 3; rc++)
+                            for (int z = 0; z < 5; z++) {
+                                if (tp > max_tp || cp > max_cp) continue; /* the searched space */
+                                if (z > 0 && dp == 1) continue;           /* zero is a no-op without dp */
+                                layout_default(&l);
+                                l.tp = tp;
+                                l.sp = tp > 1;
+                                l.cp = cp;
+                                l.pp = pp;
+                                l.vp = vp;
+                                l.dp = dp;
+                                l.micro_batch = mbs;
+                                l.global_batch = B;
+                                l.recompute = (recompute_kind)rc;
+                                l.zero = (zero_kind)z;
+                                if (layout_validate(&l, &cfg, N, NULL, 0) != PL_OK) continue;
+                                collect(&want, &l, want.n);
+                            }
+            }
+    cr_assert_gt(want.n, 0);
+    cr_assert_eq(got.n, want.n, "%s on %lld GPUs: enumerated %d layouts, %d are valid", model_text, (long long)N, got.n,
+                 want.n);
+    qsort(got.keys, (size_t)got.n, sizeof *got.keys, cmp64);
+    qsort(want.keys, (size_t)want.n, sizeof *want.keys, cmp64);
+    for (int i = 0; i < got.n; i++) cr_assert_eq(got.keys[i], want.keys[i], "layout %d differs", i);
+    for (int i = 1; i < got.n; i++) cr_assert_neq(got.keys[i], got.keys[i - 1], "a layout enumerated twice");
+    free(got.keys);
+    free(want.keys);
+}
+
+Test(plan, enumerates_exactly_the_valid_layouts) {
+    check_enumeration("gpt12", 8, 32, 8, 1);
+    check_enumeration("gpt12,layers=6", 12, 24, 4, 2);
+    check_enumeration("default,seq=512", 16, 16, 8, 4); /* 6 heads: tp 1, 2, 3, 6 only where they divide */
+}
+
+/* ---- bounds and pruning against simulating everything ----------------- */
+
+typedef struct {
+    const gpt_config *cfg;
+    const cluster *c;
+    int n, oom, pruned_ok;
+    double best[PLAN_MAX_TOP]; /* brute force's top-k fitting step times, ascending */
+    int k, n_best;
+} brute_ctx;
+
+static void best_insert(brute_ctx *b, double t) {
+    int i = b->n_best;
+    if (i == b->k) {
+        if (t >= b->best[b->k - 1]) return;
+        i--;
+    } else {
+        b->n_best++;
+    }
+    while (i > 0 && b->best[i - 1] > t) {
+        b->best[i] = b->best[i - 1];
+        i--;
+    }
+    b->best[i] = t;
+}
+
+static int simulate_all(void *ctx, const layout *l0, int64_t index) {
+    brute_ctx *b = ctx;
+    char msg[256];
+    layout l = *l0;
+    double lb = plan_step_lower_bound_us(b->cfg, b->c, NULL, &l);
+    const int64_t mlb = plan_memory_lower_bound(b->cfg, NULL, &l);
+    double best = INFINITY;
+    for (int split = 0; split < 2; split++) {
+        l = *l0;
+        if (split == 1 && plan_stage_split(b->cfg, b->c, NULL, &l, NULL, NULL, 0) != PL_OK) continue;
+        layout_result r;
+        cr_assert_eq(plan_simulate(b->cfg, b->c, &l, NULL, &r, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert(lb <= r.step_us * (1 + 1e-12), "layout %lld: the bound %.3f us exceeds the simulated %.3f us",
+                  (long long)index, lb, r.step_us);
+        /* the memory bound: below the worst stage's simulated memory */
+        cr_assert_leq(mlb, r.mem.total, "layout %lld: memory bound %lld above the simulated %lld", (long long)index,
+                      (long long)mlb, (long long)r.mem.total);
+        if (!r.oom && r.step_us < best) best = r.step_us;
+        if (r.oom) b->oom++;
+    }
+    if (isfinite(best)) best_insert(b, best);
+    b->n++;
+    return 0;
+}
+
+static void check_against_brute_force(const char *model_text, int nodes, double hbm_gb, int B) {
+    gpt_config cfg = model(model_text);
+    cluster c = make_cluster(nodes, hbm_gb);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 8 * nodes;
+    o.global_batch = B;
+    o.max_vp = 2;
+    o.max_mbs = 4;
+    o.top_k = 5;
+    brute_ctx b = {.cfg = &cfg, .c = &c, .k = o.top_k};
+    char msg[256];
+    cr_assert_eq(plan_enumerate(&cfg, &c, &o, simulate_all, &b, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(b.oom, 0, "the case should have layouts that do not fit");
+    plan_result *r = calloc(1, sizeof *r);
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(r->considered, b.n);
+    cr_assert_eq(r->pruned_memory + r->pruned_bound + r->simulated, r->considered);
+    cr_log_info("plan bounds case: %lld considered, %lld pruned by memory, %lld by bound, %lld simulated, %d OOM runs",
+                (long long)r->considered, (long long)r->pruned_memory, (long long)r->pruned_bound,
+                (long long)r->simulated, b.oom);
+    cr_assert_gt(r->pruned_memory, 0, "no layout pruned by memory: the case proves nothing");
+    cr_assert_gt(r->pruned_bound, 0, "no layout pruned by the bound: the case proves nothing");
+    cr_assert_eq(r->n_top, o.top_k);
+    for (int i = 0; i < o.top_k; i++) {
+        cr_assert(!r->top[i].res.oom);
+        cr_assert(fabs(r->top[i].res.step_us - b.best[i]) <= 1e-9 * b.best[i],
+                  "top %d: search %.6f us, brute force %.6f us", i, r->top[i].res.step_us, b.best[i]);
+        if (i) cr_assert_geq(r->top[i].res.step_us, r->top[i - 1].res.step_us);
+    }
+    free(r);
+}
+
+Test(plan, bounds_hold_and_the_top_k_is_the_brute_force_top_k, .timeout = 120) {
+    check_against_brute_force("gpt12,layers=8", 1, 1.5, 16);  /* 1.5 GB GPUs: some layouts do not fit */
+    check_against_brute_force("gpt12,layers=8", 2, 1.0, 32);  /* across nodes: pipeline and dp traffic on the NICs */
+    check_against_brute_force("default,layers=12,seq=1024", 2, 0.8, 32);
+}
+
+/* ---- mixed GPUs --------------------------------------------------------- */
+
+Test(plan, faster_stage_gets_more_layers_on_mixed_gpus) {
+    gpt_config cfg = model("gpt12,layers=24");
+    cluster c = make_mixed(80);
+    layout l;
+    layout_default(&l);
+    l.tp = 8;
+    l.sp = 1;
+    l.pp = 2;
+    l.dp = 1;
+    l.micro_batch = 1;
+    l.global_batch = 16;
+    char msg[256];
+    cr_assert_eq(plan_stage_split(&cfg, &c, NULL, &l, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(l.n_stage_layers, 2);
+    cr_assert_eq(l.stage_layers[0] + l.stage_layers[1], 24);
+    cr_assert_gt(l.stage_layers[0], l.stage_layers[1] + 4, "H100 stage %d layers, A100 stage %d", l.stage_layers[0],
+                 l.stage_layers[1]);
+    /* the same cluster with both groups fast: the split is (nearly) even */
+    cluster same = make_cluster(2, 80);
+    layout u = l;
+    u.n_stage_layers = 0;
+    cr_assert_eq(plan_stage_split(&cfg, &same, NULL, &u, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_leq(abs(u.stage_layers[0] - u.stage_layers[1]), 2);
+}
+
+Test(plan, small_memory_caps_a_stage) {
+    gpt_config cfg = model("gpt12,layers=24,seq=2048");
+    layout l;
+    layout_default(&l);
+    l.tp = 8;
+    l.sp = 1;
+    l.pp = 2;
+    l.dp = 1;
+    l.micro_batch = 8;
+    l.global_batch = 64;
+    /* the slow GPUs get just the memory of 3 layers on the last stage (1F1B
+     * stashes one micro-batch there): less than their speed would give them */
+    layout_memory m;
+    layout_stage_memory_p(&cfg, &l, NULL, 1, 3, 1, &m);
+    cluster c = make_mixed(m.total / 1e9 + 0.001);
+    char msg[256];
+    cr_assert_eq(plan_stage_split(&cfg, &c, NULL, &l, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(l.stage_layers[1], 3, "the small GPUs' stage holds %d layers", l.stage_layers[1]);
+    /* too little memory for any split */
+    cluster tiny = make_mixed(0.01);
+    for (int g = 0; g < 2; g++) tiny.gpus[g].hbm_bytes = 10000000;
+    layout t = l;
+    t.n_stage_layers = 0;
+    cr_assert_eq(plan_stage_split(&cfg, &tiny, NULL, &t, NULL, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(t.n_stage_layers, 0);
+}
+
+/* ---- nothing fits ------------------------------------------------------- */
+
+Test(plan, nothing_fits_reports_the_memory_needed) {
+    gpt_config cfg = model("gpt12,layers=24");
+    cluster c = make_cluster(1, 0.05); /* 50 MB GPUs */
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 8;
+    o.global_batch = 8;
+    plan_result *r = calloc(1, sizeof *r);
+    char msg[256];
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(r->n_top, 0);
+    cr_assert_gt(r->considered, 0);
+    cr_assert_gt(r->min_mem_bytes, c.gpus[0].hbm_bytes);
+    free(r);
+}
+
+Test(plan, bad_options_are_refused) {
+    gpt_config cfg = model("gpt12,layers=6");
+    cluster c = make_cluster(1, 80);
+    plan_options o;
+    plan_options_default(&o);
+    o.global_batch = 8;
+    plan_result *r = calloc(1, sizeof *r);
+    char msg[256];
+    o.gpus = 9; /* more than the cluster */
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "--gpus"), "%s", msg);
+    o.gpus = 7; /* 7 GPUs, 12 heads, 6 layers, batch 8, seq 256: no layout at all */
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "no layout"), "%s", msg);
+    o.gpus = 8;
+    o.top_k = 0;
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_ERR_INVALID);
+    free(r);
+}
