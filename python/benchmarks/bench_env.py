@@ -18,7 +18,6 @@ Each figure is the median of --repeats runs.
 """
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -44,7 +43,6 @@ def sim_speed_rate(exe, case, seconds):
                          text=True, check=True).stdout
     for line in out.splitlines():
         if line.startswith("default GPT"):
-            nums = re.findall(r"[-+]?\d+\.?\d*", line.split("  ")[-1] if False else line)
             # columns: label ... nodes stages sims/s us/sim mean-step-ms
             fields = line[26:].split()
             return float(fields[3]), float(fields[5])
@@ -113,6 +111,21 @@ def main():
               f"{c_mean:10.3f} {py_mean:10.3f}   {'>= 0.8 met' if ratio >= 0.8 else 'MISSED'}")
         print(f"   sim_speed runs: {', '.join(f'{x:.0f}' for x in c_rates)}; batch runs: "
               f"{', '.join(f'{x:.0f}' for x in py_rates)}")
+
+    print("\n   the same batch on every online core (wall time; no target, for scale):")
+    for case, m, order in CASES:
+        s = placer.Session(spec="h200x4-nvlink", devices=4, micro_batches=m, schedule=order, threads=0)
+        rows = np.frombuffer(_core.rng_ints(1, N_PLACEMENTS * s.n_nodes, 4), dtype=np.int32)
+        rows = rows.reshape(N_PLACEMENTS, s.n_nodes)
+        walls = []
+        for _ in range(a.repeats):
+            s.simulate(rows)
+            n, w0 = 0, time.perf_counter()
+            while time.perf_counter() - w0 < a.seconds:
+                s.simulate(rows)
+                n += len(rows)
+            walls.append(n / (time.perf_counter() - w0))
+        print(f"   m={m} {order:<6} {s.threads} threads: {statistics.median(walls):10.0f} sims/s wall")
 
     print(f"\n2. env.step loop, placer/Placement-v0, {a.db}, m=1 ({a.env_steps} steps per run)")
     actions = np.random.default_rng(0).integers(0, 2, 13 * 10000).tolist()
