@@ -119,7 +119,8 @@ typedef struct {
 struct layout_sim {
     const gpt_config *cfg;
     const layout *l;
-    const cluster *c;
+    const cluster *c;           /* &cl */
+    cluster cl;                 /* the caller's cluster, copied (see layout_sim_create) */
     int pp, vp, K, m;
     int *chunk_layers;          /* [K] */
     int *stage_layers;          /* [pp] */
@@ -319,6 +320,15 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
     if (!s) return PL_ERR_NOMEM;
     s->cfg = cfg;
     s->l = l;
+    /* A one-node cluster may have no network at all (h200x2: nics 0); the
+     * cost model asks for one even for groups inside the node, so give it
+     * the node's own fabric, which no transfer can then use. */
+    s->cl = *c;
+    if (ls_cluster_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
+        s->cl.nics_per_node = 1;
+        s->cl.nic_bw = c->intra_bw;
+    }
+    c = &s->cl;
     s->c = c;
     s->pp = pp;
     s->vp = vp;
