@@ -46,6 +46,12 @@ typedef struct {
 typedef struct {
     int gpu_type;                       /* index into cluster.gpus */
     int n_nodes;                        /* nodes of this group */
+    /* this group's own node fabric (a mixed cluster's A100 and H100 nodes
+     * differ); 0 everywhere: the cluster-wide figures below */
+    double intra_bw;                    /* per GPU per direction inside a node, bytes/s; 0: cluster's */
+    double intra_latency_us;            /* 0: cluster's */
+    int nics_per_node;                  /* 0: cluster's */
+    double nic_bw;                      /* per adapter per direction, bytes/s; 0: cluster's */
 } cluster_group;
 
 typedef struct {
@@ -64,6 +70,7 @@ typedef struct {
     double pod_oversubscription;        /* >= 1; bandwidth divisor for traffic between pods */
     double p2p_efficiency;              /* fraction of link bandwidth a send reaches (0,1] */
     double collective_efficiency;       /* fraction NCCL's ring/tree reach (0,1] */
+    double coll_base_latency_us;        /* fixed cost of one collective call (NCCL's baseLat), >= 0 */
 } cluster;
 
 /* Total nodes / GPUs over all groups. */
@@ -73,9 +80,26 @@ int64_t cluster_n_gpus(const cluster *c);
 /* The GPU type of global GPU index g (0 <= g < cluster_n_gpus). */
 const cluster_gpu *cluster_gpu_of(const cluster *c, int64_t g);
 
+/* The node group of global GPU index g (0 <= g < cluster_n_gpus), and the
+ * node index of g (g / gpus_per_node). */
+int cluster_group_of(const cluster *c, int64_t g);
+int64_t cluster_node_of(const cluster *c, int64_t g);
+
+/* The fabric figures that apply to GPU g: its group's where set, else the
+ * cluster's. intra: per GPU per direction inside the node (bytes/s) and its
+ * latency (us); nic: inter-node bandwidth per GPU per direction, i.e.
+ * nics_per_node * nic_bw / gpus_per_node (bytes/s; 0 on a cluster of one
+ * node without adapters). */
+double cluster_intra_bw_of(const cluster *c, int64_t g);
+double cluster_intra_latency_of(const cluster *c, int64_t g);
+double cluster_nic_bw_per_gpu_of(const cluster *c, int64_t g);
+
 /* Check every field: positive counts and bandwidths, gpu_type indices in
- * range, efficiencies in (0,1], oversubscription >= 1. One message naming
- * the first bad field. PL_OK or PL_ERR_INVALID. */
+ * range, efficiencies in (0,1], oversubscription >= 1, every figure finite.
+ * Allowed: intra_bw 0 with one GPU per node; nics_per_node 0 and nic_bw 0
+ * on a cluster of one node; a peak of 0 for a precision the GPU lacks (at
+ * least one must be positive); pod_gpus a multiple of gpus_per_node. One
+ * message naming the first bad field. PL_OK or PL_ERR_INVALID. */
 pl_status cluster_validate(const cluster *c, char *msg, size_t len);
 
 #endif

@@ -24,8 +24,9 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
 pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len);
 
 /* The directories searched for cluster names, in order: $PLACER_CLUSTERS,
- * then the source tree's data/clusters (compiled in). Static strings; *n
- * gets the count. */
+ * then the source tree's data/clusters (compiled in), then ./data/clusters
+ * (a binary carried to another machine). Static strings (the array is
+ * rebuilt on each call); *n gets the count. */
 const char *const *cluster_default_dirs(int *n);
 
 #endif
