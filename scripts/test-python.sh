@@ -21,7 +21,7 @@ fi
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check meson-python meson ninja numpy gymnasium pytest \
   >"$LOG" 2>&1 || { tail -30 "$LOG" >&2; exit 1; }
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-  -Cbuild-dir="$PWD/build-python/meson" . >>"$LOG" 2>&1 || { tail -40 "$LOG" >&2; exit 1; }
+  --config-settings=build-dir="$PWD/build-python/meson" . >>"$LOG" 2>&1 || { tail -40 "$LOG" >&2; exit 1; }
 cd python/tests
 rc=0
 "$VENV/bin/python" -m pytest -q -p no:cacheprovider || rc=$?
