@@ -86,11 +86,22 @@ typedef struct {
     int max_mbs;             /* largest micro-batch tried (default 16) */
     int top_k;               /* layouts kept, 1..PLAN_MAX_TOP (default 5) */
     int no_uniform;          /* 1: simulate only the DP split (not also the uniform one) */
+    /* dimensions held fixed (plan_parse_fixed; 0 or -1: searched). A fixed
+     * tp or cp is tried even beyond max_tp / max_cp. */
+    int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
+    int fix_recompute, fix_zero;                          /* -1: searched */
     const layout_sim_params *sim; /* NULL: layout_sim_params_default */
 } plan_options;
 
-/* Defaults above; gpus and global_batch 0 (the caller sets them), bf16. */
+/* Defaults above; gpus and global_batch 0 (the caller sets them), bf16,
+ * nothing fixed. */
 void plan_options_default(plan_options *o);
+
+/* Fix dimensions from text "tp=8,pp=16,vp=1,dp=4,cp=1,mbs=1,
+ * recompute=none|selective|full,zero=0|1|2|3|fsdp" (any subset, any
+ * order; the layout text form's keys). PL_ERR_INVALID naming the bad key
+ * or value; *o untouched then. */
+pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len);
 
 /* One simulated layout. */
 typedef struct {

@@ -28,6 +28,61 @@ void plan_options_default(plan_options *o) {
     o->max_vp = 4;
     o->max_mbs = 16;
     o->top_k = 5;
+    o->fix_recompute = -1;
+    o->fix_zero = -1;
+}
+
+pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len) {
+    if (!text || !*text) return pl_fail(msg, len, PL_ERR_INVALID, "empty list of fixed dimensions (e.g. tp=8,pp=4)");
+    char buf[512];
+    if (strlen(text) >= sizeof buf) return pl_fail(msg, len, PL_ERR_INVALID, "the fixed dimensions are too long");
+    if (text[0] == ',' || text[strlen(text) - 1] == ',' || strstr(text, ",,"))
+        return pl_fail(msg, len, PL_ERR_INVALID, "'%s' has an empty entry", text);
+    strcpy(buf, text);
+    plan_options t = *o;
+    char *save = NULL;
+    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(tok, '=');
+        if (!eq || eq == tok || !eq[1])
+            return pl_fail(msg, len, PL_ERR_INVALID, "'%s' is not key=value (keys: tp cp pp vp dp mbs recompute zero)", tok);
+        *eq = 0;
+        const char *key = tok, *val = eq + 1;
+        if (!strcmp(key, "recompute")) {
+            static const char *names[] = {"none", "selective", "full"};
+            int k = -1;
+            for (int i = 0; i < 3; i++)
+                if (!strcmp(val, names[i])) k = i;
+            if (k < 0) return pl_fail(msg, len, PL_ERR_INVALID, "recompute=%s: use none, selective or full", val);
+            t.fix_recompute = k;
+            continue;
+        }
+        if (!strcmp(key, "zero")) {
+            static const char *names[] = {"0", "1", "2", "3", "fsdp"};
+            int k = -1;
+            for (int i = 0; i < 5; i++)
+                if (!strcmp(val, names[i])) k = i;
+            if (!strcmp(val, "none")) k = 0;
+            if (k < 0) return pl_fail(msg, len, PL_ERR_INVALID, "zero=%s: use 0, 1, 2, 3 or fsdp", val);
+            t.fix_zero = k;
+            continue;
+        }
+        int *field = !strcmp(key, "tp")    ? &t.fix_tp
+                     : !strcmp(key, "cp")  ? &t.fix_cp
+                     : !strcmp(key, "pp")  ? &t.fix_pp
+                     : !strcmp(key, "vp")  ? &t.fix_vp
+                     : !strcmp(key, "dp")  ? &t.fix_dp
+                     : !strcmp(key, "mbs") ? &t.fix_mbs
+                                           : NULL;
+        if (!field)
+            return pl_fail(msg, len, PL_ERR_INVALID, "unknown key '%s' (keys: tp cp pp vp dp mbs recompute zero)", key);
+        char *end = NULL;
+        long v = strtol(val, &end, 10);
+        if (*end || v < 1 || v > (1L << 24))
+            return pl_fail(msg, len, PL_ERR_INVALID, "%s=%s: a positive integer is needed", key, val);
+        *field = (int)v;
+    }
+    *o = t;
+    return PL_OK;
 }
 
 /* ---- the cluster seen by stages ---------------------------------------- */
@@ -246,16 +301,24 @@ static void cand_layout(const plan_cand *k, const plan_options *o, layout *l) {
     l->prec = o->prec;
 }
 
-/* Insert e into the top list (fastest first, at most k). */
+/* a ranks before b: faster, or as fast with more memory to spare (zero
+ * 1, 2, fsdp often tie in time; the one that leaves headroom is the one to
+ * run) */
+static int entry_before(const plan_entry *a, const plan_entry *b) {
+    if (a->res.step_us != b->res.step_us) return a->res.step_us < b->res.step_us;
+    return a->res.mem.total < b->res.mem.total;
+}
+
+/* Insert e into the top list (first by entry_before, at most k). */
 static void top_insert(plan_result *r, int k, const plan_entry *e) {
     int i = r->n_top;
     if (i == k) {
-        if (e->res.step_us >= r->top[k - 1].res.step_us) return;
+        if (!entry_before(e, &r->top[k - 1])) return;
         i = k - 1;
     } else {
         r->n_top++;
     }
-    while (i > 0 && r->top[i - 1].res.step_us > e->res.step_us) {
+    while (i > 0 && entry_before(e, &r->top[i - 1])) {
         r->top[i] = r->top[i - 1];
         i--;
     }
@@ -268,31 +331,40 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                          void *ctx, char *msg, size_t len) {
     const int64_t N = o->gpus;
     const int L = cfg->n_layers, B = o->global_batch;
-    const int max_tp = o->max_tp > 0 ? o->max_tp : c->gpus_per_node;
+    int max_tp = o->max_tp > 0 ? o->max_tp : c->gpus_per_node;
     int max_cp = o->max_cp;
     if (max_cp <= 0)
         for (max_cp = 1; cfg->seq_len / (2 * max_cp) >= 4096; max_cp *= 2) {
         }
+    if (o->fix_tp > max_tp) max_tp = o->fix_tp;
+    if (o->fix_cp > max_cp) max_cp = o->fix_cp;
+    const int max_vp = o->fix_vp > o->max_vp ? o->fix_vp : o->max_vp;
+    const int max_mbs = o->fix_mbs > o->max_mbs ? o->fix_mbs : o->max_mbs;
     layout *l = malloc(sizeof *l);
     if (!l) return PL_ERR_NOMEM;
     pl_status st = PL_OK;
     int64_t index = 0;
     for (int tp = 1; tp <= max_tp && tp <= N; tp++) {
-        if (N % tp) continue;
+        if (N % tp || (o->fix_tp && tp != o->fix_tp)) continue;
         for (int cp = 1; cp <= max_cp && tp * cp <= N; cp++) {
-            if ((N / tp) % cp) continue;
+            if ((N / tp) % cp || (o->fix_cp && cp != o->fix_cp)) continue;
             const int64_t rest = N / tp / cp;
             for (int pp = 1; pp <= L && pp <= rest; pp++) {
-                if (rest % pp) continue;
+                if (rest % pp || (o->fix_pp && pp != o->fix_pp)) continue;
                 const int64_t dp64 = rest / pp;
                 if (dp64 > B || B % dp64) continue; /* dp * mbs must divide B: no mbs can help */
                 const int dp = (int)dp64;
-                for (int vp = 1; vp <= o->max_vp; vp++) {
+                if (o->fix_dp && dp != o->fix_dp) continue;
+                for (int vp = 1; vp <= max_vp; vp++) {
                     if (vp > 1 && (pp < 2 || pp * vp > L)) break;
-                    for (int mbs = 1; mbs <= o->max_mbs && mbs <= B / dp; mbs++) {
-                        if ((B / dp) % mbs) continue;
+                    if (o->fix_vp && vp != o->fix_vp) continue;
+                    for (int mbs = 1; mbs <= max_mbs && mbs <= B / dp; mbs++) {
+                        if ((B / dp) % mbs || (o->fix_mbs && mbs != o->fix_mbs)) continue;
                         for (int rc = 0; rc <= RECOMPUTE_FULL; rc++)
                             for (int z = 0; z <= (dp > 1 ? ZERO_FSDP : 0); z++) {
+                                if ((o->fix_recompute >= 0 && rc != o->fix_recompute) ||
+                                    (o->fix_zero >= 0 && z != (dp > 1 ? o->fix_zero : 0)))
+                                    continue;
                                 layout_default(l);
                                 l->tp = tp;
                                 l->sp = tp > 1;

@@ -348,3 +348,42 @@ Test(plan, bad_options_are_refused) {
     cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, r, msg, sizeof msg), PL_ERR_INVALID);
     free(r);
 }
+
+/* ---- fixed dimensions --------------------------------------------------- */
+
+static int check_fixed(void *ctx, const layout *l, int64_t index) {
+    int *n = ctx;
+    cr_assert_eq(l->tp, 2);
+    cr_assert_eq(l->pp, 2);
+    cr_assert_eq(l->recompute, RECOMPUTE_FULL);
+    cr_assert_eq(l->zero, ZERO_1);
+    (*n)++;
+    return 0;
+}
+
+Test(plan, fixed_dimensions_restrict_the_enumeration) {
+    gpt_config cfg = model("gpt12");
+    cluster c = make_cluster(1, 80);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 8;
+    o.global_batch = 32;
+    char msg[256];
+    cr_assert_eq(plan_parse_fixed("tp=2,pp=2,recompute=full,zero=1", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    int n = 0;
+    cr_assert_eq(plan_enumerate(&cfg, &c, &o, check_fixed, &n, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(n, 0);
+    /* a tp beyond max_tp is tried when fixed */
+    plan_options_default(&o);
+    o.gpus = 8;
+    o.global_batch = 32;
+    o.max_tp = 1;
+    cr_assert_eq(plan_parse_fixed("tp=4", &o, msg, sizeof msg), PL_OK);
+    cr_assert_eq(o.fix_tp, 4);
+    const char *bad[] = {"", "tp", "tp=", "tp=0", "tp=x", "tp=2,bogus=1", "recompute=some", "zero=4", "=3", "pp=2,,"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        plan_options before = o;
+        cr_assert_eq(plan_parse_fixed(bad[i], &o, msg, sizeof msg), PL_ERR_INVALID, "'%s' accepted", bad[i]);
+        cr_assert(!memcmp(&before, &o, sizeof o), "'%s' changed the options", bad[i]);
+    }
+}
