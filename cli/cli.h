@@ -20,6 +20,7 @@
 int cmd_graph(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
+int cmd_layout(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_search(int argc, char **argv);

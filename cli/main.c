@@ -19,6 +19,7 @@ static const subcommand COMMANDS[] = {
     {"graph", cmd_graph, "print the model graph's node table"},
     {"profile", cmd_profile, "measure a machine (or a spec) into a profile database; show one"},
     {"simulate", cmd_simulate, "predict step time and memory of a placement from a profile"},
+    {"layout", cmd_layout, "predict step time, MFU and memory of a parallel layout on a cluster"},
     {"step", cmd_step, "run and time real training steps on GPUs (or the CPU reference)"},
     {"train", cmd_train, "train the RL placer offline against the simulator"},
     {"search", cmd_search, "baseline and search placers (single, human, dp, random, anneal, exhaustive)"},

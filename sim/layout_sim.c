@@ -196,45 +196,6 @@ static void set_msg(char *msg, size_t len, const char *fmt, ...) {
     va_end(ap);
 }
 
-/* ---- cluster facts ------------------------------------------------------ */
-
-/* GPUs of the cluster and the GPU type of GPU g, as core/cluster.h
- * defines them (nodes numbered group by group, gpus_per_node each). Kept
- * here rather than calling cluster_n_gpus / cluster_gpu_of so that the
- * simulator does not depend on where those land. */
-static int64_t ls_cluster_gpus(const cluster *c) {
-    int64_t nodes = 0;
-    for (int i = 0; i < c->n_groups && i < CLUSTER_MAX_GROUPS; i++) nodes += c->groups[i].n_nodes;
-    return nodes * c->gpus_per_node;
-}
-
-static const cluster_gpu *ls_gpu_of(const cluster *c, int64_t g) {
-    int64_t node = g / c->gpus_per_node, first = 0;
-    for (int i = 0; i < c->n_groups && i < CLUSTER_MAX_GROUPS; i++) {
-        if (node < first + c->groups[i].n_nodes) {
-            int t = c->groups[i].gpu_type;
-            return &c->gpus[t >= 0 && t < c->n_gpu_types ? t : 0];
-        }
-        first += c->groups[i].n_nodes;
-    }
-    return &c->gpus[0];
-}
-
-/* The checks the simulator relies on (cluster_validate's are a superset). */
-static int ls_cluster_ok(const cluster *c, char *msg, size_t len) {
-    if (c->n_gpu_types < 1 || c->n_gpu_types > CLUSTER_MAX_GPU_TYPES || c->n_groups < 1 ||
-        c->n_groups > CLUSTER_MAX_GROUPS || c->gpus_per_node < 1) {
-        set_msg(msg, len, "cluster %s: bad GPU types, node groups or GPUs per node", c->name);
-        return 0;
-    }
-    for (int i = 0; i < c->n_groups; i++)
-        if (c->groups[i].n_nodes < 1 || c->groups[i].gpu_type < 0 || c->groups[i].gpu_type >= c->n_gpu_types) {
-            set_msg(msg, len, "cluster %s: node group %d is bad", c->name, i);
-            return 0;
-        }
-    return 1;
-}
-
 /* ---- model facts -------------------------------------------------------- */
 
 int64_t layout_layer_params(const gpt_config *cfg) {
@@ -306,8 +267,11 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
         return PL_ERR_INVALID;
     }
     char m2[256];
-    if (!ls_cluster_ok(c, msg, len)) return PL_ERR_INVALID;
-    if (layout_validate(l, cfg, ls_cluster_gpus(c), m2, sizeof m2) != PL_OK) {
+    if (cluster_validate(c, m2, sizeof m2) != PL_OK) {
+        set_msg(msg, len, "cluster %s: %s", c->name, m2);
+        return PL_ERR_INVALID;
+    }
+    if (layout_validate(l, cfg, cluster_n_gpus(c), m2, sizeof m2) != PL_OK) {
         set_msg(msg, len, "%s", m2);
         return PL_ERR_INVALID;
     }
@@ -324,7 +288,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
      * cost model asks for one even for groups inside the node, so give it
      * the node's own fabric, which no transfer can then use. */
     s->cl = *c;
-    if (ls_cluster_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
+    if (cluster_n_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
         s->cl.nics_per_node = 1;
         s->cl.nic_bw = c->intra_bw;
     }
@@ -363,7 +327,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
         memset(&co, 0, sizeof co);
         co.c[LAYOUT_DIM_PP] = r;
         s->stage_rank[r] = layout_rank_of(l, &co);
-        s->gpu[r] = ls_gpu_of(c, s->stage_rank[r]);
+        s->gpu[r] = cluster_gpu_of(c, s->stage_rank[r]);
         pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
     }
     (void)world;
