@@ -6,15 +6,22 @@
  * a layout's tp, cp, sp, micro-batch and precision.
  *
  * GEMM (m x n x k, `batch` of them): 2 m n k batch FLOP at
- *   peak[prec] * base * max over tiles T of (w_T * tile_T * wave_T) * kfac
- *   tile_T  = m n / (ceil(m/TM) TM * ceil(n/TN) TN)  (edge tiles count whole)
- *   wave_T  = tiles / (ceil(tiles / SMs) * SMs)      (the last wave's idle SMs)
- *   kfac    = k / (k + K_HALF)                       (a short main loop pays its
- *                                                      prologue / epilogue)
+ *   peak[prec] * base(gpu) * max over tiles T and split-k s of
+ *                (w_T * tile_T * wave_T,s * kfac_s * (s > 1 ? 0.95 : 1))
+ *   tile_T    = m n / (ceil(m/TM) TM * ceil(n/TN) TN) (edge tiles count whole)
+ *   wave_T,s  = tiles / (ceil(tiles / SMs) * SMs), tiles = the output tiles
+ *               x batch x s                        (the last wave's idle SMs)
+ *   kfac_s    = k' / (k' + gemm_k_half), k' = k / s (a short main loop pays
+ *               its prologue and epilogue)
  * over the tile shapes below, as a cuBLAS heuristic picks a smaller tile
  * when the big one quantises badly; w_T is how much of the big tile's
- * per-SM throughput a smaller tile keeps (less data reuse per SM).
- *
+ * per-SM throughput a smaller tile keeps (less data reuse per SM). Split-k
+ * (s = 2, 4, 8 slices of at least 1024 of the reduction, then summed, at
+ * 0.95 for the extra pass) is how cuBLAS fills the SMs for a weight
+ * gradient with few output tiles and a long k.
+ *   base(gpu) = the measured base of gpu's type where there is one
+ *   (GEMM_MEASURED below), else compute_params.gemm_efficiency.
+
  * Memory-bound kernels: bytes / (hbm_bw * memory_efficiency).
  * Every kernel (GEMM or not) also pays kernel_overhead_us.
  *
@@ -61,11 +68,23 @@
  * kernels.
  *
  * Where the constants come from (defaults; the fitted ones are marked):
- *   gemm_efficiency 0.80   FITTED by `placer check-published --fit` (see
- *                          docs/published-runs.md for the rows and value);
- *                          before fitting, the level that large fp16 / bf16
- *                          cuBLAS GEMMs reach on A100 and H100 in public
- *                          sweeps (75-85% of the dense datasheet peak)
+ *   gemm_efficiency        FITTED (the base of GPUs with no measurement:
+ *                          A100) by `placer check-published --fit` on one
+ *                          row of Megatron SC21 Table 1, named in
+ *                          docs/published-runs.md and beside the value below
+ *   GEMM_MEASURED          H100 / H200 (GH100, 700 W): base 0.738 for
+ *                          bf16 / fp16 / fp8 and 0.687 for TF32 / fp32,
+ *                          measured here with benchmarks/hw/gemm_sweep.cu on
+ *                          an H200 (132 shapes of the check set's layers, 5 s
+ *                          warm-up at full load, medians of 10; the model
+ *                          then fits the shapes to 3.8% rms, 13.8% worst:
+ *                          benchmarks/hw/results/gemm_sweep_h200.txt). The
+ *                          H100 SXM has the same die, clocks and power limit;
+ *                          its smaller, slower HBM does not bound these
+ *                          GEMMs, so the figure is carried over unchanged
+ *   gemm_k_half 256        fitted to the same H200 sweep's k series (m = n =
+ *                          8192, k = 64 .. 8192: 23% .. 100% of the long-k
+ *                          rate); carried to A100 unchanged
  *   memory_efficiency 0.85 fraction of the datasheet HBM bandwidth a
  *                          streaming copy reaches on A100 / H100 (1.7 of
  *                          2.0 TB/s, 2.9 of 3.35 TB/s in published STREAM-
@@ -73,16 +92,31 @@
  *   kernel_overhead_us 2.0 the GPU-side gap between back-to-back kernels of
  *                          an eager (no CUDA graph) framework; assumed
  *   tiles 256x128, 128x256 (w 1), 128x128 (0.9), 128x64 and 64x128 (0.8),
- *   64x64 (0.65), K_HALF 64, one CTA per SM: assumed from CUTLASS's tile
- *                          menu for sm_80 / sm_90; benchmarks/hw/
- *                          gemm_sweep.cu measures the shapes to check them
+ *   64x64 (0.65), one CTA per SM, split-k up to 8 slices of >= 1024 at
+ *   0.95: assumed from CUTLASS's tile menu for sm_80 / sm_90; with them the
+ *                          H200 sweep's shapes fit as above (without split-k:
+ *                          6.3% rms, 37% worst)
  *   the SM count, peaks and HBM bandwidth: the cluster file (datasheets)
  */
 #include "compute_model.h"
 
 #include <math.h>
 
-#define K_HALF 64.0
+#include <string.h>
+
+#define SPLIT_K_MAX 8
+#define SPLIT_K_MIN 1024.0
+#define SPLIT_K_W 0.95
+
+/* Measured base GEMM efficiencies by GPU type (name substring), see the
+ * opening comment: GEMM inputs of 2 bytes or fewer, and TF32 / fp32. */
+static const struct {
+    const char *name;
+    double low, tf32;
+} GEMM_MEASURED[] = {
+    {"H200", 0.738, 0.687},
+    {"H100", 0.738, 0.687},
+};
 
 typedef struct {
     int tm, tn;
@@ -98,6 +132,8 @@ void compute_params_default(compute_params *p) {
     p->gemm_efficiency = 0.80;
     p->memory_efficiency = 0.85;
     p->kernel_overhead_us = 2.0;
+    p->gemm_k_half = 256.0;
+    p->use_measured = 1;
     p->attention = ATTENTION_FLASH;
     p->dropout = -1;
 }
@@ -120,24 +156,50 @@ static double peak_of(const cluster_gpu *gpu, precision prec) {
     return pk;
 }
 
-double gemm_efficiency(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
-                       const compute_params *p) {
+double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const compute_params *p) {
     compute_params tmp;
     p = params_or_default(p, &tmp);
+    if (p->use_measured)
+        for (size_t i = 0; i < sizeof GEMM_MEASURED / sizeof GEMM_MEASURED[0]; i++)
+            if (strstr(gpu->name, GEMM_MEASURED[i].name))
+                return (prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low;
+    return p->gemm_efficiency;
+}
+
+/* The shape factor of gemm_efficiency: everything but the base. */
+static double gemm_shape_factor(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
+                                const compute_params *p) {
     if (batch < 1) batch = 1;
-    if (m < 1 || n < 1 || k < 1) return p->gemm_efficiency;
+    if (m < 1 || n < 1 || k < 1) return 1.0;
     double sms = gpu->sm_count > 0 ? gpu->sm_count : 0;
     double best = 0.0;
     for (size_t i = 0; i < N_TILES; i++) {
         double tm = ceil((double)m / TILES[i].tm), tn = ceil((double)n / TILES[i].tn);
-        double tiles = tm * tn * (double)batch;
         double tile_eff = (double)m * (double)n / (tm * TILES[i].tm * tn * TILES[i].tn);
-        double wave_eff = sms > 0 ? tiles / (ceil(tiles / sms) * sms) : 1.0;
-        double e = TILES[i].w * tile_eff * wave_eff;
-        if (e > best) best = e;
+        /* split-k: s slices of the reduction run as separate tiles (then
+         * summed), for GEMMs with too few tiles to fill the SMs */
+        for (int sk = 1; sk <= SPLIT_K_MAX; sk *= 2) {
+            double ks = ceil((double)k / sk);
+            if (sk > 1 && ks < SPLIT_K_MIN) break;
+            double tiles = tm * tn * (double)batch * sk;
+            double wave_eff = sms > 0 ? tiles / (ceil(tiles / sms) * sms) : 1.0;
+            double e = TILES[i].w * tile_eff * wave_eff * (ks / (ks + p->gemm_k_half)) * (sk > 1 ? SPLIT_K_W : 1.0);
+            if (e > best) best = e;
+        }
     }
-    double kfac = (double)k / ((double)k + K_HALF);
-    return p->gemm_efficiency * best * kfac;
+    return best;
+}
+
+double gemm_efficiency_prec(const cluster_gpu *gpu, precision prec, int64_t batch, int64_t m, int64_t n, int64_t k,
+                            const compute_params *p) {
+    compute_params tmp;
+    p = params_or_default(p, &tmp);
+    return gemm_base_efficiency(gpu, prec, p) * gemm_shape_factor(gpu, batch, m, n, k, p);
+}
+
+double gemm_efficiency(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
+                       const compute_params *p) {
+    return gemm_efficiency_prec(gpu, PRECISION_BF16, batch, m, n, k, p);
 }
 
 double gemm_batched_time_us(const cluster_gpu *gpu, precision prec, int64_t batch, int64_t m, int64_t n,
@@ -146,7 +208,7 @@ double gemm_batched_time_us(const cluster_gpu *gpu, precision prec, int64_t batc
     p = params_or_default(p, &tmp);
     if (batch < 1 || m < 1 || n < 1 || k < 1) return 0.0;
     double flops = 2.0 * (double)m * (double)n * (double)k * (double)batch;
-    double eff = gemm_efficiency(gpu, batch, m, n, k, p);
+    double eff = gemm_efficiency_prec(gpu, prec, batch, m, n, k, p);
     return flops / (peak_of(gpu, prec) * eff) * 1e6 + p->kernel_overhead_us;
 }
 

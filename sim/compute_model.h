@@ -39,6 +39,9 @@ typedef struct {
     double gemm_efficiency;   /* base fraction of peak a large GEMM reaches (fitted or default) */
     double memory_efficiency; /* fraction of hbm_bw memory-bound kernels reach */
     double kernel_overhead_us;/* fixed cost per kernel launch */
+    double gemm_k_half;       /* reduction length at which a GEMM reaches half its long-k efficiency */
+    int use_measured;         /* 1: GPU types with a measured base efficiency use it (H100, H200);
+                                 0: every GPU uses gemm_efficiency */
     attention_impl attention; /* fused or unfused attention core */
     int dropout;              /* -1: by model family (compute_model_dropout), 0 off, 1 on */
 } compute_params;
@@ -53,12 +56,19 @@ void compute_params_default(compute_params *p);
  * elementwise passes to time. */
 int compute_model_dropout(const gpt_config *cfg, const compute_params *p);
 
-/* Fraction of peak a GEMM of m x n x k reaches (batch independent
- * problems of that shape at once, batch >= 1): the base efficiency times
- * tile, wave and short-k factors, the best over the tile shapes a cuBLAS
- * heuristic picks from (see compute_model.c). In (0, 1]. */
+/* Fraction of peak a GEMM of m x n x k in precision prec reaches (batch
+ * independent problems of that shape at once, batch >= 1): the base
+ * efficiency (gemm_base_efficiency) times tile, wave and short-k factors,
+ * the best over the tile shapes and split-k a cuBLAS heuristic picks from
+ * (see compute_model.c). In (0, 1]. gemm_efficiency is it for bf16. */
+double gemm_efficiency_prec(const cluster_gpu *gpu, precision prec, int64_t batch, int64_t m, int64_t n, int64_t k,
+                            const compute_params *p);
 double gemm_efficiency(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
                        const compute_params *p);
+
+/* The base efficiency of gpu in prec: its measured figure when p->use_measured
+ * and its type (name) has one, else p->gemm_efficiency. */
+double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const compute_params *p);
 
 /* Time of `batch` independent GEMMs of m x n x k (a strided batched GEMM,
  * as the unfused attention's Q K^T and P V run). */

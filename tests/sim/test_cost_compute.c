@@ -18,7 +18,7 @@ static compute_params plain(void) {
     return p;
 }
 
-/* A GEMM whose tiles fill whole waves: efficiency = base * k/(k+64). One
+/* A GEMM whose tiles fill whole waves: efficiency = base * k/(k+256). One
  * more row (tile quantisation) or a wave and a tile (wave quantisation)
  * costs what the formula says. */
 Test(cost_compute, gemm_tile_and_wave_quantisation) {
@@ -27,7 +27,7 @@ Test(cost_compute, gemm_tile_and_wave_quantisation) {
     compute_params p = plain();
     /* 256 x 128 tiles: 27 x 8 = 216 = 2 waves of 108 */
     double e = gemm_efficiency(g, 1, 27 * 256, 8 * 128, 4096, &p);
-    cr_assert(ieee_ulp_eq(dbl, e, p.gemm_efficiency * 4096.0 / (4096.0 + 64.0), 4), "%.9g", e);
+    cr_assert(ieee_ulp_eq(dbl, e, p.gemm_efficiency * 4096.0 / (4096.0 + 256.0), 4), "%.9g", e);
     double t = gemm_time_us(g, PRECISION_FP16, 27 * 256, 8 * 128, 4096, &p);
     double want = 2.0 * 27 * 256 * 8 * 128 * 4096 / (312e12 * e) * 1e6;
     cr_assert(ieee_ulp_eq(dbl, t, want, 8));
@@ -157,4 +157,18 @@ Test(cost_compute, head_vocab_parallel) {
     cr_assert(ieee_ulp_eq(dbl, e1.fwd_flops, 0.0, 0));
     cr_assert_gt(e1.fwd_us, 0.0);
     cr_assert_gt(e1.bwd_us, 0.0);
+}
+
+/* H100 / H200 use the base measured on the H200 (gemm_sweep); other GPUs
+ * the (fitted) gemm_efficiency; use_measured = 0 turns the table off. */
+Test(cost_compute, measured_base_by_gpu_type) {
+    cluster c = costfix_a100(1);
+    compute_params p = plain();
+    p.gemm_efficiency = 0.5;
+    cr_assert(ieee_ulp_eq(dbl, gemm_base_efficiency(&c.gpus[0], PRECISION_FP16, &p), 0.5, 0));
+    strcpy(c.gpus[0].name, "NVIDIA H100 SXM 80GB");
+    cr_assert(ieee_ulp_eq(dbl, gemm_base_efficiency(&c.gpus[0], PRECISION_BF16, &p), 0.738, 0));
+    cr_assert(ieee_ulp_eq(dbl, gemm_base_efficiency(&c.gpus[0], PRECISION_TF32, &p), 0.687, 0));
+    p.use_measured = 0;
+    cr_assert(ieee_ulp_eq(dbl, gemm_base_efficiency(&c.gpus[0], PRECISION_BF16, &p), 0.5, 0));
 }
