@@ -24,6 +24,7 @@ int cmd_layout(int argc, char **argv);
 int cmd_step(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_search(int argc, char **argv);
+int cmd_plan(int argc, char **argv);
 int cmd_confirm(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -23,6 +23,7 @@ static const subcommand COMMANDS[] = {
     {"step", cmd_step, "run and time real training steps on GPUs (or the CPU reference)"},
     {"train", cmd_train, "train the RL placer offline against the simulator"},
     {"search", cmd_search, "baseline and search placers (single, human, dp, random, anneal, exhaustive)"},
+    {"plan", cmd_plan, "the fastest parallel layout of a model on a cluster, and its launch arguments"},
     {"confirm", cmd_confirm, "re-time a shortlist head to head on the real engine"},
     {"calibrate", cmd_calibrate, "fit the simulator to hardware timings and report its error"},
     {"report", cmd_report, "draw plots and traces from a profile database"},
