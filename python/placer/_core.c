@@ -39,6 +39,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "baechi.h"
 #include "evaluator.h"
 #include "graph.h"
 #include "grouping.h"
@@ -554,7 +555,8 @@ static PyObject *curve_to_list(const double *curve, int n) {
 }
 
 /* search(method, budget=2000, seed=1, batch=8, max_evals=5e7) ->
- * (candidates, info). Methods as in search.h. */
+ * (candidates, info). Methods as in search.h, and Baechi's m-ETF ("etf")
+ * and m-SCT ("sct"; PL_ERR_UNSUPPORTED without GLPK) of baechi.h. */
 static PyObject *Session_search(SessionObject *self, PyObject *args, PyObject *kwds) {
     static char *kwlist[] = {"method", "budget", "seed", "batch", "max_evals", NULL};
     const char *method;
@@ -569,7 +571,7 @@ static PyObject *Session_search(SessionObject *self, PyObject *args, PyObject *k
     policy_cands *c = NULL;
     double *curve = NULL;
     char msg[MSG_LEN] = "";
-    enum { M_SINGLE, M_HUMAN, M_DP, M_RANDOM, M_ANNEAL, M_LOCAL, M_EXHAUSTIVE } which;
+    enum { M_SINGLE, M_HUMAN, M_DP, M_RANDOM, M_ANNEAL, M_LOCAL, M_EXHAUSTIVE, M_ETF, M_SCT } which;
     if (!strcmp(method, "single")) which = M_SINGLE;
     else if (!strcmp(method, "human")) which = M_HUMAN;
     else if (!strcmp(method, "dp")) which = M_DP;
@@ -577,9 +579,12 @@ static PyObject *Session_search(SessionObject *self, PyObject *args, PyObject *k
     else if (!strcmp(method, "anneal")) which = M_ANNEAL;
     else if (!strcmp(method, "local")) which = M_LOCAL;
     else if (!strcmp(method, "exhaustive")) which = M_EXHAUSTIVE;
+    else if (!strcmp(method, "etf")) which = M_ETF;
+    else if (!strcmp(method, "sct")) which = M_SCT;
     else {
         snprintf(msg, sizeof msg,
-                 "unknown search method '%s' (use single, human, dp, random, anneal, local or exhaustive)", method);
+                 "unknown search method '%s' (use single, human, dp, random, anneal, local, exhaustive, etf or sct)",
+                 method);
         raise_status(PL_ERR_INVALID, msg);
         goto out;
     }
@@ -615,6 +620,8 @@ static PyObject *Session_search(SessionObject *self, PyObject *args, PyObject *k
     case M_ANNEAL: st = search_anneal(ss->ev, &sb, c); break;
     case M_LOCAL: st = search_local(ss->ev, &sb, c); break;
     case M_EXHAUSTIVE: st = search_exhaustive(ss->ev, max_evals, c, &xi, msg, sizeof msg); break;
+    case M_ETF: st = search_etf(ss->ev, c); break;
+    case M_SCT: st = search_sct(ss->ev, c, msg, sizeof msg); break;
     }
     Py_END_ALLOW_THREADS
     if (st != PL_OK) {
@@ -868,7 +875,7 @@ static PyMethodDef Session_methods[] = {
      "evaluate(placement) -> (step_us, cost_us, peak_bytes, oom, devices_used) for one unit or node placement"},
     {"_simulate", (PyCFunction)Session_simulate, METH_VARARGS, "batch simulation into caller-allocated buffers"},
     {"search", (PyCFunction)(void (*)(void))Session_search, METH_VARARGS | METH_KEYWORDS,
-     "search(method, budget=2000, seed=1, batch=8, max_evals=5e7) -> (candidates, info)"},
+     "search(method, budget=2000, seed=1, batch=8, max_evals=5e7) -> (candidates, info); methods: single, human, dp, random, anneal, local, exhaustive, etf, sct"},
     {"train", (PyCFunction)(void (*)(void))Session_train, METH_VARARGS | METH_KEYWORDS,
      "train(updates=250, samples=8, seed=1, ..., algo='reinforce') -> dict (REINFORCE / PPO placer)"},
     {"_info", (PyCFunction)Session_info, METH_NOARGS, "the session's problem as a dict"},

@@ -226,7 +226,8 @@ class Session(_core.Session):
     def search(self, method, *, budget=2000, seed=1, batch=8, max_evals=5e7):
         """Run one of the searches of ``placer search``; returns (candidates, info).
 
-        method: "single", "human", "dp", "random", "anneal", "local" or "exhaustive".
+        method: "single", "human", "dp", "random", "anneal", "local", "exhaustive", or
+        Baechi's "etf" and "sct" (m-ETF and m-SCT, on nodes; sct needs GLPK at build time).
         budget / batch / seed: evaluations, batch size and seed of random, anneal
         and local (info["curve"] is their best-so-far cost after each evaluation);
         max_evals bounds the exhaustive search (info has its counts).

@@ -9,7 +9,7 @@ import placer
 def test_searches_agree_with_the_simulator_and_the_optimum(data_copy):
     s = placer.Session(db=data_copy("h200x2.db"), micro_batches=4, schedule="1f1b", threads=2)
     best = {}
-    for m in ("single", "human", "dp", "random", "anneal", "local", "exhaustive"):
+    for m in ("single", "human", "dp", "random", "anneal", "local", "etf", "exhaustive"):
         cands, info = s.search(m, budget=300, seed=4)
         assert cands, m
         for c in cands:
