@@ -43,10 +43,15 @@
  *   half. Its inter-node part moves the same bytes through a node's egress
  *   as the flat ring does, but pays N - 1 inter-node latencies instead of
  *   n - 1.
- * The cheapest applicable algorithm wins, as NCCL's tuner does with its own
+ * Every collective call also pays the cluster's coll_base_latency_us once
+ * (NCCL's baseLat). The cheapest applicable algorithm wins, as NCCL's tuner does with its own
  * version of these figures. With ppn not the same on every node (a ragged
  * group) the largest ppn is used for the intra-node parts and the smallest
- * for the egress: the slowest node bounds the ring.
+ * for the egress: the slowest node bounds the ring. On a mixed cluster
+ * (node groups with their own fabric) the slowest member's intra-node
+ * bandwidth and NIC share and the largest intra-node latency are used.
+ * A group that needs a link the cluster lacks (two nodes and no network)
+ * is PL_ERR_INVALID; a one-node cluster needs no network.
  */
 #include "collective.h"
 
@@ -62,14 +67,6 @@ const char *coll_kind_name(coll_kind k) {
     }
 }
 
-/* GPUs of the cluster, from its node groups (cluster_n_gpus without the
- * link dependency on core/cluster.c). */
-static int64_t total_gpus(const cluster *c) {
-    int64_t nodes = 0;
-    for (int i = 0; i < c->n_groups && i < CLUSTER_MAX_GROUPS; i++) nodes += c->groups[i].n_nodes;
-    return nodes * c->gpus_per_node;
-}
-
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
@@ -78,15 +75,22 @@ static int cmp_i64(const void *a, const void *b) {
 typedef struct {
     int n, n_nodes, n_pods;
     int ppn_max, ppn_min; /* members on the fullest / emptiest node touched */
+    double intra_bw;      /* slowest member's intra-node bandwidth */
+    double intra_lat;     /* largest member's intra-node latency */
+    double nic;           /* smallest member's NIC share (bytes/s per GPU) */
 } group_shape;
 
-/* Shape of a sorted, distinct rank list. */
+/* Shape of a sorted, distinct rank list; the fabric figures of a mixed
+ * cluster's node groups come from cluster_*_of. */
 static void shape_of(const cluster *c, const int64_t *r, int n, group_shape *s) {
     s->n = n;
     s->n_nodes = 0;
     s->n_pods = 0;
     s->ppn_max = 0;
     s->ppn_min = n;
+    s->intra_bw = INFINITY;
+    s->intra_lat = 0;
+    s->nic = INFINITY;
     int64_t gpn = c->gpus_per_node, pod = c->pod_gpus > 0 ? c->pod_gpus : INT64_MAX;
     int64_t last_node = -1, last_pod = -1;
     int run = 0;
@@ -100,6 +104,11 @@ static void shape_of(const cluster *c, const int64_t *r, int n, group_shape *s) 
             s->n_nodes++;
             run = 0;
             last_node = node;
+            double bw = cluster_intra_bw_of(c, r[i]), lat = cluster_intra_latency_of(c, r[i]);
+            double nic = cluster_nic_bw_per_gpu_of(c, r[i]);
+            if (bw < s->intra_bw) s->intra_bw = bw;
+            if (lat > s->intra_lat) s->intra_lat = lat;
+            if (nic < s->nic) s->nic = nic;
         }
         if (p != last_pod) {
             s->n_pods++;
@@ -111,13 +120,11 @@ static void shape_of(const cluster *c, const int64_t *r, int n, group_shape *s) 
     if (run < s->ppn_min) s->ppn_min = run;
 }
 
-static double nic_share(const cluster *c) { return (double)c->nics_per_node * c->nic_bw / c->gpus_per_node; }
-
 /* Bandwidth through a node's egress for a group with ppn members there,
  * spanning `pods` pods; per direction, before collective_efficiency. */
-static double egress_bw(const cluster *c, int ppn, int pods) {
-    double bw = ppn * nic_share(c);
-    if (pods > 1) bw /= c->pod_oversubscription;
+static double egress_bw(const cluster *c, const group_shape *s, int ppn) {
+    double bw = ppn * s->nic;
+    if (s->n_pods > 1) bw /= c->pod_oversubscription;
     return bw;
 }
 
@@ -138,10 +145,9 @@ static void finish(coll_estimate *e, coll_kind k, double bytes, double time_us, 
 pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, double bytes,
                     coll_estimate *out) {
     if (!c || !ranks || !out || n < 1 || !(bytes >= 0) || k < 0 || k >= COLL_KIND_COUNT) return PL_ERR_INVALID;
-    if (c->gpus_per_node < 1 || !(c->intra_bw > 0) || c->nics_per_node < 1 || !(c->nic_bw > 0) ||
-        !(c->pod_oversubscription >= 1) || !(c->collective_efficiency > 0))
+    if (c->gpus_per_node < 1 || !(c->pod_oversubscription >= 1) || !(c->collective_efficiency > 0))
         return PL_ERR_INVALID;
-    int64_t world = total_gpus(c);
+    int64_t world = cluster_n_gpus(c);
     /* Sorted and distinct: the common case (layout_group_ranks returns
      * coordinate order, which is ascending) needs no copy. */
     const int64_t *r = ranks;
@@ -162,37 +168,40 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
     if (st == PL_OK) shape_of(c, r, n, &s);
     free(copy);
     if (st != PL_OK) return st;
+    /* a link the group needs must exist: NVSwitch for two members on a
+     * node, a network for two nodes */
+    if ((s.ppn_max > 1 && !(s.intra_bw > 0)) || (s.n_nodes > 1 && !(s.nic > 0))) return PL_ERR_INVALID;
 
     if (n == 1) {
         *out = (coll_estimate){0};
         finish(out, k, bytes, 0.0, 0.0, 0.0, "none", &s);
         return PL_OK;
     }
-    const double eff = c->collective_efficiency;
-    const double lat_intra = c->intra_latency_us, lat_inter = c->inter_latency_us;
-    const double intra = c->intra_bw * eff;
+    const double eff = c->collective_efficiency, base = c->coll_base_latency_us > 0 ? c->coll_base_latency_us : 0;
+    const double lat_intra = s.intra_lat, lat_inter = c->inter_latency_us;
+    const double intra = s.intra_bw * eff;
     const int ar = (k == COLL_ALL_REDUCE);
     const double steps = (ar ? 2.0 : 1.0) * (n - 1); /* ring steps */
     const double frac = steps / n;                    /* of S through each member / each egress */
 
     if (s.n_nodes == 1) { /* one node: a ring over NVSwitch */
-        double lat = steps * lat_intra;
+        double lat = base + steps * lat_intra;
         finish(out, k, bytes, frac * bytes / intra * 1e6 + lat, lat, intra, "ring", &s);
         return PL_OK;
     }
     /* Flat ring over every member: each member sends frac*S to the next;
      * a node's egress carries frac*S (one ring edge leaves each node per
      * channel, the channels share the node's NICs). */
-    double egress = egress_bw(c, s.ppn_min, s.n_pods) * eff;
+    double egress = egress_bw(c, &s, s.ppn_min) * eff;
     double ring_bw = egress < intra ? egress : intra;
-    double ring_lat = steps * lat_inter;
+    double ring_lat = base + steps * lat_inter;
     double ring_us = frac * bytes / ring_bw * 1e6 + ring_lat;
     const char *algo = "ring";
     double best = ring_us, best_lat = ring_lat, best_bw = ring_bw;
 
     if (ar) { /* double binary tree */
         double tbw = ring_bw;
-        double tlat = 2.0 * (ceil(log2((double)s.n_nodes)) * lat_inter + (s.ppn_max - 1) * lat_intra);
+        double tlat = base + 2.0 * (ceil(log2((double)s.n_nodes)) * lat_inter + (s.ppn_max - 1) * lat_intra);
         double t = 2.0 * bytes / tbw * 1e6 + tlat;
         if (t < best) best = t, best_lat = tlat, best_bw = tbw, algo = "tree";
     }
@@ -201,11 +210,11 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
         double intra_steps = (ppn - 1.0), inter_steps = (ar ? 2.0 : 1.0) * (N - 1);
         double intra_half = (ppn - 1.0) / ppn * bytes / intra * 1e6 + intra_steps * lat_intra;
         /* each member's shard S/ppn goes over its own NIC share */
-        double member_bw = egress_bw(c, 1, s.n_pods) * eff;
+        double member_bw = egress_bw(c, &s, 1) * eff;
         if (member_bw > intra) member_bw = intra;
         double inter = inter_steps / N * (bytes / ppn) / member_bw * 1e6 + inter_steps * lat_inter;
-        double t = (ar ? 2.0 : 1.0) * intra_half + inter;
-        double hlat = (ar ? 2.0 : 1.0) * intra_steps * lat_intra + inter_steps * lat_inter;
+        double t = base + (ar ? 2.0 : 1.0) * intra_half + inter;
+        double hlat = base + (ar ? 2.0 : 1.0) * intra_steps * lat_intra + inter_steps * lat_inter;
         if (t < best) best = t, best_lat = hlat, best_bw = member_bw, algo = "hierarchical";
     }
     finish(out, k, bytes, best, best_lat, best_bw, algo, &s);
@@ -216,7 +225,11 @@ double p2p_time_us(const cluster *c, int64_t src, int64_t dst, double bytes) {
     if (!c || src == dst || c->gpus_per_node < 1) return 0.0;
     double eff = c->p2p_efficiency > 0 ? c->p2p_efficiency : 1.0;
     int64_t gpn = c->gpus_per_node;
-    if (src / gpn == dst / gpn) return c->intra_latency_us + bytes / (c->intra_bw * eff) * 1e6;
-    int pods = (c->pod_gpus > 0 && src / c->pod_gpus != dst / c->pod_gpus) ? 2 : 1;
-    return c->inter_latency_us + bytes / (egress_bw(c, 1, pods) * eff) * 1e6;
+    if (src / gpn == dst / gpn) {
+        double bw = cluster_intra_bw_of(c, src), lat = cluster_intra_latency_of(c, src);
+        return lat + bytes / (bw * eff) * 1e6;
+    }
+    double a = cluster_nic_bw_per_gpu_of(c, src), b = cluster_nic_bw_per_gpu_of(c, dst), bw = a < b ? a : b;
+    if (c->pod_gpus > 0 && src / c->pod_gpus != dst / c->pod_gpus) bw /= c->pod_oversubscription;
+    return c->inter_latency_us + bytes / (bw * eff) * 1e6;
 }

@@ -136,3 +136,37 @@ Test(cost_collective, p2p_uses_the_shared_link) {
     cr_assert(ieee_ulp_eq(dbl, p2p_time_us(&c, 0, 8, 1e9), 10.0 + 1e9 / 12.5e9 * 1e6, 4));
     cr_assert(ieee_ulp_eq(dbl, p2p_time_us(&c, 0, 128, 1e9), 10.0 + 7e9 / 12.5e9 * 1e6, 4));
 }
+
+/* NCCL's baseLat once per call; a one-node cluster needs no network, a
+ * group over two nodes of a cluster without one is refused; on a mixed
+ * cluster the slower node group's NVSwitch bounds the ring. */
+Test(cost_collective, base_latency_networkless_and_mixed_fabric) {
+    cluster c = costfix_a100(1);
+    c.coll_base_latency_us = 8.4;
+    int64_t r[8];
+    ranks_stride(r, 8, 0, 1);
+    coll_estimate e;
+    cr_assert_eq(coll_time(&c, COLL_ALL_REDUCE, r, 8, 1e9, &e), PL_OK);
+    cr_assert(ieee_ulp_eq(dbl, e.time_us, 8.4 + 2.0 * 7 / 8 * 1e9 / 300e9 * 1e6 + 14 * 5.0, 4), "%.9g", e.time_us);
+    c.nics_per_node = 0;
+    c.nic_bw = 0;
+    cr_assert_eq(coll_time(&c, COLL_ALL_REDUCE, r, 8, 1e9, &e), PL_OK);
+    cluster two = costfix_a100(2);
+    two.nics_per_node = 0;
+    two.nic_bw = 0;
+    int64_t across[2] = {0, 8};
+    cr_assert_eq(coll_time(&two, COLL_ALL_REDUCE, across, 2, 1e9, &e), PL_ERR_INVALID);
+    cluster mixed = costfix_a100(2);
+    mixed.n_groups = 2;
+    mixed.groups[0].n_nodes = 1;
+    mixed.groups[1] = mixed.groups[0];
+    mixed.groups[1].intra_bw = 150e9;
+    mixed.intra_latency_us = 0;
+    int64_t g0[8], g1[8];
+    ranks_stride(g0, 8, 0, 1);
+    ranks_stride(g1, 8, 8, 1);
+    coll_estimate a, b;
+    cr_assert_eq(coll_time(&mixed, COLL_ALL_GATHER, g0, 8, 1e9, &a), PL_OK);
+    cr_assert_eq(coll_time(&mixed, COLL_ALL_GATHER, g1, 8, 1e9, &b), PL_OK);
+    cr_assert(ieee_ulp_eq(dbl, b.time_us, 2.0 * a.time_us, 4));
+}
