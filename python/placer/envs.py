@@ -13,6 +13,9 @@ device index, ``Discrete(n_devices)``. The observation is a dict of arrays:
             log(1 + activation bytes kept per sample) / 20; 11 members / 4;
             12 position / (units - 1); 13 producer units / 2; 14 consumer units
             / 2; 15 span of the longest incoming edge / 4. All zeros once done.
+  shape     float32 (3,): the shape of the unit's largest output tensor over
+            the whole batch, e.g. (16, 256, 384), padded with 1s to three
+            dimensions; zeros once done
   unit      int64 Discrete(units + 1): the unit to place now (units once done)
   placed    int64 MultiDiscrete([n_devices + 1] * units): device + 1 of every
             unit placed so far, 0 for units not placed yet
@@ -29,7 +32,7 @@ the state is a whole placement; the episode visits the units in order and
 each action moves the current unit to a device (possibly its own). Reward
 after each action: the improvement of the reward above, old cost minus new
 cost in sqrt-seconds, so an episode's rewards add up to start cost - final
-cost. Observation: features and unit as above, placement (MultiDiscrete
+cost. Observation: features, shape and unit as above, placement (MultiDiscrete
 [n_devices] * units, the current placement) and cost (float32 (1,), the
 current ``sqrt(cost in s)``). The start is a random placement from the
 episode's seed, or ``options={"placement": ...}`` at reset. ``info`` after
@@ -61,6 +64,25 @@ def _feature_high(session):
     return float(max(1000.0, session.n_nodes))
 
 
+def _unit_tables(session):
+    """(units + 1, N_FEATURES) features and (units + 1, 3) shapes, a zero row last (for "done")."""
+    U = session.n_groups
+    feats = np.zeros((U + 1, N_FEATURES), dtype=np.float32)
+    feats[:U] = session.features
+    shapes = np.zeros((U + 1, 3), dtype=np.float32)
+    best = np.zeros(U)
+    for node in session.nodes:
+        shape = tuple(node["out_shape"]) + (1,) * (3 - len(node["out_shape"]))
+        size = float(np.prod(shape))
+        g = node["group"]
+        if size > best[g]:
+            best[g] = size
+            shapes[g] = shape
+    feats.setflags(write=False)
+    shapes.setflags(write=False)
+    return feats, shapes
+
+
 def _open_session(session, db, spec, config, groups, micro_batches, schedule, mem_cap, devices, calibrated):
     if session is not None:
         return session
@@ -81,12 +103,11 @@ class PlacementEnv(gym.Env):
         self.n_units = U = s.n_groups
         self.n_devices = D = s.n_devices
         # one row per unit and a zero row for "done"
-        self._features = np.zeros((U + 1, N_FEATURES), dtype=np.float32)
-        self._features[:U] = s.features
-        self._features.setflags(write=False)
+        self._features, self._shapes = _unit_tables(s)
         self.action_space = spaces.Discrete(D)
         self.observation_space = spaces.Dict({
             "features": spaces.Box(low=0.0, high=_feature_high(s), shape=(N_FEATURES,), dtype=np.float32),
+            "shape": spaces.Box(low=0.0, high=float(self._shapes.max()), shape=(3,), dtype=np.float32),
             "unit": spaces.Discrete(U + 1),
             "placed": spaces.MultiDiscrete(np.full(U, D + 1, dtype=np.int64)),
         })
@@ -100,7 +121,8 @@ class PlacementEnv(gym.Env):
 
     def _obs(self):
         t = self._t
-        return {"features": self._features[t].copy(), "unit": t, "placed": self._placed.copy()}
+        return {"features": self._features[t].copy(), "shape": self._shapes[t].copy(), "unit": t,
+                "placed": self._placed.copy()}
 
     def reset(self, *, seed=None, options=None):
         super().reset(seed=seed)
@@ -121,8 +143,7 @@ class PlacementEnv(gym.Env):
         t += 1
         self._t = t
         if t < self.n_units:
-            return ({"features": self._features[t].copy(), "unit": t, "placed": self._placed.copy()}, 0.0, False,
-                    False, {})
+            return self._obs(), 0.0, False, False, {}
         step_us, cost_us, peak, oom, used = self.session.evaluate(self._dev)
         info = {"step_us": step_us, "cost_us": cost_us, "peak_bytes": peak, "oom": oom, "devices_used": used,
                 "placement": self._dev.copy(), "nodes": self.session.to_nodes(self._dev)}
@@ -151,12 +172,11 @@ class PlacementMovesEnv(gym.Env):
         s = self.session
         self.n_units = U = s.n_groups
         self.n_devices = D = s.n_devices
-        self._features = np.zeros((U + 1, N_FEATURES), dtype=np.float32)
-        self._features[:U] = s.features
-        self._features.setflags(write=False)
+        self._features, self._shapes = _unit_tables(s)
         self.action_space = spaces.Discrete(D)
         self.observation_space = spaces.Dict({
             "features": spaces.Box(low=0.0, high=_feature_high(s), shape=(N_FEATURES,), dtype=np.float32),
+            "shape": spaces.Box(low=0.0, high=float(self._shapes.max()), shape=(3,), dtype=np.float32),
             "unit": spaces.Discrete(U + 1),
             "placement": spaces.MultiDiscrete(np.full(U, D, dtype=np.int64)),
             "cost": spaces.Box(low=0.0, high=_COST_HIGH, shape=(1,), dtype=np.float32),
@@ -176,7 +196,8 @@ class PlacementMovesEnv(gym.Env):
                       "placement": self._dev.copy()}
 
     def _obs(self):
-        return {"features": self._features[self._t].copy(), "unit": self._t, "placement": self._dev.astype(np.int64),
+        return {"features": self._features[self._t].copy(), "shape": self._shapes[self._t].copy(),
+                "unit": self._t, "placement": self._dev.astype(np.int64),
                 "cost": np.array([self._cost], dtype=np.float32)}
 
     def reset(self, *, seed=None, options=None):

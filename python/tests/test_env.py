@@ -68,14 +68,17 @@ def test_env_bad_actions_and_order(data_copy):
     env = placer.PlacementEnv(db=data_copy("h200x2.db"))
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
-    env.reset(seed=1)
+    obs, _ = env.reset(seed=1)
+    # the embedding's output, (B, T, C); the last group's largest is the head's logits
+    assert obs["shape"].tolist() == [16, 256, 384] and env._shapes[env.n_units - 1].tolist() == [16, 256, 50257]
+    assert np.array_equal(obs["features"], env.session.features[0].astype(np.float32))
     with pytest.raises(ValueError, match="devices 0..1"):
         env.step(2)
     with pytest.raises(ValueError):
         env.step(-1)
     for _ in range(env.n_units):
         obs, r, term, _, info = env.step(1)
-    assert term and obs["unit"] == env.n_units and not obs["features"].any()
+    assert term and obs["unit"] == env.n_units and not obs["features"].any() and not obs["shape"].any()
     assert info["devices_used"] == 1
     with pytest.raises(RuntimeError):
         env.step(0)
