@@ -275,14 +275,16 @@ static int Session_init(SessionObject *self, PyObject *args, PyObject *kwds) {
     return 0;
 }
 
-/* Read a placement argument (a buffer of int32 or any sequence of ints)
- * into the session's unit_buf; *len gets its length. 0, or -1 with an
+/* Read a placement argument (a C-contiguous int32 buffer, the fast path,
+ * or any other sequence of ints) into the session's unit_buf; *len gets its length. 0, or -1 with an
  * exception. */
 static int read_placement(SessionObject *s, PyObject *o, const int **out, int *len) {
     const int N = s->ss->g->n_nodes;
-    if (PyObject_CheckBuffer(o)) {
-        Py_buffer v;
-        if (get_buffer(o, &v, 0, 'i', sizeof(int), -1, "placement") != 0) return -1;
+    Py_buffer v;
+    if (PyObject_CheckBuffer(o) && get_buffer(o, &v, 0, 'i', sizeof(int), -1, "placement") != 0) {
+        /* not a C-contiguous int32 buffer (e.g. an int64 array): read it as a sequence */
+        PyErr_Clear();
+    } else if (PyObject_CheckBuffer(o)) {
         Py_ssize_t n = v.len / (Py_ssize_t)sizeof(int);
         if (n > N) n = N + 1; /* too long either way; do not copy past the buffer */
         memcpy(s->unit_buf, v.buf, sizeof(int) * (size_t)(n > N ? N : n));

@@ -71,6 +71,8 @@ def test_batch_equals_single_evaluations_groups_and_threads(data_copy):
         assert peak == a.peak_bytes[i].max() and used == a.devices_used[i]
     # a list works as well as an array, and an empty batch is fine
     assert s1.evaluate(units[0].tolist())[0] == a.step_us[0]
+    assert s1.evaluate(units[0].astype(np.int64))[0] == a.step_us[0]
+    assert s1.evaluate(s1.to_nodes(units[0])[::-1][::-1].copy())[0] == a.step_us[0]
     assert len(s1.simulate(np.zeros((0, s1.n_nodes), dtype=np.int32))) == 0
 
 
