@@ -17,9 +17,11 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PY" -m venv "$VENV" >"$LOG" 2>&1 || { cat "$LOG" >&2; exit 1; }
 fi
 # build requirements installed once, then the package built without isolation
-# (no second download per run) in a kept build directory (incremental)
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check meson-python meson ninja numpy gymnasium pytest \
-  >"$LOG" 2>&1 || { tail -30 "$LOG" >&2; exit 1; }
+# (no second download per run) in a kept build directory (incremental). The
+# versions are the ones the tests last passed with, so that a new release
+# cannot change CI's result unseen.
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check meson-python==0.22.1 meson==1.12.1 \
+  ninja==1.13.2 numpy==2.4.6 gymnasium==1.4.0 pytest==9.2.0 >"$LOG" 2>&1 || { tail -30 "$LOG" >&2; exit 1; }
 "$VENV/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
   --config-settings=build-dir="$PWD/build-python/meson" . >>"$LOG" 2>&1 || { tail -40 "$LOG" >&2; exit 1; }
 cd python/tests
