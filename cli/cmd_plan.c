@@ -42,6 +42,10 @@ static void plan_usage(FILE *f) {
             "  --max-cp        largest context-parallel size (default: keeps seq / cp >= 4096)\n"
             "  --max-vp        most virtual chunks per stage tried (default 4)\n"
             "  --max-mbs       largest micro-batch tried (default 16)\n"
+            "  --attention     flash (default) or unfused attention kernels (2021's Megatron)\n"
+            "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"
+            "                  (Megatron's 'local' DDP of SC21)\n"
+            "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
             "  --fix           hold dimensions fixed, e.g. tp=8,pp=16 or dp=1,mbs=4 (keys: tp cp\n"
             "                  pp vp dp mbs recompute zero)\n"
             "  --compare       also simulate this layout (placer layout's text form, e.g. a\n"
@@ -160,7 +164,8 @@ static int human_splits(const layout *best, int L, int out[][LAYOUT_MAX_CHUNKS],
     return n;
 }
 
-static int compare_splits(const gpt_config *cfg, const cluster *c, const plan_entry *best, int json) {
+static int compare_splits(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const plan_entry *best,
+                          int json) {
     const int L = cfg->n_layers, P = best->l.pp;
     char msg[256];
     split_row *rows = calloc(16, sizeof *rows);
@@ -174,14 +179,14 @@ static int compare_splits(const gpt_config *cfg, const cluster *c, const plan_en
     rows[n].e.l = best->l;
     rows[n].e.l.n_stage_layers = 0;
     snprintf(rows[n].label, sizeof rows[n].label, "uniform");
-    rows[n].ok = plan_simulate(cfg, c, &rows[n].e.l, NULL, &rows[n].e.res, msg, sizeof msg) == PL_OK;
+    rows[n].ok = plan_simulate(cfg, c, &rows[n].e.l, prm, &rows[n].e.res, msg, sizeof msg) == PL_OK;
     n++;
     /* DeepSpeed's parameters split (vp = 1) */
     snprintf(rows[n].label, sizeof rows[n].label, "DeepSpeed parameters");
     rows[n].e.l = best->l;
     if (best->l.vp == 1 && plan_deepspeed_parameters_split(cfg, P, rows[n].e.l.stage_layers, msg, sizeof msg) == PL_OK) {
         rows[n].e.l.n_stage_layers = P;
-        rows[n].ok = plan_simulate(cfg, c, &rows[n].e.l, NULL, &rows[n].e.res, msg, sizeof msg) == PL_OK;
+        rows[n].ok = plan_simulate(cfg, c, &rows[n].e.l, prm, &rows[n].e.res, msg, sizeof msg) == PL_OK;
     }
     n++;
     /* the best near-uniform hand split */
@@ -193,7 +198,7 @@ static int compare_splits(const gpt_config *cfg, const cluster *c, const plan_en
         he.l = best->l;
         he.l.n_stage_layers = P;
         memcpy(he.l.stage_layers, hs[i], sizeof(int) * (size_t)P);
-        if (plan_simulate(cfg, c, &he.l, NULL, &he.res, msg, sizeof msg) != PL_OK) continue;
+        if (plan_simulate(cfg, c, &he.l, prm, &he.res, msg, sizeof msg) != PL_OK) continue;
         if (hbest < 0 || (!he.res.oom && (rows[n].e.res.oom || he.res.step_us < rows[n].e.res.step_us))) {
             rows[n].e = he;
             hbest = i;
@@ -302,6 +307,9 @@ int cmd_plan(int argc, char **argv) {
     int json = 0, splits = 0;
     plan_options o;
     plan_options_default(&o);
+    layout_sim_params sim;
+    layout_sim_params_default(&sim);
+    int sim_set = 0;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
         {"gpus", required_argument, 0, 'n'},     {"global-batch", required_argument, 0, 'b'},
@@ -312,6 +320,8 @@ int cmd_plan(int argc, char **argv) {
         {"splits", no_argument, 0, 'S'},         {"json", no_argument, 0, 'j'},
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
+        {"attention", required_argument, 0, 'A'}, {"dp-overlap", required_argument, 0, 'O'},
+        {"grad-bytes", required_argument, 0, 'G'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     optind = 1;
@@ -336,6 +346,14 @@ int cmd_plan(int argc, char **argv) {
         case 'M': if (parse_long("--max-mbs", optarg, 1, 4096, &v)) return CLI_EXIT_USAGE; o.max_mbs = (int)v; break;
         case 'x': compare = optarg; break;
         case 'd': db = optarg; break;
+        case 'A':
+            if (!strcmp(optarg, "flash")) sim.compute.attention = ATTENTION_FLASH;
+            else if (!strcmp(optarg, "unfused")) sim.compute.attention = ATTENTION_UNFUSED;
+            else return cli_usage_error("plan", "--attention must be flash or unfused, not '%s'", optarg);
+            sim_set = 1;
+            break;
+        case 'O': if (parse_long("--dp-overlap", optarg, 0, 1, &v)) return CLI_EXIT_USAGE; sim.dp_overlap_grad = (int)v; sim_set = 1; break;
+        case 'G': if (parse_long("--grad-bytes", optarg, 1, 8, &v)) return CLI_EXIT_USAGE; sim.grad_comm_bytes = (double)v; sim_set = 1; break;
         case 'F':
             if (plan_parse_fixed(optarg, &o, msg, sizeof msg) != PL_OK) return cli_usage_error("plan", "--fix: %s", msg);
             break;
@@ -352,7 +370,9 @@ int cmd_plan(int argc, char **argv) {
         }
     }
     if (optind < argc) return cli_usage_error("plan", "unexpected argument '%s'; see placer plan --help", argv[optind]);
+    if (sim_set) o.sim = &sim;
     if (db) {
+        if (sim_set) return cli_usage_error("plan", "--db uses the profile's calibrated simulator; --attention, --dp-overlap and --grad-bytes need a cluster");
         if (cluster_name || compare || trace || export_name || splits || gpus || gbs || seq)
             return cli_usage_error("plan", "--db plans on the profile's own devices and batch; --cluster, --gpus, "
                                            "--global-batch, --seq, --compare, --splits, --trace and --export need a "
@@ -399,7 +419,7 @@ int cmd_plan(int argc, char **argv) {
     layout_result cres;
     int have_cmp = 0;
     if (compare) {
-        st = plan_simulate(&cfg, &c, &cmp, NULL, &cres, msg, sizeof msg);
+        st = plan_simulate(&cfg, &c, &cmp, o.sim, &cres, msg, sizeof msg);
         if (st != PL_OK) {
             rc = cli_report("plan", st, msg);
             goto out;
@@ -442,7 +462,7 @@ int cmd_plan(int argc, char **argv) {
                 plan_export_json(stdout, &cfg, &cmp, chunks, &cres);
             }
         }
-        if (splits && best) compare_splits(&cfg, &c, best, 1);
+        if (splits && best) compare_splits(&cfg, &c, o.sim, best, 1);
         printf("}\n");
     } else {
         printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step, %s\n", mname,
@@ -474,7 +494,7 @@ int cmd_plan(int argc, char **argv) {
             if (have_cmp)
                 printf("  against --compare: %.2f ms vs %.2f ms (%+.1f%%)%s\n", best->res.step_us / 1e3,
                        cres.step_us / 1e3, 100 * (cres.step_us / best->res.step_us - 1), cres.oom ? ", which is OOM" : "");
-            if (splits) compare_splits(&cfg, &c, best, 0);
+            if (splits) compare_splits(&cfg, &c, o.sim, best, 0);
         }
     }
     if (trace && best) {
@@ -486,7 +506,7 @@ int cmd_plan(int argc, char **argv) {
             goto out;
         }
         st = layout_sim_create(&cfg, &best->l, &c, &s, msg, sizeof msg);
-        if (st == PL_OK) st = layout_sim_run(s, NULL, 1, &tr, msg, sizeof msg);
+        if (st == PL_OK) st = layout_sim_run(s, o.sim, 1, &tr, msg, sizeof msg);
         if (st == PL_OK) st = layout_sim_write_chrome_trace(s, f);
         layout_sim_destroy(s);
         if (fclose(f) != 0 && st == PL_OK) st = PL_ERR_IO;
