@@ -27,6 +27,7 @@ static const subcommand COMMANDS[] = {
     {"confirm", cmd_confirm, "re-time a shortlist head to head on the real engine"},
     {"calibrate", cmd_calibrate, "fit the simulator to hardware timings and report its error"},
     {"report", cmd_report, "draw plots and traces from a profile database"},
+    {"check-published", cmd_check_published, "predict the published large training runs and print the errors"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

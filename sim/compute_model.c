@@ -68,10 +68,11 @@
  * kernels.
  *
  * Where the constants come from (defaults; the fitted ones are marked):
- *   gemm_efficiency        FITTED (the base of GPUs with no measurement:
+ *   gemm_efficiency 0.750  FITTED (the base of GPUs with no measurement:
  *                          A100) by `placer check-published --fit` on one
- *                          row of Megatron SC21 Table 1, named in
- *                          docs/published-runs.md and beside the value below
+ *                          row, Megatron SC21 Table 1's 145.6B model on 1,536
+ *                          GPUs (docs/published-runs.md); the only fitted
+ *                          constant of the model
  *   GEMM_MEASURED          H100 / H200 (GH100, 700 W): base 0.738 for
  *                          bf16 / fp16 / fp8 and 0.687 for TF32 / fp32,
  *                          measured here with benchmarks/hw/gemm_sweep.cu on
@@ -129,7 +130,7 @@ static const tile_shape TILES[] = {
 #define N_TILES (sizeof TILES / sizeof TILES[0])
 
 void compute_params_default(compute_params *p) {
-    p->gemm_efficiency = 0.80;
+    p->gemm_efficiency = 0.750; /* fitted: `placer check-published --fit` on "T1 145.6B 1536 GPUs" (0.7504) */
     p->memory_efficiency = 0.85;
     p->kernel_overhead_us = 2.0;
     p->gemm_k_half = 256.0;

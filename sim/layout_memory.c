@@ -43,9 +43,11 @@
  *       plus the working set of recomputation: under full recompute one
  *       layer rebuilt whole for its backward (its activations without
  *       recompute), under selective one layer's attention core; and the
- *       backward's largest transient, a gradient the size of the layer's
- *       biggest intermediate (the unfused attention scores, e a s's b / t,
- *       or the MLP hidden, e s'b f / t, x 2 for SwiGLU's two)
+ *       backward's largest transient: the op that differentiates the
+ *       layer's biggest intermediate (the unfused attention scores,
+ *       e a s's b / t, or the MLP hidden, e s'b f / t, x 2 for SwiGLU's two)
+ *       holds the gradient it receives and the one it produces at once, two
+ *       of that size
  *   embedding_head  stage 0: the embedding dropout mask s'bh (x R) per
  *       micro-batch in flight; last stage: one micro-batch's logits, e
  *       bytes plus the fp32 softmax the vocabulary-parallel cross entropy
@@ -197,7 +199,7 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
         const double sl = ceil(cfg->seq_len / cpd), e = act_elem_bytes(l->prec);
         double mlp = e * sl * bb * (double)mlp_width(cfg) * (cfg->mlp == MLP_SWIGLU ? 2 : 1) / t;
         double core = (p && p->attention == ATTENTION_UNFUSED) ? e * cfg->n_heads * sl * cfg->seq_len * bb / t : 0;
-        work += mlp > core ? mlp : core;
+        work += 2.0 * (mlp > core ? mlp : core); /* the op's output gradient and its input gradient */
     }
     out->activations = (int64_t)llround(stash + work);
 
