@@ -123,7 +123,8 @@ class Session(_core.Session):
       groups         "colocate" (13 groups on the default GPT) or "none" (one unit per node)
       micro_batches  m, dividing the batch
       schedule       "gpipe", "1f1b" (or "interleaved", run as 1f1b with one chunk)
-      mem_cap        per-device cap text: "12GB", "40GiB", "0.5", "50%"; None: device memory
+      mem_cap        per-device cap: text ("12GB", "40GiB", "0.5", "50%"), an int (bytes) or a
+                     float (a fraction of each device's memory); None: device memory
       devices        use devices 0..devices-1 only (0: all); for a spec, the device count
       threads        evaluation threads (0: all online cores)
       calibrated     use the database's fitted simulator parameters when it has them
@@ -134,6 +135,10 @@ class Session(_core.Session):
                  devices=0, threads=0, *, calibrated=True, write=False, spec=None):
         if db is not None:
             db = os.fspath(db)
+        if isinstance(mem_cap, (int, np.integer)) and not isinstance(mem_cap, bool):
+            mem_cap = str(int(mem_cap))  # bytes (1 would read as the fraction 1.0: 100%)
+        elif isinstance(mem_cap, (float, np.floating)):
+            mem_cap = repr(float(mem_cap))  # a fraction of each device's memory when <= 1
         super().__init__(db, config, groups, int(micro_batches), schedule, mem_cap, int(devices), int(threads),
                          calibrated=bool(calibrated), write=bool(write), spec=spec)
         info = self._info()

@@ -85,3 +85,10 @@ def test_spec_session_matches_database_of_the_same_spec(data_copy):
     a, b = s_db.simulate(rows), s_mem.simulate(rows)
     np.testing.assert_allclose(a.step_us, b.step_us, rtol=1e-9)
     assert "h200x4-nvlink" in placer.spec_names()
+
+
+def test_mem_cap_forms_agree(data_copy):
+    db = data_copy("h200x2.db")
+    caps = [placer.Session(db=db, mem_cap=c).cap_bytes for c in ("2GB", 2_000_000_000, "0.5", 0.5, "50%")]
+    assert caps[0].tolist() == caps[1].tolist() == [2_000_000_000] * 2
+    assert caps[2].tolist() == caps[3].tolist() == caps[4].tolist()
