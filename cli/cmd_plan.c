@@ -276,7 +276,7 @@ static int plan_on_profile(const char *db, const char *config, const plan_option
         size_t a = 0, b = 0;
         for (int s = 0; s < e->pp; s++) {
             a += (size_t)snprintf(devs + a, sizeof devs - a, "%s%d", s ? "," : "", e->stage_dev[s]);
-            b += (size_t)snprintf(lay + b, sizeof lay - b, "%s%d", s ? "/" : "", e->stage_layers[s]);
+            b += (size_t)snprintf(lay + b, sizeof lay - b, "%s%d", s ? (json ? "," : "/") : "", e->stage_layers[s]);
         }
         if (json)
             printf("%s{\"micro_batches\": %d, \"mbs\": %d, \"schedule\": \"%s\", \"pp\": %d, \"devices\": [%s], "
@@ -284,7 +284,6 @@ static int plan_on_profile(const char *db, const char *config, const plan_option
                    shown ? ", " : "", e->micro_batches, r.batch / e->micro_batches, e->schedule ? "1f1b" : "gpipe", e->pp,
                    devs, lay, e->ev.step_us / 1e3, (long long)e->ev.peak_bytes, e->ev.oom ? "true" : "false");
         else {
-            for (char *q = lay; *q; q++) if (*q == ',') *q = '/';
             printf("%-3d %4d %-6s %3d %-12s %-16s %10.3f %9.2f%s\n", shown + 1, e->micro_batches,
                    e->schedule ? "1f1b" : "gpipe", e->pp, devs, lay, e->ev.step_us / 1e3, e->ev.peak_bytes / 1e9,
                    e->ev.oom ? "  OOM" : (i == best_fit ? "  *" : ""));

@@ -168,6 +168,15 @@ static const bad_case CASES[] = {
     {"confirm --db {DB} --run 0 --timer synthetic --confirm-rounds 1", 2, "--confirm-rounds must be an integer",
      "in [2, 1000]"},
     {"confirm --db {DB} --run x", 2, "--run takes a run id", "got 'x'"},
+    /* ---- placer plan ---- */
+    {"plan --cluster h200x2", 2, "--model is required", "a preset such as gpt12"},
+    {"plan --model gpt12", 2, "--cluster is required", "a name in data/clusters"},
+    {"plan --model gpt12 --cluster nosuch", 2, "unknown cluster 'nosuch'", "or give a .json path"},
+    {"plan --model gpt12 --cluster h200x2 --gpus 3", 2, "--gpus 3 is more than cluster h200x2 has", "(2)"},
+    {"plan --model gpt12 --cluster h200x2 --fix tp=0", 2, "--fix: tp=0", "a positive integer is needed"},
+    {"plan --model gpt12 --cluster h200x2 --export nemo", 2, "unknown export format 'nemo'", "use megatron, torchtitan"},
+    {"plan --model gpt12 --cluster h200x2 --bogus", 2, "unknown or incomplete option '--bogus'", "see placer plan --help"},
+    {"plan --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
     /* ---- no GPU ---- */
     {"step --config tiny", 1, "built without CUDA", "use --cpu N", 2, "no GPU found", "use --cpu N"},
     {"profile --db {MISSING} --config tiny", 1, "hardware profiling needs the CUDA engine", "use --from-spec NAME", 1,
