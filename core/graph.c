@@ -53,6 +53,15 @@ static const gpt_config PRESET_TINY = {.vocab = 64, .d_model = 16, .n_heads = 2,
 #define GPT_MAX_LAYERS 100000
 #define GPT_MAX_DIM 100000000 /* d_model, d_ff, vocab, seq: 1e8 */
 
+/* Messages are one line: a control character echoed from the input (a
+ * newline inside a value) becomes '?'. Returns st. */
+static pl_status one_line(pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg)
+        for (size_t i = 0; i < len && msg[i]; i++)
+            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
+    return st;
+}
+
 int gpt_kv_heads(const gpt_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
 
 int gpt_d_ff(const gpt_config *c) { return c->d_ff > 0 ? c->d_ff : 4 * c->d_model; }
@@ -121,6 +130,19 @@ pl_status gpt_config_validate(const gpt_config *c, char *msg, size_t len) {
         return pl_fail(msg, len, PL_ERR_INVALID, "norm, mlp or pos is not a known kind");
     if ((c->tied | c->no_bias | c->parallel_residual | c->qkv_bias) & ~1)
         return pl_fail(msg, len, PL_ERR_INVALID, "tied, no_bias, qkv_bias and parallel_residual must be 0 or 1");
+    {
+        /* every int64 figure of the closed form and the builder stays far
+         * below 2^63: parameters, and per-sample bytes (scores NH x T x T,
+         * logits T x V, MLP T x F) */
+        double C = c->d_model, L = c->n_layers, T = c->seq_len, NH = c->n_heads, F = gpt_d_ff(c);
+        double V = gpt_vocab_padded(c);
+        double params = L * (4.0 * C * C + 3.0 * C * F + 4.0 * F + 8.0 * C) + 2.0 * V * C + T * C + 2.0 * C;
+        double bytes = 40.0 * (NH * T * T + T * V + T * F + T * C);
+        if (params > 1e16 || bytes > 1e17)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "model too large to describe (%.3g parameters, %.3g bytes per sample; at most 1e16 and "
+                           "1e17)", params, bytes);
+    }
     if (c->pos == POS_ROTARY && (c->d_model / c->n_heads) % 2 != 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "rotary positions need an even head size (d_model/heads = %d)",
                        c->d_model / c->n_heads);
@@ -134,7 +156,13 @@ static int parse_choice(const char *v, const char *n0, const char *n1) {
     return -1;
 }
 
+static pl_status parse_config(const char *text, gpt_config *cfg, char *msg, size_t len);
+
 pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t len) {
+    return one_line(parse_config(text, cfg, msg, len), msg, len);
+}
+
+static pl_status parse_config(const char *text, gpt_config *cfg, char *msg, size_t len) {
     if (!text || !*text) text = "default";
     char buf[256];
     if (strlen(text) >= sizeof buf)
@@ -157,7 +185,13 @@ pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t 
     return st;
 }
 
+static pl_status apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len);
+
 pl_status gpt_config_apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len) {
+    return one_line(apply_overrides(text, cfg, msg, len), msg, len);
+}
+
+static pl_status apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len) {
     char buf[256];
     if (!text) text = "";
     if (strlen(text) >= sizeof buf)

@@ -34,6 +34,15 @@
 
 #define MODEL_FILE_MAX (16 << 20) /* bytes; a config.json is a few KB */
 
+/* Messages are one line: a control character echoed from the input (a
+ * newline inside a value) becomes '?'. Returns st. */
+static pl_status one_line(pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg)
+        for (size_t i = 0; i < len && msg[i]; i++)
+            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
+    return st;
+}
+
 /* The first of up to three keys present in obj (NULL terminates). */
 static json_t *first_key(json_t *obj, const char *const *keys, const char **found) {
     for (int i = 0; keys[i]; i++) {
@@ -113,8 +122,9 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     json_error_t err;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
     if (!root)
-        return pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)", err.text,
-                       err.line, err.column);
+        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)",
+                                err.text, err.line, err.column),
+                        msg, len);
     pl_status st = PL_ERR_INVALID;
     gpt_config c;
     memset(&c, 0, sizeof c);
@@ -205,12 +215,16 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     }
     if (c.vocab_multiple == 1) c.vocab_multiple = 0;
     if (gpt_config_validate(&c, msg, len) != PL_OK) goto out;
-    if (name && name_len) snprintf(name, name_len, "%s", mname ? mname : mtype ? mtype : "model");
+    if (name && name_len) {
+        snprintf(name, name_len, "%s", mname && *mname ? mname : mtype && *mtype ? mtype : "model");
+        for (char *p = name; *p; p++)
+            if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
+    }
     *cfg = c;
     st = PL_OK;
 out:
     json_decref(root);
-    return st;
+    return one_line(st, msg, len);
 }
 
 /* Read a whole file (at most MODEL_FILE_MAX bytes). */
@@ -303,8 +317,8 @@ int model_list_shipped(char *buf, size_t len) {
     return count;
 }
 
-pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
-                            size_t len) {
+static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
+                          size_t len) {
     const char *s = path_or_preset && *path_or_preset ? path_or_preset : "default";
     size_t n = strlen(s);
     if (n > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "model name too long");
@@ -349,4 +363,9 @@ pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *n
     return pl_fail(msg, len, PL_ERR_NOT_FOUND,
                    "unknown model '%.64s' (a preset default, gpt12 or tiny, a config.json path, or a shipped model%s%s)",
                    base, cnt ? ": " : "", cnt ? list : "");
+}
+
+pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
+                            size_t len) {
+    return one_line(load_any(path_or_preset, cfg, name, name_len, msg, len), msg, len);
 }

@@ -26,6 +26,15 @@
 
 #define CLUSTER_FILE_MAX (4 << 20)
 
+/* Messages are one line: a control character echoed from the input (a
+ * newline inside a value) becomes '?'. Returns st. */
+static pl_status one_line(pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg)
+        for (size_t i = 0; i < len && msg[i]; i++)
+            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
+    return st;
+}
+
 typedef struct {
     char *msg;
     size_t len;
@@ -235,8 +244,9 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
     json_error_t jerr;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)", jerr.text,
-                       jerr.line, jerr.column);
+        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)",
+                                jerr.text, jerr.line, jerr.column),
+                        msg, len);
     pl_status st = PL_ERR_INVALID;
     cluster *c = calloc(1, sizeof *c);
     if (!c) {
@@ -364,7 +374,7 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
 out:
     free(c);
     json_decref(root);
-    return st;
+    return one_line(st, msg, len);
 }
 
 const char *const *cluster_default_dirs(int *n) {
@@ -436,7 +446,7 @@ static pl_status load_path(const char *path, cluster *out, char *msg, size_t len
     return st;
 }
 
-pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len) {
+static pl_status load_any(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len) {
     if (!name_or_path || !*name_or_path)
         return pl_fail(msg, len, PL_ERR_INVALID, "no cluster given (a name such as dgx-h100, or a .json path)");
     size_t n = strlen(name_or_path);
@@ -465,4 +475,8 @@ pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, 
     for (int d = 0; d < ndirs && !cnt; d++) cnt = list_dir(dirs[d], list, sizeof list);
     return pl_fail(msg, len, PL_ERR_NOT_FOUND, "unknown cluster '%.64s' (%s%s; or give a .json path)", name_or_path,
                    cnt ? "shipped: " : "no cluster files found", cnt ? list : "");
+}
+
+pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len) {
+    return one_line(load_any(name_or_path, dir, out, msg, len), msg, len);
 }

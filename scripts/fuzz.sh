@@ -5,6 +5,7 @@
 # add each to tests/fuzz/regressions/<target>/ (replayed here before every
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
+#                                         model_config cluster layout
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -21,12 +22,13 @@ CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize
   -I/usr/include/x86_64-linux-gnu/openblas-pthread"
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
-CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c"
+CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
+  core/precision.c core/layout.c core/model_config.c core/cluster.c"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE profile/store.c profile/spec.c profile/profiler.c hw/probe.c
   hw/nodes_cpu.c hw/layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
-  sim/sim.c $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c)"
-FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -lpthread -ldl -lm"
+  sim/sim.c $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) profile/cluster_file.c"
+FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
 FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
 
@@ -41,13 +43,16 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli}"
+targets="${*:-placement schedule store cli model_config cluster layout}"
 for t in $targets; do
   case "$t" in
-    placement|schedule) srcs="$CORE"; libs="-lm"; maxlen=512; extra_flags="" ;;
+    placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
+    model_config) srcs="$CORE"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    layout) srcs="$CORE"; libs="-ljansson -lm"; maxlen=1024; extra_flags="" ;;
+    cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

@@ -264,6 +264,13 @@ Test(graph, feature_overrides_parse_and_bad_ones_are_refused) {
     /* rotary needs an even head size: d_model 18, 2 heads -> 9 */
     cr_assert_eq(gpt_config_parse("tiny,d_model=18,pos=rotary", &c, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert(strstr(msg, "even head size"), "%s", msg);
+    /* found by fuzz_model_config: sizes each under 1e8 whose parameter count
+     * overflowed int64 (d_model 35,818,944 x 833 layers) */
+    cr_assert_eq(gpt_config_parse("default,d_model=35818944,heads=8,layers=833", &c, msg, sizeof msg),
+                 PL_ERR_INVALID);
+    cr_assert(strstr(msg, "model too large"), "%s", msg);
+    cr_assert_eq(gpt_config_parse("default,seq=100000000", &c, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "model too large"), "%s", msg);
     gpt_config bad = llama3_8b();
     bad.norm = (norm_kind)7;
     cr_assert_eq(gpt_config_validate(&bad, msg, sizeof msg), PL_ERR_INVALID);

@@ -68,6 +68,9 @@ Test(layout, parse_errors_name_the_key_and_leave_the_output_untouched) {
         {"stages=4//4", "stages entry 2 is not a layer count"},
         {"stages=4/x", "stages entry 2 ('x') is not a layer count"},
         {"stages=4/-1", "stages entry 2 ('-1') is not a layer count"},
+        /* found by fuzz_layout: a newline inside a value was echoed into the
+         * message, making it two lines */
+        {"pp=3\ncp\x12`", "layout pp must be an integer from 1 to 1024, not '3?cp?`'"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         layout l;
@@ -76,6 +79,7 @@ Test(layout, parse_errors_name_the_key_and_leave_the_output_untouched) {
         char msg[256] = "";
         cr_assert_eq(layout_parse(bad[i].text, &l, msg, sizeof msg), PL_ERR_INVALID, "'%s'", bad[i].text);
         cr_assert(strstr(msg, bad[i].want), "'%s' gave '%s'", bad[i].text, msg);
+        cr_assert(!strchr(msg, '\n'), "'%s': one line", bad[i].text);
         cr_assert_eq(l.tp, 77, "'%s' touched the output", bad[i].text);
     }
     layout l;

@@ -101,6 +101,13 @@ Test(model_config, family_defaults_from_model_type_and_keys) {
     j = "{\"n_embd\":64,\"n_layer\":2,\"n_head\":4,\"vocab_size\":100}";
     cr_assert_eq(model_config_parse_json(j, strlen(j), &c, name, sizeof name, msg, sizeof msg), PL_OK);
     cr_assert_str_eq(name, "model");
+    /* found by fuzz_model_config: an empty "name" gave an empty name */
+    j = "{\"name\":\"\",\"model_type\":\"\",\"n_embd\":64,\"n_layer\":2,\"n_head\":4,\"vocab_size\":100}";
+    cr_assert_eq(model_config_parse_json(j, strlen(j), &c, name, sizeof name, msg, sizeof msg), PL_OK);
+    cr_assert_str_eq(name, "model");
+    j = "{\"name\":\"a\\nb\",\"n_embd\":64,\"n_layer\":2,\"n_head\":4,\"vocab_size\":100}";
+    cr_assert_eq(model_config_parse_json(j, strlen(j), &c, name, sizeof name, msg, sizeof msg), PL_OK);
+    cr_assert_str_eq(name, "a?b");
     cr_assert_eq(model_config_load("megatron-145b", &c, name, sizeof name, msg, sizeof msg), PL_OK);
     cr_assert_str_eq(name, "megatron-145b");
 }
@@ -136,6 +143,8 @@ Test(model_config, malformed_configs_are_refused_with_one_line_naming_the_proble
         {"{\"hidden_size\": 64,,}", "line 1, column"},
         {"{\"hidden_size\": 64,\n\"n_layer\": }", "line 2"},
         {"[1,2]", "must be a JSON object"},
+        /* found by fuzz_model_config: jansson quotes the bad text, newline included */
+        {"{\"num_a\\\\\\\n}", "invalid escape"},
         {"{\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "no 'hidden_size' (or 'n_embd', 'd_model')"},
         {"{\"hidden_size\":64,\"num_attention_heads\":4,\"vocab_size\":100}", "no 'num_hidden_layers' (or 'n_layer')"},
         {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"vocab_size\":100}", "no 'num_attention_heads'"},

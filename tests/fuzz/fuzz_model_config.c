@@ -1,0 +1,34 @@
+/* fuzz_model_config.c: libFuzzer target for model_config_parse_json (a
+ * Hugging Face config.json, jansson). An accepted config must validate and
+ * have a positive closed-form parameter count; a small one is built as a
+ * graph whose total must equal that count. A refusal must explain itself
+ * in one line. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model_config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    gpt_config c;
+    char msg[256] = "", name[64] = "";
+    pl_status st = model_config_parse_json((const char *)data, size, &c, name, sizeof name, msg, sizeof msg);
+    if (st == PL_OK) {
+        if (gpt_config_validate(&c, NULL, 0) != PL_OK) abort();
+        if (gpt_param_count(&c) <= 0) abort();
+        if (!name[0]) abort();
+        /* small enough to build quickly: the graph agrees with the formula */
+        if ((int64_t)c.n_layers * c.d_model <= 4096 && c.vocab <= 4096 && c.seq_len <= 256 &&
+            gpt_d_ff(&c) <= 4096) {
+            c.batch = 1;
+            graph *g = NULL;
+            if (graph_build_gpt(&c, &g, NULL, 0) != PL_OK) abort();
+            if (g->total_params != gpt_param_count(&c)) abort();
+            if (g->n_nodes != 4 + 6 * c.n_layers) abort();
+            graph_destroy(g);
+        }
+    } else if (!msg[0] || strchr(msg, '\n')) {
+        abort();
+    }
+    return 0;
+}
