@@ -14,19 +14,100 @@
 
 static inline double sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 
+static _Thread_local int g_loops = 0;
+
+int nn_set_loops(int on) {
+    int prev = g_loops;
+    g_loops = on ? 1 : 0;
+    return prev;
+}
+
+/* C (M,N) = alpha-free  A op B  + beta C, row-major, by plain loops; the
+ * shapes the layers need: op(A) = A or A^T, op(B) = B or B^T. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("O3")))
+#endif
+static void gemm_loops(int ta, int tb, int M, int N, int K, const double *A, int lda, const double *B, int ldb,
+                       double beta, double *C, int ldc) {
+    for (int i = 0; i < M; i++) {
+        double *c = C + (size_t)i * ldc;
+        if (beta == 0.0) memset(c, 0, sizeof *c * (size_t)N);
+        else if (beta != 1.0)
+            for (int j = 0; j < N; j++) c[j] *= beta;
+    }
+    if (!ta && tb) { /* C += A B^T: dot products of rows */
+        for (int i = 0; i < M; i++) {
+            const double *a = A + (size_t)i * lda;
+            double *c = C + (size_t)i * ldc;
+            for (int j = 0; j < N; j++) {
+                const double *b = B + (size_t)j * ldb;
+                /* four partial sums: independent chains the CPU overlaps */
+                double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+                int k = 0;
+                for (; k + 4 <= K; k += 4) {
+                    s0 += a[k] * b[k];
+                    s1 += a[k + 1] * b[k + 1];
+                    s2 += a[k + 2] * b[k + 2];
+                    s3 += a[k + 3] * b[k + 3];
+                }
+                for (; k < K; k++) s0 += a[k] * b[k];
+                c[j] += (s0 + s1) + (s2 + s3);
+            }
+        }
+    } else if (!ta && !tb) { /* C += A B: rows of B scaled */
+        for (int i = 0; i < M; i++) {
+            const double *a = A + (size_t)i * lda;
+            double *c = C + (size_t)i * ldc;
+            for (int k = 0; k < K; k++) {
+                const double x = a[k], *b = B + (size_t)k * ldb;
+                if (x != 0.0)
+                    for (int j = 0; j < N; j++) c[j] += x * b[j];
+            }
+        }
+    } else if (ta && !tb) { /* C += A^T B: A is (K,M) */
+        for (int k = 0; k < K; k++) {
+            const double *a = A + (size_t)k * lda, *b = B + (size_t)k * ldb;
+            for (int i = 0; i < M; i++) {
+                const double x = a[i];
+                double *c = C + (size_t)i * ldc;
+                if (x != 0.0)
+                    for (int j = 0; j < N; j++) c[j] += x * b[j];
+            }
+        }
+    } else { /* C += A^T B^T (unused by the layers) */
+        for (int i = 0; i < M; i++)
+            for (int j = 0; j < N; j++) {
+                double s = 0;
+                for (int k = 0; k < K; k++) s += A[(size_t)k * lda + i] * B[(size_t)j * ldb + k];
+                C[(size_t)i * ldc + j] += s;
+            }
+    }
+}
+
+/* cblas_dgemm with alpha = 1, or the loops on a thread that asked for them. */
+static void gemm(int ta, int tb, int M, int N, int K, const double *A, int lda, const double *B, int ldb, double beta,
+                 double *C, int ldc) {
+    if (g_loops) {
+        gemm_loops(ta, tb, M, N, K, A, lda, B, ldb, beta, C, ldc);
+        return;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N, K, 1.0, A, lda,
+                B, ldb, beta, C, ldc);
+}
+
 void linear_forward(double *out, const double *inp, const double *W, const double *b, int B, int I, int O) {
     double beta = 0.0;
     if (b) {
         for (int r = 0; r < B; r++) memcpy(out + (size_t)r * O, b, sizeof *b * (size_t)O);
         beta = 1.0;
     }
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, O, I, 1.0, inp, I, W, I, beta, out, O);
+    gemm(0, 1, B, O, I, inp, I, W, I, beta, out, O);
 }
 
 void linear_backward(double *dinp, double *dW, double *db, const double *dout, const double *inp,
                      const double *W, int B, int I, int O) {
-    if (dinp) cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, I, O, 1.0, dout, O, W, I, 0.0, dinp, I);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, O, I, B, 1.0, dout, O, inp, I, 1.0, dW, I);
+    if (dinp) gemm(0, 0, B, I, O, dout, O, W, I, 0.0, dinp, I);
+    gemm(1, 0, O, I, B, dout, O, inp, I, 1.0, dW, I);
     if (db)
         for (int r = 0; r < B; r++)
             for (int o = 0; o < O; o++) db[o] += dout[(size_t)r * O + o];
@@ -91,7 +172,7 @@ void attention_forward(double *ctx, double *alpha, double *u, double *q, const d
         for (int j = 0; j < T; j++) al[j] /= sum;
     }
     /* ctx (B,H) = alpha (B,T) @ E (T,H) */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, B, H, T, 1.0, alpha, T, E, H, 0.0, ctx, H);
+    gemm(0, 0, B, H, T, alpha, T, E, H, 0.0, ctx, H);
 }
 
 void attention_backward(double *dh, double *dE, double *dK, double *dWq, double *dv, double *scratch,
@@ -100,8 +181,8 @@ void attention_backward(double *dh, double *dE, double *dK, double *dWq, double 
     double *dalpha = scratch;           /* (B,T) */
     double *dq = scratch + (size_t)B * T; /* (B,A) */
     /* dalpha (B,T) = dctx (B,H) @ E^T;  dE (T,H) += alpha^T @ dctx */
-    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, B, T, H, 1.0, dctx, H, E, H, 0.0, dalpha, T);
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, T, H, B, 1.0, alpha, T, dctx, H, 1.0, dE, H);
+    gemm(0, 1, B, T, H, dctx, H, E, H, 0.0, dalpha, T);
+    gemm(1, 0, T, H, B, alpha, T, dctx, H, 1.0, dE, H);
     memset(dq, 0, sizeof *dq * (size_t)B * A);
     for (int r = 0; r < B; r++) {
         const double *al = alpha + (size_t)r * T;

@@ -15,6 +15,15 @@
 #ifndef PLACER_POLICY_NN_H
 #define PLACER_POLICY_NN_H
 
+/* Matrix products by plain C loops instead of BLAS on the calling thread
+ * (on = 1), or through BLAS (0, the default). For the small products of
+ * one sequence at a time the loops are several times faster (BLAS packs
+ * its operands on every call); their sums run in another order, so
+ * results differ from BLAS's in the last bits. The learned-grouping
+ * trainer uses them; the 2017 placer keeps BLAS (its figures unchanged).
+ * Returns the previous setting. */
+int nn_set_loops(int on);
+
 /* out (B,O) = inp (B,I) @ W^T + b.  W is (O,I), b is (O) or NULL. */
 void linear_forward(double *out, const double *inp, const double *W, const double *b, int B, int I, int O);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "grouper.h"
+#include "nn.h"
 #include "placement.h"
 
 #define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
@@ -456,8 +457,21 @@ static double batch_step(reinforce *r) {
     return norm;
 }
 
+static pl_status train_loop(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
+                            char *msg, size_t len);
+
 pl_status reinforce_train(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
                           char *msg, size_t len) {
+    /* a learned grouping runs the placer one sequence at a time: plain
+     * loops beat BLAS there (nn.h) */
+    int prev = nn_set_loops(r->gnet != NULL);
+    pl_status st = train_loop(r, db, run_id, cb, ud, msg, len);
+    nn_set_loops(prev);
+    return st;
+}
+
+static pl_status train_loop(reinforce *r, profile_db *db, int64_t run_id, reinforce_progress_cb cb, void *ud,
+                            char *msg, size_t len) {
     const int U = r->U, K = r->K;
     double t0 = pl_now_us();
     while (r->done < r->opt.updates) {
@@ -559,7 +573,9 @@ pl_status reinforce_favourite(reinforce *r, int *unit_dev, policy_eval *e) {
     } else {
         /* the likeliest group of every node, then the likeliest devices
          * (the units are the nodes); the batch's buffers are free now */
+        int prev = nn_set_loops(1);
         st = hier_greedy(&r->hb, unit_dev);
+        nn_set_loops(prev);
     }
     if (st != PL_OK) return st;
     return policy_evaluate(r->ev, unit_dev, 1, e);

@@ -251,3 +251,40 @@ Test(nn, sampling_is_deterministic_for_a_seed_and_greedy_takes_the_mode) {
     placer_acts_destroy(acts);
     placer_net_destroy(net);
 }
+
+/* nn_set_loops: the plain-loop products give BLAS's results up to rounding,
+ * through a whole forward and backward pass. */
+Test(nn, loop_products_match_blas_through_the_whole_network) {
+    enum { F = 6, D = 3, T = 9, B = 5 };
+    placer_net_config cfg = {F, D, 8, 12, 6, 3, 0.6, 0.0};
+    placer_net *net = NULL;
+    cr_assert_eq(placer_net_create(&cfg, 21, &net), PL_OK);
+    placer_acts *acts = NULL;
+    cr_assert_eq(placer_acts_create(net, T, B, &acts), PL_OK);
+    pl_rng r;
+    pl_rng_seed(&r, 4);
+    double feat[T * F], w[B] = {0.5, -1.0, 0.25, 2.0, -0.75}, lp_blas[B], lp_loop[B], dfb[T * F], dfl[T * F];
+    fill(feat, T * F, &r, 1.0);
+    int act[B * T];
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, B, PN_SAMPLE, &r, act, lp_blas), PL_OK);
+    placer_net_zero_grad(net);
+    placer_net_policy_loss(acts, w, 0.03, 1.0 / B, NULL);
+    placer_net_backward_input(net, acts, feat, dfb);
+    double *g_blas = malloc(sizeof(double) * net->n_params);
+    memcpy(g_blas, net->grads, sizeof(double) * net->n_params);
+    int prev = nn_set_loops(1);
+    cr_assert_eq(prev, 0);
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, B, PN_GIVEN, NULL, act, lp_loop), PL_OK);
+    placer_net_zero_grad(net);
+    placer_net_policy_loss(acts, w, 0.03, 1.0 / B, NULL);
+    placer_net_backward_input(net, acts, feat, dfl);
+    cr_assert_eq(nn_set_loops(prev), 1);
+    for (int b = 0; b < B; b++) cr_assert(fabs(lp_blas[b] - lp_loop[b]) <= 1e-12 * fabs(lp_blas[b]) + 1e-14);
+    for (size_t i = 0; i < net->n_params; i++)
+        cr_assert(fabs(g_blas[i] - net->grads[i]) <= 1e-10 * fabs(g_blas[i]) + 1e-13, "grad %zu: %.17g vs %.17g", i,
+                  g_blas[i], net->grads[i]);
+    for (int i = 0; i < T * F; i++) cr_assert(fabs(dfb[i] - dfl[i]) <= 1e-10 * fabs(dfb[i]) + 1e-13);
+    free(g_blas);
+    placer_acts_destroy(acts);
+    placer_net_destroy(net);
+}
