@@ -54,7 +54,10 @@ static void plan_usage(FILE *f) {
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
             "  --trace         write the best layout's Chrome trace to FILE\n"
-            "  --export        print only the best layout in that framework's format\n"
+            "  --export        print only the best layout in that framework's format; the search\n"
+            "                  then keeps only what that framework runs (see --for)\n"
+            "  --for           megatron, torchtitan, deepspeed or any: search only the layouts\n"
+            "                  that framework runs as planned (default: any, or --export's)\n"
             "  --db            plan on a measured profile instead of a cluster file: pipelines\n"
             "                  over its devices (tp = cp = dp = 1), every micro-batch count and\n"
             "                  GPipe / 1F1B, stage boundaries by the exact DP of placer search\n",
@@ -308,7 +311,7 @@ int cmd_plan(int argc, char **argv) {
     plan_options_default(&o);
     layout_sim_params sim;
     layout_sim_params_default(&sim);
-    int sim_set = 0;
+    int sim_set = 0, framework_set = 0;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
         {"gpus", required_argument, 0, 'n'},     {"global-batch", required_argument, 0, 'b'},
@@ -320,7 +323,7 @@ int cmd_plan(int argc, char **argv) {
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
         {"attention", required_argument, 0, 'A'}, {"dp-overlap", required_argument, 0, 'O'},
-        {"grad-bytes", required_argument, 0, 'G'},
+        {"grad-bytes", required_argument, 0, 'G'}, {"for", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     optind = 1;
@@ -345,6 +348,15 @@ int cmd_plan(int argc, char **argv) {
         case 'M': if (parse_long("--max-mbs", optarg, 1, 4096, &v)) return CLI_EXIT_USAGE; o.max_mbs = (int)v; break;
         case 'x': compare = optarg; break;
         case 'd': db = optarg; break;
+        case 'W': {
+            int k = -1;
+            for (int i = 0; i < PLAN_FRAMEWORK_COUNT; i++)
+                if (!strcmp(optarg, plan_framework_name((plan_framework)i))) k = i;
+            if (k < 0) return cli_usage_error("plan", "--for must be megatron, torchtitan, deepspeed or any, not '%s'", optarg);
+            o.framework = k;
+            framework_set = 1;
+            break;
+        }
         case 'A':
             if (!strcmp(optarg, "flash")) sim.compute.attention = ATTENTION_FLASH;
             else if (!strcmp(optarg, "unfused")) sim.compute.attention = ATTENTION_UNFUSED;
@@ -370,6 +382,11 @@ int cmd_plan(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error("plan", "unexpected argument '%s'; see placer plan --help", argv[optind]);
     if (sim_set) o.sim = &sim;
+    if (export_name && !framework_set)
+        o.framework = fmt == PLAN_EXPORT_MEGATRON     ? PLAN_FRAMEWORK_MEGATRON
+                      : fmt == PLAN_EXPORT_TORCHTITAN ? PLAN_FRAMEWORK_TORCHTITAN
+                      : fmt == PLAN_EXPORT_DEEPSPEED  ? PLAN_FRAMEWORK_DEEPSPEED
+                                                      : PLAN_FRAMEWORK_ANY;
     if (db) {
         if (sim_set) return cli_usage_error("plan", "--db uses the profile's calibrated simulator; --attention, --dp-overlap and --grad-bytes need a cluster");
         if (cluster_name || compare || trace || export_name || splits || gpus || gbs || seq)
@@ -464,9 +481,10 @@ int cmd_plan(int argc, char **argv) {
         if (splits && best) compare_splits(&cfg, &c, o.sim, best, 1);
         printf("}\n");
     } else {
-        printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step, %s\n", mname,
+        printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step, %s%s%s\n", mname,
                cfg.n_layers, cfg.d_model, c.name, (long long)o.gpus, o.global_batch, cfg.seq_len,
-               precision_name(o.prec));
+               precision_name(o.prec), o.framework ? ", layouts " : "",
+               o.framework ? plan_framework_name((plan_framework)o.framework) : "");
         printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
                "(%lld runs, %lld OOM) in %.2f s\n\n",
                (long long)res->considered, (long long)res->pruned_memory, (long long)res->pruned_bound,

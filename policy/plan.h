@@ -76,6 +76,27 @@
 
 #define PLAN_MAX_TOP 32
 
+/* What a training framework can run, as a filter on the layout space
+ * (the exports write any layout, with notes for what the framework lacks;
+ * with a framework set the search keeps only what it runs as planned):
+ *   megatron    with pp > 1 no ZeRO beyond 1 (the distributed optimizer;
+ *               --use-torch-fsdp2 does not support pipelines)
+ *   torchtitan  no ZeRO 1 or 2 (DDP, or FSDP2: zero 3 / fsdp), no fp16
+ *   deepspeed   its pipeline engine: no interleaving (vp = 1), no context
+ *               parallelism, ZeRO 0 or 1 with pp > 1 */
+typedef enum {
+    PLAN_FRAMEWORK_ANY = 0,
+    PLAN_FRAMEWORK_MEGATRON,
+    PLAN_FRAMEWORK_TORCHTITAN,
+    PLAN_FRAMEWORK_DEEPSPEED,
+    PLAN_FRAMEWORK_COUNT
+} plan_framework;
+
+/* "any", "megatron", "torchtitan", "deepspeed". Static. */
+const char *plan_framework_name(plan_framework f);
+/* 1 when framework f runs layout l as planned. */
+int plan_framework_accepts(plan_framework f, const layout *l);
+
 typedef struct {
     int64_t gpus;            /* GPUs to plan for, 1..cluster_n_gpus */
     int global_batch;        /* sequences per step, >= 1 */
@@ -86,6 +107,7 @@ typedef struct {
     int max_mbs;             /* largest micro-batch tried (default 16) */
     int top_k;               /* layouts kept, 1..PLAN_MAX_TOP (default 5) */
     int no_uniform;          /* 1: simulate only the DP split (not also the uniform one) */
+    int framework;           /* plan_framework: keep only layouts that framework runs */
     /* dimensions held fixed (plan_parse_fixed; 0 or -1: searched). A fixed
      * tp or cp is tried even beyond max_tp / max_cp. */
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */

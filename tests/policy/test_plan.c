@@ -387,3 +387,45 @@ Test(plan, fixed_dimensions_restrict_the_enumeration) {
         cr_assert(!memcmp(&before, &o, sizeof o), "'%s' changed the options", bad[i]);
     }
 }
+
+/* ---- frameworks --------------------------------------------------------- */
+
+typedef struct {
+    plan_framework f;
+    int n;
+} fw_ctx;
+
+static int check_framework(void *ctx, const layout *l, int64_t index) {
+    fw_ctx *k = ctx;
+    const int z = l->dp > 1 ? (int)l->zero : 0;
+    if (k->f == PLAN_FRAMEWORK_DEEPSPEED) cr_assert(l->vp == 1 && l->cp == 1 && (l->pp == 1 || z <= 1));
+    if (k->f == PLAN_FRAMEWORK_MEGATRON) cr_assert(l->pp == 1 || z <= 1);
+    if (k->f == PLAN_FRAMEWORK_TORCHTITAN) cr_assert(z != 1 && z != 2);
+    k->n++;
+    return 0;
+}
+
+static int count_all(void *ctx, const layout *l, int64_t index) {
+    int *n = ctx;
+    (*n)++;
+    return 0;
+}
+
+Test(plan, framework_filters_keep_what_it_runs) {
+    gpt_config cfg = model("gpt12,seq=1024");
+    cluster c = make_cluster(2, 80);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 16;
+    o.global_batch = 32;
+    o.max_cp = 2;
+    char msg[256];
+    int all = 0;
+    cr_assert_eq(plan_enumerate(&cfg, &c, &o, count_all, &all, msg, sizeof msg), PL_OK);
+    for (int f = PLAN_FRAMEWORK_MEGATRON; f < PLAN_FRAMEWORK_COUNT; f++) {
+        o.framework = f;
+        fw_ctx k = {(plan_framework)f, 0};
+        cr_assert_eq(plan_enumerate(&cfg, &c, &o, check_framework, &k, msg, sizeof msg), PL_OK);
+        cr_assert(k.n > 0 && k.n < all, "%s kept %d of %d", plan_framework_name((plan_framework)f), k.n, all);
+    }
+}
