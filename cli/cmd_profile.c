@@ -48,6 +48,7 @@ typedef struct {
     int reps;              /* --reps: timed repetitions per node probe (0: default) */
     int64_t link_max;      /* --link-max-bytes (0: backend default) */
     const char *machine;   /* --machine NAME (NULL: from the devices) */
+    const char *precision; /* --precision fp32|tf32|bf16 (hardware profiling; NULL: tf32) */
     gpt_config cfg;        /* parsed --config */
     int mb_sizes[MAX_MB_SIZES]; /* parsed --micro-batch-sizes, ascending */
     int n_mb;              /* entries in mb_sizes */
@@ -60,8 +61,8 @@ static void profile_usage(FILE *f) {
             "usage: placer profile --from-spec NAME --db FILE [--config CFG] [--micro-batch-sizes LIST]\n"
             "                      [--portable]\n"
             "       placer profile --db FILE [--devices LIST | --cpu N] [--config CFG] [--micro-batch-sizes LIST]\n"
-            "                      [--machine NAME] [--force] [--reps N] [--link-max-bytes SIZE] [--portable]\n"
-            "                      [--verbose]\n"
+            "                      [--machine NAME] [--precision fp32|tf32|bf16] [--force] [--reps N]\n"
+            "                      [--link-max-bytes SIZE] [--portable] [--verbose]\n"
             "       placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n"
             "       placer profile compare --db A --db B [--config CFG] [--min-us US]\n"
             "       placer profile check [--db FILE] [--config CFG]\n\n"
@@ -78,6 +79,9 @@ static void profile_usage(FILE *f) {
             "  --devices LIST          GPUs to measure, e.g. 0,1 (default 0; needs the CUDA engine)\n"
             "  --cpu N                 measure N virtual devices of the CPU reference backend instead\n"
             "  --machine NAME          machine name to record (default: from the devices, e.g. h200x2)\n"
+            "  --precision P           the engine's precision for every measurement: fp32, tf32 (default)\n"
+            "                          or bf16 (mixed, hw/hw.h); recorded in the file, and a file\n"
+            "                          measured in another precision is refused\n"
             "  --force                 measure again what the file already holds (a re-run without\n"
             "                          it measures only what is missing, e.g. after a kill)\n"
             "  --reps N                timed repetitions per node probe (default 60; median kept)\n"
@@ -310,6 +314,13 @@ static int profile_measure(const profile_opts *o) {
     hw_engine_opts eo;
     memset(&eo, 0, sizeof eo);
     eo.issue = HW_ISSUE_AUTO;
+    hw_precision prec = HW_PREC_TF32;
+    if (o->precision) {
+        char pm[128];
+        if (hw_precision_parse(o->precision, &prec, pm, sizeof pm) != PL_OK)
+            return cli_usage_error("profile", "--precision: %s", pm);
+    }
+    eo.precision = prec;
     if (o->cpu) {
         eo.backend = HW_BACKEND_CPU;
         eo.n_devices = o->cpu;
@@ -347,6 +358,13 @@ static int profile_measure(const profile_opts *o) {
                                               "use another file", o->db_path, mr.name, name);
             goto out;
         }
+        char have[16] = "";
+        if (profile_db_machine(db, &mr) == PL_OK && profile_db_precision(db, have, sizeof have) == PL_OK &&
+            strcmp(have, hw_precision_name(prec)) != 0) {
+            code = cli_usage_error("profile", "%s was measured in %s, not %s; a profile database holds one precision: "
+                                              "use another file", o->db_path, have, hw_precision_name(prec));
+            goto out;
+        }
         profile_db_close(db);
         db = NULL;
     } /* any other refusal (not SQLite, newer schema) comes from the write open
@@ -357,6 +375,10 @@ static int profile_measure(const profile_opts *o) {
         goto out;
     }
     progress_ctx pc = {cli_stderr_is_tty(), o->verbose, 0, 0.0, 0};
+    if ((st = profile_db_set_precision(db, hw_precision_name(prec))) != PL_OK) {
+        code = cli_report("profile", st, profile_db_last_error(db));
+        goto out;
+    }
     const char *kill = getenv("PLACER_PROFILE_TEST_KILL_AT");
     if (kill && *kill) pc.kill_at = strtol(kill, NULL, 10);
     profiler_opts po = profiler_opts_default();
@@ -381,9 +403,10 @@ static int profile_measure(const profile_opts *o) {
         code = CLI_EXIT_FAIL;
         goto out;
     }
-    printf("profiled %s for %s on %d device%s (%s): %d units measured, %d already there, %d in all, in %.1f s -> %s\n",
+    printf("profiled %s for %s on %d device%s (%s, %s): %d units measured, %d already there, %d in all, in %.1f s -> "
+           "%s\n",
            r.machine, r.graph_key, hw_engine_n_devices(e), hw_engine_n_devices(e) > 1 ? "s" : "",
-           o->cpu ? "CPU reference backend" : "CUDA", r.units_measured, r.units_skipped, r.units_total,
+           o->cpu ? "CPU reference backend" : "CUDA", hw_precision_name(prec), r.units_measured, r.units_skipped, r.units_total,
            r.wall_us / 1e6, o->db_path);
     printf("probe repetitions discarded for possible launch gaps: %d; units that had to keep some: %d\n",
            r.starved_reps, r.unclean_units);
@@ -603,6 +626,10 @@ static void show_json(const profile_db_machine_row *m, const profile_data *p, co
     json_string(m->name);
     printf(",\"source\":");
     json_string(m->source);
+    char prec[16] = "tf32";
+    profile_db_precision(db, prec, sizeof prec);
+    printf(",\"precision\":");
+    json_string(prec);
     printf(",\"created_at\":");
     json_string(m->created_at);
     printf(",\"host\":");
@@ -714,7 +741,9 @@ static void show_text(const char *path, const profile_db_machine_row *m, const p
                       const gpt_config *cfg, const graph *g, profile_db *db, int dev) {
     char b1[32], b2[32], b3[32];
     printf("profile %s\n", path);
-    printf("machine   %s (%s), written %s\n", m->name, m->source, m->created_at);
+    char prec[16] = "tf32";
+    profile_db_precision(db, prec, sizeof prec);
+    printf("machine   %s (%s), written %s, precision %s\n", m->name, m->source, m->created_at, prec);
     if (m->topology[0]) printf("topology  %s\n", m->topology);
     if (m->host[0] || m->driver[0] || m->cuda[0])
         printf("host      %s, driver %s, CUDA %s\n", m->host[0] ? m->host : "-", m->driver[0] ? m->driver : "-",
@@ -904,6 +933,7 @@ int cmd_profile(int argc, char **argv) {
                                          {"cpu", required_argument, 0, 'C'},
                                          {"force", no_argument, 0, 'f'},
                                          {"machine", required_argument, 0, 'M'},
+                                         {"precision", required_argument, 0, 'P'},
                                          {"reps", required_argument, 0, 'r'},
                                          {"link-max-bytes", required_argument, 0, 'L'},
                                          {"verbose", no_argument, 0, 'v'},
@@ -913,7 +943,7 @@ int cmd_profile(int argc, char **argv) {
     opterr = 0;
     int c;
     char emsg[256] = "";
-    while ((c = getopt_long(argc, argv, "s:d:c:m:D:pC:fM:r:L:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:d:c:m:D:pC:fM:P:r:L:vh", opts, NULL)) != -1) {
         switch (c) {
         case 's': o.from_spec = optarg; break;
         case 'd': o.db_path = optarg; break;
@@ -947,6 +977,7 @@ int cmd_profile(int argc, char **argv) {
                 return cli_usage_error("profile", "--link-max-bytes: the sweep starts at 4 KiB; give at least 4KiB");
             break;
         case 'v': o.verbose = 1; break;
+        case 'P': o.precision = optarg; break;
         case 'h': profile_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("profile", "unknown or incomplete option '%s'; see placer profile --help",
@@ -959,9 +990,9 @@ int cmd_profile(int argc, char **argv) {
     if (o.from_spec && (o.devices || o.cpu))
         return cli_usage_error("profile", "--%s is for hardware profiling; a spec names its own devices",
                                o.devices ? "devices" : "cpu");
-    if (o.from_spec && (o.force || o.machine || o.reps || o.link_max || o.verbose))
-        return cli_usage_error("profile", "--force, --machine, --reps, --link-max-bytes and --verbose are for "
-                                          "hardware profiling, not --from-spec");
+    if (o.from_spec && (o.force || o.machine || o.reps || o.link_max || o.verbose || o.precision))
+        return cli_usage_error("profile", "--force, --machine, --precision, --reps, --link-max-bytes and --verbose are "
+                                          "for hardware profiling, not --from-spec");
     if (o.cpu && o.devices) return cli_usage_error("profile", "give either --devices or --cpu, not both");
 
     char msg[256] = "";

@@ -168,6 +168,11 @@ pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_fp32, hw_bac
 /* Number of GPUs visible (0 when built without CUDA or none is present). */
 int hw_cuda_device_count(void);
 
+/* Upload the bf16 weight copy of n master weights src to device memory
+ * dst: bf16 bits (copy_bytes 2) or floats rounded to bf16 (copy_bytes 4).
+ * PL_ERR_NOMEM or the upload's status, with be->err set. (engine.c) */
+pl_status hw_upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n);
+
 /* Destroy a backend. Accepts NULL. */
 static inline void hw_backend_destroy(hw_backend *be) {
     if (be) be->ops->destroy(be);

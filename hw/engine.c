@@ -159,9 +159,7 @@ static void scatter_shards(const hw_plan *p, int d, const float *staging, float 
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
 }
 
-/* Upload the bf16 copy of n master weights: bf16 bits (2-byte copies) or
- * rounded floats (the CPU backend's 4-byte copies). */
-static pl_status upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n) {
+pl_status hw_upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n) {
     void *tmp = malloc((size_t)n * (size_t)be->copy_bytes);
     if (!tmp) return pl_fail(be->err, sizeof be->err, PL_ERR_NOMEM, "out of host memory for the bf16 copy");
     for (int64_t i = 0; i < n; i++) {
@@ -318,7 +316,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, bytes);
             if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, bytes);
             if (st == PL_OK) st = be->ops->upload(be, d, base + pd->off_params, staging, bytes);
-            if (st == PL_OK && pd->off_params16 >= 0) st = upload_copy16(be, d, base + pd->off_params16, staging,
+            if (st == PL_OK && pd->off_params16 >= 0) st = hw_upload_copy16(be, d, base + pd->off_params16, staging,
                                                                         pd->param_floats);
         }
         if (st != PL_OK) pl_fail(msg, len, st, "device %d: %s", d, be->err);

@@ -111,12 +111,16 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
     }
     if (bf16) {
         /* bf16 mode (hw.h): same outputs and saved slots (bf16 tensors use the
-         * first half of theirs), more scratch for the bf16 copies of GEMM
-         * inputs. Sized for the larger of the two backends: the CPU backend
+         * first half of theirs; the MLP's input copy sits in h's second half),
+         * a little more saved for the input copies of attention and head, and
+         * more scratch for the bf16 copies of GEMM inputs. Sized for the larger of the two backends: the CPU backend
          * keeps its "bf16" copies as rounded floats; the GPU's attention
          * without the flash kernel (kernels.cu) needs 8.5 BTC + b NH T T. */
         switch (n->kind) {
         case OP_ATTENTION:
+            /* the GPU keeps the bf16 copy of its input (BTC / 2 floats) after the
+             * second slot's T x T block (or lse) for the backward's GEMMs */
+            sizes[1] = hw_align_floats(sizes[1]) + BTC / 2 + 1;
             m->fwd_scratch = 5 * BTC;
             m->bwd_scratch = 10 * BTC + (int64_t)b * NH * T * T;
             break;
@@ -124,7 +128,8 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
             m->fwd_scratch = BTC;
             m->bwd_scratch = 7 * BTC;
             break;
-        case OP_HEAD:
+        case OP_HEAD: /* the bf16 copy of its input, kept for the backward (GPU) */
+            sizes[k++] = BTC / 2 + 1;
             m->fwd_scratch = BTC;
             m->bwd_scratch = BTC;
             break;

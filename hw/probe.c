@@ -198,6 +198,8 @@ typedef struct {
     int dev, b;
     carve c;
     int64_t params, grads, ws, tokens, targets, loss, scratch, pad;
+    int bf16;                    /* the engine runs the bf16 mode (hw.h) */
+    int64_t params16;            /* bf16: the weight copy, else -1 */
     int64_t *out, *saved, *grad; /* per node offsets (-1 none) */
     int64_t *shard;              /* per node offset of its shard in the flat buffers (floats) */
     int64_t param_floats;
@@ -221,6 +223,7 @@ static void node_layout(node_probe *p, int64_t pad_bytes) {
     int64_t fb = (p->param_floats > 0 ? p->param_floats : 1) * 4;
     p->params = carve_take(c, fb);
     p->grads = carve_take(c, fb);
+    p->params16 = p->bf16 ? carve_take(c, fb / 4 * p->be->copy_bytes) : -1;
     p->ws = p->be->ops->workspace_bytes > 0 ? carve_take(c, p->be->ops->workspace_bytes) : -1;
     p->tokens = carve_take(c, (int64_t)b * T * 4);
     p->targets = carve_take(c, (int64_t)b * T * 4);
@@ -229,7 +232,7 @@ static void node_layout(node_probe *p, int64_t pad_bytes) {
     int head = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         hw_node_mem m;
-        hw_node_mem_floats(g, i, b, &m);
+        hw_node_mem_floats_prec(g, i, b, p->bf16, &m);
         if (m.fwd_scratch > scratch) scratch = m.fwd_scratch;
         if (m.bwd_scratch > scratch) scratch = m.bwd_scratch;
         p->out[i] = carve_take(c, m.out * 4);
@@ -238,7 +241,7 @@ static void node_layout(node_probe *p, int64_t pad_bytes) {
     }
     for (int i = 0; i < g->n_nodes; i++) {
         hw_node_mem m;
-        hw_node_mem_floats(g, i, b, &m);
+        hw_node_mem_floats_prec(g, i, b, p->bf16, &m);
         if (g->nodes[i].kind == OP_LOSS) p->grad[i] = -1;
         else if (i == head) p->grad[i] = p->out[i]; /* the loss writes the logits gradient in place */
         else p->grad[i] = carve_take(c, m.out * 4);
@@ -267,7 +270,11 @@ static void node_call(const node_probe *p, int i, int bwd, hw_node_call *call) {
     call->loss_sum = at(c, p->loss);
     call->inv_norm = 1.0f / ((float)g->cfg.batch * (float)g->cfg.seq_len);
     hw_node_param_layout(g, i, &call->pl);
-    hw_node_mem_floats(g, i, p->b, &call->mem);
+    hw_node_mem_floats_prec(g, i, p->b, p->bf16, &call->mem);
+    if (p->bf16) {
+        call->bf16 = 1;
+        call->params16 = (const char *)at(c, p->params16) + p->shard[i] * p->be->copy_bytes;
+    }
     if (n->kind == OP_EMBEDDING) call->tokens = at(c, p->tokens);
     if (!bwd) {
         call->out = at(c, p->out[i]);
@@ -357,6 +364,7 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
     p.g = g;
     p.dev = dev;
     p.b = b;
+    p.bf16 = hw_engine_precision(e) == HW_PREC_BF16;
     hw_probe_stats local;
     if (!stats) stats = &local;
     memset(stats, 0, sizeof *stats);
@@ -401,6 +409,7 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
     }
     hw_make_batch(&big, o->seed, tok, tgt);
     if (total > 0) st = be->ops->upload(be, dev, at(&p.c, p.params), model, total * 4);
+    if (st == PL_OK && total > 0 && p.bf16) st = hw_upload_copy16(be, dev, at(&p.c, p.params16), model, total);
     if (st == PL_OK) st = be->ops->upload(be, dev, at(&p.c, p.tokens), tok, (int64_t)b * T * 4);
     if (st == PL_OK) st = be->ops->upload(be, dev, at(&p.c, p.targets), tgt, (int64_t)b * T * 4);
     if (st == PL_OK) st = be->ops->set_workspace(be, dev, at(&p.c, p.ws), p.ws >= 0 ? be->ops->workspace_bytes : 0);
@@ -447,6 +456,7 @@ typedef struct {
     int dev;
     carve c;
     int64_t p, g, m, v; /* flat buffers */
+    int64_t p16;        /* bf16 mode: the weight copy AdamW writes too, else -1 */
     int n_ops;
     int64_t *off, *floats; /* per op: shard offset and size (floats) */
     hw_adamw_args args;
@@ -460,6 +470,7 @@ static pl_status adamw_issue(void *ctx, int attempt) {
     for (int k = 0; k < a->n_ops && st == PL_OK; k++) {
         float *P = (float *)at(&a->c, a->p) + a->off[k], *G = (float *)at(&a->c, a->g) + a->off[k];
         float *M = (float *)at(&a->c, a->m) + a->off[k], *V = (float *)at(&a->c, a->v) + a->off[k];
+        if (a->p16 >= 0) a->args.p16 = (char *)at(&a->c, a->p16) + a->off[k] * a->be->copy_bytes;
         st = ops->adamw(a->be, a->dev, P, G, M, V, a->floats[k], &a->args);
         if (st == PL_OK) st = ops->mark(a->be, a->dev, HW_STREAM_COMPUTE, k + 1);
     }
@@ -511,6 +522,7 @@ pl_status hw_probe_adamw(hw_engine *e, const graph *g, int dev, const hw_probe_o
     a.g = carve_take(&a.c, fb);
     a.m = carve_take(&a.c, fb);
     a.v = carve_take(&a.c, fb);
+    a.p16 = hw_engine_precision(e) == HW_PREC_BF16 ? carve_take(&a.c, fb / 4 * be->copy_bytes) : -1;
     int64_t pad = carve_take(&a.c, pad_bytes);
     if ((st = dev_alloc(be, dev, a.c.used, &mem, msg, len)) != PL_OK) goto out;
     a.c.base = mem;

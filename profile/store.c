@@ -169,6 +169,8 @@ enum {
     S_CKPT_LATEST,
     S_MEAS_PUT,
     S_MEAS_LIST,
+    S_PREC_PUT,
+    S_PREC_GET,
     N_STMT
 };
 
@@ -252,6 +254,10 @@ static const char *const STMT_SQL[N_STMT] = {
     [S_MEAS_LIST] = "SELECT id, graph_key, placement, micro_batches, schedule, mem_cap, step_us, spread_us, "
                     "peak_bytes, oom, purpose, extra, measured_at FROM measurement "
                     "WHERE ?1 IS NULL OR purpose = ?1 ORDER BY id",
+    /* the precision the engine measured in (issue 16): a meta key, so files of
+     * schema 1 without it stay readable (they are tf32, the engine's default) */
+    [S_PREC_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES('precision', ?1)",
+    [S_PREC_GET] = "SELECT value FROM meta WHERE key = 'precision'",
 };
 
 struct profile_db {
@@ -1383,6 +1389,27 @@ pl_status profile_db_machine(profile_db *db, profile_db_machine_row *out) {
     } else {
         st = sql_fail(db, "reading the machine");
     }
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_set_precision(profile_db *db, const char *precision) {
+    sqlite3_stmt *s = stmt_get(db, S_PREC_PUT);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_text(s, 1, precision, -1, SQLITE_TRANSIENT);
+    pl_status st = sqlite3_step(s) == SQLITE_DONE ? PL_OK : sql_fail(db, "recording the precision");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_precision(profile_db *db, char *buf, size_t len) {
+    sqlite3_stmt *s = stmt_get(db, S_PREC_GET);
+    if (!s) return PL_ERR_DB;
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) col_text_copy(s, 0, buf, len);
+    else if (rc == SQLITE_DONE) snprintf(buf, len, "tf32");
+    else st = sql_fail(db, "reading the precision");
     stmt_done(s);
     return st;
 }

@@ -145,6 +145,12 @@ typedef struct {
 /* The file's machine. PL_ERR_NOT_FOUND when no machine is stored yet. */
 pl_status profile_db_machine(profile_db *db, profile_db_machine_row *out);
 
+/* The precision the file's costs were measured in ("fp32", "tf32", "bf16";
+ * hw.h), kept as the meta key 'precision'. A file without the key reads as
+ * "tf32": the engine's default, in which every earlier profile was taken. */
+pl_status profile_db_set_precision(profile_db *db, const char *precision);
+pl_status profile_db_precision(profile_db *db, char *buf, size_t len);
+
 /* The kind of link src -> dst ("nvlink", ...) into buf; "" when unknown.
  * PL_ERR_NOT_FOUND when no such link is stored. */
 pl_status profile_db_link_kind(profile_db *db, int src, int dst, char *buf, size_t len);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 /* Run the placer binary with args; capture stdout+stderr into out. Returns
  * the exit status. */
@@ -73,4 +74,42 @@ Test(cmd_step, a_missing_gpu_is_an_error_not_a_crash) {
     if (rc == 0) return; /* a machine with a GPU: that is fine too */
     cr_assert(rc == 1 || rc == 2, "exit %d: %s", rc, out);
     cr_assert(strncmp(out, "placer step: ", 13) == 0, "%s", out);
+}
+
+/* ---- precision (issue 16) ---- */
+
+Test(cmd_step, precision_bf16_runs_and_is_reported) {
+    char out[8192];
+    int rc = run_placer("step --config tiny --cpu 1 --warmup 1 --steps 2 --precision bf16 --json", out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "\"precision\":\"bf16\"") != NULL, "%s", out);
+    rc = run_placer("step --config tiny --cpu 1 --precision fp16", out, sizeof out);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "fp32, tf32 or bf16") != NULL && strchr(out, '\n') == strrchr(out, '\n'), "%s", out);
+    rc = run_placer("step --config tiny --cpu 1 --strict-fp32 --precision bf16", out, sizeof out);
+    cr_assert_eq(rc, 2, "%s", out);
+}
+
+Test(cmd_step, a_profile_records_its_precision_and_refuses_another) {
+    char out[16384], path[256], args[512];
+    snprintf(path, sizeof path, "/tmp/placer-test-prec-%d.db", (int)getpid());
+    remove(path);
+    snprintf(args, sizeof args, "profile --db %s --cpu 1 --config tiny --micro-batch-sizes 4 --reps 3 --precision bf16",
+             path);
+    int rc = run_placer(args, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "bf16") != NULL, "%s", out);
+    snprintf(args, sizeof args, "profile show --db %s --config tiny", path);
+    rc = run_placer(args, out, sizeof out);
+    cr_assert_eq(rc, 0, "%s", out);
+    cr_assert(strstr(out, "precision bf16") != NULL, "%s", out);
+    snprintf(args, sizeof args, "profile show --db %s --config tiny --json", path);
+    rc = run_placer(args, out, sizeof out);
+    cr_assert(rc == 0 && strstr(out, "\"precision\":\"bf16\"") != NULL, "%s", out);
+    /* the same file in tf32: refused, one line, exit 2 */
+    snprintf(args, sizeof args, "profile --db %s --cpu 1 --config tiny --micro-batch-sizes 4 --reps 3", path);
+    rc = run_placer(args, out, sizeof out);
+    cr_assert_eq(rc, 2, "%s", out);
+    cr_assert(strstr(out, "measured in bf16, not tf32") != NULL, "%s", out);
+    remove(path);
 }
