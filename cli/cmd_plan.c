@@ -46,6 +46,7 @@ static void plan_usage(FILE *f) {
             "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"
             "                  (Megatron's 'local' DDP of SC21)\n"
             "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+            "  --reserve       GB per GPU to leave free (allocator, fragmentation); default 0\n"
             "  --fix           hold dimensions fixed, e.g. tp=8,pp=16 or dp=1,mbs=4 (keys: tp cp\n"
             "                  pp vp dp mbs recompute zero)\n"
             "  --compare       also simulate this layout (placer layout's text form, e.g. a\n"
@@ -324,6 +325,7 @@ int cmd_plan(int argc, char **argv) {
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
         {"attention", required_argument, 0, 'A'}, {"dp-overlap", required_argument, 0, 'O'},
         {"grad-bytes", required_argument, 0, 'G'}, {"for", required_argument, 0, 'W'},
+        {"reserve", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     optind = 1;
@@ -348,6 +350,14 @@ int cmd_plan(int argc, char **argv) {
         case 'M': if (parse_long("--max-mbs", optarg, 1, 4096, &v)) return CLI_EXIT_USAGE; o.max_mbs = (int)v; break;
         case 'x': compare = optarg; break;
         case 'd': db = optarg; break;
+        case 'R': {
+            char *end = NULL;
+            double gb = strtod(optarg, &end);
+            if (!*optarg || *end || !(gb >= 0 && gb < 1e6))
+                return cli_usage_error("plan", "--reserve takes GB per GPU (e.g. 4), not '%s'", optarg);
+            o.reserve_bytes = (int64_t)(gb * 1e9);
+            break;
+        }
         case 'W': {
             int k = -1;
             for (int i = 0; i < PLAN_FRAMEWORK_COUNT; i++)

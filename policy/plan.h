@@ -108,6 +108,7 @@ typedef struct {
     int top_k;               /* layouts kept, 1..PLAN_MAX_TOP (default 5) */
     int no_uniform;          /* 1: simulate only the DP split (not also the uniform one) */
     int framework;           /* plan_framework: keep only layouts that framework runs */
+    int64_t reserve_bytes;   /* a layout fits when its peak + this <= the GPU's memory (0) */
     /* dimensions held fixed (plan_parse_fixed; 0 or -1: searched). A fixed
      * tp or cp is tried even beyond max_tp / max_cp. */
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
@@ -139,7 +140,7 @@ typedef struct {
     int64_t pruned_bound;    /* of which dropped by the step-time bound */
     int64_t simulated;       /* of which simulated */
     int64_t sim_runs;        /* simulator runs (a layout takes one or two) */
-    int64_t sim_oom;         /* simulated layouts the simulator found OOM */
+    int64_t sim_oom;         /* simulated layouts the simulator found OOM (or short of the reserve) */
     double wall_s;           /* seconds */
     int n_top;               /* entries in top */
     plan_entry top[PLAN_MAX_TOP]; /* fastest fitting layouts, fastest first */

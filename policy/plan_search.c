@@ -467,7 +467,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     const cluster_gpu *fast = fastest_gpu(c, o->prec);
     if (!fast || fast->peak_flops[o->prec] <= 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "no GPU of cluster %s runs %s", c->name, precision_name(o->prec));
-    const int64_t cap_all = largest_memory(c);
+    const int64_t cap_all = largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0);
 
     search_ctx sc = {cfg, c, prm, res, NULL, 0, 0, cap_all};
     pl_status st = plan_enumerate(cfg, c, o, on_layout, &sc, msg, len);
@@ -528,6 +528,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         }
         res->simulated++;
         if (e->res.mem.total < res->min_mem_bytes) res->min_mem_bytes = e->res.mem.total;
+        if (o->reserve_bytes > 0 && e->res.mem.total + o->reserve_bytes > e->res.mem_cap) e->res.oom = 1;
         if (e->res.oom) {
             res->sim_oom++;
             if (!res->have_oom_best || e->res.step_us < res->oom_best.res.step_us) {
