@@ -131,7 +131,7 @@ def main():
         opt.step()
         if (u + 1) % 50 == 0 or u == 0:
             print(f"update {u + 1:4d}  mean {np.mean([i['cost_us'] for i in infos]) / 1000:8.3f} ms  "
-                  f"best {best[0] / 1000:8.3f} ms  entropy {float(ent.mean()) / s.n_groups:.3f}  {time.perf_counter() - t0:6.1f} s")
+                  f"best {best[0] / 1000:8.3f} ms  entropy {float(ent.detach().mean()) / s.n_groups:.3f}  {time.perf_counter() - t0:6.1f} s")
     with torch.no_grad():
         _, _, _, g = rollout(policy, envs[:1], seed_base=0, greedy=True)
     train_s = time.perf_counter() - t0
