@@ -75,3 +75,11 @@ def test_bad_options(data_copy):
         placer.run_samples(db, 999)
     with pytest.raises(TypeError):
         s.evaluate("0,1")
+
+
+def test_unopened_session_raises_instead_of_crashing():
+    raw = placer._core.Session.__new__(placer._core.Session)
+    with pytest.raises(RuntimeError, match="not open"):
+        raw.evaluate([0] * 13)
+    with pytest.raises(RuntimeError, match="not open"):
+        raw.search("single")
