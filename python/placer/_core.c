@@ -31,6 +31,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -138,6 +139,7 @@ typedef struct {
     PyObject_HEAD
     policy_session *ss;    /* owned; NULL before __init__ succeeds */
     policy_worker one;     /* evaluate()'s own worker: ctx, node_dev and res owned */
+    sim_ctx *trace_ctx;    /* trace()'s context, tracing on; made on first use */
     sim_result one_res;    /* one.res points here */
     int *unit_buf;         /* n_units ints for sequence arguments */
     int busy;              /* a call is running (one Python thread at a time) */
@@ -149,6 +151,8 @@ static void session_free_c(SessionObject *s) {
     s->ss = NULL;
     sim_ctx_destroy(s->one.ctx);
     s->one.ctx = NULL;
+    sim_ctx_destroy(s->trace_ctx);
+    s->trace_ctx = NULL;
     free(s->one.node_dev);
     s->one.node_dev = NULL;
     free(s->unit_buf);
@@ -363,6 +367,87 @@ static PyObject *Session_evaluate(SessionObject *self, PyObject *arg) {
     ret = Py_BuildValue("ddLOi", e.step_us, e.cost_us, (long long)e.peak_bytes, e.oom ? Py_True : Py_False,
                         e.devices_used);
 out:
+    session_leave(self);
+    return ret;
+}
+
+static PyObject *events_to_list(const sim_event *ev, int n) {
+    PyObject *l = PyList_New(n);
+    if (!l) return NULL;
+    for (int i = 0; i < n; i++) {
+        PyObject *t = Py_BuildValue("(siiiidd)", sim_event_kind_name(ev[i].kind), ev[i].node, ev[i].micro_batch,
+                                    ev[i].device, ev[i].dst_device, ev[i].start_us, ev[i].end_us);
+        if (!t) {
+            Py_DECREF(l);
+            return NULL;
+        }
+        PyList_SET_ITEM(l, i, t);
+    }
+    return l;
+}
+
+/* trace(placement, path=None) -> (step_us, events, critical_path): one
+ * placement simulated with tracing on; events and the critical path as
+ * (kind, node, micro_batch, device, dst_device, start_us, end_us) tuples
+ * (sim.h's sim_event); with path, the Chrome trace `placer simulate
+ * --trace` writes. */
+static PyObject *Session_trace(SessionObject *self, PyObject *args, PyObject *kwds) {
+    static char *kwlist[] = {"placement", "path", NULL};
+    PyObject *o;
+    const char *path = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "O|z", kwlist, &o, &path)) return NULL;
+    if (session_enter(self) != 0) return NULL;
+    policy_session *ss = self->ss;
+    PyObject *ret = NULL, *events = NULL, *crit = NULL;
+    const int *dev;
+    int len, groups;
+    if (read_placement(self, o, &dev, &len) != 0 || check_placement(ss, dev, len, -1, &groups, "") != 0) goto out;
+    pl_status st = PL_OK;
+    if (!self->trace_ctx) {
+        st = sim_ctx_create(ss->g, ss->p, ss->pb.sched.micro_batches, &self->trace_ctx);
+        if (st == PL_OK) st = sim_ctx_set_trace(self->trace_ctx, 1);
+        if (st != PL_OK) {
+            sim_ctx_destroy(self->trace_ctx);
+            self->trace_ctx = NULL;
+            raise_status(st, "cannot create the traced simulator context");
+            goto out;
+        }
+    }
+    const int *nodes = dev;
+    if (groups) {
+        grouping_expand(ss->gr, dev, self->one.node_dev);
+        nodes = self->one.node_dev;
+    }
+    sim_result res;
+    char msg[MSG_LEN + 600] = "";
+    Py_BEGIN_ALLOW_THREADS
+    st = sim_run(self->trace_ctx, nodes, &ss->pb.sched, ss->pb.caps, &ss->pb.prm, &res);
+    if (st != PL_OK) snprintf(msg, sizeof msg, "%s", sim_last_error(self->trace_ctx));
+    if (st == PL_OK && path) {
+        FILE *f = fopen(path, "w");
+        if (!f) {
+            st = PL_ERR_IO;
+            snprintf(msg, sizeof msg, "cannot write trace '%s': %s", path, strerror(errno));
+        } else {
+            st = sim_write_chrome_trace(self->trace_ctx, f);
+            if (fclose(f) != 0 && st == PL_OK) st = PL_ERR_IO;
+            if (st != PL_OK) snprintf(msg, sizeof msg, "cannot write trace '%s'", path);
+        }
+    }
+    Py_END_ALLOW_THREADS
+    if (st != PL_OK) {
+        raise_status(st, msg);
+        goto out;
+    }
+    int n_ev = 0, n_crit = 0;
+    const sim_event *ev = sim_events(self->trace_ctx, &n_ev);
+    const sim_event *cp = sim_critical_path(self->trace_ctx, &n_crit);
+    if (!(events = events_to_list(ev, ev ? n_ev : 0)) || !(crit = events_to_list(cp, cp ? n_crit : 0))) goto out;
+    ret = Py_BuildValue("dNN", res.step_us, events, crit);
+    events = crit = NULL;
+out:
+    Py_XDECREF(events);
+    Py_XDECREF(crit);
     session_leave(self);
     return ret;
 }
@@ -876,6 +961,8 @@ static PyMethodDef Session_methods[] = {
     {"evaluate", (PyCFunction)Session_evaluate, METH_O,
      "evaluate(placement) -> (step_us, cost_us, peak_bytes, oom, devices_used) for one unit or node placement"},
     {"_simulate", (PyCFunction)Session_simulate, METH_VARARGS, "batch simulation into caller-allocated buffers"},
+    {"_trace", (PyCFunction)(void (*)(void))Session_trace, METH_VARARGS | METH_KEYWORDS,
+     "_trace(placement, path=None) -> (step_us, events, critical_path)"},
     {"search", (PyCFunction)(void (*)(void))Session_search, METH_VARARGS | METH_KEYWORDS,
      "search(method, budget=2000, seed=1, batch=8, max_evals=5e7) -> (candidates, info); methods: single, human, dp, random, anneal, local, exhaustive, etf, sct"},
     {"train", (PyCFunction)(void (*)(void))Session_train, METH_VARARGS | METH_KEYWORDS,

@@ -40,6 +40,8 @@ OOM_PENALTY_US = float(_core.OOM_PENALTY_US)
 N_FEATURES = _core.N_FEATURES
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
+_EVENT_DTYPE = np.dtype([("kind", "U5"), ("node", np.int32), ("micro_batch", np.int32), ("device", np.int32),
+                         ("dst_device", np.int32), ("start_us", np.float64), ("end_us", np.float64)])
 
 
 def reward(cost_us):
@@ -225,6 +227,18 @@ class Session(_core.Session):
         self._simulate(rows, n, groups, res.step_us, res.cost_us, res.peak_bytes, res.busy_us, res.oom,
                        res.oom_device, res.devices_used)
         return res
+
+    def trace(self, placement, path=None):
+        """Simulate one placement with tracing on; returns (step_us, events, critical_path).
+
+        events and critical_path are NumPy structured arrays with fields kind ("F", "B",
+        "adamw", "act", "grad", "add", "zero"), node, micro_batch, device, dst_device
+        (-1 for compute), start_us and end_us, as sim.h's sim_event. With path, writes
+        the Chrome trace (Perfetto, chrome://tracing) that ``placer simulate --trace``
+        writes for the same placement.
+        """
+        step_us, events, crit = self._trace(placement, None if path is None else os.fspath(path))
+        return step_us, np.array(events, dtype=_EVENT_DTYPE), np.array(crit, dtype=_EVENT_DTYPE)
 
     # ---- searches and placers -----------------------------------------
 

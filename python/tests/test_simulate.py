@@ -92,3 +92,20 @@ def test_mem_cap_forms_agree(data_copy):
     caps = [placer.Session(db=db, mem_cap=c).cap_bytes for c in ("2GB", 2_000_000_000, "0.5", 0.5, "50%")]
     assert caps[0].tolist() == caps[1].tolist() == [2_000_000_000] * 2
     assert caps[2].tolist() == caps[3].tolist() == caps[4].tolist()
+
+
+def test_trace_matches_placer_simulate_trace(placer_bin, data_copy, tmp_path):
+    db = data_copy("h200x2.db")
+    s = placer.Session(db=db, micro_batches=4, schedule="1f1b")
+    units = [0] * 7 + [1] * 6
+    step, events, crit = s.trace(units, tmp_path / "py.json")
+    assert step == s.evaluate(units)[0]
+    assert len(events) > 4 * 2 * s.n_nodes and set(events["kind"]) >= {"F", "B", "adamw", "act", "grad"}
+    assert crit[0]["start_us"] == 0 and np.all(crit["start_us"][1:] >= crit["end_us"][:-1] - 1e-9)
+    nodes = ",".join(map(str, s.to_nodes(units)))
+    run_placer(placer_bin, "simulate", "--db", db, "--placement", nodes, "--micro-batches", 4, "--schedule", "1f1b",
+               "--trace", tmp_path / "cli.json")
+    assert (tmp_path / "py.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+    json.loads((tmp_path / "py.json").read_text())
+    with pytest.raises(placer.PlacerError, match="cannot write trace"):
+        s.trace(units, tmp_path / "no" / "such" / "dir.json")
