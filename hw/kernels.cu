@@ -1230,6 +1230,102 @@ static pl_status gelu_bwd16(cu_ctx *ctx, bf16 *dh, const float *dg, const bf16 *
     return PL_OK;
 }
 
+/* Fused passes over a gradient with a bias (block (32, 8), grid (OC / 128
+ * or 256, chunks), rows strided as in colsumv_k):
+ *   tobf16_colsum_k  d16 = bf16(dout) and dbias += column sums of the fp32
+ *                    dout (the attention and MLP projections' backward)
+ *   gelu_colsum_k    dh = bf16(dg * gelu'(h)) and dbias += column sums of
+ *                    the rounded dh (the MLP fc's backward)
+ * OC % 8 == 0 and 16-byte aligned rows. */
+__global__ void tobf16_colsum_k(uint2 *d16, float *dbias, const float4 *dout, int64_t N, int OC) {
+    __shared__ float sh[8][128 + 1];
+    const int q = blockIdx.x * 32 + threadIdx.x, c0 = q * 4, q4 = OC / 4; /* 4 columns a thread */
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (c0 < OC)
+        for (int64_t n = (int64_t)blockIdx.y * 8 + threadIdx.y; n < N; n += (int64_t)gridDim.y * 8) {
+            float4 v = dout[n * q4 + q];
+            acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w;
+            __nv_bfloat162 lo = __floats2bfloat162_rn(v.x, v.y), hi = __floats2bfloat162_rn(v.z, v.w);
+            uint2 o;
+            memcpy(&o.x, &lo, 4);
+            memcpy(&o.y, &hi, 4);
+            d16[n * q4 + q] = o;
+        }
+#pragma unroll
+    for (int k = 0; k < 4; k++) sh[threadIdx.y][threadIdx.x * 4 + k] = acc[k];
+    __syncthreads();
+    for (int j = threadIdx.y * 32 + threadIdx.x; j < 128; j += 256) {
+        int col = blockIdx.x * 128 + j;
+        if (col >= OC) continue;
+        float t = 0.0f;
+        for (int r = 0; r < 8; r++) t += sh[r][j];
+        atomicAdd(&dbias[col], t);
+    }
+}
+
+__global__ void gelu_colsum_k(uint4 *dh, float *dbias, const float4 *dg, const uint4 *h, int64_t N, int OC) {
+    __shared__ float sh[8][256 + 1];
+    const int q = blockIdx.x * 32 + threadIdx.x, c0 = q * 8, q8 = OC / 8; /* 8 columns a thread */
+    float acc[8];
+#pragma unroll
+    for (int k = 0; k < 8; k++) acc[k] = 0.0f;
+    if (c0 < OC)
+        for (int64_t n = (int64_t)blockIdx.y * 8 + threadIdx.y; n < N; n += (int64_t)gridDim.y * 8) {
+            int64_t i = n * q8 + q;
+            uint4 hv = h[i], o;
+            float4 a = dg[2 * i], b = dg[2 * i + 1];
+            const bf16 *he = (const bf16 *)&hv;
+            bf16 *oe = (bf16 *)&o;
+            float d[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                oe[k] = __float2bfloat16_rn(d[k] * gelu_grad_f(__bfloat162float(he[k])));
+                acc[k] += __bfloat162float(oe[k]);
+            }
+            dh[i] = o;
+        }
+#pragma unroll
+    for (int k = 0; k < 8; k++) sh[threadIdx.y][threadIdx.x * 8 + k] = acc[k];
+    __syncthreads();
+    for (int j = threadIdx.y * 32 + threadIdx.x; j < 256; j += 256) {
+        int col = blockIdx.x * 256 + j;
+        if (col >= OC) continue;
+        float t = 0.0f;
+        for (int r = 0; r < 8; r++) t += sh[r][j];
+        atomicAdd(&dbias[col], t);
+    }
+}
+
+static int colsum_chunks(int64_t N);
+
+/* d16 = bf16(dout (N, OC)) and dbias += its column sums, in one pass */
+static pl_status tobf16_colsum(cu_ctx *ctx, bf16 *d16, float *dbias, const float *dout, int64_t N, int OC) {
+    if (OC % 8 != 0 || ((uintptr_t)d16 | (uintptr_t)dout) % 16 != 0) {
+        RET(to_bf16(ctx, d16, dout, N * OC));
+        return colsum(ctx, dbias, dout, N, OC);
+    }
+    tobf16_colsum_k<<<dim3(ceil_div(OC, 128), colsum_chunks(N)), dim3(32, 8), 0, ctx->stream>>>(
+        (uint2 *)d16, dbias, (const float4 *)dout, N, OC);
+    LAUNCHED();
+    KM("tobf16_colsum_k");
+    return PL_OK;
+}
+
+static pl_status colsum16(cu_ctx *ctx, float *dbias, const bf16 *dout, int64_t N, int OC);
+
+/* dh = bf16(dg * gelu'(h)) over (N, OC) and dbias += column sums of dh */
+static pl_status gelu_colsum(cu_ctx *ctx, bf16 *dh, float *dbias, const float *dg, const bf16 *h, int64_t N, int OC) {
+    if (OC % 8 != 0 || ((uintptr_t)dh | (uintptr_t)dg | (uintptr_t)h) % 16 != 0) {
+        RET(gelu_bwd16(ctx, dh, dg, h, N * OC));
+        return colsum16(ctx, dbias, dh, N, OC);
+    }
+    gelu_colsum_k<<<dim3(ceil_div(OC, 256), colsum_chunks(N)), dim3(32, 8), 0, ctx->stream>>>(
+        (uint4 *)dh, dbias, (const float4 *)dg, (const uint4 *)h, N, OC);
+    LAUNCHED();
+    KM("gelu_colsum_k");
+    return PL_OK;
+}
+
 static int colsum_chunks(int64_t N) {
     int chunks = (int)(N / 64);
     return chunks < 1 ? 1 : chunks > 128 ? 128 : chunks;
@@ -1245,14 +1341,6 @@ static pl_status colsum16(cu_ctx *ctx, float *dbias, const bf16 *dout, int64_t N
     return PL_OK;
 }
 
-/* the bf16 mode's column sums of fp32 gradients (the fp32 mode keeps colsum) */
-static pl_status colsum32(cu_ctx *ctx, float *dbias, const float *dout, int64_t N, int OC) {
-    if (OC % 4 != 0 || (uintptr_t)dout % 16 != 0) return colsum(ctx, dbias, dout, N, OC);
-    colsumv_k<float, 4><<<dim3(ceil_div(OC, 128), colsum_chunks(N)), dim3(32, 8), 0, ctx->stream>>>(dbias, dout, N, OC);
-    LAUNCHED();
-    KM("colsum32v_k");
-    return PL_OK;
-}
 
 /* Row-major GEMM in the column-major view (as gemm above), A and B bf16:
  * D (m x n, ldc; ctype CUDA_R_32F or CUDA_R_16BF) = alpha op(A) op(B)
@@ -1465,10 +1553,9 @@ static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
                        "the flash kernel's scratch does not fit the node's backward scratch", 0);
     const bf16 *qkv16 = (const bf16 *)S(c, 0), *y16 = (const bf16 *)S(c, 2);
     const float *lse = S(c, 1);
-    RET(to_bf16(ctx, d16, c->dout, NC));
+    RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
     RET(lin16_bwd_inp(ctx, dy16, CUDA_R_16BF, d16, P16(c, 2), N, C, C, C, 0));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, y16, N, C, C, C));
-    RET(colsum32(ctx, G(c, 3), c->dout, N, C));
     int fe = flash_attn_bwd_bf16(dqkv16, c->scratch + used, dy16, qkv16, y16, lse, B, T, C, NH, ctx->stream);
     if (fe != 0)
         return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_bwd_bf16",
@@ -1492,11 +1579,10 @@ static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
     float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
     const float scale = 1.0f / sqrtf((float)hs);
     const long long sT = (long long)T * hs, sTT = (long long)T * T;
-    RET(to_bf16(ctx, d16, c->dout, NC));
+    RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
     RET(to_bf16(ctx, y16, y, NC));
     RET(lin16_bwd_inp(ctx, dy, CUDA_R_32F, d16, P16(c, 2), N, C, C, C, 0));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, y16, N, C, C, C));
-    RET(colsum32(ctx, G(c, 3), c->dout, N, C));
     round_bf16_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(dy, NC); /* as the flash kernel's bf16 dy */
     LAUNCHED();
     heads_tokens_k<<<permute_grid(T, hs, B * NH), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
@@ -1542,15 +1628,13 @@ static pl_status mlp_backward16(cu_ctx *ctx, const hw_node_call *c) {
     float *dg = c->scratch;
     bf16 *d16 = SCR16(c, al64(4 * NC)), *dh16 = SCR16(c, al64(4 * NC) + al64((NC + 1) / 2));
     const bf16 *x16 = (const bf16 *)(S(c, 0) + al64(2 * NC));
-    RET(to_bf16(ctx, d16, c->dout, NC));
+    RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
     /* dh = (dout @ wproj) * gelu'(h). cuBLASLt's DGELU epilogue does it in one
      * GEMM but ran at 42 us against 18 + 13 for the GEMM and gelu_bwd16v_k on
      * the H200 (shapes 1536 x 4096 x 384), so it stays two passes. */
     RET(lin16_bwd_inp(ctx, dg, CUDA_R_32F, d16, P16(c, 2), N, 4 * C, C, C, 0));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, g16, N, 4 * C, C, C));
-    RET(colsum32(ctx, G(c, 3), c->dout, N, C));
-    RET(gelu_bwd16(ctx, dh16, dg, h16, 4 * NC));
-    RET(colsum16(ctx, G(c, 1), dh16, N, 4 * C));
+    RET(gelu_colsum(ctx, dh16, G(c, 1), dg, h16, N, 4 * C));
     RET(lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dh16, P16(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
     return lin16_bwd_w(ctx, G(c, 0), dh16, x16, N, C, 4 * C, 4 * C);
 }
