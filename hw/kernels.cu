@@ -1082,17 +1082,26 @@ __global__ void __launch_bounds__(LOSS16_THREADS, 2) loss16_k(float *losses, bf1
             if (CACHE) row16[i] = u[j];
             const bf16 *e = (const bf16 *)&u[j];
             float v[8], mx = -INFINITY;
+            if (i * 8 + 8 <= V) { /* a whole vector of real columns: no per-element guards */
 #pragma unroll
-            for (int k = 0; k < 8; k++) {
-                v[k] = i * 8 + k < V ? __bfloat162float(e[k]) : -INFINITY;
-                mx = fmaxf(mx, v[k]);
+                for (int k = 0; k < 8; k++) {
+                    v[k] = __bfloat162float(e[k]);
+                    mx = fmaxf(mx, v[k]);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++) {
+                    v[k] = i * 8 + k < V ? __bfloat162float(e[k]) : -INFINITY;
+                    mx = fmaxf(mx, v[k]);
+                }
             }
+            if (mx == -INFINITY) continue; /* padding only */
             if (mx > m) {
                 s = m == -INFINITY ? 0.0f : s * __expf(m - mx);
                 m = mx;
             }
 #pragma unroll
-            for (int k = 0; k < 8; k++) s += i * 8 + k < V ? __expf(v[k] - m) : 0.0f;
+            for (int k = 0; k < 8; k++) s += __expf(v[k] - m); /* exp(-inf) = 0 for padding */
         }
     }
     const float M = block_reduce(m, red, true);
@@ -1112,11 +1121,17 @@ __global__ void __launch_bounds__(LOSS16_THREADS, 2) loss16_k(float *losses, bf1
         const bf16 *e = (const bf16 *)&u;
         uint4 o;
         bf16 *oe = (bf16 *)&o;
+        if (i * 8 + 8 <= V && (tgt < i * 8 || tgt >= i * 8 + 8)) { /* the common case: no guards, no target */
+            const float sc = inv * inv_norm;
 #pragma unroll
-        for (int k = 0; k < 8; k++) {
-            int col = i * 8 + k;
-            float p = col < V ? __expf(__bfloat162float(e[k]) - M) * inv : 0.0f;
-            oe[k] = __float2bfloat16_rn(col < V ? (p - (col == tgt ? 1.0f : 0.0f)) * inv_norm : 0.0f);
+            for (int k = 0; k < 8; k++) oe[k] = __float2bfloat16_rn(__expf(__bfloat162float(e[k]) - M) * sc);
+        } else {
+#pragma unroll
+            for (int k = 0; k < 8; k++) {
+                int col = i * 8 + k;
+                float p = col < V ? __expf(__bfloat162float(e[k]) - M) * inv : 0.0f;
+                oe[k] = __float2bfloat16_rn(col < V ? (p - (col == tgt ? 1.0f : 0.0f)) * inv_norm : 0.0f);
+            }
         }
         d[i] = o;
     }

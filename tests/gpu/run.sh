@@ -1,7 +1,10 @@
 #!/bin/bash
-# tests/gpu/run.sh: the engine's GPU suite, sanitizer runs and the step
-# benchmark beside PyTorch eager, in one go on the device machine. Run from
-# the repository root with build-gpu/ (scripts/gpu-build.sh) carried along.
+# tests/gpu/run.sh: the engine's GPU suite (fp32, tf32 and bf16), sanitizer
+# runs, the step benchmark beside PyTorch eager and torch.compile
+# reduce-overhead, and a bf16 profile, in one go on the device machine. Run
+# from the repository root with build-gpu/ (scripts/gpu-build.sh) carried
+# along (BUILD=dir for another). On one GPU the parts that need two skip with
+# one line each. TORCH_CONFIGS and VS_ROUNDS trim the PyTorch side.
 # Writes under $OUT: gpu.log (everything), summary.txt, and the Chrome traces
 # of a single-GPU step and of a 2-GPU 1F1B step.
 set -u
@@ -45,9 +48,9 @@ step step_bf16 90 "$T" step bf16
 step train_bf16 150 "$T" train 200
 step invariance 150 "$T" invariance 20
 step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
-step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20
-# the engine beside torch.compile(mode="reduce-overhead"), alternating, 3 rounds (tests/gpu/vs_torch.sh)
-step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" 3
+step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20 --configs "${TORCH_CONFIGS:-sdpa:tf32:1,sdpa:bf16:1,manual:tf32:1,sdpa:fp32:1,sdpa:tf32:4}"
+# the engine beside torch.compile(mode="reduce-overhead"), alternating (tests/gpu/vs_torch.sh)
+step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" "${VS_ROUNDS:-3}"
 step oom 200 "$T" oom 1000
 CS=/usr/local/cuda/bin/compute-sanitizer
 command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
@@ -61,6 +64,9 @@ step kprof 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --warmup 
 step kprof_bf16 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --precision bf16 --warmup 2 --steps 5
 step graphs 90 "$T" graphs
 step bench_graphs 150 "$B/benchmarks/hw/bench_step" --graphs --warmup 3 --steps 20
+# a bf16 profile of GPU 0 (shipped as data/h200x1-bf16.db)
+[ -x "$B/cli/placer" ] && step profile_bf16 120 "$B/cli/placer" profile --db "$OUT/h200x1-bf16.db" --devices 0 \
+  --precision bf16 --portable
 if [ -x "$B/cli/placer" ] && [ "$NGPU" -lt 2 ]; then
   echo "SKIP placer_step_2gpu, placer_step_2gpu_graphs: need 2 GPUs, this machine has $NGPU" | tee -a "$LOG" "$SUM"
   step placer_step_bf16 120 "$B/cli/placer" step --precision bf16 --graphs --json
