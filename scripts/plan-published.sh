@@ -8,10 +8,13 @@
 # fp32 gradients overlapped). Prints one line per row and the wall time of
 # each search; docs/plan.md has the table.
 #   PLACER=build/cli/placer scripts/plan-published.sh [--json DIR]
+#   FOR=megatron ...   search only layouts that framework runs (placer plan --for)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLACER=${PLACER:-build/cli/placer}
 JSON_DIR=""
+EXTRA=()
+if [[ -n "${FOR:-}" ]]; then EXTRA=(--for "$FOR"); fi
 if [[ "${1:-}" == "--json" ]]; then JSON_DIR=$2; mkdir -p "$JSON_DIR"; fi
 
 # model gpus gbs published-layout dp_overlap
@@ -38,7 +41,7 @@ row() { # label, then placer plan arguments
   local label=$1; shift
   local t0 t1 out
   t0=$(date +%s.%N)
-  out=$("$PLACER" plan "$@" --json)
+  out=$("$PLACER" plan "$@" "${EXTRA[@]}" --json)
   t1=$(date +%s.%N)
   if [[ -n "$JSON_DIR" ]]; then echo "$out" >"$JSON_DIR/${label//\//_}.json"; fi
   PLAN_JSON=$out python3 - "$label" "$(echo "$t1 - $t0" | bc)" <<'PY'
