@@ -6,14 +6,14 @@
     env = gym.make("placer/Placement-v0", db="data/h200x2.db")
 
 See placer.api (sessions, simulate, searches, the REINFORCE placer, stored
-runs) and placer.envs (the Gymnasium environments, registered on import as
+runs, and the parallel-layout simulator and planner) and placer.envs (the Gymnasium environments, registered on import as
 placer/Placement-v0 and placer/PlacementMoves-v0).
 """
 
 import gymnasium as _gym
 
 from .api import (N_FEATURES, OOM_PENALTY_US, Candidate, InputError, NotFoundError, PlacerError, Session, SimResult,
-                  graph_info, reward, run_samples, runs, spec_names)
+                  graph_info, plan, reward, run_samples, runs, simulate_layout, spec_names)
 from .envs import PlacementEnv, PlacementMovesEnv
 
 __version__ = "0.1.0"
@@ -25,6 +25,6 @@ for _id, _entry in (("placer/Placement-v0", "placer.envs:PlacementEnv"),
 
 __all__ = [
     "Session", "SimResult", "Candidate", "PlacerError", "InputError", "NotFoundError", "reward", "runs",
-    "run_samples", "graph_info", "spec_names", "PlacementEnv", "PlacementMovesEnv", "OOM_PENALTY_US",
+    "run_samples", "graph_info", "spec_names", "simulate_layout", "plan", "PlacementEnv", "PlacementMovesEnv", "OOM_PENALTY_US",
     "N_FEATURES",
 ]

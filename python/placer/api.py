@@ -304,6 +304,36 @@ def run_samples(db, run_id):
     }
 
 
+def simulate_layout(model, cluster, layout, *, seq=None, trace=None):
+    """One training step of a parallel layout on a cluster, as ``placer layout`` predicts it.
+
+    model: a preset ("default", "gpt12,batch=16"), a shipped model ("llama-3-8b") or a
+    config.json path; cluster: a name of data/clusters ("dgx-h100") or a file; layout:
+    the layout text ("tp=2,pp=2,dp=2,mbs=2,gbs=16", keys of core/layout.h). Returns a
+    dict: layout (in full), step_us, tokens_per_s, mfu, model / hardware TFLOP/s per
+    GPU, breakdown_us (compute, recompute, tp, cp, dp, pp, bubble, optimizer),
+    micro_batches, gpus, memory_bytes (worst stage), stage_memory_bytes, mem_cap_bytes,
+    oom. trace: a path for the Chrome trace of one pipeline replica.
+    """
+    return _core.simulate_layout(model, os.fspath(cluster), layout, seq=int(seq or 0),
+                                 trace=None if trace is None else os.fspath(trace))
+
+
+def plan(model, cluster, **options):
+    """The layout planner of ``placer plan``: the fastest layouts that fit.
+
+    Options: gpus (default: the cluster's), global_batch (sequences per step; default
+    the model's batch), seq, precision ("bf16", "fp16", "fp8", "tf32", "fp32"), top
+    (layouts kept, default 5), fix ("tp=8,pp=4", dimensions held fixed), framework
+    ("any", "megatron", "torchtitan", "deepspeed"), max_tp, max_cp, max_vp, max_mbs.
+    Returns a dict: top (a list of simulate_layout-style dicts, fastest first, each with
+    its lower_bound_us and split_dp), and the search's counts (considered, pruned_memory,
+    pruned_bound, simulated, sim_runs, sim_oom, wall_s, min_mem_bytes).
+    """
+    given = {k: v for k, v in options.items() if v is not None}
+    return _core.plan(model, os.fspath(cluster), **given)
+
+
 def graph_info(config="default"):
     """The GPT graph of a config (a dict: key, n_nodes, params, config, nodes)."""
     return _core.graph_info(config)
@@ -316,5 +346,5 @@ def spec_names():
 
 __all__ = [
     "Session", "SimResult", "Candidate", "PlacerError", "InputError", "NotFoundError", "reward", "runs",
-    "run_samples", "graph_info", "spec_names", "OOM_PENALTY_US", "N_FEATURES",
+    "run_samples", "graph_info", "spec_names", "simulate_layout", "plan", "OOM_PENALTY_US", "N_FEATURES",
 ]
