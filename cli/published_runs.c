@@ -262,8 +262,9 @@ static double num(cell_reader *r, const char *col, int allow_empty, double dflt)
 
 static int inum(cell_reader *r, const char *col, int allow_empty, int dflt) {
     double v = num(r, col, allow_empty, dflt);
-    if (r->st == PL_OK && (v != floor(v) || v < 1 || v > 1e9)) {
-        r->st = pl_fail(r->msg, r->len, PL_ERR_INVALID, "row %d: '%s' is not a positive integer", r->row + 1, col);
+    if (v != floor(v) || v < 1 || v > 1e7) { /* 1e7: products like 128 * tp stay in an int */
+        if (r->st == PL_OK)
+            r->st = pl_fail(r->msg, r->len, PL_ERR_INVALID, "row %d: '%s' is not a positive integer", r->row + 1, col);
         return dflt;
     }
     return (int)v;
@@ -407,7 +408,13 @@ static void row_llama(cell_reader *r, pub_row *p) {
     p->lay.sp = 1;
     p->lay.vp = 2;
     p->lay.micro_batch = 1;
-    p->lay.global_batch = inum(r, "batch_per_dp", 0, 1) * p->lay.dp;
+    int64_t gbs = (int64_t)inum(r, "batch_per_dp", 0, 1) * p->lay.dp;
+    if (gbs > INT32_MAX) {
+        if (r->st == PL_OK)
+            r->st = pl_fail(r->msg, r->len, PL_ERR_INVALID, "row %d: batch_per_dp * dp is too large", r->row + 1);
+        gbs = 1;
+    }
+    p->lay.global_batch = (int)gbs;
     p->lay.zero = ZERO_FSDP;
     p->lay.recompute = RECOMPUTE_NONE;
     p->lay.prec = PRECISION_BF16;
