@@ -1253,10 +1253,9 @@ static PyObject *mod_simulate_layout(PyObject *mod, PyObject *args, PyObject *kw
     layout_result r;
     Py_BEGIN_ALLOW_THREADS
     st = layout_sim_create(&cfg, &l, c, &sim, msg, sizeof msg);
-    if (st == PL_ERR_INVALID) { /* the layout does not fit the model or cluster: as placer layout says it */
-        snprintf(full, sizeof full, "layout: %s", msg);
-        snprintf(msg, sizeof msg, "%s", full);
-    }
+    /* a layout that does not fit the model or cluster: as placer layout says it */
+    const int prefixed = st == PL_ERR_INVALID;
+    if (prefixed) snprintf(full, sizeof full, "layout: %s", msg);
     if (st == PL_OK) st = layout_sim_run(sim, NULL, trace != NULL, &r, msg, sizeof msg);
     if (st == PL_OK && trace) {
         FILE *f = fopen(trace, "w");
@@ -1271,7 +1270,7 @@ static PyObject *mod_simulate_layout(PyObject *mod, PyObject *args, PyObject *kw
     }
     Py_END_ALLOW_THREADS
     if (st != PL_OK) {
-        raise_status(st, msg);
+        raise_status(st, prefixed ? full : msg);
         goto out;
     }
     ret = layout_result_dict(&l, &r);
