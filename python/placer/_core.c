@@ -1251,10 +1251,11 @@ static PyObject *mod_simulate_layout(PyObject *mod, PyObject *args, PyObject *kw
         goto out;
     }
     layout_result r;
+    int prefixed = 0;
     Py_BEGIN_ALLOW_THREADS
     st = layout_sim_create(&cfg, &l, c, &sim, msg, sizeof msg);
     /* a layout that does not fit the model or cluster: as placer layout says it */
-    const int prefixed = st == PL_ERR_INVALID;
+    prefixed = st == PL_ERR_INVALID;
     if (prefixed) snprintf(full, sizeof full, "layout: %s", msg);
     if (st == PL_OK) st = layout_sim_run(sim, NULL, trace != NULL, &r, msg, sizeof msg);
     if (st == PL_OK && trace) {
