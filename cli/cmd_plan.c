@@ -228,8 +228,10 @@ static int compare_splits(const gpt_config *cfg, const cluster *c, const layout_
         for (int i = 0; i < n; i++) {
             char sp[256];
             if (!rows[i].ok) {
-                printf("  %-26s  n/a (%s)\n", rows[i].label,
-                       i == 2 ? "leaves a stage without a transformer layer, or vp > 1" : "none");
+                const char *why = best->l.vp > 1 ? "vp > 1: DeepSpeed has no interleaving"
+                                                 : "leaves a stage without a transformer layer";
+                if (i == 3) why = best->l.vp > 1 ? "hand splits are for vp = 1" : "none expressible";
+                printf("  %-26s  n/a (%s)\n", rows[i].label, why);
                 continue;
             }
             split_text(&rows[i].e.l, L, sp, sizeof sp);
