@@ -132,7 +132,9 @@ static int load_table(const char *dir, pub_table t, table_rows *out) {
         return cli_usage_error(CMD, "--dir is too long");
     size_t n = 0;
     char *text = read_file(path, &n);
-    if (!text) return cli_usage_error(CMD, "cannot read %s: %s", path, strerror(errno));
+    if (!text)
+        return cli_usage_error(CMD, "cannot read %s: %s; --dir names the folder of the three CSV files", path,
+                               strerror(errno));
     pub_csv csv;
     pl_status st = pub_csv_parse(text, n, &csv, msg, sizeof msg);
     free(text);

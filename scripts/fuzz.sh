@@ -27,7 +27,7 @@ CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c co
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE profile/store.c profile/spec.c profile/profiler.c hw/probe.c
   hw/nodes_cpu.c hw/layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
-  sim/sim.c $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) profile/cluster_file.c"
+  $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c profile/cluster_file.c"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
 FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
@@ -43,7 +43,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan}"
+targets="${*:-placement schedule store cli model_config cluster layout plan published}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -53,9 +53,11 @@ for t in $targets; do
     plan) srcs="$CORE sim/sim_core.c sim/sim_order.c sim/sim_trace.c sim/layout_sim.c sim/collective.c
       sim/compute_model.c sim/layout_memory.c $(ls policy/plan_*.c policy/export_*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
+    published) srcs="$CORE sim/compute_model.c sim/layout_memory.c cli/published_runs.c"; libs="-ljansson -lm"
+      maxlen=4096; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done
