@@ -35,9 +35,12 @@
  *     kept from forward to backward) before its first forward only, zero 1
  *     and 2 gather the previous step's updated parameters before the
  *     chunk's first forward (dp_overlap_param = 1; 0: after the optimizer,
- *     exposed). A gather may start once the op before the one that needs it
- *     has started (prefetch depth 1, as FSDP's). Gathers and reductions do
- *     not slow each other (separate streams; shared links not modelled).
+ *     exposed). Gathers go layer by layer (the embedding, each layer, the
+ *     head): a layer's compute waits for its gather, which may start once
+ *     the previous layer's compute has started (prefetch depth 1, as
+ *     FSDP's); the op's gradient buckets keep their unstalled offsets.
+ *     Gathers and reductions do not slow each other (separate streams;
+ *     shared links not modelled).
  * After its last op a stage waits for its reductions, then runs the
  * optimizer on the parameters it owns (its shard for zero >= 1).
  *
@@ -134,6 +137,7 @@ struct layout_sim {
     double *opt_params;          /* [pp] parameters the optimizer updates on s */
     int64_t *stage_params;       /* [pp] parameters of s's chunks (after tp) */
     double *ag_chunk;            /* [K] gather of chunk k's parameters over dp */
+    double *ag_layer, *ag_emb, *ag_head; /* [pp] gather of one layer's / the embedding's / the head's parameters */
     ls_bucket *buckets;          /* buckets of every chunk */
     int *bk_start;               /* [K+1] */
     double emb_ar_us;            /* tied-embedding gradient all-reduce first <-> last stage (0: none) */
@@ -241,6 +245,7 @@ void layout_sim_destroy(layout_sim *s) {
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
     free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
+    free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
     free(s->buckets); free(s->bk_start); free(s->cost); free(s->farr); free(s->barr); free(s->pos);
     free(s->ct); free(s->lf); free(s->lb); free(s->dpr); free(s->dpg); free(s->prev_start);
     free(s->p_comp); free(s->p_recomp); free(s->p_tp); free(s->p_cp); free(s->p_dp); free(s->p_wait);
@@ -306,7 +311,8 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
         LS_ALLOC(s->gpu, pp) || LS_ALLOC(s->order, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->tp_ar, pp) ||
         LS_ALLOC(s->tp_ag, pp) || LS_ALLOC(s->tp_rs, pp) || LS_ALLOC(s->tp_ce, pp) || LS_ALLOC(s->cp_ag, pp) ||
         LS_ALLOC(s->cp_rs, pp) || LS_ALLOC(s->send_fwd, pp) || LS_ALLOC(s->send_bwd, pp) ||
-        LS_ALLOC(s->opt_params, pp) || LS_ALLOC(s->stage_params, pp) || LS_ALLOC(s->ag_chunk, K) ||
+        LS_ALLOC(s->opt_params, pp) || LS_ALLOC(s->stage_params, pp) || LS_ALLOC(s->ag_chunk, K) || LS_ALLOC(s->ag_layer, pp) || LS_ALLOC(s->ag_emb, pp) ||
+        LS_ALLOC(s->ag_head, pp) ||
         LS_ALLOC(s->bk_start, K + 1) || LS_ALLOC(s->cost, K) || LS_ALLOC(s->farr, (size_t)K * m) ||
         LS_ALLOC(s->barr, (size_t)K * m) || LS_ALLOC(s->pos, pp) || LS_ALLOC(s->ct, pp) || LS_ALLOC(s->lf, pp) ||
         LS_ALLOC(s->lb, pp) || LS_ALLOC(s->dpr, pp) || LS_ALLOC(s->dpg, pp) || LS_ALLOC(s->prev_start, pp) ||
@@ -390,6 +396,18 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
                              (double)chunk_params[k] * s->param_bytes_used, s->grp, &e)) != PL_OK)
             goto coll_fail;
         s->ag_chunk[k] = e.time_us;
+    }
+    for (int r = 0; r < pp; r++) {
+        const double unit[3] = {(double)s->layer_params / l->tp, (double)s->emb_params / l->tp,
+                                (double)head_held / l->tp};
+        double *dst[3] = {&s->ag_layer[r], &s->ag_emb[r], &s->ag_head[r]};
+        for (int u = 0; u < 3; u++) {
+            coll_estimate e;
+            if ((st = group_coll(s, s->stage_rank[r], LAYOUT_DIM_DP, COLL_ALL_GATHER, unit[u] * s->param_bytes_used,
+                                 s->grp, &e)) != PL_OK)
+                goto coll_fail;
+            *dst[u] = e.time_us;
+        }
     }
     {
         coll_estimate e;
@@ -573,6 +591,51 @@ static void trace_layers(layout_sim *s, const ls_chunk_cost *c, int r, int k, in
     }
 }
 
+/* An op of chunk k on stage r that needs its parameters gathered first
+ * (zero 3, fsdp, zero 1/2's overlapped gather), run unit by unit: the
+ * embedding, each layer, the head (backward: the reverse). Unit u's
+ * compute starts once its gather has ended; its gather may start once the
+ * gather stream is free and unit u-1's compute has started (the first
+ * unit's: once the op before this one started): FSDP's forward prefetch of
+ * one module. Returns the time the op's compute waited for gathers;
+ * *last_start gets the start of its last unit's compute. */
+static double gathered_op(layout_sim *s, const ls_chunk_cost *c, int r, int k, int j, int bwd, double t, double cs,
+                          double *last_start) {
+    const int L = s->chunk_layers[k], first = k == 0, last = k == s->K - 1;
+    const double layer = bwd ? c->b_layer : c->f_lcomp + c->f_ltp + c->f_lcp;
+    const double pre = bwd ? c->b_head : c->f_pre;
+    const double post = (bwd ? c->b_us : c->f_us) - pre - L * layer;
+    double gfree = s->dpg[r], allow = s->prev_start[r], cur = t, wait = 0.0, g0 = -1.0;
+    for (int u = 0; u < L + 2; u++) {
+        double dur, ag;
+        if (u == 0) {
+            dur = pre;
+            ag = bwd ? (last ? s->ag_head[r] : 0.0) : (first ? s->ag_emb[r] : 0.0);
+        } else if (u <= L) {
+            dur = layer;
+            ag = s->ag_layer[r];
+        } else {
+            dur = post;
+            ag = bwd ? (first ? s->ag_emb[r] : 0.0) : (last ? s->ag_head[r] : 0.0);
+        }
+        if (ag > 0) {
+            const double gs = gfree > allow ? gfree : allow;
+            if (g0 < 0) g0 = gs;
+            gfree = gs + cs * ag;
+            if (gfree > cur) {
+                wait += gfree - cur;
+                cur = gfree;
+            }
+        }
+        allow = cur;
+        cur += dur;
+    }
+    if (g0 >= 0) trace_push(s, r, 4, k, j, -1, 'G', g0, gfree);
+    s->dpg[r] = gfree;
+    *last_start = allow;
+    return wait;
+}
+
 /* Time of bucket b's gradients inside its chunk's backward. */
 static inline double bucket_offset(const layout_sim *s, const ls_chunk_cost *c, const ls_bucket *b, int k) {
     const int L = s->chunk_layers[k];
@@ -614,21 +677,20 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     s->p_wait[r] += arr - t;
                     t = arr;
                 }
-                if (gather_every || (gather_first && !op.bwd && j == 0)) {
-                    const double gs = s->dpg[r] > s->prev_start[r] ? s->dpg[r] : s->prev_start[r];
-                    const double ge = gs + cs * s->ag_chunk[k];
-                    s->dpg[r] = ge;
-                    trace_push(s, r, 4, k, j, -1, 'G', gs, ge);
-                    if (ge > t) {
-                        s->p_dp[r] += ge - t;
-                        t = ge;
-                    }
-                }
-                s->prev_start[r] = t;
                 const ls_chunk_cost *c = &s->cost[k];
+                double gwait = 0.0;
+                if (gather_every || (gather_first && !op.bwd && j == 0)) {
+                    /* the op runs unit by unit behind its parameters' gathers */
+                    double last_start;
+                    gwait = gathered_op(s, c, r, k, j, op.bwd, t, cs, &last_start);
+                    s->p_dp[r] += gwait;
+                    s->prev_start[r] = last_start;
+                } else {
+                    s->prev_start[r] = t;
+                }
                 double end;
                 if (!op.bwd) {
-                    end = t + c->f_us;
+                    end = t + c->f_us + gwait;
                     s->p_comp[r] += c->f_comp;
                     s->p_tp[r] += c->f_tp;
                     s->p_cp[r] += c->f_cp;
@@ -649,7 +711,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                         }
                     }
                 } else {
-                    end = t + c->b_us;
+                    end = t + c->b_us + gwait;
                     s->p_comp[r] += c->b_comp;
                     s->p_recomp[r] += c->b_recomp;
                     s->p_tp[r] += c->b_tp;

@@ -300,3 +300,56 @@ Test(layout_sim, trace_has_every_op_and_changes_nothing) {
     free(buf);
     layout_sim_destroy(s);
 }
+
+/* cp = 2 on one node: per layer and micro-batch one key/value all-gather
+ * forward and one reduce-scatter of their gradients backward, over the
+ * full sequence's keys and values (2 x kv heads x head dim per token). */
+Test(layout_sim, cp_exchange_is_an_allgather_and_a_reduce_scatter_per_layer) {
+    cluster c = costfix_a100(1);
+    gpt_config g = small_vocab_model(6);
+    g.n_kv_heads = 4;
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    p.emb_head_scale = 0;
+    layout l = parse_layout("cp=2,mbs=1,gbs=4,precision=bf16");
+    layout_result r = run(&g, &l, &c, &p);
+    int64_t ranks[2] = {0, 1};
+    const double kv = 1.0 * g.seq_len * 2 * 4 * (g.d_model / g.n_heads) * 2;
+    coll_estimate ag, rs;
+    cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, ranks, 2, kv, &ag), PL_OK);
+    cr_assert_eq(coll_time(&c, COLL_REDUCE_SCATTER, ranks, 2, kv, &rs), PL_OK);
+    const double want = (double)g.n_layers * r.micro_batches * (ag.time_us + rs.time_us);
+    cr_assert(fabs(r.parts_us[LAYOUT_T_CP] - want) < 1e-9 * want, "cp %.6f us, want %.6f", r.parts_us[LAYOUT_T_CP],
+              want);
+    cr_assert(r.parts_us[LAYOUT_T_TP] == 0.0);
+}
+
+/* zero 1 gathers the updated parameters layer by layer. Overlapped with
+ * the next step's forward (prefetch depth 1), only the gathers ahead of
+ * the first layer's compute show (the embedding's, then the first
+ * layer's: the embedding costs nothing here); after the optimizer the
+ * whole chunk's gather shows. The difference is exact. */
+Test(layout_sim, zero1_parameter_gather_is_exposed_only_without_overlap) {
+    cluster c = costfix_a100(1);
+    gpt_config g = small_vocab_model(8);
+    layout l = parse_layout("dp=4,mbs=1,gbs=8,zero=1,precision=bf16");
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    p.emb_head_scale = 0;
+    layout_result on = run(&g, &l, &c, &p);
+    p.dp_overlap_param = 0;
+    layout_result off = run(&g, &l, &c, &p);
+    int64_t ranks[4] = {0, 1, 2, 3};
+    const double layer = (double)layout_layer_params(&g), emb = (double)g.vocab * g.d_model;
+    const double head = (double)g.vocab * g.d_model + 2.0 * g.d_model; /* untied matrix, final layernorm */
+    coll_estimate e_layer, e_emb, e_chunk;
+    cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, ranks, 4, layer * 2, &e_layer), PL_OK);
+    cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, ranks, 4, emb * 2, &e_emb), PL_OK);
+    cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, ranks, 4, (g.n_layers * layer + emb + head) * 2, &e_chunk), PL_OK);
+    /* the premise: a layer's forward outlasts its gather */
+    cr_assert(on.parts_us[LAYOUT_T_COMPUTE] / (3.0 * g.n_layers * on.micro_batches) > e_layer.time_us);
+    const double want = e_chunk.time_us - (e_emb.time_us + e_layer.time_us);
+    const double got = off.step_us - on.step_us;
+    cr_assert(fabs(got - want) < 1e-9 * off.step_us, "overlap saves %.6f us, want %.6f", got, want);
+    cr_assert(fabs((off.parts_us[LAYOUT_T_DP] - on.parts_us[LAYOUT_T_DP]) - want) < 1e-9 * off.step_us);
+}
