@@ -56,7 +56,11 @@
  * ranks s * tp cp dp .. (s + 1) * tp cp dp - 1 (the rank grid puts pp
  * outermost), so a stage lies on one GPU type when its ranks do; a stage
  * that straddles two groups is costed on the slower GPU and capped at the
- * smaller memory (its data-parallel peers wait for the slowest). The DP
+ * smaller memory (its data-parallel peers wait for the slowest), and is
+ * simulated so too: the simulator runs each stage on its replica-0 rank's
+ * GPU, so plan_simulate hands it a copy of the cluster in which the node
+ * groups that share a stage all take the slowest of their GPU types, with
+ * the smallest of their memories. The DP
  * then gives the faster or larger GPUs' stages more layers; nothing else
  * in the search changes. The bound uses the fastest GPU, the memory prune
  * the largest memory, so both stay lower bounds.
@@ -174,7 +178,8 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                          void *ctx, char *msg, size_t len);
 
 /* Simulate one given layout the way the search does (its stage_layers as
- * given, uniform when n_stage_layers = 0): for comparing a published or
+ * given, uniform when n_stage_layers = 0; stages that straddle node groups
+ * on their slowest GPU, see above): for comparing a published or
  * hand-written layout with the plan. */
 pl_status plan_simulate(const gpt_config *cfg, const cluster *c, const layout *l, const layout_sim_params *prm,
                         layout_result *res, char *msg, size_t len);

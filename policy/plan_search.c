@@ -276,13 +276,74 @@ out:
 
 /* ---- simulation --------------------------------------------------------- */
 
-pl_status plan_simulate(const gpt_config *cfg, const cluster *c, const layout *l, const layout_sim_params *prm,
+/* The cluster as plan.h says stages see it: the simulator runs a stage on
+ * its replica-0 rank's GPU, which on a mixed cluster may be the fast half
+ * of a stage whose data-parallel peers sit on slower GPUs. Node groups
+ * that share a stage are merged into one class; every group of a class
+ * takes the class's slowest GPU type, with the smallest memory of the
+ * class (a new type slot when one is free). *out is c when nothing
+ * straddles. */
+static void stage_weakest_cluster(const cluster *c, const layout *l, cluster *out) {
+    *out = *c;
+    if (c->n_groups < 2) return;
+    int cls[CLUSTER_MAX_GROUPS];
+    for (int g = 0; g < c->n_groups; g++) cls[g] = g;
+    const int64_t R = (int64_t)l->tp * l->cp * l->dp;
+    for (int s = 0; s < l->pp; s++) {
+        const int64_t lo = (int64_t)s * R, hi = lo + R;
+        int first = -1;
+        for (int g = 0; g < c->n_groups; g++) {
+            int64_t glo, ghi;
+            group_range(c, g, &glo, &ghi);
+            if (ghi <= lo || glo >= hi) continue;
+            if (first < 0) {
+                first = g;
+                continue;
+            }
+            /* merge g's class into first's */
+            const int from = cls[g], to = cls[first];
+            for (int k = 0; k < c->n_groups; k++)
+                if (cls[k] == from) cls[k] = to;
+        }
+    }
+    for (int k = 0; k < c->n_groups; k++) {
+        if (cls[k] != k) continue; /* k is a class's representative */
+        int members = 0, slow = -1;
+        int64_t mem = INT64_MAX;
+        for (int g = 0; g < c->n_groups; g++) {
+            if (cls[g] != k) continue;
+            members++;
+            const int t = c->groups[g].gpu_type;
+            if (slow < 0 || c->gpus[t].peak_flops[l->prec] < c->gpus[slow].peak_flops[l->prec]) slow = t;
+            if (c->gpus[t].hbm_bytes < mem) mem = c->gpus[t].hbm_bytes;
+        }
+        if (members < 2) continue;
+        int t = slow;
+        if (c->gpus[slow].hbm_bytes > mem && out->n_gpu_types < CLUSTER_MAX_GPU_TYPES) {
+            t = out->n_gpu_types++;
+            out->gpus[t] = c->gpus[slow];
+            out->gpus[t].hbm_bytes = mem;
+        }
+        for (int g = 0; g < c->n_groups; g++)
+            if (cls[g] == k) out->groups[g].gpu_type = t;
+    }
+}
+
+pl_status plan_simulate(const gpt_config *cfg, const cluster *c0, const layout *l, const layout_sim_params *prm,
                         layout_result *res, char *msg, size_t len) {
+    cluster *c = malloc(sizeof *c);
+    if (!c) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    stage_weakest_cluster(c0, l, c);
     layout_sim *s = NULL;
     pl_status st = layout_sim_create(cfg, l, c, &s, msg, len);
+    if (st != PL_OK) {
+        free(c);
+        return st;
+    }
     if (st != PL_OK) return st;
     st = layout_sim_run(s, prm, 0, res, msg, len);
     layout_sim_destroy(s);
+    free(c);
     return st;
 }
 

@@ -429,3 +429,41 @@ Test(plan, framework_filters_keep_what_it_runs) {
         cr_assert(k.n > 0 && k.n < all, "%s kept %d of %d", plan_framework_name((plan_framework)f), k.n, all);
     }
 }
+
+/* A stage across both node groups runs at the slower GPU's pace; stages
+ * on one group each are simulated as they are. */
+Test(plan, straddling_stages_run_on_the_slowest_gpu) {
+    gpt_config cfg = model("gpt12,layers=8,heads=16");
+    cluster mixed = make_mixed(40); /* A100-like group with half the memory */
+    cluster slow = make_mixed(40);
+    slow.groups[0].gpu_type = 1; /* both groups slow */
+    layout l;
+    layout_default(&l);
+    l.tp = 8;
+    l.sp = 1;
+    l.pp = 1;
+    l.dp = 2;
+    l.micro_batch = 1;
+    l.global_batch = 8;
+    char msg[256];
+    layout_result a, b, raw;
+    cr_assert_eq(plan_simulate(&cfg, &mixed, &l, NULL, &a, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(plan_simulate(&cfg, &slow, &l, NULL, &b, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert(fabs(a.step_us - b.step_us) <= 1e-9 * b.step_us, "straddling %.3f us, all slow %.3f us", a.step_us,
+              b.step_us);
+    cr_assert_eq(a.mem_cap, (int64_t)(40 * 1e9));
+    /* the simulator alone would have used the replica-0 (fast) GPU */
+    layout_sim *s = NULL;
+    cr_assert_eq(layout_sim_create(&cfg, &l, &mixed, &s, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_run(s, NULL, 0, &raw, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_destroy(s);
+    cr_assert_lt(raw.step_us, a.step_us);
+    /* pp = 2, one stage per group: nothing merged */
+    l.pp = 2;
+    l.dp = 1;
+    cr_assert_eq(plan_simulate(&cfg, &mixed, &l, NULL, &a, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_create(&cfg, &l, &mixed, &s, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_run(s, NULL, 0, &raw, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_destroy(s);
+    cr_assert(a.step_us == raw.step_us, "%.6f vs %.6f", a.step_us, raw.step_us);
+}
