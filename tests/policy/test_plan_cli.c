@@ -173,3 +173,22 @@ Test(plan_cli, bad_input_is_one_line_and_exit_2) {
         free(err);
     }
 }
+
+Test(plan_cli, trace_of_the_winner_is_chrome_json) {
+    char path[] = "/tmp/placer-test-plan-trace-XXXXXX";
+    close(mkstemp(path));
+    char args[512], *out, *err;
+    snprintf(args, sizeof args, "plan --model gpt12 --cluster h200x2 --global-batch 16 --fix pp=2,dp=1 --trace %s", path);
+    int rc = run_plan(args, &out, &err);
+    cr_assert_eq(rc, 0, "%s", err);
+    cr_assert(strstr(out, "trace: "), "%s", out);
+    json_error_t e;
+    json_t *j = json_load_file(path, 0, &e);
+    cr_assert(j, "the trace is not JSON: %s", e.text);
+    json_t *ev = json_is_array(j) ? j : json_object_get(j, "traceEvents");
+    cr_assert(json_is_array(ev) && json_array_size(ev) > 10, "no trace events");
+    json_decref(j);
+    unlink(path);
+    free(out);
+    free(err);
+}
