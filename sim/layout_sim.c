@@ -76,98 +76,15 @@
  *
  * Hot path: layout_sim_run allocates nothing unless it traces; everything
  * that depends only on the model, layout and cluster (groups, collective
- * times, buckets, orders) is computed once by layout_sim_create.
+ * times, buckets, orders) is computed once by layout_sim_create
+ * (layout_expand.c, see layout_internal.h).
  */
-#include "layout_sim.h"
-
 #include <math.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model_config.h"
-#include "sim_pipeline.h"
-
-#define LS_MAX_BUCKETS_PER_CHUNK 4096
-
-/* One bucket of a chunk's gradients: ready after `units` backward units of
- * the chunk (unit 0 the head, 1..L the layers from the last, L+1 the
- * embedding), reduced in `us`. */
-typedef struct {
-    int units;
-    double bytes;
-    double us;
-} ls_bucket;
-
-/* What one chunk's ops cost at the current parameters. */
-typedef struct {
-    double f_us, b_us;                 /* op durations */
-    double f_comp, f_tp, f_cp;         /* parts of the forward */
-    double b_comp, b_recomp, b_tp, b_cp; /* parts of the backward */
-    double b_head, b_layer;            /* backward: head unit, one layer (for bucket times) */
-    double f_pre;                      /* forward: before the first layer (embedding, a received message) */
-    double f_lcomp, f_ltp, f_lcp;      /* forward: one layer's compute, TP, CP */
-    double b_ltp, b_lcp;               /* backward: one layer's TP, CP (compute: b_layer minus these) */
-} ls_chunk_cost;
-
-/* A trace event. track: 0 compute, 1 send to the next chunk, 2 send to the
- * previous chunk, 3 dp reduction, 4 dp gather, 5 optimizer, 6 a layer's TP
- * collectives, 7 its CP all-gather (both inside the compute op). */
-typedef struct {
-    int stage, track, chunk, mb, layer; /* layer -1: the whole op */
-    char what;                          /* 'F', 'B', 't' (tp), 'c' (cp), 'a' (act), 'g' (grad), 'r', 'G', 'o' */
-    double t0, t1;
-} ls_event;
-
-struct layout_sim {
-    const gpt_config *cfg;
-    const layout *l;
-    const cluster *c;           /* &cl */
-    cluster cl;                 /* the caller's cluster, copied (see layout_sim_create) */
-    int pp, vp, K, m;
-    int *chunk_layers;          /* [K] */
-    int *stage_layers;          /* [pp] */
-    int64_t *stage_rank;        /* [pp] GPU of stage s */
-    const cluster_gpu **gpu;    /* [pp] */
-    pipe_op *order;             /* [pp * 2 vp m] */
-    int n_ops_stage;            /* 2 vp m */
-    /* collectives (unscaled us), per stage */
-    double *tp_ar, *tp_ag, *tp_rs, *tp_ce, *cp_ag, *cp_rs; /* [pp] */
-    double *send_fwd, *send_bwd; /* [pp] a send from s to the next / previous chunk's stage */
-    double *opt_params;          /* [pp] parameters the optimizer updates on s */
-    int64_t *stage_params;       /* [pp] parameters of s's chunks (after tp) */
-    double *ag_chunk;            /* [K] gather of chunk k's parameters over dp */
-    double *ag_layer, *ag_emb, *ag_head; /* [pp] gather of one layer's / the embedding's / the head's parameters */
-    ls_bucket *buckets;          /* buckets of every chunk */
-    int *bk_start;               /* [K+1] */
-    double emb_ar_us;            /* tied-embedding gradient all-reduce first <-> last stage (0: none) */
-    coll_estimate est_tp_ar, est_tp_ag, est_tp_rs, est_cp, est_dp, est_dp_ag;
-    double pp_bytes;             /* one pipeline message */
-    int64_t layer_params;        /* one layer's parameters (whole, before tp) */
-    int64_t emb_params, head_params, head_held; /* head_held: the last chunk's head part (a tied copy included) */
-    double *free_wait;           /* [pp] idle waiting for data with free sends */
-    double *ready;               /* [pp] when the optimizer may start */
-    int64_t *chunk_params;       /* [K] parameters of chunk k (after tp) */
-    int64_t *grp;                /* scratch: one group's ranks */
-    double param_bytes_used;     /* bytes per parameter a gather moves */
-    double bk_bucket_bytes, bk_grad_bytes; /* what the buckets were built for (0: not yet) */
-    int n_buckets, cap_buckets;
-    /* run state */
-    ls_chunk_cost *cost;         /* [K] */
-    double *farr, *barr;         /* [K m] arrival of F's input / B's output gradient at the op's stage; < 0 unknown */
-    int *pos;                    /* [pp] */
-    double *ct, *lf, *lb, *dpr, *dpg, *prev_start; /* [pp] */
-    double *p_comp, *p_recomp, *p_tp, *p_cp, *p_dp, *p_wait, *p_opt, *end; /* [pp] */
-    double *last_bwd_start;      /* [pp] */
-    int *stash, *stash_max;      /* [pp] layers stashed */
-    int *nstash, *nstash_max;    /* [pp] chunk micro-batches stashed */
-    /* trace */
-    int tracing;
-    ls_event *ev;
-    int n_ev, cap_ev;
-    int have_trace;
-    int trace_failed;
-};
+#include "layout_internal.h"
 
 void layout_sim_params_default(layout_sim_params *p) {
     compute_params_default(&p->compute);
@@ -185,375 +102,6 @@ const char *layout_time_part_name(layout_time_part p) {
     static const char *const names[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp",
                                                       "dp",      "pp",        "bubble", "optimizer"};
     return (p >= 0 && p < LAYOUT_T_COUNT) ? names[p] : "unknown";
-}
-
-static void set_msg(char *msg, size_t len, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-static void set_msg(char *msg, size_t len, const char *fmt, ...) {
-    if (!msg || len == 0) return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
-    va_end(ap);
-}
-
-/* ---- model facts -------------------------------------------------------- */
-
-int64_t layout_layer_params(const gpt_config *cfg) {
-    const int64_t d = cfg->d_model, hd = cfg->d_model / cfg->n_heads, kv = (int64_t)gpt_kv_heads(cfg) * hd;
-    const int64_t ff = gpt_d_ff(cfg);
-    const int bias = !cfg->no_bias;
-    int64_t p = d * d + 2 * d * kv + d * d;            /* q, k, v, o */
-    if (bias) p += d + 2 * kv + d;
-    p += cfg->mlp == MLP_SWIGLU ? 3 * d * ff : 2 * d * ff;
-    if (bias) p += cfg->mlp == MLP_SWIGLU ? 2 * ff + d : ff + d;
-    p += cfg->norm == NORM_RMSNORM ? 2 * d : 4 * d;    /* two norms */
-    return p;
-}
-
-/* Embedding (token table, learned positions) and head (untied matrix,
- * final norm) parameters. */
-static void emb_head_params(const gpt_config *cfg, int64_t *emb, int64_t *head) {
-    const int64_t d = cfg->d_model, V = gpt_vocab_padded(cfg);
-    *emb = V * d + (cfg->pos == POS_LEARNED ? (int64_t)cfg->seq_len * d : 0);
-    *head = (cfg->tied ? 0 : V * d) + (cfg->norm == NORM_RMSNORM ? d : 2 * d);
-}
-
-void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, double *hw) {
-    const double T = cfg->seq_len, d = cfg->d_model, V = gpt_vocab_padded(cfg);
-    const double hd = d / cfg->n_heads, kv = (double)gpt_kv_heads(cfg) * hd, ff = gpt_d_ff(cfg);
-    const double mm = d * d + 2 * d * kv + d * d + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * d * ff;
-    const double attn = 4.0 * T * T * d;              /* QK^T and AV, no causal halving (Megatron's count) */
-    const double layer_fwd = 2.0 * T * mm + attn;    /* per sequence */
-    const double head_fwd = 2.0 * T * d * V;
-    const double seqs = l->global_batch;
-    const double fwd = cfg->n_layers * layer_fwd + head_fwd;
-    *model = 3.0 * fwd * seqs;
-    double extra = 0.0;
-    if (l->recompute == RECOMPUTE_FULL) extra = cfg->n_layers * layer_fwd;
-    else if (l->recompute == RECOMPUTE_SELECTIVE) extra = cfg->n_layers * attn;
-    *hw = *model + extra * seqs;
-}
-
-/* ---- create ------------------------------------------------------------- */
-
-void layout_sim_destroy(layout_sim *s) {
-    if (!s) return;
-    free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
-    free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs);
-    free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
-    free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
-    free(s->buckets); free(s->bk_start); free(s->cost); free(s->farr); free(s->barr); free(s->pos);
-    free(s->ct); free(s->lf); free(s->lb); free(s->dpr); free(s->dpg); free(s->prev_start);
-    free(s->p_comp); free(s->p_recomp); free(s->p_tp); free(s->p_cp); free(s->p_dp); free(s->p_wait);
-    free(s->p_opt); free(s->end); free(s->last_bwd_start); free(s->stash); free(s->stash_max); free(s->ev);
-    free(s->chunk_params); free(s->grp); free(s->nstash); free(s->nstash_max); free(s->free_wait); free(s->ready);
-    free(s);
-}
-
-#define LS_ALLOC(ptr, count) (((ptr) = calloc((size_t)(count) > 0 ? (size_t)(count) : 1, sizeof *(ptr))) == NULL)
-
-/* Collective k over dimension d's group of rank r (0 when the group has one member). */
-static pl_status group_coll(const layout_sim *s, int64_t rank, layout_dim d, coll_kind k, double bytes, int64_t *buf,
-                            coll_estimate *e) {
-    const int n = layout_group_ranks(s->l, rank, d, buf);
-    return coll_time(s->c, k, buf, n, bytes, e);
-}
-
-pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out, char *msg,
-                            size_t len) {
-    if (!out) return PL_ERR_INVALID;
-    *out = NULL;
-    if (!cfg || !l || !c) {
-        set_msg(msg, len, "layout_sim_create: NULL argument");
-        return PL_ERR_INVALID;
-    }
-    char m2[256];
-    if (cluster_validate(c, m2, sizeof m2) != PL_OK) {
-        set_msg(msg, len, "cluster %s: %s", c->name, m2);
-        return PL_ERR_INVALID;
-    }
-    if (layout_validate(l, cfg, cluster_n_gpus(c), m2, sizeof m2) != PL_OK) {
-        set_msg(msg, len, "%s", m2);
-        return PL_ERR_INVALID;
-    }
-    const int pp = l->pp, vp = l->vp, K = pp * vp, m = layout_micro_batches(l);
-    if (m < 1 || (long)K * m > 50000000L || (long)pp * 2 * vp * m > 50000000L) {
-        set_msg(msg, len, "layout too large to simulate: %d chunks x %d micro-batches", K, m);
-        return PL_ERR_INVALID;
-    }
-    layout_sim *s = calloc(1, sizeof *s);
-    if (!s) return PL_ERR_NOMEM;
-    s->cfg = cfg;
-    s->l = l;
-    /* A one-node cluster may have no network at all (h200x2: nics 0); the
-     * cost model asks for one even for groups inside the node, so give it
-     * the node's own fabric, which no transfer can then use. */
-    s->cl = *c;
-    if (cluster_n_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
-        s->cl.nics_per_node = 1;
-        s->cl.nic_bw = c->intra_bw;
-    }
-    c = &s->cl;
-    s->c = c;
-    s->pp = pp;
-    s->vp = vp;
-    s->K = K;
-    s->m = m;
-    s->n_ops_stage = 2 * vp * m;
-    const int64_t world = layout_world_size(l);
-    const int gmax = l->tp > l->dp ? (l->tp > l->cp ? l->tp : l->cp) : (l->dp > l->cp ? l->dp : l->cp);
-    pl_status st = PL_ERR_NOMEM;
-    if (LS_ALLOC(s->chunk_layers, K) || LS_ALLOC(s->stage_layers, pp) || LS_ALLOC(s->stage_rank, pp) ||
-        LS_ALLOC(s->gpu, pp) || LS_ALLOC(s->order, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->tp_ar, pp) ||
-        LS_ALLOC(s->tp_ag, pp) || LS_ALLOC(s->tp_rs, pp) || LS_ALLOC(s->tp_ce, pp) || LS_ALLOC(s->cp_ag, pp) ||
-        LS_ALLOC(s->cp_rs, pp) || LS_ALLOC(s->send_fwd, pp) || LS_ALLOC(s->send_bwd, pp) ||
-        LS_ALLOC(s->opt_params, pp) || LS_ALLOC(s->stage_params, pp) || LS_ALLOC(s->ag_chunk, K) || LS_ALLOC(s->ag_layer, pp) || LS_ALLOC(s->ag_emb, pp) ||
-        LS_ALLOC(s->ag_head, pp) ||
-        LS_ALLOC(s->bk_start, K + 1) || LS_ALLOC(s->cost, K) || LS_ALLOC(s->farr, (size_t)K * m) ||
-        LS_ALLOC(s->barr, (size_t)K * m) || LS_ALLOC(s->pos, pp) || LS_ALLOC(s->ct, pp) || LS_ALLOC(s->lf, pp) ||
-        LS_ALLOC(s->lb, pp) || LS_ALLOC(s->dpr, pp) || LS_ALLOC(s->dpg, pp) || LS_ALLOC(s->prev_start, pp) ||
-        LS_ALLOC(s->p_comp, pp) || LS_ALLOC(s->p_recomp, pp) || LS_ALLOC(s->p_tp, pp) || LS_ALLOC(s->p_cp, pp) ||
-        LS_ALLOC(s->p_dp, pp) || LS_ALLOC(s->p_wait, pp) || LS_ALLOC(s->p_opt, pp) || LS_ALLOC(s->end, pp) ||
-        LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
-        LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
-        LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp))
-        goto fail;
-    st = layout_chunk_layers(l, cfg->n_layers, s->chunk_layers, m2, sizeof m2);
-    if (st != PL_OK) {
-        set_msg(msg, len, "%s", m2);
-        goto fail;
-    }
-    for (int k = 0; k < K; k++) s->stage_layers[k % pp] += s->chunk_layers[k];
-    for (int r = 0; r < pp; r++) {
-        layout_coords co;
-        memset(&co, 0, sizeof co);
-        co.c[LAYOUT_DIM_PP] = r;
-        s->stage_rank[r] = layout_rank_of(l, &co);
-        s->gpu[r] = cluster_gpu_of(c, s->stage_rank[r]);
-        pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
-    }
-    (void)world;
-
-    /* message sizes */
-    const double ab = precision_act_bytes(l->prec);
-    const double tok = (double)l->micro_batch * cfg->seq_len / l->cp; /* tokens per micro-batch on one GPU */
-    const double act = tok * cfg->d_model * ab;
-    const double hd = (double)cfg->d_model / cfg->n_heads;
-    const double kv_full = (double)l->micro_batch * cfg->seq_len * 2.0 * ((double)gpt_kv_heads(cfg) / l->tp) * hd * ab;
-    s->pp_bytes = act / l->tp;
-    s->layer_params = layout_layer_params(cfg);
-    emb_head_params(cfg, &s->emb_params, &s->head_params);
-    /* Megatron keeps a copy of a tied embedding on the last stage for the head */
-    int64_t head_held = s->head_params + (cfg->tied && pp > 1 ? (int64_t)gpt_vocab_padded(cfg) * cfg->d_model : 0);
-    if (cfg->tied && pp == 1) head_held = s->head_params;
-    s->head_held = head_held;
-    s->param_bytes_used = ab < 2 ? 2 : ab; /* fp8 keeps bf16 weights */
-
-    for (int r = 0; r < pp; r++) {
-        const int64_t rank = s->stage_rank[r];
-        coll_estimate e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ar[r] = e.time_us;
-        if (r == 0) s->est_tp_ar = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ag[r] = e.time_us;
-        if (r == 0) s->est_tp_ag = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_REDUCE_SCATTER, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_rs[r] = e.time_us;
-        if (r == 0) s->est_tp_rs = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, tok * 4.0, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ce[r] = 3.0 * e.time_us;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_ALL_GATHER, kv_full, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->cp_ag[r] = e.time_us;
-        if (r == 0) s->est_cp = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_REDUCE_SCATTER, kv_full, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->cp_rs[r] = e.time_us;
-        /* sends: chunk k on r goes to chunk k+1 on (r+1) mod pp, and back */
-        const int nx = (r + 1) % pp, pv = (r + pp - 1) % pp;
-        s->send_fwd[r] = nx == r ? 0.0 : p2p_time_us(c, rank, s->stage_rank[nx], s->pp_bytes);
-        s->send_bwd[r] = pv == r ? 0.0 : p2p_time_us(c, rank, s->stage_rank[pv], s->pp_bytes);
-    }
-    /* parameters per chunk and stage (after the tp split) */
-    int64_t *chunk_params = s->chunk_params;
-    for (int k = 0; k < K; k++) {
-        int64_t p = (int64_t)s->chunk_layers[k] * s->layer_params;
-        if (k == 0) p += s->emb_params;
-        if (k == K - 1) p += head_held;
-        chunk_params[k] = p / l->tp;
-        s->stage_params[k % pp] += chunk_params[k];
-    }
-    const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
-    for (int r = 0; r < pp; r++)
-        s->opt_params[r] = sharded ? (double)s->stage_params[r] / l->dp : (double)s->stage_params[r];
-    /* parameter gathers over the dp group (zero >= 1, fsdp) */
-    for (int k = 0; k < K; k++) {
-        coll_estimate e;
-        if ((st = group_coll(s, s->stage_rank[k % pp], LAYOUT_DIM_DP, COLL_ALL_GATHER,
-                             (double)chunk_params[k] * s->param_bytes_used, s->grp, &e)) != PL_OK)
-            goto coll_fail;
-        s->ag_chunk[k] = e.time_us;
-    }
-    for (int r = 0; r < pp; r++) {
-        const double unit[3] = {(double)s->layer_params / l->tp, (double)s->emb_params / l->tp,
-                                (double)head_held / l->tp};
-        double *dst[3] = {&s->ag_layer[r], &s->ag_emb[r], &s->ag_head[r]};
-        for (int u = 0; u < 3; u++) {
-            coll_estimate e;
-            if ((st = group_coll(s, s->stage_rank[r], LAYOUT_DIM_DP, COLL_ALL_GATHER, unit[u] * s->param_bytes_used,
-                                 s->grp, &e)) != PL_OK)
-                goto coll_fail;
-            *dst[u] = e.time_us;
-        }
-    }
-    {
-        coll_estimate e;
-        if ((st = group_coll(s, s->stage_rank[0], LAYOUT_DIM_DP, COLL_ALL_GATHER,
-                             (double)s->stage_params[0] * s->param_bytes_used, s->grp, &e)) != PL_OK)
-            goto coll_fail;
-        s->est_dp_ag = e;
-    }
-    /* a tied embedding's gradient: first <-> last stage */
-    if (cfg->tied && pp > 1) {
-        int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
-        coll_estimate e;
-        if ((st = coll_time(c, COLL_ALL_REDUCE, two, 2,
-                            (double)gpt_vocab_padded(cfg) * cfg->d_model / l->tp * 4.0, &e)) != PL_OK)
-            goto coll_fail;
-        s->emb_ar_us = e.time_us;
-    }
-    *out = s;
-    return PL_OK;
-
-coll_fail:
-    set_msg(msg, len, "collective model failed for this layout (status %d)", (int)st);
-fail:
-    layout_sim_destroy(s);
-    if (st == PL_ERR_NOMEM) set_msg(msg, len, "out of memory");
-    return st == PL_OK ? PL_ERR_INVALID : st;
-}
-
-/* ---- per-run costs -------------------------------------------------------- */
-
-/* Gradient buckets of every chunk for p's bucket size and gradient bytes
- * (rebuilt only when those change: the one allocation a run may make). */
-static pl_status ensure_buckets(layout_sim *s, const layout_sim_params *p) {
-    const layout *l = s->l;
-    if (l->dp <= 1) {
-        for (int k = 0; k <= s->K; k++) s->bk_start[k] = 0;
-        s->n_buckets = 0;
-        return PL_OK;
-    }
-    if (s->bk_bucket_bytes == p->dp_bucket_bytes && s->bk_grad_bytes == p->grad_comm_bytes) return PL_OK;
-    const int K = s->K;
-    const coll_kind kind = l->zero == ZERO_NONE ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
-    const double gb = p->grad_comm_bytes, bucket = p->dp_bucket_bytes;
-    for (int pass = 0; pass < 2; pass++) {
-        int n = 0;
-        double last_bytes = -1, last_us = 0;
-        int last_stage = -1;
-        for (int k = 0; k < K; k++) {
-            if (pass) s->bk_start[k] = n;
-            const int L = s->chunk_layers[k], r = k % s->pp;
-            double acc = 0;
-            int last_unit = 0;
-            for (int u = 0; u <= L + 1; u++) {
-                double prm = 0;
-                if (u == 0) prm = k == K - 1 ? (double)s->head_held / l->tp : 0;
-                else if (u <= L) prm = (double)s->layer_params / l->tp;
-                else prm = k == 0 ? (double)s->emb_params / l->tp : 0;
-                if (prm <= 0) continue;
-                acc += prm * gb;
-                last_unit = u;
-                if (acc >= bucket) {
-                    if (pass) s->buckets[n] = (ls_bucket){u, acc, 0};
-                    n++;
-                    acc = 0;
-                }
-            }
-            if (acc > 0) {
-                if (pass) s->buckets[n] = (ls_bucket){last_unit, acc, 0};
-                n++;
-            }
-            if (pass)
-                for (int b = s->bk_start[k]; b < n; b++) {
-                    if (s->buckets[b].bytes != last_bytes || r != last_stage) {
-                        coll_estimate e;
-                        pl_status st = group_coll(s, s->stage_rank[r], LAYOUT_DIM_DP, kind, s->buckets[b].bytes,
-                                                  s->grp, &e);
-                        if (st != PL_OK) return st;
-                        last_bytes = s->buckets[b].bytes;
-                        last_us = e.time_us;
-                        last_stage = r;
-                    }
-                    s->buckets[b].us = last_us;
-                }
-        }
-        if (pass) {
-            s->bk_start[K] = n;
-            s->n_buckets = n;
-        } else if (n > s->cap_buckets) {
-            ls_bucket *nb = realloc(s->buckets, (size_t)n * sizeof *nb);
-            if (!nb) return PL_ERR_NOMEM;
-            s->buckets = nb;
-            s->cap_buckets = n;
-        }
-    }
-    coll_estimate e;
-    pl_status st = group_coll(s, s->stage_rank[0], LAYOUT_DIM_DP, kind, (double)s->stage_params[0] * gb, s->grp, &e);
-    if (st != PL_OK) return st;
-    s->est_dp = e;
-    s->bk_bucket_bytes = p->dp_bucket_bytes;
-    s->bk_grad_bytes = p->grad_comm_bytes;
-    return PL_OK;
-}
-
-/* The chunks' op durations and parts at parameters p. */
-static void chunk_costs(layout_sim *s, const layout_sim_params *p) {
-    const layout *l = s->l;
-    const int K = s->K, pp = s->pp, sp = l->sp && l->tp > 1, full = l->recompute == RECOMPUTE_FULL;
-    const double cs = p->collective_scale, e = p->emb_head_scale;
-    layer_cost lc = {0}, ec = {0}, hc = {0};
-    const cluster_gpu *last_gpu = NULL;
-    for (int k = 0; k < K; k++) {
-        const int r = k % pp, L = s->chunk_layers[k];
-        if (s->gpu[r] != last_gpu) {
-            layer_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &lc);
-            embedding_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &ec);
-            head_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &hc);
-            last_gpu = s->gpu[r];
-        }
-        const double tp_f = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
-        const double tp_b = tp_f + (full ? tp_f : 0.0);
-        const double cp_f = cs * s->cp_ag[r], cp_b = cs * s->cp_rs[r] + (full ? cp_f : 0.0);
-        /* a pipeline message arrives as 1/tp of the activation; without sp it is all-gathered */
-        const double recv_ag = (!sp && l->tp > 1 && pp > 1) ? cs * s->tp_ag[r] : 0.0;
-        ls_chunk_cost *c = &s->cost[k];
-        c->f_comp = L * lc.fwd_us + (k == 0 ? e * ec.fwd_us : 0.0) + (k == K - 1 ? e * hc.fwd_us : 0.0);
-        c->f_tp = L * tp_f + (k == 0 ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0) +
-                  (k == K - 1 ? e * cs * ((sp ? s->tp_ag[r] : 0.0) + s->tp_ce[r]) : 0.0) + (k > 0 ? recv_ag : 0.0);
-        c->f_cp = L * cp_f;
-        c->b_comp = L * lc.bwd_us + (k == 0 ? e * ec.bwd_us : 0.0) + (k == K - 1 ? e * hc.bwd_us : 0.0);
-        c->b_recomp = L * lc.recompute_us + (k == 0 ? e * ec.recompute_us : 0.0) +
-                      (k == K - 1 ? e * hc.recompute_us : 0.0);
-        const double head_tp = k == K - 1 ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0;
-        c->b_tp = L * tp_b + head_tp + (k == 0 && sp ? e * cs * s->tp_ag[r] : 0.0) + (k < K - 1 ? recv_ag : 0.0);
-        c->b_cp = L * cp_b;
-        c->b_head = (k < K - 1 ? recv_ag : 0.0) +
-                    (k == K - 1 ? e * (hc.bwd_us + hc.recompute_us) + head_tp : 0.0);
-        c->b_layer = lc.bwd_us + lc.recompute_us + tp_b + cp_b;
-        c->f_pre = (k == 0 ? e * (ec.fwd_us + cs * (sp ? s->tp_rs[r] : s->tp_ar[r])) : 0.0) + (k > 0 ? recv_ag : 0.0);
-        c->f_lcomp = lc.fwd_us;
-        c->f_ltp = tp_f;
-        c->f_lcp = cp_f;
-        c->b_ltp = tp_b;
-        c->b_lcp = cp_b;
-        c->f_us = c->f_comp + c->f_tp + c->f_cp;
-        c->b_us = c->b_comp + c->b_recomp + c->b_tp + c->b_cp;
-    }
 }
 
 /* ---- the event loop ------------------------------------------------------- */
@@ -746,7 +294,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
             }
         }
         if (!progress) {
-            set_msg(msg, len, "the pipeline order deadlocked (a bug: the schedule's order is never cyclic)");
+            ls_msg(msg, len, "the pipeline order deadlocked (a bug: the schedule's order is never cyclic)");
             return PL_ERR_SCHEDULE;
         }
     }
@@ -798,12 +346,12 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
                                         "memory_efficiency", "kernel_overhead_us"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
-            set_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
+            ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
             return PL_ERR_INVALID;
         }
     if (!(p->dp_bucket_bytes > 0) || !(p->grad_comm_bytes > 0) || !(p->compute.gemm_efficiency > 0) ||
         !(p->compute.memory_efficiency > 0)) {
-        set_msg(msg, len, "layout simulator parameters: bucket size, gradient bytes and efficiencies must be > 0");
+        ls_msg(msg, len, "layout simulator parameters: bucket size, gradient bytes and efficiencies must be > 0");
         return PL_ERR_INVALID;
     }
     return PL_OK;
@@ -812,7 +360,7 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
 pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace, layout_result *res, char *msg,
                          size_t len) {
     if (!s || !res) {
-        set_msg(msg, len, "layout_sim_run: NULL argument");
+        ls_msg(msg, len, "layout_sim_run: NULL argument");
         return PL_ERR_INVALID;
     }
     layout_sim_params p;
@@ -820,11 +368,11 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     else layout_sim_params_default(&p);
     pl_status st = check_params(&p, msg, len);
     if (st != PL_OK) return st;
-    if ((st = ensure_buckets(s, &p)) != PL_OK) {
-        set_msg(msg, len, st == PL_ERR_NOMEM ? "out of memory" : "collective model failed for the gradient buckets");
+    if ((st = ls_ensure_buckets(s, &p)) != PL_OK) {
+        ls_msg(msg, len, st == PL_ERR_NOMEM ? "out of memory" : "collective model failed for the gradient buckets");
         return st;
     }
-    chunk_costs(s, &p);
+    ls_chunk_costs(s, &p);
     const int pp = s->pp;
     /* the bubble pass: free pipeline sends */
     s->tracing = 0;
@@ -836,7 +384,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     s->have_trace = 0;
     if ((st = simulate(s, &p, 0, msg, len)) != PL_OK) return st;
     if (s->tracing && s->trace_failed) {
-        set_msg(msg, len, "out of memory recording the trace");
+        ls_msg(msg, len, "out of memory recording the trace");
         return PL_ERR_NOMEM;
     }
     s->have_trace = s->tracing;
