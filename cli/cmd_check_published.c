@@ -61,6 +61,8 @@ static void usage(FILE *f) {
             "                      '" FIT_ROW_GEMM "' first, then predict with it\n"
             "  --gemm-efficiency X override the base GEMM efficiency (0 < X <= 1)\n"
             "  --collective-scale X override the collective time scale (X > 0)\n"
+            "  --llama-vp V        interleaving depth assumed for the Llama 3 rows (default 2;\n"
+            "                      not published: for the sensitivity in docs/published-runs.md)\n"
             "  --json              print the results as JSON\n\n"
             "Exit status: 0 ok, 1 runtime failure, 2 bad input (missing or malformed files).\n");
 }
@@ -219,11 +221,13 @@ int cmd_check_published(int argc, char **argv) {
     const char *dir = NULL, *ca = DEFAULT_CLUSTER_A100, *ch = DEFAULT_CLUSTER_H100;
     int json = 0, fit = 0;
     double gemm_eff = 0, coll_scale = 0;
+    int llama_vp = 0;
     static const struct option opts[] = {
         {"dir", required_argument, 0, 'd'},           {"cluster-a100", required_argument, 0, 'a'},
         {"cluster-h100", required_argument, 0, 'h'},  {"fit", no_argument, 0, 'f'},
         {"gemm-efficiency", required_argument, 0, 'g'}, {"collective-scale", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},                {"help", no_argument, 0, 'H'},
+        {"llama-vp", required_argument, 0, 'v'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -248,6 +252,14 @@ int cmd_check_published(int argc, char **argv) {
             if (errno || *end || !(coll_scale > 0 && coll_scale < 1e6))
                 return cli_usage_error(CMD, "--collective-scale must be a positive number, not '%s'", optarg);
             break;
+        case 'v': {
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            if (errno || *end || v < 1 || v > 8)
+                return cli_usage_error(CMD, "--llama-vp must be an integer in 1..8, not '%s'", optarg);
+            llama_vp = (int)v;
+            break;
+        }
         case 'H': usage(stdout); return CLI_EXIT_OK;
         case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(CMD, "unknown option '%s'; see placer check-published --help", argv[optind - 1]);
@@ -274,6 +286,8 @@ int cmd_check_published(int argc, char **argv) {
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < PUB_TABLE_COUNT && rc == 0; i++) rc = load_table(dir, (pub_table)i, &t[i]);
     if (rc) goto done;
+    if (llama_vp > 0)
+        for (int j = 0; j < t[PUB_LLAMA].n; j++) t[PUB_LLAMA].rows[j].lay.vp = llama_vp;
 
     const pub_row *fit_row = find_row(t, PUB_TABLE_COUNT, FIT_ROW_GEMM);
     if (fit && !fit_row) {
