@@ -353,3 +353,31 @@ Test(layout_sim, zero1_parameter_gather_is_exposed_only_without_overlap) {
     cr_assert(fabs(got - want) < 1e-9 * off.step_us, "overlap saves %.6f us, want %.6f", got, want);
     cr_assert(fabs((off.parts_us[LAYOUT_T_DP] - on.parts_us[LAYOUT_T_DP]) - want) < 1e-9 * off.step_us);
 }
+
+/* The rank grid decides the pipeline's link: tp 4 x pp 2 keeps both stages
+ * on one 8-GPU node (GPUs 0 and 4), tp 8 x pp 2 puts stage 1 on the next
+ * node (GPU 8), tp 2 x dp 4 x pp 2 on GPUs 0 and 8; each send is
+ * p2p_time_us over that pair with 1/tp of the activation. */
+Test(layout_sim, pipeline_sends_take_the_link_of_the_rank_grid) {
+    cluster c = costfix_a100(4);
+    gpt_config g = small_vocab_model(8);
+    const struct {
+        const char *text;
+        int64_t dst;
+        int tp, nodes;
+    } cases[] = {
+        {"tp=4,pp=2,mbs=2,gbs=8,precision=bf16", 4, 4, 1},
+        {"tp=8,pp=2,mbs=2,gbs=8,precision=bf16", 8, 8, 2},
+        {"tp=2,dp=4,pp=2,mbs=2,gbs=16,precision=bf16", 8, 2, 2},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        layout l = parse_layout(cases[i].text);
+        layout_result r = run(&g, &l, &c, NULL);
+        const double bytes = 2.0 * g.seq_len * g.d_model * 2 / cases[i].tp;
+        cr_assert(fabs(r.pp_send_bytes - bytes) < 0.5, "%s: %g bytes", cases[i].text, r.pp_send_bytes);
+        const double want = p2p_time_us(&c, 0, cases[i].dst, bytes);
+        cr_assert(fabs(r.pp_send_us - want) < 1e-9 * want, "%s: send %.6f us, want %.6f", cases[i].text,
+                  r.pp_send_us, want);
+        cr_assert_eq(r.pp_send_nodes, cases[i].nodes, "%s", cases[i].text);
+    }
+}
