@@ -120,6 +120,10 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers) {
     char lay[96], sp[256];
     layout_short(&e->l, lay, sizeof lay);
     split_text(&e->l, n_layers, sp, sizeof sp);
+    if (e->refined) {
+        size_t k = strlen(sp);
+        snprintf(sp + k, sizeof sp - k, " (DP + %d move%s)", e->refined, e->refined == 1 ? "" : "s");
+    }
     const layout_result *r = &e->res;
     printf("%-3s %-34s %10.2f %12.0f %6.1f%% %9.2f %9.2f  %s\n", mark, lay, r->step_us / 1e3, r->tokens_per_s,
            100 * r->mfu, r->mem.total / 1e9, (r->mem_cap - r->mem.total) / 1e9, sp);
@@ -177,7 +181,8 @@ static int compare_splits(const gpt_config *cfg, const cluster *c, const layout_
     int n = 0;
     /* the plan's own */
     rows[n].e = *best;
-    snprintf(rows[n].label, sizeof rows[n].label, "plan (%s)", best->split_dp ? "DP split" : "uniform won");
+    snprintf(rows[n].label, sizeof rows[n].label, "plan (%s%s)", best->split_dp ? "DP split" : "uniform",
+             best->refined ? " + moves" : "");
     rows[n++].ok = 1;
     /* uniform */
     rows[n].e.l = best->l;
@@ -470,12 +475,13 @@ int cmd_plan(int argc, char **argv) {
     if (json) {
         printf("{\"model\": \"%s\", \"cluster\": \"%s\", \"gpus\": %lld, \"global_batch\": %d, \"seq_len\": %d, "
                "\"precision\": \"%s\", \"search\": {\"considered\": %lld, \"pruned_memory\": %lld, "
-               "\"pruned_bound\": %lld, \"simulated\": %lld, \"sim_runs\": %lld, \"sim_oom\": %lld, \"wall_s\": %.3f}, "
+               "\"pruned_bound\": %lld, \"simulated\": %lld, \"sim_runs\": %lld, \"sim_oom\": %lld, \"refine_runs\": %lld, "
+               "\"wall_s\": %.3f}, "
                "\"fits\": %s, \"min_mem_bytes\": %lld, \"top\": [",
                mname, c.name, (long long)o.gpus, o.global_batch, cfg.seq_len, precision_name(o.prec),
                (long long)res->considered, (long long)res->pruned_memory, (long long)res->pruned_bound,
-               (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom, res->wall_s,
-               best ? "true" : "false", (long long)res->min_mem_bytes);
+               (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom,
+               (long long)res->refine_runs, res->wall_s, best ? "true" : "false", (long long)res->min_mem_bytes);
         for (int i = 0; i < res->n_top; i++) {
             int chunks[LAYOUT_MAX_CHUNKS];
             layout_chunk_layers(&res->top[i].l, cfg.n_layers, chunks, NULL, 0);
@@ -498,9 +504,10 @@ int cmd_plan(int argc, char **argv) {
                precision_name(o.prec), o.framework ? ", layouts " : "",
                o.framework ? plan_framework_name((plan_framework)o.framework) : "");
         printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
-               "(%lld runs, %lld OOM) in %.2f s\n\n",
+               "(%lld runs, %lld OOM; %lld runs refining the top splits) in %.2f s\n\n",
                (long long)res->considered, (long long)res->pruned_memory, (long long)res->pruned_bound,
-               (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom, res->wall_s);
+               (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom,
+               (long long)res->refine_runs, res->wall_s);
         if (res->n_top > 0 || res->have_oom_best || have_cmp)
             printf("%-3s %-34s %10s %12s %7s %9s %9s  %s\n", "#", "layout", "step ms", "tokens/s", "MFU", "mem GB",
                    "free GB", "layers per chunk");

@@ -28,6 +28,7 @@ void plan_options_default(plan_options *o) {
     o->max_vp = 4;
     o->max_mbs = 16;
     o->top_k = 5;
+    o->refine_sims = 256;
     o->fix_recompute = -1;
     o->fix_zero = -1;
 }
@@ -504,6 +505,50 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
     return 0;
 }
 
+/* Hill-climb e's split on the simulator (plan.h): move one layer across a
+ * chunk boundary while that shortens the step and the layout still fits. */
+static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
+                              const plan_options *o, plan_entry *e, plan_result *res, char *msg, size_t len) {
+    const int C = e->l.pp * e->l.vp;
+    if (C < 2 || o->refine_sims <= 0) return PL_OK;
+    layout *t = malloc(sizeof *t);
+    layout_result *r = malloc(sizeof *r);
+    pl_status st = PL_OK;
+    if (!t || !r) {
+        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if (e->l.n_stage_layers == 0) {
+        if ((st = layout_chunk_layers(&e->l, cfg->n_layers, e->l.stage_layers, msg, len)) != PL_OK) goto out;
+        e->l.n_stage_layers = C;
+    }
+    int spent = 0, improved = 1;
+    while (improved && spent < o->refine_sims) {
+        improved = 0;
+        for (int b = 0; b + 1 < C && spent < o->refine_sims; b++)
+            for (int d = -1; d <= 1 && spent < o->refine_sims; d += 2) {
+                if (e->l.stage_layers[b] + d < 1 || e->l.stage_layers[b + 1] - d < 1) continue;
+                *t = e->l;
+                t->stage_layers[b] += d;
+                t->stage_layers[b + 1] -= d;
+                if ((st = plan_simulate(cfg, c, t, prm, r, msg, len)) != PL_OK) goto out;
+                spent++;
+                res->refine_runs++;
+                const int fits = !r->oom && !(o->reserve_bytes > 0 && r->mem.total + o->reserve_bytes > r->mem_cap);
+                if (fits && r->step_us < e->res.step_us) {
+                    e->l = *t;
+                    e->res = *r;
+                    e->refined++;
+                    improved = 1;
+                }
+            }
+    }
+out:
+    free(t);
+    free(r);
+    return st;
+}
+
 pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
                       void *progress_ctx, plan_result *res, char *msg, size_t len) {
     memset(res, 0, sizeof *res);
@@ -601,6 +646,15 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         top_insert(res, o->top_k, e);
     }
     if (progress && st == PL_OK) progress(progress_ctx, n_cands, n_cands);
+    for (int i = 0; st == PL_OK && i < res->n_top; i++) st = refine_entry(cfg, c, prm, o, &res->top[i], res, msg, len);
+    if (st == PL_OK) { /* insertion sort again: refinement only shortens */
+        for (int i = 1; i < res->n_top; i++)
+            for (int j = i; j > 0 && entry_before(&res->top[j], &res->top[j - 1]); j--) {
+                *e = res->top[j];
+                res->top[j] = res->top[j - 1];
+                res->top[j - 1] = *e;
+            }
+    }
     free(e);
     free(u);
 out:

@@ -225,6 +225,7 @@ static void check_against_brute_force(const char *model_text, int nodes, double 
     plan_options_default(&o);
     o.gpus = 8 * nodes;
     o.global_batch = B;
+    o.refine_sims = 0; /* brute force simulates the DP and uniform splits only */
     o.max_vp = 2;
     o.max_mbs = 4;
     o.top_k = 5;
@@ -466,4 +467,37 @@ Test(plan, straddling_stages_run_on_the_slowest_gpu) {
     cr_assert_eq(layout_sim_run(s, NULL, 0, &raw, msg, sizeof msg), PL_OK, "%s", msg);
     layout_sim_destroy(s);
     cr_assert(a.step_us == raw.step_us, "%.6f vs %.6f", a.step_us, raw.step_us);
+}
+
+/* The refinement only shortens the top layouts and keeps them fitting. */
+Test(plan, refinement_only_improves_the_top) {
+    gpt_config cfg = model("gpt12");
+    cluster c = make_cluster(1, 80);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 8;
+    o.global_batch = 16;
+    char msg[256];
+    cr_assert_eq(plan_parse_fixed("pp=4,dp=1,mbs=2", &o, msg, sizeof msg), PL_OK);
+    plan_result *a = calloc(1, sizeof *a), *b = calloc(1, sizeof *b);
+    o.refine_sims = 0;
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, a, msg, sizeof msg), PL_OK, "%s", msg);
+    o.refine_sims = 256;
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, b, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(a->n_top, b->n_top);
+    cr_assert_eq(a->refine_runs, 0);
+    cr_assert_gt(b->refine_runs, 0);
+    for (int i = 0; i < b->n_top; i++) {
+        cr_assert_leq(b->top[i].res.step_us, a->top[i].res.step_us * (1 + 1e-12), "top %d got slower", i);
+        cr_assert(!b->top[i].res.oom);
+        if (i) cr_assert_geq(b->top[i].res.step_us, b->top[i - 1].res.step_us);
+        int sum = 0;
+        for (int k = 0; k < b->top[i].l.pp * b->top[i].l.vp; k++) {
+            cr_assert_geq(b->top[i].l.stage_layers[k], 1);
+            sum += b->top[i].l.stage_layers[k];
+        }
+        cr_assert_eq(sum, cfg.n_layers);
+    }
+    free(a);
+    free(b);
 }
