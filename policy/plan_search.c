@@ -589,7 +589,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     }
     if (n_cands > 0) qsort(cands, (size_t)n_cands, sizeof *cands, cand_cmp);
 
-    plan_entry *e = malloc(sizeof *e), *u = malloc(sizeof *u);
+    plan_entry *e = calloc(1, sizeof *e), *u = calloc(1, sizeof *u);
     if (!e || !u) {
         free(e);
         free(u);
@@ -607,6 +607,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         cand_layout(k, o, &e->l);
         e->lb_us = k->lb_us;
         e->split_dp = 1;
+        e->refined = 0;
         int have_dp = plan_stage_split(cfg, c, prm, &e->l, NULL, NULL, 0) == PL_OK;
         if (have_dp) {
             int chunks[LAYOUT_MAX_CHUNKS];
@@ -623,6 +624,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
             cand_layout(k, o, &u->l);
             u->lb_us = k->lb_us;
             u->split_dp = 0;
+            u->refined = 0;
             st = plan_simulate(cfg, c, &u->l, prm, &u->res, msg, len);
             if (st != PL_OK) break;
             res->sim_runs++;
