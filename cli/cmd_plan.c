@@ -111,9 +111,17 @@ static void split_text(const layout *l, int n_layers, char *buf, size_t n) {
         snprintf(buf, n, "uniform");
         return;
     }
+    /* runs of three or more equal counts as v*n: 1/2*62/1 */
     size_t off = 0;
-    for (int c = 0; c < l->pp * l->vp && off < n; c++)
-        off += (size_t)snprintf(buf + off, n - off, "%s%d", c ? "/" : "", ch[c]);
+    const int C = l->pp * l->vp;
+    for (int c = 0; c < C && off < n;) {
+        int r = 1;
+        while (c + r < C && ch[c + r] == ch[c]) r++;
+        if (r >= 3) off += (size_t)snprintf(buf + off, n - off, "%s%d*%d", c ? "/" : "", ch[c], r);
+        else
+            for (int k = 0; k < r && off < n; k++) off += (size_t)snprintf(buf + off, n - off, "%s%d", c + k ? "/" : "", ch[c]);
+        c += r;
+    }
 }
 
 static void print_row(const char *mark, const plan_entry *e, int n_layers) {
