@@ -1053,8 +1053,10 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
                           msg, len);
     }
 
-    /* graph config and node count */
+    /* graph config and node count (the extensions stay 0: the store holds
+     * the original GPT's six fields) */
     gpt_config gc;
+    memset(&gc, 0, sizeof gc);
     int n_nodes = 0;
     if (!(s = stmt_get(db, S_GRAPH_GET))) return to_msg(db, PL_ERR_DB, msg, len);
     sqlite3_bind_int64(s, 1, gid);
