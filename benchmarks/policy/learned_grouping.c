@@ -32,8 +32,10 @@
  *     re-evaluated on the measured data/h200x2.db (calibrated), against
  *     the DP and EAGLE trained there directly.
  *
- * usage: learned_grouping [--out DIR] [--seeds N] [--threads N] [--only NAME]
+ * usage: learned_grouping [--out DIR] [--seeds N] [--threads N] [--only LIST]
  *                         [--no-extra] [--data DIR]
+ * --only takes comma-separated problem names and "extra" (the two further
+ * experiments), e.g. --only L12-t4,extra.
  * Prints Markdown on stdout.
  */
 #include <errno.h>
@@ -443,6 +445,19 @@ static void bench_transfer(int seeds, int threads, const char *data_dir) {
     policy_session_close(spec);
 }
 
+/* 1 when name is one of the comma-separated words of list. */
+static int in_list(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t k = e ? (size_t)(e - p) : strlen(p);
+        if (k == n && !strncmp(p, name, n)) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *out_dir = "learned-grouping", *only = NULL, *data_dir = PLACER_SOURCE_DIR "/data";
     int seeds = 5, threads = 0, extra = 1;
@@ -472,7 +487,7 @@ int main(int argc, char **argv) {
            SAMPLES);
     int done[N_PROBLEMS] = {0};
     for (int p = 0; p < N_PROBLEMS; p++) {
-        if (only && strcmp(only, PROBLEMS[p].name) != 0) continue;
+        if (only && !in_list(only, PROBLEMS[p].name)) continue;
         bench_problem(p, seeds, threads, out_dir);
         done[p] = 1;
     }
@@ -508,7 +523,7 @@ int main(int argc, char **argv) {
                "problems, and better than ColocRL's best on %d of %d.\n",
                within, nd, beats, nd);
     }
-    if (extra && !only) {
+    if (extra && (!only || in_list(only, "extra"))) {
         bench_parallel_h200x2(seeds, threads, out_dir);
         bench_transfer(seeds, threads, data_dir);
     }

@@ -12,12 +12,16 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "grouper.h"
 #include "policy_fixture.h"
 #include "reinforce.h"
+#include "store.h"
 
 #define FD_H 1e-6
 
@@ -297,4 +301,135 @@ Test(grouper, learned_grouping_needs_the_nodes_as_units) {
     cr_assert(strstr(msg, "units"), "%s", msg);
     cr_assert_null(r);
     fixture_fini(&f);
+}
+
+/* ---- SIGKILL of a training process with a learned grouping -------------- */
+
+static int latest_update(const char *path, int64_t run) {
+    profile_db *db = NULL;
+    if (profile_db_open(path, PROFILE_DB_READ, &db, NULL, 0) != PL_OK) return -1;
+    void *blob = NULL;
+    size_t n = 0;
+    int upd = -1;
+    if (profile_db_checkpoint_load(db, run, -1, &upd, &blob, &n) != PL_OK) upd = -1;
+    free(blob);
+    profile_db_close(db);
+    return upd;
+}
+
+static void child_train(const char *path, int64_t run, int N) {
+    fixture f;
+    fixture_init(&f, "default", "t4x4-pcie", 4, GROUPING_EAGLE, 4, SCHED_1F1B, 0, 1);
+    profile_db *db = NULL;
+    char msg[256];
+    if (profile_db_open(path, PROFILE_DB_WRITE, &db, msg, sizeof msg) != PL_OK) _exit(3);
+    reinforce_options o = grouped(N, GROUPER_EAGLE, ALGO_PPO);
+    reinforce *r = NULL;
+    if (reinforce_create(f.ev, &o, &r, msg, sizeof msg) != PL_OK) _exit(4);
+    reinforce_train(r, db, run, NULL, NULL, msg, sizeof msg);
+    _exit(0);
+}
+
+static void db_text(profile_db *db, int64_t run, char **out, int *count);
+
+Test(grouper, eagle_ppo_resumed_after_sigkill_matches_an_uninterrupted_run, .timeout = 120) {
+    char path[256];
+    snprintf(path, sizeof path, "/tmp/placer-test-grouper-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    unlink(path);
+    profile_db *db = NULL;
+    char msg[256];
+    cr_assert_eq(profile_db_open(path, PROFILE_DB_CREATE, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    const int N = 300;
+    int64_t run_a = 0, run_b = 0;
+    cr_assert_eq(profile_db_run_create(db, "reinforce", "straight", &run_a), PL_OK);
+    cr_assert_eq(profile_db_run_create(db, "reinforce", "killed", &run_b), PL_OK);
+    profile_db_close(db);
+    db = NULL;
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) child_train(path, run_b, N);
+    int seen = -1;
+    for (int tries = 0; tries < 20000 && seen < 10; tries++) {
+        usleep(1000);
+        seen = latest_update(path, run_b);
+    }
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    cr_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child was killed, not finished");
+    int at_kill = latest_update(path, run_b);
+    cr_assert(at_kill >= 10 && at_kill < N - 1, "killed after update %d", at_kill);
+
+    fixture f;
+    fixture_init(&f, "default", "t4x4-pcie", 4, GROUPING_EAGLE, 4, SCHED_1F1B, 0, 1);
+    cr_assert_eq(profile_db_open(path, PROFILE_DB_WRITE, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    void *blob = NULL;
+    size_t n = 0;
+    int upd = -1;
+    cr_assert_eq(reinforce_load_checkpoint(db, run_b, &blob, &n, &upd, msg, sizeof msg), PL_OK);
+    reinforce *b = NULL, *a = NULL;
+    cr_assert_eq(reinforce_create_from_checkpoint(f.ev, blob, n, 0, &b, msg, sizeof msg), PL_OK, "%s", msg);
+    free(blob);
+    cr_assert_eq(reinforce_train(b, db, run_b, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    reinforce_options o = grouped(N, GROUPER_EAGLE, ALGO_PPO);
+    cr_assert_eq(reinforce_create(f.ev, &o, &a, msg, sizeof msg), PL_OK);
+    cr_assert_eq(reinforce_train(a, db, run_a, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    void *ba = NULL, *bb = NULL;
+    size_t na = 0, nb = 0;
+    cr_assert_eq(reinforce_serialize(a, &ba, &na), PL_OK);
+    cr_assert_eq(reinforce_serialize(b, &bb, &nb), PL_OK);
+    cr_assert_eq(na, nb);
+    cr_assert(memcmp(ba, bb, na) == 0, "final states differ after a kill at update %d", at_kill);
+    char *ta = NULL, *tb = NULL;
+    int ca = 0, cb = 0;
+    db_text(db, run_a, &ta, &ca);
+    db_text(db, run_b, &tb, &cb);
+    cr_assert_eq(ca, N * o.samples);
+    cr_assert_eq(cb, N * o.samples, "no committed sample lost, none duplicated");
+    cr_assert_str_eq(ta, tb);
+    free(ta);
+    free(tb);
+    free(ba);
+    free(bb);
+    reinforce_destroy(a);
+    reinforce_destroy(b);
+    profile_db_close(db);
+    unlink(path);
+    char side[300];
+    snprintf(side, sizeof side, "%s-wal", path);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", path);
+    unlink(side);
+    fixture_fini(&f);
+}
+
+typedef struct {
+    char *buf;
+    size_t n, cap;
+    int count;
+} text_acc;
+
+static int collect(void *ctx, const profile_run_sample *s) {
+    text_acc *t = ctx;
+    char line[2048];
+    int k = snprintf(line, sizeof line, "%d/%d %s %.17g %lld %d\n", s->update, s->sample, s->placement, s->step_us,
+                     (long long)s->peak_bytes, s->oom);
+    if (t->n + (size_t)k + 1 > t->cap) {
+        t->cap = (t->cap + (size_t)k + 1) * 2;
+        t->buf = realloc(t->buf, t->cap);
+    }
+    memcpy(t->buf + t->n, line, (size_t)k + 1);
+    t->n += (size_t)k;
+    t->count++;
+    return 0;
+}
+
+static void db_text(profile_db *db, int64_t run, char **out, int *count) {
+    text_acc t = {0};
+    cr_assert_eq(profile_db_run_samples(db, run, collect, &t), PL_OK);
+    *out = t.buf;
+    *count = t.count;
 }
