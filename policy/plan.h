@@ -36,8 +36,9 @@
  * The rest are *simulated* (layout_sim) with the stage split of
  * plan_split_dp and with the uniform split; the faster of the two is kept.
  * Finally each of the top k layouts' splits is refined against the
- * simulator itself: one layer moved across a chunk boundary, in either
- * direction, kept when the simulated step is shorter and still fits,
+ * simulator itself: one layer moved across a chunk boundary, or between
+ * neighbouring chunks of one stage, in either direction, kept when the
+ * simulated step is shorter and still fits,
  * until no move helps or refine_sims runs are spent; the list is then
  * sorted again. (The DP's per-micro-batch model misses sends, tensor-
  * parallel collectives and the schedule's exact order; the refinement
@@ -55,9 +56,9 @@
  * (proportional to m M + (S - M) / vp: the bottleneck stage m times, plus
  * the interleaved fill and drain), exactly, by dynamic programming over the
  * stages with a Pareto front of (max, sum) per (stage, layers so far). With
- * vp > 1 each stage's layers are spread over its vp chunks as evenly as
- * possible, the chunks that hold the embedding or the head taking the
- * smaller share. The split is written as layout.stage_layers.
+ * vp > 1 each stage's layers go over its vp chunks one at a time to the
+ * chunk of lowest cost (so the chunks that hold the embedding or the head
+ * take fewer). The split is written as layout.stage_layers.
  *
  * Mixed GPUs. On a cluster of several node groups, stage s runs on the
  * ranks s * tp cp dp .. (s + 1) * tp cp dp - 1 (the rank grid puts pp

@@ -213,9 +213,10 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
     if ((int64_t)S * V > L || m < 1) return pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers into %d chunks", L, S * V);
     const int64_t R = (int64_t)l->tp * l->cp * l->dp;
     double *cost = malloc(sizeof *cost * (size_t)S * (size_t)(L + 1));
+    double *per_layer = malloc(sizeof *per_layer * (size_t)S), embed0 = 0, head_last = 0;
     int *n = malloc(sizeof *n * (size_t)S);
     pl_status st = PL_ERR_NOMEM;
-    if (!cost || !n) goto out;
+    if (!cost || !n || !per_layer) goto out;
     layout plain = *l;
     plain.n_stage_layers = 0;
     for (int s = 0; s < S; s++) {
@@ -237,6 +238,9 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
             if (gpu->hbm_bytes < cap) cap = gpu->hbm_bytes;
         }
         const double fixed = (s == 0 ? embed : 0) + (s == S - 1 ? head : 0);
+        per_layer[s] = layer;
+        if (s == 0) embed0 = embed;
+        if (s == S - 1) head_last = head;
         const int inflight = stage_in_flight(&plain, m, s);
         int fits = 1; /* memory grows with the layers: once over, always over */
         for (int k = 0; k <= L; k++) {
@@ -255,15 +259,23 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
         st = pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers over %d stages fits the GPUs' memory", L, S);
         goto out;
     }
-    /* each stage's layers over its vp chunks (chunk v * pp + s), evenly;
-     * the chunk holding the embedding (first) or the head (last) takes the
-     * smaller share */
+    /* each stage's layers over its vp chunks (chunk v * pp + s): one at a
+     * time to the chunk whose cost (its layers, plus the embedding in the
+     * first chunk and the head in the last) is lowest, first chunk on ties,
+     * after one layer each: the most even chunk costs, so the chunks with
+     * the embedding or the head get fewer layers */
     for (int s = 0; s < S; s++) {
-        const int base = n[s] / V, rem = n[s] % V;
+        double cc[LAYOUT_MAX_CHUNKS];
         for (int v = 0; v < V; v++) {
-            /* stage 0: extras to the later chunks; otherwise to the earlier ones */
-            const int extra = s == 0 ? (v >= V - rem) : (v < rem);
-            l->stage_layers[v * S + s] = base + extra;
+            l->stage_layers[v * S + s] = 1;
+            cc[v] = per_layer[s] + (s == 0 && v == 0 ? embed0 : 0) + (s == S - 1 && v == V - 1 ? head_last : 0);
+        }
+        for (int k = V; k < n[s]; k++) {
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (cc[v] < cc[best]) best = v;
+            l->stage_layers[best * S + s]++;
+            cc[best] += per_layer[s];
         }
     }
     l->n_stage_layers = S * V;
@@ -271,6 +283,7 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
     st = PL_OK;
 out:
     free(cost);
+    free(per_layer);
     free(n);
     return st;
 }
@@ -522,15 +535,21 @@ static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const lay
         if ((st = layout_chunk_layers(&e->l, cfg->n_layers, e->l.stage_layers, msg, len)) != PL_OK) goto out;
         e->l.n_stage_layers = C;
     }
+    /* moves: one layer between neighbouring chunks of the pipeline (b, b + 1),
+     * and between neighbouring chunks of one stage (b, b + pp), which keeps
+     * the stages' totals */
+    const int P = e->l.pp;
     int spent = 0, improved = 1;
     while (improved && spent < o->refine_sims) {
         improved = 0;
-        for (int b = 0; b + 1 < C && spent < o->refine_sims; b++)
+        for (int mv = 0; mv < 2 * C && spent < o->refine_sims; mv++)
             for (int d = -1; d <= 1 && spent < o->refine_sims; d += 2) {
-                if (e->l.stage_layers[b] + d < 1 || e->l.stage_layers[b + 1] - d < 1) continue;
+                const int b = mv < C ? mv : mv - C, b2 = mv < C ? b + 1 : b + P;
+                if (b2 >= C) continue;
+                if (e->l.stage_layers[b] + d < 1 || e->l.stage_layers[b2] - d < 1) continue;
                 *t = e->l;
                 t->stage_layers[b] += d;
-                t->stage_layers[b + 1] -= d;
+                t->stage_layers[b2] -= d;
                 if ((st = plan_simulate(cfg, c, t, prm, r, msg, len)) != PL_OK) goto out;
                 spent++;
                 res->refine_runs++;
