@@ -381,3 +381,51 @@ Test(layout_sim, pipeline_sends_take_the_link_of_the_rank_grid) {
         cr_assert_eq(r.pp_send_nodes, cases[i].nodes, "%s", cases[i].text);
     }
 }
+
+static int rnd(unsigned *seed, int n) {
+    *seed = *seed * 1103515245u + 12345u;
+    return (int)((*seed >> 16) % (unsigned)n);
+}
+
+/* Random valid layouts (a fixed seed) of a GQA model on 64 GPUs: every
+ * one runs, its parts are non-negative and sum to the step, a second run
+ * and a traced run give the same step, and memory has every part. */
+Test(layout_sim, random_layouts_run_and_their_parts_sum_to_the_step) {
+    cluster c = costfix_a100(8);
+    gpt_config g = small_vocab_model(24);
+    g.n_kv_heads = 4;
+    g.seq_len = 512;
+    g.vocab = 1000;
+    unsigned seed = 12345;
+#define RND(n) rnd(&seed, n)
+    static const int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 3, 4, 8}, dps[] = {1, 2, 4};
+    static const char *const zeros[] = {"0", "1", "2", "3", "fsdp"};
+    static const char *const recs[] = {"none", "selective", "full"};
+    int ran = 0;
+    for (int it = 0; it < 400 && ran < 150; it++) {
+        const int tp = tps[RND(4)], cp = 1 + RND(2), pp = pps[RND(5)], vp = pp > 1 ? 1 + RND(3) : 1, dp = dps[RND(3)];
+        const int mbs = 1 + RND(2), m = (1 + RND(4)) * pp, sp = RND(2), z = RND(5), rc = RND(3);
+        char text[256];
+        snprintf(text, sizeof text, "tp=%d,sp=%d,cp=%d,pp=%d,vp=%d,dp=%d,zero=%s,mbs=%d,gbs=%d,recompute=%s", tp, sp,
+                 cp, pp, vp, dp, zeros[z], mbs, m * dp * mbs, recs[rc]);
+        layout l;
+        char msg[256];
+        if (layout_parse(text, &l, msg, sizeof msg) != PL_OK) continue;
+        if (layout_validate(&l, &g, cluster_n_gpus(&c), msg, sizeof msg) != PL_OK) continue;
+        layout_sim *s = NULL;
+        cr_assert_eq(layout_sim_create(&g, &l, &c, &s, msg, sizeof msg), PL_OK, "%s: %s", text, msg);
+        layout_result a, b, t;
+        cr_assert_eq(layout_sim_run(s, NULL, 0, &a, msg, sizeof msg), PL_OK, "%s: %s", text, msg);
+        cr_assert_eq(layout_sim_run(s, NULL, 0, &b, msg, sizeof msg), PL_OK);
+        cr_assert_eq(layout_sim_run(s, NULL, 1, &t, msg, sizeof msg), PL_OK);
+        cr_assert(a.step_us > 0 && a.step_us == b.step_us && a.step_us == t.step_us, "%s", text);
+        for (int i = 0; i < LAYOUT_T_COUNT; i++) cr_assert(a.parts_us[i] >= 0, "%s: part %d = %g", text, i, a.parts_us[i]);
+        cr_assert(fabs(sum_parts(&a) - a.step_us) < 1e-9 * a.step_us, "%s: %g vs %g", text, sum_parts(&a), a.step_us);
+        cr_assert(a.mem.params > 0 && a.mem.optimizer > 0 && a.mem.activations > 0, "%s", text);
+        cr_assert_eq(a.micro_batches, m, "%s", text);
+        layout_sim_destroy(s);
+        ran++;
+    }
+#undef RND
+    cr_assert(ran >= 100, "only %d random layouts were valid", ran);
+}
