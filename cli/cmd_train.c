@@ -1,6 +1,8 @@
 /*
- * cmd_train.c: `placer train` trains the seq2seq placer with REINFORCE
- * against the simulator, logging every sampled placement and a checkpoint
+ * cmd_train.c: `placer train` trains the seq2seq placer with REINFORCE or
+ * PPO (--algo), over co-location groups, nodes, or groups it learns
+ * jointly (--groups learned: the hierarchical planner; eagle: with EAGLE's
+ * link), against the simulator, logging every sampled placement and a checkpoint
  * per update into the profile database, and ends with the shortlist next to
  * the baselines. `--resume RUN` continues a stopped or killed run on the
  * identical trajectory.
@@ -39,8 +41,9 @@ static void train_usage(FILE *f) {
             "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
             "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n"
             "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16]\n\n"
-            "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE against the\n"
-            "simulator. Each update samples K placements, simulates them in parallel, and takes\n"
+            "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE (or PPO) against\n"
+            "the simulator, optionally with a grouper learned jointly (Mirhoseini et al. 2018, EAGLE).\n"
+            "Each update samples K placements, simulates them in parallel, and takes\n"
             "one Adam step on cost = sqrt(step time in seconds), an OOM counting as a 10 s step.\n"
             "Every sample and a checkpoint per update go to the database; the run's id is printed.\n"
             "Ends with a table of the shortlist (top distinct placements found and the final\n"

@@ -172,6 +172,12 @@ static double mean_of(const double *x, int n) {
         if (!isnan(x[i])) { s += x[i]; k++; }
     return k ? s / k : NAN;
 }
+static double min_of(const double *x, int n) {
+    double m = INFINITY;
+    for (int i = 0; i < n; i++)
+        if (x[i] < m) m = x[i];
+    return m;
+}
 static double max_of(const double *x, int n) {
     double m = -INFINITY;
     for (int i = 0; i < n; i++)
@@ -277,7 +283,7 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
             if (rows[i].best[s] < best_any) best_any = rows[i].best[s];
     printf("best placement any method found: %.3f ms\n\n", best_any * 1e-3);
     printf("| placer | simulations | best found, mean (ms) | gap mean / worst (%%) | favourite gap mean / worst (%%) "
-           "| wall (s, mean) |\n|---|---|---|---|---|---|\n");
+           "| wall (s, mean) | best seed (ms) |\n|---|---|---|---|---|---|---|\n");
     for (int i = 0; i < nr; i++) {
         row *r = &rows[i];
         char gm[32], gw[32], fm[32] = "-", fw[32] = "-";
@@ -287,8 +293,8 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
             gap_cell(fm, sizeof fm, mean_of(r->fav, r->n), best_any);
             gap_cell(fw, sizeof fw, max_of(r->fav, r->n), best_any);
         }
-        printf("| %s | %d | %.3f | %s / %s | %s / %s | %.2f |\n", r->name, r->sims, mean_of(r->best, r->n) * 1e-3, gm,
-               gw, fm, fw, mean_of(r->wall, r->n));
+        printf("| %s | %d | %.3f | %s / %s | %s / %s | %.2f | %.3f |\n", r->name, r->sims,
+               mean_of(r->best, r->n) * 1e-3, gm, gw, fm, fw, mean_of(r->wall, r->n), min_of(r->best, r->n) * 1e-3);
         snprintf(g_sum_name[i], sizeof g_sum_name[i], "%s", r->name);
         g_sum_mean[pi][i] = 100.0 * (mean_of(r->best, r->n) / best_any - 1.0);
         g_sum_worst[pi][i] = 100.0 * (max_of(r->best, r->n) / best_any - 1.0);
