@@ -1118,10 +1118,14 @@ static void test_graphs(void) {
             if (!ok) continue;
             double el = 0;
             for (int i = 0; i < steps; i++) el = fmax(el, fabs(la[i] - lb[i]) / la[i]);
-            /* same kernels; only atomics (and AdamW's step counter path) can differ */
+            /* same kernels; only atomics (and AdamW's step counter path) can differ.
+             * bf16 amplifies that: an fp32 master weight that differs in its last
+             * bit can round to the other bf16 neighbour in the weight copy, a
+             * change of 2^-8 in that weight for the GEMMs. The H200 gave 1.6e-5
+             * relative on the 5-step losses (m=1): 1e-4 for bf16, 1e-5 otherwise. */
             snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s losses over %d steps", ng, ng > 1 ? "s" : "", m,
                      bf ? " bf16" : "", steps);
-            report(what, el, 1e-5);
+            report(what, el, bf ? 1e-4 : 1e-5);
             /* AdamW moves a parameter by about +-lr per step, whatever the size of
              * its gradient: a gradient that differs by rounding (atomics) can flip
              * the few near zero. Count the parameters whose trajectories differ by
