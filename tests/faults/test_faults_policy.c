@@ -144,6 +144,48 @@ Test(faults_policy, one_reinforce_update_and_checkpoint_fail_cleanly_at_every_al
     cr_assert_gt(fault_sweep("policy: REINFORCE update + shortlist + checkpoint", op_reinforce, NULL, NULL), 5);
 }
 
+/* The same with a learned grouping: EAGLE's grouper and link, two PPO
+ * epochs, on the nodes as units (its own grouping and evaluator). */
+static pl_status op_eagle_ppo(void *ctx) {
+    (void)ctx;
+    reinforce_options o = small_options();
+    o.grouper = GROUPER_EAGLE;
+    o.algo = ALGO_PPO;
+    o.ppo_epochs = 2;
+    o.n_groups = 3;
+    o.grouper_hidden = 4;
+    o.link_hidden = 3;
+    grouping *gr = NULL;
+    policy_problem pb;
+    policy_evaluator *ev = NULL;
+    reinforce *r = NULL, *back = NULL;
+    policy_cands *c = NULL;
+    void *blob = NULL;
+    size_t n = 0;
+    schedule s = schedule_make(2, SCHED_1F1B);
+    pl_status st = grouping_build(F.g, GROUPING_EAGLE, &gr, NULL, 0);
+    if (st == PL_OK) st = policy_problem_init(&pb, F.g, gr, F.p, &s, 0, NULL, NULL, 0);
+    if (st == PL_OK) st = policy_evaluator_create(&pb, 1, &ev);
+    if (st == PL_OK) st = reinforce_create(ev, &o, &r, NULL, 0);
+    if (st == PL_OK) st = reinforce_train(r, NULL, 0, NULL, NULL, NULL, 0);
+    if (st == PL_OK) st = policy_cands_create(F.g->n_nodes, gr->n_groups, &c);
+    if (st == PL_OK) st = reinforce_shortlist(r, c);
+    if (st == PL_OK) st = reinforce_serialize(r, &blob, &n);
+    if (st == PL_OK) st = reinforce_create_from_checkpoint(ev, blob, n, 2, &back, NULL, 0);
+    free(blob);
+    reinforce_destroy(back);
+    policy_cands_destroy(c);
+    reinforce_destroy(r);
+    policy_evaluator_destroy(ev);
+    grouping_destroy(gr);
+    return st;
+}
+
+Test(faults_policy, one_eagle_ppo_update_and_checkpoint_fail_cleanly_at_every_allocation, .init = setup,
+     .fini = teardown) {
+    cr_assert_gt(fault_sweep("policy: EAGLE + PPO update + shortlist + checkpoint", op_eagle_ppo, NULL, NULL), 10);
+}
+
 /* One update committed to the database under a new run. */
 static pl_status op_reinforce_db(void *ctx) {
     (void)ctx;
