@@ -121,6 +121,10 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no model config text");
     json_error_t err;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+    /* jansson reports its own allocation failures as out_of_memory, except
+     * the first (lex_init), which leaves the error text empty */
+    if (!root && (json_error_code(&err) == json_error_out_of_memory || !err.text[0]))
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a model config");
     if (!root)
         return one_line(pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)",
                                 err.text, err.line, err.column),
@@ -234,19 +238,25 @@ static pl_status read_file(const char *path, char **out, size_t *n, char *msg, s
     if (!f)
         return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read model file '%s': %s",
                        path, strerror(errno));
-    char *buf = malloc(MODEL_FILE_MAX + 1);
+    /* size the buffer by the file (a config.json is a few KB); a file that
+     * cannot seek (a pipe) gets the maximum */
+    long want = -1;
+    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
+    if (want < 0 || fseek(f, 0, SEEK_SET) != 0) want = MODEL_FILE_MAX;
+    if (want > MODEL_FILE_MAX) want = MODEL_FILE_MAX;
+    char *buf = malloc((size_t)want + 2);
     if (!buf) {
         fclose(f);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
     }
-    size_t got = fread(buf, 1, MODEL_FILE_MAX + 1, f);
+    size_t got = fread(buf, 1, (size_t)want + 1, f);
     int bad = ferror(f);
     fclose(f);
     if (bad) {
         free(buf);
         return pl_fail(msg, len, PL_ERR_IO, "cannot read model file '%s'", path);
     }
-    if (got > MODEL_FILE_MAX) {
+    if (got > (size_t)want || got > MODEL_FILE_MAX) { /* grew while read, or over the limit */
         free(buf);
         return pl_fail(msg, len, PL_ERR_INVALID, "model file '%s' is larger than %d MB", path, MODEL_FILE_MAX >> 20);
     }

@@ -243,6 +243,8 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
     errbuf e = {msg, len};
     json_error_t jerr;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root && (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])) /* as in model_config.c */
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a cluster file");
     if (!root)
         return one_line(pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)",
                                 jerr.text, jerr.line, jerr.column),
@@ -425,17 +427,21 @@ static pl_status load_path(const char *path, cluster *out, char *msg, size_t len
     if (!f)
         return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read cluster file '%s': %s",
                        path, strerror(errno));
-    char *buf = malloc(CLUSTER_FILE_MAX + 1);
+    long want = -1;
+    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
+    if (want < 0 || fseek(f, 0, SEEK_SET) != 0) want = CLUSTER_FILE_MAX;
+    if (want > CLUSTER_FILE_MAX) want = CLUSTER_FILE_MAX;
+    char *buf = malloc((size_t)want + 2);
     if (!buf) {
         fclose(f);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
     }
-    size_t got = fread(buf, 1, CLUSTER_FILE_MAX + 1, f);
+    size_t got = fread(buf, 1, (size_t)want + 1, f);
     int err = ferror(f);
     fclose(f);
     pl_status st;
     if (err) st = pl_fail(msg, len, PL_ERR_IO, "cannot read cluster file '%s'", path);
-    else if (got > CLUSTER_FILE_MAX)
+    else if (got > (size_t)want || got > CLUSTER_FILE_MAX)
         st = pl_fail(msg, len, PL_ERR_INVALID, "cluster file '%s' is larger than %d MB", path, CLUSTER_FILE_MAX >> 20);
     else {
         char m[384] = "";
