@@ -171,3 +171,23 @@ Test(model_config, malformed_configs_are_refused_with_one_line_naming_the_proble
         cr_assert_eq(c.d_model, 0x5a5a5a5a, "row %zu touched the output", i);
     }
 }
+
+Test(model_config, every_shipped_model_builds_a_graph_equal_to_its_closed_form) {
+    char list[2048];
+    int n = model_list_shipped(list, sizeof list);
+    cr_assert_geq(n, 19, "%d shipped models: %s", n, list);
+    char *save = NULL;
+    int seen = 0;
+    for (char *tok = strtok_r(list, ", ", &save); tok; tok = strtok_r(NULL, ", ", &save)) {
+        gpt_config c = load(tok);
+        c.seq_len = c.pos == POS_LEARNED ? c.seq_len : 256; /* rotary: any length; keep the build small */
+        graph *g = NULL;
+        char msg[256];
+        cr_assert_eq(graph_build_gpt(&c, &g, msg, sizeof msg), PL_OK, "%s: %s", tok, msg);
+        cr_assert_eq(g->total_params, gpt_param_count(&c), "%s", tok);
+        cr_assert_eq(g->n_nodes, 4 + 6 * c.n_layers, "%s", tok);
+        graph_destroy(g);
+        seen++;
+    }
+    cr_assert_eq(seen, n);
+}
