@@ -5,14 +5,18 @@
  *
  *   GEMM (m x n x k)   2mnk FLOP at peak[precision] * efficiency(m,n,k):
  *                      tile quantisation (tiles of TM x TN; the edge tiles
- *                      count whole) and wave quantisation (ceil(tiles /
- *                      SMs) waves), times a base efficiency that is one
- *                      of the model's (at most two) fitted constants
- *   memory-bound ops   bytes / hbm_bw (norms, activations, residual adds,
- *                      rotary, softmax of non-fused attention, optimizer)
- *   attention core     flash-style: 4 T^2 hs FLOP per head forward
- *                      (causal: half), backward 2.5x, at the GEMM
- *                      efficiency of its tile shape
+ *                      count whole), wave quantisation (ceil(tiles / SMs)
+ *                      waves), split-k for few tiles and a long k, a
+ *                      short-k factor, times a base efficiency: measured
+ *                      for H100 / H200 (benchmarks/hw/gemm_sweep.cu), else
+ *                      gemm_efficiency, the model's one fitted constant
+ *   memory-bound ops   bytes / (hbm_bw * memory_efficiency) (norms,
+ *                      activations, residual adds, rotary, softmax and
+ *                      dropout of unfused attention, optimizer)
+ *   attention core     flash: 4 T^2 hs FLOP per head forward (causal:
+ *                      half), backward 2.5x, at the GEMM efficiency of its
+ *                      shapes; unfused (Megatron 2021): batched GEMMs over
+ *                      the full T x T scores plus softmax and dropout in HBM
  * Every figure traces to the cluster file (datasheet) or to a constant
  * named in compute_params; the model's comment says where each default
  * comes from (a measurement on the H200, or a datasheet).
