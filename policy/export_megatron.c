@@ -22,12 +22,22 @@ static int write_split(FILE *f, const layout *l, const int *ch, const char *nl) 
                            ch[0], nl, ch[P - 1], nl);
         return 0;
     }
-    /* every chunk in pipeline order: E embedding, t decoder layers, L loss */
-    if (fprintf(f, "--pipeline-model-parallel-layout \"") < 0) return -1;
-    for (int c = 0; c < C; c++) {
-        if (fprintf(f, "%s%s", c ? "|" : "", c == 0 ? "E" : "") < 0) return -1;
-        if (ch[c] == 1 ? fprintf(f, "t") < 0 : fprintf(f, "t*%d", ch[c]) < 0) return -1;
-        if (c == C - 1 && fprintf(f, ",L") < 0) return -1;
+    /* every chunk in pipeline order: E embedding, t decoder layers, L loss;
+     * a run of k >= 3 equal middle chunks as Megatron's repetition
+     * "(t*n|)*k" */
+    if (fprintf(f, "--pipeline-model-parallel-layout \"E") < 0) return -1;
+    for (int c = 0; c < C;) {
+        int run = 1;
+        if (c > 0 && c < C - 1)
+            while (c + run < C - 1 && ch[c + run] == ch[c]) run++;
+        if (run >= 3) {
+            if ((ch[c] == 1 ? fprintf(f, "(t|)*%d", run) : fprintf(f, "(t*%d|)*%d", ch[c], run)) < 0) return -1;
+        } else {
+            run = 1;
+            if (ch[c] == 1 ? fprintf(f, "t") < 0 : fprintf(f, "t*%d", ch[c]) < 0) return -1;
+            if (fprintf(f, "%s", c == C - 1 ? ",L" : "|") < 0) return -1;
+        }
+        c += run;
     }
     return fprintf(f, "\"%s", nl);
 }

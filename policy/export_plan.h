@@ -15,8 +15,9 @@
  *               interleaving), --decoder-first-pipeline-num-layers /
  *               --decoder-last-pipeline-num-layers (vp = 1, only the first
  *               and last stages differ), else --pipeline-model-parallel-layout
- *               ("Et*3|t*4|...|t*3,L": E embedding, t a decoder layer,
- *               L the loss, '|' between chunks in pipeline order),
+ *               ("Et*3|(t*4|)*6t*3,L": E embedding, t a decoder layer,
+ *               L the loss, '|' between chunks in pipeline order, runs of
+ *               three or more equal middle chunks as "(t*n|)*k"),
  *               --recompute-granularity (full with --recompute-method
  *               uniform --recompute-num-layers 1, or selective),
  *               --use-distributed-optimizer (zero 1 / 2), --use-torch-fsdp2

@@ -39,6 +39,8 @@ static const ex_case CASES[] = {
     {"two stages, deepspeed's parameters split", "default", 1, 0, 1, 2, 1, 1, 0, 4, 16, RECOMPUTE_NONE,
      PRECISION_FP32, {3, 3}},
     {"no pipeline", "default", 8, 1, 1, 1, 1, 4, 1, 2, 64, RECOMPUTE_NONE, PRECISION_BF16, {0}},
+    {"repeated middle chunks", "gpt12,layers=14", 1, 0, 1, 4, 2, 2, 0, 1, 16, RECOMPUTE_NONE, PRECISION_BF16,
+     {1, 2, 2, 2, 2, 2, 2, 1}},
 };
 #define N_CASES (int)(sizeof CASES / sizeof CASES[0])
 
@@ -147,8 +149,34 @@ static int arg_int(const arg_kv *a, int n, const char *name, int dflt) {
     return v ? atoi(v) : dflt;
 }
 
-/* Megatron's layout string ("Et*3|t|t*2,L") into chunk layer counts. */
-static int parse_layout_string(const char *s, int *ch) {
+/* Expand Megatron's repetitions "(pattern)*k" (not nested). */
+static void expand_layout(const char *s, char *out, size_t cap) {
+    size_t n = 0;
+    for (const char *p = s; *p;) {
+        if (*p == '(') {
+            const char *e = strchr(p, ')');
+            cr_assert(e && e[1] == '*', "bad repetition in %s", s);
+            char *end;
+            long k = strtol(e + 2, &end, 10);
+            cr_assert(k >= 1, "bad count in %s", s);
+            for (long i = 0; i < k; i++)
+                for (const char *q = p + 1; q < e; q++) {
+                    cr_assert_lt(n + 1, cap);
+                    out[n++] = *q;
+                }
+            p = end;
+        } else {
+            cr_assert_lt(n + 1, cap);
+            out[n++] = *p++;
+        }
+    }
+    out[n] = 0;
+}
+
+/* Megatron's layout string ("Et*3|(t*2|)*3t,L") into chunk layer counts. */
+static int parse_layout_string(const char *s0, int *ch) {
+    static char s[8192];
+    expand_layout(s0, s, sizeof s);
     int c = 0, cur = 0;
     cr_assert_eq(s[0], 'E', "layout string must start with the embedding: %s", s);
     for (const char *p = s + 1; *p; p++) {
@@ -246,6 +274,10 @@ Test(export, megatron_uses_the_simple_flags_when_they_suffice) {
     build_case(&CASES[4], &cfg, &l, ch);
     s = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
     cr_assert(strstr(s, "--pipeline-model-parallel-layout \"Et*3|t*5|t*5|t*3,L\""), "%s", s);
+    free(s);
+    build_case(&CASES[7], &cfg, &l, ch);
+    s = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
+    cr_assert(strstr(s, "--pipeline-model-parallel-layout \"Et|(t*2|)*6t,L\""), "%s", s);
     free(s);
 }
 
