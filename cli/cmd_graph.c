@@ -23,7 +23,7 @@ static void graph_usage(FILE *f) {
             "            qkv_bias=0|1, parallel=0|1\n"
             "  --model   a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2, GPT-NeoX),\n"
             "            a shipped model (llama-3-8b, megatron-145b, ...: data/models/), or a\n"
-            "            preset; names take the same overrides, e.g. llama-3-8b,seq=4096\n"
+            "            preset; names and files take the same overrides, e.g. llama-3-8b,seq=4096\n"
             "  --json    machine-readable output\n");
 }
 

@@ -332,7 +332,19 @@ static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *nam
     const char *s = path_or_preset && *path_or_preset ? path_or_preset : "default";
     size_t n = strlen(s);
     if (n > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "model name too long");
-    /* a file path: as it is (overrides are for names) */
+    /* a file path, optionally followed by overrides after its ".json" */
+    const char *ov = strstr(s, ".json,");
+    if (ov) {
+        char path[4096];
+        size_t pl = (size_t)(ov - s) + 5;
+        memcpy(path, s, pl);
+        path[pl] = 0;
+        gpt_config c;
+        pl_status st = load_file(path, &c, name, name_len, msg, len);
+        if (st == PL_OK) st = gpt_config_apply_overrides(ov + 6, &c, msg, len);
+        if (st == PL_OK) *cfg = c;
+        return st;
+    }
     if (strchr(s, '/') || (n >= 5 && !strcmp(s + n - 5, ".json"))) return load_file(s, cfg, name, name_len, msg, len);
     char base[4096];
     const char *comma = strchr(s, ',');

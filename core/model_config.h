@@ -42,7 +42,8 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
                                   char *msg, size_t len);
 
 /* Read a model: a path to a JSON file (anything ending in ".json" or
- * containing '/'), else a preset text for gpt_config_parse ("default",
+ * containing '/'; overrides may follow the ".json": "./m.json,seq=4096"),
+ * else a preset text for gpt_config_parse ("default",
  * "gpt12,layers=24", ...), else a shipped model's name, NAME.json in the
  * directories of model_default_dirs, optionally followed by overrides
  * ("llama-3-8b,seq=4096,batch=8"; gpt_config_apply_overrides). Name

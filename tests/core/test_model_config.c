@@ -118,6 +118,10 @@ Test(model_config, names_presets_and_overrides) {
     cr_assert_eq(c.batch, 8);
     cr_assert_eq(c.n_layers, 4);
     cr_assert_eq(c.n_kv_heads, 8);
+    c = load(PLACER_SOURCE_DIR "/data/models/gpt2.json,seq=512,batch=4");
+    cr_assert_eq(c.seq_len, 512);
+    cr_assert_eq(c.batch, 4);
+    cr_assert_eq(c.tied, 1);
     c = load("default");
     cr_assert_eq(gpt_param_count(&c), 49343232LL);
     c = load("gpt12,layers=2");
