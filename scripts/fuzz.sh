@@ -12,6 +12,8 @@
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
+# the cli target runs placer layout on the shipped cluster files
+export PLACER_CLUSTERS="${PLACER_CLUSTERS:-$ROOT/data/clusters}"
 RUNS="${RUNS:-1000000}"
 MAX_TIME="${MAX_TIME:-0}"
 REPLAY="${REPLAY:-0}"
@@ -50,8 +52,7 @@ for t in $targets; do
     model_config) srcs="$CORE"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     layout) srcs="$CORE"; libs="-ljansson -lm"; maxlen=1024; extra_flags="" ;;
     cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
-    plan) srcs="$CORE sim/sim_core.c sim/sim_order.c sim/sim_trace.c sim/layout_sim.c sim/collective.c
-      sim/compute_model.c sim/layout_memory.c $(ls policy/plan_*.c policy/export_*.c | grep -v plan_profile)"
+    plan) srcs="$CORE $(ls sim/*.c) $(ls policy/plan_*.c policy/export_*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
     published) srcs="$CORE sim/compute_model.c sim/layout_memory.c cli/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;

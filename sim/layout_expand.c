@@ -108,7 +108,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
         return PL_ERR_INVALID;
     }
     const int pp = l->pp, vp = l->vp, K = pp * vp, m = layout_micro_batches(l);
-    if (m < 1 || (long)K * m > 50000000L || (long)pp * 2 * vp * m > 50000000L) {
+    if (m < 1 || (long)K * m > 10000000L || (long)pp * 2 * vp * m > 20000000L) {
         ls_msg(msg, len, "layout too large to simulate: %d chunks x %d micro-batches", K, m);
         return PL_ERR_INVALID;
     }

@@ -2,7 +2,7 @@
  * fuzz_cli.c: libFuzzer target for the command line. Each input becomes an
  * argument vector for one subcommand (graph, simulate, search, train,
  * profile and its show/compare/check modes, step, calibrate, confirm,
- * report), which is then run in-process through its cmd_* entry point
+ * report, layout), which is then run in-process through its cmd_* entry point
  * against small profile databases made once in a scratch directory.
  *
  * The input is read as a stream of choices: the first byte picks the
@@ -76,6 +76,8 @@ enum {
     V_ISSUE,     /* step --issue */
     V_CPU,       /* profile --cpu: never a valid device count (no measuring) */
     V_FIT,       /* calibrate --fit: parameter names */
+    V_CLUSTER,   /* layout --cluster: names and paths */
+    V_LAYOUT,    /* layout --layout: layout texts */
 };
 
 typedef struct {
@@ -142,7 +144,14 @@ static const opt_def REPORT_OPTS[] = {{"--db", V_DB},         {"--out", V_OUT}, 
                                       {"--image-prefix", V_WORD}, {"--run", V_SMALL}, {"--help", V_NONE},
                                       {NULL, 0}};
 
+static const opt_def LAYOUT_OPTS[] = {
+    {"--model", V_CONFIG}, {"--cluster", V_CLUSTER}, {"--layout", V_LAYOUT}, {"--gpus", V_INT},
+    {"--seq", V_INT},      {"--flops", V_WORD},      {"--trace", V_OUT},     {"--explain", V_NONE},
+    {"--json", V_NONE},    {"--help", V_NONE},       {NULL, 0}};
+
 static const char *const PRE_NONE[] = {NULL};
+static const char *const PRE_LAYOUT[] = {"--model", "tiny", "--cluster", "h200x2", "--layout", "tp=1,mbs=1,gbs=1",
+                                         NULL};
 static const char *const PRE_SEARCH[] = {"--budget", "40", "--threads", "1", "--max-evals", "2000", NULL};
 static const char *const PRE_TRAIN[] = {"--updates", "1", "--samples", "2", "--threads", "1", "--hidden", "8", NULL};
 static const char *const PRE_STEP[] = {"--cpu", "2", "--config", "tiny", "--steps", "1", "--warmup", "0", NULL};
@@ -164,6 +173,7 @@ static const command_def COMMANDS[] = {
     {"calibrate", NULL, cmd_calibrate, PRE_CALIBRATE, CALIBRATE_OPTS},
     {"confirm", NULL, cmd_confirm, PRE_CONFIRM, CONFIRM_OPTS},
     {"report", NULL, cmd_report, PRE_NONE, REPORT_OPTS},
+    {"layout", NULL, cmd_layout, PRE_LAYOUT, LAYOUT_OPTS},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 
@@ -211,6 +221,13 @@ static const char *const K_METHOD[] = {"single", "human", "dp", "random", "annea
 static const char *const K_GROUPS[] = {"colocate", "none", "", "x", "COLOCATE"};
 static const char *const K_BASELINE[] = {"ema", "loo", "", "median"};
 static const char *const K_SPEC[] = {"t4x4-pcie", "h200x2-nvlink", "h200x4-nvlink", "bogus", ""};
+static const char *const K_CLUSTER[] = {"h200x2", "dgx-a100-80gb", "mixed-h100-a100", "bogus", "", "x.json",
+                                        "/dev/null"};
+static const char *const K_LAYOUT[] = {"tp=1,mbs=1,gbs=1", "tp=2,mbs=1,gbs=4", "pp=2,mbs=1,gbs=4", "tp=2,dp=2",
+                                       "pp=2,vp=2,mbs=1,gbs=4", "cp=2,sp=1,tp=2", "dp=2,zero=3,mbs=2,gbs=8",
+                                       "zero=fsdp,dp=2,gbs=2", "recompute=full,precision=fp8", "stages=1/1",
+                                       "pp=2,stages=0/2,gbs=2", "tp=0", "gbs=2147483647", "pp=1024",
+                                       "tp=1,tp=1", "", ",", "tp=", "=1", "bogus=1"};
 static const char *const K_MBLIST[] = {"1", "1,2,4", "4,2,1", "3", "0", "", "1,,2", "1,1", "-1", "99999999999",
                                        "a", "1,2,4,8,16"};
 /* bounded: an exhaustive search of 2^16 placements takes seconds in this build */
@@ -325,6 +342,8 @@ static void value(stream *s, int k, char *out, size_t cap) {
     case V_ISSUE: list = K_ISSUE, n = NV(K_ISSUE); break;
     case V_WORD: list = K_SPEC, n = NV(K_SPEC); break;
     case V_FIT: list = K_FIT, n = NV(K_FIT); break;
+    case V_CLUSTER: list = K_CLUSTER, n = NV(K_CLUSTER); break;
+    case V_LAYOUT: list = K_LAYOUT, n = NV(K_LAYOUT); break;
     }
     snprintf(out, cap, "%s", list[(sel >> 2) % n]);
 }
