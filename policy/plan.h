@@ -39,7 +39,8 @@
  * simulator itself: one layer moved across a chunk boundary, or between
  * neighbouring chunks of one stage, in either direction, kept when the
  * simulated step is shorter and still fits,
- * until no move helps or refine_sims runs are spent; the list is then
+ * until no move helps or refine_sims runs are spent (and never more runs
+ * in all than the search itself simulated); the list is then
  * sorted again. (The DP's per-micro-batch model misses sends, tensor-
  * parallel collectives and the schedule's exact order; the refinement
  * closes that gap where it matters, e.g. gpt12 pp2x2 on h200x2: 6.9%.)

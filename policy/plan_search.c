@@ -521,9 +521,11 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
 /* Hill-climb e's split on the simulator (plan.h): move one layer across a
  * chunk boundary while that shortens the step and the layout still fits. */
 static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
-                              const plan_options *o, plan_entry *e, plan_result *res, char *msg, size_t len) {
+                              const plan_options *o, plan_entry *e, plan_result *res, int64_t left, char *msg,
+                              size_t len) {
     const int C = e->l.pp * e->l.vp;
-    if (C < 2 || o->refine_sims <= 0) return PL_OK;
+    const int budget = (int)(left < o->refine_sims ? left : o->refine_sims);
+    if (C < 2 || budget <= 0) return PL_OK;
     layout *t = malloc(sizeof *t);
     layout_result *r = malloc(sizeof *r);
     pl_status st = PL_OK;
@@ -540,10 +542,10 @@ static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const lay
      * the stages' totals */
     const int P = e->l.pp;
     int spent = 0, improved = 1;
-    while (improved && spent < o->refine_sims) {
+    while (improved && spent < budget) {
         improved = 0;
-        for (int mv = 0; mv < 2 * C && spent < o->refine_sims; mv++)
-            for (int d = -1; d <= 1 && spent < o->refine_sims; d += 2) {
+        for (int mv = 0; mv < 2 * C && spent < budget; mv++)
+            for (int d = -1; d <= 1 && spent < budget; d += 2) {
                 const int b = mv < C ? mv : mv - C, b2 = mv < C ? b + 1 : b + P;
                 if (b2 >= C) continue;
                 if (e->l.stage_layers[b] + d < 1 || e->l.stage_layers[b2] - d < 1) continue;
@@ -667,7 +669,9 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         top_insert(res, o->top_k, e);
     }
     if (progress && st == PL_OK) progress(progress_ctx, n_cands, n_cands);
-    for (int i = 0; st == PL_OK && i < res->n_top; i++) st = refine_entry(cfg, c, prm, o, &res->top[i], res, msg, len);
+    /* the refinement spends at most as many runs as the search did */
+    for (int i = 0; st == PL_OK && i < res->n_top && res->refine_runs < res->sim_runs; i++)
+        st = refine_entry(cfg, c, prm, o, &res->top[i], res, res->sim_runs - res->refine_runs, msg, len);
     if (st == PL_OK) { /* insertion sort again: refinement only shortens */
         for (int i = 1; i < res->n_top; i++)
             for (int j = i; j > 0 && entry_before(&res->top[j], &res->top[j - 1]); j--) {
