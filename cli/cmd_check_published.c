@@ -63,6 +63,8 @@ static void usage(FILE *f) {
             "  --collective-scale X override the collective time scale (X > 0)\n"
             "  --llama-vp V        interleaving depth assumed for the Llama 3 rows (default 2;\n"
             "                      not published: for the sensitivity in docs/published-runs.md)\n"
+            "  --breakdown         under each row, the critical stage's time parts (compute,\n"
+            "                      recompute, exposed tp / cp / dp / pp, bubble, optimizer)\n"
             "  --json              print the results as JSON\n\n"
             "Exit status: 0 ok, 1 runtime failure, 2 bad input (missing or malformed files).\n");
 }
@@ -219,7 +221,7 @@ typedef struct {
 
 int cmd_check_published(int argc, char **argv) {
     const char *dir = NULL, *ca = DEFAULT_CLUSTER_A100, *ch = DEFAULT_CLUSTER_H100;
-    int json = 0, fit = 0;
+    int json = 0, fit = 0, breakdown = 0;
     double gemm_eff = 0, coll_scale = 0;
     int llama_vp = 0;
     static const struct option opts[] = {
@@ -227,7 +229,7 @@ int cmd_check_published(int argc, char **argv) {
         {"cluster-h100", required_argument, 0, 'h'},  {"fit", no_argument, 0, 'f'},
         {"gemm-efficiency", required_argument, 0, 'g'}, {"collective-scale", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},                {"help", no_argument, 0, 'H'},
-        {"llama-vp", required_argument, 0, 'v'},
+        {"llama-vp", required_argument, 0, 'v'},       {"breakdown", no_argument, 0, 'b'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -240,6 +242,7 @@ int cmd_check_published(int argc, char **argv) {
         case 'h': ch = optarg; break;
         case 'f': fit = 1; break;
         case 'j': json = 1; break;
+        case 'b': breakdown = 1; break;
         case 'g':
             errno = 0;
             gemm_eff = strtod(optarg, &end);
@@ -408,9 +411,14 @@ int cmd_check_published(int argc, char **argv) {
                 first = 0;
                 json_str(stdout, r->label);
                 printf(", \"table\": \"%s\", \"gpus\": %lld, \"published_tflops\": %.3f, \"predicted_tflops\": %.3f, "
-                       "\"error\": %.6f, \"fitted\": %s, \"step_s\": %.6f, \"mem_peak_bytes\": %lld, \"oom\": %s}",
+                       "\"error\": %.6f, \"fitted\": %s, \"step_s\": %.6f, \"mem_peak_bytes\": %lld, \"oom\": %s",
                        pub_table_file(r->table), (long long)r->gpus, r->published_tflops, x->tflops, x->err,
                        x->fitted ? "true" : "false", x->step_us * 1e-6, (long long)x->mem_peak, x->oom ? "true" : "false");
+                printf(", \"parts_s\": {");
+                for (int k = 0; k < LAYOUT_T_COUNT; k++)
+                    printf("%s\"%s\": %.6f", k ? ", " : "", layout_time_part_name((layout_time_part)k),
+                           x->res.parts_us[k] * 1e-6);
+                printf("}}");
             }
         printf("\n ],\n \"mean_abs_error\": %.6f, \"max_abs_error\": %.6f, \"rows_scored\": %d,\n", mean, worst, cnt);
         printf(" \"table2_pairs\": [");
@@ -442,6 +450,13 @@ int cmd_check_published(int argc, char **argv) {
             printf("%-28s %7lld %10.1f %10.1f %+7.1f%% %9.2f %7.1f%s%s\n", r->label, (long long)r->gpus,
                    r->published_tflops, x->tflops, 100 * x->err, x->step_us * 1e-6, x->mem_peak / 1e9,
                    x->oom ? " OOM" : "", x->fitted ? "  (fitted)" : "");
+            if (breakdown) {
+                printf("    ");
+                for (int k = 0; k < LAYOUT_T_COUNT; k++)
+                    printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k),
+                           100 * x->res.parts_us[k] / x->res.step_us);
+                printf("\n");
+            }
         }
     printf("\nTables 1 and 4, %d rows not fitted on: mean |error| %.1f%%, max %.1f%% (issue bar 10%% / 15%%)\n", cnt,
            100 * mean, 100 * worst);
