@@ -124,11 +124,15 @@ void profiler_fit_link(int n, const double *bytes, const double *us, double *lat
 }
 
 void profiler_node_mem(const graph *g, int i, int max_mb, int64_t ws_bytes, profile_node_mem *m) {
+    profiler_node_mem_prec(g, i, max_mb, ws_bytes, 0, m);
+}
+
+void profiler_node_mem_prec(const graph *g, int i, int max_mb, int64_t ws_bytes, int bf16, profile_node_mem *m) {
     const graph_node *n = &g->nodes[i];
     if (max_mb < 1) max_mb = 1;
     hw_node_mem one, big;
-    hw_node_mem_floats(g, i, 1, &one);
-    hw_node_mem_floats(g, i, max_mb, &big);
+    hw_node_mem_floats_prec(g, i, 1, bf16, &one);
+    hw_node_mem_floats_prec(g, i, max_mb, bf16, &big);
     int keep_out = 0;
     for (int c = g->cons_start[i]; c < g->cons_start[i + 1]; c++) {
         op_kind k = g->nodes[g->cons[c]].kind;
@@ -452,7 +456,7 @@ static pl_status write_machine(run_ctx *c, const hw_machine_info *mi, int max_mb
     const int64_t ws_bytes = hw_engine_backend(c->e)->ops->workspace_bytes;
     for (int i = 0; i < gm->n_nodes; i++) {
         profile_node_mem m;
-        profiler_node_mem(g, i, max_mb, ws_bytes, &m);
+        profiler_node_mem_prec(g, i, max_mb, ws_bytes, hw_engine_precision(c->e) == HW_PREC_BF16, &m);
         gm->nodes[i].out_bytes_per_sample = m.out_bytes_per_sample;
         gm->nodes[i].act_bytes_per_sample = m.act_bytes_per_sample;
         ws[i] = m.workspace_bytes;

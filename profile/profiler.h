@@ -153,6 +153,11 @@ void profiler_fit_link(int n, const double *bytes, const double *us, double *lat
  * backward; workspace_bytes = its largest scratch at micro-batch size
  * max_mb plus the backend's matrix workspace (ws_bytes). */
 void profiler_node_mem(const graph *g, int i, int max_mb, int64_t ws_bytes, profile_node_mem *m);
+/* The same in a precision: bf16 != 0 gives the bf16 mode's saved and scratch
+ * sizes (layout.h). The bf16 weight copy (2 bytes a parameter) is in none of
+ * the figures: param_bytes stays 4 * parameters, which is what the
+ * simulator's static memory is built from. */
+void profiler_node_mem_prec(const graph *g, int i, int max_mb, int64_t ws_bytes, int bf16, profile_node_mem *m);
 
 /* ---- reading profiles back: run-to-run variation and the sanity check ---- */
 
