@@ -9,6 +9,7 @@
 # each search; docs/plan.md has the table.
 #   PLACER=build/cli/placer scripts/plan-published.sh [--json DIR]
 #   FOR=megatron ...   search only layouts that framework runs (placer plan --for)
+#   MARKDOWN=1 ...     one Markdown table row per run (docs/plan.md's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLACER=${PLACER:-build/cli/placer}
@@ -55,6 +56,12 @@ def lay(x):
     if len(set(x["chunk_layers"])) > 1: s += ' [' + '/'.join(map(str, x["chunk_layers"][:4])) + ('/..' if len(x["chunk_layers"]) > 4 else '') + ']'
     return s
 pb, pc = b["predicted"], c["predicted"]
+if os.environ.get("MARKDOWN"):
+    oom = " **OOM**" if pc["oom"] else ""
+    print(f'| {label} | {lay(c)}: {pc["step_ms"]:.1f} ms, {pc["memory_bytes"]["total"]/1e9:.1f} GB{oom} | '
+          f'{lay(b)}: {pb["step_ms"]:.1f} ms, {pb["memory_bytes"]["total"]/1e9:.1f} GB | '
+          f'{100*(pc["step_ms"]/pb["step_ms"]-1):+.1f}% | {wall:.1f} s |')
+    sys.exit(0)
 print(f'{label:28s} published {lay(c):44s} {pc["step_ms"]:10.1f} ms {pc["memory_bytes"]["total"]/1e9:6.1f} GB{" OOM" if pc["oom"] else "    "} | '
       f'plan {lay(b):52s} {pb["step_ms"]:10.1f} ms {pb["memory_bytes"]["total"]/1e9:6.1f} GB | '
       f'{100*(pc["step_ms"]/pb["step_ms"]-1):+6.1f}% | search {d["search"]["wall_s"]:.1f} s ({wall:.1f} s wall), '
