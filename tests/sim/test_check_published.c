@@ -62,63 +62,86 @@ static int lines_of(const char *path, char *first, size_t len) {
     return n;
 }
 
+/* What the command's JSON says, gathered before any assertion (a failed
+ * assertion leaves the test at once, and would leak the parsed document). */
+typedef struct {
+    int parsed, n_rows, n_scored, fitted, bad_error_rows, bad_prediction_rows, n_mem, mem_as_published, fits_1t,
+        oom_530b, pairs;
+    double mean, worst, reported_mean, reported_worst;
+    char first_bad[128];
+} check_summary;
+
+static check_summary summarise(const char *text) {
+    check_summary c;
+    memset(&c, 0, sizeof c);
+    json_error_t jerr;
+    json_t *root = json_loads(text, 0, &jerr);
+    if (!root) return c;
+    c.parsed = 1;
+    json_t *rows = json_object_get(root, "rows"), *r;
+    size_t i;
+    double sum = 0;
+    c.n_rows = (int)json_array_size(rows);
+    json_array_foreach(rows, i, r) {
+        const char *table = json_string_value(json_object_get(r, "table"));
+        const char *label = json_string_value(json_object_get(r, "label"));
+        double pub = json_number_value(json_object_get(r, "published_tflops"));
+        double pred = json_number_value(json_object_get(r, "predicted_tflops"));
+        double err = json_number_value(json_object_get(r, "error"));
+        if (!(pred > 0)) c.bad_prediction_rows++;
+        if (!(fabs((pred - pub) / pub - err) < 1e-5)) {
+            if (!c.bad_error_rows) snprintf(c.first_bad, sizeof c.first_bad, "%s", label ? label : "?");
+            c.bad_error_rows++;
+        }
+        if (json_is_true(json_object_get(r, "fitted"))) {
+            c.fitted++;
+            continue;
+        }
+        if (!table || !strcmp(table, "megatron-sc21-table2.csv")) continue;
+        sum += fabs(err);
+        if (fabs(err) > c.worst) c.worst = fabs(err);
+        c.n_scored++;
+    }
+    c.mean = c.n_scored ? sum / c.n_scored : 0;
+    c.reported_mean = json_number_value(json_object_get(root, "mean_abs_error"));
+    c.reported_worst = json_number_value(json_object_get(root, "max_abs_error"));
+    json_t *mem = json_object_get(root, "memory");
+    c.n_mem = (int)json_array_size(mem);
+    json_array_foreach(mem, i, r) c.mem_as_published += json_is_true(json_object_get(r, "as_published"));
+    c.fits_1t = json_is_false(json_object_get(json_array_get(mem, 0), "oom"));
+    c.oom_530b = json_is_true(json_object_get(json_array_get(mem, 1), "oom"));
+    c.pairs = (int)json_integer_value(json_object_get(root, "table2_pairs_count"));
+    json_decref(root);
+    return c;
+}
+
 Test(check_published, meets_the_issue_bar_on_rows_not_fitted_on, .timeout = 60) {
     char args[1024], *out = NULL, err_path[] = "/tmp/placer-cp-err-XXXXXX";
     int fd = mkstemp(err_path);
     cr_assert_geq(fd, 0);
     close(fd);
     snprintf(args, sizeof args, "--dir '%s' --json", DIR);
-    cr_assert_eq(check_published(args, &out, err_path), 0);
+    int rc = check_published(args, &out, err_path);
     unlink(err_path);
-    json_error_t jerr;
-    json_t *root = json_loads(out, 0, &jerr);
-    cr_assert_not_null(root, "not JSON: %s", jerr.text);
-    json_t *rows = json_object_get(root, "rows");
-    int is_array = json_is_array(rows);
-    cr_assert(is_array);
-    cr_assert_eq(json_array_size(rows), 10 + 12 + 3);
-    double sum = 0, worst = 0;
-    int n = 0, fitted = 0;
-    size_t i;
-    json_t *r;
-    json_array_foreach(rows, i, r) {
-        const char *table = json_string_value(json_object_get(r, "table"));
-        double pub = json_number_value(json_object_get(r, "published_tflops"));
-        double pred = json_number_value(json_object_get(r, "predicted_tflops"));
-        double err = json_number_value(json_object_get(r, "error"));
-        cr_assert_gt(pred, 0.0);
-        cr_assert(fabs((pred - pub) / pub - err) < 1e-5, "%s: error %.6f vs %.6f", table, err, (pred - pub) / pub);
-        if (json_is_true(json_object_get(r, "fitted"))) {
-            fitted++;
-            continue;
-        }
-        if (!strcmp(table, "megatron-sc21-table2.csv")) continue;
-        sum += fabs(err);
-        if (fabs(err) > worst) worst = fabs(err);
-        n++;
-    }
-    cr_assert_leq(fitted, 2, "at most two rows fitted on");
-    cr_assert_eq(n, 13 - fitted);
-    double mean = sum / n;
-    cr_assert_leq(mean, 0.10, "mean |error| %.4f over %d rows", mean, n);
-    cr_assert_leq(worst, 0.15, "max |error| %.4f", worst);
-    cr_assert(fabs(mean - json_number_value(json_object_get(root, "mean_abs_error"))) < 1e-5);
-    cr_assert(fabs(worst - json_number_value(json_object_get(root, "max_abs_error"))) < 1e-5);
-    /* the memory verdicts: 1T fits, ZeRO-3 530B on 560 GPUs at mbs 4 does not */
-    json_t *mem = json_object_get(root, "memory");
-    cr_assert_eq(json_array_size(mem), 2);
-    json_array_foreach(mem, i, r) {
-        int as_published = json_is_true(json_object_get(r, "as_published"));
-        cr_assert(as_published, "%s",
-                  json_string_value(json_object_get(r, "check")));
-    }
-    int fits_1t = json_is_false(json_object_get(json_array_get(mem, 0), "oom"));
-    int oom_530b = json_is_true(json_object_get(json_array_get(mem, 1), "oom"));
-    cr_assert(fits_1t);
-    cr_assert(oom_530b);
-    cr_assert_eq(json_integer_value(json_object_get(root, "table2_pairs_count")), 6);
-    json_decref(root);
+    check_summary c = summarise(out);
     free(out);
+    cr_assert_eq(rc, 0);
+    cr_assert(c.parsed, "not JSON");
+    cr_assert_eq(c.n_rows, 10 + 12 + 3);
+    cr_assert_eq(c.bad_prediction_rows, 0);
+    cr_assert_eq(c.bad_error_rows, 0, "%s: error is not (predicted - published) / published", c.first_bad);
+    cr_assert_leq(c.fitted, 2, "at most two rows fitted on");
+    cr_assert_eq(c.n_scored, 13 - c.fitted);
+    cr_assert_leq(c.mean, 0.10, "mean |error| %.4f over %d rows", c.mean, c.n_scored);
+    cr_assert_leq(c.worst, 0.15, "max |error| %.4f", c.worst);
+    cr_assert(fabs(c.mean - c.reported_mean) < 1e-5);
+    cr_assert(fabs(c.worst - c.reported_worst) < 1e-5);
+    /* the memory verdicts: 1T fits, ZeRO-3 530B on 560 GPUs at mbs 4 does not */
+    cr_assert_eq(c.n_mem, 2);
+    cr_assert_eq(c.mem_as_published, 2);
+    cr_assert(c.fits_1t);
+    cr_assert(c.oom_530b);
+    cr_assert_eq(c.pairs, 6);
 }
 
 /* Bad input: one line on stderr naming the problem, exit 2. */
@@ -131,8 +154,9 @@ Test(check_published, bad_inputs_exit_2_with_one_line) {
     const char *cases[] = {"--dir /nonexistent/published", "--gemm-efficiency 2", "--gemm-efficiency x",
                            "--collective-scale -1", "--bogus", "stray", "--cluster-a100 no-such-cluster"};
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        cr_assert_eq(check_published(cases[k], &out, err_path), 2, "%s", cases[k]);
+        int rc = check_published(cases[k], &out, err_path);
         free(out);
+        cr_assert_eq(rc, 2, "%s", cases[k]);
         cr_assert_eq(lines_of(err_path, line, sizeof line), 1, "%s", cases[k]);
         cr_assert(strstr(line, "placer check-published: ") != NULL, "%s: %s", cases[k], line);
     }
@@ -152,8 +176,9 @@ Test(check_published, bad_inputs_exit_2_with_one_line) {
     fputs("1.0,2,3\n", f);
     fclose(f);
     snprintf(args, sizeof args, "--dir '%s'", dir);
-    cr_assert_eq(check_published(args, &out, err_path), 2);
+    int rc = check_published(args, &out, err_path);
     free(out);
+    cr_assert_eq(rc, 2);
     cr_assert_eq(lines_of(err_path, line, sizeof line), 1);
     cr_assert(strstr(line, "fields, the header has") != NULL, "%s", line);
     for (int t = 0; t < 3; t++) {
