@@ -242,15 +242,18 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
         if (s == 0) embed0 = embed;
         if (s == S - 1) head_last = head;
         const int inflight = stage_in_flight(&plain, m, s);
-        int fits = 1; /* memory grows with the layers: once over, always over */
-        for (int k = 0; k <= L; k++) {
-            if (fits && k >= V) {
-                layout_memory mem;
-                layout_stage_memory_p(cfg, &plain, &prm->compute, s, k, inflight, &mem);
-                fits = mem.total <= cap;
-            }
-            cost[(size_t)s * (L + 1) + k] = k >= V && fits ? fixed + k * layer : INFINITY;
+        /* memory grows with the layers: the most that fit, by bisection
+         * (kmax < V: none) */
+        int klo = V - 1, khi = L;
+        while (klo < khi) {
+            const int mid = klo + (khi - klo + 1) / 2;
+            layout_memory mem;
+            layout_stage_memory_p(cfg, &plain, &prm->compute, s, mid, inflight, &mem);
+            if (mem.total <= cap) klo = mid;
+            else khi = mid - 1;
         }
+        const int kmax = klo;
+        for (int k = 0; k <= L; k++) cost[(size_t)s * (L + 1) + k] = k >= V && k <= kmax ? fixed + k * layer : INFINITY;
     }
     const double w = (double)m * V - 1;
     const double obj = plan_split_dp(S, L, V, cost, w, n);
