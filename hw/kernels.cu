@@ -953,7 +953,9 @@ struct cu_lt_entry {
     cublasLtMatrixLayout_t la, lb, lc;
     cublasLtMatmulAlgo_t algo;
 };
-#define CU_LT_CACHE 96
+/* distinct GEMMs (shape, epilogue, output type, accumulate): about 20 per
+ * micro-batch size of a GPT; the profiler probes every size on one device */
+#define CU_LT_CACHE 512
 
 #define LTTRY(x) BLAS_TRY(ctx->err, ctx->err_len, x)
 
