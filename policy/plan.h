@@ -177,7 +177,8 @@ typedef void (*plan_progress_fn)(void *ctx, int64_t done, int64_t total);
  * min_mem_bytes and oom_best). PL_ERR_INVALID with a message for bad
  * options (no valid layout at all, gpus beyond the cluster, ...); a
  * simulator error is passed up with its message. res is large (about
- * 200 KB): allocate it, do not put it on a small stack. */
+ * 0.5 MB: a layout and a result with per-stage memory per entry): allocate
+ * it, do not put it on the stack. */
 pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
                       void *progress_ctx, plan_result *res, char *msg, size_t len);
 
