@@ -497,6 +497,13 @@ int cmd_plan(int argc, char **argv) {
             plan_export_json(stdout, &cfg, &res->top[i].l, chunks, &res->top[i].res);
         }
         printf("]");
+        if (res->have_oom_best) { /* the fastest layout that does not fit, for scripts */
+            int chunks[LAYOUT_MAX_CHUNKS];
+            if (layout_chunk_layers(&res->oom_best.l, cfg.n_layers, chunks, NULL, 0) == PL_OK) {
+                printf(", \"fastest_oom\": ");
+                plan_export_json(stdout, &cfg, &res->oom_best.l, chunks, &res->oom_best.res);
+            }
+        }
         if (have_cmp) {
             int chunks[LAYOUT_MAX_CHUNKS];
             if (layout_chunk_layers(&cmp, cfg.n_layers, chunks, NULL, 0) == PL_OK) {
