@@ -44,8 +44,9 @@
  *   as the flat ring does, but pays N - 1 inter-node latencies instead of
  *   n - 1.
  * Every collective call also pays the cluster's coll_base_latency_us once
- * (NCCL's baseLat). The cheapest applicable algorithm wins, as NCCL's tuner does with its own
- * version of these figures. With ppn not the same on every node (a ragged
+ * (NCCL's baseLat). The cheapest applicable algorithm wins, as NCCL's
+ * tuner does with its own version of these figures. With ppn not the same
+ * on every node (a ragged
  * group) the largest ppn is used for the intra-node parts and the smallest
  * for the egress: the slowest node bounds the ring. On a mixed cluster
  * (node groups with their own fabric) the slowest member's intra-node
