@@ -218,12 +218,12 @@ static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf
     char devs[32] = "";
     if (a->so.devices > 0) snprintf(devs, sizeof devs, " --devices %d", a->so.devices);
     snprintf(buf, len,
-             "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d --groups %s "
+             "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s --groups %s "
              "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
              "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
              "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s",
              cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
-             grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
+             cfg->parallel_residual ? ",parallel=1" : "", grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
              a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
              a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
              (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,

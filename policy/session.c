@@ -113,6 +113,26 @@ pl_status policy_session_open(const policy_session_options *o, policy_session **
     }
     st = profile_db_load_profile(s->db, o->config ? &want : NULL, &s->p, &s->cfg, msg, len);
     if (st != PL_OK) goto fail;
+    /* the store keeps the six basic sizes of a graph; a graph with other
+     * options (parallel residual, ...) is known by its key: take the
+     * options from --config when its key is the profile's, and refuse to
+     * build another graph than the profile's otherwise */
+    {
+        char have[128], want_key[128];
+        gpt_config_key(&s->cfg, have, sizeof have);
+        if (strcmp(have, s->p->graph_key) != 0) {
+            if (o->config) gpt_config_key(&want, want_key, sizeof want_key);
+            if (o->config && !strcmp(want_key, s->p->graph_key)) {
+                s->cfg = want;
+            } else {
+                st = pl_fail(msg, len, PL_ERR_INVALID,
+                             "the profile is for graph %s, whose options the database does not keep; give "
+                             "--config with them (e.g. default,parallel=1)",
+                             s->p->graph_key);
+                goto fail;
+            }
+        }
+    }
     /* calibrated simulator parameters for this machine and graph */
     sim_params prm;
     sim_params_default(&prm);
