@@ -46,6 +46,7 @@ typedef struct {
     cublasHandle_t blas;             /* bound to stream */
     cublasComputeType_t compute;     /* CUBLAS_COMPUTE_32F or _32F_FAST_TF32 */
     int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
+    int flash_ok;                    /* the GPU runs the bf16 flash kernels (sm_80 or newer) */
     int loss16_nocache;              /* bf16 loss: re-read rows from L2 (PLACER_LOSS16=l2) */
     char *err;                       /* message buffer */
     size_t err_len;

@@ -102,6 +102,11 @@ hw_adamw hw_adamw_default(void) {
 /* ---- plans ---- */
 
 static pl_status check_graph(const graph *g, char *msg, size_t len) {
+    if (!gpt_config_is_plain(&g->cfg))
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                       "the engine runs only the original GPT block (layernorm, GELU, learned positions, "
+                       "untied head, biases, no GQA, vocabulary padding or parallel residual); simulate this "
+                       "model with placer layout");
     int n_loss = 0, n_emb = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const graph_node *n = &g->nodes[i];

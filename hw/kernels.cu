@@ -812,6 +812,11 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     TRY(cudaGetDevice(&dev));
     TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
     int want = optin - 1024; /* room for the kernel's static shared memory */
+    /* the flash kernels use bf16 mma.sync (sm_80+); an older GPU (a T4) takes
+     * the unfused attention path, whose scratch the plan always reserves */
+    int major = 0;
+    TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    ctx->flash_ok = major >= 8;
     ctx->loss_smem_ok = 0;
     if (want > 48 * 1024) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
@@ -1499,11 +1504,12 @@ static bf16 *attn_x16(const hw_node_call *c) {
 /* Whether the flash kernel takes this call (flash_attention.h's
  * requirements); otherwise the attention core runs unfused. Forward and
  * backward of a node decide alike, so the saved tensors match. */
-static int use_flash(const hw_node_call *c) {
+static int use_flash(const cu_ctx *ctx, const hw_node_call *c) {
 #if PLACER_HAVE_FLASH
     const int hs = c->d.C / c->d.NH;
-    return (hs == 64 || hs == 128) && c->d.C % 8 == 0 && c->d.B * c->d.NH <= 65535 && !getenv("PLACER_NO_FLASH");
+    return ctx->flash_ok && (hs == 64 || hs == 128) && c->d.C % 8 == 0 && c->d.B * c->d.NH <= 65535 && !getenv("PLACER_NO_FLASH");
 #else
+    (void)ctx;
     (void)c;
     return 0;
 #endif
@@ -1515,7 +1521,7 @@ static pl_status attention_forward16(cu_ctx *ctx, const hw_node_call *c) {
     RET(check_size(ctx, 3 * NC, "attention"));
     bf16 *x16 = attn_x16(c); /* kept for the backward */
     RET(to_bf16(ctx, x16, c->in[0], NC));
-    if (use_flash(c)) {
+    if (use_flash(ctx, c)) {
 #if PLACER_HAVE_FLASH
         bf16 *qkv16 = (bf16 *)S(c, 0), *y16 = (bf16 *)S(c, 2);
         float *lse = S(c, 1);
@@ -1557,7 +1563,7 @@ static pl_status attention_forward16(cu_ctx *ctx, const hw_node_call *c) {
 static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
     const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, N = B * T;
     const int64_t NC = (int64_t)N * C;
-    if (use_flash(c)) {
+    if (use_flash(ctx, c)) {
 #if PLACER_HAVE_FLASH
     /* scratch: d16, dy16, dqkv16, x16 (bf16), then the flash kernel's own */
     bf16 *d16 = SCR16(c, 0), *dy16 = SCR16(c, al64(NC)), *dqkv16 = SCR16(c, 2 * al64(NC));

@@ -491,3 +491,27 @@ Test(bad_input, a_gpu_engine_without_a_gpu_is_a_clear_error) {
     o.n_devices = 0;
     cr_assert_eq(hw_engine_create(&o, &e, msg, sizeof msg), PL_ERR_INVALID);
 }
+
+/* The engine runs only the original GPT block: a config with any extension
+ * (RMSNorm, SwiGLU, GQA, ...) is refused when the plan is made, instead of
+ * silently training the original block under the new config's name. */
+Test(bad_input, a_model_the_engine_cannot_run_is_refused) {
+    static const char *const configs[] = {"tiny,norm=rmsnorm", "tiny,mlp=swiglu", "tiny,parallel=1",
+                                          "tiny,tied=1"};
+    hw_engine *e = cpu_engine(1, HW_ISSUE_AUTO);
+    for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
+        graph *g = tiny_graph(configs[k]);
+        int pl[MAXN] = {0};
+        char msg[256] = "";
+        hw_plan_opts o = {0};
+        o.placement = pl;
+        o.sched = schedule_make(1, SCHED_GPIPE);
+        o.adamw = hw_adamw_default();
+        hw_plan *p = NULL;
+        cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED, "%s", configs[k]);
+        cr_assert_null(p);
+        cr_assert(strstr(msg, "original GPT") != NULL, "%s: %s", configs[k], msg);
+        graph_destroy(g);
+    }
+    hw_engine_destroy(e);
+}
