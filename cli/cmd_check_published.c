@@ -14,12 +14,15 @@
  * predicted TFLOP/s per GPU = the table's FLOPs per step / (predicted step
  * time x GPUs).
  *
- * Fitting (--fit): one constant on one named row (the issue allows two on
- * two): the base GEMM efficiency of GPUs without a measured one
+ * Fitting (--fit): two constants on two named rows (the issue's limit):
+ * the base GEMM efficiency of GPUs without a measured one
  * (compute_params.gemm_efficiency: the A100 here; H100's is measured) on
- * FIT_ROW_GEMM, by bisection until that row is predicted exactly; the value
- * is printed and, stored as the default in compute_model.c, used without
- * --fit. That row is marked and left out of the mean and max either way.
+ * FIT_ROW_GEMM, then the ZeRO-3 gather scale (layout_sim_params.
+ * zero3_gather_scale, DeepSpeed 2021's stage-3 gathers against the
+ * collective model) on FIT_ROW_ZERO3, each by bisection until its row is
+ * predicted exactly; the values are printed and, stored as the defaults (in
+ * compute_model.c and ZERO3_GATHER_SCALE below), used without --fit. Both
+ * rows are marked and left out of the error figures either way.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -41,6 +44,13 @@
  * the middle row of Table 1, chosen before looking at any errors. */
 #define FIT_ROW_GEMM "T1 145.6B 1536 GPUs"
 
+/* The second fitted constant: how many times the collective model's time
+ * DeepSpeed's ZeRO-3 of 2021 spent in its parameter gathers, fitted on one
+ * row of Table 2 (the middle 175B row) so that the other five ZeRO-3 rows and
+ * their orderings against PTD-P are predictions. */
+#define FIT_ROW_ZERO3 "T2 zero3 174.6B 768 GPUs"
+#define ZERO3_GATHER_SCALE 6.478 /* placer check-published --fit */
+
 #define DEFAULT_CLUSTER_A100 "dgx-a100-80gb"
 #define DEFAULT_CLUSTER_H100 "llama3-h100"
 
@@ -58,8 +68,10 @@ static void usage(FILE *f) {
             "  --cluster-a100 C    cluster of the Megatron rows (default " DEFAULT_CLUSTER_A100 ")\n"
             "  --cluster-h100 C    cluster of the Llama 3 rows (default " DEFAULT_CLUSTER_H100 ")\n"
             "  --fit               fit gemm_efficiency (GPUs without a measured one) on\n"
-            "                      '" FIT_ROW_GEMM "' first, then predict with it\n"
+            "                      '" FIT_ROW_GEMM "', then zero3_gather_scale on\n"
+            "                      '" FIT_ROW_ZERO3 "', then predict with them\n"
             "  --gemm-efficiency X override the base GEMM efficiency (0 < X <= 1)\n"
+            "  --zero3-gather-scale X  override the ZeRO-3 gather scale (X > 0)\n"
             "  --collective-scale X override the collective time scale (X > 0)\n"
             "  --llama-vp V        interleaving depth assumed for the Llama 3 rows (default 2;\n"
             "                      not published: for the sensitivity in docs/published-runs.md)\n"
@@ -150,8 +162,8 @@ static int load_table(const char *dir, pub_table t, table_rows *out) {
 }
 
 /* Simulate one row; PL_OK or a status with msg. */
-static pl_status run_row(const pub_row *r, const cluster *c, double gemm_eff, double coll_scale, row_result *out,
-                         char *msg, size_t len) {
+static pl_status run_row(const pub_row *r, const cluster *c, double gemm_eff, double coll_scale, double z3_scale,
+                         row_result *out, char *msg, size_t len) {
     layout_sim *s = NULL;
     pl_status st = layout_sim_create(&r->model, &r->lay, c, &s, msg, len);
     if (st != PL_OK) return st;
@@ -162,6 +174,13 @@ static pl_status run_row(const pub_row *r, const cluster *c, double gemm_eff, do
     if (coll_scale > 0) prm.collective_scale = coll_scale;
     prm.dp_overlap_grad = r->dp_overlap;
     prm.grad_comm_bytes = r->grad_bytes;
+    if (r->lay.zero == ZERO_3) {
+        /* Table 2's ZeRO-3 is DeepSpeed's stage 3 of 2021: gathers that do
+         * not overlap compute, at the fitted fraction of the collective
+         * model's bandwidth (ZERO3_GATHER_SCALE) */
+        prm.zero3_prefetch = 0;
+        prm.zero3_gather_scale = z3_scale;
+    }
     st = layout_sim_run(s, &prm, 0, &out->res, msg, len);
     layout_sim_destroy(s);
     if (st != PL_OK) return st;
@@ -187,17 +206,33 @@ static const cluster *cluster_for(const pub_row *r, const cluster *a100, const c
 
 /* The gemm efficiency in [lo, hi] at which row r is predicted exactly
  * (its error rises with the efficiency), by bisection. */
-static pl_status fit_gemm(const pub_row *r, const cluster *c, double coll_scale, double lo, double hi, double *x,
-                          char *msg, size_t len) {
+static pl_status fit_gemm(const pub_row *r, const cluster *c, double coll_scale, double z3_scale, double lo, double hi,
+                          double *x, char *msg, size_t len) {
     row_result rr;
     for (int it = 0; it < 40; it++) {
         double mid = 0.5 * (lo + hi);
-        pl_status st = run_row(r, c, mid, coll_scale, &rr, msg, len);
+        pl_status st = run_row(r, c, mid, coll_scale, z3_scale, &rr, msg, len);
         if (st != PL_OK) return st;
         if (rr.err > 0) hi = mid;
         else lo = mid;
     }
     *x = 0.5 * (lo + hi);
+    return PL_OK;
+}
+
+/* The ZeRO-3 gather scale in [lo, hi] at which row r is predicted exactly
+ * (its error falls as the scale rises), by bisection on a log scale. */
+static pl_status fit_zero3(const pub_row *r, const cluster *c, double gemm_eff, double coll_scale, double lo,
+                           double hi, double *x, char *msg, size_t len) {
+    row_result rr;
+    for (int it = 0; it < 40; it++) {
+        double mid = sqrt(lo * hi);
+        pl_status st = run_row(r, c, gemm_eff, coll_scale, mid, &rr, msg, len);
+        if (st != PL_OK) return st;
+        if (rr.err > 0) lo = mid;
+        else hi = mid;
+    }
+    *x = sqrt(lo * hi);
     return PL_OK;
 }
 
@@ -222,7 +257,7 @@ typedef struct {
 int cmd_check_published(int argc, char **argv) {
     const char *dir = NULL, *ca = DEFAULT_CLUSTER_A100, *ch = DEFAULT_CLUSTER_H100;
     int json = 0, fit = 0, breakdown = 0;
-    double gemm_eff = 0, coll_scale = 0;
+    double gemm_eff = 0, coll_scale = 0, z3_scale = ZERO3_GATHER_SCALE;
     int llama_vp = 0;
     static const struct option opts[] = {
         {"dir", required_argument, 0, 'd'},           {"cluster-a100", required_argument, 0, 'a'},
@@ -230,6 +265,7 @@ int cmd_check_published(int argc, char **argv) {
         {"gemm-efficiency", required_argument, 0, 'g'}, {"collective-scale", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},                {"help", no_argument, 0, 'H'},
         {"llama-vp", required_argument, 0, 'v'},       {"breakdown", no_argument, 0, 'b'},
+        {"zero3-gather-scale", required_argument, 0, 'z'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -254,6 +290,12 @@ int cmd_check_published(int argc, char **argv) {
             coll_scale = strtod(optarg, &end);
             if (errno || *end || !(coll_scale > 0 && coll_scale < 1e6))
                 return cli_usage_error(CMD, "--collective-scale must be a positive number, not '%s'", optarg);
+            break;
+        case 'z':
+            errno = 0;
+            z3_scale = strtod(optarg, &end);
+            if (errno || *end || !(z3_scale > 0 && z3_scale < 1e6))
+                return cli_usage_error(CMD, "--zero3-gather-scale must be a positive number, not '%s'", optarg);
             break;
         case 'v': {
             errno = 0;
@@ -297,8 +339,18 @@ int cmd_check_published(int argc, char **argv) {
         rc = cli_usage_error(CMD, "the fit row '%s' is not in %s", FIT_ROW_GEMM, dir);
         goto done;
     }
+    const pub_row *fit_row_z3 = find_row(t, PUB_TABLE_COUNT, FIT_ROW_ZERO3);
+    if (fit && !fit_row_z3) {
+        rc = cli_usage_error(CMD, "the fit row '%s' is not in %s", FIT_ROW_ZERO3, dir);
+        goto done;
+    }
     if (fit) {
-        st = fit_gemm(fit_row, cluster_for(fit_row, &a100, &h100), coll_scale, 0.05, 1.0, &gemm_eff, msg, sizeof msg);
+        /* the GEMM efficiency first (Table 1 has no ZeRO-3), then the gather
+         * scale on the ZeRO-3 row with that efficiency */
+        st = fit_gemm(fit_row, cluster_for(fit_row, &a100, &h100), coll_scale, z3_scale, 0.05, 1.0, &gemm_eff, msg, sizeof msg);
+        if (st == PL_OK)
+            st = fit_zero3(fit_row_z3, cluster_for(fit_row_z3, &a100, &h100), gemm_eff, coll_scale, 1.0 / 64, 64.0,
+                           &z3_scale, msg, sizeof msg);
         if (st != PL_OK) {
             rc = cli_report(CMD, st, msg);
             goto done;
@@ -313,12 +365,12 @@ int cmd_check_published(int argc, char **argv) {
         }
         for (int j = 0; j < t[i].n; j++) {
             const pub_row *r = &t[i].rows[j];
-            st = run_row(r, cluster_for(r, &a100, &h100), gemm_eff, coll_scale, &res[i][j], msg, sizeof msg);
+            st = run_row(r, cluster_for(r, &a100, &h100), gemm_eff, coll_scale, z3_scale, &res[i][j], msg, sizeof msg);
             if (st != PL_OK) {
                 rc = cli_report(CMD, st, msg);
                 goto done;
             }
-            res[i][j].fitted = (r == fit_row);
+            res[i][j].fitted = (r == fit_row || r == fit_row_z3);
         }
     }
 
@@ -381,7 +433,7 @@ int cmd_check_published(int argc, char **argv) {
         r560.lay.dp = 560;
         r560.lay.global_batch = 2240;
         row_result rr;
-        st = run_row(&r560, &a100, gemm_eff, coll_scale, &rr, msg, sizeof msg);
+        st = run_row(&r560, &a100, gemm_eff, coll_scale, z3_scale, &rr, msg, sizeof msg);
         if (st != PL_OK) {
             rc = cli_report(CMD, st, msg);
             goto done;
@@ -397,10 +449,12 @@ int cmd_check_published(int argc, char **argv) {
     if (json) {
         printf("{\"dir\": ");
         json_str(stdout, dir);
-        printf(", \"gemm_efficiency\": %.6f, \"collective_scale\": %.6f, \"fitted\": %s,\n", g_used, c_used,
-               fit ? "true" : "false");
+        printf(", \"gemm_efficiency\": %.6f, \"zero3_gather_scale\": %.6f, \"collective_scale\": %.6f, "
+               "\"fitted\": %s,\n", g_used, z3_scale, c_used, fit ? "true" : "false");
         printf(" \"fit_rows\": [");
         json_str(stdout, FIT_ROW_GEMM);
+        printf(", ");
+        json_str(stdout, FIT_ROW_ZERO3);
         printf("],\n \"rows\": [");
         int first = 1;
         for (int i = 0; i < PUB_TABLE_COUNT; i++)
@@ -440,8 +494,9 @@ int cmd_check_published(int argc, char **argv) {
         goto done;
     }
     printf("constants: gemm_efficiency %.4f (%s, fitted on '%s'; H100 uses its measured base), "
-           "collective_scale %.4f\n",
-           g_used, fit ? "fitted now" : gemm_eff > 0 ? "given" : "stored default", FIT_ROW_GEMM, c_used);
+           "zero3_gather_scale %.4f (%s, fitted on '%s'), collective_scale %.4f\n",
+           g_used, fit ? "fitted now" : gemm_eff > 0 ? "given" : "stored default", FIT_ROW_GEMM, z3_scale,
+           fit ? "fitted now" : z3_scale != ZERO3_GATHER_SCALE ? "given" : "stored default", FIT_ROW_ZERO3, c_used);
     printf("%-28s %7s %10s %10s %8s %9s %8s\n", "row", "GPUs", "published", "predicted", "error", "step s", "mem GB");
     for (int i = 0; i < PUB_TABLE_COUNT; i++)
         for (int j = 0; j < t[i].n; j++) {

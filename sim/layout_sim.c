@@ -96,6 +96,8 @@ void layout_sim_params_default(layout_sim_params *p) {
     p->dp_overlap_param = 1;
     p->grad_comm_bytes = 4;
     p->emb_head_scale = 1.0;
+    p->zero3_prefetch = 1;
+    p->zero3_gather_scale = 1.0;
 }
 
 const char *layout_time_part_name(layout_time_part p) {
@@ -145,10 +147,19 @@ static void trace_layers(layout_sim *s, const ls_chunk_cost *c, int r, int k, in
  * compute starts once its gather has ended; its gather may start once the
  * gather stream is free and unit u-1's compute has started (the first
  * unit's: once the op before this one started): FSDP's forward prefetch of
- * one module. Returns the time the op's compute waited for gathers;
- * *last_start gets the start of its last unit's compute. */
+ * one module. With whole_chunk (weights gathered once per step and kept
+ * until backward: fsdp without resharding after forward, as Llama 3 ran
+ * it, and zero 1/2's overlapped gather) every unit's gather may start once
+ * the op before this one started: the gathers stream back to back on
+ * their own stream ahead of the compute that needs them, since nothing is
+ * freed in between. With no_prefetch (zero 3 without prefetch) a unit's
+ * gather may start only once the unit before it has finished: gathers and
+ * compute take turns. Returns the time the op's compute waited for
+ * gathers; *last_start gets the start of its last unit's compute
+ * (whole_chunk: the time this op's gathers were allowed from; no_prefetch:
+ * the end of its last unit). */
 static double gathered_op(layout_sim *s, const ls_chunk_cost *c, int r, int k, int j, int bwd, double t, double cs,
-                          double *last_start) {
+                          int whole_chunk, int no_prefetch, double *last_start) {
     const int L = s->chunk_layers[k], first = k == 0, last = k == s->K - 1;
     const double layer = bwd ? c->b_layer : c->f_lcomp + c->f_ltp + c->f_lcp;
     const double pre = bwd ? c->b_head : c->f_pre;
@@ -175,8 +186,9 @@ static double gathered_op(layout_sim *s, const ls_chunk_cost *c, int r, int k, i
                 cur = gfree;
             }
         }
-        allow = cur;
+        if (!whole_chunk) allow = cur;
         cur += dur;
+        if (no_prefetch) allow = cur;
     }
     if (g0 >= 0) trace_push(s, r, 4, k, j, -1, 'G', g0, gfree);
     s->dpg[r] = gfree;
@@ -230,7 +242,8 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                 if (gather_every || (gather_first && !op.bwd && j == 0)) {
                     /* the op runs unit by unit behind its parameters' gathers */
                     double last_start;
-                    gwait = gathered_op(s, c, r, k, j, op.bwd, t, cs, &last_start);
+                    gwait = gathered_op(s, c, r, k, j, op.bwd, t, gather_every ? cs * p->zero3_gather_scale : cs,
+                                        !gather_every, gather_every && !p->zero3_prefetch, &last_start);
                     s->p_dp[r] += gwait;
                     s->prev_start[r] = last_start;
                 } else {
@@ -340,10 +353,10 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
 static pl_status check_params(const layout_sim_params *p, char *msg, size_t len) {
     const double v[] = {p->collective_scale, p->step_fixed_us, p->p2p_scale, p->dp_bucket_bytes,
                         p->grad_comm_bytes, p->emb_head_scale, p->compute.gemm_efficiency,
-                        p->compute.memory_efficiency, p->compute.kernel_overhead_us};
+                        p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale};
     static const char *const names[] = {"collective_scale", "step_fixed_us", "p2p_scale", "dp_bucket_bytes",
                                         "grad_comm_bytes", "emb_head_scale", "gemm_efficiency",
-                                        "memory_efficiency", "kernel_overhead_us"};
+                                        "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);

@@ -53,11 +53,18 @@ typedef struct {
                                     Megatron's default under bf16) */
     double emb_head_scale;       /* multiplies the embedding's and head's compute and
                                     collectives (1; 0 for closed-form checks) */
+    int zero3_prefetch;          /* zero 3: 1 a unit's parameter gather may start once the
+                                    previous unit's compute started (FSDP's one-module
+                                    prefetch); 0 only once it ended (no overlap of gathers
+                                    with compute: DeepSpeed's stage 3 as Megatron SC21's
+                                    Table 2 measured it) */
+    double zero3_gather_scale;   /* multiplies zero 3's per-micro-batch parameter gathers
+                                    (1 = the collective model's time) */
 } layout_sim_params;
 
 /* Defaults: compute_params_default, scales 1, fixed 0, buckets of 25e6
- * bytes overlapped with backward, overlapped parameter gathers, fp32
- * gradient reduction. */
+ * bytes overlapped with backward, overlapped parameter gathers (zero 3:
+ * one unit ahead), fp32 gradient reduction. */
 void layout_sim_params_default(layout_sim_params *p);
 
 typedef enum {
