@@ -28,6 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 #ifndef PLACER_SOURCE_DIR
 #define PLACER_SOURCE_DIR "."
 #endif
@@ -231,45 +233,10 @@ out:
     return one_line(st, msg, len);
 }
 
-/* Read a whole file (at most MODEL_FILE_MAX bytes). */
-static pl_status read_file(const char *path, char **out, size_t *n, char *msg, size_t len) {
-    *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read model file '%s': %s",
-                       path, strerror(errno));
-    /* size the buffer by the file (a config.json is a few KB); a file that
-     * cannot seek (a pipe) gets the maximum */
-    long want = -1;
-    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
-    if (want < 0 || fseek(f, 0, SEEK_SET) != 0) want = MODEL_FILE_MAX;
-    if (want > MODEL_FILE_MAX) want = MODEL_FILE_MAX;
-    char *buf = malloc((size_t)want + 2);
-    if (!buf) {
-        fclose(f);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
-    }
-    size_t got = fread(buf, 1, (size_t)want + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return pl_fail(msg, len, PL_ERR_IO, "cannot read model file '%s'", path);
-    }
-    if (got > (size_t)want || got > MODEL_FILE_MAX) { /* grew while read, or over the limit */
-        free(buf);
-        return pl_fail(msg, len, PL_ERR_INVALID, "model file '%s' is larger than %d MB", path, MODEL_FILE_MAX >> 20);
-    }
-    buf[got] = 0;
-    *out = buf;
-    *n = got;
-    return PL_OK;
-}
-
 static pl_status load_file(const char *path, gpt_config *cfg, char *name, size_t name_len, char *msg, size_t len) {
     char *text = NULL;
     size_t n = 0;
-    pl_status st = read_file(path, &text, &n, msg, len);
+    pl_status st = pl_read_file(path, MODEL_FILE_MAX, "model", &text, &n, msg, len);
     if (st != PL_OK) return st;
     char m[256] = "";
     st = model_config_parse_json(text, n, cfg, name, name_len, m, sizeof m);

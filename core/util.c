@@ -142,3 +142,37 @@ void pl_format_bytes(double b, char *buf, size_t len) {
     while (fabs(b) >= 1000 && i < 4) { b /= 1000; i++; }
     snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
 }
+
+pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *n, char *msg,
+                       size_t len) {
+    *out = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read %s file '%s': %s", what,
+                       path, strerror(errno));
+    /* size the buffer by the file; a file that cannot seek (a pipe) gets the maximum */
+    long want = -1;
+    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
+    if (want < 0 || fseek(f, 0, SEEK_SET) != 0 || (size_t)want > max_bytes) want = (long)max_bytes;
+    char *buf = malloc((size_t)want + 2);
+    if (!buf) {
+        fclose(f);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
+    }
+    size_t got = fread(buf, 1, (size_t)want + 1, f);
+    int bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return pl_fail(msg, len, PL_ERR_IO, "cannot read %s file '%s'", what, path);
+    }
+    if (got > (size_t)want || got > max_bytes) { /* grew while read, or over the limit */
+        free(buf);
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s file '%s' is larger than %zu MB", what, path, max_bytes >> 20);
+    }
+    buf[got] = 0;
+    *out = buf;
+    *n = got;
+    return PL_OK;
+}

@@ -20,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util.h"
+
 #ifndef PLACER_SOURCE_DIR
 #define PLACER_SOURCE_DIR "."
 #endif
@@ -423,31 +425,13 @@ static int list_dir(const char *dir, char *buf, size_t len) {
 }
 
 static pl_status load_path(const char *path, cluster *out, char *msg, size_t len) {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read cluster file '%s': %s",
-                       path, strerror(errno));
-    long want = -1;
-    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
-    if (want < 0 || fseek(f, 0, SEEK_SET) != 0) want = CLUSTER_FILE_MAX;
-    if (want > CLUSTER_FILE_MAX) want = CLUSTER_FILE_MAX;
-    char *buf = malloc((size_t)want + 2);
-    if (!buf) {
-        fclose(f);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
-    }
-    size_t got = fread(buf, 1, (size_t)want + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    pl_status st;
-    if (err) st = pl_fail(msg, len, PL_ERR_IO, "cannot read cluster file '%s'", path);
-    else if (got > (size_t)want || got > CLUSTER_FILE_MAX)
-        st = pl_fail(msg, len, PL_ERR_INVALID, "cluster file '%s' is larger than %d MB", path, CLUSTER_FILE_MAX >> 20);
-    else {
-        char m[384] = "";
-        st = cluster_parse_json(buf, got, out, m, sizeof m);
-        if (st != PL_OK) pl_fail(msg, len, st, "%s: %s", path, m);
-    }
+    char *buf = NULL;
+    size_t got = 0;
+    pl_status st = pl_read_file(path, CLUSTER_FILE_MAX, "cluster", &buf, &got, msg, len);
+    if (st != PL_OK) return st;
+    char m[384] = "";
+    st = cluster_parse_json(buf, got, out, m, sizeof m);
+    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s", path, m);
     free(buf);
     return st;
 }
