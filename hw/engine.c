@@ -142,6 +142,7 @@ void hw_plan_destroy(hw_plan *p) {
     free(p->model_off);
     free(p->shard_off);
     free(p->trace);
+    free(p->dp_buf);
     free(p);
 }
 
@@ -193,6 +194,9 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
+    if (o->dp && strcmp(be->ops->name, "cpu") != 0)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                       "data parallelism over processes runs on the CPU backend only (NCCL is not wired yet)");
 
     hw_plan *p = calloc(1, sizeof *p);
     if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
@@ -202,6 +206,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     p->sched = o->sched;
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
+    p->dp = o->dp;
     p->bf16 = e->prec == HW_PREC_BF16;
     p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
@@ -300,7 +305,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
     staging = malloc(sizeof(float) * (size_t)max_dev);
     if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
-    if (!staging || (!o->init_params && !model)) {
+    if (p->dp) p->dp_buf = malloc(sizeof(float) * (size_t)max_dev);
+    if (!staging || (!o->init_params && !model) || (p->dp && !p->dp_buf)) {
         free(staging);
         free(model);
         hw_plan_destroy(p);
@@ -336,7 +342,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     for (int d = 0; d < nd; d++) used += p->dev[d].used;
     /* one host thread per device pays off where launches cost host time
      * (CUDA); the CPU backend does it only when asked (tests) */
-    p->threaded = used > 1 && be->ops->threads_ok(be) &&
+    p->threaded = used > 1 && !p->dp && be->ops->threads_ok(be) &&
                   (e->issue == HW_ISSUE_THREADS ||
                    (e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
     *out = p;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_group.h"
 #include "plan_internal.h"
 #include "util.h"
 
@@ -72,6 +73,19 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
+        if (p->dp && pd->param_floats > 0) {
+            /* data parallelism: the mean of the replicas' gradients (hw.h) */
+            float *buf = p->dp_buf;
+            const int64_t n = pd->param_floats;
+            const float ranks = (float)dist_size(p->dp);
+            st = ops->download(be, d, buf, base + pd->off_grads, n * 4);
+            if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, n, DIST_SUM, be->err, sizeof be->err);
+            if (st == PL_OK) {
+                for (int64_t k = 0; k < n; k++) buf[k] /= ranks;
+                st = ops->upload(be, d, base + pd->off_grads, buf, n * 4);
+            }
+            if (st != PL_OK) break;
+        }
         hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
                            (int *)(base + pd->off_step), PTR(base, pd->off_params16)};
         if (pd->param_floats > 0)
@@ -320,7 +334,7 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     double w0 = pl_now_us();
     int used = 0;
     for (int d = 0; d < p->n_dev; d++) used += p->dev[d].used;
-    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && p->graph_state >= 0 &&
+    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && !p->dp && p->graph_state >= 0 &&
                  (p->threaded || used == 1);
     if (st == PL_OK && graphs && p->graph_state == 0 && p->steps_run >= 1) {
         /* capture this step (the first ran op by op, so libraries are warm) */
@@ -366,6 +380,16 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     if ((st = ops->download(be, p->loss_dev, &sum, (char *)ld->base + ld->off_loss, 8)) != PL_OK)
         return pl_fail(msg, len, st, "reading the loss: %s", be->err);
     r->loss = sum / ((double)p->g->cfg.batch * p->g->cfg.seq_len);
+    if (p->dp) {
+        /* the group's mean loss (equal slices) and its slowest rank's times */
+        double mean = r->loss, times[2] = {r->step_us, r->wall_us};
+        st = dist_allreduce_f64(p->dp, &mean, 1, DIST_SUM, msg, len);
+        if (st == PL_OK) st = dist_allreduce_f64(p->dp, times, 2, DIST_MAX, msg, len);
+        if (st != PL_OK) return st;
+        r->loss = mean / dist_size(p->dp);
+        r->step_us = times[0];
+        r->wall_us = times[1];
+    }
     if (p->trace_on && (st = collect_trace(p)) != PL_OK)
         return pl_fail(msg, len, st, "reading the trace: %s", be->err);
     if (!p->trace_on) p->n_trace = 0;

@@ -119,6 +119,7 @@ typedef struct {
 
 typedef struct hw_engine hw_engine;
 typedef struct hw_plan hw_plan;
+struct dist_group;
 
 /* Create an engine. On success *out owns it (hw_engine_destroy). Errors:
  * PL_ERR_INVALID (bad device count), PL_ERR_UNSUPPORTED (CUDA asked for but
@@ -165,6 +166,18 @@ typedef struct {
     uint64_t seed;             /* parameter initialisation (hw_params_init) */
     const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
     hw_adamw adamw;            /* optimizer settings */
+    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist_group.h,
+                                  CPU backend only): this process is one replica of the
+                                  plan and the graph's batch is its slice of the global
+                                  batch (each rank the same size). Before AdamW, each
+                                  device's gradients are summed over the group in rank
+                                  order and divided by its size; the loss scales by
+                                  1 / (slice * T) (nodes.h), so the mean of the slices'
+                                  gradients is the full batch's. Steps report the group's
+                                  mean loss and its largest step and wall times. Every
+                                  rank must create the same plan and step it in lockstep;
+                                  the plan issues from one thread and captures no graph.
+                                  Borrowed: must outlive the plan. */
 } hw_plan_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with

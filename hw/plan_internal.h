@@ -104,6 +104,8 @@ struct hw_plan {
     int steps_run;            /* steps run so far */
     int graph_state;          /* 0 not captured, 1 replaying graphs, -1 capture failed */
     int loss_dev, emb_dev;
+    struct dist_group *dp;    /* data-parallel group (hw_plan_opts.dp) or NULL */
+    float *dp_buf;            /* host staging of one device's gradients for the all-reduce */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */
     hw_plan_dev dev[HW_MAX_DEVICES];
