@@ -6,13 +6,17 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "dist_dp.h"
+#include "dist_group.h"
 #include "graph.h"
 #include "hw.h"
+#include "launcher.h"
 #include "placement.h"
 #include "schedule.h"
 #include "util.h"
@@ -22,7 +26,7 @@ static void step_usage(FILE *f) {
             "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
             "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
-            "                   [--issue auto|single|threads] [--trace FILE] [--json]\n\n"
+            "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--timeout S]] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
             "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
@@ -45,6 +49,12 @@ static void step_usage(FILE *f) {
             "  --issue         host issue: one thread per GPU (auto, threads) or one thread (single)\n"
             "  --trace FILE    after timing, run one more step with per-operation timestamps and write\n"
             "                  it as Chrome trace JSON\n"
+            "  --procs N       data parallelism over N processes on this host (CPU backend: each rank has\n"
+            "                  --cpu devices, default 1, and runs the placement on its 1/N of the batch;\n"
+            "                  gradients are averaged over the ranks before AdamW). The loss printed is\n"
+            "                  the ranks' mean, a step's time the slowest rank's. N must divide the batch\n"
+            "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
+            "                  run (default 30)\n"
             "  --json          machine-readable output\n");
 }
 
@@ -82,11 +92,134 @@ static void json_str(const char *s) {
     }
 }
 
+/* ---- --procs N: data-parallel ranks (hw/launcher.h, hw/dist_group.h) ---- */
+
+typedef struct {
+    gpt_config cfg;          /* the global model and batch */
+    const char *placement;   /* or NULL: all on device 0 */
+    schedule sched;          /* per rank (micro-batches divide the rank's slice) */
+    int n_dev, procs, warmup, steps, seed, json;
+    hw_precision prec;
+    hw_issue_mode issue;
+    double lr;
+    int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
+} procs_job;
+
+/* One rank: its slice of the batch, the plan with the group, the timing
+ * protocol; rank 0 prints. Returns 0 or 1 with a one-line reason in err. */
+static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t errlen) {
+    const procs_job *j = vjob;
+    const gpt_config *cfg = &j->cfg;
+    int first = 0, count = 0, rc = 1;
+    graph *g = NULL;
+    hw_engine *e = NULL;
+    hw_plan *p = NULL;
+    int *tok = NULL, *tgt = NULL, *pl = NULL;
+    if (hw_dp_slice(j->procs, rank, cfg->batch, &first, &count, err, errlen) != PL_OK) goto out;
+    gpt_config local = *cfg;
+    local.batch = count;
+    if (graph_build_gpt(&local, &g, err, errlen) != PL_OK) goto out;
+    pl = calloc((size_t)g->n_nodes, sizeof(int));
+    const int ntok = cfg->batch * cfg->seq_len;
+    tok = malloc(sizeof(int) * (size_t)ntok);
+    tgt = malloc(sizeof(int) * (size_t)ntok);
+    if (!pl || !tok || !tgt) {
+        snprintf(err, errlen, "out of host memory");
+        goto out;
+    }
+    if (j->placement && placement_parse(j->placement, g->n_nodes, j->n_dev, pl, err, errlen) != PL_OK) goto out;
+    hw_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.backend = HW_BACKEND_CPU;
+    eo.n_devices = j->n_dev;
+    eo.precision = j->prec;
+    eo.issue = j->issue;
+    if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
+    hw_plan_opts po;
+    memset(&po, 0, sizeof po);
+    po.placement = pl;
+    po.sched = j->sched;
+    po.seed = (uint64_t)j->seed;
+    po.adamw = hw_adamw_default();
+    if (j->lr > 0) po.adamw.lr = (float)j->lr;
+    po.dp = grp;
+    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    /* the global batch, as the single-process run makes it; this rank's rows */
+    hw_make_batch(cfg, (uint64_t)j->seed, tok, tgt);
+    if (hw_plan_set_batch(p, tok + (size_t)first * cfg->seq_len, tgt + (size_t)first * cfg->seq_len, err, errlen) !=
+        PL_OK)
+        goto out;
+    if (rank == j->kill_rank) {
+        hw_step_result r;
+        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        raise(SIGKILL);
+    }
+    hw_timing t;
+    if (hw_plan_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
+    if (rank == 0) {
+        char key[128], pls[4096];
+        gpt_config_key(cfg, key, sizeof key);
+        placement_format(pl, g->n_nodes, pls, sizeof pls);
+        const double tokens_per_s = t.median_us > 0 ? ntok / (t.median_us * 1e-6) : 0.0;
+        const char *order = schedule_order_name(j->sched.order);
+        if (j->json) {
+            printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"dp\":%d,"
+                   "\"devices_per_rank\":%d,\"global_batch\":%d,\"rank_batch\":%d,\"placement\":\"%s\","
+                   "\"schedule\":\"%s\",\"micro_batches\":%d,\"precision\":\"%s\",\"warmup\":%d,\"steps\":%d,"
+                   "\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,\"sd\":%.4f,\"all\":[",
+                   key, j->procs, j->procs, j->n_dev, cfg->batch, count, pls, order, j->sched.micro_batches,
+                   hw_precision_name(hw_engine_precision(e)), j->warmup, j->steps, t.median_us / 1e3, t.min_us / 1e3,
+                   t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
+            for (int i = 0; i < j->steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
+            printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"peak_bytes_rank0\":[", t.first_loss,
+                   t.last_loss, tokens_per_s);
+            for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_plan_peak_bytes(p, d));
+            printf("]}\n");
+        } else {
+            printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, data parallel), %s\n",
+                   key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
+                   hw_precision_name(hw_engine_precision(e)));
+            printf("placement   %s (every rank)\n", pls);
+            printf("batch       %d samples, %d per rank; gradients averaged over %d ranks before AdamW\n", cfg->batch,
+                   count, j->procs);
+            printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; slowest rank; %d steps after %d warm-up)\n",
+                   t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, j->steps, j->warmup);
+            printf("loss        %.4f (first step) -> %.4f (last step), mean over the ranks\n", t.first_loss, t.last_loss);
+            printf("throughput  %.0f tokens/s\n", tokens_per_s);
+        }
+        fflush(stdout);
+    }
+    rc = 0;
+out:
+    hw_plan_destroy(p);
+    hw_engine_destroy(e);
+    graph_destroy(g);
+    free(pl);
+    free(tok);
+    free(tgt);
+    return rc;
+}
+
+static int step_procs(procs_job *j, double timeout_s) {
+    char msg[512] = "";
+    if (j->cfg.batch % j->procs != 0)
+        return cli_usage_error("step", "--procs %d must divide the batch of %d samples", j->procs, j->cfg.batch);
+    pl_status st = schedule_validate(&j->sched, j->cfg.batch / j->procs, msg, sizeof msg);
+    if (st != PL_OK)
+        return cli_usage_error("step", "with --procs %d each rank runs %d samples: %s", j->procs,
+                               j->cfg.batch / j->procs, msg);
+    const char *kr = getenv("PLACER_TEST_KILL_RANK"); /* failure tests only */
+    j->kill_rank = kr && *kr ? atoi(kr) : -1;
+    st = hw_launch(j->procs, timeout_s, procs_rank, j, NULL, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("step", st, msg);
+    return CLI_EXIT_OK;
+}
+
 int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
-    int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0;
-    double lr = -1.0;
+    int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0, procs = 0;
+    double lr = -1.0, timeout_s = 30.0;
     static const struct option opts[] = {
         {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
         {"micro-batches", required_argument, 0, 'm'}, {"schedule", required_argument, 0, 's'},
@@ -96,12 +229,13 @@ int cmd_step(int argc, char **argv) {
         {"seed", required_argument, 0, 'S'}, {"lr", required_argument, 0, 'l'},
         {"issue", required_argument, 0, 'i'}, {"trace", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'}, {"graphs", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
-        {"precision", required_argument, 0, 'P'},
+        {"precision", required_argument, 0, 'P'}, {"procs", required_argument, 0, 'N'},
+        {"timeout", required_argument, 0, 'T'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -131,6 +265,14 @@ int cmd_step(int argc, char **argv) {
         case 'j': json = 1; break;
         case 'g': graphs = 1; break;
         case 'P': prec_text = optarg; break;
+        case 'N': if (parse_int_opt("procs", optarg, 1, DIST_MAX_RANKS, &procs)) return CLI_EXIT_USAGE; break;
+        case 'T': {
+            char *end = NULL;
+            timeout_s = strtod(optarg, &end);
+            if (!*optarg || *end || !(timeout_s > 0.0) || timeout_s > 3600.0)
+                return cli_usage_error("step", "--timeout must be seconds in (0, 3600], got '%s'", optarg);
+            break;
+        }
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -161,6 +303,41 @@ int cmd_step(int argc, char **argv) {
     schedule sched = schedule_make(m, SCHED_1F1B);
     if ((st = schedule_parse_order(sched_text, &sched.order, msg, sizeof msg)) != PL_OK)
         return cli_report("step", st, msg);
+    if (procs) {
+        if (devices_text) return cli_usage_error("step", "--procs runs on the CPU backend (--cpu N); NCCL is not wired");
+        if (cap_text || trace_path || graphs)
+            return cli_usage_error("step", "--procs does not take --mem-cap, --trace or --graphs yet");
+        procs_job j;
+        memset(&j, 0, sizeof j);
+        j.cfg = cfg;
+        j.placement = placement_text;
+        j.sched = sched;
+        j.n_dev = cpu ? cpu : 1;
+        j.procs = procs;
+        j.warmup = warmup;
+        j.steps = steps;
+        j.seed = seed;
+        j.json = json;
+        j.prec = strict ? HW_PREC_FP32 : prec;
+        j.issue = issue;
+        j.lr = lr;
+        if (placement_text) {
+            /* check the placement here, so bad input is exit 2 before any fork */
+            graph *g0 = NULL;
+            if ((st = graph_build_gpt(&cfg, &g0, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
+            int *pl0 = calloc((size_t)g0->n_nodes, sizeof(int));
+            st = pl0 ? placement_parse(placement_text, g0->n_nodes, j.n_dev, pl0, msg, sizeof msg) : PL_ERR_NOMEM;
+            int nn = g0->n_nodes;
+            free(pl0);
+            graph_destroy(g0);
+            if (st != PL_OK) {
+                char full[640];
+                snprintf(full, sizeof full, "--placement: %s (%d nodes, devices 0..%d)", msg, nn, j.n_dev - 1);
+                return cli_report("step", st, full);
+            }
+        }
+        return step_procs(&j, timeout_s);
+    }
     if ((st = schedule_validate(&sched, cfg.batch, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
 
     hw_engine_opts eo;

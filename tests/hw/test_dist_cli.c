@@ -1,0 +1,122 @@
+/*
+ * test_dist_cli.c: `placer step --procs N` on the CPU backend: the ranks'
+ * loss is the single-process loss, bad input is one line before any fork,
+ * and a rank killed mid-run stops the others with one line, exit 1, no
+ * process left (the ranks carry a marker in their environment; after the
+ * run no process in /proc may have it).
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int run_placer(const char *env, const char *args, char *out, size_t len) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s %s 2>&1", env ? env : "", PLACER_BIN, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "cannot run %s", PLACER_BIN);
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static double json_num(const char *out, const char *key) {
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in %s", key, out);
+    return strtod(p + strlen(key), NULL);
+}
+
+Test(step_procs, dp2_and_dp4_report_the_single_process_loss) {
+    char one[8192], two[8192], four[8192];
+    cr_assert_eq(run_placer(NULL, "step --config tiny --cpu 1 --warmup 1 --steps 3 --json", one, sizeof one), 0, "%s",
+                 one);
+    cr_assert_eq(run_placer(NULL, "step --config tiny --procs 2 --warmup 1 --steps 3 --json", two, sizeof two), 0,
+                 "%s", two);
+    cr_assert_eq(run_placer(NULL,
+                            "step --config tiny --procs 4 --cpu 2 --placement 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1 "
+                            "--warmup 1 --steps 3 --json",
+                            four, sizeof four),
+                 0, "%s", four);
+    cr_expect(strstr(two, "\"procs\":2") && strstr(two, "\"rank_batch\":2"), "%s", two);
+    cr_expect(strstr(four, "\"procs\":4") && strstr(four, "\"rank_batch\":1"), "%s", four);
+    /* printed with 6 decimals; test_dist_dp.c bounds the difference at 1e-8 relative */
+    const double f1 = json_num(one, "\"first\":"), l1 = json_num(one, "\"last\":");
+    cr_expect(fabs(json_num(two, "\"first\":") - f1) <= 2e-6 && fabs(json_num(two, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", two, one);
+    cr_expect(fabs(json_num(four, "\"first\":") - f1) <= 2e-6 && fabs(json_num(four, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", four, one);
+    cr_expect(json_num(two, "\"median\":") > 0, "%s", two);
+}
+
+Test(step_procs, bad_input_is_one_line_and_exit_2) {
+    static const char *cases[] = {
+        "step --config tiny --procs 3",                    /* does not divide 4 */
+        "step --config tiny --procs 2 --micro-batches 4",  /* 4 micro-batches of a 2-sample slice */
+        "step --config tiny --procs 0",
+        "step --config tiny --procs 2 --devices 0",
+        "step --config tiny --procs 2 --timeout 0",
+        "step --config tiny --procs 2 --cpu 2 --placement 0,1",
+        "step --config tiny --procs 2 --trace /tmp/x.json",
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[4096];
+        int rc = run_placer(NULL, cases[i], out, sizeof out);
+        cr_expect_eq(rc, 2, "'%s' exited %d: %s", cases[i], rc, out);
+        cr_expect(strncmp(out, "placer step: ", 13) == 0, "'%s': %s", cases[i], out);
+        char *nl = strchr(out, '\n');
+        cr_expect(nl && nl[1] == 0, "'%s' printed more than one line: %s", cases[i], out);
+    }
+}
+
+/* Processes whose environment holds marker (an orphaned rank would). */
+static int count_marked(const char *marker) {
+    DIR *d = opendir("/proc");
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        char path[300], buf[65536];
+        snprintf(path, sizeof path, "/proc/%s/environ", de->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        size_t k = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        for (size_t i = 0; i + strlen(marker) <= k; i++)
+            if (memcmp(buf + i, marker, strlen(marker)) == 0) {
+                n++;
+                break;
+            }
+    }
+    closedir(d);
+    return n;
+}
+
+Test(step_procs, a_killed_rank_stops_the_run_with_one_line_and_no_orphan, .timeout = 120) {
+    for (int rep = 0; rep < 4; rep++) {
+        const int procs = rep < 2 ? 2 : 4, victim = rep % procs;
+        char env[256], marker[64], args[256], out[4096];
+        snprintf(marker, sizeof marker, "PLACER_TEST_TAG=h9-%d-%d", (int)getpid(), rep);
+        snprintf(env, sizeof env, "env %s PLACER_TEST_KILL_RANK=%d", marker, victim);
+        snprintf(args, sizeof args, "step --config tiny --procs %d --warmup 1 --steps 20 --timeout 20", procs);
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc = run_placer(env, args, out, sizeof out);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        cr_expect_eq(rc, 1, "procs %d victim %d: exit %d: %s", procs, victim, rc, out);
+        char want[64];
+        snprintf(want, sizeof want, "placer step: rank %d was killed by signal 9", victim);
+        cr_expect(strncmp(out, want, strlen(want)) == 0, "%s", out);
+        char *nl = strchr(out, '\n');
+        cr_expect(nl && nl[1] == 0, "more than one line: %s", out);
+        cr_expect(dt < 10.0, "took %.1f s", dt);
+        cr_expect_eq(count_marked(marker), 0, "a rank of run %d is still running", rep);
+    }
+}
