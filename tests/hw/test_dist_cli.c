@@ -7,6 +7,8 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -99,8 +101,10 @@ static int count_marked(const char *marker) {
 }
 
 Test(step_procs, a_killed_rank_stops_the_run_with_one_line_and_no_orphan, .timeout = 120) {
-    for (int rep = 0; rep < 4; rep++) {
-        const int procs = rep < 2 ? 2 : 4, victim = rep % procs;
+    /* 20 runs (the issue's count): 10 of 2 ranks, 10 of 4, every rank a victim in turn. The
+     * victim dies after its first step, while the others are in their second */
+    for (int rep = 0; rep < 20; rep++) {
+        const int procs = rep < 10 ? 2 : 4, victim = rep % procs;
         char env[256], marker[64], args[256], out[4096];
         snprintf(marker, sizeof marker, "PLACER_TEST_TAG=h9-%d-%d", (int)getpid(), rep);
         snprintf(env, sizeof env, "env %s PLACER_TEST_KILL_RANK=%d", marker, victim);
@@ -119,4 +123,39 @@ Test(step_procs, a_killed_rank_stops_the_run_with_one_line_and_no_orphan, .timeo
         cr_expect(dt < 10.0, "took %.1f s", dt);
         cr_expect_eq(count_marked(marker), 0, "a rank of run %d is still running", rep);
     }
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* The launcher itself killed: its ranks die with it (PR_SET_PDEATHSIG). */
+Test(step_procs, killing_the_launcher_kills_its_ranks, .timeout = 60) {
+    char marker[64];
+    snprintf(marker, sizeof marker, "PLACER_TEST_TAG=h9-parent-%d", (int)getpid());
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+        }
+        putenv(marker);
+        execl(PLACER_BIN, "placer", "step", "--config", "tiny", "--procs", "2", "--warmup", "0", "--steps", "10000",
+              (char *)NULL);
+        _exit(127);
+    }
+    /* the launcher and its 2 ranks */
+    double t0 = mono_s();
+    while (count_marked(marker) < 3 && mono_s() - t0 < 10.0) usleep(10000);
+    cr_assert_eq(count_marked(marker), 3, "the ranks never started");
+    kill(pid, SIGKILL);
+    int ws;
+    waitpid(pid, &ws, 0);
+    t0 = mono_s();
+    while (count_marked(marker) > 0 && mono_s() - t0 < 5.0) usleep(10000);
+    cr_expect_eq(count_marked(marker), 0, "ranks outlived their launcher");
 }
