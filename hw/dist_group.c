@@ -117,9 +117,9 @@ pl_status dist_group_create(int rank, int size, const int *fds, double timeout_s
     int nfd = size <= 1 ? 0 : rank == 0 ? size : 1;
     pl_status st = PL_OK;
     dist_group *g = NULL;
-    if (size < 1 || size > DIST_MAX_RANKS || rank < 0 || rank >= size || !(timeout_s > 0)) {
-        st = pl_fail(msg, len, PL_ERR_INVALID, "bad process group: rank %d of %d, timeout %g s", rank, size,
-                     timeout_s);
+    if (size < 1 || size > DIST_MAX_RANKS || rank < 0 || rank >= size || !(timeout_s > 0) || (nfd > 0 && !fds)) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "bad process group: rank %d of %d, timeout %g s%s", rank, size,
+                     timeout_s, nfd > 0 && !fds ? ", no sockets" : "");
         goto fail;
     }
     if (!(g = calloc(1, sizeof *g))) {

@@ -160,6 +160,8 @@ Test(dist, bad_arguments) {
     dist_group *g = (dist_group *)1;
     cr_expect_eq(dist_group_create(2, 2, NULL, 1.0, &g, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect_null(g);
+    cr_expect_eq(dist_group_create(0, 2, NULL, 1.0, &g, msg, sizeof msg), PL_ERR_INVALID);
+    cr_expect(strstr(msg, "no sockets") != NULL, "%s", msg);
     cr_expect_eq(hw_launch(0, 1.0, collectives_rank, NULL, NULL, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect_eq(hw_launch(2, 0.0, collectives_rank, NULL, NULL, msg, sizeof msg), PL_ERR_INVALID);
     /* a group of one needs no socket and its collectives are no-ops */
