@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "layout.h"
+#include "param_layout.h"
 
 struct calib_hw_timer {
     hw_engine *e;       /* owned */

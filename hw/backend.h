@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "graph.h"
-#include "layout.h"
+#include "param_layout.h"
 #include "status.h"
 
 #define HW_MAX_DEVICES 64

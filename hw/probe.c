@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "layout.h"
+#include "param_layout.h"
 #include "placer_config.h"
 #include "util.h"
 

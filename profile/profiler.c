@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout.h"
+#include "param_layout.h"
 #include "schedule.h"
 #include "util.h"
 

@@ -28,7 +28,7 @@ CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c co
   core/precision.c core/layout.c core/model_config.c core/cluster.c"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE profile/store.c profile/spec.c profile/profiler.c hw/probe.c
-  hw/nodes_cpu.c hw/layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
+  hw/nodes_cpu.c hw/param_layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
   $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c profile/cluster_file.c"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "layout.h"
+#include "param_layout.h"
 #include "placement.h"
 #include "util.h"
 

@@ -51,7 +51,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "layout.h"
+#include "param_layout.h"
 #include "nodes.h"
 #include "placement.h"
 #include "util.h"

@@ -7,7 +7,7 @@
 
 #include "graph.h"
 #include "hw.h"
-#include "layout.h"
+#include "param_layout.h"
 
 static inline graph *tiny_graph(const char *cfgtext) {
     gpt_config cfg;

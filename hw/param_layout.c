@@ -1,5 +1,5 @@
 /* layout.c: parameter shards, activation sizes and initial parameters. */
-#include "layout.h"
+#include "param_layout.h"
 
 #include <math.h>
 #include <string.h>

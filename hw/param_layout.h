@@ -1,5 +1,5 @@
 /*
- * layout.h: where each node's parameters and activations live, shared by the
+ * param_layout.h: where each node's parameters and activations live, shared by the
  * executor, both backends and the tests.
  *
  * Parameters: each node owns a "shard" of floats holding its tensors in a
