@@ -281,18 +281,26 @@ Test(probe, node_times_cover_every_node_and_add_up_to_the_pass) {
     po.reps = 9;
     hw_probe_stats st;
     char msg[256] = "";
-    cr_assert_eq(hw_probe_nodes(e, g, 1, 3, NULL, &po, f, fs, b, bs, &st, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_eq(st.kept, 9);
-    cr_assert_eq(st.starved, 0, "the CPU backend has no launch gaps");
+    /* medians of the parts against the median of the whole: same pass. On a
+     * loaded machine (ASan, other tests on the 2 cores) one measurement can
+     * miss the band while the host is descheduled; up to 3 measurements are
+     * taken and the first inside it counts, so only a systematic error (the
+     * parts not adding up to the pass) fails. */
     double sum = 0;
-    for (int i = 0; i < n; i++) {
-        cr_assert_gt(f[i], 0.0, "node %d forward", i);
-        cr_assert_geq(fs[i], 0.0);
-        if (g->nodes[i].kind == OP_LOSS) cr_assert(epsilon_eq(dbl, b[i], 0.0, 0.0), "the loss has no backward");
-        else cr_assert_gt(b[i], 0.0, "node %d backward", i);
-        sum += f[i] + b[i];
+    for (int attempt = 0; attempt < 3; attempt++) {
+        cr_assert_eq(hw_probe_nodes(e, g, 1, 3, NULL, &po, f, fs, b, bs, &st, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(st.kept, 9);
+        cr_assert_eq(st.starved, 0, "the CPU backend has no launch gaps");
+        sum = 0;
+        for (int i = 0; i < n; i++) {
+            cr_assert_gt(f[i], 0.0, "node %d forward", i);
+            cr_assert_geq(fs[i], 0.0);
+            if (g->nodes[i].kind == OP_LOSS) cr_assert(epsilon_eq(dbl, b[i], 0.0, 0.0), "the loss has no backward");
+            else cr_assert_gt(b[i], 0.0, "node %d backward", i);
+            sum += f[i] + b[i];
+        }
+        if (sum > 0.7 * st.total_us && sum < 1.3 * st.total_us) break;
     }
-    /* medians of the parts against the median of the whole: same pass */
     cr_assert(sum > 0.7 * st.total_us && sum < 1.3 * st.total_us, "sum %.1f us, pass %.1f us", sum, st.total_us);
     cr_assert_eq(hw_probe_adamw(e, g, 0, &po, o, os, &st, msg, sizeof msg), PL_OK, "%s", msg);
     for (int i = 0; i < n; i++) {
