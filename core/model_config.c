@@ -259,38 +259,8 @@ const char *const *model_default_dirs(int *n) {
 int model_list_shipped(char *buf, size_t len) {
     int ndirs = 0, count = 0;
     const char *const *dirs = model_default_dirs(&ndirs);
-    size_t off = 0;
     if (buf && len) buf[0] = 0;
-    for (int d = 0; d < ndirs && count == 0; d++) {
-        DIR *dir = opendir(dirs[d]);
-        if (!dir) continue;
-        /* sorted: collect, then insertion sort (a few dozen names) */
-        char names[128][64];
-        int nn = 0;
-        struct dirent *e;
-        while ((e = readdir(dir)) && nn < 128) {
-            size_t l = strlen(e->d_name);
-            if (l < 6 || l - 5 >= sizeof names[0] || strcmp(e->d_name + l - 5, ".json")) continue;
-            memcpy(names[nn], e->d_name, l - 5);
-            names[nn][l - 5] = 0;
-            nn++;
-        }
-        closedir(dir);
-        for (int i = 1; i < nn; i++)
-            for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-                char t[64];
-                memcpy(t, names[j], sizeof t);
-                memcpy(names[j], names[j - 1], sizeof t);
-                memcpy(names[j - 1], t, sizeof t);
-            }
-        for (int i = 0; i < nn; i++) {
-            if (buf && off < len) {
-                int w = snprintf(buf + off, len - off, "%s%s", count ? ", " : "", names[i]);
-                if (w > 0) off += (size_t)w;
-            }
-            count++;
-        }
-    }
+    for (int d = 0; d < ndirs && count == 0; d++) count = pl_list_json_names(dirs[d], buf, len);
     return count;
 }
 

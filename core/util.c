@@ -2,6 +2,7 @@
 #include "util.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -175,4 +176,36 @@ pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, cha
     *out = buf;
     *n = got;
     return PL_OK;
+}
+
+int pl_list_json_names(const char *dir, char *buf, size_t len) {
+    if (buf && len) buf[0] = 0;
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    char names[128][64];
+    int nn = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d)) && nn < 128) {
+        size_t l = strlen(ent->d_name);
+        if (l < 6 || l - 5 >= sizeof names[0] || strcmp(ent->d_name + l - 5, ".json")) continue;
+        memcpy(names[nn], ent->d_name, l - 5);
+        names[nn][l - 5] = 0;
+        nn++;
+    }
+    closedir(d);
+    /* insertion sort: a few dozen names */
+    for (int i = 1; i < nn; i++)
+        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            char t[64];
+            memcpy(t, names[j], sizeof t);
+            memcpy(names[j], names[j - 1], sizeof t);
+            memcpy(names[j - 1], t, sizeof t);
+        }
+    size_t off = 0;
+    for (int i = 0; i < nn && buf; i++) {
+        if (off >= len) break;
+        int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
+        if (w > 0) off += (size_t)w;
+    }
+    return nn;
 }

@@ -59,4 +59,10 @@ void pl_format_bytes(double bytes, char *buf, size_t len);
 pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *n, char *msg,
                        size_t len);
 
+/* The names of dir's *.json files without the extension (the shipped
+ * models or clusters), sorted, comma-separated into buf (may be NULL;
+ * truncated to len). Returns how many there are (at most 128 are read);
+ * 0 when dir cannot be opened. */
+int pl_list_json_names(const char *dir, char *buf, size_t len);
+
 #endif

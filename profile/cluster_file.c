@@ -392,38 +392,6 @@ const char *const *cluster_default_dirs(int *n) {
     return dirs;
 }
 
-/* Shipped names in dir, sorted, comma-separated into buf; returns count. */
-static int list_dir(const char *dir, char *buf, size_t len) {
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    char names[64][64];
-    int nn = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) && nn < 64) {
-        size_t l = strlen(ent->d_name);
-        if (l < 6 || l - 5 >= sizeof names[0] || strcmp(ent->d_name + l - 5, ".json")) continue;
-        memcpy(names[nn], ent->d_name, l - 5);
-        names[nn][l - 5] = 0;
-        nn++;
-    }
-    closedir(d);
-    for (int i = 1; i < nn; i++)
-        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-            char t[64];
-            memcpy(t, names[j], sizeof t);
-            memcpy(names[j], names[j - 1], sizeof t);
-            memcpy(names[j - 1], t, sizeof t);
-        }
-    size_t off = 0;
-    if (buf && len) buf[0] = 0;
-    for (int i = 0; i < nn && buf; i++) {
-        if (off >= len) break;
-        int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
-        if (w > 0) off += (size_t)w;
-    }
-    return nn;
-}
-
 static pl_status load_path(const char *path, cluster *out, char *msg, size_t len) {
     char *buf = NULL;
     size_t got = 0;
@@ -462,7 +430,7 @@ static pl_status load_any(const char *name_or_path, const char *dir, cluster *ou
     }
     char list[1024] = "";
     int cnt = 0;
-    for (int d = 0; d < ndirs && !cnt; d++) cnt = list_dir(dirs[d], list, sizeof list);
+    for (int d = 0; d < ndirs && !cnt; d++) cnt = pl_list_json_names(dirs[d], list, sizeof list);
     return pl_fail(msg, len, PL_ERR_NOT_FOUND, "unknown cluster '%.64s' (%s%s; or give a .json path)", name_or_path,
                    cnt ? "shipped: " : "no cluster files found", cnt ? list : "");
 }
