@@ -182,6 +182,7 @@ static pl_status run_reps(hw_backend *be, int dev, void *pad, int64_t pad_bytes,
     st->host_us = quantile_sorted(host, kept, 0.5);
     st->pad_us = quantile_sorted(padt, kept, 0.5);
     st->total_us = quantile_sorted(tot, kept, 0.5);
+    st->fastest_us = kept > 0 ? tot[0] : 0.0;
 out:
     free(marks);
     free(host);
@@ -693,6 +694,7 @@ pl_status hw_probe_transfer(hw_engine *e, int src, int dst, int n, const int64_t
             stats->host_us = quantile_sorted(host, kept, 0.5);
             stats->pad_us = quantile_sorted(padt, kept, 0.5);
             stats->total_us = quantile_sorted(tot, kept, 0.5);
+            stats->fastest_us = kept > 0 ? tot[0] : 0.0;
         }
     }
 out:

@@ -69,6 +69,8 @@ typedef struct {
     int starved;       /* repetitions discarded: the device may have waited for the host */
     int unclean;       /* 1 when clean repetitions ran out and starved ones were kept */
     double total_us;   /* median device time of the whole timed part */
+    double fastest_us; /* the fastest repetition's device time of the whole
+                          timed part (the one least disturbed by the host) */
     double host_us;    /* median host time to issue the timed part */
     double pad_us;     /* median device time of the pad */
 } hw_probe_stats;

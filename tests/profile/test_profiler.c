@@ -281,16 +281,22 @@ Test(probe, node_times_cover_every_node_and_add_up_to_the_pass) {
     po.reps = 9;
     hw_probe_stats st;
     char msg[256] = "";
-    /* medians of the parts against the median of the whole: same pass. On a
-     * loaded machine (ASan, other tests on the 2 cores) one measurement can
-     * miss the band while the host is descheduled; up to 3 measurements are
-     * taken and the first inside it counts, so only a systematic error (the
-     * parts not adding up to the pass) fails. */
+    /* The parts' medians against the whole pass. Every repetition's parts add
+     * up to its whole by construction (contiguous marks), so what this checks
+     * is that the per-node medians describe the pass: their sum lies between
+     * the fastest pass and the median pass, each with 30% slack. On a loaded
+     * machine (ASan, other tests on the 2 cores) most passes can include a
+     * descheduling while each node's median does not, so the median pass alone
+     * is no bound from below; the fastest pass is. Up to 3 measurements are
+     * taken and the first inside the band counts, so only a systematic error
+     * (a node counted twice, or missing) fails. */
     double sum = 0;
     for (int attempt = 0; attempt < 3; attempt++) {
         cr_assert_eq(hw_probe_nodes(e, g, 1, 3, NULL, &po, f, fs, b, bs, &st, msg, sizeof msg), PL_OK, "%s", msg);
         cr_assert_eq(st.kept, 9);
         cr_assert_eq(st.starved, 0, "the CPU backend has no launch gaps");
+        cr_assert_gt(st.fastest_us, 0.0);
+        cr_assert_leq(st.fastest_us, st.total_us, "the fastest pass is no slower than the median");
         sum = 0;
         for (int i = 0; i < n; i++) {
             cr_assert_gt(f[i], 0.0, "node %d forward", i);
@@ -299,9 +305,10 @@ Test(probe, node_times_cover_every_node_and_add_up_to_the_pass) {
             else cr_assert_gt(b[i], 0.0, "node %d backward", i);
             sum += f[i] + b[i];
         }
-        if (sum > 0.7 * st.total_us && sum < 1.3 * st.total_us) break;
+        if (sum > 0.7 * st.fastest_us && sum < 1.3 * st.total_us) break;
     }
-    cr_assert(sum > 0.7 * st.total_us && sum < 1.3 * st.total_us, "sum %.1f us, pass %.1f us", sum, st.total_us);
+    cr_assert(sum > 0.7 * st.fastest_us && sum < 1.3 * st.total_us, "sum %.1f us, fastest pass %.1f us, median pass %.1f us",
+              sum, st.fastest_us, st.total_us);
     cr_assert_eq(hw_probe_adamw(e, g, 0, &po, o, os, &st, msg, sizeof msg), PL_OK, "%s", msg);
     for (int i = 0; i < n; i++) {
         if (g->nodes[i].params > 0) cr_assert_gt(o[i], 0.0, "node %d AdamW", i);
