@@ -101,12 +101,20 @@ hw_adamw hw_adamw_default(void) {
 
 /* ---- plans ---- */
 
+/* The engine runs the original GPT block and its parallel-residual form
+ * (y = x + attn(ln1(x)) + mlp(ln2(x)): the same nodes, only ln2 reads the
+ * block input, which then has three consumers; the planner sums any number
+ * of gradient contributions, tests/hw/test_parallel_residual.c checks it
+ * against the definition). Every other extension changes a node's math and
+ * is refused. */
 static pl_status check_graph(const graph *g, char *msg, size_t len) {
-    if (!gpt_config_is_plain(&g->cfg))
+    gpt_config serial = g->cfg;
+    serial.parallel_residual = 0;
+    if (!gpt_config_is_plain(&serial))
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                        "the engine runs only the original GPT block (layernorm, GELU, learned positions, "
-                       "untied head, biases, no GQA, vocabulary padding or parallel residual); simulate this "
-                       "model with placer layout");
+                       "untied head, biases, no GQA or vocabulary padding; a parallel residual is allowed); "
+                       "simulate this model with placer layout");
     int n_loss = 0, n_emb = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const graph_node *n = &g->nodes[i];

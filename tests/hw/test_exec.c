@@ -496,7 +496,7 @@ Test(bad_input, a_gpu_engine_without_a_gpu_is_a_clear_error) {
  * (RMSNorm, SwiGLU, GQA, ...) is refused when the plan is made, instead of
  * silently training the original block under the new config's name. */
 Test(bad_input, a_model_the_engine_cannot_run_is_refused) {
-    static const char *const configs[] = {"tiny,norm=rmsnorm", "tiny,mlp=swiglu", "tiny,parallel=1",
+    static const char *const configs[] = {"tiny,norm=rmsnorm", "tiny,mlp=swiglu", "tiny,parallel=1,tied=1",
                                           "tiny,tied=1"};
     hw_engine *e = cpu_engine(1, HW_ISSUE_AUTO);
     for (size_t k = 0; k < sizeof configs / sizeof configs[0]; k++) {
