@@ -96,7 +96,8 @@ static pl_status hw_timer_time(void *self, const int *placement, const schedule 
 }
 
 pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *gpus, int n_devices, uint64_t seed,
-                                int graphs, calib_hw_timer **out, calib_timer *timer, char *msg, size_t len) {
+                                int graphs, hw_precision precision, calib_hw_timer **out, calib_timer *timer,
+                                char *msg, size_t len) {
     if (out) *out = NULL;
     if (!backend || !g || !out || !timer) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
     if (n_devices < 1 || n_devices > HW_MAX_DEVICES)
@@ -110,6 +111,7 @@ pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *
     for (int d = 0; d < n_devices; d++) o.gpus[d] = gpus ? gpus[d] : d;
     o.issue = HW_ISSUE_AUTO;
     o.graphs = o.backend == HW_BACKEND_CUDA && graphs;
+    o.precision = precision;
     calib_hw_timer *t = calloc(1, sizeof *t);
     if (!t) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
     size_t n = (size_t)g->cfg.batch * (size_t)g->cfg.seq_len;
@@ -134,6 +136,19 @@ pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *
     timer->time_placement = hw_timer_time;
     timer->self = t;
     timer->name = o.backend == HW_BACKEND_CUDA ? "cuda" : "cpu";
+    return PL_OK;
+}
+
+hw_precision calib_hw_timer_precision(const calib_hw_timer *t) { return hw_engine_precision(t->e); }
+
+pl_status calib_db_precision(profile_db *db, hw_precision *out, char *msg, size_t len) {
+    char name[32] = "";
+    pl_status st = profile_db_precision(db, name, sizeof name);
+    if (st != PL_OK) return pl_fail(msg, len, st, "reading the profile's precision");
+    char pm[128];
+    if (hw_precision_parse(name, out, pm, sizeof pm) != PL_OK)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the profile records precision '%s', which the engine does not run",
+                       name);
     return PL_OK;
 }
 

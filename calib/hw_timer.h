@@ -14,6 +14,8 @@
 #include <stdint.h>
 
 #include "graph.h"
+#include "hw.h"
+#include "store.h"
 #include "status.h"
 #include "timer.h"
 
@@ -27,11 +29,24 @@ typedef struct calib_hw_timer calib_hw_timer;
  *   seed     data and parameter initialisation
  *   graphs   CUDA: replay each step as captured CUDA graphs from a plan's
  *            second step on (hw_engine_opts.graphs); ignored on the CPU
+ *   precision the engine's precision (hw.h): the one the profile was
+ *            measured in (profile_db_precision), so that measured and
+ *            predicted steps do the same math; HW_PREC_DEFAULT: tf32 on CUDA,
+ *            fp32 on the CPU
  * PL_ERR_UNSUPPORTED when the backend is not built in, PL_ERR_NO_DEVICE
  * when a GPU is missing, PL_ERR_CUDA. On success *out owns the timer
  * (calib_hw_timer_destroy) and *timer is ready to use. */
 pl_status calib_hw_timer_create(const char *backend, const graph *g, const int *gpus, int n_devices, uint64_t seed,
-                                int graphs, calib_hw_timer **out, calib_timer *timer, char *msg, size_t len);
+                                int graphs, hw_precision precision, calib_hw_timer **out, calib_timer *timer,
+                                char *msg, size_t len);
+
+/* The precision the timer's engine runs in (never HW_PREC_DEFAULT). */
+hw_precision calib_hw_timer_precision(const calib_hw_timer *t);
+
+/* The engine precision of a profile database: its recorded precision
+ * (profile_db_precision: "tf32" for files older than the key). Errors:
+ * PL_ERR_DB, PL_ERR_INVALID (a value the engine does not know; msg says). */
+pl_status calib_db_precision(profile_db *db, hw_precision *out, char *msg, size_t len);
 
 /* Free. Accepts NULL. */
 void calib_hw_timer_destroy(calib_hw_timer *t);

@@ -192,7 +192,11 @@ int cmd_calibrate(int argc, char **argv) {
             st = calib_sim_timer_create(m.g, m.p, &truth, noise, o.seed + 1000, m.cfg.batch, &syn, &t);
             if (st != PL_OK) snprintf(msg, sizeof msg, "cannot create the synthetic timer");
         } else {
-            st = calib_hw_timer_create(timer_kind, m.g, gpus, n_gpus, o.seed, graphs, &hw, &t, msg, sizeof msg);
+            /* the engine runs in the precision the profile was measured in */
+            hw_precision prec;
+            st = calib_db_precision(db, &prec, msg, sizeof msg);
+            if (st == PL_OK)
+                st = calib_hw_timer_create(timer_kind, m.g, gpus, n_gpus, o.seed, graphs, prec, &hw, &t, msg, sizeof msg);
             if (st == PL_ERR_NO_DEVICE) {
                 char m2[sizeof msg], *semi = strchr(msg, ';'); /* drop the engine's own hint */
                 if (semi) *semi = 0;
@@ -236,8 +240,9 @@ int cmd_calibrate(int argc, char **argv) {
         printf("calibrate: %d stored measurements of graph %s (%d OOM, %d rows of other graphs skipped)\n", r.n_data,
                m.key, r.n_oom, r.n_skipped);
     else
-        printf("calibrate: %d placements measured with the %s timer (devices %s), %d OOM\n", r.n_measured, t.name,
-               devices ? devices : "default", r.n_oom);
+        printf("calibrate: %d placements measured with the %s timer%s%s (devices %s), %d OOM\n", r.n_measured, t.name,
+               hw ? " in " : "", hw ? hw_precision_name(calib_hw_timer_precision(hw)) : "", devices ? devices : "default",
+               r.n_oom);
     printf("fit: %d placements fitted, %d held out; %d trust-region iterations; sum of squared log residuals "
            "%.4g -> %.4g\n\n",
            r.n_train, r.n_test, r.fit.iterations, r.fit.chisq0, r.fit.chisq);

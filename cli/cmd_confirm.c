@@ -176,6 +176,8 @@ int cmd_confirm(int argc, char **argv) {
         goto out;                                 \
     } while (0)
     if ((st = calib_model_load(db, config, &mo, msg, sizeof msg)) != PL_OK) FAIL(st);
+    hw_precision prec; /* the engine runs in the precision the profile was measured in */
+    if ((st = calib_db_precision(db, &prec, msg, sizeof msg)) != PL_OK) FAIL(st);
     cfg.sched = schedule_make(m, order);
     if ((st = schedule_validate(&cfg.sched, mo.cfg.batch, msg, sizeof msg)) != PL_OK) FAIL(st);
     if (cap_text &&
@@ -204,7 +206,7 @@ int cmd_confirm(int argc, char **argv) {
         truth.step_fixed_us += 100.0;
         truth.launch_overhead_us += 1.0;
         if ((st = calib_sim_timer_create(mo.g, mo.p, &truth, 0.01, cfg.seed + 1000, m, &syn, &t)) != PL_OK) FAIL(st);
-    } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, graphs, &hw, &t, msg, sizeof msg)) != PL_OK) {
+    } else if ((st = calib_hw_timer_create(timer_kind, mo.g, gpus, n_gpus, cfg.seed, graphs, prec, &hw, &t, msg, sizeof msg)) != PL_OK) {
         if (st == PL_ERR_NO_DEVICE) {
             char m2[sizeof msg], *semi = strchr(msg, ';'); /* drop the engine's own hint */
             if (semi) *semi = 0;
@@ -221,10 +223,11 @@ int cmd_confirm(int argc, char **argv) {
     char capbuf[32] = "none";
     if (cfg.mem_cap > 0) pl_format_bytes((double)cfg.mem_cap, capbuf, sizeof capbuf);
     fprintf(stderr, "placer confirm: %d candidates over %d sides (rl %d%s, single %d, human %d, dp %d, search %d %s); "
-                    "%d selection rounds, then %d confirmation rounds of %d steps after %d warm-up, %s timer\n",
+                    "%d selection rounds, then %d confirmation rounds of %d steps after %d warm-up, %s timer%s%s\n",
             cf->n_cand, cf->n_sides, info.n_added[0], info.rl_from_checkpoint ? " from checkpoint" : " from samples",
             info.n_added[1], info.n_added[2], info.n_added[3], info.n_added[4], info.search_method,
-            cfg.selection_rounds, cfg.confirm_rounds, cfg.steps, cfg.warmup, t.name);
+            cfg.selection_rounds, cfg.confirm_rounds, cfg.steps, cfg.warmup, t.name, hw ? " in " : "",
+            hw ? hw_precision_name(calib_hw_timer_precision(hw)) : "");
     profile_db_close(db);
     db = NULL;
     if ((st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg)) != PL_OK) FAIL(st);

@@ -137,3 +137,23 @@ ParameterizedTest(const bad_case *bc, calib_cli, bad_input_gets_one_clear_line_a
               bc->first_err);
     remove_db(db);
 }
+
+/* confirm runs the engine in the profile's precision, and refuses a
+ * precision the engine does not run with one line and exit 2 */
+Test(calib_cli, confirm_runs_the_engine_in_the_profiles_precision) {
+    char db[256], cmd[1024], err[256];
+    snprintf(db, sizeof db, "/tmp/placer-calib-cli-prec-%d.db", (int)getpid());
+    snprintf(cmd, sizeof cmd, "rm -f %s*; %s profile --from-spec h200x2-nvlink --config tiny --db %s", db, PLACER_BIN, db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "sqlite3 %s \"INSERT OR REPLACE INTO meta(key, value) VALUES('precision', 'bf16')\"", db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s confirm --db %s --run 0 --timer cpu --confirm-rounds 2 --steps 1", PLACER_BIN, db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    cr_assert(strstr(err, "cpu timer in bf16") != NULL, "%s", err);
+    snprintf(cmd, sizeof cmd, "sqlite3 %s \"INSERT OR REPLACE INTO meta(key, value) VALUES('precision', 'fp8')\"", db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 0, "%s", err);
+    snprintf(cmd, sizeof cmd, "%s confirm --db %s --run 0 --timer cpu --confirm-rounds 2 --steps 1", PLACER_BIN, db);
+    cr_assert_eq(sh(cmd, err, sizeof err), 2, "%s", err);
+    cr_assert(strstr(err, "records precision 'fp8'") != NULL, "%s", err);
+    remove_db(db);
+}

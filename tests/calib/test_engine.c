@@ -26,7 +26,7 @@ Test(calib_engine, cpu_backend_confirmation_never_picks_the_single_device_that_r
     calib_hw_timer *hw = NULL;
     calib_timer t;
     int gpus[2] = {0, 1};
-    cr_assert_eq(calib_hw_timer_create("cpu", m.g, gpus, 2, 1, 0, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(calib_hw_timer_create("cpu", m.g, gpus, 2, 1, 0, HW_PREC_DEFAULT, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_str_eq(t.name, "cpu");
     int single[64], split[64];
     for (int i = 0; i < n; i++) {
@@ -113,7 +113,7 @@ Test(calib_engine, cpu_backend_calibration_measures_stores_and_fits) {
     cr_assert_eq(calib_model_load(db, NULL, &mo, msg, sizeof msg), PL_OK, "%s", msg);
     calib_hw_timer *hw = NULL;
     calib_timer t;
-    cr_assert_eq(calib_hw_timer_create("cpu", mo.g, NULL, 2, 1, 0, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(calib_hw_timer_create("cpu", mo.g, NULL, 2, 1, 0, HW_PREC_DEFAULT, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
     calib_calibrate_options o;
     calib_calibrate_options_default(&o);
     o.count = 16;
@@ -140,6 +140,43 @@ Test(calib_engine, cpu_backend_calibration_measures_stores_and_fits) {
                   "%s differs after a refit from the store", sim_param_name(i));
     calib_hw_timer_destroy(hw);
     calib_model_free(&mo);
+    profile_db_close(db);
+    fx_db_remove(path);
+    fx_model_free(&m);
+}
+
+/* confirm and calibrate run the engine in the precision the profile was
+ * measured in: a file without the key reads as tf32 (every profile before
+ * issue 16), a bf16 profile gives a bf16 engine, an unknown value is refused */
+Test(calib_engine, the_timer_runs_in_the_profiles_precision) {
+    fx_model m;
+    fx_model_make(&m, "tiny", "h200x2-nvlink");
+    char path[256], msg[512] = "";
+    profile_db *db = fx_db_make(&m, path, sizeof path);
+    hw_precision p = HW_PREC_DEFAULT;
+    cr_assert_eq(calib_db_precision(db, &p, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(p, HW_PREC_TF32, "a file without the key was measured in the engine's default, tf32");
+    cr_assert_eq(profile_db_set_precision(db, "bf16"), PL_OK);
+    cr_assert_eq(calib_db_precision(db, &p, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(p, HW_PREC_BF16);
+    calib_hw_timer *hw = NULL;
+    calib_timer t;
+    cr_assert_eq(calib_hw_timer_create("cpu", m.g, NULL, 2, 1, 0, p, &hw, &t, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(calib_hw_timer_precision(hw), HW_PREC_BF16);
+    int split[64];
+    for (int i = 0; i < m.g->n_nodes; i++) split[i] = i >= m.g->n_nodes / 2;
+    schedule s = schedule_make(2, SCHED_1F1B);
+    double steps[2];
+    int64_t peak = 0;
+    int oom = 0;
+    cr_assert_eq(calib_timer_run(&t, split, &s, 0, 1, 2, steps, &peak, &oom, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(oom, 0);
+    cr_assert_gt(steps[0], 0.0);
+    calib_hw_timer_destroy(hw);
+    cr_assert_eq(profile_db_set_precision(db, "int4"), PL_OK);
+    msg[0] = 0;
+    cr_assert_eq(calib_db_precision(db, &p, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "int4") != NULL, "the message names the value: %s", msg);
     profile_db_close(db);
     fx_db_remove(path);
     fx_model_free(&m);
