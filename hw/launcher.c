@@ -22,34 +22,26 @@
  * a rank that died of its own signal is then not mistaken for one we killed. */
 #define KILL_GRACE_S 0.2
 
-static void close_all(int (*sv)[2], int n) {
-    for (int r = 1; r < n; r++)
-        for (int k = 0; k < 2; k++)
-            if (sv[r][k] >= 0) {
-                close(sv[r][k]);
-                sv[r][k] = -1;
+/* sock[i][j]: the end rank i holds of its socket to rank j, -1 none. */
+typedef int sock_table[DIST_MAX_RANKS][DIST_MAX_RANKS];
+
+static void close_all(sock_table sock, int n, int keep) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            if (i != keep && sock[i][j] >= 0) {
+                close(sock[i][j]);
+                sock[i][j] = -1;
             }
 }
 
 /* The child's side: keep only its own sockets, run fn, leave. */
-static void run_child(int rank, int n, int (*sv)[2], pid_t parent, double timeout_s, hw_rank_fn fn, void *ctx,
+static void run_child(int rank, int n, sock_table sock, pid_t parent, double timeout_s, hw_rank_fn fn, void *ctx,
                       char *err) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(120); /* the parent died before prctl */
     int fds[DIST_MAX_RANKS];
-    for (int i = 0; i < DIST_MAX_RANKS; i++) fds[i] = -1;
-    for (int r = 1; r < n; r++) {
-        if (rank == 0) {
-            fds[r] = sv[r][0];
-            close(sv[r][1]);
-        } else if (rank == r) {
-            fds[0] = sv[r][1];
-            close(sv[r][0]);
-        } else {
-            close(sv[r][0]);
-            close(sv[r][1]);
-        }
-    }
+    close_all(sock, n, rank);
+    for (int j = 0; j < n; j++) fds[j] = sock[rank][j];
     dist_group *g = NULL;
     if (dist_group_create(rank, n, fds, timeout_s, &g, err, ERR_SLOT) != PL_OK) _exit(121);
     int rc = fn(g, rank, ctx, err, ERR_SLOT);
@@ -79,18 +71,27 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
     if (n < 1 || n > DIST_MAX_RANKS || !fn || !(timeout_s > 0))
         return pl_fail(msg, len, PL_ERR_INVALID, "the launcher takes 1 to %d ranks and a positive timeout",
                        DIST_MAX_RANKS);
-    int sv[DIST_MAX_RANKS][2];
-    for (int r = 0; r < DIST_MAX_RANKS; r++) sv[r][0] = sv[r][1] = -1;
+    sock_table sock; /* 16 KiB */
+    for (int i = 0; i < DIST_MAX_RANKS; i++)
+        for (int j = 0; j < DIST_MAX_RANKS; j++) sock[i][j] = -1;
     pl_status st = PL_OK;
     char *errs = mmap(NULL, (size_t)n * ERR_SLOT, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (errs == MAP_FAILED) return pl_fail(msg, len, PL_ERR_NOMEM, "cannot map the ranks' message slots");
     memset(errs, 0, (size_t)n * ERR_SLOT);
-    for (int r = 1; r < n; r++)
-        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv[r]) != 0) {
-            st = pl_fail(msg, len, PL_ERR_IO, "socketpair for rank %d: %s", r, strerror(errno));
-            close_all(sv, n);
-            munmap(errs, (size_t)n * ERR_SLOT);
-            return st;
+    /* a full mesh up to DIST_MESH_MAX ranks (sub-groups need it), a star beyond */
+    const int mesh = n <= DIST_MESH_MAX;
+    for (int i = 0; i < n; i++)
+        for (int j = i + 1; j < n; j++) {
+            if (!mesh && i != 0) continue;
+            int sv[2];
+            if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+                st = pl_fail(msg, len, PL_ERR_IO, "socketpair for ranks %d and %d: %s", i, j, strerror(errno));
+                close_all(sock, n, -1);
+                munmap(errs, (size_t)n * ERR_SLOT);
+                return st;
+            }
+            sock[i][j] = sv[0];
+            sock[j][i] = sv[1];
         }
     fflush(stdout);
     fflush(stderr);
@@ -98,7 +99,7 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
     int started = 0;
     for (int r = 0; r < n; r++) {
         pid_t pid = fork();
-        if (pid == 0) run_child(r, n, sv, parent, timeout_s, fn, ctx, errs + (size_t)r * ERR_SLOT);
+        if (pid == 0) run_child(r, n, sock, parent, timeout_s, fn, ctx, errs + (size_t)r * ERR_SLOT);
         if (pid < 0) {
             st = pl_fail(msg, len, PL_ERR_IO, "fork of rank %d: %s", r, strerror(errno));
             break;
@@ -107,7 +108,7 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
         started++;
     }
     rep->n = started;
-    close_all(sv, n);
+    close_all(sock, n, -1);
 
     /* supervise: reap as they finish; on the first failure kill the rest */
     int live[DIST_MAX_RANKS], n_live = started, killing = st != PL_OK, failing = killing;

@@ -2,7 +2,9 @@
  * launcher.h: fork N ranks of one job on this host, each with its process
  * group (hw/dist_group.h), and supervise them (`placer step --procs N`).
  *
- * hw_launch flushes stdio, makes the socket star, forks N children (rank 0
+ * hw_launch flushes stdio, makes the sockets (a full mesh, one socketpair
+ * per pair of ranks, up to DIST_MESH_MAX ranks, so that sub-groups from
+ * dist_group_split work; a star around rank 0 beyond), forks N children (rank 0
  * included: the calling process only supervises), and in each child builds
  * the group, calls fn(group, rank, ctx, err, errlen) and leaves with
  * _exit(fn's return value). The parent polls its own children (never
