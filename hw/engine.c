@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_group.h"
 #include "nodes.h"
 #include "placement.h"
 #include "placer_config.h"
@@ -159,18 +160,26 @@ static void format_need(char *buf, size_t n, int64_t bytes) { pl_format_bytes((d
 /* Gather the model view's shards of device d into host staging. */
 static void gather_shards(const hw_plan *p, int d, const float *model, float *staging) {
     const graph *g = p->g;
-    for (int n = 0; n < g->n_nodes; n++)
-        if (p->placement[n] == d)
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (p->placement[n] != d) continue;
+        if (p->tp.size > 1) /* the tp rank's slice (dist_tp.h) */
+            hw_tp_shard_from_full(g, n, p->tp.rank, p->tp.size, model + p->model_off[n], staging + p->shard_off[n]);
+        else
             memcpy(staging + p->shard_off[n], model + p->model_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
+    }
 }
 
 static void scatter_shards(const hw_plan *p, int d, const float *staging, float *model) {
     const graph *g = p->g;
-    for (int n = 0; n < g->n_nodes; n++)
-        if (p->placement[n] == d)
+    for (int n = 0; n < g->n_nodes; n++) {
+        if (p->placement[n] != d) continue;
+        if (p->tp.size > 1) /* only the tp rank's slice; the rest of the view is left alone */
+            hw_tp_shard_to_full(g, n, p->tp.rank, p->tp.size, staging + p->shard_off[n], model + p->model_off[n]);
+        else
             memcpy(model + p->model_off[n], staging + p->shard_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
+    }
 }
 
 pl_status hw_upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n) {
@@ -205,6 +214,17 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     if (o->dp && strcmp(be->ops->name, "cpu") != 0)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                        "data parallelism over processes runs on the CPU backend only (NCCL is not wired yet)");
+    const int tp = o->tp ? dist_size(o->tp) : 1;
+    if (o->tp && tp > 1) {
+        if (strcmp(be->ops->name, "cpu") != 0)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                           "tensor parallelism (tp = %d) runs on the CPU backend only (the CUDA path needs NCCL)", tp);
+        if (e->prec == HW_PREC_BF16)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism runs in fp32 only (not bf16 yet)");
+        if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
+                                                                g->cfg.seq_len, msg, len)) != PL_OK)
+            return st;
+    }
 
     hw_plan *p = calloc(1, sizeof *p);
     if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
@@ -215,6 +235,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
     p->dp = o->dp;
+    p->tp.size = 1;
+    if (o->tp && tp > 1) p->tp = (hw_tp){o->tp, dist_rank(o->tp), tp, o->seq_parallel != 0};
     p->bf16 = e->prec == HW_PREC_BF16;
     p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
@@ -313,8 +335,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
     staging = malloc(sizeof(float) * (size_t)max_dev);
     if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
-    if (p->dp) p->dp_buf = malloc(sizeof(float) * (size_t)max_dev);
-    if (!staging || (!o->init_params && !model) || (p->dp && !p->dp_buf)) {
+    if (p->dp || p->tp.g) p->dp_buf = malloc(sizeof(float) * (size_t)max_dev);
+    if (!staging || (!o->init_params && !model) || ((p->dp || p->tp.g) && !p->dp_buf)) {
         free(staging);
         free(model);
         hw_plan_destroy(p);
@@ -350,7 +372,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     for (int d = 0; d < nd; d++) used += p->dev[d].used;
     /* one host thread per device pays off where launches cost host time
      * (CUDA); the CPU backend does it only when asked (tests) */
-    p->threaded = used > 1 && !p->dp && be->ops->threads_ok(be) &&
+    p->threaded = used > 1 && !p->dp && !p->tp.g && be->ops->threads_ok(be) &&
                   (e->issue == HW_ISSUE_THREADS ||
                    (e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
     *out = p;

@@ -47,6 +47,37 @@ static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_ca
     }
 }
 
+/* Sequence parallelism: the gradients of the tensors every tp rank holds
+ * whole (dist_tp.h) are partial sums over the ranks' tokens; sum them over
+ * the tp group, staged through dp_buf in node order. Without sp they are
+ * identical on every rank already and this is not called. */
+static pl_status tp_reduce_replicated(hw_plan *p, int d) {
+    hw_backend *be = p->e->be;
+    hw_plan_dev *pd = &p->dev[d];
+    float *grads = (float *)((char *)pd->base + pd->off_grads);
+    int64_t off[HW_MAX_PARAM_TENSORS], cnt[HW_MAX_PARAM_TENSORS], n = 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int64_t k = 0;
+        for (int node = 0; node < p->g->n_nodes; node++) {
+            if (p->placement[node] != d) continue;
+            int nt = hw_tp_replicated(p->g, node, p->tp.size, off, cnt);
+            for (int j = 0; j < nt; j++) {
+                float *g = grads + p->shard_off[node] + off[j];
+                pl_status st = pass == 0 ? be->ops->download(be, d, p->dp_buf + k, g, cnt[j] * 4)
+                                         : be->ops->upload(be, d, g, p->dp_buf + k, cnt[j] * 4);
+                if (st != PL_OK) return st;
+                k += cnt[j];
+            }
+        }
+        if (pass == 0) {
+            n = k;
+            pl_status st = dist_allreduce_f32(p->tp.g, p->dp_buf, n, DIST_SUM, be->err, sizeof be->err);
+            if (st != PL_OK) return st;
+        }
+    }
+    return PL_OK;
+}
+
 static int traced_kind(const hw_instr *in) {
     return in->kind != HI_RECORD && in->kind != HI_WAIT;
 }
@@ -68,11 +99,16 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_BWD: {
         hw_node_call c;
         make_call(p, d, &p->calls[in->call], &c);
-        st = in->kind == HI_FWD ? ops->node_forward(be, d, &c) : ops->node_backward(be, d, &c);
+        if (p->tp.g) /* tensor parallelism: the rank's slice and its collectives (CPU backend) */
+            st = in->kind == HI_FWD ? hw_tp_forward(&p->tp, &c, be->err, sizeof be->err)
+                                    : hw_tp_backward(&p->tp, &c, be->err, sizeof be->err);
+        else
+            st = in->kind == HI_FWD ? ops->node_forward(be, d, &c) : ops->node_backward(be, d, &c);
         break;
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
+        if (p->tp.g && p->tp.sp && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK) break;
         if (p->dp && pd->param_floats > 0) {
             /* data parallelism: the mean of the replicas' gradients (hw.h) */
             float *buf = p->dp_buf;
@@ -334,7 +370,7 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     double w0 = pl_now_us();
     int used = 0;
     for (int d = 0; d < p->n_dev; d++) used += p->dev[d].used;
-    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && !p->dp && p->graph_state >= 0 &&
+    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && !p->dp && !p->tp.g && p->graph_state >= 0 &&
                  (p->threaded || used == 1);
     if (st == PL_OK && graphs && p->graph_state == 0 && p->steps_run >= 1) {
         /* capture this step (the first ran op by op, so libraries are warm) */

@@ -71,6 +71,25 @@
  *   The CPU backend runs the same mode by rounding the same tensors to bf16
  *   values (stored as floats), so CI tests it (nodes.h: the bf16 reference).
  */
+/*
+ * Tensor parallelism (hw_plan_opts.tp; hw/dist_tp.h has the details). A
+ * plan with a tp group of t ranks is one rank of the Megatron split: each
+ * attention node holds nh/t heads (their columns of the qkv weight and bias
+ * and the matching rows of the projection, i.e. wproj's columns in this
+ * engine's (out, in) storage); the MLP's fc holds F/t columns and its proj
+ * the matching rows; the head holds V/t vocabulary rows and the loss is
+ * vocabulary-parallel (all-reduce max, then sum, the target's logit from
+ * its owner). Layernorms, residuals, the embedding and the projections'
+ * biases are replicated. A row-parallel output is all-reduced (sum) before
+ * its bias is added; a column-parallel matmul's input gradient is
+ * all-reduced in backward; replicated gradients are identical on every
+ * rank and are not reduced. With seq_parallel the activations between
+ * blocks are split by token (reduce-scatter / all-gather around the
+ * blocks) and the replicated gradients are summed over the group. t must
+ * divide the heads, 4 C and the vocabulary. hw_plan_get_params/_grads of
+ * a tp rank write only its slices into the model view. CPU backend only:
+ * the CUDA engine refuses tp (it needs NCCL).
+ */
 #ifndef PLACER_HW_HW_H
 #define PLACER_HW_HW_H
 
@@ -178,6 +197,14 @@ typedef struct {
                                   rank must create the same plan and step it in lockstep;
                                   the plan issues from one thread and captures no graph.
                                   Borrowed: must outlive the plan. */
+    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h,
+                                  CPU backend, fp32 only): this process is one tp rank; the
+                                  attention heads, MLP columns and vocabulary rows of the head
+                                  are split over the group (rules above). Every rank gets the
+                                  whole batch and creates the same plan. With dp as well, tp
+                                  groups the ranks of one replica and dp the same tp rank of
+                                  every replica. Borrowed: must outlive the plan. */
+    int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
 } hw_plan_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with

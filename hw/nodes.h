@@ -81,6 +81,21 @@ void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwpr
                             const float *att, const float *y, const float *wqkv, const float *wproj, int B,
                             int T, int C, int NH, int acc);
 
+/* Tensor parallelism (hw/dist_tp.h): the attention of nh of the NH heads,
+ * hs = C / NH, Cl = nh * hs. wqkv (3 Cl, C) and bqkv (3 Cl) hold the q, k
+ * and v rows of those heads, wproj (C, Cl) the projection's columns that
+ * read them; bproj (C) may be NULL. out (N, C) is then the heads' share of
+ * the projection (a partial sum when nh < NH). Saved and scratch as above
+ * with Cl for C and nh for NH. nh = NH is cpu_attention_forward, bit for
+ * bit. The backward's dbproj (C) may be NULL. */
+void cpu_attention_forward_heads(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
+                                 const float *wqkv, const float *bqkv, const float *wproj, const float *bproj,
+                                 int B, int T, int C, int NH, int nh);
+void cpu_attention_backward_heads(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                  float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                  const float *att, const float *y, const float *wqkv, const float *wproj, int B,
+                                  int T, int C, int NH, int nh, int acc);
+
 /* ---- residual add ---- */
 
 /* out = a + b over n floats. */
@@ -97,6 +112,16 @@ void cpu_mlp_forward(float *out, float *h, float *g, const float *inp, const flo
 void cpu_mlp_backward(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
                       const float *dout, const float *inp, const float *h, const float *g, const float *wfc,
                       const float *wproj, int N, int C, int acc);
+
+/* The MLP over F hidden columns (tensor parallelism: F = 4C / tp): wfc
+ * (F, C), bfc (F), wproj (C, F), bproj (C) or NULL (then out is a partial
+ * sum). h, g (N, F); backward scratch N * F. F = 4C is cpu_mlp_*, bit for
+ * bit. The backward's dbproj may be NULL. */
+void cpu_mlp_forward_cols(float *out, float *h, float *g, const float *inp, const float *wfc, const float *bfc,
+                          const float *wproj, const float *bproj, int N, int C, int F);
+void cpu_mlp_backward_cols(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                           const float *dout, const float *inp, const float *h, const float *g, const float *wfc,
+                           const float *wproj, int N, int C, int F, int acc);
 
 /* GELU, tanh approximation, and its derivative. */
 float gelu_tanh(float x);

@@ -183,15 +183,22 @@ static void attn_core_bwd(float *dqkvr, float *datt, const float *dyp, const flo
 void cpu_attention_forward(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
                            const float *wqkv, const float *bqkv, const float *wproj, const float *bproj,
                            int B, int T, int C, int NH) {
+    cpu_attention_forward_heads(out, qkvr, att, y, scratch, inp, wqkv, bqkv, wproj, bproj, B, T, C, NH, NH);
+}
+
+void cpu_attention_forward_heads(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
+                                 const float *wqkv, const float *bqkv, const float *wproj, const float *bproj,
+                                 int B, int T, int C, int NH, int nh) {
     const int N = B * T;
-    const int64_t NC = (int64_t)N * C;
-    float *qkv = scratch;          /* (B,T,3C) */
-    float *yp = scratch + 3 * NC;  /* (B,NH,T,hs) */
-    cpu_matmul_forward(qkv, inp, wqkv, bqkv, N, C, 3 * C, 3 * C);
-    permute_qkv(qkvr, qkv, B, T, C, NH);
-    attn_core_fwd(att, yp, qkvr, B, T, C, NH);
-    heads_to_tokens(y, yp, B, T, C, NH);
-    cpu_matmul_forward(out, y, wproj, bproj, N, C, C, C);
+    const int Cl = C / NH * nh;            /* the width of the nh heads */
+    const int64_t NCl = (int64_t)N * Cl;
+    float *qkv = scratch;                  /* (B,T,3Cl) */
+    float *yp = scratch + 3 * NCl;         /* (B,nh,T,hs) */
+    cpu_matmul_forward(qkv, inp, wqkv, bqkv, N, C, 3 * Cl, 3 * Cl);
+    permute_qkv(qkvr, qkv, B, T, Cl, nh);
+    attn_core_fwd(att, yp, qkvr, B, T, Cl, nh);
+    heads_to_tokens(y, yp, B, T, Cl, nh);
+    cpu_matmul_forward(out, y, wproj, bproj, N, Cl, C, C);
 }
 
 /* The causal softmax attention of the permuted q, k, v: att (B,NH,T,T) and
@@ -231,18 +238,27 @@ void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwpr
                             float *scratch, const float *dout, const float *inp, const float *qkvr,
                             const float *att, const float *y, const float *wqkv, const float *wproj, int B,
                             int T, int C, int NH, int acc) {
+    cpu_attention_backward_heads(dinp, dwqkv, dbqkv, dwproj, dbproj, scratch, dout, inp, qkvr, att, y, wqkv, wproj,
+                                 B, T, C, NH, NH, acc);
+}
+
+void cpu_attention_backward_heads(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                  float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                  const float *att, const float *y, const float *wqkv, const float *wproj, int B,
+                                  int T, int C, int NH, int nh, int acc) {
     const int N = B * T;
-    const int64_t NC = (int64_t)N * C;
-    float *dy = scratch;                       /* (B,T,C) */
-    float *dyp = dy + NC;                      /* (B,NH,T,hs) */
-    float *dqkvr = dyp + NC;                   /* (3,B,NH,T,hs) */
-    float *dqkv = dqkvr + 3 * NC;              /* (B,T,3C) */
-    float *datt = dqkv + 3 * NC;               /* (B,NH,T,T) */
-    cpu_matmul_backward(dy, dwproj, dbproj, dout, y, wproj, N, C, C, C, 0);
-    tokens_to_heads(dyp, dy, B, T, C, NH);
-    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, C, NH);
-    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
-    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, inp, wqkv, N, C, 3 * C, 3 * C, acc);
+    const int Cl = C / NH * nh;
+    const int64_t NCl = (int64_t)N * Cl;
+    float *dy = scratch;                       /* (B,T,Cl) */
+    float *dyp = dy + NCl;                     /* (B,nh,T,hs) */
+    float *dqkvr = dyp + NCl;                  /* (3,B,nh,T,hs) */
+    float *dqkv = dqkvr + 3 * NCl;             /* (B,T,3Cl) */
+    float *datt = dqkv + 3 * NCl;              /* (B,nh,T,T) */
+    cpu_matmul_backward(dy, dwproj, dbproj, dout, y, wproj, N, Cl, C, C, 0);
+    tokens_to_heads(dyp, dy, B, T, Cl, nh);
+    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, Cl, nh);
+    unpermute_qkv(dqkv, dqkvr, B, T, Cl, nh);
+    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, inp, wqkv, N, C, 3 * Cl, 3 * Cl, acc);
 }
 
 /* The attention core's backward: dqkvr (3,B,NH,T,hs) from dyp (B,NH,T,hs);
@@ -331,18 +347,29 @@ float gelu_tanh_grad(float x) {
 
 void cpu_mlp_forward(float *out, float *h, float *g, const float *inp, const float *wfc, const float *bfc,
                      const float *wproj, const float *bproj, int N, int C) {
-    cpu_matmul_forward(h, inp, wfc, bfc, N, C, 4 * C, 4 * C);
-    for (int64_t i = 0; i < (int64_t)N * 4 * C; i++) g[i] = gelu_tanh(h[i]);
-    cpu_matmul_forward(out, g, wproj, bproj, N, 4 * C, C, C);
+    cpu_mlp_forward_cols(out, h, g, inp, wfc, bfc, wproj, bproj, N, C, 4 * C);
+}
+
+void cpu_mlp_forward_cols(float *out, float *h, float *g, const float *inp, const float *wfc, const float *bfc,
+                          const float *wproj, const float *bproj, int N, int C, int F) {
+    cpu_matmul_forward(h, inp, wfc, bfc, N, C, F, F);
+    for (int64_t i = 0; i < (int64_t)N * F; i++) g[i] = gelu_tanh(h[i]);
+    cpu_matmul_forward(out, g, wproj, bproj, N, F, C, C);
 }
 
 void cpu_mlp_backward(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
                       const float *dout, const float *inp, const float *h, const float *g, const float *wfc,
                       const float *wproj, int N, int C, int acc) {
-    float *dg = scratch; /* (N, 4C); becomes dh in place */
-    cpu_matmul_backward(dg, dwproj, dbproj, dout, g, wproj, N, 4 * C, C, C, 0);
-    for (int64_t i = 0; i < (int64_t)N * 4 * C; i++) dg[i] *= gelu_tanh_grad(h[i]);
-    cpu_matmul_backward(dinp, dwfc, dbfc, dg, inp, wfc, N, C, 4 * C, 4 * C, acc);
+    cpu_mlp_backward_cols(dinp, dwfc, dbfc, dwproj, dbproj, scratch, dout, inp, h, g, wfc, wproj, N, C, 4 * C, acc);
+}
+
+void cpu_mlp_backward_cols(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                           const float *dout, const float *inp, const float *h, const float *g, const float *wfc,
+                           const float *wproj, int N, int C, int F, int acc) {
+    float *dg = scratch; /* (N, F); becomes dh in place */
+    cpu_matmul_backward(dg, dwproj, dbproj, dout, g, wproj, N, F, C, C, 0);
+    for (int64_t i = 0; i < (int64_t)N * F; i++) dg[i] *= gelu_tanh_grad(h[i]);
+    cpu_matmul_backward(dinp, dwfc, dbfc, dg, inp, wfc, N, C, F, F, acc);
 }
 
 /* ---- head ---- */

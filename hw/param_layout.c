@@ -6,17 +6,23 @@
 
 #include "util.h"
 
-void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl) {
+void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl) { hw_node_param_layout_tp(g, i, 1, pl); }
+
+void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl) {
     const graph_node *n = &g->nodes[i];
     const int64_t V = g->cfg.vocab, C = g->cfg.d_model, T = g->cfg.seq_len;
+    if (tp < 1) tp = 1;
+    const int64_t Cl = C / tp, Fl = 4 * C / tp;
     int64_t sizes[HW_MAX_PARAM_TENSORS] = {0};
     int k = 0;
     switch (n->kind) {
     case OP_EMBEDDING: sizes[k++] = V * C; sizes[k++] = T * C; break;
     case OP_LAYERNORM: sizes[k++] = C; sizes[k++] = C; break;
-    case OP_ATTENTION: sizes[k++] = 3 * C * C; sizes[k++] = 3 * C; sizes[k++] = C * C; sizes[k++] = C; break;
-    case OP_MLP: sizes[k++] = 4 * C * C; sizes[k++] = 4 * C; sizes[k++] = 4 * C * C; sizes[k++] = C; break;
-    case OP_HEAD: sizes[k++] = (int64_t)hw_padded_vocab((int)V) * C; break; /* rows V..Vp-1 stay 0 */
+    case OP_ATTENTION: sizes[k++] = 3 * Cl * C; sizes[k++] = 3 * Cl; sizes[k++] = C * Cl; sizes[k++] = C; break;
+    case OP_MLP: sizes[k++] = Fl * C; sizes[k++] = Fl; sizes[k++] = C * Fl; sizes[k++] = C; break;
+    case OP_HEAD: /* rows V..Vp-1 (V/tp..Vlp-1 of a rank's slice) stay 0 */
+        sizes[k++] = (int64_t)hw_padded_vocab((int)(V / tp)) * C;
+        break;
     default: break;
     }
     memset(pl, 0, sizeof *pl);
@@ -148,4 +154,57 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
 
 int hw_kind_bwd_reads_input(op_kind k) {
     return k == OP_LAYERNORM || k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD;
+}
+
+void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node_mem *m) {
+    if (tp <= 1) {
+        hw_node_mem_floats_prec(g, i, b, 0, m);
+        return;
+    }
+    const graph_node *n = &g->nodes[i];
+    const int64_t C = g->cfg.d_model, T = g->cfg.seq_len, NH = g->cfg.n_heads;
+    const int64_t N = (int64_t)b * T, Ns = sp ? N / tp : N, NC = N * C;
+    const int64_t Cl = C / tp, Fl = 4 * C / tp, nh = NH / tp;
+    const int64_t Vlp = hw_padded_vocab(g->cfg.vocab / tp);
+    memset(m, 0, sizeof *m);
+    int64_t sizes[HW_MAX_SAVED] = {0};
+    int k = 0;
+    m->out = Ns * C;
+    switch (n->kind) {
+    case OP_LAYERNORM: sizes[k++] = Ns; sizes[k++] = Ns; break;
+    case OP_ATTENTION:
+        sizes[k++] = 3 * N * Cl;
+        sizes[k++] = (int64_t)b * nh * T * T;
+        sizes[k++] = N * Cl;
+        /* qkv, yp; the partial output; the gathered input (sp) */
+        m->fwd_scratch = 4 * N * Cl + 2 * NC;
+        /* dy, dyp, dqkvr, dqkv, datt; the partial input gradient; the
+         * gathered output gradient and input (sp) */
+        m->bwd_scratch = 8 * N * Cl + (int64_t)b * nh * T * T + 3 * NC;
+        break;
+    case OP_MLP:
+        sizes[k++] = N * Fl;
+        sizes[k++] = N * Fl;
+        m->fwd_scratch = 2 * NC;          /* partial output, gathered input */
+        m->bwd_scratch = N * Fl + 3 * NC; /* dg; partial, gathered dout and input */
+        break;
+    case OP_HEAD:
+        m->out = N * Vlp;
+        m->fwd_scratch = NC;     /* gathered input */
+        m->bwd_scratch = 2 * NC; /* gathered input, partial input gradient */
+        break;
+    case OP_LOSS:
+        m->out = N;
+        m->fwd_scratch = 6 * N; /* three doubles a token: max, sum of exp, target logit */
+        break;
+    default: break;
+    }
+    m->n_saved = k;
+    int64_t off = 0;
+    for (int j = 0; j < k; j++) {
+        m->saved_off[j] = off;
+        m->saved_size[j] = sizes[j];
+        off += hw_align_floats(sizes[j]);
+    }
+    m->saved = off;
 }

@@ -79,11 +79,29 @@ typedef struct {
     int64_t bwd_scratch;           /* backward scratch floats */
 } hw_node_mem;
 
+/* Tensor parallelism (hw.h, hw/dist_tp.h): the shard one of tp ranks holds
+ * of node i. Attention keeps nh/tp heads: wqkv (3 Cl, C) with Cl = C/tp
+ * (q, k, v rows of its heads), bqkv (3 Cl), wproj (C, Cl) (the columns that
+ * read its heads), bproj (C) whole; the MLP wfc (F/tp, C), bfc (F/tp),
+ * wproj (C, F/tp), bproj (C); the head (Vlp, C) with its V/tp vocabulary
+ * rows padded to Vlp = hw_padded_vocab(V/tp); every other node is whole.
+ * tp = 1 gives hw_node_param_layout. The caller has checked that tp divides
+ * the heads, F and V (hw_tp_check). */
+void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl);
+
 /* Activation sizes of node i for a micro-batch of b samples. */
 void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);
 /* The same for a precision: bf16 != 0 is the bf16 mixed mode (hw.h), whose
  * nodes need more scratch; bf16 == 0 gives hw_node_mem_floats. */
 void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem *m);
+/* The same on one of tp tensor-parallel ranks (fp32 only; tp = 1 gives
+ * hw_node_mem_floats_prec). Let N = b T tokens, Ns = N / tp with sequence
+ * parallelism (sp != 0), else N. Outputs: embedding, layernorm, attention,
+ * residual and MLP (Ns, C); head (N, Vlp); loss (N). Saved: the rank's
+ * heads (qkvr 3 N Cl, att b nh T T, y N Cl) and its MLP columns (h, g:
+ * N F/tp each). Scratch adds the full-width partial products and, with sp,
+ * the gathered inputs (hw/dist_tp.c says which). */
+void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node_mem *m);
 
 /* Whether a consumer of kind k reads its input again in backward (layernorm,
  * attention, mlp, head do; residual and loss do not). */

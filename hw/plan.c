@@ -292,6 +292,17 @@ static pl_status new_call(cctx *c, int node, int mb, int *idx) {
 
 static int dev_of(const cctx *c, int n) { return c->p->placement[n]; }
 
+/* A node's parameter shard and activation sizes on this plan's rank: the
+ * whole node, or its tensor-parallel slice (param_layout.h, dist_tp.h). */
+static void plan_node_layout(const hw_plan *p, int n, hw_param_layout *pl) {
+    hw_node_param_layout_tp(p->g, n, p->tp.size, pl);
+}
+
+static void plan_node_mem(const hw_plan *p, int n, hw_node_mem *m) {
+    if (p->tp.size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->tp.size, p->tp.sp, m);
+    else hw_node_mem_floats_prec(p->g, n, p->b, p->bf16, m);
+}
+
 /* Distinct consumers of p on device d. */
 static int consumers_on(const cctx *c, int p, int d) {
     const graph *g = c->g;
@@ -306,7 +317,7 @@ static int consumers_on(const cctx *c, int p, int d) {
 
 static int64_t out_bytes(const cctx *c, int n) {
     hw_node_mem m;
-    hw_node_mem_floats_prec(c->g, n, c->p->b, c->p->bf16, &m);
+    plan_node_mem(c->p, n, &m);
     return m.out * 4;
 }
 
@@ -343,8 +354,8 @@ static pl_status issue_fwd(cctx *c, int n, int j) {
     int ci;
     if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
     hw_call_spec *s = &p->calls[ci];
-    hw_node_param_layout(c->g, n, &s->pl);
-    hw_node_mem_floats_prec(c->g, n, p->b, p->bf16, &s->mem);
+    plan_node_layout(p, n, &s->pl);
+    plan_node_mem(p, n, &s->mem);
     for (int k = 0; k < nd->n_inputs; k++) {
         pbuf *b = input_buf(c, nd->inputs[k], j, d);
         if ((st = c_use(c, d, b)) != PL_OK) return st;
@@ -437,8 +448,8 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
         int ci;
         if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
         hw_call_spec *s = &p->calls[ci];
-        hw_node_param_layout(c->g, n, &s->pl);
-        hw_node_mem_floats_prec(c->g, n, p->b, p->bf16, &s->mem);
+        plan_node_layout(p, n, &s->pl);
+        plan_node_mem(p, n, &s->mem);
         if (ns->grad.off < 0) return pl_fail(c->msg, c->len, PL_ERR_UNSUPPORTED, "node %s gets no gradient", nd->name);
         /* the output gradient: first wait for it and add what other devices sent */
         if ((st = c_use(c, d, &ns->grad)) != PL_OK) return st;
@@ -536,7 +547,7 @@ static pl_status setup_device(cctx *c, int d) {
     for (int n = 0; n < c->nn; n++)
         if (dev_of(c, n) == d) {
             hw_param_layout pl;
-            hw_node_param_layout(g, n, &pl);
+            plan_node_layout(p, n, &pl);
             p->shard_off[n] = floats;
             floats += pl.floats;
         }

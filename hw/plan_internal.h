@@ -16,6 +16,7 @@
 #include <pthread.h>
 
 #include "backend.h"
+#include "dist_tp.h"
 #include "hw.h"
 
 typedef enum {
@@ -105,7 +106,10 @@ struct hw_plan {
     int graph_state;          /* 0 not captured, 1 replaying graphs, -1 capture failed */
     int loss_dev, emb_dev;
     struct dist_group *dp;    /* data-parallel group (hw_plan_opts.dp) or NULL */
-    float *dp_buf;            /* host staging of one device's gradients for the all-reduce */
+    float *dp_buf;            /* host staging of one device's gradients for the all-reduce
+                                 (data parallelism, and the sp all-reduce of replicated ones) */
+    hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
+                                 without; the node calls then go through dist_tp.c */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */
     hw_plan_dev dev[HW_MAX_DEVICES];

@@ -1,0 +1,336 @@
+/*
+ * dist_tp.c: the tensor-parallel node calls and the shard maps (see
+ * dist_tp.h for the split and its collectives). The node math is nodes.h's
+ * (double accumulation, fp32 storage); what this file adds is the slicing,
+ * the collectives between the partial products and the biases, and the
+ * vocabulary-parallel loss.
+ *
+ * Scratch layout of a call (hw_node_mem_floats_tp sizes it): the node's
+ * own scratch first (attention 4 N Cl forward, 8 N Cl + b nh T T backward;
+ * MLP N F/t backward), then full-width (N, C) blocks: the partial product,
+ * the gathered input, the gathered output gradient.
+ */
+#include "dist_tp.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "dist_group.h"
+#include "nodes.h"
+#include "param_layout.h"
+#include "util.h"
+
+pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len) {
+    if (t < 1 || t > DIST_MAX_RANKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tensor parallelism over %d ranks (1 to %d)", t, DIST_MAX_RANKS);
+    if (cfg->n_heads % t != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp = %d must divide the %d attention heads", t, cfg->n_heads);
+    if ((4 * (int64_t)cfg->d_model) % t != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp = %d must divide the MLP's %lld hidden units", t,
+                       (long long)(4 * (int64_t)cfg->d_model));
+    if (cfg->vocab % t != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "tp = %d must divide the vocabulary of %d (the head is split by vocabulary rows)", t,
+                       cfg->vocab);
+    if (sp && t > 1 && tokens % t != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "with sequence parallelism tp = %d must divide the %lld tokens of a micro-batch", t,
+                       (long long)tokens);
+    return PL_OK;
+}
+
+/* ---- shard maps ---- */
+
+/* rows x cols floats between local (row stride ls) and full (row stride fs). */
+static void copy_block(float *local, int64_t ls, float *full, int64_t fs, int64_t rows, int64_t cols, int to_full) {
+    for (int64_t r = 0; r < rows; r++) {
+        float *l = local + r * ls, *f = full + r * fs;
+        if (to_full) memcpy(f, l, sizeof(float) * (size_t)cols);
+        else memcpy(l, f, sizeof(float) * (size_t)cols);
+    }
+}
+
+static void map_shard(const graph *g, int node, int rank, int size, float *local, float *full, int to_full) {
+    hw_param_layout fl, ll;
+    hw_node_param_layout(g, node, &fl);
+    hw_node_param_layout_tp(g, node, size, &ll);
+    const int64_t C = g->cfg.d_model, Cl = C / size, F = 4 * C, Fl = F / size;
+    switch (g->nodes[node].kind) {
+    case OP_ATTENTION:
+    case OP_MLP: {
+        /* the rows of the first matmul: attention's q, k and v blocks of Cl
+         * rows each, the MLP's one block of Fl rows */
+        const int parts = g->nodes[node].kind == OP_ATTENTION ? 3 : 1;
+        const int64_t W = parts == 3 ? C : F, Wl = parts == 3 ? Cl : Fl;
+        for (int part = 0; part < parts; part++) {
+            const int64_t fr = part * W + rank * Wl, lr = part * Wl;
+            copy_block(local + ll.off[0] + lr * C, C, full + fl.off[0] + fr * C, C, Wl, C, to_full);
+            copy_block(local + ll.off[1] + lr, 1, full + fl.off[1] + fr, 1, Wl, 1, to_full);
+        }
+        /* the projection's columns that read them: (C, Wl) of (C, W) */
+        copy_block(local + ll.off[2], Wl, full + fl.off[2] + rank * Wl, W, C, Wl, to_full);
+        copy_block(local + ll.off[3], C, full + fl.off[3], C, 1, C, to_full);
+        break;
+    }
+    case OP_HEAD: {
+        const int64_t Vl = g->cfg.vocab / size, Vlp = hw_padded_vocab((int)Vl);
+        copy_block(local + ll.off[0], C, full + fl.off[0] + rank * Vl * C, C, Vl, C, to_full);
+        if (!to_full) memset(local + ll.off[0] + Vl * C, 0, sizeof(float) * (size_t)((Vlp - Vl) * C));
+        break;
+    }
+    default:
+        for (int k = 0; k < fl.n; k++) copy_block(local + ll.off[k], 0, full + fl.off[k], 0, 1, fl.size[k], to_full);
+        break;
+    }
+}
+
+void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local) {
+    hw_param_layout ll;
+    hw_node_param_layout_tp(g, node, size, &ll);
+    memset(local, 0, sizeof(float) * (size_t)ll.floats); /* alignment padding */
+    map_shard(g, node, rank, size, local, (float *)full, 0);
+}
+
+void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full) {
+    map_shard(g, node, rank, size, (float *)local, full, 1);
+}
+
+int hw_tp_replicated(const graph *g, int node, int size, int64_t *off, int64_t *n) {
+    hw_param_layout ll;
+    hw_node_param_layout_tp(g, node, size, &ll);
+    switch (g->nodes[node].kind) {
+    case OP_EMBEDDING:
+    case OP_LAYERNORM:
+        for (int k = 0; k < ll.n; k++) {
+            off[k] = ll.off[k];
+            n[k] = ll.size[k];
+        }
+        return ll.n;
+    case OP_ATTENTION:
+    case OP_MLP:
+        off[0] = ll.off[3];
+        n[0] = ll.size[3];
+        return 1;
+    default: return 0;
+    }
+}
+
+/* ---- collectives between the partial products ---- */
+
+/* The group's all-gather of the rank's Ns x C rows of x into full (N x C). */
+static pl_status tp_allgather(const hw_tp *tp, float *full, const float *x, int64_t slice, char *msg, size_t len) {
+    return dist_allgather_f32(tp->g, x, full, slice, msg, len);
+}
+
+/* The sum over the group of part (size * slice floats), this rank's slice
+ * of it left at part + rank * slice (*mine points there). */
+static pl_status tp_reduce_scatter(const hw_tp *tp, float *part, int64_t slice, const float **mine, char *msg,
+                                   size_t len) {
+    float *out = part + (int64_t)tp->rank * slice;
+    *mine = out;
+    return dist_reduce_scatter_f32(tp->g, part, out, slice, msg, len);
+}
+
+/* The input of a column-parallel matmul, all tokens: x itself without sp,
+ * else gathered into buf. */
+static pl_status gather_input(const hw_tp *tp, const float *x, float *buf, int64_t N, int C, const float **full,
+                              char *msg, size_t len) {
+    if (!tp->sp) {
+        *full = x;
+        return PL_OK;
+    }
+    *full = buf;
+    return tp_allgather(tp, buf, x, N / tp->size * C, msg, len);
+}
+
+/* Reduce the partial (N, C) product over the group into out: all tokens
+ * (all-reduce) or the rank's (reduce-scatter, sp); out = (acc ? out + : )
+ * that, plus bias (C) or NULL on every row. */
+static pl_status reduce_partial(const hw_tp *tp, float *out, float *part, int64_t N, int C, const float *bias, int acc,
+                                char *msg, size_t len) {
+    const int64_t rows = tp->sp ? N / tp->size : N;
+    const float *src = part;
+    pl_status st = tp->sp ? tp_reduce_scatter(tp, part, rows * C, &src, msg, len)
+                          : dist_allreduce_f32(tp->g, part, N * C, DIST_SUM, msg, len);
+    if (st != PL_OK) return st;
+    for (int64_t r = 0; r < rows; r++) {
+        const float *s = src + r * C;
+        float *o = out + r * C;
+        for (int c = 0; c < C; c++) {
+            float v = bias ? s[c] + bias[c] : s[c];
+            o[c] = acc ? o[c] + v : v;
+        }
+    }
+    return PL_OK;
+}
+
+/* dbias (C) += column sums of d (rows x C), in double. */
+static void bias_grad(float *dbias, const float *d, int64_t rows, int C) {
+    for (int c = 0; c < C; c++) {
+        double s = 0.0;
+        for (int64_t r = 0; r < rows; r++) s += d[r * C + c];
+        dbias[c] += (float)s;
+    }
+}
+
+#define P(c, k) ((c)->params + (c)->pl.off[k])
+#define G(c, k) ((c)->grads + (c)->pl.off[k])
+#define S(c, k) ((c)->saved + (c)->mem.saved_off[k])
+
+/* ---- the vocabulary-parallel loss ---- */
+
+static pl_status loss_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len) {
+    const hw_dims *d = &c->d;
+    const int N = d->B * d->T, Vl = d->V / tp->size, Vlp = hw_padded_vocab(Vl), v0 = tp->rank * Vl;
+    double *mx = (double *)c->scratch, *sum = mx + N, *xt = sum + N;
+    for (int n = 0; n < N; n++) {
+        const float *x = c->in[0] + (int64_t)n * Vlp;
+        double m = -INFINITY;
+        for (int v = 0; v < Vl; v++)
+            if (x[v] > m) m = x[v];
+        mx[n] = m;
+    }
+    pl_status st = dist_allreduce_f64(tp->g, mx, N, DIST_MAX, msg, len);
+    if (st != PL_OK) return st;
+    for (int n = 0; n < N; n++) {
+        const float *x = c->in[0] + (int64_t)n * Vlp;
+        double s = 0.0;
+        for (int v = 0; v < Vl; v++) s += exp((double)x[v] - mx[n]);
+        sum[n] = s;
+        const int t = c->targets[n] - v0;
+        xt[n] = t >= 0 && t < Vl ? (double)x[t] : 0.0;
+    }
+    /* sum and the target's logit in one all-reduce: they are adjacent */
+    if ((st = dist_allreduce_f64(tp->g, sum, 2 * (int64_t)N, DIST_SUM, msg, len)) != PL_OK) return st;
+    double total = 0.0;
+    for (int n = 0; n < N; n++) {
+        const float *x = c->in[0] + (int64_t)n * Vlp;
+        float *dl = c->din[0] + (int64_t)n * Vlp;
+        const double loss = log(sum[n]) + mx[n] - xt[n];
+        c->out[n] = (float)loss;
+        total += loss;
+        const int t = c->targets[n] - v0;
+        /* x and dl may alias: each element is read before it is written */
+        for (int v = 0; v < Vl; v++) {
+            double p = exp((double)x[v] - mx[n]) / sum[n];
+            dl[v] = (float)((p - (v == t ? 1.0 : 0.0)) * c->inv_norm);
+        }
+        for (int v = Vl; v < Vlp; v++) dl[v] = 0.0f;
+    }
+    if (c->loss_sum) *c->loss_sum += total;
+    return PL_OK;
+}
+
+/* ---- embedding on the rank's tokens (sp) ---- */
+
+static void embedding_forward_slice(float *out, const int *tokens, const float *wte, const float *wpe, int64_t n0,
+                                    int64_t ns, int T, int C) {
+    for (int64_t i = 0; i < ns; i++) {
+        const int64_t n = n0 + i;
+        const float *te = wte + (int64_t)tokens[n] * C, *pe = wpe + (n % T) * C;
+        float *o = out + i * C;
+        for (int c = 0; c < C; c++) o[c] = te[c] + pe[c];
+    }
+}
+
+static void embedding_backward_slice(float *dwte, float *dwpe, const float *dout, const int *tokens, int64_t n0,
+                                     int64_t ns, int T, int C) {
+    for (int64_t i = 0; i < ns; i++) {
+        const float *d = dout + i * C;
+        float *te = dwte + (int64_t)tokens[n0 + i] * C;
+        for (int c = 0; c < C; c++) te[c] += d[c];
+    }
+    /* dwpe per position over the slice's tokens at that position, in double */
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < C; c++) {
+            double s = 0.0;
+            int any = 0;
+            for (int64_t n = n0 + ((t - n0 % T) % T + T) % T; n < n0 + ns; n += T) {
+                s += dout[(n - n0) * C + c];
+                any = 1;
+            }
+            if (any) dwpe[(int64_t)t * C + c] += (float)s;
+        }
+}
+
+/* ---- the calls ---- */
+
+pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len) {
+    const hw_dims *d = &c->d;
+    const int C = d->C, t = tp->size;
+    const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
+    const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const float *x = NULL;
+    pl_status st = PL_OK;
+    switch (c->kind) {
+    case OP_EMBEDDING: embedding_forward_slice(c->out, c->tokens, P(c, 0), P(c, 1), n0, Ns, d->T, C); break;
+    case OP_LAYERNORM: cpu_layernorm_forward(c->out, S(c, 0), S(c, 1), c->in[0], P(c, 0), P(c, 1), (int)Ns, C); break;
+    case OP_RESIDUAL: cpu_residual_forward(c->out, c->in[0], c->in[1], Ns * C); break;
+    case OP_ATTENTION: {
+        float *part = c->scratch + 4 * N * Cl, *gx = part + N * C;
+        if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
+        cpu_attention_forward_heads(part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P(c, 0), P(c, 1), P(c, 2), NULL,
+                                    d->B, d->T, C, d->NH, nh);
+        return reduce_partial(tp, c->out, part, N, C, P(c, 3), 0, msg, len);
+    }
+    case OP_MLP: {
+        float *part = c->scratch, *gx = part + N * C;
+        if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
+        cpu_mlp_forward_cols(part, S(c, 0), S(c, 1), x, P(c, 0), P(c, 1), P(c, 2), NULL, (int)N, C, Fl);
+        return reduce_partial(tp, c->out, part, N, C, P(c, 3), 0, msg, len);
+    }
+    case OP_HEAD: {
+        const int Vl = d->V / t;
+        if ((st = gather_input(tp, c->in[0], c->scratch, N, C, &x, msg, len)) != PL_OK) return st;
+        cpu_head_forward(c->out, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
+        break;
+    }
+    case OP_LOSS: return loss_forward(tp, c, msg, len);
+    default: return pl_fail(msg, len, PL_ERR_INVALID, "unknown node kind %d", (int)c->kind);
+    }
+    return PL_OK;
+}
+
+pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len) {
+    const hw_dims *d = &c->d;
+    const int C = d->C, t = tp->size;
+    const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
+    const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const float *x = NULL, *dout = NULL;
+    pl_status st;
+    switch (c->kind) {
+    case OP_EMBEDDING: embedding_backward_slice(G(c, 0), G(c, 1), c->dout, c->tokens, n0, Ns, d->T, C); break;
+    case OP_LAYERNORM:
+        cpu_layernorm_backward(c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), (int)Ns, C,
+                               c->acc[0]);
+        break;
+    case OP_RESIDUAL: cpu_residual_backward(c->din[0], c->din[1], c->dout, Ns * C, c->acc[0], c->acc[1]); break;
+    case OP_ATTENTION:
+    case OP_MLP: {
+        const int attn = c->kind == OP_ATTENTION;
+        const int64_t own = attn ? 8 * N * Cl + (int64_t)d->B * nh * d->T * d->T : N * Fl;
+        float *part = c->scratch + own, *gx = part + N * C, *gd = gx + N * C;
+        if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
+        if ((st = gather_input(tp, c->dout, gd, N, C, &dout, msg, len)) != PL_OK) return st;
+        /* bproj is applied on the rank's rows (all of them without sp) */
+        bias_grad(G(c, 3), c->dout, Ns, C);
+        if (attn)
+            cpu_attention_backward_heads(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0), S(c, 1),
+                                         S(c, 2), P(c, 0), P(c, 2), d->B, d->T, C, d->NH, nh, 0);
+        else
+            cpu_mlp_backward_cols(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0), S(c, 1),
+                                  P(c, 0), P(c, 2), (int)N, C, Fl, 0);
+        return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);
+    }
+    case OP_HEAD: {
+        const int Vl = d->V / t;
+        float *gx = c->scratch, *part = gx + N * C;
+        if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
+        cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl), 0);
+        return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);
+    }
+    case OP_LOSS: break; /* fused into the forward */
+    default: return pl_fail(msg, len, PL_ERR_INVALID, "unknown node kind %d", (int)c->kind);
+    }
+    return PL_OK;
+}

@@ -1,0 +1,96 @@
+/*
+ * dist_tp.h: tensor parallelism of the GPT's blocks over a process group
+ * (issue 17, item 1; the CPU backend). Megatron-LM's split (Shoeybi et
+ * al. 2019), one process per tp rank, every rank running the same plan
+ * (placement and schedule over its own logical devices) in lockstep:
+ *
+ *   attention  column-parallel qkv: rank r holds heads [r nh/t, (r+1) nh/t)
+ *              (their q, k and v rows of wqkv and bqkv); row-parallel
+ *              projection: the columns of wproj that read those heads. The
+ *              forward's projection is a partial sum: all-reduce (sum) over
+ *              the group, then add bproj, which every rank holds whole.
+ *   mlp        fc by rows of wfc (F/t hidden units, their bias), proj by the
+ *              matching columns of wproj; the same all-reduce, then bproj.
+ *   head       vocabulary-parallel: rank r holds rows [r V/t, (r+1) V/t) of
+ *              the head's weight (padded to a multiple of 64 per rank) and
+ *              computes those logits only, (N, V/t).
+ *   loss       vocabulary-parallel cross-entropy: per token the max of the
+ *              logits (all-reduce max), the sum of exp(x - max) (all-reduce
+ *              sum) and the target's logit (all-reduce sum: the owner gives
+ *              it, the others 0); each rank writes the logits gradient of
+ *              its own slice. Every rank gets the same loss.
+ *   backward   the input gradient of every column-parallel matmul (qkv, fc,
+ *              head) is a partial sum over the ranks: all-reduce (sum).
+ *   replicated embedding, layernorms, residuals and the projection biases:
+ *              every rank holds them whole and computes them from identical
+ *              inputs (the all-reduces give every rank the same bits), so
+ *              their gradients are identical on every rank and need no
+ *              reduction.
+ *
+ * Sequence parallelism (sp, Korthikanti et al. 2022): the activations
+ * between the blocks (embedding, layernorm and residual outputs) are split
+ * by token: rank r holds tokens [r Ns, (r+1) Ns) of the micro-batch's N =
+ * b T tokens (flattened in (b, t) order; Ns = N / t). The all-reduce after
+ * a row-parallel projection becomes a reduce-scatter to the rank's tokens
+ * (then + bproj), and the input of a column-parallel matmul (attention,
+ * MLP, head) is all-gathered first; in backward the output gradient is
+ * all-gathered and the input gradient reduce-scattered. Layernorms and
+ * residuals run on Ns tokens. The replicated parameters' gradients are then
+ * partial sums over the token slices and are all-reduced (sum) over the
+ * group before AdamW. The reduce-scatter and all-gather are the group's
+ * (hw/dist_group.h): its shard r is bit for bit the all-reduce's elements
+ * of rank r, so with and without sp the block outputs get the same sums.
+ *
+ * Rules: t divides the heads, F = 4C and the vocabulary (hw_tp_check says
+ * which does not); with sp, t also divides each micro-batch's tokens. fp32
+ * only (bf16 with tp is refused), CPU backend only (the CUDA path needs
+ * NCCL: hw_plan_create refuses tp > 1 there).
+ */
+#ifndef PLACER_HW_DIST_TP_H
+#define PLACER_HW_DIST_TP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "graph.h"
+#include "status.h"
+
+struct dist_group;
+
+typedef struct {
+    struct dist_group *g; /* the tp group (borrowed) */
+    int rank, size;       /* this rank's index in it and the group's size */
+    int sp;               /* sequence parallelism on */
+} hw_tp;
+
+/* Whether t tensor-parallel ranks can split cfg: t >= 1 divides n_heads,
+ * 4 d_model and vocab, and with sp also tokens (the tokens of one
+ * micro-batch, b T). PL_OK, or PL_ERR_INVALID with a message naming the
+ * first size t does not divide. */
+pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len);
+
+/* The shard of node `node` that tp rank `rank` of `size` holds
+ * (hw_node_param_layout_tp), from the node's whole shard `full`
+ * (hw_node_param_layout): local gets every float (its padding rows 0). */
+void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local);
+/* The reverse: the rank's slice of local written to its places in full;
+ * the rest of full (the other ranks' slices, the vocabulary padding rows)
+ * is left as it is. */
+void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full);
+
+/* The tensors of node `node`'s local shard that every rank holds whole
+ * (embedding, layernorm: all; attention, MLP: bproj; head: none): up to
+ * HW_MAX_PARAM_TENSORS (offset, floats) pairs in the local shard. Returns
+ * their count. */
+int hw_tp_replicated(const graph *g, int node, int size, int64_t *off, int64_t *n);
+
+/* One node call on tp rank tp->rank (CPU backend: the call's pointers are
+ * host memory). c has the whole model's dimensions (c->d), the rank's
+ * parameter shard and the activation buffers of hw_node_mem_floats_tp.
+ * Every rank of the group must make the same calls in the same order.
+ * PL_OK, or the group's failure status with one line in msg. */
+pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len);
+pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len);
+
+#endif
