@@ -15,6 +15,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "../core/layout.h"
 #include "dist_group.h"
 #include "nodes.h"
 #include "param_layout.h"
@@ -37,6 +38,38 @@ pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char
                        "with sequence parallelism tp = %d must divide the %lld tokens of a micro-batch", t,
                        (long long)tokens);
     return PL_OK;
+}
+
+pl_status hw_tp_dp_groups(dist_group *world, int tp, int dp, dist_group **tp_g, dist_group **dp_g, int *dp_index,
+                          char *msg, size_t len) {
+    *tp_g = *dp_g = NULL;
+    *dp_index = 0;
+    const int n = dist_size(world), rank = dist_rank(world);
+    if (tp < 1 || dp < 1 || (int64_t)tp * dp != n)
+        return pl_fail(msg, len, PL_ERR_INVALID, "tp = %d times dp = %d is not the %d ranks launched", tp, dp, n);
+    layout l;
+    layout_default(&l);
+    l.tp = tp;
+    l.dp = dp;
+    const layout_coords co = layout_rank_coords(&l, rank);
+    *dp_index = co.c[LAYOUT_DIM_DP];
+    int64_t peers[DIST_MAX_RANKS];
+    pl_status st = PL_OK;
+    if (tp > 1) {
+        /* the group's colour: its first rank in the grid, the same for all its members */
+        layout_group_ranks(&l, rank, LAYOUT_DIM_TP, peers);
+        st = dist_group_split(world, (int)peers[0], co.c[LAYOUT_DIM_TP], tp_g, msg, len);
+    }
+    if (st == PL_OK && dp > 1) {
+        layout_group_ranks(&l, rank, LAYOUT_DIM_DP, peers);
+        st = dist_group_split(world, (int)peers[0], co.c[LAYOUT_DIM_DP], dp_g, msg, len);
+    }
+    if (st != PL_OK) {
+        dist_group_destroy(*tp_g);
+        dist_group_destroy(*dp_g);
+        *tp_g = *dp_g = NULL;
+    }
+    return st;
 }
 
 /* ---- shard maps ---- */

@@ -85,6 +85,18 @@ void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const flo
  * their count. */
 int hw_tp_replicated(const graph *g, int node, int size, int64_t *off, int64_t *n);
 
+/* The tensor- and data-parallel groups of this rank of `world` (tp * dp
+ * ranks) in core/layout.h's rank grid (tp innermost, then dp): *tp_g the
+ * ranks of layout_group_ranks(TP), ranked by their tp coordinate, *dp_g
+ * those of layout_group_ranks(DP) (the same tp rank of every replica);
+ * *dp_index gets the rank's DP coordinate (its replica: its batch slice is
+ * hw_dp_slice(dp, *dp_index, ...)). A dimension of size 1 gets NULL (no
+ * group). Collective over world (dist_group_split); the caller owns the
+ * sub-groups (dist_group_destroy). PL_ERR_INVALID when tp * dp is not the
+ * world's size; the split's status otherwise (nothing is left allocated). */
+pl_status hw_tp_dp_groups(struct dist_group *world, int tp, int dp, struct dist_group **tp_g,
+                          struct dist_group **dp_g, int *dp_index, char *msg, size_t len);
+
 /* One node call on tp rank tp->rank (CPU backend: the call's pointers are
  * host memory). c has the whole model's dimensions (c->d), the rank's
  * parameter shard and the activation buffers of hw_node_mem_floats_tp.

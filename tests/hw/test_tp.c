@@ -50,6 +50,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "dist_dp.h"
 #include "dist_group.h"
 #include "dist_tp.h"
 #include "helpers.h"
@@ -60,20 +61,21 @@
 
 typedef struct {
     const char *cfg;   /* model config text */
-    int tp, n_dev, m;  /* ranks, devices per rank, micro-batches */
+    int tp, n_dev, m;  /* tp ranks, devices per rank, micro-batches */
+    int dp;            /* data-parallel replicas of the tp group (world = tp * dp ranks) */
     int sp;            /* sequence parallelism */
     int64_t n;         /* model view floats */
-    double *loss;      /* [tp][STEPS] (shared mapping) */
-    float *grads;      /* [tp][n]: step 1's gradients (shared) */
-    float *params;     /* [tp][n]: after STEPS steps (shared) */
+    double *loss;      /* [dp][tp][STEPS] (shared mapping) */
+    float *grads;      /* [dp][tp][n]: step 1's gradients (shared) */
+    float *params;     /* [dp][tp][n]: after STEPS steps (shared) */
 } tp_ctx;
 
 static void fill_nan(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = NAN;
 }
 
-static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_group *tp, int sp, hw_plan **p,
-                           char *err, size_t errlen) {
+static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_group *tp, dist_group *dp, int sp,
+                           hw_plan **p, char *err, size_t errlen) {
     static int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * n_dev / g->n_nodes;
     hw_plan_opts o = {0};
@@ -83,17 +85,28 @@ static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
     o.tp = tp;
+    o.dp = dp;
     o.seq_parallel = sp;
     return hw_plan_create(e, g, &o, p, NULL, err, errlen);
 }
 
-/* One tp rank: the whole batch, STEPS steps; its slices into the views. */
+/* One rank: its tp and dp groups from the rank grid, its replica's slice
+ * of the batch (all of it when dp = 1), STEPS steps; its slices into the
+ * views at [replica][tp rank]. */
 static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
     tp_ctx *c = vctx;
+    (void)rank;
+    dist_group *tg = NULL, *dg = NULL;
+    int replica = 0, first = 0, count = 0;
     gpt_config cfg;
     if (gpt_config_parse(c->cfg, &cfg, err, errlen) != PL_OK) return 2;
+    if (hw_tp_dp_groups(grp, c->tp, c->dp, &tg, &dg, &replica, err, errlen) != PL_OK) return 2;
+    const int me = replica * c->tp + (tg ? dist_rank(tg) : 0);
+    gpt_config local = cfg;
+    if (hw_dp_slice(c->dp, replica, cfg.batch, &first, &count, err, errlen) != PL_OK) return 2;
+    local.batch = count;
     graph *g = NULL;
-    if (graph_build_gpt(&cfg, &g, err, errlen) != PL_OK) return 2;
+    if (graph_build_gpt(&local, &g, err, errlen) != PL_OK) return 2;
     hw_engine_opts eo = {0};
     eo.backend = HW_BACKEND_CPU;
     eo.n_devices = c->n_dev;
@@ -103,16 +116,16 @@ static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     int *tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int rc = 2;
     if (!tok || !tgt || hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    if (make_plan(g, e, c->n_dev, c->m, grp, c->sp, &p, err, errlen) != PL_OK) goto out;
+    if (make_plan(g, e, c->n_dev, c->m, tg, dg, c->sp, &p, err, errlen) != PL_OK) goto out;
     hw_make_batch(&cfg, 99, tok, tgt);
-    if (hw_plan_set_batch(p, tok, tgt, err, errlen) != PL_OK) goto out;
-    float *gv = c->grads + (size_t)rank * (size_t)c->n, *pv = c->params + (size_t)rank * (size_t)c->n;
+    if (hw_plan_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
+    float *gv = c->grads + (size_t)me * (size_t)c->n, *pv = c->params + (size_t)me * (size_t)c->n;
     fill_nan(gv, c->n);
     fill_nan(pv, c->n);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
         if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
-        c->loss[rank * STEPS + s] = r.loss;
+        c->loss[me * STEPS + s] = r.loss;
         if (s == 0 && hw_plan_get_grads(p, gv, err, errlen) != PL_OK) goto out;
     }
     if (hw_plan_get_params(p, pv, err, errlen) != PL_OK) goto out;
@@ -121,6 +134,8 @@ out:
     hw_plan_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
+    dist_group_destroy(tg);
+    dist_group_destroy(dg);
     free(tok);
     free(tgt);
     return rc;
@@ -133,7 +148,7 @@ static void reference(const char *cfgtext, double *loss, float *grads, float *pa
     hw_engine *e = cpu_engine(1, HW_ISSUE_SINGLE);
     hw_plan *p = NULL;
     char msg[256];
-    cr_assert_eq(make_plan(g, e, 1, 1, NULL, 0, &p, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(make_plan(g, e, 1, 1, NULL, NULL, 0, &p, msg, sizeof msg), PL_OK, "%s", msg);
     const int n = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * (size_t)n), *tgt = malloc(sizeof(int) * (size_t)n);
     hw_make_batch(&g->cfg, 99, tok, tgt);
@@ -154,6 +169,7 @@ static void reference(const char *cfgtext, double *loss, float *grads, float *pa
 
 typedef struct {
     int ownership_ok;      /* every element written by one rank or by all, same bits */
+    int replicas_equal;    /* dp > 1: every replica's views equal replica 0's bit for bit */
     char ownership_msg[160];
     double loss_rel;       /* largest relative loss difference over the steps */
     double grad_scaled;    /* largest |tp - ref| / (node's max |ref|) over the gradients */
@@ -204,20 +220,29 @@ static tp_cmp run_and_compare(tp_ctx c) {
     float *got_g = malloc(sizeof(float) * (size_t)n), *got_p = malloc(sizeof(float) * (size_t)n);
     reference(c.cfg, ref_loss, ref_g, ref_p);
 
-    size_t lb = sizeof(double) * (size_t)(c.tp * STEPS), vb = sizeof(float) * (size_t)c.tp * (size_t)n;
+    const int world = c.tp * c.dp;
+    size_t lb = sizeof(double) * (size_t)(world * STEPS), vb = sizeof(float) * (size_t)world * (size_t)n;
     c.loss = mmap(NULL, lb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     c.grads = mmap(NULL, vb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     c.params = mmap(NULL, vb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     cr_assert(c.loss != MAP_FAILED && c.grads != MAP_FAILED && c.params != MAP_FAILED);
     char msg[512] = "";
-    cr_assert_eq(hw_launch(c.tp, 30.0, tp_rank, &c, NULL, msg, sizeof msg), PL_OK, "tp=%d: %s", c.tp, msg);
+    cr_assert_eq(hw_launch(world, 30.0, tp_rank, &c, NULL, msg, sizeof msg), PL_OK, "tp=%d dp=%d: %s", c.tp, c.dp,
+                 msg);
 
     tp_cmp r;
     memset(&r, 0, sizeof r);
+    /* the replicas hold the same slices with the same bits (they apply the same all-reduced gradients) */
+    const size_t group_bytes = sizeof(float) * (size_t)c.tp * (size_t)n;
+    r.replicas_equal = 1;
+    for (int k = 1; k < c.dp; k++)
+        if (memcmp(c.grads, c.grads + (size_t)k * c.tp * n, group_bytes) != 0 ||
+            memcmp(c.params, c.params + (size_t)k * c.tp * n, group_bytes) != 0)
+            r.replicas_equal = 0;
     r.ownership_ok = reassemble(c.grads, c.tp, n, ref_g, got_g, r.ownership_msg, sizeof r.ownership_msg) &&
                      reassemble(c.params, c.tp, n, ref_p, got_p, r.ownership_msg, sizeof r.ownership_msg);
     for (int s = 0; s < STEPS; s++)
-        for (int k = 0; k < c.tp; k++) {
+        for (int k = 0; k < world; k++) {
             double rel = fabs(c.loss[k * STEPS + s] - ref_loss[s]) / fabs(ref_loss[s]);
             if (rel > r.loss_rel) r.loss_rel = rel;
         }
@@ -240,9 +265,9 @@ static tp_cmp run_and_compare(tp_ctx c) {
         if (d > r.param_max) r.param_max = d;
     }
     r.param_mean = sum / (double)n;
-    cr_log_info("%s tp=%d sp=%d devices=%d m=%d: loss rel %.3g, grads max %.3g abs, %.3g of the node's scale; "
+    cr_log_info("%s tp=%d dp=%d sp=%d devices=%d m=%d: loss rel %.3g, grads max %.3g abs, %.3g of the node's scale; "
                 "params after %d steps max %.3g mean %.3g (lr %g)%s%s",
-                c.cfg, c.tp, c.sp, c.n_dev, c.m, r.loss_rel, r.grad_abs,
+                c.cfg, c.tp, c.dp, c.sp, c.n_dev, c.m, r.loss_rel, r.grad_abs,
                 r.grad_scaled, STEPS, r.param_max, r.param_mean, (double)LR, r.ownership_ok ? "" : "; ",
                 r.ownership_ok ? "" : r.ownership_msg);
     munmap(c.loss, lb);
@@ -257,9 +282,10 @@ static tp_cmp run_and_compare(tp_ctx c) {
     return r;
 }
 
-static void expect_match(const char *cfg, int tp, int n_dev, int m, int sp) {
-    tp_ctx c = {cfg, tp, n_dev, m, sp, 0, NULL, NULL, NULL};
+static void expect_match_dp(const char *cfg, int tp, int dp, int n_dev, int m, int sp) {
+    tp_ctx c = {cfg, tp, n_dev, m, dp, sp, 0, NULL, NULL, NULL};
     tp_cmp r = run_and_compare(c);
+    cr_expect(r.replicas_equal, "tp=%d dp=%d: the replicas differ", tp, dp);
     cr_expect(r.ownership_ok, "tp=%d: %s", tp, r.ownership_msg);
     cr_expect(r.loss_rel < 1e-8, "tp=%d: loss off by %.3g relative", tp, r.loss_rel);
     cr_expect(r.grad_scaled < 1e-5, "tp=%d: a gradient off by %.3g of its node's scale", tp, r.grad_scaled);
@@ -267,12 +293,17 @@ static void expect_match(const char *cfg, int tp, int n_dev, int m, int sp) {
     cr_expect(r.param_mean < 1e-3 * LR, "tp=%d: parameters off by %.3g on average", tp, r.param_mean);
 }
 
+static void expect_match(const char *cfg, int tp, int n_dev, int m, int sp) { expect_match_dp(cfg, tp, 1, n_dev, m, sp); }
+
 Test(tp, tp2_matches_the_single_device_step, .timeout = 120) { expect_match("tiny", 2, 1, 1, 0); }
 Test(tp, tp4_matches_the_single_device_step, .timeout = 120) { expect_match("tiny,heads=4", 4, 1, 1, 0); }
 Test(tp, tp2_over_a_two_device_pipeline_matches, .timeout = 120) { expect_match("tiny", 2, 2, 2, 0); }
 Test(tp, tp2_with_sequence_parallelism_matches, .timeout = 120) { expect_match("tiny", 2, 1, 1, 1); }
 Test(tp, tp4_with_sequence_parallelism_matches, .timeout = 120) { expect_match("tiny,heads=4", 4, 1, 1, 1); }
 Test(tp, tp2_sp_over_a_two_device_pipeline_matches, .timeout = 120) { expect_match("tiny", 2, 2, 2, 1); }
+/* tp x dp grids from the layout's rank grid (hw_tp_dp_groups): each replica its half of the batch */
+Test(tp, tp2_dp2_matches_the_full_batch, .timeout = 120) { expect_match_dp("tiny", 2, 2, 1, 1, 0); }
+Test(tp, tp2_dp2_sp_over_two_devices_matches, .timeout = 120) { expect_match_dp("tiny", 2, 2, 2, 2, 1); }
 
 /* tp = 3 does not divide 4 heads: every rank refuses the plan with the
  * message, before any collective. */
@@ -291,7 +322,7 @@ static int refuse_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     char msg[256] = "";
     int rc = 3;
     if (hw_engine_create(&eo, &e, err, errlen) == PL_OK) {
-        pl_status st = make_plan(g, e, 1, 1, grp, 0, &p, msg, sizeof msg);
+        pl_status st = make_plan(g, e, 1, 1, grp, NULL, 0, &p, msg, sizeof msg);
         if (st == PL_ERR_INVALID && strstr(msg, "tp = 3 must divide the 4 attention heads")) rc = 0;
         else snprintf(err, errlen, "status %d: %s", (int)st, msg);
     }
