@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "dist_mpi.h"
 #include "graph.h"
 #include "hw.h"
 #include "launcher.h"
@@ -103,6 +104,7 @@ typedef struct {
     hw_issue_mode issue;
     double lr;
     int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
+    int hang_rank;           /* tests: this rank hangs (pause) after its first step; -1 off */
 } procs_job;
 
 /* One rank: its slice of the batch, the plan with the group, the timing
@@ -149,10 +151,11 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     if (hw_plan_set_batch(p, tok + (size_t)first * cfg->seq_len, tgt + (size_t)first * cfg->seq_len, err, errlen) !=
         PL_OK)
         goto out;
-    if (rank == j->kill_rank) {
+    if (rank == j->kill_rank || rank == j->hang_rank) {
         hw_step_result r;
         if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
-        raise(SIGKILL);
+        if (rank == j->kill_rank) raise(SIGKILL);
+        pause(); /* until mpirun or the launcher ends it */
     }
     hw_timing t;
     if (hw_plan_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
@@ -210,7 +213,14 @@ static int step_procs(procs_job *j, double timeout_s) {
                                j->cfg.batch / j->procs, msg);
     const char *kr = getenv("PLACER_TEST_KILL_RANK"); /* failure tests only */
     j->kill_rank = kr && *kr ? atoi(kr) : -1;
-    st = hw_launch(j->procs, timeout_s, procs_rank, j, NULL, msg, sizeof msg);
+    const char *hr = getenv("PLACER_TEST_HANG_RANK");
+    j->hang_rank = hr && *hr ? atoi(hr) : -1;
+    if (dist_mpi_launched(NULL, NULL)) { /* mpirun started this process: one rank of the job */
+        int rank = -1, rc = 0;
+        st = hw_launch_mpi(timeout_s, procs_rank, j, &rank, &rc, msg, sizeof msg);
+    } else {
+        st = hw_launch(j->procs, timeout_s, procs_rank, j, NULL, msg, sizeof msg);
+    }
     if (st != PL_OK) return cli_report("step", st, msg);
     return CLI_EXIT_OK;
 }
@@ -303,6 +313,14 @@ int cmd_step(int argc, char **argv) {
     schedule sched = schedule_make(m, SCHED_1F1B);
     if ((st = schedule_parse_order(sched_text, &sched.order, msg, sizeof msg)) != PL_OK)
         return cli_report("step", st, msg);
+    int mpi_size = 0;
+    if (dist_mpi_launched(NULL, &mpi_size)) { /* under mpirun: dp = the job's ranks */
+        if (procs && procs != mpi_size)
+            return cli_usage_error("step", "--procs %d contradicts mpirun's %d ranks (leave --procs out)", procs, mpi_size);
+        if (mpi_size < 1 || mpi_size > DIST_MAX_RANKS)
+            return cli_usage_error("step", "mpirun started %d ranks; placer takes 1 to %d", mpi_size, DIST_MAX_RANKS);
+        procs = mpi_size;
+    }
     if (procs) {
         if (devices_text) return cli_usage_error("step", "--procs runs on the CPU backend (--cpu N); NCCL is not wired");
         if (cap_text || trace_path || graphs)

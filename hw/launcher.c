@@ -5,6 +5,8 @@
  */
 #include "launcher.h"
 
+#include "dist_mpi.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -179,4 +181,45 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
     }
     munmap(errs, (size_t)n * ERR_SLOT);
     return st;
+}
+
+/* ---- under mpirun ---- */
+
+static char g_term_line[96];
+static size_t g_term_len;
+
+static void on_sigterm(int sig) {
+    (void)sig;
+    ssize_t k = write(2, g_term_line, g_term_len);
+    (void)k;
+    _exit(1);
+}
+
+pl_status hw_launch_mpi(double timeout_s, hw_rank_fn fn, void *ctx, int *rank, int *rc, char *msg, size_t len) {
+    *rank = -1;
+    *rc = 1;
+    if (!fn || !(timeout_s > 0)) return pl_fail(msg, len, PL_ERR_INVALID, "hw_launch_mpi takes a function and a positive timeout");
+    int r = 0, n = 0;
+    dist_mpi_launched(&r, &n);
+    snprintf(g_term_line, sizeof g_term_line, "placer: rank %d: stopped by mpirun: another rank failed\n", r);
+    g_term_len = strlen(g_term_line);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigterm;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    dist_group *g = NULL;
+    pl_status st = dist_mpi_world(timeout_s, &g, msg, len);
+    if (st != PL_OK) return st;
+    *rank = dist_rank(g);
+    char err[ERR_SLOT] = "";
+    *rc = fn(g, *rank, ctx, err, sizeof err);
+    if (*rc != 0) {
+        char *nl = strchr(err, '\n');
+        if (nl) *nl = 0;
+        return pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank %d: %s", *rank, *err ? err : "failed");
+    }
+    dist_group_destroy(g);
+    dist_mpi_finalize();
+    return PL_OK;
 }

@@ -51,4 +51,18 @@ typedef struct {
 pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch_report *rep, char *msg,
                     size_t len);
 
+/* Under mpirun (dist_mpi_launched): this process is one rank of the job.
+ * Makes the MPI world group (hw/dist_mpi.h), runs fn on it once, and on
+ * success destroys the group and calls MPI_Finalize. *rank gets the MPI
+ * rank (-1 before it is known), *rc fn's return value. Returns PL_OK when
+ * fn returned 0; PL_ERR_INTERRUPTED with "rank R: <fn's reason>" when it
+ * did not (MPI is then left unfinalised: the caller must exit non-zero at
+ * once, and mpirun stops the other ranks); PL_ERR_UNSUPPORTED in a build
+ * without MPI; PL_ERR_IO when MPI would not start.
+ * Also installs a SIGTERM handler for the rest of the process: Open MPI's
+ * mpirun sends SIGTERM to the surviving ranks when one fails, and each
+ * then writes one line ("rank R: stopped by mpirun: another rank failed")
+ * to stderr and _exits with status 1. */
+pl_status hw_launch_mpi(double timeout_s, hw_rank_fn fn, void *ctx, int *rank, int *rc, char *msg, size_t len);
+
 #endif

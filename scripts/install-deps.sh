@@ -3,7 +3,8 @@
 # Idempotent and silent when everything is already present.
 set -eu
 PKGS="build-essential pkg-config meson ninja-build libgsl-dev libsqlite3-dev \
-libcriterion-dev libopenblas-dev gnuplot-nox sqlite3 clang python3-dev python3-venv libglpk-dev libjansson-dev"
+libcriterion-dev libopenblas-dev gnuplot-nox sqlite3 clang python3-dev python3-venv libglpk-dev libjansson-dev \
+libopenmpi-dev openmpi-bin"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

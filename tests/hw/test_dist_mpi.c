@@ -1,0 +1,184 @@
+/*
+ * test_dist_mpi.c: `mpirun -np N placer step` (Open MPI, the MPI transport
+ * of hw/dist_group.h): 2 and 4 ranks (4 oversubscribed on a 2-core
+ * machine) report the single-process loss; a rank killed or hung mid-run
+ * makes the job exit non-zero within 30 s, every surviving rank saying one
+ * line, and no rank is left (the ranks carry a marker in their
+ * environment, which mpirun passes on; after the run no process may have
+ * it). Skipped, with a line saying why, when the build has no MPI or
+ * mpirun is not on PATH.
+ *
+ * What Open MPI 4.1 does when a rank dies (seen here, and what the checks
+ * hold): mpirun notices the death, sends SIGTERM to the other ranks and
+ * exits 137 (128 + SIGKILL) for a killed rank, 1 for a rank that exited
+ * 1. The ranks' SIGTERM handler (hw_launch_mpi) writes one line and exits
+ * 1. With -q, mpirun adds none of its banners.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dist_mpi.h"
+
+/* Open MPI refuses root without these; vader's single-copy needs ptrace,
+ * which containers often forbid; LSan would flag MPI's own allocations
+ * left at exit in a sanitizer build. */
+#define MPI_ENV                                                                                                      \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "      \
+    "ASAN_OPTIONS=detect_leaks=0"
+
+static int have_mpirun(void) {
+    if (!dist_mpi_built()) {
+        cr_log_warn("skipped: this build has no MPI (libopenmpi-dev)");
+        return 0;
+    }
+    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
+        cr_log_warn("skipped: mpirun is not on PATH (openmpi-bin)");
+        return 0;
+    }
+    return 1;
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Run `env [extra] mpirun -q -np N [mpi_args] placer ARGS`; stdout and
+ * stderr in out; the exit status (-1 on a signal). */
+static int run_mpi(const char *extra_env, int np, const char *args, char *out, size_t len, double *secs) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "env %s %s mpirun -q -np %d %s %s %s 2>&1", MPI_ENV, extra_env ? extra_env : "", np,
+             np > 2 ? "--oversubscribe" : "", PLACER_BIN, args);
+    double t0 = mono_s();
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "cannot run mpirun");
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    if (secs) *secs = mono_s() - t0;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static double json_num(const char *out, const char *key) {
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in %s", key, out);
+    return strtod(p + strlen(key), NULL);
+}
+
+Test(dist_mpi, mpirun_2_and_4_ranks_report_the_single_process_loss, .timeout = 120) {
+    if (!have_mpirun()) return;
+    char one[8192], two[8192], four[8192], out[8192];
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "%s step --config tiny --cpu 1 --warmup 1 --steps 3 --json 2>&1", PLACER_BIN);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(one, 1, sizeof one - 1, f);
+    one[n] = 0;
+    cr_assert_eq(pclose(f), 0, "%s", one);
+    double t2, t4;
+    cr_assert_eq(run_mpi(NULL, 2, "step --config tiny --cpu 1 --warmup 1 --steps 3 --json", two, sizeof two, &t2), 0,
+                 "%s", two);
+    cr_assert_eq(run_mpi(NULL, 4,
+                         "step --config tiny --cpu 2 --placement 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1 --warmup 1 --steps 3 "
+                         "--json",
+                         four, sizeof four, &t4),
+                 0, "%s", four);
+    cr_log_info("mpirun -np 2: %.2f s, -np 4 --oversubscribe: %.2f s", t2, t4);
+    /* only rank 0 prints: one JSON line */
+    char *nl = strchr(two, '\n');
+    cr_expect(nl && nl[1] == 0 && two[0] == '{', "more than rank 0's line: %s", two);
+    cr_expect(strstr(two, "\"procs\":2") && strstr(two, "\"rank_batch\":2"), "%s", two);
+    cr_expect(strstr(four, "\"procs\":4") && strstr(four, "\"rank_batch\":1"), "%s", four);
+    /* printed with 6 decimals; MPI's float sums differ from one process only in order */
+    const double f1 = json_num(one, "\"first\":"), l1 = json_num(one, "\"last\":");
+    cr_expect(fabs(json_num(two, "\"first\":") - f1) <= 2e-6 && fabs(json_num(two, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", two, one);
+    cr_expect(fabs(json_num(four, "\"first\":") - f1) <= 2e-6 && fabs(json_num(four, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", four, one);
+    /* --procs must agree with mpirun's count */
+    cr_expect_eq(run_mpi(NULL, 2, "step --config tiny --procs 4", out, sizeof out, NULL), 2, "%s", out);
+    cr_expect(strstr(out, "contradicts mpirun's 2 ranks") != NULL, "%s", out);
+}
+
+/* Processes whose environment holds marker (an orphaned rank would). */
+static int count_marked(const char *marker) {
+    DIR *d = opendir("/proc");
+    cr_assert_not_null(d);
+    int n = 0;
+    struct dirent *de;
+    const size_t ml = strlen(marker);
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] < '0' || de->d_name[0] > '9') continue;
+        char path[300], buf[65536];
+        snprintf(path, sizeof path, "/proc/%s/environ", de->d_name);
+        FILE *f = fopen(path, "rb");
+        if (!f) continue;
+        size_t k = fread(buf, 1, sizeof buf, f);
+        fclose(f);
+        for (size_t i = 0; i + ml <= k; i++)
+            if (memcmp(buf + i, marker, ml) == 0) {
+                n++;
+                break;
+            }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Each surviving rank's one line, and nothing else. */
+static void expect_lines(const char *out, int np, int victim, const char *victim_line) {
+    int lines = 0;
+    for (const char *p = out; *p; p++) lines += *p == '\n';
+    cr_expect_eq(lines, victim_line ? np : np - 1, "lines: %s", out);
+    for (int r = 0; r < np; r++) {
+        if (r == victim && !victim_line) continue;
+        char want[96];
+        snprintf(want, sizeof want, "rank %d: ", r);
+        cr_expect(strstr(out, want) != NULL, "no line from rank %d: %s", r, out);
+    }
+    if (victim_line) cr_expect(strstr(out, victim_line) != NULL, "%s", out);
+}
+
+Test(dist_mpi, a_killed_rank_under_mpirun_stops_the_job_with_one_line_a_rank, .timeout = 120) {
+    if (!have_mpirun()) return;
+    static const int runs[][2] = {{2, 1}, {2, 0}, {4, 2}}; /* ranks, victim */
+    for (int rep = 0; rep < 3; rep++) {
+        const int np = runs[rep][0], victim = runs[rep][1];
+        char env[256], marker[64], out[8192];
+        snprintf(marker, sizeof marker, "PLACER_TEST_TAG=hdp-mpi-%d-%d", (int)getpid(), rep);
+        snprintf(env, sizeof env, "%s PLACER_TEST_KILL_RANK=%d", marker, victim);
+        double dt;
+        int rc = run_mpi(env, np, "step --config tiny --cpu 1 --warmup 1 --steps 50 --timeout 20", out, sizeof out,
+                         &dt);
+        cr_expect(rc != 0, "np %d: exit 0: %s", np, out);
+        expect_lines(out, np, victim, NULL);
+        cr_expect(strstr(out, "stopped by mpirun: another rank failed") != NULL, "%s", out);
+        cr_expect(dt < 30.0, "took %.1f s", dt);
+        cr_log_info("mpirun -np %d, rank %d killed: exit %d after %.2f s", np, victim, rc, dt);
+        cr_expect_eq(count_marked(marker), 0, "a rank of run %d is still running", rep);
+    }
+}
+
+Test(dist_mpi, a_hung_rank_under_mpirun_times_out_the_others, .timeout = 120) {
+    if (!have_mpirun()) return;
+    char env[256], marker[64], out[8192];
+    snprintf(marker, sizeof marker, "PLACER_TEST_TAG=hdp-mpi-hang-%d", (int)getpid());
+    snprintf(env, sizeof env, "%s PLACER_TEST_HANG_RANK=1", marker);
+    double dt;
+    int rc = run_mpi(env, 2, "step --config tiny --cpu 1 --warmup 1 --steps 50 --timeout 2", out, sizeof out, &dt);
+    cr_expect_eq(rc, 1, "exit %d: %s", rc, out);
+    /* rank 0 gives up after 2 s and exits 1; mpirun then stops the hung rank 1 */
+    expect_lines(out, 2, 1, "rank 1: stopped by mpirun");
+    cr_expect(strstr(out, "placer step: rank 0: step failed: no word from the group for 2.0 s") != NULL, "%s", out);
+    cr_expect(dt < 30.0, "took %.1f s", dt);
+    cr_log_info("mpirun -np 2, rank 1 hung, --timeout 2: exit %d after %.2f s", rc, dt);
+    cr_expect_eq(count_marked(marker), 0, "a rank is still running");
+}
