@@ -426,6 +426,14 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
         r->step_us = times[0];
         r->wall_us = times[1];
     }
+    if (p->tp.g) {
+        /* every tp rank has the same loss (the loss's statistics are all-reduced); the
+         * step takes as long as its slowest rank */
+        double times[2] = {r->step_us, r->wall_us};
+        if ((st = dist_allreduce_f64(p->tp.g, times, 2, DIST_MAX, msg, len)) != PL_OK) return st;
+        r->step_us = times[0];
+        r->wall_us = times[1];
+    }
     if (p->trace_on && (st = collect_trace(p)) != PL_OK)
         return pl_fail(msg, len, st, "reading the trace: %s", be->err);
     if (!p->trace_on) p->n_trace = 0;
