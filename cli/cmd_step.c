@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "dist_tp.h"
 #include "dist_mpi.h"
 #include "graph.h"
 #include "hw.h"
@@ -27,7 +28,8 @@ static void step_usage(FILE *f) {
             "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
             "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
-            "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--timeout S]] [--json]\n\n"
+            "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--tp T [--sp]] [--timeout S]]\n"
+            "                   [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
             "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
@@ -54,6 +56,12 @@ static void step_usage(FILE *f) {
             "                  --cpu devices, default 1, and runs the placement on its 1/N of the batch;\n"
             "                  gradients are averaged over the ranks before AdamW). The loss printed is\n"
             "                  the ranks' mean, a step's time the slowest rank's. N must divide the batch\n"
+            "  --tp T          with --procs N: tensor parallelism over T of the N ranks (hw/dist_tp.h): the\n"
+            "                  attention heads, MLP columns and vocabulary rows split over each group of T,\n"
+            "                  with N / T data-parallel replicas of it (core/layout.h's rank grid, tp\n"
+            "                  innermost); T divides N, the heads, 4 x d_model and the vocabulary; fp32\n"
+            "                  only. --tp T alone means --procs T\n"
+            "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
             "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
             "                  run (default 30)\n"
             "  --json          machine-readable output\n");
@@ -103,6 +111,7 @@ typedef struct {
     hw_precision prec;
     hw_issue_mode issue;
     double lr;
+    int tp, sp;              /* tensor-parallel ranks of a replica (1: data parallelism only), sp */
     int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
     int hang_rank;           /* tests: this rank hangs (pause) after its first step; -1 off */
 } procs_job;
@@ -117,7 +126,13 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     hw_engine *e = NULL;
     hw_plan *p = NULL;
     int *tok = NULL, *tgt = NULL, *pl = NULL;
-    if (hw_dp_slice(j->procs, rank, cfg->batch, &first, &count, err, errlen) != PL_OK) goto out;
+    dist_group *tg = NULL, *dg = NULL;
+    const int dp = j->procs / j->tp;
+    int replica = rank;
+    /* tp > 1: the tp and dp groups of the tp x dp grid (core/layout.h's rank grid);
+     * else the launcher's group is the dp group */
+    if (j->tp > 1 && hw_tp_dp_groups(grp, j->tp, dp, &tg, &dg, &replica, err, errlen) != PL_OK) goto out;
+    if (hw_dp_slice(dp, replica, cfg->batch, &first, &count, err, errlen) != PL_OK) goto out;
     gpt_config local = *cfg;
     local.batch = count;
     if (graph_build_gpt(&local, &g, err, errlen) != PL_OK) goto out;
@@ -144,7 +159,9 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     po.seed = (uint64_t)j->seed;
     po.adamw = hw_adamw_default();
     if (j->lr > 0) po.adamw.lr = (float)j->lr;
-    po.dp = grp;
+    po.dp = j->tp > 1 ? dg : grp;
+    po.tp = tg;
+    po.seq_parallel = j->sp;
     if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
     /* the global batch, as the single-process run makes it; this rank's rows */
     hw_make_batch(cfg, (uint64_t)j->seed, tok, tgt);
@@ -166,11 +183,12 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
         const double tokens_per_s = t.median_us > 0 ? ntok / (t.median_us * 1e-6) : 0.0;
         const char *order = schedule_order_name(j->sched.order);
         if (j->json) {
-            printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"dp\":%d,"
+            printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"tp\":%d,"
+                   "\"sp\":%d,\"dp\":%d,"
                    "\"devices_per_rank\":%d,\"global_batch\":%d,\"rank_batch\":%d,\"placement\":\"%s\","
                    "\"schedule\":\"%s\",\"micro_batches\":%d,\"precision\":\"%s\",\"warmup\":%d,\"steps\":%d,"
                    "\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,\"sd\":%.4f,\"all\":[",
-                   key, j->procs, j->procs, j->n_dev, cfg->batch, count, pls, order, j->sched.micro_batches,
+                   key, j->procs, j->tp, j->sp, dp, j->n_dev, cfg->batch, count, pls, order, j->sched.micro_batches,
                    hw_precision_name(hw_engine_precision(e)), j->warmup, j->steps, t.median_us / 1e3, t.min_us / 1e3,
                    t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
             for (int i = 0; i < j->steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
@@ -179,12 +197,15 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_plan_peak_bytes(p, d));
             printf("]}\n");
         } else {
-            printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, data parallel), %s\n",
+            printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, %s), %s\n",
                    key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
-                   hw_precision_name(hw_engine_precision(e)));
+                   j->tp > 1 ? "tensor x data parallel" : "data parallel", hw_precision_name(hw_engine_precision(e)));
+            if (j->tp > 1)
+                printf("parallel    tp %d%s x dp %d: heads, MLP columns and vocabulary split over each %d ranks\n",
+                       j->tp, j->sp ? " (sequence parallel)" : "", dp, j->tp);
             printf("placement   %s (every rank)\n", pls);
             printf("batch       %d samples, %d per rank; gradients averaged over %d ranks before AdamW\n", cfg->batch,
-                   count, j->procs);
+                   count, dp);
             printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; slowest rank; %d steps after %d warm-up)\n",
                    t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, j->steps, j->warmup);
             printf("loss        %.4f (first step) -> %.4f (last step), mean over the ranks\n", t.first_loss, t.last_loss);
@@ -200,17 +221,29 @@ out:
     free(pl);
     free(tok);
     free(tgt);
+    dist_group_destroy(tg);
+    dist_group_destroy(dg);
     return rc;
 }
 
 static int step_procs(procs_job *j, double timeout_s) {
     char msg[512] = "";
-    if (j->cfg.batch % j->procs != 0)
-        return cli_usage_error("step", "--procs %d must divide the batch of %d samples", j->procs, j->cfg.batch);
-    pl_status st = schedule_validate(&j->sched, j->cfg.batch / j->procs, msg, sizeof msg);
+    if (j->procs % j->tp != 0)
+        return cli_usage_error("step", "--tp %d must divide --procs %d", j->tp, j->procs);
+    const int dp = j->procs / j->tp;
+    if (j->cfg.batch % dp != 0)
+        return cli_usage_error("step", "the %d data-parallel replicas (--procs %d / --tp %d) must divide the batch of %d "
+                               "samples", dp, j->procs, j->tp, j->cfg.batch);
+    pl_status st = schedule_validate(&j->sched, j->cfg.batch / dp, msg, sizeof msg);
     if (st != PL_OK)
-        return cli_usage_error("step", "with --procs %d each rank runs %d samples: %s", j->procs,
-                               j->cfg.batch / j->procs, msg);
+        return cli_usage_error("step", "with %d replicas each runs %d samples: %s", dp, j->cfg.batch / dp, msg);
+    if (j->tp > 1) {
+        if (j->prec == HW_PREC_BF16 || j->prec == HW_PREC_TF32)
+            return cli_usage_error("step", "--tp runs in fp32 only, not --precision %s", hw_precision_name(j->prec));
+        const int64_t tokens = (int64_t)(j->cfg.batch / dp / j->sched.micro_batches) * j->cfg.seq_len;
+        if (hw_tp_check(&j->cfg, j->tp, j->sp, tokens, msg, sizeof msg) != PL_OK)
+            return cli_usage_error("step", "--tp: %s", msg);
+    }
     const char *kr = getenv("PLACER_TEST_KILL_RANK"); /* failure tests only */
     j->kill_rank = kr && *kr ? atoi(kr) : -1;
     const char *hr = getenv("PLACER_TEST_HANG_RANK");
@@ -229,6 +262,7 @@ int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
     int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0, procs = 0;
+    int tp = 1, sp = 0;
     double lr = -1.0, timeout_s = 30.0;
     static const struct option opts[] = {
         {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
@@ -240,12 +274,12 @@ int cmd_step(int argc, char **argv) {
         {"issue", required_argument, 0, 'i'}, {"trace", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'}, {"graphs", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
         {"precision", required_argument, 0, 'P'}, {"procs", required_argument, 0, 'N'},
-        {"timeout", required_argument, 0, 'T'},
+        {"timeout", required_argument, 0, 'T'}, {"tp", required_argument, 0, 'R'}, {"sp", no_argument, 0, 'Q'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:Q", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -283,6 +317,8 @@ int cmd_step(int argc, char **argv) {
                 return cli_usage_error("step", "--timeout must be seconds in (0, 3600], got '%s'", optarg);
             break;
         }
+        case 'R': if (parse_int_opt("tp", optarg, 1, DIST_MAX_RANKS, &tp)) return CLI_EXIT_USAGE; break;
+        case 'Q': sp = 1; break;
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -292,6 +328,8 @@ int cmd_step(int argc, char **argv) {
     if (optind < argc)
         return cli_usage_error("step", "unexpected argument '%s'; see placer step --help", argv[optind]);
     if (cpu && devices_text) return cli_usage_error("step", "give either --devices or --cpu, not both");
+    if (sp && tp < 2) return cli_usage_error("step", "--sp needs --tp T with T >= 2");
+    if (tp > 1 && !procs) procs = tp;
     hw_precision prec = HW_PREC_DEFAULT;
     if (prec_text) {
         char pmsg[128];
@@ -339,6 +377,8 @@ int cmd_step(int argc, char **argv) {
         j.prec = strict ? HW_PREC_FP32 : prec;
         j.issue = issue;
         j.lr = lr;
+        j.tp = tp;
+        j.sp = sp;
         if (placement_text) {
             /* check the placement here, so bad input is exit 2 before any fork */
             graph *g0 = NULL;

@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 
 #include "dist_dp.h"
 #include "dist_group.h"
@@ -344,4 +345,63 @@ Test(tp, tp3_on_4_heads_is_refused_with_the_reason, .timeout = 60) {
     cfg.n_heads = 4;
     cr_expect_eq(hw_tp_check(&cfg, 4, 0, 32, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect(strstr(msg, "vocabulary of 63") != NULL, "%s", msg);
+}
+
+/* ---- placer step --procs N --tp T [--sp] ---- */
+
+static int run_placer(const char *args, char *out, size_t len) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", PLACER_BIN, args);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "cannot run %s", PLACER_BIN);
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static double json_num(const char *out, const char *key) {
+    const char *p = strstr(out, key);
+    cr_assert_not_null(p, "no %s in %s", key, out);
+    return strtod(p + strlen(key), NULL);
+}
+
+/* The losses are printed with 6 decimals; the engine-level tests above
+ * bound the difference at 1e-8 relative, so the printed values agree to
+ * the last digit up to its rounding (2e-6). */
+Test(tp_cli, step_with_tp_reports_the_single_process_loss, .timeout = 120) {
+    char one[8192], tp2[8192], grid[8192];
+    cr_assert_eq(run_placer("step --config tiny --cpu 1 --warmup 1 --steps 3 --json", one, sizeof one), 0, "%s", one);
+    cr_assert_eq(run_placer("step --config tiny --procs 2 --tp 2 --warmup 1 --steps 3 --json", tp2, sizeof tp2), 0,
+                 "%s", tp2);
+    cr_assert_eq(run_placer("step --config tiny --procs 4 --tp 2 --sp --cpu 2 -m 2 "
+                            "--placement 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1 --warmup 1 --steps 3 --json",
+                            grid, sizeof grid),
+                 0, "%s", grid);
+    cr_expect(strstr(tp2, "\"tp\":2,\"sp\":0,\"dp\":1") && strstr(tp2, "\"rank_batch\":4"), "%s", tp2);
+    cr_expect(strstr(grid, "\"tp\":2,\"sp\":1,\"dp\":2") && strstr(grid, "\"rank_batch\":2"), "%s", grid);
+    const double f1 = json_num(one, "\"first\":"), l1 = json_num(one, "\"last\":");
+    cr_expect(fabs(json_num(tp2, "\"first\":") - f1) <= 2e-6 && fabs(json_num(tp2, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", tp2, one);
+    cr_expect(fabs(json_num(grid, "\"first\":") - f1) <= 2e-6 && fabs(json_num(grid, "\"last\":") - l1) <= 2e-6,
+              "%s vs %s", grid, one);
+}
+
+Test(tp_cli, bad_tp_input_is_one_line_and_exit_2) {
+    static const char *cases[][2] = {
+        {"step --config tiny --tp 3", "tp = 3 must divide the 2 attention heads"},
+        {"step --config tiny --procs 4 --tp 3", "--tp 3 must divide --procs 4"},
+        {"step --config tiny --sp", "--sp needs --tp"},
+        {"step --config tiny --tp 2 --precision bf16", "fp32 only"},
+        {"step --config tiny,vocab=63 --tp 2", "vocabulary of 63"},
+        {"step --config tiny --tp 0", "--tp must be an integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[2048];
+        int rc = run_placer(cases[i][0], out, sizeof out);
+        cr_expect_eq(rc, 2, "%s: exit %d: %s", cases[i][0], rc, out);
+        cr_expect(strstr(out, cases[i][1]) != NULL, "%s: %s", cases[i][0], out);
+        const char *nl = strchr(out, '\n');
+        cr_expect(nl && nl[1] == 0, "%s: not one line: %s", cases[i][0], out);
+    }
 }
