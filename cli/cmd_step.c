@@ -329,7 +329,6 @@ int cmd_step(int argc, char **argv) {
         return cli_usage_error("step", "unexpected argument '%s'; see placer step --help", argv[optind]);
     if (cpu && devices_text) return cli_usage_error("step", "give either --devices or --cpu, not both");
     if (sp && tp < 2) return cli_usage_error("step", "--sp needs --tp T with T >= 2");
-    if (tp > 1 && !procs) procs = tp;
     hw_precision prec = HW_PREC_DEFAULT;
     if (prec_text) {
         char pmsg[128];
@@ -359,6 +358,7 @@ int cmd_step(int argc, char **argv) {
             return cli_usage_error("step", "mpirun started %d ranks; placer takes 1 to %d", mpi_size, DIST_MAX_RANKS);
         procs = mpi_size;
     }
+    if (tp > 1 && !procs) procs = tp; /* after mpirun's count, which --tp must divide */
     if (procs) {
         if (devices_text) return cli_usage_error("step", "--procs runs on the CPU backend (--cpu N); NCCL is not wired");
         if (cap_text || trace_path || graphs)
