@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include "dist_dp.h"
@@ -65,6 +66,7 @@ typedef struct {
     int tp, n_dev, m;  /* tp ranks, devices per rank, micro-batches */
     int dp;            /* data-parallel replicas of the tp group (world = tp * dp ranks) */
     int sp;            /* sequence parallelism */
+    int kill;          /* world rank that dies (SIGKILL) after its first step, or -1 */
     int64_t n;         /* model view floats */
     double *loss;      /* [dp][tp][STEPS] (shared mapping) */
     float *grads;      /* [dp][tp][n]: step 1's gradients (shared) */
@@ -96,7 +98,6 @@ static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_
  * views at [replica][tp rank]. */
 static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
     tp_ctx *c = vctx;
-    (void)rank;
     dist_group *tg = NULL, *dg = NULL;
     int replica = 0, first = 0, count = 0;
     gpt_config cfg;
@@ -125,6 +126,7 @@ static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     fill_nan(pv, c->n);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
+        if (s == 1 && rank == c->kill) raise(SIGKILL); /* its peers wait in step 2's first collective */
         if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
         c->loss[me * STEPS + s] = r.loss;
         if (s == 0 && hw_plan_get_grads(p, gv, err, errlen) != PL_OK) goto out;
@@ -284,7 +286,7 @@ static tp_cmp run_and_compare(tp_ctx c) {
 }
 
 static void expect_match_dp(const char *cfg, int tp, int dp, int n_dev, int m, int sp) {
-    tp_ctx c = {cfg, tp, n_dev, m, dp, sp, 0, NULL, NULL, NULL};
+    tp_ctx c = {cfg, tp, n_dev, m, dp, sp, -1, 0, NULL, NULL, NULL};
     tp_cmp r = run_and_compare(c);
     cr_expect(r.replicas_equal, "tp=%d dp=%d: the replicas differ", tp, dp);
     cr_expect(r.ownership_ok, "tp=%d: %s", tp, r.ownership_msg);
@@ -404,4 +406,31 @@ Test(tp_cli, bad_tp_input_is_one_line_and_exit_2) {
         const char *nl = strchr(out, '\n');
         cr_expect(nl && nl[1] == 0, "%s: not one line: %s", cases[i][0], out);
     }
+}
+
+/* A tp rank killed mid-run: every other rank stops with one line (the dead
+ * peer named) instead of waiting; hw_launch reaps them all and blames the
+ * killed rank. The bound is the group's 30 s timeout plus the launcher's
+ * grace, far above what a closed socket takes (the peer sees EOF at once). */
+Test(tp, a_killed_tp_rank_stops_the_others_with_one_line, .timeout = 120) {
+    graph *g = tiny_graph("tiny");
+    tp_ctx c = {"tiny", 2, 1, 1, 2, 0, 1, hw_model_param_offsets(g, NULL), NULL, NULL, NULL};
+    graph_destroy(g);
+    const size_t lb = sizeof(double) * 4 * STEPS, vb = sizeof(float) * 4 * (size_t)c.n;
+    c.loss = mmap(NULL, lb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    c.grads = mmap(NULL, vb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    c.params = mmap(NULL, vb, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(c.loss != MAP_FAILED && c.grads != MAP_FAILED && c.params != MAP_FAILED);
+    char msg[512] = "";
+    hw_launch_report rep;
+    pl_status st = hw_launch(4, 30.0, tp_rank, &c, &rep, msg, sizeof msg);
+    cr_expect_eq(st, PL_ERR_INTERRUPTED, "%s", msg);
+    cr_expect_eq(rep.failed_rank, 1, "blamed rank %d: %s", rep.failed_rank, msg);
+    cr_expect(strstr(msg, "rank 1 was killed by signal 9") != NULL, "%s", msg);
+    cr_expect(strchr(msg, '\n') == NULL, "not one line: %s", msg);
+    for (int r = 0; r < 4; r++) cr_expect(kill(rep.pid[r], 0) != 0, "rank %d (pid %d) is still there", r, rep.pid[r]);
+    cr_log_info("killed tp rank: %s", msg);
+    munmap(c.loss, lb);
+    munmap(c.grads, vb);
+    munmap(c.params, vb);
 }
