@@ -203,7 +203,9 @@ typedef struct {
                                   are split over the group (rules above). Every rank gets the
                                   whole batch and creates the same plan. With dp as well, tp
                                   groups the ranks of one replica and dp the same tp rank of
-                                  every replica. Borrowed: must outlive the plan. */
+                                  every replica. The plan issues from one thread and captures
+                                  no graph (every rank must call the collectives in the same
+                                  order). Borrowed: must outlive the plan. */
     int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
 } hw_plan_opts;
 
