@@ -1,9 +1,12 @@
-/* dist_dp.c: the batch slice of a data-parallel rank (dist_dp.h). */
+/* dist_dp.c: the batch slice of a data-parallel rank, and the gradient sync
+ * and AdamW update of a replica, plain or ZeRO-1 (dist_dp.h). */
 #include "dist_dp.h"
 
 #include <stdint.h>
+#include <string.h>
 
 #include "../core/layout.h"
+#include "plan_internal.h"
 
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len) {
     if (dp < 1 || dp > 1 << 20 || global_batch < 1 || global_batch % dp != 0)
@@ -27,4 +30,76 @@ pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count
     *count = global_batch / dp;
     *first = idx * *count;
     return PL_OK;
+}
+
+/* ---- the update of a replica (dist_dp.h) ---- */
+
+
+int64_t hw_dp_shard_floats(int64_t n, int dp) { return dp > 1 ? (n + dp - 1) / dp : n; }
+
+pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
+                           size_t len) {
+    *zero = 0;
+    *bucket_floats = HW_DP_BUCKET_DEFAULT / 4;
+    if (o->zero < 0 || o->zero > 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "zero = %d: the engine runs ZeRO 0 or 1", o->zero);
+    if (o->bucket_bytes < 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "a bucket of %lld bytes", (long long)o->bucket_bytes);
+    if (o->bucket_bytes > 0) *bucket_floats = o->bucket_bytes / 4 > 0 ? o->bucket_bytes / 4 : 1;
+    if (o->zero == 1 && o->dp && dist_size(o->dp) > 1) {
+        if (bf16)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                           "ZeRO-1 runs in fp32 only (the bf16 weight copy of the gathered shards is not wired)");
+        *zero = 1;
+    }
+    return PL_OK;
+}
+
+pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    const hw_backend_ops *ops = be->ops;
+    hw_plan_dev *pd = &p->dev[d];
+    char *base = pd->base;
+    float *buf = p->dp_buf;
+    float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
+    float *m = (float *)(base + pd->off_m), *v = (float *)(base + pd->off_v);
+    const int64_t n = pd->param_floats;
+    const int dp = dist_size(p->dp), rank = dist_rank(p->dp);
+    const float ranks = (float)dp;
+    hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
+                       (int *)(base + pd->off_step),
+                       pd->off_params16 >= 0 ? (void *)(base + pd->off_params16) : NULL};
+    pl_status st = PL_OK;
+    if (n <= 0) return PL_OK;
+    if (!p->zero) {
+        /* buckets from the end of the buffer (the last nodes' gradients are final first) */
+        for (int64_t hi = n; hi > 0 && st == PL_OK; ) {
+            const int64_t lo = hi > p->bucket_floats ? hi - p->bucket_floats : 0, k = hi - lo;
+            st = ops->download(be, d, buf, grads + lo, k * 4);
+            if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, k, DIST_SUM, msg, len);
+            if (st == PL_OK) {
+                for (int64_t i = 0; i < k; i++) buf[i] /= ranks;
+                st = ops->upload(be, d, grads + lo, buf, k * 4);
+            }
+            hi = lo;
+        }
+        if (st == PL_OK) st = ops->adamw(be, d, params, grads, m, v, n, &a);
+        return st;
+    }
+    /* ZeRO-1: shard `rank` of S floats, [lo, lo + cnt) of the buffer */
+    const int64_t S = pd->moment_floats, lo = (int64_t)rank * S;
+    const int64_t cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
+    float *mine = buf + lo;
+    if ((st = ops->download(be, d, buf, grads, n * 4)) != PL_OK) return st;
+    memset(buf + n, 0, sizeof(float) * (size_t)(S * dp - n));
+    if ((st = dist_reduce_scatter_f32(p->dp, buf, mine, S, msg, len)) != PL_OK) return st;
+    for (int64_t i = 0; i < cnt; i++) mine[i] /= ranks;
+    if (cnt > 0 && (st = ops->upload(be, d, grads + lo, mine, cnt * 4)) != PL_OK) return st;
+    /* the update of the shard only (the step counter still counts once) */
+    if ((st = ops->adamw(be, d, params + (cnt > 0 ? lo : 0), grads + (cnt > 0 ? lo : 0), m, v, cnt, &a)) != PL_OK)
+        return st;
+    if (cnt > 0 && (st = ops->download(be, d, mine, params + lo, cnt * 4)) != PL_OK) return st;
+    memset(mine + cnt, 0, sizeof(float) * (size_t)(S - cnt));
+    if ((st = dist_allgather_f32(p->dp, mine, buf, S, msg, len)) != PL_OK) return st;
+    return ops->upload(be, d, params, buf, n * 4);
 }

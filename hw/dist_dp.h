@@ -1,15 +1,43 @@
 /*
- * dist_dp.h: which part of the global batch a data-parallel rank runs
- * (issue 17, the CPU path). The rank grid is core/layout.h's: a layout with
- * dp = N (tp = cp = pp = 1) and the replica index is the rank's DP
- * coordinate (layout_rank_coords), never rank arithmetic of our own.
+ * dist_dp.h: data parallelism across processes (issue 17, the CPU path):
+ * which part of the global batch a rank runs, and the gradient sync and
+ * AdamW update of a replica, plain or ZeRO-1.
+ *
+ * The rank grid is core/layout.h's: a layout with dp = N (tp = cp = pp =
+ * 1) and the replica index is the rank's DP coordinate
+ * (layout_rank_coords), never rank arithmetic of our own.
+ *
+ * The update of one device's flat buffers (P floats: params, grads; m and
+ * v), at the device's AdamW instruction, i.e. once backward has finished
+ * every node placed on it:
+ *   zero 0  the gradients all-reduced over dp in buckets of
+ *           hw_plan_opts.bucket_bytes (25 MiB by default, PyTorch DDP's),
+ *           last parameters first, each divided by dp; AdamW over all P.
+ *           On the CPU backend the buckets only order the work: there is
+ *           no second stream to overlap them with the next device's
+ *           backward (the CUDA path would put them on the comm stream).
+ *           Bucket size does not change the bits (the sum is elementwise).
+ *   zero 1  the buffer is cut into dp equal shards of S = ceil(P / dp)
+ *           floats (the last padded with zeros); the gradients are
+ *           reduce-scattered, rank r keeps shard r, divides it by dp and
+ *           runs AdamW on it with m and v of S floats (hence static_bytes
+ *           smaller by 2 (P - S) floats a device); the updated shards are
+ *           all-gathered into every rank's params. On the sockets
+ *           transport the reduce-scatter is bit for bit the all-reduce's
+ *           slice and AdamW is elementwise, so zero 1 gives zero 0's bits.
+ * Failure: a collective's status and one line, the plan's step fails.
  */
 #ifndef PLACER_HW_DIST_DP_H
 #define PLACER_HW_DIST_DP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "dist_group.h"
+#include "hw.h"
 #include "status.h"
+
+#define HW_DP_BUCKET_DEFAULT (25LL << 20) /* bytes, PyTorch DDP's bucket_cap_mb = 25 */
 
 /* Rank `rank` of dp replicas over a global batch of global_batch samples:
  * *first gets its first sample, *count its samples (global_batch / dp).
@@ -17,5 +45,20 @@
  * [0, dp), or when the layout's DP group of the rank is not the dp ranks
  * (it is for a pure-DP grid; the check guards the contract). */
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len);
+
+/* ZeRO-1's shard of a flat buffer of n floats over dp ranks: ceil(n / dp). */
+int64_t hw_dp_shard_floats(int64_t n, int dp);
+
+/* Check o's zero and bucket_bytes (bf16: the engine runs bf16): *zero gets
+ * 1 for ZeRO-1 over a dp group of 2 or more, else 0; *bucket_floats the
+ * bucket in floats. PL_ERR_INVALID for zero outside 0..1 or a negative
+ * bucket, PL_ERR_UNSUPPORTED for zero 1 in bf16 (the bf16 weight copy of
+ * the other ranks' shards is not gathered yet). */
+pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
+                           size_t len);
+
+struct hw_plan;
+/* The gradient sync and AdamW of device d of plan p (above). For exec.c. */
+pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len);
 
 #endif

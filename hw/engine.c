@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_dp.h"
 #include "dist_group.h"
 #include "nodes.h"
 #include "placement.h"
@@ -235,6 +236,10 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
     p->dp = o->dp;
+    if ((st = hw_dp_check_opts(o, e->prec == HW_PREC_BF16, &p->zero, &p->bucket_floats, msg, len)) != PL_OK) {
+        free(p);
+        return st;
+    }
     p->tp.size = 1;
     if (o->tp && tp > 1) p->tp = (hw_tp){o->tp, dist_rank(o->tp), tp, o->seq_parallel != 0};
     p->bf16 = e->prec == HW_PREC_BF16;
@@ -335,7 +340,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
     staging = malloc(sizeof(float) * (size_t)max_dev);
     if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
-    if (p->dp || p->tp.g) p->dp_buf = malloc(sizeof(float) * (size_t)max_dev);
+    if (p->dp || p->tp.g) p->dp_buf = malloc(sizeof(float) * ((size_t)max_dev + DIST_MAX_RANKS));
     if (!staging || (!o->init_params && !model) || ((p->dp || p->tp.g) && !p->dp_buf)) {
         free(staging);
         free(model);
@@ -354,8 +359,8 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         st = be->ops->zero(be, d, base + pd->off_step, 4);
         if (st == PL_OK && bytes > 0) {
             st = be->ops->zero(be, d, base + pd->off_grads, bytes);
-            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, bytes);
-            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, bytes);
+            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_m, pd->moment_floats * 4);
+            if (st == PL_OK) st = be->ops->zero(be, d, base + pd->off_v, pd->moment_floats * 4);
             if (st == PL_OK) st = be->ops->upload(be, d, base + pd->off_params, staging, bytes);
             if (st == PL_OK && pd->off_params16 >= 0) st = hw_upload_copy16(be, d, base + pd->off_params16, staging,
                                                                         pd->param_floats);

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_dp.h"
 #include "dist_group.h"
 #include "plan_internal.h"
 #include "util.h"
@@ -110,17 +111,9 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_ADAMW: {
         if (p->tp.g && p->tp.sp && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK) break;
         if (p->dp && pd->param_floats > 0) {
-            /* data parallelism: the mean of the replicas' gradients (hw.h) */
-            float *buf = p->dp_buf;
-            const int64_t n = pd->param_floats;
-            const float ranks = (float)dist_size(p->dp);
-            st = ops->download(be, d, buf, base + pd->off_grads, n * 4);
-            if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, n, DIST_SUM, be->err, sizeof be->err);
-            if (st == PL_OK) {
-                for (int64_t k = 0; k < n; k++) buf[k] /= ranks;
-                st = ops->upload(be, d, base + pd->off_grads, buf, n * 4);
-            }
-            if (st != PL_OK) break;
+            /* data parallelism: the replicas' mean gradient and the update, ZeRO-1 or not (dist_dp.h) */
+            st = hw_dp_update(p, d, be->err, sizeof be->err);
+            break;
         }
         hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
                            (int *)(base + pd->off_step), PTR(base, pd->off_params16)};

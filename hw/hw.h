@@ -207,6 +207,16 @@ typedef struct {
                                   no graph (every rank must call the collectives in the same
                                   order). Borrowed: must outlive the plan. */
     int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
+    int zero;                  /* with dp: 0, or 1 for ZeRO-1 (hw/dist_dp.h): each rank keeps
+                                  AdamW's m and v for its 1/dp shard of every device's flat
+                                  parameter buffer, the gradients are reduce-scattered, the
+                                  update runs on the shard and the parameters are all-gathered
+                                  after it (static_bytes shrinks by the moments' share). Same
+                                  bits as zero 0 on the sockets transport. fp32 only. Without
+                                  dp (or dp of 1) a no-op */
+    int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of
+                                  this many bytes, last parameters first (PyTorch DDP's order);
+                                  0: 25 MiB, DDP's default */
 } hw_plan_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with

@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "dist_dp.h"
 #include "plan_internal.h"
 #include "util.h"
 
@@ -553,11 +554,13 @@ static pl_status setup_device(cctx *c, int d) {
         }
     pd->param_floats = floats;
     int64_t fb = (floats > 0 ? floats : 1) * 4;
+    pd->moment_floats = p->zero ? hw_dp_shard_floats(floats, dist_size(p->dp)) : floats; /* ZeRO-1 */
+    const int64_t mb = (pd->moment_floats > 0 ? pd->moment_floats : 1) * 4;
     pl_status st;
     if ((st = c_alloc(c, d, fb, 0, &pd->off_params)) != PL_OK) return st;
     if ((st = c_alloc(c, d, fb, 0, &pd->off_grads)) != PL_OK) return st;
-    if ((st = c_alloc(c, d, fb, 0, &pd->off_m)) != PL_OK) return st;
-    if ((st = c_alloc(c, d, fb, 0, &pd->off_v)) != PL_OK) return st;
+    if ((st = c_alloc(c, d, mb, 0, &pd->off_m)) != PL_OK) return st;
+    if ((st = c_alloc(c, d, mb, 0, &pd->off_v)) != PL_OK) return st;
     pd->off_params16 = -1;
     if (p->bf16 && (st = c_alloc(c, d, (fb / 4) * p->e->be->copy_bytes, 0, &pd->off_params16)) != PL_OK) return st;
     pd->ws_bytes = p->e->be->ops->workspace_bytes;

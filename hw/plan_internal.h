@@ -57,7 +57,8 @@ typedef struct {
 
 typedef struct {
     int used;                 /* any node placed here */
-    int64_t param_floats;     /* floats in each flat buffer (params, grads, m, v) */
+    int64_t param_floats;     /* floats in each flat buffer (params, grads; m, v without ZeRO) */
+    int64_t moment_floats;    /* floats in m and in v: param_floats, or the ZeRO-1 shard's */
     int64_t off_params, off_grads, off_m, off_v; /* arena offsets, bytes */
     int64_t off_params16;      /* bf16 mode: the weight copy (backend copy_bytes each), else -1 */
     int64_t off_ws, ws_bytes;  /* backend workspace */
@@ -107,7 +108,10 @@ struct hw_plan {
     int loss_dev, emb_dev;
     struct dist_group *dp;    /* data-parallel group (hw_plan_opts.dp) or NULL */
     float *dp_buf;            /* host staging of one device's gradients for the all-reduce
-                                 (data parallelism, and the sp all-reduce of replicated ones) */
+                                 (data parallelism, and the sp all-reduce of replicated ones);
+                                 param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
+    int zero;                 /* 1: ZeRO-1 over dp (hw/dist_dp.h), else 0 */
+    int64_t bucket_floats;    /* dp all-reduce bucket (zero 0) */
     hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
                                  without; the node calls then go through dist_tp.c */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
