@@ -29,7 +29,7 @@ static void step_usage(FILE *f) {
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
             "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
             "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--tp T [--sp]] [--timeout S]]\n"
-            "                   [--json]\n\n"
+            "                   [--zero 0|1] [--bucket-mb MB] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
             "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
@@ -62,6 +62,11 @@ static void step_usage(FILE *f) {
             "                  innermost); T divides N, the heads, 4 x d_model and the vocabulary; fp32\n"
             "                  only. --tp T alone means --procs T\n"
             "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
+            "  --zero Z        with --procs or mpirun: 1 shards AdamW's m and v over the data-parallel ranks\n"
+            "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
+            "                  all-gathered); 0 (default) all-reduces the gradients. fp32 only\n"
+            "  --bucket-mb MB  with --zero 0: all-reduce the gradients in buckets of MB MiB (default 25,\n"
+            "                  PyTorch DDP's); the CPU backend only orders them, it cannot overlap them\n"
             "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
             "                  run (default 30)\n"
             "  --json          machine-readable output\n");
@@ -112,6 +117,8 @@ typedef struct {
     hw_issue_mode issue;
     double lr;
     int tp, sp;              /* tensor-parallel ranks of a replica (1: data parallelism only), sp */
+    int zero;                /* hw_plan_opts.zero */
+    double bucket_mb;        /* hw_plan_opts.bucket_bytes in MiB, 0: the default */
     int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
     int hang_rank;           /* tests: this rank hangs (pause) after its first step; -1 off */
 } procs_job;
@@ -162,7 +169,10 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     po.dp = j->tp > 1 ? dg : grp;
     po.tp = tg;
     po.seq_parallel = j->sp;
-    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    po.zero = j->zero;
+    po.bucket_bytes = (int64_t)(j->bucket_mb * 1048576.0);
+    hw_mem_report mem;
+    if (hw_plan_create(e, g, &po, &p, &mem, err, errlen) != PL_OK) goto out;
     /* the global batch, as the single-process run makes it; this rank's rows */
     hw_make_batch(cfg, (uint64_t)j->seed, tok, tgt);
     if (hw_plan_set_batch(p, tok + (size_t)first * cfg->seq_len, tgt + (size_t)first * cfg->seq_len, err, errlen) !=
@@ -195,7 +205,9 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"peak_bytes_rank0\":[", t.first_loss,
                    t.last_loss, tokens_per_s);
             for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_plan_peak_bytes(p, d));
-            printf("]}\n");
+            printf("],\"zero\":%d,\"static_bytes_rank0\":[", j->zero);
+            for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)mem.static_bytes[d]);
+            printf("],\"transport\":\"%s\"}\n", dist_transport_name(grp));
         } else {
             printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, %s), %s\n",
                    key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
@@ -206,6 +218,8 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             printf("placement   %s (every rank)\n", pls);
             printf("batch       %d samples, %d per rank; gradients averaged over %d ranks before AdamW\n", cfg->batch,
                    count, dp);
+            if (j->zero)
+                printf("optimizer   ZeRO-1: AdamW m and v sharded over the %d data-parallel ranks\n", dp);
             printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; slowest rank; %d steps after %d warm-up)\n",
                    t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, j->steps, j->warmup);
             printf("loss        %.4f (first step) -> %.4f (last step), mean over the ranks\n", t.first_loss, t.last_loss);
@@ -262,8 +276,8 @@ int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
     int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0, procs = 0;
-    int tp = 1, sp = 0;
-    double lr = -1.0, timeout_s = 30.0;
+    int tp = 1, sp = 0, zero = 0;
+    double lr = -1.0, timeout_s = 30.0, bucket_mb = 0.0;
     static const struct option opts[] = {
         {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
         {"micro-batches", required_argument, 0, 'm'}, {"schedule", required_argument, 0, 's'},
@@ -275,11 +289,12 @@ int cmd_step(int argc, char **argv) {
         {"json", no_argument, 0, 'j'}, {"graphs", no_argument, 0, 'g'}, {"help", no_argument, 0, 'h'},
         {"precision", required_argument, 0, 'P'}, {"procs", required_argument, 0, 'N'},
         {"timeout", required_argument, 0, 'T'}, {"tp", required_argument, 0, 'R'}, {"sp", no_argument, 0, 'Q'},
+        {"zero", required_argument, 0, 'Z'}, {"bucket-mb", required_argument, 0, 'B'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:Q", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:QZ:B:", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -319,6 +334,14 @@ int cmd_step(int argc, char **argv) {
         }
         case 'R': if (parse_int_opt("tp", optarg, 1, DIST_MAX_RANKS, &tp)) return CLI_EXIT_USAGE; break;
         case 'Q': sp = 1; break;
+        case 'Z': if (parse_int_opt("zero", optarg, 0, 1, &zero)) return CLI_EXIT_USAGE; break;
+        case 'B': {
+            char *end = NULL;
+            bucket_mb = strtod(optarg, &end);
+            if (!*optarg || *end || !(bucket_mb > 0.0) || bucket_mb > 65536.0)
+                return cli_usage_error("step", "--bucket-mb must be MiB in (0, 65536], got '%s'", optarg);
+            break;
+        }
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -359,6 +382,11 @@ int cmd_step(int argc, char **argv) {
         procs = mpi_size;
     }
     if (tp > 1 && !procs) procs = tp; /* after mpirun's count, which --tp must divide */
+    if ((zero || bucket_mb > 0) && !procs)
+        return cli_usage_error("step", "--zero and --bucket-mb shard or bucket over data-parallel ranks: give --procs N "
+                               "(or run under mpirun)");
+    if (zero && (strict ? HW_PREC_FP32 : prec) == HW_PREC_BF16)
+        return cli_usage_error("step", "--zero 1 runs in fp32 only, not --precision bf16");
     if (procs) {
         if (devices_text) return cli_usage_error("step", "--procs runs on the CPU backend (--cpu N); NCCL is not wired");
         if (cap_text || trace_path || graphs)
@@ -379,6 +407,8 @@ int cmd_step(int argc, char **argv) {
         j.lr = lr;
         j.tp = tp;
         j.sp = sp;
+        j.zero = zero;
+        j.bucket_mb = bucket_mb;
         if (placement_text) {
             /* check the placement here, so bad input is exit 2 before any fork */
             graph *g0 = NULL;

@@ -65,6 +65,10 @@ Test(step_procs, bad_input_is_one_line_and_exit_2) {
         "step --config tiny --procs 2 --timeout 0",
         "step --config tiny --procs 2 --cpu 2 --placement 0,1",
         "step --config tiny --procs 2 --trace /tmp/x.json",
+        "step --config tiny --procs 2 --zero 2",
+        "step --config tiny --zero 1",                     /* no data-parallel ranks */
+        "step --config tiny --procs 2 --bucket-mb 0",
+        "step --config tiny --procs 2 --zero 1 --precision bf16",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char out[4096];

@@ -108,6 +108,58 @@ Test(dist_mpi, mpirun_2_and_4_ranks_report_the_single_process_loss, .timeout = 1
     cr_expect(strstr(out, "contradicts mpirun's 2 ranks") != NULL, "%s", out);
 }
 
+/* tests/mpi/mpi_dp_check under mpirun: dp {1, 2, 4} x zero {0, 1} over a
+ * 2-device pipeline, the parameters after 3 steps against one process
+ * (that program's tolerances: loss 1e-8 relative, parameters max 0.05 lr,
+ * mean 1e-3 lr), replicas bit-identical; plus 1 KiB buckets and dp 3 with
+ * padded ZeRO shards. */
+Test(dist_mpi, dp_times_zero_under_mpirun_match_one_process, .timeout = 180) {
+    if (!have_mpirun()) return;
+    static const struct {
+        int np;
+        const char *args;
+    } runs[] = {
+        {1, "--zero 0 --devices 2 --micro-batches 2"}, {1, "--zero 1 --devices 2 --micro-batches 2"},
+        {2, "--zero 0 --devices 2 --micro-batches 2"}, {2, "--zero 1 --devices 2 --micro-batches 2"},
+        {4, "--zero 0 --devices 2"},                   {4, "--zero 1 --devices 2"},
+        {2, "--zero 0 --devices 2 --bucket-bytes 1024"}, {3, "--zero 1 --devices 2 --config tiny,batch=6"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        char cmd[1024], out[4096];
+        snprintf(cmd, sizeof cmd, "env %s mpirun -q -np %d %s %s/tests/mpi/mpi_dp_check %s 2>&1", MPI_ENV, runs[i].np,
+                 runs[i].np > 2 ? "--oversubscribe" : "", PLACER_BUILD_DIR, runs[i].args);
+        FILE *f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        int st = pclose(f);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "np %d %s: %s", runs[i].np, runs[i].args, out);
+        cr_expect(strstr(out, "replicas identical") && strstr(out, "; ok\n"), "np %d %s: %s", runs[i].np,
+                  runs[i].args, out);
+        char *nl = strchr(out, '\n');
+        if (nl) *nl = 0;
+        cr_log_info("%s", out);
+    }
+}
+
+/* placer step --zero 1 under mpirun: the loss of zero 0, smaller static bytes */
+Test(dist_mpi, placer_step_zero1_under_mpirun_keeps_the_loss_and_shrinks_the_moments, .timeout = 120) {
+    if (!have_mpirun()) return;
+    char z0[8192], z1[8192];
+    const char *base = "step --config tiny --cpu 2 --placement 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1 --warmup 1 --steps 3 "
+                       "--json";
+    char args[512];
+    snprintf(args, sizeof args, "%s --zero 0", base);
+    cr_assert_eq(run_mpi(NULL, 2, args, z0, sizeof z0, NULL), 0, "%s", z0);
+    snprintf(args, sizeof args, "%s --zero 1", base);
+    cr_assert_eq(run_mpi(NULL, 2, args, z1, sizeof z1, NULL), 0, "%s", z1);
+    cr_expect(strstr(z1, "\"zero\":1") && strstr(z1, "\"transport\":\"mpi\""), "%s", z1);
+    cr_expect(fabs(json_num(z0, "\"last\":") - json_num(z1, "\"last\":")) <= 2e-6, "%s vs %s", z0, z1);
+    const double s0 = json_num(z0, "\"static_bytes_rank0\":["), s1 = json_num(z1, "\"static_bytes_rank0\":[");
+    cr_expect(s1 < s0, "device 0 static bytes %g with zero 1, %g without", s1, s0);
+    cr_log_info("placer step under mpirun -np 2: device 0 static bytes %g (zero 0) -> %g (zero 1)", s0, s1);
+}
+
 /* Processes whose environment holds marker (an orphaned rank would). */
 static int count_marked(const char *marker) {
     DIR *d = opendir("/proc");
