@@ -112,7 +112,9 @@ Test(step_procs, a_killed_rank_stops_the_run_with_one_line_and_no_orphan, .timeo
         char env[256], marker[64], args[256], out[4096];
         snprintf(marker, sizeof marker, "PLACER_TEST_TAG=h9-%d-%d", (int)getpid(), rep);
         snprintf(env, sizeof env, "env %s PLACER_TEST_KILL_RANK=%d", marker, victim);
-        snprintf(args, sizeof args, "step --config tiny --procs %d --warmup 1 --steps 20 --timeout 20", procs);
+        /* every other run with ZeRO-1, so a death also lands in a reduce-scatter or all-gather */
+        snprintf(args, sizeof args, "step --config tiny --procs %d --zero %d --warmup 1 --steps 20 --timeout 20", procs,
+                 rep % 2);
         struct timespec t0, t1;
         clock_gettime(CLOCK_MONOTONIC, &t0);
         int rc = run_placer(env, args, out, sizeof out);
