@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "dist_group.h"
 #include "graph.h"
 #include "hw.h"
 #include "placement.h"
@@ -49,6 +50,9 @@ typedef struct {
     int64_t link_max;      /* --link-max-bytes (0: backend default) */
     const char *machine;   /* --machine NAME (NULL: from the devices) */
     const char *precision; /* --precision fp32|tf32|bf16 (hardware profiling; NULL: tf32) */
+    int coll_ranks;        /* --collectives N: collective curves over N ranks (0: none) */
+    int64_t coll_max;      /* --collective-max-bytes (0: 64 MiB) */
+    int coll_reps;         /* --collective-reps (0: default) */
     gpt_config cfg;        /* parsed --config */
     int mb_sizes[MAX_MB_SIZES]; /* parsed --micro-batch-sizes, ascending */
     int n_mb;              /* entries in mb_sizes */
@@ -62,7 +66,8 @@ static void profile_usage(FILE *f) {
             "                      [--portable]\n"
             "       placer profile --db FILE [--devices LIST | --cpu N] [--config CFG] [--micro-batch-sizes LIST]\n"
             "                      [--machine NAME] [--precision fp32|tf32|bf16] [--force] [--reps N]\n"
-            "                      [--link-max-bytes SIZE] [--portable] [--verbose]\n"
+            "                      [--link-max-bytes SIZE] [--collectives N [--collective-max-bytes SIZE]\n"
+            "                      [--collective-reps R]] [--portable] [--verbose]\n"
             "       placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n"
             "       placer profile compare --db A --db B [--config CFG] [--min-us US]\n"
             "       placer profile check [--db FILE] [--config CFG]\n\n"
@@ -87,6 +92,14 @@ static void profile_usage(FILE *f) {
             "  --reps N                timed repetitions per node probe (default 60; median kept)\n"
             "  --link-max-bytes SIZE   largest transfer of the link sweep (default 1GiB on GPUs,\n"
             "                          16MiB on the CPU backend; the sweep starts at 4 KiB)\n"
+            "  --collectives N         also measure collective curves over N processes of this host\n"
+            "                          (the fork launcher's sockets, as placer step --procs uses):\n"
+            "                          all-reduce, all-gather and reduce-scatter from 4 B to 64 MiB\n"
+            "                          by powers of 4 (nccl-tests buffer sizes), the median of\n"
+            "                          the slowest rank's time over the repetitions after warm-up;\n"
+            "                          placer profile show prints them with bus bandwidth\n"
+            "  --collective-max-bytes SIZE  largest collective buffer (default 64MiB)\n"
+            "  --collective-reps R     timed collectives per size (default 15, after 3 warm-up)\n"
             "  --verbose               one line per measured unit with its repetition figures\n"
             "  --portable              leave the file in rollback-journal mode, so that it opens\n"
             "                          read-only anywhere (for files shipped in data/)\n\n"
@@ -101,7 +114,8 @@ static void show_usage(FILE *f) {
             "usage: placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n\n"
             "Prints a profile database: machine, devices, links (latency, bandwidth, curve\n"
             "points), the per-node cost table (forward and backward at each micro-batch size,\n"
-            "optimizer, memory) and totals per device.\n\n"
+            "optimizer, memory), totals per device, and the collective curves when measured\n"
+            "(placer profile --collectives N: time, algorithm and bus bandwidth per size).\n\n"
             "  --db FILE     the profile database (default: $PLACER_DB or the shipped profile)\n"
             "  --config CFG  which graph to show when the file holds several (default: the latest)\n"
             "  --device N    device whose node costs are tabled (default 0; totals cover all)\n"
@@ -410,6 +424,33 @@ static int profile_measure(const profile_opts *o) {
            r.wall_us / 1e6, o->db_path);
     printf("probe repetitions discarded for possible launch gaps: %d; units that had to keep some: %d\n",
            r.starved_reps, r.unclean_units);
+    if (o->coll_ranks > 0) {
+        profiler_coll_opts co = profiler_coll_opts_default();
+        co.ranks = o->coll_ranks;
+        if (o->coll_max > 0) co.max_bytes = o->coll_max;
+        if (o->coll_reps > 0) co.reps = o->coll_reps;
+        co.force = o->force;
+        co.progress = on_progress;
+        co.progress_ctx = &pc;
+        pc.last_us = 0.0;
+        profiler_result cr;
+        fflush(stdout);
+        st = profiler_collectives(db, r.machine, &co, &cr, msg, sizeof msg);
+        if (pc.drawn) fputs("\r\033[K", stderr);
+        pc.drawn = 0;
+        if (st == PL_ERR_INVALID) {
+            code = cli_report("profile", st, msg);
+            goto out;
+        }
+        if (st != PL_OK) {
+            fprintf(stderr, "placer profile: collectives: %s (%d of %d sizes measured now, %d were already there; "
+                            "re-run to resume)\n", msg, cr.units_measured, cr.units_total, cr.units_skipped);
+            code = CLI_EXIT_FAIL;
+            goto out;
+        }
+        printf("collectives over %d ranks (sockets): %d points measured, %d already there, in %.1f s\n",
+               co.ranks, cr.units_measured, cr.units_skipped, cr.wall_us / 1e6);
+    }
     if ((st = profile_db_load_profile(db, &o->cfg, &p, NULL, msg, sizeof msg)) != PL_OK) {
         code = cli_report("profile", st, msg);
         goto out;
@@ -620,7 +661,8 @@ static void json_number(double v) {
     else printf("null");
 }
 
-static void show_json(const profile_db_machine_row *m, const profile_data *p, const gpt_config *cfg,
+static void show_json(const profile_coll_point *coll, int n_coll, const profile_db_machine_row *m,
+                      const profile_data *p, const gpt_config *cfg,
                       const graph *g, profile_db *db) {
     printf("{\"machine\":{\"name\":");
     json_string(m->name);
@@ -734,7 +776,57 @@ static void show_json(const profile_db_machine_row *m, const profile_data *p, co
         json_number(opt);
         putchar('}');
     }
+    printf("],\"collectives\":[");
+    for (int i = 0; i < n_coll; i++) {
+        const profile_coll_point *c = &coll[i];
+        const double algbw = c->bytes / (c->us * 1e-6);
+        printf("%s{\"op\":\"%s\",\"ranks\":%d,\"transport\":", i ? "," : "", profile_coll_op_name(c->op), c->ranks);
+        json_string(c->transport);
+        printf(",\"bytes\":%.0f,\"us\":", c->bytes);
+        json_number(c->us);
+        printf(",\"spread_us\":");
+        json_number(c->spread_us);
+        printf(",\"reps\":%d,\"algbw\":", c->reps);
+        json_number(algbw);
+        printf(",\"busbw\":");
+        json_number(algbw * profile_coll_busbw_factor(c->op, c->ranks));
+        putchar('}');
+    }
     printf("]}\n");
+}
+
+/* A buffer size exactly, in the largest binary unit that divides it. */
+static void format_size_exact(double bytes, char *buf, size_t len) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    double v = bytes;
+    while (u < 3 && v >= 1024.0 && fmod(v, 1024.0) == 0.0) {
+        v /= 1024.0;
+        u++;
+    }
+    snprintf(buf, len, "%.0f %s", v, unit[u]);
+}
+
+/* The collective curves, one table per (op, ranks, transport). */
+static void show_collectives_text(const profile_coll_point *coll, int n_coll) {
+    if (n_coll == 0) {
+        printf("\ncollectives: none measured (placer profile --cpu N --collectives R measures them)\n");
+        return;
+    }
+    for (int i = 0; i < n_coll; i++) {
+        const profile_coll_point *c = &coll[i];
+        if (i == 0 || c->op != coll[i - 1].op || c->ranks != coll[i - 1].ranks ||
+            strcmp(c->transport, coll[i - 1].transport) != 0)
+            printf("\ncollective %s over %d ranks (%s; median of %d, slowest rank)\n  %10s %12s %10s %12s %12s\n",
+                   profile_coll_op_name(c->op), c->ranks, c->transport, c->reps, "bytes", "time", "iqr", "algbw",
+                   "busbw");
+        char b[32], a[32], bb[32];
+        const double algbw = c->bytes / (c->us * 1e-6);
+        format_size_exact(c->bytes, b, sizeof b);
+        pl_format_bytes(algbw, a, sizeof a);
+        pl_format_bytes(algbw * profile_coll_busbw_factor(c->op, c->ranks), bb, sizeof bb);
+        printf("  %10s %9.1f us %7.1f us %10s/s %10s/s\n", b, c->us, c->spread_us, a, bb);
+    }
 }
 
 static void show_text(const char *path, const profile_db_machine_row *m, const profile_data *p,
@@ -882,6 +974,8 @@ static int profile_show(int argc, char **argv) {
     profile_db *db = NULL;
     profile_data *p = NULL;
     graph *g = NULL;
+    profile_coll_point *coll = NULL;
+    int n_coll = 0;
     int code = CLI_EXIT_OK;
     pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
     if (st != PL_OK) return cli_report("profile show", st, msg);
@@ -906,9 +1000,18 @@ static int profile_show(int argc, char **argv) {
         code = cli_usage_error("profile show", "--device %d: the profile has devices 0..%d", dev, p->n_devices - 1);
         goto out;
     }
-    if (json) show_json(&m, p, &stored, g, db);
-    else show_text(db_path, &m, p, &stored, g, db, dev);
+    if ((st = profile_db_collective_points(db, &coll, &n_coll)) != PL_OK) {
+        code = cli_report("profile show", st, profile_db_last_error(db));
+        goto out;
+    }
+    if (json) {
+        show_json(coll, n_coll, &m, p, &stored, g, db);
+    } else {
+        show_text(db_path, &m, p, &stored, g, db, dev);
+        show_collectives_text(coll, n_coll);
+    }
 out:
+    free(coll);
     graph_destroy(g);
     profile_data_destroy(p);
     profile_db_close(db);
@@ -937,13 +1040,16 @@ int cmd_profile(int argc, char **argv) {
                                          {"reps", required_argument, 0, 'r'},
                                          {"link-max-bytes", required_argument, 0, 'L'},
                                          {"verbose", no_argument, 0, 'v'},
+                                         {"collectives", required_argument, 0, 'N'},
+                                         {"collective-max-bytes", required_argument, 0, 'X'},
+                                         {"collective-reps", required_argument, 0, 'R'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
     char emsg[256] = "";
-    while ((c = getopt_long(argc, argv, "s:d:c:m:D:pC:fM:P:r:L:vh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "s:d:c:m:D:pC:fM:P:r:L:vN:X:R:h", opts, NULL)) != -1) {
         switch (c) {
         case 's': o.from_spec = optarg; break;
         case 'd': o.db_path = optarg; break;
@@ -977,6 +1083,25 @@ int cmd_profile(int argc, char **argv) {
                 return cli_usage_error("profile", "--link-max-bytes: the sweep starts at 4 KiB; give at least 4KiB");
             break;
         case 'v': o.verbose = 1; break;
+        case 'N':
+        case 'R': {
+            char *end = NULL;
+            errno = 0;
+            long v = strtol(optarg, &end, 10);
+            long lo = c == 'N' ? 2 : 1, hi = c == 'N' ? DIST_MAX_RANKS : 10000;
+            if (!*optarg || *end || errno || v < lo || v > hi)
+                return cli_usage_error("profile", "--%s must be an integer in [%ld, %ld], got '%s'",
+                                       c == 'N' ? "collectives" : "collective-reps", lo, hi, optarg);
+            if (c == 'N') o.coll_ranks = (int)v;
+            else o.coll_reps = (int)v;
+            break;
+        }
+        case 'X':
+            if (pl_parse_bytes(optarg, &o.coll_max, emsg, sizeof emsg) != PL_OK)
+                return cli_usage_error("profile", "--collective-max-bytes: %s", emsg);
+            if (o.coll_max < 4 || o.coll_max > ((int64_t)1 << 34))
+                return cli_usage_error("profile", "--collective-max-bytes must be 4 B to 16 GiB, got '%s'", optarg);
+            break;
         case 'P': o.precision = optarg; break;
         case 'h': profile_usage(stdout); return CLI_EXIT_OK;
         default:
@@ -993,6 +1118,10 @@ int cmd_profile(int argc, char **argv) {
     if (o.from_spec && (o.force || o.machine || o.reps || o.link_max || o.verbose || o.precision))
         return cli_usage_error("profile", "--force, --machine, --precision, --reps, --link-max-bytes and --verbose are "
                                           "for hardware profiling, not --from-spec");
+    if (o.from_spec && (o.coll_ranks || o.coll_max || o.coll_reps))
+        return cli_usage_error("profile", "--collectives measures this host; it does not go with --from-spec");
+    if (!o.coll_ranks && (o.coll_max || o.coll_reps))
+        return cli_usage_error("profile", "--collective-max-bytes and --collective-reps need --collectives N");
     if (o.cpu && o.devices) return cli_usage_error("profile", "give either --devices or --cpu, not both");
 
     char msg[256] = "";

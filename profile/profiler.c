@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
+#include "dist_group.h"
+#include "launcher.h"
 #include "param_layout.h"
 #include "schedule.h"
 #include "util.h"
@@ -181,6 +184,7 @@ static void unit_label(const unit *u, char *buf, size_t len) {
     case PROFILER_UNIT_ANCHOR: snprintf(buf, len, "step dev %d mb %d", u->dev, u->mb); break;
     case PROFILER_UNIT_ADAMW: snprintf(buf, len, "adamw dev %d", u->dev); break;
     case PROFILER_UNIT_NODES: snprintf(buf, len, "nodes dev %d mb %d", u->dev, u->mb); break;
+    case PROFILER_UNIT_COLLECTIVE: snprintf(buf, len, "collective"); break;
     }
 }
 
@@ -203,7 +207,8 @@ static pl_status unit_present(run_ctx *c, const unit *u, int *has) {
     *has = 0;
     pl_status st = PL_OK;
     switch (u->kind) {
-    case PROFILER_UNIT_MACHINE: break;
+    case PROFILER_UNIT_MACHINE:
+    case PROFILER_UNIT_COLLECTIVE: break; /* not a unit of profiler_run */
     case PROFILER_UNIT_LINK_POINT:
         st = profile_db_has_link_point(c->db, c->machine, u->dev, u->peer, (double)u->bytes, has);
         break;
@@ -351,7 +356,8 @@ static pl_status measure_unit(run_ctx *c, const unit *u, row *rows, int *n, hw_p
     *n = 0;
     memset(stats, 0, sizeof *stats);
     switch (u->kind) {
-    case PROFILER_UNIT_MACHINE: return PL_OK;
+    case PROFILER_UNIT_MACHINE:
+    case PROFILER_UNIT_COLLECTIVE: return PL_OK; /* not a unit of profiler_run */
     case PROFILER_UNIT_LINK_POINT: {
         double us = 0, spread = 0;
         st = hw_probe_transfer(c->e, u->dev, u->peer, 1, &u->bytes, &c->o->xfer, &us, &spread, stats, m2, sizeof m2);
@@ -648,6 +654,205 @@ out:
     free(rows);
     free(sizes);
     graph_destroy(g);
+    return st;
+}
+
+/* ---- collective curves ---------------------------------------------------------- */
+
+profiler_coll_opts profiler_coll_opts_default(void) {
+    profiler_coll_opts o;
+    memset(&o, 0, sizeof o);
+    o.ranks = 2;
+    o.min_bytes = 4;
+    o.max_bytes = 64 * MIB;
+    o.warmup = 3;
+    o.reps = 15;
+    o.timeout_s = 30.0;
+    return o;
+}
+
+pl_status profiler_coll_sizes(int64_t min_bytes, int64_t max_bytes, int64_t **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    if (min_bytes < 4 || min_bytes % 4 || max_bytes < min_bytes || max_bytes > ((int64_t)1 << 40))
+        return PL_ERR_INVALID;
+    int k = 0;
+    for (int64_t b = min_bytes; b <= max_bytes; b *= 4) k++;
+    int64_t top = min_bytes;
+    while (top * 4 <= max_bytes) top *= 4;
+    const int extra = top != max_bytes;
+    int64_t *v = malloc(sizeof *v * (size_t)(k + extra));
+    if (!v) return PL_ERR_NOMEM;
+    int i = 0;
+    for (int64_t b = min_bytes; b <= max_bytes; b *= 4) v[i++] = b;
+    if (extra) v[i++] = max_bytes / 4 * 4;
+    *out = v;
+    *n = i;
+    return PL_OK;
+}
+
+/* One unit's job for the ranks; times is a shared mapping the parent reads. */
+typedef struct {
+    profile_coll_op op;
+    int64_t bytes;
+    int warmup, reps;
+    double *times; /* reps entries: rank 0 writes the max over the ranks */
+} coll_job;
+
+/* The bytes a collective of nominally `bytes` really moves over `ranks`:
+ * all-reduce the buffer rounded down to floats, all-gather and
+ * reduce-scatter ranks equal shards of at least one float each. */
+static int64_t coll_actual_bytes(profile_coll_op op, int64_t bytes, int ranks) {
+    if (op == PROFILE_COLL_ALL_REDUCE) return bytes / 4 * 4;
+    int64_t shard = bytes / 4 / ranks;
+    return 4 * ranks * (shard > 0 ? shard : 1);
+}
+
+/* A rank of one collective unit (hw_rank_fn). The input holds rank + 1 in
+ * every element before each call, so the result is known exactly: the
+ * all-reduce and reduce-scatter sum is size (size + 1) / 2 everywhere
+ * (exact in float32 for the group sizes allowed), the all-gather's shard r
+ * is r + 1. The first and last element are checked after every call. */
+static int coll_rank(dist_group *g, int rank, void *ctx, char *err, size_t errlen) {
+    const coll_job *j = ctx;
+    const int size = dist_size(g);
+    const int64_t total = j->bytes / 4, shard = total / size; /* floats: whole buffer, one rank's shard */
+    const float sum = (float)(size * (size + 1) / 2);
+    int rc = 1;
+    float *in = malloc(sizeof *in * (size_t)total), *out = malloc(sizeof *out * (size_t)total);
+    double *t = calloc((size_t)j->reps, sizeof *t);
+    if (!in || !out || !t) {
+        snprintf(err, errlen, "rank %d: out of host memory for a %lld-byte buffer", rank, (long long)j->bytes);
+        goto out;
+    }
+    for (int i = -j->warmup; i < j->reps; i++) {
+        const int64_t n_in = j->op == PROFILE_COLL_ALL_GATHER ? shard : total;
+        for (int64_t k = 0; k < n_in; k++) in[k] = (float)(rank + 1);
+        if (dist_barrier(g, err, errlen) != PL_OK) goto out;
+        const double t0 = pl_now_us();
+        pl_status st;
+        float got_first, got_last, want_first, want_last;
+        if (j->op == PROFILE_COLL_ALL_REDUCE) {
+            st = dist_allreduce_f32(g, in, total, DIST_SUM, err, errlen);
+            got_first = in[0], got_last = in[total - 1], want_first = want_last = sum;
+        } else if (j->op == PROFILE_COLL_ALL_GATHER) {
+            st = dist_allgather_f32(g, in, out, shard, err, errlen);
+            got_first = out[0], got_last = out[total - 1], want_first = 1.0f, want_last = (float)size;
+        } else {
+            st = dist_reduce_scatter_f32(g, in, out, shard, err, errlen);
+            got_first = out[0], got_last = out[shard - 1], want_first = want_last = sum;
+        }
+        const double t1 = pl_now_us();
+        if (st != PL_OK) goto out;
+        if (got_first != want_first || got_last != want_last) {
+            snprintf(err, errlen, "rank %d: %s of %lld bytes gave %g .. %g, not %g .. %g", rank,
+                     profile_coll_op_name(j->op), (long long)j->bytes, (double)got_first, (double)got_last,
+                     (double)want_first, (double)want_last);
+            goto out;
+        }
+        if (i >= 0) t[i] = t1 - t0;
+    }
+    if (dist_allreduce_f64(g, t, j->reps, DIST_MAX, err, errlen) != PL_OK) goto out;
+    if (rank == 0) memcpy(j->times, t, sizeof *t * (size_t)j->reps);
+    rc = 0;
+out:
+    free(in);
+    free(out);
+    free(t);
+    return rc;
+}
+
+pl_status profiler_collectives(profile_db *db, const char *machine, const profiler_coll_opts *o,
+                               profiler_result *r, char *msg, size_t len) {
+    profiler_result local;
+    if (!r) r = &local;
+    memset(r, 0, sizeof *r);
+    if (!db || !machine || !o) return pl_fail(msg, len, PL_ERR_INVALID, "profiler_collectives: NULL argument");
+    if (o->ranks < 2 || o->ranks > DIST_MAX_RANKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "collectives need 2 to %d ranks, got %d", DIST_MAX_RANKS, o->ranks);
+    if (o->warmup < 0 || o->reps < 1 || !(o->timeout_s > 0))
+        return pl_fail(msg, len, PL_ERR_INVALID, "collective options: need warm-up >= 0, reps >= 1, a timeout > 0");
+    int64_t *sizes = NULL;
+    int n_sizes = 0;
+    pl_status st = profiler_coll_sizes(o->min_bytes, o->max_bytes, &sizes, &n_sizes);
+    if (st != PL_OK)
+        return pl_fail(msg, len, st, "collective sizes: need 4 <= min <= max, min a multiple of 4 (got %lld .. %lld)",
+                       (long long)o->min_bytes, (long long)o->max_bytes);
+    snprintf(r->machine, sizeof r->machine, "%s", machine);
+    const double t0 = pl_now_us();
+    static const profile_coll_op ops[] = {PROFILE_COLL_ALL_REDUCE, PROFILE_COLL_ALL_GATHER,
+                                          PROFILE_COLL_REDUCE_SCATTER};
+    const int n_ops = (int)(sizeof ops / sizeof ops[0]);
+    const char *transport = "sockets"; /* the fork launcher's group (dist_transport_name) */
+    double *times = mmap(NULL, sizeof *times * (size_t)o->reps, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                         -1, 0);
+    double *sorted = malloc(sizeof *sorted * (size_t)o->reps);
+    if (times == MAP_FAILED || !sorted) {
+        if (times == MAP_FAILED) times = NULL;
+        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for the collective timings");
+        goto out;
+    }
+    r->units_total = n_ops * n_sizes;
+    for (int a = 0; a < n_ops; a++)
+        for (int i = 0; i < n_sizes; i++) {
+            const int index = a * n_sizes + i;
+            const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], o->ranks);
+            char label[96], b[32];
+            pl_format_bytes((double)bytes, b, sizeof b);
+            snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), o->ranks, b);
+            profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
+                                    o->ranks, -1, 0, bytes, label, NULL};
+            int has = 0;
+            if (i > 0 && bytes == coll_actual_bytes(ops[a], sizes[i - 1], o->ranks)) has = 1; /* rounded together */
+            else if (!o->force &&
+                (st = profile_db_has_collective_point(db, machine, ops[a], o->ranks, transport, (double)bytes,
+                                                      &has)) != PL_OK) {
+                pl_fail(msg, len, st, "reading the file: %s", profile_db_last_error(db));
+                goto out;
+            }
+            if (has) {
+                r->units_skipped++;
+                pr.stage = PROFILER_SKIPPED;
+                if (o->progress && o->progress(o->progress_ctx, &pr)) goto stopped;
+                continue;
+            }
+            if (o->progress && o->progress(o->progress_ctx, &pr)) goto stopped;
+            coll_job j = {ops[a], bytes, o->warmup, o->reps, times};
+            memset(times, 0, sizeof *times * (size_t)o->reps);
+            if ((st = hw_launch(o->ranks, o->timeout_s, coll_rank, &j, NULL, msg, len)) != PL_OK) goto out;
+            memcpy(sorted, times, sizeof *sorted * (size_t)o->reps);
+            qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
+            profile_coll_point p;
+            memset(&p, 0, sizeof p);
+            p.op = ops[a];
+            p.ranks = o->ranks;
+            snprintf(p.transport, sizeof p.transport, "%s", transport);
+            p.bytes = (double)bytes;
+            p.us = quantile_sorted(sorted, o->reps, 0.5);
+            p.spread_us = quantile_sorted(sorted, o->reps, 0.75) - quantile_sorted(sorted, o->reps, 0.25);
+            p.reps = o->reps;
+            if (!(p.us > 0)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "%s: median time %g us, below the clock's resolution", label, p.us);
+                goto out;
+            }
+            if ((st = profile_db_put_collective_point(db, machine, &p)) != PL_OK) {
+                pl_fail(msg, len, st, "writing a collective point: %s", profile_db_last_error(db));
+                goto out;
+            }
+            r->units_measured++;
+            pr.stage = PROFILER_DONE;
+            pr.measured = r->units_measured;
+            if (o->progress && o->progress(o->progress_ctx, &pr)) goto stopped;
+        }
+    st = PL_OK;
+    goto out;
+stopped:
+    st = pl_fail(msg, len, PL_ERR_INTERRUPTED, "stopped by request");
+out:
+    r->wall_us = pl_now_us() - t0;
+    if (times) munmap(times, sizeof *times * (size_t)o->reps);
+    free(sorted);
+    free(sizes);
     return st;
 }
 

@@ -53,7 +53,9 @@ typedef enum {
     PROFILER_UNIT_LINK_POINT,  /* one transfer size of one ordered pair */
     PROFILER_UNIT_ANCHOR,      /* one whole single-device step time */
     PROFILER_UNIT_ADAMW,       /* one device's per-node AdamW times */
-    PROFILER_UNIT_NODES        /* one device and micro-batch size's forward and backward times */
+    PROFILER_UNIT_NODES,       /* one device and micro-batch size's forward and backward times */
+    PROFILER_UNIT_COLLECTIVE   /* one collective size over a process group (profiler_collectives;
+                                  dev is the group size, bytes the buffer) */
 } profiler_unit_kind;
 
 typedef enum {
@@ -120,6 +122,54 @@ typedef struct {
  * which unit failed; everything committed before it stays). */
 pl_status profiler_run(hw_engine *e, profile_db *db, const gpt_config *cfg, const profiler_opts *o,
                        profiler_result *r, char *msg, size_t len);
+
+/* ---- collective curves (issue 17) -------------------------------------------
+ * All-reduce, all-gather and reduce-scatter (float32, hw/dist_group.h)
+ * over a group of N processes of this host, over a sweep of buffer sizes,
+ * into the store's collective_point table (store.h) next to the transfer
+ * curves. The group is the fork launcher's (hw/launcher.h) sockets, the
+ * transport the CPU backend's data and tensor parallelism use; the MPI and
+ * NCCL groups are not measured here yet. Sizes are the nccl-tests buffer
+ * (store.h); all-gather and reduce-scatter round them to N equal shards
+ * of at least one float (4 B over 2 ranks is measured as 8 B, and a size
+ * that rounds onto the previous one is counted as skipped).
+ *
+ * One unit is one (op, size): hw_launch starts N ranks, each rank runs
+ * `warmup` untimed and `reps` timed collectives on its own buffer of that
+ * size (float32 elements, every rank entering through a barrier, the
+ * result checked against the known sum), the times are max-reduced over
+ * the ranks (the slowest rank's time is the collective's), and the parent
+ * stores their median and interquartile range in one transaction. A point
+ * already stored is skipped unless force is set, as profiler_run does. */
+
+typedef struct {
+    int ranks;           /* group size, 2..DIST_MAX_RANKS */
+    int64_t min_bytes;   /* first size, a multiple of 4 (default 4) */
+    int64_t max_bytes;   /* last size (default 64 MiB); sizes go up by factors of 4 */
+    int warmup;          /* untimed collectives per size (default 3) */
+    int reps;            /* timed collectives per size (default 15) */
+    double timeout_s;    /* the group's per-call timeout (default 30) */
+    int force;           /* re-measure stored points */
+    profiler_progress_cb progress; /* may be NULL */
+    void *progress_ctx;
+} profiler_coll_opts;
+
+/* ranks 2, 4 B .. 64 MiB, 3 + 15 repetitions, timeout 30 s. */
+profiler_coll_opts profiler_coll_opts_default(void);
+
+/* The sizes of the sweep: min_bytes, 4 * min_bytes, ... up to max_bytes
+ * (included when it is not on the ladder). *out malloc'd (caller frees).
+ * PL_ERR_INVALID for min < 4, min not a multiple of 4, max < min. */
+pl_status profiler_coll_sizes(int64_t min_bytes, int64_t max_bytes, int64_t **out, int *n);
+
+/* Measure the collective curves into db (opened for writing; machine must
+ * be stored, e.g. by profiler_run: PL_ERR_NOT_FOUND otherwise). r may be
+ * NULL (units_* and wall_us are filled). PL_ERR_INVALID for bad options;
+ * PL_ERR_INTERRUPTED when a rank failed (msg names it: hw_launch's line)
+ * or the progress callback stopped the run; the store's errors otherwise.
+ * Must not be called from a rank of another group (it forks). */
+pl_status profiler_collectives(profile_db *db, const char *machine, const profiler_coll_opts *o,
+                               profiler_result *r, char *msg, size_t len);
 
 /* ---- pieces, exposed for tests and tools ---------------------------------- */
 

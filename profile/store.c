@@ -121,6 +121,18 @@ static const char *const MIGRATIONS[PROFILE_DB_SCHEMA_VERSION] = {
     "  run_id INTEGER NOT NULL REFERENCES run(id) ON DELETE CASCADE,\n"
     "  update_idx INTEGER NOT NULL, blob BLOB NOT NULL, saved_at TEXT NOT NULL,\n"
     "  PRIMARY KEY(run_id, update_idx));\n",
+    /* 1 -> 2: collective curves (issue 17), next to the transfer curves. A
+     * file of version 1 still opens READ (PROFILE_DB_MIN_READ_VERSION): it
+     * reads as holding no collective points. */
+    "CREATE TABLE collective_point(\n"
+    "  machine_id INTEGER NOT NULL REFERENCES machine(id) ON DELETE CASCADE,\n"
+    "  op TEXT NOT NULL CHECK(op IN ('all_reduce', 'all_gather', 'reduce_scatter')),\n"
+    "  ranks INTEGER NOT NULL CHECK(ranks >= 2),\n"
+    "  transport TEXT NOT NULL,\n"
+    "  bytes REAL NOT NULL CHECK(bytes > 0),\n"
+    "  us REAL NOT NULL, spread_us REAL, reps INTEGER NOT NULL,\n"
+    "  measured_at TEXT NOT NULL,\n"
+    "  PRIMARY KEY(machine_id, op, ranks, transport, bytes));\n",
 };
 
 /* ---- prepared statements ---------------------------------------------------- */
@@ -171,6 +183,10 @@ enum {
     S_MEAS_LIST,
     S_PREC_PUT,
     S_PREC_GET,
+    S_COLL_PUT,
+    S_COLL_HAS,
+    S_COLL_LIST,
+    S_COLL_TABLE,
     N_STMT
 };
 
@@ -258,6 +274,13 @@ static const char *const STMT_SQL[N_STMT] = {
      * schema 1 without it stay readable (they are tf32, the engine's default) */
     [S_PREC_PUT] = "INSERT OR REPLACE INTO meta(key, value) VALUES('precision', ?1)",
     [S_PREC_GET] = "SELECT value FROM meta WHERE key = 'precision'",
+    [S_COLL_PUT] = "INSERT OR REPLACE INTO collective_point(machine_id, op, ranks, transport, bytes, us, spread_us, "
+                   "reps, measured_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
+    [S_COLL_HAS] = "SELECT 1 FROM collective_point WHERE machine_id = ?1 AND op = ?2 AND ranks = ?3 "
+                   "AND transport = ?4 AND bytes = ?5",
+    [S_COLL_LIST] = "SELECT op, ranks, transport, bytes, us, spread_us, reps FROM collective_point "
+                    "WHERE machine_id = ?1 ORDER BY op, ranks, transport, bytes",
+    [S_COLL_TABLE] = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'collective_point'",
 };
 
 struct profile_db {
@@ -602,11 +625,11 @@ pl_status profile_db_open(const char *path, profile_db_mode mode, profile_db **o
                          "%s is an empty SQLite database, not a profile database", path);
             goto out_close;
         }
-        if (version < PROFILE_DB_SCHEMA_VERSION && mode == PROFILE_DB_READ) {
+        if (version < PROFILE_DB_MIN_READ_VERSION && mode == PROFILE_DB_READ) {
             st = pl_fail(msg, len, PL_ERR_INVALID,
-                         "%s has the older schema version %d (this placer reads %d); open it once for "
+                         "%s has the older schema version %d (this placer reads %d to %d); open it once for "
                          "writing to migrate it",
-                         path, version, PROFILE_DB_SCHEMA_VERSION);
+                         path, version, PROFILE_DB_MIN_READ_VERSION, PROFILE_DB_SCHEMA_VERSION);
             goto out_close;
         }
         db->opened_version = version;
@@ -1907,4 +1930,155 @@ pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_m
     if (rc != SQLITE_DONE) st = sql_fail(db, "reading measurements");
     stmt_done(s);
     return st;
+}
+
+/* ---- collective curves ---------------------------------------------------- */
+
+static const char *const COLL_OP_TEXT[PROFILE_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter"};
+
+const char *profile_coll_op_name(profile_coll_op op) {
+    return op >= 0 && op < PROFILE_COLL_COUNT ? COLL_OP_TEXT[op] : "?";
+}
+
+double profile_coll_busbw_factor(profile_coll_op op, int ranks) {
+    if (ranks < 2) return 0.0;
+    const double f = (double)(ranks - 1) / (double)ranks;
+    return op == PROFILE_COLL_ALL_REDUCE ? 2.0 * f : f;
+}
+
+static int coll_point_valid(const profile_coll_point *p) {
+    return p && p->op >= 0 && p->op < PROFILE_COLL_COUNT && p->ranks >= 2 && p->transport[0] && p->bytes > 0 &&
+           isfinite(p->bytes) && p->us > 0 && isfinite(p->us) && p->reps >= 1;
+}
+
+/* Is the collective_point table there? A file opened at schema 1 (READ)
+ * predates it: *present 0, PL_OK. A file of schema 2 or later without it is
+ * damaged: PL_ERR_INVALID. */
+static pl_status coll_table(profile_db *db, int *present) {
+    *present = 0;
+    sqlite3_stmt *s = stmt_get(db, S_COLL_TABLE);
+    if (!s) return PL_ERR_DB;
+    int rc = sqlite3_step(s);
+    pl_status st = PL_OK;
+    if (rc == SQLITE_ROW) *present = sqlite3_column_int(s, 0) > 0;
+    else st = sql_fail(db, "looking for the collective table");
+    stmt_done(s);
+    if (st != PL_OK || *present) return st;
+    if (db->opened_version >= 0 && db->opened_version < 2 && db->mode == PROFILE_DB_READ) return PL_OK;
+    return db_fail(db, PL_ERR_INVALID,
+                   "%s is damaged: schema version %d but no collective_point table; re-profile into a new file",
+                   db->path, PROFILE_DB_SCHEMA_VERSION);
+}
+
+pl_status profile_db_put_collective_point(profile_db *db, const char *machine, const profile_coll_point *p) {
+    if (!coll_point_valid(p))
+        return db_fail(db, PL_ERR_INVALID, "%s: bad collective point (op, ranks >= 2, transport, bytes > 0, us > 0, "
+                                           "reps >= 1)", db->path);
+    int kind, present = 0;
+    int64_t mid;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    if ((st = coll_table(db, &present)) != PL_OK) goto out;
+    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
+    sqlite3_stmt *s = stmt_get(db, S_COLL_PUT);
+    if (!s) {
+        st = PL_ERR_DB;
+        goto out;
+    }
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_text(s, 2, COLL_OP_TEXT[p->op], -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, p->ranks);
+    sqlite3_bind_text(s, 4, p->transport, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 5, p->bytes);
+    sqlite3_bind_double(s, 6, p->us);
+    bind_double_or_null(s, 7, p->spread_us);
+    sqlite3_bind_int(s, 8, p->reps);
+    st = step_done(db, s, "writing a collective point");
+out:
+    return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_has_collective_point(profile_db *db, const char *machine, profile_coll_op op, int ranks,
+                                          const char *transport, double bytes, int *has) {
+    *has = 0;
+    if (op < 0 || op >= PROFILE_COLL_COUNT || !transport)
+        return db_fail(db, PL_ERR_INVALID, "%s: bad collective op", db->path);
+    int present = 0;
+    int64_t mid;
+    pl_status st = coll_table(db, &present);
+    if (st != PL_OK || !present) return st;
+    st = machine_id_by_name(db, machine, &mid);
+    if (st == PL_ERR_NOT_FOUND) return PL_OK;
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_COLL_HAS);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    sqlite3_bind_text(s, 2, COLL_OP_TEXT[op], -1, SQLITE_STATIC);
+    sqlite3_bind_int(s, 3, ranks);
+    sqlite3_bind_text(s, 4, transport, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(s, 5, bytes);
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *has = 1;
+    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a collective point");
+    stmt_done(s);
+    return st;
+}
+
+pl_status profile_db_collective_points(profile_db *db, profile_coll_point **out, int *n) {
+    *out = NULL;
+    *n = 0;
+    int present = 0;
+    int64_t mid;
+    pl_status st = coll_table(db, &present);
+    if (st != PL_OK || !present) return st;
+    st = file_machine_id(db, &mid);
+    if (st == PL_ERR_NOT_FOUND) return PL_OK;
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_COLL_LIST);
+    if (!s) return PL_ERR_DB;
+    sqlite3_bind_int64(s, 1, mid);
+    profile_coll_point *v = NULL;
+    int cap = 0, k = 0, rc;
+    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        if (k == cap) {
+            int nc = cap ? 2 * cap : 32;
+            profile_coll_point *nv = realloc(v, sizeof *v * (size_t)nc);
+            if (!nv) {
+                st = db_fail(db, PL_ERR_NOMEM, "%s: out of memory reading collective points", db->path);
+                goto out;
+            }
+            v = nv;
+            cap = nc;
+        }
+        profile_coll_point *p = &v[k];
+        memset(p, 0, sizeof *p);
+        const char *op = col_text(s, 0);
+        p->op = PROFILE_COLL_COUNT;
+        for (int i = 0; i < PROFILE_COLL_COUNT; i++)
+            if (!strcmp(op, COLL_OP_TEXT[i])) p->op = (profile_coll_op)i;
+        p->ranks = sqlite3_column_int(s, 1);
+        col_text_copy(s, 2, p->transport, sizeof p->transport);
+        p->bytes = sqlite3_column_double(s, 3);
+        p->us = col_double_or_nan(s, 4);
+        p->spread_us = col_double_or_nan(s, 5);
+        p->reps = sqlite3_column_int(s, 6);
+        if (!coll_point_valid(p)) {
+            st = db_fail(db, PL_ERR_INVALID,
+                         "%s: collective_point row %d is invalid (op '%s', %d ranks, %g bytes, %g us, %d reps); "
+                         "re-measure with placer profile --collectives N --force",
+                         db->path, k + 1, op, p->ranks, p->bytes, p->us, p->reps);
+            goto out;
+        }
+        k++;
+    }
+    if (rc != SQLITE_DONE) st = sql_fail(db, "reading collective points");
+out:
+    stmt_done(s);
+    if (st != PL_OK) {
+        free(v);
+        return st;
+    }
+    *out = v;
+    *n = k;
+    return PL_OK;
 }

@@ -20,6 +20,9 @@
  *   run(id, method, args, created_at, finished)
  *   run_sample(run_id, update_idx, sample, placement, step_us, peak_bytes, oom)
  *   checkpoint(run_id, update_idx, blob, saved_at)
+ *   collective_point(machine_id, op, ranks, transport, bytes, us, spread_us, reps, measured_at)
+ *        (schema 2) collective curves: op 'all_reduce', 'all_gather' or
+ *        'reduce_scatter' over a group of `ranks` processes
  * A NaN time is stored as NULL and read back as NaN.
  *
  * A file holds one machine: writing a profile of another machine into it is
@@ -50,7 +53,11 @@
 #include "profile_data.h"
 #include "status.h"
 
-#define PROFILE_DB_SCHEMA_VERSION 1
+#define PROFILE_DB_SCHEMA_VERSION 2
+/* The oldest schema a READ open accepts: version 1 lacks only the
+ * collective_point table of version 2, and reads as holding no collective
+ * points. Older files must be opened for writing once (migrated). */
+#define PROFILE_DB_MIN_READ_VERSION 1
 
 typedef struct profile_db profile_db;
 
@@ -316,6 +323,59 @@ typedef int (*profile_measurement_cb)(void *ctx, int64_t id, const profile_measu
 /* Call cb for each measurement whose purpose equals purpose (all when NULL),
  * in insertion order. */
 pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_measurement_cb cb, void *ctx);
+
+/* ---- collective curves (schema 2) ----------------------------------------
+ * Points of collective curves measured over a process group of this
+ * machine (profile/profiler.h: profiler_collectives). bytes is the buffer
+ * size in nccl-tests' convention: the all-reduce buffer, the all-gather's
+ * gathered output, the reduce-scatter's input (each rank ends with
+ * bytes / ranks). us is the median over the timed repetitions of the
+ * slowest rank's time, spread_us their interquartile range. transport says
+ * which group carried it: "sockets" (the fork launcher's AF_UNIX
+ * sockets, hw/dist_group.h), "mpi", "nccl". */
+
+typedef enum {
+    PROFILE_COLL_ALL_REDUCE = 0,
+    PROFILE_COLL_ALL_GATHER,
+    PROFILE_COLL_REDUCE_SCATTER,
+    PROFILE_COLL_COUNT
+} profile_coll_op;
+
+typedef struct {
+    profile_coll_op op;  /* which collective */
+    int ranks;           /* group size, >= 2 */
+    char transport[16];  /* "sockets", "mpi", "nccl" */
+    double bytes;        /* buffer bytes (see above), > 0 */
+    double us;           /* median time, > 0 */
+    double spread_us;    /* interquartile range; NaN when not known */
+    int reps;            /* timed repetitions, >= 1 */
+} profile_coll_point;
+
+/* "all_reduce", "all_gather", "reduce_scatter" ("?" out of range). Static. */
+const char *profile_coll_op_name(profile_coll_op op);
+
+/* nccl-tests' bus-bandwidth factor: busbw = algbw * factor, with algbw =
+ * bytes / time; 2 (n - 1) / n for all-reduce, (n - 1) / n for all-gather
+ * and reduce-scatter. 0 for n < 2. */
+double profile_coll_busbw_factor(profile_coll_op op, int ranks);
+
+/* Insert or replace one point for machine (which must be stored:
+ * PL_ERR_NOT_FOUND otherwise). PL_ERR_INVALID for a point out of range
+ * (see profile_coll_point) or a damaged file (schema 2 without the table). */
+pl_status profile_db_put_collective_point(profile_db *db, const char *machine, const profile_coll_point *p);
+
+/* *has = 1 when that point is stored, else 0 (also when the machine is not
+ * stored yet, or the file is a schema-1 file opened READ). */
+pl_status profile_db_has_collective_point(profile_db *db, const char *machine, profile_coll_op op, int ranks,
+                                          const char *transport, double bytes, int *has);
+
+/* Every collective point of the file's machine, ordered by op, ranks,
+ * transport and bytes, into *out (malloc'd, caller frees; NULL when *n is
+ * 0). PL_OK with *n = 0 when none are stored, no machine is stored, or the
+ * file is a schema-1 file opened READ. PL_ERR_INVALID with one line in
+ * profile_db_last_error for a damaged table: missing in a schema-2 file, or
+ * a row out of range (unknown op, ranks < 2, a time that is not positive). */
+pl_status profile_db_collective_points(profile_db *db, profile_coll_point **out, int *n);
 
 /* The underlying SQLite handle, for modules that own their own tables
  * (checkpoints, calibration). Borrowed. */

@@ -240,7 +240,7 @@ Test(store_files, version_0_is_migrated_when_opened_for_writing) {
                  SQLITE_OK);
     cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
     cr_assert_str_eq((const char *)sqlite3_column_text(s, 0), "placer 0.0", "migration keeps existing rows");
-    cr_assert_eq(sqlite3_column_int(s, 1), 14, "meta plus the 13 tables of version 1");
+    cr_assert_eq(sqlite3_column_int(s, 1), 15, "meta plus the 13 tables of version 1 and collective_point of 2");
     sqlite3_finalize(s);
     profile_db_close(db);
     th_rmtree(dir);
