@@ -40,7 +40,7 @@ static void train_usage(FILE *f) {
             "                    [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
             "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
             "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n"
-            "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16]\n\n"
+            "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16] [--pipe-prior 0]\n\n"
             "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE (or PPO) against\n"
             "the simulator, optionally with a grouper learned jointly (Mirhoseini et al. 2018, EAGLE).\n"
             "Each update samples K placements, simulates them in parallel, and takes\n"
@@ -72,6 +72,8 @@ static void train_usage(FILE *f) {
             "  --group-prior X learned/eagle: first grouper prefers contiguous chunks of the\n"
             "                  topological order with strength X (default 2; 0 = uniform)\n"
             "  --link-hidden H eagle: width of the link LSTM (default 16)\n"
+            "  --pipe-prior X  first placer prefers D consecutive stages on devices 0..D-1 in unit\n"
+            "                  order (a pipeline-shaped start) with strength X (default 0 = off)\n"
             "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
             "  --mem-cap       per-device cap: bytes (16GB, 512MiB) or a fraction (50%%, 0.5)\n"
             "  --devices       use only the profile's first N devices\n"
@@ -131,6 +133,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"algo", required_argument, 0, 'A'},        {"ppo-epochs", required_argument, 0, 'E'},
         {"ppo-clip", required_argument, 0, 'P'},     {"n-groups", required_argument, 0, 'G'},
         {"group-prior", required_argument, 0, 'R'},  {"link-hidden", required_argument, 0, 'I'},
+        {"pipe-prior", required_argument, 0, 'Q'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -190,6 +193,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         case 'P': if (parse_double("--ppo-clip", optarg, 1e-6, 0.999, &a->ro.ppo_clip)) return -1; break;
         case 'G': if (parse_long("--n-groups", optarg, 1, 4096, &v)) return -1; a->ro.n_groups = (int)v; break;
         case 'R': if (parse_double("--group-prior", optarg, 0, 100, &a->ro.group_prior)) return -1; break;
+        case 'Q': if (parse_double("--pipe-prior", optarg, 0, 100, &a->ro.pipe_prior)) return -1; break;
         case 'I': if (parse_long("--link-hidden", optarg, 1, 1024, &v)) return -1; a->ro.link_hidden = (int)v; break;
         case 'u': a->so.calibrated = 0; break;
         case 'h': return 1;
@@ -215,20 +219,21 @@ static void defaults(train_args *a) {
 /* The canonical arguments stored with a run (everything but --db, --resume
  * and --threads), from which a resume rebuilds the same problem. */
 static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf, size_t len) {
-    char devs[32] = "";
+    char devs[32] = "", pipe[48] = "";
     if (a->so.devices > 0) snprintf(devs, sizeof devs, " --devices %d", a->so.devices);
+    if (a->ro.pipe_prior > 0) snprintf(pipe, sizeof pipe, " --pipe-prior %.17g", a->ro.pipe_prior);
     snprintf(buf, len,
              "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s --groups %s "
              "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
              "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
-             "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s",
+             "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s%s",
              cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
              cfg->parallel_residual ? ",parallel=1" : "", grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
              a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
              a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
              (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,
              reinforce_algo_name(a->ro.algo), a->ro.ppo_epochs, a->ro.ppo_clip, a->ro.n_groups, a->ro.group_prior,
-             a->ro.link_hidden, a->so.calibrated ? "" : " --uncalibrated");
+             a->ro.link_hidden, pipe, a->so.calibrated ? "" : " --uncalibrated");
 }
 
 typedef struct {

@@ -27,10 +27,20 @@ int nn_set_loops(int on);
 /* out (B,O) = inp (B,I) @ W^T + b.  W is (O,I), b is (O) or NULL. */
 void linear_forward(double *out, const double *inp, const double *W, const double *b, int B, int I, int O);
 
-/* dinp (B,I) = dout @ W (skipped when dinp is NULL); dW (O,I) += dout^T @ inp;
+/* dinp (B,I) = dout @ W (skipped when dinp is NULL); dW (O,I) += dout^T @ inp
+ * (skipped when dW is NULL);
  * db (O) += column sums of dout (skipped when NULL). */
 void linear_backward(double *dinp, double *dW, double *db, const double *dout, const double *inp,
                      const double *W, int B, int I, int O);
+
+/* dW (O,I) += sum over steps s = S-1 down to 0 of dout_s^T @ inp_s, where
+ * step s is the B rows dout[s B .. s B + B - 1] (O wide) and the B rows of
+ * inp from row s B (I wide, row stride ldi): the dW terms of S per-step
+ * linear_backward calls made last step first, as a backward pass through
+ * time makes them, with the same result bit for bit. With nn_set_loops(1)
+ * it runs in one pass over dW (each row kept in cache) instead of S passes. */
+void linear_backward_dw_steps(double *dW, const double *dout, const double *inp, int S, int B, int I, int O,
+                              int ldi);
 
 /* One LSTM step. xh (B,X+H) is the concatenation [x ; h_prev]; W is (4H,X+H),
  * b is (4H), gate order i, f, g, o. Writes h and c (B,H), and saves gates
@@ -41,7 +51,8 @@ void lstm_forward(double *h, double *c, double *gates, double *tanh_c, const dou
 
 /* Backward of lstm_forward. dh, dc (B,H) are the gradients arriving at h and
  * c (dc may be NULL for zero). Writes dxh (B,X+H) and dc_prev (B,H); dW and
- * db accumulate. dz is (B,4H) scratch. */
+ * db accumulate (dW NULL: skipped). dz (B,4H) receives the gate gradients,
+ * from which the caller may take dW later (linear_backward_dw_steps). */
 void lstm_backward(double *dxh, double *dc_prev, double *dW, double *db, double *dz, const double *dh,
                    const double *dc, const double *gates, const double *tanh_c, const double *c_prev,
                    const double *xh, const double *W, int B, int XH, int H);

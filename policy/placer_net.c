@@ -41,14 +41,15 @@ struct placer_acts {
     double *dE, *dK, *dEk;             /* (T,H), (T,A), (T,H) */
     double *dcat, *dh, *dctx, *dh_att; /* (B,2H), (B,H) x3 */
     double *dc, *dc_prev;              /* (B,H) x2 */
-    double *dxh, *dz, *att_scratch;    /* (B,XHd), (B,4H), B*T+B*A+A */
+    double *dxh, *att_scratch;         /* (B,XHd), B*T+B*A+A */
+    double *dz;                        /* (T,B,4H) gate gradients of every step, for the deferred dW */
     double *enc_dxh, *enc_dh, *enc_dc, *enc_dc_prev, *dX; /* (E+H), (H) x3, (T,E) */
     double *zeros;                     /* (H) */
     double *block;                     /* one allocation holding all of the above */
 };
 
 placer_net_config placer_net_default_config(int n_features, int n_devices) {
-    placer_net_config c = {n_features, n_devices, 32, 64, 32, 8, 0.0, 0.0};
+    placer_net_config c = {n_features, n_devices, 32, 64, 32, 8, 0.0, 0.0, 0.0};
     return c;
 }
 
@@ -144,7 +145,7 @@ pl_status placer_acts_create(const placer_net *net, int T_cap, int B_cap, placer
         {&a->probs, T * B * D}, {&a->dlogits, T * B * D},
         {&a->dE, T * H}, {&a->dK, T * A}, {&a->dEk, T * H}, {&a->dcat, B * CW}, {&a->dh, B * H},
         {&a->dctx, B * H}, {&a->dh_att, B * H}, {&a->dc, B * H}, {&a->dc_prev, B * H}, {&a->dxh, B * XHd},
-        {&a->dz, B * 4 * H}, {&a->att_scratch, B * T + B * A + A}, {&a->enc_dxh, E + H}, {&a->enc_dh, H},
+        {&a->dz, T * B * 4 * H}, {&a->att_scratch, B * T + B * A + A}, {&a->enc_dxh, E + H}, {&a->enc_dh, H},
         {&a->enc_dc, H}, {&a->enc_dc_prev, H}, {&a->dX, T * E}, {&a->zeros, H}};
     size_t n_slots = sizeof slots / sizeof slots[0], total = 0;
     for (size_t i = 0; i < n_slots; i++) total += slots[i].n;
@@ -248,7 +249,21 @@ pl_status placer_net_forward(const placer_net *net, placer_acts *acts, const dou
         linear_forward(logits, cat, placer_net_param(net, PN_OUT_W), placer_net_param(net, PN_OUT_B), B, CW, D);
         if (net->cfg.clip > 0)
             for (int i = 0; i < B * D; i++) logits[i] = net->cfg.clip * tanh(logits[i] / net->cfg.clip);
-        softmax_forward(probs, logits, B, D);
+        if (net->cfg.pipe > 0) {
+            /* the softmax reads logits + prior from the step's dlogits slab
+             * (free until the loss writes it); logits stay as they are for
+             * the clip's backward */
+            double *zp = acts->dlogits + (size_t)t * B * D;
+            const double x = ((double)t + 0.5) / (double)T;
+            for (int b = 0; b < B; b++)
+                for (int d = 0; d < D; d++) {
+                    const double u = x * D - d - 0.5;
+                    zp[(size_t)b * D + d] = logits[(size_t)b * D + d] - net->cfg.pipe * u * u;
+                }
+            softmax_forward(probs, zp, B, D);
+        } else {
+            softmax_forward(probs, logits, B, D);
+        }
         for (int b = 0; b < B; b++) {
             const double *p = probs + (size_t)b * D;
             int a;
@@ -324,8 +339,8 @@ void placer_net_backward_input(placer_net *net, placer_acts *acts, const double 
                            placer_net_param(net, PN_ATT_V), B, T, H, A);
         for (int i = 0; i < B * H; i++) dhn[i] += acts->dh_att[i];
         const double *c_prev = t == 0 ? acts->c0 : acts->dec_c + (size_t)(t - 1) * B * H;
-        lstm_backward(acts->dxh, acts->dc_prev, placer_net_grad(net, PN_DEC_W), placer_net_grad(net, PN_DEC_B),
-                      acts->dz, dhn, dcn, acts->dec_gates + (size_t)t * B * 4 * H, acts->dec_tc + (size_t)t * B * H,
+        lstm_backward(acts->dxh, acts->dc_prev, NULL, placer_net_grad(net, PN_DEC_B),
+                      acts->dz + (size_t)t * B * 4 * H, dhn, dcn, acts->dec_gates + (size_t)t * B * 4 * H, acts->dec_tc + (size_t)t * B * H,
                       c_prev, acts->dec_xh + (size_t)t * B * XHd, placer_net_param(net, PN_DEC_W), B, XHd, H);
         memcpy(dcn, acts->dc_prev, sizeof *dcn * (size_t)B * H);
         for (int b = 0; b < B; b++) {
@@ -336,6 +351,8 @@ void placer_net_backward_input(placer_net *net, placer_acts *acts, const double 
             memcpy(dhn + (size_t)b * H, row + De + H, sizeof *dhn * (size_t)H);
         }
     }
+    /* the decoder's weight gradient, every step at once (same sums, one pass) */
+    linear_backward_dw_steps(placer_net_grad(net, PN_DEC_W), acts->dz, acts->dec_xh, T, B, XHd, 4 * H, XHd);
     /* the decoder's initial state is the encoder's final state, broadcast */
     double *enc_dh = acts->enc_dh, *enc_dc = acts->enc_dc;
     memset(enc_dh, 0, sizeof *enc_dh * (size_t)H);
@@ -353,14 +370,15 @@ void placer_net_backward_input(placer_net *net, placer_acts *acts, const double 
     for (int t = T - 1; t >= 0; t--) {
         for (int j = 0; j < H; j++) enc_dh[j] += dE[(size_t)t * H + j];
         const double *c_prev = t == 0 ? acts->zeros : acts->enc_c + (size_t)(t - 1) * H;
-        lstm_backward(acts->enc_dxh, acts->enc_dc_prev, placer_net_grad(net, PN_ENC_W),
-                      placer_net_grad(net, PN_ENC_B), acts->dz, enc_dh, enc_dc, acts->enc_gates + (size_t)t * 4 * H,
+        lstm_backward(acts->enc_dxh, acts->enc_dc_prev, NULL, placer_net_grad(net, PN_ENC_B),
+                      acts->dz + (size_t)t * 4 * H, enc_dh, enc_dc, acts->enc_gates + (size_t)t * 4 * H,
                       acts->enc_tc + (size_t)t * H, c_prev, acts->enc_xh + (size_t)t * XHe,
                       placer_net_param(net, PN_ENC_W), 1, XHe, H);
         memcpy(acts->dX + (size_t)t * E, acts->enc_dxh, sizeof(double) * (size_t)E);
         memcpy(enc_dh, acts->enc_dxh + E, sizeof *enc_dh * (size_t)H);
         memcpy(enc_dc, acts->enc_dc_prev, sizeof *enc_dc * (size_t)H);
     }
+    linear_backward_dw_steps(placer_net_grad(net, PN_ENC_W), acts->dz, acts->enc_xh, T, 1, XHe, 4 * H, XHe);
     linear_backward(dfeatures, placer_net_grad(net, PN_WF), placer_net_grad(net, PN_BF), acts->dX, features,
                     placer_net_param(net, PN_WF), T, F, E);
 }

@@ -23,6 +23,15 @@
  * feeding that state directly spares the attention from having to learn
  * positional lookup within a few hundred updates.
  *
+ * The pipeline prior (cfg.pipe = k > 0) adds a fixed term to the logits
+ * that feed the softmax: for unit t of T and device d,
+ *   prior[t][d] = -k (x_t D - d - 1/2)^2,  x_t = (t + 1/2) / T,
+ * so the first policy prefers to cut the unit sequence into D consecutive
+ * stages on devices 0, 1, ..., D-1 in order (the shape of a pipeline, as
+ * the grouper's contiguity prior prefers contiguous chunks); it has no
+ * parameters and leaves every gradient formula as it is (the softmax's
+ * gradient with respect to its input is the same for a shifted input).
+ *
  * Parameters live in one flat buffer (and gradients in another) with a
  * table of offsets, llm.c style; Adam's moments are two more flat buffers.
  * The forward pass runs B sequences in parallel (the K samples of one
@@ -48,6 +57,7 @@ typedef struct {
     int dev_embed;  /* De, device embedding width */
     double stay;    /* initial probability of repeating the previous device (0: uniform start) */
     double clip;    /* logit clipping C: logits = C tanh(z / C) (0: none) */
+    double pipe;    /* pipeline prior strength k (0: none), see below */
 } placer_net_config;
 
 enum {

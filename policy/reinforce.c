@@ -21,7 +21,7 @@
 #include "placement.h"
 
 #define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
-#define BLOB_VERSION 2u /* 2 adds blob_ext after the header; 1 is still read */
+#define BLOB_VERSION 3u /* 2 adds blob_ext after the header, 3 blob_ext3 after it; 1 and 2 are still read */
 
 struct reinforce {
     policy_evaluator *ev;     /* borrowed */
@@ -86,6 +86,7 @@ void reinforce_options_default(reinforce_options *o) {
     o->grouper_hidden = 64;
     o->link_hidden = 16;
     o->group_prior = 2.0;
+    o->pipe_prior = 0.0;
 }
 
 pl_status reinforce_parse_algo(const char *text, reinforce_algo *out, char *msg, size_t len) {
@@ -134,6 +135,8 @@ static pl_status check_options(const reinforce_options *o, char *msg, size_t len
         return pl_fail(msg, len, PL_ERR_INVALID, "top-k must be 1..%d", REINFORCE_MAX_TOP);
     if (o->algo != ALGO_REINFORCE && o->algo != ALGO_PPO)
         return pl_fail(msg, len, PL_ERR_INVALID, "unknown algorithm %d", (int)o->algo);
+    if (!(o->pipe_prior >= 0 && o->pipe_prior <= 100))
+        return pl_fail(msg, len, PL_ERR_INVALID, "--pipe-prior must be in [0,100]");
     if (o->ppo_epochs < 1 || o->ppo_epochs > 100)
         return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-epochs must be 1..100");
     if (!(o->ppo_clip > 0 && o->ppo_clip < 1)) return pl_fail(msg, len, PL_ERR_INVALID, "--ppo-clip must be in (0,1)");
@@ -267,6 +270,7 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
     cfg.hidden = o->hidden;
     cfg.stay = o->stay;
     cfg.clip = o->logit_clip;
+    cfg.pipe = o->pipe_prior;
     if (st == PL_OK) st = placer_net_create(&cfg, o->seed, &r->net);
     if (st == PL_OK) st = adam_create(r->net->n_params, o->lr, &r->adam);
     if (st == PL_OK) st = size_buffers(r);
@@ -663,6 +667,12 @@ typedef struct {
     int64_t gadam_t;    /* the grouper's Adam steps */
 } blob_ext;
 
+/* Version 3's options after blob_ext. */
+typedef struct {
+    double pipe_prior;
+    double pad;
+} blob_ext3;
+
 pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     *blob = NULL;
     *n = 0;
@@ -691,9 +701,13 @@ pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     x.link_hidden = r->opt.link_hidden; x.group_prior = r->opt.group_prior;
     x.n_gparams = r->gnet ? r->gnet->n_params : 0;
     x.gadam_t = r->gadam ? r->gadam->t : 0;
+    blob_ext3 x3;
+    memset(&x3, 0, sizeof x3);
+    x3.pipe_prior = r->opt.pipe_prior;
     wbuf b = {0};
     put(&b, &h, sizeof h);
     put(&b, &x, sizeof x);
+    put(&b, &x3, sizeof x3);
     put(&b, r->net->params, sizeof(double) * r->net->n_params);
     put(&b, r->adam->m, sizeof(double) * r->net->n_params);
     put(&b, r->adam->v, sizeof(double) * r->net->n_params);
@@ -719,7 +733,7 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     rbuf b = {blob, n, 0, 0};
     blob_header h;
     get(&b, &h, sizeof h);
-    if (b.fail || h.magic != BLOB_MAGIC || (h.version != 1u && h.version != BLOB_VERSION))
+    if (b.fail || h.magic != BLOB_MAGIC || h.version < 1u || h.version > BLOB_VERSION)
         return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is not a placer checkpoint of version 1..%u",
                        BLOB_VERSION);
     blob_ext x;
@@ -727,6 +741,9 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     x.algo = ALGO_REINFORCE; x.ppo_epochs = 4; x.ppo_clip = 0.2; x.grouper = GROUPER_NONE; x.n_groups = 16;
     x.grouper_hidden = 64; x.link_hidden = 16; x.group_prior = 2.0;
     if (h.version >= 2u) get(&b, &x, sizeof x);
+    blob_ext3 x3;
+    memset(&x3, 0, sizeof x3);
+    if (h.version >= 3u) get(&b, &x3, sizeof x3);
     if (b.fail) return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
     const policy_problem *pb = policy_evaluator_problem(ev);
     const int F = x.grouper == GROUPER_EAGLE ? GROUP_N_FEATURES + x.link_hidden : GROUP_N_FEATURES;
@@ -756,6 +773,7 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     o.grouper_hidden = x.grouper_hidden;
     o.link_hidden = x.link_hidden;
     o.group_prior = x.group_prior;
+    o.pipe_prior = x3.pipe_prior;
     pl_status st = check_options(&o, msg, len);
     if (st == PL_OK) st = check_problem(&o, ev, msg, len);
     if (st != PL_OK) return st;

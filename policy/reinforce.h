@@ -99,6 +99,7 @@ typedef struct {
     int grouper_hidden;          /* grouper: hidden width (64) */
     int link_hidden;             /* EAGLE: link LSTM width (16) */
     double group_prior;          /* grouper: contiguity prior strength (2; 0: uniform start) */
+    double pipe_prior;           /* placer: pipeline prior strength (placer_net.h; 0: none, the default) */
 } reinforce_options;
 
 /* The defaults: 250 updates of 8 samples, EMA baseline (decay 0.9),

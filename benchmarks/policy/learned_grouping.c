@@ -34,8 +34,20 @@
  *
  * usage: learned_grouping [--out DIR] [--seeds N] [--threads N] [--only LIST]
  *                         [--no-extra] [--data DIR]
+ *                         [--methods LIST] [--no-search] [--ref-ms X] [--variant-coloc]
+ *                         [--pipe-prior X] [--n-groups G|auto] [--group-prior X]
+ *                         [--ppo-epochs N] [--lr X] [--entropy X] [--prior-stay P]
  * --only takes comma-separated problem names and "extra" (the two further
  * experiments), e.g. --only L12-t4,extra.
+ * Variants (the issue-15 bar experiments): --pipe-prior, --n-groups (auto:
+ * 2 x the problem's devices), --group-prior, --ppo-epochs, --lr, --entropy
+ * and --prior-stay change the options of the learned groupings (hier and
+ * EAGLE), and of ColocRL too with --variant-coloc; every run keeps 250 x 8
+ * simulations. --methods runs only the named RL rows (names with '-' for
+ * spaces, e.g. hier-PPO,EAGLE-PPO), --no-search skips every other method
+ * (searches and baselines do not depend on a variant), --ref-ms X takes
+ * the gaps against X ms (the best any method found in a full run) when
+ * it is below this run's best.
  * Prints Markdown on stdout.
  */
 #include <errno.h>
@@ -127,12 +139,51 @@ typedef struct {
     int *node_dev; /* the best found placement (malloc'd) */
 } rl_result;
 
+static int in_list(const char *list, const char *name);
+
+/* --methods and --no-search (see the opening comment) */
+static const char *g_methods;
+static int g_no_search;
+static double g_ref_ms; /* --ref-ms: the gaps' reference (0: the best of this run) */
+
+static int method_on(const char *name) {
+    if (!g_methods) return 1;
+    char dashed[64];
+    snprintf(dashed, sizeof dashed, "%s", name);
+    for (char *c = dashed; *c; c++)
+        if (*c == ' ') *c = '-';
+    return in_list(g_methods, dashed);
+}
+
+/* A variant's overrides (negative: keep the default). */
+typedef struct {
+    double pipe_prior, group_prior, lr, entropy, stay;
+    int n_groups; /* 0: 2 x devices */
+    int n_groups_set, ppo_epochs;
+    int coloc; /* apply to ColocRL too */
+} variant;
+static variant g_var = {-1, -1, -1, -1, -1, 0, 0, -1, 0};
+
+static void apply_variant(reinforce_options *o, const rl_method *m, policy_session *ss) {
+    if (m->grouper == GROUPER_NONE && !g_var.coloc) return;
+    if (g_var.pipe_prior >= 0) o->pipe_prior = g_var.pipe_prior;
+    if (g_var.group_prior >= 0) o->group_prior = g_var.group_prior;
+    if (g_var.lr > 0) o->lr = g_var.lr;
+    if (g_var.entropy >= 0) o->entropy = g_var.entropy;
+    if (g_var.stay >= 0) o->stay = g_var.stay;
+    if (g_var.ppo_epochs > 0) o->ppo_epochs = g_var.ppo_epochs;
+    if (g_var.n_groups_set)
+        o->n_groups = g_var.n_groups > 0 ? g_var.n_groups
+                                         : 2 * policy_devices(policy_evaluator_problem(ss->ev));
+}
+
 static rl_result run_rl(policy_session *ss, const rl_method *m, int seed, curve *cv, reinforce **keep) {
     reinforce_options o;
     reinforce_options_default(&o);
     o.seed = (uint64_t)seed;
     o.grouper = m->grouper;
     o.algo = m->algo;
+    apply_variant(&o, m, ss);
     reinforce *r = NULL;
     char msg[256];
     pl_status st = reinforce_create(ss->ev, &o, &r, msg, sizeof msg);
@@ -215,7 +266,7 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         row *r = &rows[nr++];
         snprintf(r->name, sizeof r->name, "%s", RL[k].name);
         r->sims = BUDGET;
-        r->n = seeds;
+        r->n = method_on(RL[k].name) ? seeds : 0;
         for (int s = 0; s < seeds; s++) {
             policy_session *ss = RL[k].grouper == GROUPER_NONE ? sc : sn;
             rl_result x = run_rl(ss, &RL[k], s + 1, &cv[(size_t)k * seeds + s], NULL);
@@ -224,11 +275,11 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
             r->wall[s] = x.wall;
             free(x.node_dev);
         }
-        fprintf(stderr, "learned_grouping: %s %s done\n", P->name, RL[k].name);
+        if (r->n) fprintf(stderr, "learned_grouping: %s %s done\n", P->name, RL[k].name);
     }
     /* budgeted searches over node placements */
     const char *sname[3] = {"random (10x budget)", "anneal", "local"};
-    for (int q = 0; q < 3; q++) {
+    for (int q = 0; q < 3 && !g_no_search; q++) {
         row *r = &rows[nr++];
         snprintf(r->name, sizeof r->name, "%s", sname[q]);
         r->sims = q == 0 ? 10 * BUDGET : BUDGET;
@@ -248,6 +299,7 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         }
     }
     /* deterministic baselines */
+    if (g_no_search) goto rows_done;
     policy_cands *c = NULL;
     if (policy_cands_create(sn->g->n_nodes, sn->gr->n_groups, &c) != PL_OK) die("alloc", PL_ERR_NOMEM, "");
     char msg[256] = "";
@@ -277,7 +329,10 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         r->wall[0] = det[q].wall;
     }
     policy_cands_destroy(c);
-    double best_any = INFINITY;
+rows_done:;
+    double best_any = g_ref_ms > 0 ? g_ref_ms * 1e3 : INFINITY;
+    for (int i = 0; i < nr; i++)
+        if (rows[i].n == 0) rows[i].best[0] = rows[i].fav[0] = rows[i].wall[0] = NAN;
     for (int i = 0; i < nr; i++)
         for (int s = 0; s < rows[i].n; s++)
             if (rows[i].best[s] < best_any) best_any = rows[i].best[s];
@@ -287,6 +342,9 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
     for (int i = 0; i < nr; i++) {
         row *r = &rows[i];
         char gm[32], gw[32], fm[32] = "-", fw[32] = "-";
+        snprintf(g_sum_name[i], sizeof g_sum_name[i], "%s", r->name);
+        g_sum_mean[pi][i] = g_sum_worst[pi][i] = NAN;
+        if (r->n == 0) continue; /* not run (--methods) */
         gap_cell(gm, sizeof gm, mean_of(r->best, r->n), best_any);
         gap_cell(gw, sizeof gw, max_of(r->best, r->n), best_any);
         if (!isnan(r->fav[0])) {
@@ -295,7 +353,6 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         }
         printf("| %s | %d | %.3f | %s / %s | %s / %s | %.2f | %.3f |\n", r->name, r->sims,
                mean_of(r->best, r->n) * 1e-3, gm, gw, fm, fw, mean_of(r->wall, r->n), min_of(r->best, r->n) * 1e-3);
-        snprintf(g_sum_name[i], sizeof g_sum_name[i], "%s", r->name);
         g_sum_mean[pi][i] = 100.0 * (mean_of(r->best, r->n) / best_any - 1.0);
         g_sum_worst[pi][i] = 100.0 * (max_of(r->best, r->n) / best_any - 1.0);
     }
@@ -313,6 +370,10 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
             for (int u = 0; u < UPDATES; u++) {
                 fprintf(f, "%d,%d", u, (u + 1) * SAMPLES);
                 for (int k = 0; k < N_RL; k++) {
+                    if (!method_on(RL[k].name)) {
+                        fprintf(f, ",");
+                        continue;
+                    }
                     double s = 0;
                     for (int q = 0; q < seeds; q++) s += cv[(size_t)k * seeds + q].best[u];
                     fprintf(f, ",%.3f", s / seeds * 1e-3);
@@ -474,9 +535,26 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
         else if (!strcmp(argv[i], "--data") && i + 1 < argc) data_dir = argv[++i];
         else if (!strcmp(argv[i], "--no-extra")) extra = 0;
+        else if (!strcmp(argv[i], "--methods") && i + 1 < argc) g_methods = argv[++i];
+        else if (!strcmp(argv[i], "--no-search")) g_no_search = 1;
+        else if (!strcmp(argv[i], "--ref-ms") && i + 1 < argc) g_ref_ms = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--variant-coloc")) g_var.coloc = 1;
+        else if (!strcmp(argv[i], "--pipe-prior") && i + 1 < argc) g_var.pipe_prior = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--group-prior") && i + 1 < argc) g_var.group_prior = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--lr") && i + 1 < argc) g_var.lr = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--entropy") && i + 1 < argc) g_var.entropy = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--prior-stay") && i + 1 < argc) g_var.stay = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--ppo-epochs") && i + 1 < argc) g_var.ppo_epochs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--n-groups") && i + 1 < argc) {
+            const char *v = argv[++i];
+            g_var.n_groups_set = 1;
+            g_var.n_groups = strcmp(v, "auto") ? atoi(v) : 0;
+        }
         else {
             fprintf(stderr, "usage: learned_grouping [--out DIR] [--seeds N] [--threads N] [--only NAME] [--no-extra] "
-                            "[--data DIR]\n");
+                            "[--data DIR] [--methods LIST] [--no-search] [--ref-ms X] [--variant-coloc] [--pipe-prior X] "
+                            "[--n-groups G|auto] [--group-prior X] [--ppo-epochs N] [--lr X] [--entropy X] "
+                            "[--prior-stay P]\n");
             return 2;
         }
     }
@@ -509,6 +587,7 @@ int main(int argc, char **argv) {
             if (done[p]) printf("---|");
         printf("\n");
         for (int i = 0; i < g_sum_rows; i++) {
+            if (i < N_RL && !method_on(RL[i].name)) continue;
             printf("| %s |", g_sum_name[i]);
             for (int p = 0; p < N_PROBLEMS; p++)
                 if (done[p]) printf(" %.2f / %.2f |", g_sum_mean[p][i], g_sum_worst[p][i]);

@@ -97,7 +97,7 @@ static void joint_init(joint *j, int eagle) {
     for (size_t i = 0; i < j->gn->n_params; i++) j->gn->params[i] = 2.0 * pl_rng_uniform(&r) - 1.0;
     cr_assert_eq(grouper_acts_create(j->gn, N, &j->ga), PL_OK);
     const int W = grouper_input_width(j->gn);
-    placer_net_config pc = {W, JD, 4, 5, 3, 2, 0.5, 0.0};
+    placer_net_config pc = {W, JD, 4, 5, 3, 2, 0.5, 0.0, 0.0};
     cr_assert_eq(placer_net_create(&pc, 5, &j->pn), PL_OK);
     for (size_t i = 0; i < j->pn->size[PN_OUT_W]; i++) placer_net_param(j->pn, PN_OUT_W)[i] = 2.0 * pl_rng_uniform(&r) - 1.0;
     for (int k = 0; k < JK; k++) {
@@ -254,6 +254,7 @@ static void check_resume(grouper_kind kind, reinforce_algo algo) {
     fixture_init(&f, "default", "t4x4-pcie", 4, GROUPING_LEARNED, 4, SCHED_1F1B, 0, 2);
     char msg[256];
     reinforce_options o = grouped(6, kind, algo), o2 = grouped(2, kind, algo);
+    if (algo == ALGO_PPO) o.pipe_prior = o2.pipe_prior = 1.5; /* a checkpoint keeps it (version 3) */
     reinforce *a = NULL, *b = NULL;
     cr_assert_eq(reinforce_create(f.ev, &o, &a, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(reinforce_train(a, NULL, 0, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
@@ -266,6 +267,7 @@ static void check_resume(grouper_kind kind, reinforce_algo algo) {
     cr_assert_eq(reinforce_create_from_checkpoint(f.ev, blob, n, 6, &b, msg, sizeof msg), PL_OK, "%s", msg);
     free(blob);
     cr_assert_eq(reinforce_get_options(b)->grouper, kind);
+    cr_assert_eq(reinforce_get_options(b)->pipe_prior, o.pipe_prior);
     cr_assert_eq(reinforce_train(b, NULL, 0, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     void *ba = NULL, *bb = NULL;
     size_t na = 0, nb = 0;

@@ -184,9 +184,9 @@ static double net_loss(placer_net *net, placer_acts *acts, const double *feat, i
     return placer_net_policy_loss(acts, w, beta, 1.0 / B, NULL);
 }
 
-static void check_whole_network(double clip) {
+static void check_whole_network(double clip, double pipe) {
     enum { F = 6, D = 3, T = 5, B = 4 };
-    placer_net_config cfg = {F, D, 4, 5, 3, 2, 0.7, clip};
+    placer_net_config cfg = {F, D, 4, 5, 3, 2, 0.7, clip, pipe};
     placer_net *net = NULL;
     cr_assert_eq(placer_net_create(&cfg, 7, &net), PL_OK);
     /* bigger output weights than the default init, so every path matters */
@@ -221,9 +221,126 @@ static void check_whole_network(double clip) {
     placer_net_destroy(net);
 }
 
-Test(nn, whole_network_backward_matches_finite_differences) { check_whole_network(0.0); }
+Test(nn, whole_network_backward_matches_finite_differences) { check_whole_network(0.0, 0.0); }
 
-Test(nn, whole_network_with_logit_clipping_matches_finite_differences) { check_whole_network(2.0); }
+Test(nn, whole_network_with_logit_clipping_matches_finite_differences) { check_whole_network(2.0, 0.0); }
+
+/* the pipeline prior shifts the softmax's input; with clipping too, the
+ * clip's backward must still see the clipped logits, not the shifted ones */
+Test(nn, whole_network_with_the_pipeline_prior_matches_finite_differences) {
+    check_whole_network(0.0, 1.5);
+    check_whole_network(2.0, 1.5);
+}
+
+Test(nn, pipeline_prior_makes_the_first_policy_a_pipeline_in_unit_order) {
+    enum { F = 6, D = 4, T = 16 };
+    placer_net_config cfg = placer_net_default_config(F, D);
+    cfg.stay = 0.0; /* uniform start but for the prior */
+    cfg.pipe = 4.0;
+    placer_net *net = NULL;
+    cr_assert_eq(placer_net_create(&cfg, 3, &net), PL_OK);
+    placer_acts *acts = NULL;
+    cr_assert_eq(placer_acts_create(net, T, 1, &acts), PL_OK);
+    double feat[T * F];
+    pl_rng r;
+    pl_rng_seed(&r, 2);
+    fill(feat, T * F, &r, 1.0);
+    int g[T];
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
+    /* x_t D = (t + 1/2) / 4: units 0-3 on device 0, 4-7 on 1, ... */
+    for (int t = 0; t < T; t++) cr_assert_eq(g[t], t / 4, "unit %d on device %d", t, g[t]);
+    /* at unit 1 the prior gives device 0 logit -k (3/8 - 1/2)^2 and device 1
+     * -k (11/8 - 1/2)^2: a clear preference, not a certainty */
+    const double *p = placer_acts_probs(acts, 1);
+    cr_assert(p[0] > 0.9 && p[0] < 0.999, "p0 = %g", p[0]);
+    /* without the prior the same network is near uniform */
+    net->cfg.pipe = 0.0;
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
+    p = placer_acts_probs(acts, 1);
+    for (int d = 0; d < D; d++) cr_assert(fabs(p[d] - 0.25) < 0.05, "p%d = %g", d, p[d]);
+    placer_acts_destroy(acts);
+    placer_net_destroy(net);
+}
+
+/* The plain-loop products are the ones of one output at a time with four
+ * partial sums per dot product (k mod 4, added (s0 + s1) + (s2 + s3)) and
+ * rows of B added in k order with zero factors skipped: the blocked loops
+ * must give exactly these bits, on shapes that are not multiples of 4 and
+ * with zeros in the input. */
+static void ref_dot_rows(double *c, const double *a, const double *W, int M, int N, int K) {
+    for (int i = 0; i < M; i++)
+        for (int j = 0; j < N; j++) {
+            const double *x = a + (size_t)i * K, *w = W + (size_t)j * K;
+            double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+            int k = 0;
+            for (; k + 4 <= K; k += 4) {
+                s0 += x[k] * w[k];
+                s1 += x[k + 1] * w[k + 1];
+                s2 += x[k + 2] * w[k + 2];
+                s3 += x[k + 3] * w[k + 3];
+            }
+            for (; k < K; k++) s0 += x[k] * w[k];
+            c[(size_t)i * N + j] += (s0 + s1) + (s2 + s3);
+        }
+}
+
+static void ref_scaled_rows(double *c, const double *a, const double *W, int M, int N, int K) {
+    for (int i = 0; i < M; i++)
+        for (int k = 0; k < K; k++) {
+            const double x = a[(size_t)i * K + k];
+            if (x != 0.0)
+                for (int j = 0; j < N; j++) c[(size_t)i * N + j] += x * W[(size_t)k * N + j];
+        }
+}
+
+Test(nn, loop_products_are_bit_identical_to_one_output_at_a_time) {
+    const int shapes[][3] = {{1, 256, 136}, {3, 7, 9}, {8, 13, 5}, {2, 4, 4}, {1, 1, 1}, {5, 18, 3}};
+    int prev = nn_set_loops(1);
+    for (size_t q = 0; q < sizeof shapes / sizeof shapes[0]; q++) {
+        const int B = shapes[q][0], O = shapes[q][1], I = shapes[q][2];
+        double *x = malloc(sizeof(double) * (size_t)B * I), *W = malloc(sizeof(double) * (size_t)O * I);
+        double *y = malloc(sizeof(double) * (size_t)B * O), *yr = calloc((size_t)B * O, sizeof(double));
+        double *dy = malloc(sizeof(double) * (size_t)B * O), *dx = malloc(sizeof(double) * (size_t)B * I);
+        double *dxr = calloc((size_t)B * I, sizeof(double));
+        pl_rng r;
+        pl_rng_seed(&r, 10 + q);
+        fill(x, B * I, &r, 1.0);
+        fill(W, O * I, &r, 1.0);
+        fill(dy, B * O, &r, 1.0);
+        for (int i = 0; i < B * O; i += 3) dy[i] = 0.0; /* skipped factors */
+        linear_forward(y, x, W, NULL, B, I, O);
+        ref_dot_rows(yr, x, W, B, O, I);
+        cr_assert(memcmp(y, yr, sizeof(double) * (size_t)B * O) == 0, "forward %dx%dx%d differs", B, O, I);
+        linear_backward(dx, NULL, NULL, dy, x, W, B, I, O);
+        ref_scaled_rows(dxr, dy, W, B, I, O);
+        cr_assert(memcmp(dx, dxr, sizeof(double) * (size_t)B * I) == 0, "dinp %dx%dx%d differs", B, O, I);
+        free(x); free(W); free(y); free(yr); free(dy); free(dx); free(dxr);
+    }
+    nn_set_loops(prev);
+}
+
+/* linear_backward_dw_steps is S per-step dW terms, last step first, bit for
+ * bit, with the loops and with BLAS. */
+Test(nn, dw_over_steps_equals_the_per_step_terms_last_step_first) {
+    enum { S = 7, B = 3, I = 10, O = 12 };
+    double dout[S * B * O], inp[S * B * I], dW0[O * I], a[O * I], b[O * I];
+    pl_rng r;
+    pl_rng_seed(&r, 8);
+    fill(dout, S * B * O, &r, 1.0);
+    fill(inp, S * B * I, &r, 1.0);
+    fill(dW0, O * I, &r, 1.0);
+    for (int i = 0; i < S * B * O; i += 5) dout[i] = 0.0;
+    for (int loops = 0; loops < 2; loops++) {
+        int prev = nn_set_loops(loops);
+        memcpy(a, dW0, sizeof a);
+        memcpy(b, dW0, sizeof b);
+        for (int s = S - 1; s >= 0; s--)
+            linear_backward(NULL, a, NULL, dout + s * B * O, inp + s * B * I, NULL, B, I, O);
+        linear_backward_dw_steps(b, dout, inp, S, B, I, O, I);
+        cr_assert(memcmp(a, b, sizeof a) == 0, "loops=%d: dW over steps differs", loops);
+        nn_set_loops(prev);
+    }
+}
 
 Test(nn, sampling_is_deterministic_for_a_seed_and_greedy_takes_the_mode) {
     enum { F = 6, D = 4, T = 7, B = 3 };
@@ -256,7 +373,7 @@ Test(nn, sampling_is_deterministic_for_a_seed_and_greedy_takes_the_mode) {
  * through a whole forward and backward pass. */
 Test(nn, loop_products_match_blas_through_the_whole_network) {
     enum { F = 6, D = 3, T = 9, B = 5 };
-    placer_net_config cfg = {F, D, 8, 12, 6, 3, 0.6, 0.0};
+    placer_net_config cfg = {F, D, 8, 12, 6, 3, 0.6, 0.0, 0.0};
     placer_net *net = NULL;
     cr_assert_eq(placer_net_create(&cfg, 21, &net), PL_OK);
     placer_acts *acts = NULL;

@@ -65,7 +65,7 @@ static double ppo_objective(placer_net *net, placer_acts *acts, const double *fe
 Test(ppo, clipped_objective_gradient_through_the_network_matches_finite_differences) {
     enum { F = 5, D = 3, T = 4, B = 6 };
     const double eps = 0.1;
-    placer_net_config cfg = {F, D, 4, 5, 3, 2, 0.5, 0.0};
+    placer_net_config cfg = {F, D, 4, 5, 3, 2, 0.5, 0.0, 0.0};
     placer_net *net = NULL;
     cr_assert_eq(placer_net_create(&cfg, 3, &net), PL_OK);
     pl_rng r;
