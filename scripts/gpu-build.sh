@@ -3,7 +3,7 @@
 # device machine: CUDA on, Criterion tests off, release, sm_90 (H100/H200).
 # Then copies every shared library the binaries need that the device image
 # lacks (it has glibc, libstdc++, CUDA 13 with cuBLAS, NCCL and
-# libsqlite3.so.0; no GSL, OpenBLAS or Criterion) into build-gpu/lib.
+# libsqlite3.so.0; no GSL, OpenBLAS, Criterion or MPI) into build-gpu/lib.
 # Run scripts set LD_LIBRARY_PATH=build-gpu/lib. Carry build-gpu with the run.
 set -eu
 cd "$(dirname "$0")/.."
@@ -35,4 +35,11 @@ for bin in "$BUILD/hw/gpu_tests" "$BUILD/benchmarks/hw/bench_step" "$BUILD/cli/p
     esac
   done
 done
+# Open MPI: its libraries came with the loop above when placer links MPI
+# (it only starts MPI under mpirun). MPI_RUNTIME=1 also bundles mpirun, its
+# components and their libraries (about 12 MB more; scripts/bundle-mpi.sh,
+# then `. $BUILD/mpi/env.sh` there), for runs of several ranks.
+if [ "${MPI_RUNTIME:-0}" = 1 ] && [ -x "$BUILD/cli/placer" ]; then
+  ./scripts/bundle-mpi.sh "$BUILD" "$BUILD/cli/placer"
+fi
 echo "gpu-build: $(du -sh "$BUILD" | cut -f1) in $BUILD"
