@@ -165,3 +165,24 @@ Test(step_procs, killing_the_launcher_kills_its_ranks, .timeout = 60) {
     while (count_marked(marker) > 0 && mono_s() - t0 < 5.0) usleep(10000);
     cr_expect_eq(count_marked(marker), 0, "ranks outlived their launcher");
 }
+
+/* ZeRO-1 composes with tensor parallelism: tp 2 x dp 2 (with and without
+ * sp) prints zero 0's losses (the same bits on sockets: dist_dp.h) with
+ * smaller static bytes (the tp shard's moments split over dp 2). */
+Test(step_procs, zero1_under_tp2_dp2_keeps_the_loss_and_shrinks_the_moments, .timeout = 120) {
+    char z0[8192], z1[8192], z1sp[8192];
+    const char *base = "step --config tiny --procs 4 --tp 2 --warmup 1 --steps 3 --json";
+    char args[256];
+    snprintf(args, sizeof args, "%s --zero 0", base);
+    cr_assert_eq(run_placer(NULL, args, z0, sizeof z0), 0, "%s", z0);
+    snprintf(args, sizeof args, "%s --zero 1", base);
+    cr_assert_eq(run_placer(NULL, args, z1, sizeof z1), 0, "%s", z1);
+    snprintf(args, sizeof args, "%s --sp --zero 1", base);
+    cr_assert_eq(run_placer(NULL, args, z1sp, sizeof z1sp), 0, "%s", z1sp);
+    const double l0 = json_num(z0, "\"last\":");
+    /* printed with 6 decimals; the bits are equal, so the text is too */
+    cr_expect(fabs(json_num(z1, "\"last\":") - l0) < 1e-7 && fabs(json_num(z1sp, "\"last\":") - l0) < 1e-7,
+              "%s / %s / %s", z0, z1, z1sp);
+    const double s0 = json_num(z0, "\"static_bytes_rank0\":["), s1 = json_num(z1, "\"static_bytes_rank0\":[");
+    cr_expect(s1 < s0, "static bytes %g with zero 1, %g without", s1, s0);
+}
