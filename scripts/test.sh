@@ -24,4 +24,6 @@ if ls build/hw/*.p/*.cu.o >/dev/null 2>&1; then echo "CUDA engine objects built:
 echo "== python package (pip install . in build-python/venv, pytest) =="
 ./scripts/test-python.sh
 echo "== tests =="
+# the multi-process checks under Open MPI (tests/hw/test_dist_mpi.c: mpirun -np 1..4) run inside the suite
+if command -v mpirun >/dev/null 2>&1; then echo "mpirun: $(mpirun --version 2>&1 | head -1)"; else echo "mpirun not found: the dist_mpi tests skip"; fi
 ./build/tests/placer-tests -j2 --short-filename
