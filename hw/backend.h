@@ -143,6 +143,13 @@ typedef struct {
     pl_status (*capture_end)(hw_backend *be, int dev, void **graph);
     pl_status (*graph_launch)(hw_backend *be, int dev, void *graph);
     void (*graph_destroy)(hw_backend *be, int dev, void *graph);
+
+    /* the host clock the probes time the issuing of work with, in
+     * microseconds; NULL: pl_now_us (wall time). A test backend that
+     * simulates a device on the host's clock sets one that stops while the
+     * process is descheduled (thread CPU time), so that a loaded machine
+     * cannot make its simulated device wait for launches. */
+    double (*host_now_us)(void);
 } hw_backend_ops;
 
 struct hw_backend {

@@ -12,6 +12,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
+#include <time.h>
 
 #include "graph.h"
 #include "hw.h"
@@ -36,7 +37,18 @@ static struct {
     int block_host;             /* 1: a pad zeroing also blocks the host for its duration */
 } sim;
 
-static double host_now(int d) { return pl_now_us() - sim.t0[d]; }
+/* The simulated host's clock is this thread's CPU time, not wall time: it
+ * stops while the process is descheduled, so a loaded machine (CI under
+ * ASan, other tests on the 2 cores) cannot make the simulated device wait
+ * for launches. The probes measure issue time with the same clock
+ * (backend.h: host_now_us). */
+static double cpu_now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec * 1e-3;
+}
+
+static double host_now(int d) { return cpu_now_us() - sim.t0[d]; }
 
 /* The device runs an operation of us microseconds launched at host time h. */
 static void run_at(int d, double h, double us) {
@@ -47,14 +59,14 @@ static void run_at(int d, double h, double us) {
 static void run_op(int d, double us) { run_at(d, host_now(d), us); }
 
 static void busy(double us) {
-    double t = pl_now_us();
-    while (pl_now_us() - t < us) {
+    double t = cpu_now_us();
+    while (cpu_now_us() - t < us) {
     }
 }
 
 static pl_status m_step_begin(hw_backend *be, int d) {
     (void)be;
-    sim.t0[d] = pl_now_us();
+    sim.t0[d] = cpu_now_us();
     sim.clock[d] = 0.0;
     return PL_OK;
 }
@@ -150,6 +162,7 @@ static hw_engine *sim_engine(int n) {
     sim.ops.xfer_pair = m_xfer_pair;
     sim.ops.mark = m_mark;
     sim.ops.marker_us = m_marker_us;
+    sim.ops.host_now_us = cpu_now_us;
     be->ops = &sim.ops;
     return e;
 }
