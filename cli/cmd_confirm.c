@@ -17,6 +17,7 @@
 #include "placer_config.h"
 #include "sides.h"
 #include "stats.h"
+#include "step_layout.h"
 #include "timer.h"
 #include "util.h"
 
@@ -25,7 +26,8 @@ static void confirm_usage(FILE *f) {
             "usage: placer confirm --db FILE --run RUN [--devices 0,1] [--micro-batches M] [--schedule S]\n"
             "                      [--mem-cap CAP] [--selection-rounds 4] [--confirm-rounds 8] [--steps 10]\n"
             "                      [--warmup 2] [--seed N] [--label NAME] [--no-dp] [--no-search]\n"
-            "                      [--timer cuda|cpu|synthetic] [--config NAME] [--no-trace] [--graphs]\n\n"
+            "                      [--timer cuda|cpu|synthetic] [--config NAME] [--no-trace] [--graphs]\n"
+            "                      [--layout TEXT]\n\n"
             "Sides: the RL shortlist of run RUN (top-k and the final favourite), every single GPU, every\n"
             "human split and device assignment, the DP winner and the search winner. Selection rounds time\n"
             "every candidate in a shuffled order and pick each side's fastest (never one that ran out of\n"
@@ -49,7 +51,13 @@ static void confirm_usage(FILE *f) {
             "  --config NAME           graph config when the database holds several\n"
             "  --no-trace              do not record a traced step of the fastest side (engine timers\n"
             "                          record one in the database, for placer report)\n"
-            "  --graphs                CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n");
+            "  --graphs                CUDA: replay steps as captured CUDA graphs (as placer step --graphs)\n"
+            "  --layout TEXT           a layout in placer layout's text form: its micro-batches\n"
+            "                          (gbs / (dp x mbs)) are every side's schedule, and its pipeline\n"
+            "                          (pp stages over devices 0..pp-1, by stages= or uniform) joins as\n"
+            "                          the side 'layout'. One process: tp x dp must be 1 (time those\n"
+            "                          with placer step --layout); gbs must be the profile's batch and\n"
+            "                          a precision the profile's; cp, vp, recompute, zero 2/3 refused\n");
 }
 
 static int parse_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out) {
@@ -63,6 +71,8 @@ static int parse_int(const char *cmd, const char *opt, const char *text, int lo,
 
 int cmd_confirm(int argc, char **argv) {
     const char *db_path = NULL, *devices = NULL, *cap_text = NULL, *label = NULL, *config = NULL;
+    const char *layout_arg = NULL;
+    int m_given = 0;
     const char *timer_kind = PLACER_HAVE_CUDA ? "cuda" : NULL;
     calib_confirm_config cfg;
     calib_confirm_config_default(&cfg);
@@ -89,6 +99,7 @@ int cmd_confirm(int argc, char **argv) {
                                          {"config", required_argument, 0, 'c'},
                                          {"no-trace", no_argument, 0, 'N'},
                                          {"graphs", no_argument, 0, 'G'},
+                                         {"layout", required_argument, 0, 'L'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
@@ -96,7 +107,7 @@ int cmd_confirm(int argc, char **argv) {
     int c;
     char *end;
     char msg[512] = "";
-    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:NGh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:r:D:m:S:C:R:K:k:w:s:l:T:PXt:c:NGL:h", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'r':
@@ -108,6 +119,7 @@ int cmd_confirm(int argc, char **argv) {
         case 'm': {
             pl_status st = schedule_parse_micro_batches(optarg, &m, msg, sizeof msg);
             if (st != PL_OK) return cli_report("confirm", st, msg);
+            m_given = 1;
             break;
         }
         case 'S': {
@@ -143,6 +155,7 @@ int cmd_confirm(int argc, char **argv) {
         case 'c': config = optarg; break;
         case 'N': trace = 0; break;
         case 'G': graphs = 1; break;
+        case 'L': layout_arg = optarg; break;
         case 'h': confirm_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("confirm", "unknown or incomplete option '%s'; see placer confirm --help",
@@ -156,6 +169,8 @@ int cmd_confirm(int argc, char **argv) {
         return cli_usage_error("confirm", "this build has no CUDA engine: use --timer cpu or --timer synthetic");
     if (strcmp(timer_kind, "cuda") && strcmp(timer_kind, "cpu") && strcmp(timer_kind, "synthetic"))
         return cli_usage_error("confirm", "--timer must be cuda, cpu or synthetic, got '%s'", timer_kind);
+    if (layout_arg && m_given)
+        return cli_usage_error("confirm", "--layout sets the micro-batches; leave out --micro-batches");
 
     int rc = CLI_EXIT_OK;
     profile_db *db = NULL;
@@ -165,6 +180,8 @@ int cmd_confirm(int argc, char **argv) {
     calib_sim_timer *syn = NULL;
     sim_ctx *ctx = NULL;
     calib_timer t = {0};
+    step_layout sl;
+    int *layout_pl = NULL; /* --layout's pipeline split, a candidate of the side "layout" */
     /* read-only until everything (sides, timer) is ready, so that a failed
      * start leaves the file as it was; an older schema needs a write open */
     pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
@@ -178,6 +195,43 @@ int cmd_confirm(int argc, char **argv) {
     if ((st = calib_model_load(db, config, &mo, msg, sizeof msg)) != PL_OK) FAIL(st);
     hw_precision prec; /* the engine runs in the precision the profile was measured in */
     if ((st = calib_db_precision(db, &prec, msg, sizeof msg)) != PL_OK) FAIL(st);
+    if (layout_arg) {
+        if ((st = step_layout_resolve(layout_arg, &mo.cfg, !strcmp(timer_kind, "cuda"), &sl, msg, sizeof msg)) != PL_OK) {
+            rc = cli_usage_error("confirm", "--layout: %s", msg);
+            goto out;
+        }
+        if (sl.world > 1) {
+            rc = cli_usage_error("confirm", "--layout: tp x dp = %d processes; confirm times placements in one process "
+                                            "(time the layout with placer step --layout)", sl.world);
+            goto out;
+        }
+        if (sl.batch != mo.cfg.batch) {
+            rc = cli_usage_error("confirm", "--layout: gbs=%d, but the profile's graph %s has a batch of %d", sl.batch,
+                                 mo.key, mo.cfg.batch);
+            goto out;
+        }
+        if (sl.has_precision && sl.prec != prec) {
+            rc = cli_usage_error("confirm", "--layout: precision=%s, but the profile was measured in %s",
+                                 hw_precision_name(sl.prec), hw_precision_name(prec));
+            goto out;
+        }
+        if (sl.pp > mo.p->n_devices) {
+            rc = cli_usage_error("confirm", "--layout: pp=%d stages, but the profile has %d devices", sl.pp,
+                                 mo.p->n_devices);
+            goto out;
+        }
+        if (!sl.has_precision) { /* the text names the precision that runs: the profile's */
+            sl.l.prec = prec == HW_PREC_BF16 ? PRECISION_BF16 : prec == HW_PREC_FP32 ? PRECISION_FP32 : PRECISION_TF32;
+            layout_format(&sl.l, sl.text, sizeof sl.text);
+        }
+        m = sl.micro_batches;
+        layout_pl = calloc((size_t)mo.g->n_nodes, sizeof *layout_pl);
+        if (!layout_pl) FAIL(PL_ERR_NOMEM);
+        if ((st = step_layout_placement(&sl, mo.g, layout_pl, msg, sizeof msg)) != PL_OK) {
+            rc = cli_usage_error("confirm", "--layout: %s", msg);
+            goto out;
+        }
+    }
     cfg.sched = schedule_make(m, order);
     if ((st = schedule_validate(&cfg.sched, mo.cfg.batch, msg, sizeof msg)) != PL_OK) FAIL(st);
     if (cap_text &&
@@ -199,6 +253,11 @@ int cmd_confirm(int argc, char **argv) {
     calib_sides_info info;
     if ((st = calib_sides_add(cf, db, &mo, &cfg.sched, cfg.mem_cap, &prm, &so, &info, msg, sizeof msg)) != PL_OK)
         FAIL(st);
+    if (layout_pl) { /* the layout's pipeline split competes as its own side */
+        char llabel[CALIB_LABEL_LEN];
+        snprintf(llabel, sizeof llabel, "pp=%d %s", sl.pp, sl.l.n_stage_layers ? "stages" : "uniform");
+        if ((st = calib_confirm_add(cf, "layout", llabel, layout_pl, NULL, msg, sizeof msg)) != PL_OK) FAIL(st);
+    }
     if ((st = sim_ctx_create(mo.g, mo.p, m, &ctx)) != PL_OK) FAIL(st);
     if ((st = calib_confirm_predict(cf, ctx, &cfg.sched, cfg.mem_cap, &prm, msg, sizeof msg)) != PL_OK) FAIL(st);
     if (!strcmp(timer_kind, "synthetic")) {
@@ -249,6 +308,7 @@ int cmd_confirm(int argc, char **argv) {
 
     printf("confirm %s: m=%d %s, cap %s, graph %s; simulator %s\n", cfg.label, m, schedule_order_name(order), capbuf,
            mo.key, n_cal ? "calibrated" : "neutral (not calibrated)");
+    if (layout_arg) printf("layout %s: its pipeline split is the side 'layout'\n", sl.text);
     printf("%d selection rounds over %d candidates, %d confirmation rounds of the picks (%d steps each after %d "
            "warm-up); only confirmation rounds below\n\n",
            cfg.selection_rounds, cf->n_cand, cfg.confirm_rounds, cfg.steps, cfg.warmup);
@@ -282,6 +342,7 @@ int cmd_confirm(int argc, char **argv) {
            (long long)cid, traced ? ", a measured trace of the fastest side" : "");
 #undef FAIL
 out:
+    free(layout_pl);
     sim_ctx_destroy(ctx);
     calib_hw_timer_destroy(hw);
     calib_sim_timer_destroy(syn);

@@ -21,6 +21,7 @@
 #include "launcher.h"
 #include "placement.h"
 #include "schedule.h"
+#include "step_layout.h"
 #include "util.h"
 
 static void step_usage(FILE *f) {
@@ -29,7 +30,7 @@ static void step_usage(FILE *f) {
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
             "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
             "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--tp T [--sp]] [--timeout S]]\n"
-            "                   [--zero 0|1] [--bucket-mb MB] [--json]\n\n"
+            "                   [--zero 0|1] [--bucket-mb MB] [--layout TEXT] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
             "  --placement     one logical device per graph node, \"0,0,1,...\" (default: all on device 0)\n"
@@ -69,6 +70,13 @@ static void step_usage(FILE *f) {
             "                  PyTorch DDP's); the CPU backend only orders them, it cannot overlap them\n"
             "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
             "                  run (default 30)\n"
+            "  --layout TEXT   a parallel layout in placer layout's text form (e.g. from placer plan):\n"
+            "                  tp, sp, dp and zero as --tp, --sp, --procs tp x dp and --zero; pp stages over\n"
+            "                  pp logical devices a process (a contiguous split by the layout's stages=, else\n"
+            "                  uniform by layers; --cpu pp or --devices with pp GPUs); gbs the batch (else\n"
+            "                  the config's), gbs / (dp x mbs) micro-batches; precision as --precision when\n"
+            "                  given. cp, vp, recompute and zero 2/3/fsdp are refused. Replaces --placement,\n"
+            "                  --micro-batches, --procs, --tp, --sp and --zero\n"
             "  --json          machine-readable output\n");
 }
 
@@ -117,6 +125,7 @@ typedef struct {
     hw_issue_mode issue;
     double lr;
     int tp, sp;              /* tensor-parallel ranks of a replica (1: data parallelism only), sp */
+    const char *layout;      /* --layout's canonical text, or NULL */
     int zero;                /* hw_plan_opts.zero */
     double bucket_mb;        /* hw_plan_opts.bucket_bytes in MiB, 0: the default */
     int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
@@ -193,7 +202,9 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
         const double tokens_per_s = t.median_us > 0 ? ntok / (t.median_us * 1e-6) : 0.0;
         const char *order = schedule_order_name(j->sched.order);
         if (j->json) {
-            printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"tp\":%d,"
+            printf("{\"status\":\"ok\",");
+            if (j->layout) printf("\"layout\":\"%s\",", j->layout);
+            printf("\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"tp\":%d,"
                    "\"sp\":%d,\"dp\":%d,"
                    "\"devices_per_rank\":%d,\"global_batch\":%d,\"rank_batch\":%d,\"placement\":\"%s\","
                    "\"schedule\":\"%s\",\"micro_batches\":%d,\"precision\":\"%s\",\"warmup\":%d,\"steps\":%d,"
@@ -212,6 +223,7 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, %s), %s\n",
                    key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
                    j->tp > 1 ? "tensor x data parallel" : "data parallel", hw_precision_name(hw_engine_precision(e)));
+            if (j->layout) printf("layout      %s\n", j->layout);
             if (j->tp > 1)
                 printf("parallel    tp %d%s x dp %d: heads, MLP columns and vocabulary split over each %d ranks\n",
                        j->tp, j->sp ? " (sequence parallel)" : "", dp, j->tp);
@@ -276,7 +288,8 @@ int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
     int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0, procs = 0;
-    int tp = 1, sp = 0, zero = 0;
+    int tp = 1, sp = 0, zero = 0, m_given = 0;
+    const char *layout_arg = NULL;
     double lr = -1.0, timeout_s = 30.0, bucket_mb = 0.0;
     static const struct option opts[] = {
         {"placement", required_argument, 0, 'p'}, {"config", required_argument, 0, 'c'},
@@ -290,11 +303,12 @@ int cmd_step(int argc, char **argv) {
         {"precision", required_argument, 0, 'P'}, {"procs", required_argument, 0, 'N'},
         {"timeout", required_argument, 0, 'T'}, {"tp", required_argument, 0, 'R'}, {"sp", no_argument, 0, 'Q'},
         {"zero", required_argument, 0, 'Z'}, {"bucket-mb", required_argument, 0, 'B'},
+        {"layout", required_argument, 0, 'Y'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:QZ:B:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:QZ:B:Y:", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -302,6 +316,7 @@ int cmd_step(int argc, char **argv) {
             char msg[128];
             if (schedule_parse_micro_batches(optarg, &m, msg, sizeof msg) != PL_OK)
                 return cli_usage_error("step", "%s", msg);
+            m_given = 1;
             break;
         }
         case 's': sched_text = optarg; break;
@@ -342,6 +357,7 @@ int cmd_step(int argc, char **argv) {
                 return cli_usage_error("step", "--bucket-mb must be MiB in (0, 65536], got '%s'", optarg);
             break;
         }
+        case 'Y': layout_arg = optarg; break;
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -370,6 +386,55 @@ int cmd_step(int argc, char **argv) {
     gpt_config cfg;
     pl_status st = gpt_config_parse(config, &cfg, msg, sizeof msg);
     if (st != PL_OK) return cli_report("step", st, msg);
+    /* --layout: the same knobs as the options it replaces (step_layout.h) */
+    step_layout sl;
+    char layout_pls[4096] = "", layout_devs[4 * HW_MAX_DEVICES] = "";
+    if (layout_arg) {
+        if (placement_text || m_given || procs || tp > 1 || sp || zero)
+            return cli_usage_error("step", "--layout sets the placement, micro-batches, processes, tp, sp and zero; "
+                                   "leave out --placement, --micro-batches, --procs, --tp, --sp and --zero");
+        if ((st = step_layout_resolve(layout_arg, &cfg, !cpu, &sl, msg, sizeof msg)) != PL_OK)
+            return cli_usage_error("step", "--layout: %s", msg);
+        /* more than one process runs on the CPU backend: its default precision */
+        if (sl.world > 1 && !cpu && !devices_text &&
+            (st = step_layout_resolve(layout_arg, &cfg, 0, &sl, msg, sizeof msg)) != PL_OK)
+            return cli_usage_error("step", "--layout: %s", msg);
+        if (sl.has_precision) {
+            if ((prec_text && prec != sl.prec) || (strict && sl.prec != HW_PREC_FP32))
+                return cli_usage_error("step", "--layout says precision=%s; --precision/--strict-fp32 contradict it",
+                                       hw_precision_name(sl.prec));
+            prec = sl.prec;
+        }
+        int mpi_n = 0;
+        if (dist_mpi_launched(NULL, &mpi_n) && mpi_n != sl.world)
+            return cli_usage_error("step", "--layout runs tp x dp = %d processes, mpirun started %d", sl.world, mpi_n);
+        cfg.batch = sl.batch;
+        m = sl.micro_batches;
+        procs = sl.world > 1 ? sl.world : 0;
+        tp = sl.tp;
+        sp = sl.sp;
+        zero = sl.zero;
+        if (cpu && cpu != sl.pp)
+            return cli_usage_error("step", "--layout has pp=%d stages, one logical device each: give --cpu %d, not %d",
+                                   sl.pp, sl.pp, cpu);
+        if (devices_text && placement_count_fields(devices_text) != sl.pp)
+            return cli_usage_error("step", "--layout has pp=%d stages: --devices must list %d GPUs", sl.pp, sl.pp);
+        if (procs && !cpu && !devices_text) cpu = sl.pp; /* ranks run on the CPU backend */
+        if (!cpu && !devices_text)
+            for (int d = 0; d < sl.pp; d++)
+                snprintf(layout_devs + strlen(layout_devs), sizeof layout_devs - strlen(layout_devs), "%s%d",
+                         d ? "," : "", d);
+        if (!devices_text && layout_devs[0]) devices_text = layout_devs;
+        graph *g0 = NULL;
+        if ((st = graph_build_gpt(&cfg, &g0, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
+        int *pl0 = calloc((size_t)g0->n_nodes, sizeof(int));
+        st = pl0 ? step_layout_placement(&sl, g0, pl0, msg, sizeof msg) : PL_ERR_NOMEM;
+        if (st == PL_OK) placement_format(pl0, g0->n_nodes, layout_pls, sizeof layout_pls);
+        free(pl0);
+        graph_destroy(g0);
+        if (st != PL_OK) return cli_usage_error("step", "--layout: %s", msg);
+        placement_text = layout_pls;
+    }
     schedule sched = schedule_make(m, SCHED_1F1B);
     if ((st = schedule_parse_order(sched_text, &sched.order, msg, sizeof msg)) != PL_OK)
         return cli_report("step", st, msg);
@@ -408,6 +473,7 @@ int cmd_step(int argc, char **argv) {
         j.tp = tp;
         j.sp = sp;
         j.zero = zero;
+        j.layout = layout_arg ? sl.text : NULL;
         j.bucket_mb = bucket_mb;
         if (placement_text) {
             /* check the placement here, so bad input is exit 2 before any fork */
@@ -531,7 +597,9 @@ int cmd_step(int argc, char **argv) {
     placement_format(pl, g->n_nodes, pls, sizeof pls);
     const double tokens_per_s = t.median_us > 0 ? ntok / (t.median_us * 1e-6) : 0.0;
     if (json) {
-        printf("{\"status\":\"ok\",\"config\":\"%s\",\"backend\":\"%s\",\"devices\":[", key, cpu ? "cpu" : "cuda");
+        printf("{\"status\":\"ok\",");
+        if (layout_arg) printf("\"layout\":\"%s\",", sl.text);
+        printf("\"config\":\"%s\",\"backend\":\"%s\",\"devices\":[", key, cpu ? "cpu" : "cuda");
         for (int d = 0; d < nd; d++) {
             const hw_device_info *di = hw_engine_device(e, d);
             printf("%s{\"device\":%d,\"name\":\"%s\",\"physical\":%d,\"peak_bytes\":%lld,\"static_bytes\":%lld,"
@@ -551,6 +619,7 @@ int cmd_step(int argc, char **argv) {
     } else {
         printf("placer step: %s, %s m=%d, %d device%s (%s), %s\n", key, schedule_order_name(sched.order), m, nd,
                nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", hw_precision_name(hw_engine_precision(e)));
+        if (layout_arg) printf("layout      %s\n", sl.text);
         printf("placement   %s\n", pls);
         printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; %d steps after %d warm-up)\n",
                t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, steps, warmup);
