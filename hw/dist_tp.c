@@ -7,8 +7,9 @@
  *
  * Scratch layout of a call (hw_node_mem_floats_tp sizes it): the node's
  * own scratch first (attention 4 N Cl forward, 8 N Cl + b nh T T backward;
- * MLP N F/t backward), then full-width (N, C) blocks: the partial product,
- * the gathered input, the gathered output gradient.
+ * MLP N F/t backward), then full-width (N, C) blocks: the partial product
+ * (not in the head's forward, which writes its logits directly), and with
+ * sp only the gathered input and the gathered output gradient.
  */
 #include "dist_tp.h"
 
@@ -357,7 +358,7 @@ pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size
     }
     case OP_HEAD: {
         const int Vl = d->V / t;
-        float *gx = c->scratch, *part = gx + N * C;
+        float *part = c->scratch, *gx = part + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
         cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl), 0);
         return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);

@@ -177,21 +177,21 @@ void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node
         sizes[k++] = (int64_t)b * nh * T * T;
         sizes[k++] = N * Cl;
         /* qkv, yp; the partial output; the gathered input (sp) */
-        m->fwd_scratch = 4 * N * Cl + 2 * NC;
+        m->fwd_scratch = 4 * N * Cl + NC + (sp ? NC : 0);
         /* dy, dyp, dqkvr, dqkv, datt; the partial input gradient; the
-         * gathered output gradient and input (sp) */
-        m->bwd_scratch = 8 * N * Cl + (int64_t)b * nh * T * T + 3 * NC;
+         * gathered input and output gradient (sp) */
+        m->bwd_scratch = 8 * N * Cl + (int64_t)b * nh * T * T + NC + (sp ? 2 * NC : 0);
         break;
     case OP_MLP:
         sizes[k++] = N * Fl;
         sizes[k++] = N * Fl;
-        m->fwd_scratch = 2 * NC;          /* partial output, gathered input */
-        m->bwd_scratch = N * Fl + 3 * NC; /* dg; partial, gathered dout and input */
+        m->fwd_scratch = NC + (sp ? NC : 0);                /* partial output, gathered input */
+        m->bwd_scratch = N * Fl + NC + (sp ? 2 * NC : 0);   /* dg; partial, gathered input and dout */
         break;
     case OP_HEAD:
         m->out = N * Vlp;
-        m->fwd_scratch = NC;     /* gathered input */
-        m->bwd_scratch = 2 * NC; /* gathered input, partial input gradient */
+        m->fwd_scratch = sp ? NC : 0;     /* gathered input */
+        m->bwd_scratch = NC + (sp ? NC : 0); /* partial input gradient, gathered input */
         break;
     case OP_LOSS:
         m->out = N;

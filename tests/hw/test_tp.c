@@ -7,6 +7,12 @@
  * element comes from one rank or, replicated, from all of them) and holds
  * them against the single-process, single-device step.
  *
+ * Configurations: tp 2 and 4, with and without sequence parallelism, on
+ * one device per rank and on a 2-device 1f1b pipeline inside each rank;
+ * tp 2 x dp 2 grids (hw_tp_dp_groups: each replica half the batch), with
+ * ZeRO-1 too. Also: tp = 3 on 4 heads refused, a killed rank, and
+ * placer step --tp (tp_cli).
+ *
  * What is checked, per configuration:
  *   - every element of the model view is written by exactly one rank (a
  *     split tensor) or by all of them with the same bits (a replicated
@@ -179,6 +185,7 @@ typedef struct {
     double loss_rel;       /* largest relative loss difference over the steps */
     double grad_scaled;    /* largest |tp - ref| / (node's max |ref|) over the gradients */
     double grad_abs;       /* largest |tp - ref| of a gradient */
+    double grad_rel;       /* largest |tp - ref| / |ref| over elements above 1e-3 of their node's scale */
     double param_max, param_mean;
 } tp_cmp;
 
@@ -264,6 +271,7 @@ static tp_cmp run_and_compare(tp_ctx c) {
             double d = fabs((double)got_g[i] - ref_g[i]);
             if (d > r.grad_abs) r.grad_abs = d;
             if (scale > 0 && d / scale > r.grad_scaled) r.grad_scaled = d / scale;
+            if (fabs(ref_g[i]) > 1e-3 * scale && d / fabs(ref_g[i]) > r.grad_rel) r.grad_rel = d / fabs(ref_g[i]);
             if (isnan(d)) r.grad_scaled = INFINITY;
         }
     }
@@ -277,7 +285,8 @@ static tp_cmp run_and_compare(tp_ctx c) {
     r.param_mean = sum / (double)n;
     char gtxt[96];
     if (check_grads)
-        snprintf(gtxt, sizeof gtxt, "grads max %.3g abs, %.3g of the node's scale", r.grad_abs, r.grad_scaled);
+        snprintf(gtxt, sizeof gtxt, "grads max %.3g abs, %.3g of the node's scale, %.3g rel", r.grad_abs,
+                 r.grad_scaled, r.grad_rel);
     else
         snprintf(gtxt, sizeof gtxt, "grads not compared (ZeRO-1 shards)");
     cr_log_info("%s tp=%d dp=%d zero=%d sp=%d devices=%d m=%d: loss rel %.3g, %s; "
