@@ -23,7 +23,9 @@
 
 #include "cli.h"
 #include "dist_group.h"
+#include "dist_mpi.h"
 #include "graph.h"
+#include "launcher.h"
 #include "hw.h"
 #include "placement.h"
 #include "placer_config.h"
@@ -100,6 +102,9 @@ static void profile_usage(FILE *f) {
             "                          placer profile show prints them with bus bandwidth\n"
             "  --collective-max-bytes SIZE  largest collective buffer (default 64MiB)\n"
             "  --collective-reps R     timed collectives per size (default 15, after 3 warm-up)\n"
+            "                          Under mpirun (mpirun -np N placer profile --db FILE --collectives N)\n"
+            "                          only the collectives are measured, over MPI, into a file that\n"
+            "                          already holds its machine\n"
             "  --verbose               one line per measured unit with its repetition figures\n"
             "  --portable              leave the file in rollback-journal mode, so that it opens\n"
             "                          read-only anywhere (for files shipped in data/)\n\n"
@@ -462,6 +467,76 @@ out:
     profile_db_close(db);
     hw_engine_destroy(e);
     return code;
+}
+
+/* ---- under mpirun: the collective curves over MPI ----------------------------- */
+
+/* One rank of `mpirun -np N placer profile --db FILE --collectives N`
+ * (hw_launch_mpi): rank 0 opens the file (which must hold its machine
+ * already) and tells the others whether it could; then every rank runs
+ * the sweep and rank 0 writes it. */
+static int coll_mpi_rank(dist_group *g, int rank, void *ctx, char *err, size_t errlen) {
+    const profile_opts *o = ctx;
+    profile_db *db = NULL;
+    profile_db_machine_row mr;
+    int ok = 1, rc = 1;
+    char msg[1024] = "";
+    memset(&mr, 0, sizeof mr);
+    if (rank == 0) {
+        pl_status st = profile_db_open(o->db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
+        if (st == PL_OK && profile_db_machine(db, &mr) != PL_OK) {
+            snprintf(msg, sizeof msg, "%s holds no machine yet; profile it first without mpirun (placer profile --cpu N "
+                                      "--db %s), then add its collectives under mpirun", o->db_path, o->db_path);
+            st = PL_ERR_NOT_FOUND;
+        }
+        ok = st == PL_OK;
+        if (!ok) snprintf(err, errlen, "%s", msg);
+    }
+    char bmsg[512] = "";
+    if (dist_broadcast(g, &ok, sizeof ok, 0, bmsg, sizeof bmsg) != PL_OK) {
+        snprintf(err, errlen, "%s", bmsg);
+        goto out;
+    }
+    if (!ok) {
+        if (rank) snprintf(err, errlen, "rank 0 could not open the database");
+        goto out;
+    }
+    profiler_coll_opts co = profiler_coll_opts_default();
+    if (o->coll_max > 0) co.max_bytes = o->coll_max;
+    if (o->coll_reps > 0) co.reps = o->coll_reps;
+    co.force = o->force;
+    progress_ctx pc = {rank == 0 && cli_stderr_is_tty(), rank == 0 && o->verbose, 0, 0.0, 0};
+    co.progress = rank == 0 ? on_progress : NULL;
+    co.progress_ctx = &pc;
+    profiler_result cr;
+    pl_status st = profiler_collectives_group(g, db, rank == 0 ? mr.name : NULL, &co, &cr, err, errlen);
+    if (pc.drawn) fputs("\r\033[K", stderr);
+    if (st != PL_OK) goto out;
+    if (rank == 0) {
+        printf("collectives over %d ranks (%s): %d points measured, %d already there, in %.1f s -> %s\n",
+               dist_size(g), dist_transport_name(g), cr.units_measured, cr.units_skipped, cr.wall_us / 1e6, o->db_path);
+        fflush(stdout);
+    }
+    rc = 0;
+out:
+    profile_db_close(db);
+    return rc;
+}
+
+static int profile_collectives_mpi(const profile_opts *o, int mpi_size) {
+    if (!o->coll_ranks)
+        return cli_usage_error("profile", "under mpirun placer profile measures only collective curves: give --db FILE "
+                                          "--collectives %d", mpi_size);
+    if (o->coll_ranks != mpi_size)
+        return cli_usage_error("profile", "--collectives %d contradicts mpirun's %d ranks", o->coll_ranks, mpi_size);
+    if (o->from_spec || o->devices || o->cpu || o->machine || o->precision || o->reps || o->link_max || o->portable)
+        return cli_usage_error("profile", "under mpirun placer profile takes only --db, --collectives, "
+                                          "--collective-max-bytes, --collective-reps, --force and --verbose");
+    char msg[1024] = "";
+    int rank = -1, rc = 0;
+    pl_status st = hw_launch_mpi(30.0, coll_mpi_rank, (void *)o, &rank, &rc, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("profile", st, msg);
+    return CLI_EXIT_OK;
 }
 
 /* ---- reading measured profiles back: compare and check ---------------------- */
@@ -1134,6 +1209,8 @@ int cmd_profile(int argc, char **argv) {
         for (int b = 1; b <= o.cfg.batch && o.n_mb < MAX_MB_SIZES; b++)
             if (o.cfg.batch % b == 0) o.mb_sizes[o.n_mb++] = b;
     }
+    int mpi_size = 0;
+    if (dist_mpi_launched(NULL, &mpi_size)) return profile_collectives_mpi(&o, mpi_size);
     if (o.from_spec) return profile_from_spec(&o);
     return profile_measure(&o);
 }

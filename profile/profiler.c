@@ -856,6 +856,110 @@ out:
     return st;
 }
 
+/* What rank 0 tells the group before each unit of profiler_collectives_group. */
+enum { COLL_MEASURE = 0, COLL_SKIP = 1, COLL_STOP = 2 };
+
+pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *machine, const profiler_coll_opts *o,
+                                     profiler_result *r, char *msg, size_t len) {
+    profiler_result local;
+    if (!r) r = &local;
+    memset(r, 0, sizeof *r);
+    if (!g || !o) return pl_fail(msg, len, PL_ERR_INVALID, "profiler_collectives_group: NULL argument");
+    const int rank = dist_rank(g), size = dist_size(g);
+    if (rank == 0 && (!db || !machine))
+        return pl_fail(msg, len, PL_ERR_INVALID, "profiler_collectives_group: rank 0 needs the database");
+    if (size < 2 || o->warmup < 0 || o->reps < 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "collectives need 2 or more ranks, warm-up >= 0 and reps >= 1");
+    int64_t *sizes = NULL;
+    int n_sizes = 0;
+    pl_status st = profiler_coll_sizes(o->min_bytes, o->max_bytes, &sizes, &n_sizes);
+    if (st != PL_OK)
+        return pl_fail(msg, len, st, "collective sizes: need 4 <= min <= max, min a multiple of 4 (got %lld .. %lld)",
+                       (long long)o->min_bytes, (long long)o->max_bytes);
+    if (machine) snprintf(r->machine, sizeof r->machine, "%s", machine);
+    const double t0 = pl_now_us();
+    static const profile_coll_op ops[] = {PROFILE_COLL_ALL_REDUCE, PROFILE_COLL_ALL_GATHER,
+                                          PROFILE_COLL_REDUCE_SCATTER};
+    const int n_ops = (int)(sizeof ops / sizeof ops[0]);
+    const char *transport = dist_transport_name(g);
+    double *times = malloc(sizeof *times * (size_t)o->reps), *sorted = malloc(sizeof *sorted * (size_t)o->reps);
+    if (!times || !sorted) {
+        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for the collective timings");
+        goto out; /* every rank fails the same way only by chance: the group's timeout bounds the others */
+    }
+    r->units_total = n_ops * n_sizes;
+    for (int a = 0; a < n_ops; a++)
+        for (int i = 0; i < n_sizes; i++) {
+            const int index = a * n_sizes + i;
+            const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], size);
+            char label[96], b[32];
+            pl_format_bytes((double)bytes, b, sizeof b);
+            snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), size, b);
+            profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
+                                    size, -1, 0, bytes, label, NULL};
+            int action = COLL_MEASURE;
+            pl_status st0 = PL_OK; /* rank 0's own failure, told to the group as COLL_STOP */
+            if (rank == 0) {
+                int has = 0;
+                if (i > 0 && bytes == coll_actual_bytes(ops[a], sizes[i - 1], size)) has = 1;
+                else if (!o->force && (st0 = profile_db_has_collective_point(db, machine, ops[a], size, transport,
+                                                                             (double)bytes, &has)) != PL_OK)
+                    pl_fail(msg, len, st0, "reading the file: %s", profile_db_last_error(db));
+                if (st0 == PL_OK && has) {
+                    r->units_skipped++;
+                    pr.stage = PROFILER_SKIPPED;
+                    action = COLL_SKIP;
+                }
+                if (st0 == PL_OK && o->progress && o->progress(o->progress_ctx, &pr))
+                    st0 = pl_fail(msg, len, PL_ERR_INTERRUPTED, "stopped by request");
+                if (st0 != PL_OK) action = COLL_STOP;
+            }
+            if ((st = dist_broadcast(g, &action, sizeof action, 0, msg, len)) != PL_OK) goto out;
+            if (action == COLL_STOP) {
+                st = rank == 0 ? st0 : pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank 0 stopped the collective sweep");
+                goto out;
+            }
+            if (action == COLL_SKIP) continue;
+            coll_job j = {ops[a], bytes, o->warmup, o->reps, times};
+            char err[512] = "";
+            if (coll_rank(g, rank, &j, err, sizeof err) != 0) {
+                st = pl_fail(msg, len, PL_ERR_INTERRUPTED, "%s", err);
+                goto out;
+            }
+            if (rank != 0) continue;
+            memcpy(sorted, times, sizeof *sorted * (size_t)o->reps);
+            qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
+            profile_coll_point p;
+            memset(&p, 0, sizeof p);
+            p.op = ops[a];
+            p.ranks = size;
+            snprintf(p.transport, sizeof p.transport, "%s", transport);
+            p.bytes = (double)bytes;
+            p.us = quantile_sorted(sorted, o->reps, 0.5);
+            p.spread_us = quantile_sorted(sorted, o->reps, 0.75) - quantile_sorted(sorted, o->reps, 0.25);
+            p.reps = o->reps;
+            if (!(p.us > 0)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "%s: median time %g us, below the clock's resolution", label, p.us);
+                goto out; /* the others then stop at the next broadcast's timeout */
+            }
+            if ((st = profile_db_put_collective_point(db, machine, &p)) != PL_OK) {
+                pl_fail(msg, len, st, "writing a collective point: %s", profile_db_last_error(db));
+                goto out;
+            }
+            r->units_measured++;
+            pr.stage = PROFILER_DONE;
+            pr.measured = r->units_measured;
+            if (o->progress) o->progress(o->progress_ctx, &pr);
+        }
+    st = PL_OK;
+out:
+    r->wall_us = pl_now_us() - t0;
+    free(times);
+    free(sorted);
+    free(sizes);
+    return st;
+}
+
 /* ---- reading back ---------------------------------------------------------------- */
 
 pl_status profile_compare(const profile_data *a, const profile_data *b, double min_us, int phase,

@@ -41,6 +41,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dist_group.h"
 #include "graph.h"
 #include "hw.h"
 #include "probe.h"
@@ -127,9 +128,10 @@ pl_status profiler_run(hw_engine *e, profile_db *db, const gpt_config *cfg, cons
  * All-reduce, all-gather and reduce-scatter (float32, hw/dist_group.h)
  * over a group of N processes of this host, over a sweep of buffer sizes,
  * into the store's collective_point table (store.h) next to the transfer
- * curves. The group is the fork launcher's (hw/launcher.h) sockets, the
- * transport the CPU backend's data and tensor parallelism use; the MPI and
- * NCCL groups are not measured here yet. Sizes are the nccl-tests buffer
+ * curves. profiler_collectives forks its group (hw/launcher.h: sockets,
+ * the transport of the CPU backend's data and tensor parallelism);
+ * profiler_collectives_group runs on a group that exists, e.g. the MPI
+ * world under mpirun. NCCL is not measured here yet. Sizes are the nccl-tests buffer
  * (store.h); all-gather and reduce-scatter round them to N equal shards
  * of at least one float (4 B over 2 ranks is measured as 8 B, and a size
  * that rounds onto the previous one is counted as skipped).
@@ -170,6 +172,17 @@ pl_status profiler_coll_sizes(int64_t min_bytes, int64_t max_bytes, int64_t **ou
  * Must not be called from a rank of another group (it forks). */
 pl_status profiler_collectives(profile_db *db, const char *machine, const profiler_coll_opts *o,
                                profiler_result *r, char *msg, size_t len);
+
+/* The same sweep on a group that already exists (the MPI world under
+ * mpirun: `mpirun -np N placer profile --collectives N`): every rank of g
+ * calls it; rank 0 passes db (opened for writing) and the machine name,
+ * the others NULL. Rank 0 decides each unit (measure, skip a stored point,
+ * or stop) and broadcasts it, so the ranks stay in step; its points carry
+ * g's transport name (dist_transport_name: "mpi", "sockets"). Errors as
+ * profiler_collectives; a rank other than 0 returns PL_ERR_INTERRUPTED
+ * when rank 0 stopped the sweep. */
+pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *machine, const profiler_coll_opts *o,
+                                     profiler_result *r, char *msg, size_t len);
 
 /* ---- pieces, exposed for tests and tools ---------------------------------- */
 

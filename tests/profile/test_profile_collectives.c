@@ -6,7 +6,8 @@
  * damaged or missing collective_point table gives one clear error, a
  * schema-1 file still opens read-only (no points) and migrates on a write
  * open, and `placer profile --collectives N` / `profile show --json` do it
- * from the command line.
+ * from the command line; under mpirun the same curves come from the MPI
+ * world group (skipped without MPI or mpirun).
  *
  * No timing bands: CI is a loaded 2-core machine under ASan. The checks on
  * times are that each is positive and that no larger buffer is more than 4x
@@ -19,6 +20,7 @@
 #include <sqlite3.h>
 #include <sys/wait.h>
 
+#include "dist_mpi.h"
 #include "helpers.h"
 #include "profiler.h"
 #include "store.h"
@@ -331,5 +333,63 @@ Test(coll_cli, bad_collective_options_exit_2_with_one_line) {
         free(r.out);
         free(r.err);
     }
+    th_rmtree(dir);
+}
+
+/* ---- under mpirun: the MPI world group ------------------------------------ */
+
+/* As tests/hw/test_dist_mpi.c: root allowed, shared memory only, no leak
+ * report from MPI's own allocations in a sanitizer build. */
+#define MPI_ENV                                                                                                      \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "      \
+    "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader ASAN_OPTIONS=detect_leaks=0"
+
+static int sh_out(const char *cmd, char *out, size_t len) {
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f, "cannot run %s", cmd);
+    size_t n = fread(out, 1, len - 1, f);
+    out[n] = 0;
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(coll_cli, mpirun_2_ranks_add_mpi_curves_to_a_profile, .timeout = 120) {
+    if (!dist_mpi_built() || system("command -v mpirun >/dev/null 2>&1") != 0) {
+        cr_log_warn("skipped: no MPI in this build or no mpirun on PATH");
+        return;
+    }
+    char dir[256], db[512], cmd[2048], out[8192];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(db, sizeof db, dir, "p.db");
+    const char *prof[] = {"profile", "--db", "p.db", "--cpu", "1", "--config", "tiny", "--micro-batch-sizes", "1",
+                          "--reps", "3", NULL};
+    cli_run r = run_cli(dir, prof);
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    free(r.out);
+    free(r.err);
+    snprintf(cmd, sizeof cmd,
+             "env %s mpirun -q --oversubscribe -np 2 %s profile --db %s --collectives 2 --collective-max-bytes 4KiB "
+             "--collective-reps 3 2>&1",
+             MPI_ENV, PLACER_BIN, db);
+    cr_assert_eq(sh_out(cmd, out, sizeof out), 0, "%s", out);
+    cr_expect(th_has(out, "collectives over 2 ranks (mpi): 18 points measured"), "%s", out);
+    profile_db *h = NULL;
+    char msg[512] = "";
+    cr_assert_eq(profile_db_open(db, PROFILE_DB_READ, &h, msg, sizeof msg), PL_OK, "%s", msg);
+    profile_coll_point *p = NULL;
+    int n = 0;
+    cr_assert_eq(profile_db_collective_points(h, &p, &n), PL_OK, "%s", profile_db_last_error(h));
+    cr_assert_eq(n, 18, "3 collectives x 6 sizes (4 B .. 4 KiB)");
+    for (int i = 0; i < n; i++) {
+        cr_expect_str_eq(p[i].transport, "mpi");
+        cr_expect(p[i].us > 0 && p[i].ranks == 2, "point %d: %g us over %d", i, p[i].us, p[i].ranks);
+    }
+    free(p);
+    profile_db_close(h);
+    /* the ranks must agree with mpirun, and the file must hold its machine */
+    snprintf(cmd, sizeof cmd, "env %s mpirun -q --oversubscribe -np 2 %s profile --db %s --collectives 3 2>&1",
+             MPI_ENV, PLACER_BIN, db);
+    cr_expect_eq(sh_out(cmd, out, sizeof out), 2, "%s", out);
+    cr_expect(th_has(out, "--collectives 3 contradicts mpirun's 2 ranks"), "%s", out);
     th_rmtree(dir);
 }
