@@ -691,6 +691,14 @@ pl_status profiler_coll_sizes(int64_t min_bytes, int64_t max_bytes, int64_t **ou
     return PL_OK;
 }
 
+/* "4 B", "64 KiB", "1 MiB": a size in the largest binary unit dividing it. */
+static void coll_size_label(int64_t bytes, char *buf, size_t len) {
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB"};
+    int u = 0;
+    while (u < 3 && bytes >= 1024 && bytes % 1024 == 0) bytes /= 1024, u++;
+    snprintf(buf, len, "%lld %s", (long long)bytes, unit[u]);
+}
+
 /* One unit's job for the ranks; times is a shared mapping the parent reads. */
 typedef struct {
     profile_coll_op op;
@@ -798,7 +806,7 @@ pl_status profiler_collectives(profile_db *db, const char *machine, const profil
             const int index = a * n_sizes + i;
             const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], o->ranks);
             char label[96], b[32];
-            pl_format_bytes((double)bytes, b, sizeof b);
+            coll_size_label(bytes, b, sizeof b);
             snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), o->ranks, b);
             profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
                                     o->ranks, -1, 0, bytes, label, NULL};
@@ -893,7 +901,7 @@ pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *
             const int index = a * n_sizes + i;
             const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], size);
             char label[96], b[32];
-            pl_format_bytes((double)bytes, b, sizeof b);
+            coll_size_label(bytes, b, sizeof b);
             snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), size, b);
             profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
                                     size, -1, 0, bytes, label, NULL};

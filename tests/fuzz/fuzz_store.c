@@ -105,6 +105,15 @@ static void read_everything(void) {
         return;
     }
     (void)profile_db_opened_version(db);
+    {
+        /* the collective curves, as profile show reads them (schema 2) */
+        profile_coll_point *cp = NULL;
+        int ncp = 0;
+        if (profile_db_collective_points(db, &cp, &ncp) == PL_OK && ncp > 0 && !cp) abort();
+        for (int i = 0; i < ncp; i++)
+            if (!(cp[i].us > 0) || cp[i].ranks < 2) abort(); /* the store refuses such rows */
+        free(cp);
+    }
 
     /* the profile, as simulate/search/train load it */
     profile_data *p = NULL;
