@@ -208,6 +208,7 @@ static void bias_grad(float *dbias, const float *d, int64_t rows, int C) {
 }
 
 #define P(c, k) ((c)->params + (c)->pl.off[k])
+#define P16(c, k) ((const float *)(c)->params16 + (c)->pl.off[k]) /* bf16: the rounded copy (CPU) */
 #define G(c, k) ((c)->grads + (c)->pl.off[k])
 #define S(c, k) ((c)->saved + (c)->mem.saved_off[k])
 
@@ -250,6 +251,7 @@ static pl_status loss_forward(const hw_tp *tp, const hw_node_call *c, char *msg,
             dl[v] = (float)((p - (v == t ? 1.0 : 0.0)) * c->inv_norm);
         }
         for (int v = Vl; v < Vlp; v++) dl[v] = 0.0f;
+        if (c->bf16) cpu_round_bf16(dl, dl, Vl); /* the logits gradient is bf16 (hw.h) */
     }
     if (c->loss_sum) *c->loss_sum += total;
     return PL_OK;
@@ -294,6 +296,7 @@ pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_
     const int C = d->C, t = tp->size;
     const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
     const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const int64_t X = c->bf16 ? N * C : 0; /* bf16: the node's rounded input copy comes first */
     const float *x = NULL;
     pl_status st = PL_OK;
     switch (c->kind) {
@@ -301,22 +304,32 @@ pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_
     case OP_LAYERNORM: cpu_layernorm_forward(c->out, S(c, 0), S(c, 1), c->in[0], P(c, 0), P(c, 1), (int)Ns, C); break;
     case OP_RESIDUAL: cpu_residual_forward(c->out, c->in[0], c->in[1], Ns * C); break;
     case OP_ATTENTION: {
-        float *part = c->scratch + 4 * N * Cl, *gx = part + N * C;
+        float *part = c->scratch + 4 * N * Cl + X, *gx = part + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
-        cpu_attention_forward_heads(part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P(c, 0), P(c, 1), P(c, 2), NULL,
-                                    d->B, d->T, C, d->NH, nh);
+        if (c->bf16)
+            cpu_attention_forward_heads_bf16(part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P16(c, 0), P16(c, 1),
+                                             P16(c, 2), NULL, d->B, d->T, C, d->NH, nh);
+        else
+            cpu_attention_forward_heads(part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P(c, 0), P(c, 1), P(c, 2),
+                                        NULL, d->B, d->T, C, d->NH, nh);
         return reduce_partial(tp, c->out, part, N, C, P(c, 3), 0, msg, len);
     }
     case OP_MLP: {
-        float *part = c->scratch, *gx = part + N * C;
+        float *part = c->scratch + X, *gx = part + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
-        cpu_mlp_forward_cols(part, S(c, 0), S(c, 1), x, P(c, 0), P(c, 1), P(c, 2), NULL, (int)N, C, Fl);
+        if (c->bf16)
+            cpu_mlp_forward_cols_bf16(part, S(c, 0), S(c, 1), c->scratch, x, P16(c, 0), P16(c, 1), P16(c, 2), NULL,
+                                      (int)N, C, Fl);
+        else
+            cpu_mlp_forward_cols(part, S(c, 0), S(c, 1), x, P(c, 0), P(c, 1), P(c, 2), NULL, (int)N, C, Fl);
         return reduce_partial(tp, c->out, part, N, C, P(c, 3), 0, msg, len);
     }
     case OP_HEAD: {
         const int Vl = d->V / t;
-        if ((st = gather_input(tp, c->in[0], c->scratch, N, C, &x, msg, len)) != PL_OK) return st;
-        cpu_head_forward(c->out, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
+        float *gx = c->scratch ? c->scratch + X : NULL;
+        if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
+        if (c->bf16) cpu_head_forward_bf16(c->out, c->scratch, x, P16(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
+        else cpu_head_forward(c->out, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
         break;
     }
     case OP_LOSS: return loss_forward(tp, c, msg, len);
@@ -330,6 +343,7 @@ pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size
     const int C = d->C, t = tp->size;
     const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
     const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const int64_t X = c->bf16 ? N * C : 0; /* bf16: the node's rounded copies come first */
     const float *x = NULL, *dout = NULL;
     pl_status st;
     switch (c->kind) {
@@ -342,15 +356,21 @@ pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size
     case OP_ATTENTION:
     case OP_MLP: {
         const int attn = c->kind == OP_ATTENTION;
-        const int64_t own = attn ? 8 * N * Cl + (int64_t)d->B * nh * d->T * d->T : N * Fl;
+        const int64_t own = (attn ? 8 * N * Cl + (int64_t)d->B * nh * d->T * d->T : N * Fl) + 2 * X;
         float *part = c->scratch + own, *gx = part + N * C, *gd = gx + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
         if ((st = gather_input(tp, c->dout, gd, N, C, &dout, msg, len)) != PL_OK) return st;
         /* bproj is applied on the rank's rows (all of them without sp) */
         bias_grad(G(c, 3), c->dout, Ns, C);
-        if (attn)
+        if (attn && c->bf16)
+            cpu_attention_backward_heads_bf16(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0),
+                                              S(c, 1), S(c, 2), P16(c, 0), P16(c, 2), d->B, d->T, C, d->NH, nh, 0);
+        else if (attn)
             cpu_attention_backward_heads(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0), S(c, 1),
                                          S(c, 2), P(c, 0), P(c, 2), d->B, d->T, C, d->NH, nh, 0);
+        else if (c->bf16)
+            cpu_mlp_backward_cols_bf16(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0), S(c, 1),
+                                       P16(c, 0), P16(c, 2), (int)N, C, Fl, 0);
         else
             cpu_mlp_backward_cols(part, G(c, 0), G(c, 1), G(c, 2), NULL, c->scratch, dout, x, S(c, 0), S(c, 1),
                                   P(c, 0), P(c, 2), (int)N, C, Fl, 0);
@@ -358,9 +378,13 @@ pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size
     }
     case OP_HEAD: {
         const int Vl = d->V / t;
-        float *part = c->scratch, *gx = part + N * C;
+        float *part = c->scratch + X, *gx = part + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
-        cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl), 0);
+        if (c->bf16)
+            cpu_head_backward_bf16(part, G(c, 0), c->scratch, c->dout, x, P16(c, 0), (int)N, C, Vl,
+                                   hw_padded_vocab(Vl), 0);
+        else
+            cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl), 0);
         return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);
     }
     case OP_LOSS: break; /* fused into the forward */

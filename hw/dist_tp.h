@@ -42,9 +42,12 @@
  * of rank r, so with and without sp the block outputs get the same sums.
  *
  * Rules: t divides the heads, F = 4C and the vocabulary (hw_tp_check says
- * which does not); with sp, t also divides each micro-batch's tokens. fp32
- * only (bf16 with tp is refused), CPU backend only (the CUDA path needs
- * NCCL: hw_plan_create refuses tp > 1 there).
+ * which does not); with sp, t also divides each micro-batch's tokens. CPU
+ * backend only (the CUDA path needs NCCL: hw_plan_create refuses tp > 1
+ * there). In the bf16 mode (hw.h) the slices round what the whole nodes
+ * round (nodes.h's _heads_bf16 / _cols_bf16 forms); the biases of the
+ * projections are added in fp32 after the all-reduce, and the loss rounds
+ * the logits gradient of its slice.
  */
 #ifndef PLACER_HW_DIST_TP_H
 #define PLACER_HW_DIST_TP_H

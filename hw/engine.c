@@ -220,8 +220,6 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         if (strcmp(be->ops->name, "cpu") != 0)
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                            "tensor parallelism (tp = %d) runs on the CPU backend only (the CUDA path needs NCCL)", tp);
-        if (e->prec == HW_PREC_BF16)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism runs in fp32 only (not bf16 yet)");
         if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
                                                                 g->cfg.seq_len, msg, len)) != PL_OK)
             return st;

@@ -198,7 +198,7 @@ typedef struct {
                                   the plan issues from one thread and captures no graph.
                                   Borrowed: must outlive the plan. */
     struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h,
-                                  CPU backend, fp32 only): this process is one tp rank; the
+                                  CPU backend, fp32 or bf16): this process is one tp rank; the
                                   attention heads, MLP columns and vocabulary rows of the head
                                   are split over the group (rules above). Every rank gets the
                                   whole batch and creates the same plan. With dp as well, tp

@@ -178,6 +178,23 @@ void cpu_attention_backward_bf16(float *dinp, float *dwqkv, float *dbqkv, float 
                                  float *scratch, const float *dout, const float *inp, const float *qkvr,
                                  const float *att, const float *y, const float *wqkv16, const float *wproj16,
                                  int B, int T, int C, int NH, int acc);
+/* The tensor-parallel slices of the two above (nodes' _heads / _cols forms):
+ * nh of NH heads, F hidden columns; bproj and dbproj may be NULL. Scratch
+ * (floats): attention forward 4 N Cl + N C, backward 8 N Cl + B nh T T +
+ * 2 N C; mlp forward N C, backward N F + 2 N C. nh = NH and F = 4C are the
+ * whole nodes, bit for bit. */
+void cpu_attention_forward_heads_bf16(float *out, float *qkvr, float *att, float *y, float *scratch,
+                                      const float *inp, const float *wqkv16, const float *bqkv16,
+                                      const float *wproj16, const float *bproj, int B, int T, int C, int NH, int nh);
+void cpu_attention_backward_heads_bf16(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                       float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                       const float *att, const float *y, const float *wqkv16, const float *wproj16,
+                                       int B, int T, int C, int NH, int nh, int acc);
+void cpu_mlp_forward_cols_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
+                               const float *bfc16, const float *wproj16, const float *bproj, int N, int C, int F);
+void cpu_mlp_backward_cols_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                                const float *dout, const float *inp, const float *h, const float *g,
+                                const float *wfc16, const float *wproj16, int N, int C, int F, int acc);
 void cpu_mlp_forward_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
                           const float *bfc16, const float *wproj16, const float *bproj, int N, int C);
 void cpu_mlp_backward_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,

@@ -470,64 +470,92 @@ static void colsum_add(float *dbias, const float *d, int N, int OC, int ld) {
 void cpu_attention_forward_bf16(float *out, float *qkvr, float *att, float *y, float *scratch, const float *inp,
                                 const float *wqkv16, const float *bqkv16, const float *wproj16, const float *bproj,
                                 int B, int T, int C, int NH) {
+    cpu_attention_forward_heads_bf16(out, qkvr, att, y, scratch, inp, wqkv16, bqkv16, wproj16, bproj, B, T, C, NH, NH);
+}
+
+void cpu_attention_forward_heads_bf16(float *out, float *qkvr, float *att, float *y, float *scratch,
+                                      const float *inp, const float *wqkv16, const float *bqkv16,
+                                      const float *wproj16, const float *bproj, int B, int T, int C, int NH, int nh) {
     const int N = B * T;
-    const int64_t NC = (int64_t)N * C;
-    float *qkv = scratch, *yp = scratch + 3 * NC, *xr = scratch + 4 * NC;
+    const int Cl = C / NH * nh;
+    const int64_t NC = (int64_t)N * C, NCl = (int64_t)N * Cl;
+    float *qkv = scratch, *yp = scratch + 3 * NCl, *xr = scratch + 4 * NCl;
     cpu_round_bf16(xr, inp, NC);
-    cpu_matmul_forward(qkv, xr, wqkv16, bqkv16, N, C, 3 * C, 3 * C);
-    cpu_round_bf16(qkv, qkv, 3 * NC);
-    permute_qkv(qkvr, qkv, B, T, C, NH);
-    attn_core_fwd(att, yp, qkvr, B, T, C, NH);
-    heads_to_tokens(y, yp, B, T, C, NH);
-    cpu_round_bf16(y, y, NC);
-    cpu_matmul_forward(out, y, wproj16, bproj, N, C, C, C);
+    cpu_matmul_forward(qkv, xr, wqkv16, bqkv16, N, C, 3 * Cl, 3 * Cl);
+    cpu_round_bf16(qkv, qkv, 3 * NCl);
+    permute_qkv(qkvr, qkv, B, T, Cl, nh);
+    attn_core_fwd(att, yp, qkvr, B, T, Cl, nh);
+    heads_to_tokens(y, yp, B, T, Cl, nh);
+    cpu_round_bf16(y, y, NCl);
+    cpu_matmul_forward(out, y, wproj16, bproj, N, Cl, C, C);
 }
 
 void cpu_attention_backward_bf16(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
                                  float *scratch, const float *dout, const float *inp, const float *qkvr,
                                  const float *att, const float *y, const float *wqkv16, const float *wproj16,
                                  int B, int T, int C, int NH, int acc) {
+    cpu_attention_backward_heads_bf16(dinp, dwqkv, dbqkv, dwproj, dbproj, scratch, dout, inp, qkvr, att, y, wqkv16,
+                                      wproj16, B, T, C, NH, NH, acc);
+}
+
+void cpu_attention_backward_heads_bf16(float *dinp, float *dwqkv, float *dbqkv, float *dwproj, float *dbproj,
+                                       float *scratch, const float *dout, const float *inp, const float *qkvr,
+                                       const float *att, const float *y, const float *wqkv16, const float *wproj16,
+                                       int B, int T, int C, int NH, int nh, int acc) {
     const int N = B * T;
-    const int64_t NC = (int64_t)N * C, BHTT = (int64_t)B * NH * T * T;
-    float *dy = scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *dqkv = dqkvr + 3 * NC, *datt = dqkv + 3 * NC;
+    const int Cl = C / NH * nh;
+    const int64_t NC = (int64_t)N * C, NCl = (int64_t)N * Cl, BHTT = (int64_t)B * nh * T * T;
+    float *dy = scratch, *dyp = dy + NCl, *dqkvr = dyp + NCl, *dqkv = dqkvr + 3 * NCl, *datt = dqkv + 3 * NCl;
     float *d16 = datt + BHTT, *xr = d16 + NC;
     cpu_round_bf16(d16, dout, NC);
-    cpu_matmul_backward(dy, dwproj, NULL, d16, y, wproj16, N, C, C, C, 0);
-    colsum_add(dbproj, dout, N, C, C);
-    cpu_round_bf16(dy, dy, NC);
-    tokens_to_heads(dyp, dy, B, T, C, NH);
-    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, C, NH);
-    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
-    cpu_round_bf16(dqkv, dqkv, 3 * NC);
+    cpu_matmul_backward(dy, dwproj, NULL, d16, y, wproj16, N, Cl, C, C, 0);
+    if (dbproj) colsum_add(dbproj, dout, N, C, C);
+    cpu_round_bf16(dy, dy, NCl);
+    tokens_to_heads(dyp, dy, B, T, Cl, nh);
+    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, Cl, nh);
+    unpermute_qkv(dqkv, dqkvr, B, T, Cl, nh);
+    cpu_round_bf16(dqkv, dqkv, 3 * NCl);
     cpu_round_bf16(xr, inp, NC);
-    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, xr, wqkv16, N, C, 3 * C, 3 * C, acc);
+    cpu_matmul_backward(dinp, dwqkv, dbqkv, dqkv, xr, wqkv16, N, C, 3 * Cl, 3 * Cl, acc);
 }
 
 void cpu_mlp_forward_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
                           const float *bfc16, const float *wproj16, const float *bproj, int N, int C) {
-    const int64_t NC = (int64_t)N * C, n4 = 4 * NC;
+    cpu_mlp_forward_cols_bf16(out, h, g, scratch, inp, wfc16, bfc16, wproj16, bproj, N, C, 4 * C);
+}
+
+void cpu_mlp_forward_cols_bf16(float *out, float *h, float *g, float *scratch, const float *inp, const float *wfc16,
+                               const float *bfc16, const float *wproj16, const float *bproj, int N, int C, int F) {
+    const int64_t NC = (int64_t)N * C, nf = (int64_t)N * F;
     float *xr = scratch;
     cpu_round_bf16(xr, inp, NC);
-    cpu_matmul_forward(h, xr, wfc16, bfc16, N, C, 4 * C, 4 * C);
+    cpu_matmul_forward(h, xr, wfc16, bfc16, N, C, F, F);
     /* the GELU epilogue takes the unrounded sum; both outputs are stored bf16 */
-    for (int64_t i = 0; i < n4; i++) {
+    for (int64_t i = 0; i < nf; i++) {
         g[i] = hw_bf16_round(gelu_tanh(h[i]));
         h[i] = hw_bf16_round(h[i]);
     }
-    cpu_matmul_forward(out, g, wproj16, bproj, N, 4 * C, C, C);
+    cpu_matmul_forward(out, g, wproj16, bproj, N, F, C, C);
 }
 
 void cpu_mlp_backward_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
                            const float *dout, const float *inp, const float *h, const float *g, const float *wfc16,
                            const float *wproj16, int N, int C, int acc) {
-    const int64_t NC = (int64_t)N * C, n4 = 4 * NC;
-    float *dg = scratch, *d16 = dg + n4, *xr = d16 + NC;
+    cpu_mlp_backward_cols_bf16(dinp, dwfc, dbfc, dwproj, dbproj, scratch, dout, inp, h, g, wfc16, wproj16, N, C,
+                               4 * C, acc);
+}
+
+void cpu_mlp_backward_cols_bf16(float *dinp, float *dwfc, float *dbfc, float *dwproj, float *dbproj, float *scratch,
+                                const float *dout, const float *inp, const float *h, const float *g,
+                                const float *wfc16, const float *wproj16, int N, int C, int F, int acc) {
+    const int64_t NC = (int64_t)N * C, nf = (int64_t)N * F;
+    float *dg = scratch, *d16 = dg + nf, *xr = d16 + NC;
     cpu_round_bf16(d16, dout, NC);
-    cpu_matmul_backward(dg, dwproj, NULL, d16, g, wproj16, N, 4 * C, C, C, 0);
-    colsum_add(dbproj, dout, N, C, C);
-    for (int64_t i = 0; i < n4; i++) dg[i] = hw_bf16_round(dg[i] * gelu_tanh_grad(h[i]));
+    cpu_matmul_backward(dg, dwproj, NULL, d16, g, wproj16, N, F, C, C, 0);
+    if (dbproj) colsum_add(dbproj, dout, N, C, C);
+    for (int64_t i = 0; i < nf; i++) dg[i] = hw_bf16_round(dg[i] * gelu_tanh_grad(h[i]));
     cpu_round_bf16(xr, inp, NC);
-    cpu_matmul_backward(dinp, dwfc, dbfc, dg, xr, wfc16, N, C, 4 * C, 4 * C, acc);
+    cpu_matmul_backward(dinp, dwfc, dbfc, dg, xr, wfc16, N, C, F, F, acc);
 }
 
 void cpu_head_forward_bf16(float *logits, float *scratch, const float *inp, const float *w16, int N, int C, int V,

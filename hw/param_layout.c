@@ -156,9 +156,9 @@ int hw_kind_bwd_reads_input(op_kind k) {
     return k == OP_LAYERNORM || k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD;
 }
 
-void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node_mem *m) {
+void hw_node_mem_floats_tp(const graph *g, int i, int b, int bf16, int tp, int sp, hw_node_mem *m) {
     if (tp <= 1) {
-        hw_node_mem_floats_prec(g, i, b, 0, m);
+        hw_node_mem_floats_prec(g, i, b, bf16, m);
         return;
     }
     const graph_node *n = &g->nodes[i];
@@ -166,6 +166,7 @@ void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node
     const int64_t N = (int64_t)b * T, Ns = sp ? N / tp : N, NC = N * C;
     const int64_t Cl = C / tp, Fl = 4 * C / tp, nh = NH / tp;
     const int64_t Vlp = hw_padded_vocab(g->cfg.vocab / tp);
+    const int64_t X = bf16 ? NC : 0; /* bf16: the rounded copy of an (N, C) GEMM input (nodes.h) */
     memset(m, 0, sizeof *m);
     int64_t sizes[HW_MAX_SAVED] = {0};
     int k = 0;
@@ -177,21 +178,21 @@ void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node
         sizes[k++] = (int64_t)b * nh * T * T;
         sizes[k++] = N * Cl;
         /* qkv, yp; the partial output; the gathered input (sp) */
-        m->fwd_scratch = 4 * N * Cl + NC + (sp ? NC : 0);
+        m->fwd_scratch = 4 * N * Cl + X + NC + (sp ? NC : 0);
         /* dy, dyp, dqkvr, dqkv, datt; the partial input gradient; the
          * gathered input and output gradient (sp) */
-        m->bwd_scratch = 8 * N * Cl + (int64_t)b * nh * T * T + NC + (sp ? 2 * NC : 0);
+        m->bwd_scratch = 8 * N * Cl + (int64_t)b * nh * T * T + 2 * X + NC + (sp ? 2 * NC : 0);
         break;
     case OP_MLP:
         sizes[k++] = N * Fl;
         sizes[k++] = N * Fl;
-        m->fwd_scratch = NC + (sp ? NC : 0);                /* partial output, gathered input */
-        m->bwd_scratch = N * Fl + NC + (sp ? 2 * NC : 0);   /* dg; partial, gathered input and dout */
+        m->fwd_scratch = X + NC + (sp ? NC : 0);              /* partial output, gathered input */
+        m->bwd_scratch = N * Fl + 2 * X + NC + (sp ? 2 * NC : 0); /* dg; partial, gathered input and dout */
         break;
     case OP_HEAD:
         m->out = N * Vlp;
-        m->fwd_scratch = sp ? NC : 0;     /* gathered input */
-        m->bwd_scratch = NC + (sp ? NC : 0); /* partial input gradient, gathered input */
+        m->fwd_scratch = X + (sp ? NC : 0);      /* gathered input */
+        m->bwd_scratch = X + NC + (sp ? NC : 0); /* partial input gradient, gathered input */
         break;
     case OP_LOSS:
         m->out = N;

@@ -94,14 +94,14 @@ void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);
 /* The same for a precision: bf16 != 0 is the bf16 mixed mode (hw.h), whose
  * nodes need more scratch; bf16 == 0 gives hw_node_mem_floats. */
 void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem *m);
-/* The same on one of tp tensor-parallel ranks (fp32 only; tp = 1 gives
+/* The same on one of tp tensor-parallel ranks (bf16 as above; tp = 1 gives
  * hw_node_mem_floats_prec). Let N = b T tokens, Ns = N / tp with sequence
  * parallelism (sp != 0), else N. Outputs: embedding, layernorm, attention,
  * residual and MLP (Ns, C); head (N, Vlp); loss (N). Saved: the rank's
  * heads (qkvr 3 N Cl, att b nh T T, y N Cl) and its MLP columns (h, g:
  * N F/tp each). Scratch adds the full-width partial products and, with sp,
  * the gathered inputs (hw/dist_tp.c says which). */
-void hw_node_mem_floats_tp(const graph *g, int i, int b, int tp, int sp, hw_node_mem *m);
+void hw_node_mem_floats_tp(const graph *g, int i, int b, int bf16, int tp, int sp, hw_node_mem *m);
 
 /* Whether a consumer of kind k reads its input again in backward (layernorm,
  * attention, mlp, head do; residual and loss do not). */

@@ -300,7 +300,7 @@ static void plan_node_layout(const hw_plan *p, int n, hw_param_layout *pl) {
 }
 
 static void plan_node_mem(const hw_plan *p, int n, hw_node_mem *m) {
-    if (p->tp.size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->tp.size, p->tp.sp, m);
+    if (p->tp.size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->bf16, p->tp.size, p->tp.sp, m);
     else hw_node_mem_floats_prec(p->g, n, p->b, p->bf16, m);
 }
 
