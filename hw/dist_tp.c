@@ -30,10 +30,6 @@ pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char
     if ((4 * (int64_t)cfg->d_model) % t != 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "tp = %d must divide the MLP's %lld hidden units", t,
                        (long long)(4 * (int64_t)cfg->d_model));
-    if (cfg->vocab % t != 0)
-        return pl_fail(msg, len, PL_ERR_INVALID,
-                       "tp = %d must divide the vocabulary of %d (the head is split by vocabulary rows)", t,
-                       cfg->vocab);
     if (sp && t > 1 && tokens % t != 0)
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "with sequence parallelism tp = %d must divide the %lld tokens of a micro-batch", t,
@@ -107,9 +103,11 @@ static void map_shard(const graph *g, int node, int rank, int size, float *local
         break;
     }
     case OP_HEAD: {
-        const int64_t Vl = g->cfg.vocab / size, Vlp = hw_padded_vocab((int)Vl);
-        copy_block(local + ll.off[0], C, full + fl.off[0] + rank * Vl * C, C, Vl, C, to_full);
-        if (!to_full) memset(local + ll.off[0] + Vl * C, 0, sizeof(float) * (size_t)((Vlp - Vl) * C));
+        const int V = g->cfg.vocab;
+        const int64_t Vs = hw_tp_vocab_slice(V, size), rows = hw_tp_vocab_rows(V, size, rank);
+        const int64_t Vlp = hw_padded_vocab((int)Vs);
+        copy_block(local + ll.off[0], C, full + fl.off[0] + rank * Vs * C, C, rows, C, to_full);
+        if (!to_full) memset(local + ll.off[0] + rows * C, 0, sizeof(float) * (size_t)((Vlp - rows) * C));
         break;
     }
     default:
@@ -216,7 +214,9 @@ static void bias_grad(float *dbias, const float *d, int64_t rows, int C) {
 
 static pl_status loss_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len) {
     const hw_dims *d = &c->d;
-    const int N = d->B * d->T, Vl = d->V / tp->size, Vlp = hw_padded_vocab(Vl), v0 = tp->rank * Vl;
+    /* Vl real columns of the slice's Vlp; the slice starts at vocabulary row v0 */
+    const int Vs = hw_tp_vocab_slice(d->V, tp->size), Vl = hw_tp_vocab_rows(d->V, tp->size, tp->rank);
+    const int N = d->B * d->T, Vlp = hw_padded_vocab(Vs), v0 = tp->rank * Vs;
     double *mx = (double *)c->scratch, *sum = mx + N, *xt = sum + N;
     for (int n = 0; n < N; n++) {
         const float *x = c->in[0] + (int64_t)n * Vlp;
@@ -325,11 +325,11 @@ pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_
         return reduce_partial(tp, c->out, part, N, C, P(c, 3), 0, msg, len);
     }
     case OP_HEAD: {
-        const int Vl = d->V / t;
+        const int Vl = hw_tp_vocab_rows(d->V, t, tp->rank), Vlp = hw_padded_vocab(hw_tp_vocab_slice(d->V, t));
         float *gx = c->scratch ? c->scratch + X : NULL;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
-        if (c->bf16) cpu_head_forward_bf16(c->out, c->scratch, x, P16(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
-        else cpu_head_forward(c->out, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl));
+        if (c->bf16) cpu_head_forward_bf16(c->out, c->scratch, x, P16(c, 0), (int)N, C, Vl, Vlp);
+        else cpu_head_forward(c->out, x, P(c, 0), (int)N, C, Vl, Vlp);
         break;
     }
     case OP_LOSS: return loss_forward(tp, c, msg, len);
@@ -377,14 +377,13 @@ pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size
         return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);
     }
     case OP_HEAD: {
-        const int Vl = d->V / t;
+        const int Vl = hw_tp_vocab_rows(d->V, t, tp->rank), Vlp = hw_padded_vocab(hw_tp_vocab_slice(d->V, t));
         float *part = c->scratch + X, *gx = part + N * C;
         if ((st = gather_input(tp, c->in[0], gx, N, C, &x, msg, len)) != PL_OK) return st;
         if (c->bf16)
-            cpu_head_backward_bf16(part, G(c, 0), c->scratch, c->dout, x, P16(c, 0), (int)N, C, Vl,
-                                   hw_padded_vocab(Vl), 0);
+            cpu_head_backward_bf16(part, G(c, 0), c->scratch, c->dout, x, P16(c, 0), (int)N, C, Vl, Vlp, 0);
         else
-            cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, hw_padded_vocab(Vl), 0);
+            cpu_head_backward(part, G(c, 0), c->dout, x, P(c, 0), (int)N, C, Vl, Vlp, 0);
         return reduce_partial(tp, c->din[0], part, N, C, NULL, c->acc[0], msg, len);
     }
     case OP_LOSS: break; /* fused into the forward */

@@ -11,9 +11,11 @@
  *              the group, then add bproj, which every rank holds whole.
  *   mlp        fc by rows of wfc (F/t hidden units, their bias), proj by the
  *              matching columns of wproj; the same all-reduce, then bproj.
- *   head       vocabulary-parallel: rank r holds rows [r V/t, (r+1) V/t) of
- *              the head's weight (padded to a multiple of 64 per rank) and
- *              computes those logits only, (N, V/t).
+ *   head       vocabulary-parallel: rank r holds rows [r s, (r+1) s) of the
+ *              head's weight, s = ceil(V/t) (param_layout.h's
+ *              hw_tp_vocab_slice: rows past V are padding, as Megatron pads
+ *              the vocabulary; the slice is padded to a multiple of 64) and
+ *              computes those logits only, (N, s).
  *   loss       vocabulary-parallel cross-entropy: per token the max of the
  *              logits (all-reduce max), the sum of exp(x - max) (all-reduce
  *              sum) and the target's logit (all-reduce sum: the owner gives
@@ -41,8 +43,8 @@
  * (hw/dist_group.h): its shard r is bit for bit the all-reduce's elements
  * of rank r, so with and without sp the block outputs get the same sums.
  *
- * Rules: t divides the heads, F = 4C and the vocabulary (hw_tp_check says
- * which does not); with sp, t also divides each micro-batch's tokens. CPU
+ * Rules: t divides the heads and F = 4C (hw_tp_check says which does
+ * not); with sp, t also divides each micro-batch's tokens. CPU
  * backend only (the CUDA path needs NCCL: hw_plan_create refuses tp > 1
  * there). In the bf16 mode (hw.h) the slices round what the whole nodes
  * round (nodes.h's _heads_bf16 / _cols_bf16 forms); the biases of the
@@ -67,8 +69,9 @@ typedef struct {
     int sp;               /* sequence parallelism on */
 } hw_tp;
 
-/* Whether t tensor-parallel ranks can split cfg: t >= 1 divides n_heads,
- * 4 d_model and vocab, and with sp also tokens (the tokens of one
+/* Whether t tensor-parallel ranks can split cfg: t >= 1 divides n_heads
+ * and 4 d_model (any vocabulary: its slices are padded), and with sp also
+ * tokens (the tokens of one
  * micro-batch, b T). PL_OK, or PL_ERR_INVALID with a message naming the
  * first size t does not divide. */
 pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len);

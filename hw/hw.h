@@ -77,7 +77,7 @@
  * attention node holds nh/t heads (their columns of the qkv weight and bias
  * and the matching rows of the projection, i.e. wproj's columns in this
  * engine's (out, in) storage); the MLP's fc holds F/t columns and its proj
- * the matching rows; the head holds V/t vocabulary rows and the loss is
+ * the matching rows; the head holds ceil(V/t) vocabulary rows and the loss is
  * vocabulary-parallel (all-reduce max, then sum, the target's logit from
  * its owner). Layernorms, residuals, the embedding and the projections'
  * biases are replicated. A row-parallel output is all-reduced (sum) before
@@ -86,7 +86,8 @@
  * rank and are not reduced. With seq_parallel the activations between
  * blocks are split by token (reduce-scatter / all-gather around the
  * blocks) and the replicated gradients are summed over the group. t must
- * divide the heads, 4 C and the vocabulary. hw_plan_get_params/_grads of
+ * divide the heads and 4 C; the vocabulary is cut in slices of ceil(V/t)
+ * rows, the last ones padded. hw_plan_get_params/_grads of
  * a tp rank write only its slices into the model view. CPU backend only:
  * the CUDA engine refuses tp (it needs NCCL).
  */

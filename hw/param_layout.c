@@ -21,7 +21,7 @@ void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl)
     case OP_ATTENTION: sizes[k++] = 3 * Cl * C; sizes[k++] = 3 * Cl; sizes[k++] = C * Cl; sizes[k++] = C; break;
     case OP_MLP: sizes[k++] = Fl * C; sizes[k++] = Fl; sizes[k++] = C * Fl; sizes[k++] = C; break;
     case OP_HEAD: /* rows V..Vp-1 (V/tp..Vlp-1 of a rank's slice) stay 0 */
-        sizes[k++] = (int64_t)hw_padded_vocab((int)(V / tp)) * C;
+        sizes[k++] = (int64_t)hw_padded_vocab(hw_tp_vocab_slice((int)V, tp)) * C;
         break;
     default: break;
     }
@@ -165,7 +165,7 @@ void hw_node_mem_floats_tp(const graph *g, int i, int b, int bf16, int tp, int s
     const int64_t C = g->cfg.d_model, T = g->cfg.seq_len, NH = g->cfg.n_heads;
     const int64_t N = (int64_t)b * T, Ns = sp ? N / tp : N, NC = N * C;
     const int64_t Cl = C / tp, Fl = 4 * C / tp, nh = NH / tp;
-    const int64_t Vlp = hw_padded_vocab(g->cfg.vocab / tp);
+    const int64_t Vlp = hw_padded_vocab(hw_tp_vocab_slice(g->cfg.vocab, tp));
     const int64_t X = bf16 ? NC : 0; /* bf16: the rounded copy of an (N, C) GEMM input (nodes.h) */
     memset(m, 0, sizeof *m);
     int64_t sizes[HW_MAX_SAVED] = {0};

@@ -47,6 +47,16 @@ static inline int64_t hw_align_floats(int64_t n) {
 /* Padded vocabulary: V rounded up to a multiple of 64. */
 static inline int hw_padded_vocab(int V) { return (V + 63) / 64 * 64; }
 
+/* Tensor parallelism's vocabulary split (hw/dist_tp.h): each of tp ranks
+ * holds a slice of ceil(V / tp) head rows, rank r the rows from r times
+ * that; the last slices may hold fewer real rows (their tail is padding,
+ * like rows V..Vp-1 of the whole head) or none. */
+static inline int hw_tp_vocab_slice(int V, int tp) { return (V + tp - 1) / tp; }
+static inline int hw_tp_vocab_rows(int V, int tp, int rank) {
+    const int s = hw_tp_vocab_slice(V, tp), n = V - rank * s;
+    return n < 0 ? 0 : n > s ? s : n;
+}
+
 typedef struct {
     int n;                              /* tensors in the shard */
     int64_t off[HW_MAX_PARAM_TENSORS];  /* offset of each tensor in the shard (floats) */
@@ -83,10 +93,11 @@ typedef struct {
  * of node i. Attention keeps nh/tp heads: wqkv (3 Cl, C) with Cl = C/tp
  * (q, k, v rows of its heads), bqkv (3 Cl), wproj (C, Cl) (the columns that
  * read its heads), bproj (C) whole; the MLP wfc (F/tp, C), bfc (F/tp),
- * wproj (C, F/tp), bproj (C); the head (Vlp, C) with its V/tp vocabulary
- * rows padded to Vlp = hw_padded_vocab(V/tp); every other node is whole.
+ * wproj (C, F/tp), bproj (C); the head (Vlp, C) with its vocabulary slice
+ * (hw_tp_vocab_slice) padded to Vlp = hw_padded_vocab(slice); every other
+ * node is whole.
  * tp = 1 gives hw_node_param_layout. The caller has checked that tp divides
- * the heads, F and V (hw_tp_check). */
+ * the heads and F (hw_tp_check). */
 void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl);
 
 /* Activation sizes of node i for a micro-batch of b samples. */

@@ -336,6 +336,14 @@ Test(tp, tp2_over_a_two_device_pipeline_matches, .timeout = 120) { expect_match(
 Test(tp, tp2_with_sequence_parallelism_matches, .timeout = 120) { expect_match("tiny", 2, 1, 1, 1); }
 Test(tp, tp4_with_sequence_parallelism_matches, .timeout = 120) { expect_match("tiny,heads=4", 4, 1, 1, 1); }
 Test(tp, tp2_sp_over_a_two_device_pipeline_matches, .timeout = 120) { expect_match("tiny", 2, 2, 2, 1); }
+/* a vocabulary that tp does not divide: slices of ceil(V/t) rows, the last
+ * ones padded; with V = 5 over 4 ranks (slices of 2) the last rank holds no
+ * vocabulary row at all */
+Test(tp, tp2_on_an_odd_vocabulary_matches, .timeout = 120) { expect_match("tiny,vocab=63", 2, 1, 1, 0); }
+Test(tp, tp4_on_vocab_61_with_sp_matches, .timeout = 120) { expect_match("tiny,heads=4,vocab=61", 4, 1, 1, 1); }
+Test(tp, tp4_with_a_rank_holding_no_vocabulary_matches, .timeout = 120) {
+    expect_match("tiny,heads=4,vocab=5", 4, 1, 1, 0);
+}
 /* tp x dp grids from the layout's rank grid (hw_tp_dp_groups): each replica its half of the batch */
 Test(tp, tp2_dp2_matches_the_full_batch, .timeout = 120) { expect_match_dp("tiny", 2, 2, 1, 1, 0); }
 Test(tp, tp2_dp2_sp_over_two_devices_matches, .timeout = 120) { expect_match_dp("tiny", 2, 2, 2, 2, 1); }
@@ -378,10 +386,10 @@ Test(tp, tp3_on_4_heads_is_refused_with_the_reason, .timeout = 60) {
     cr_expect_eq(hw_tp_check(&cfg, 2, 0, 32, msg, sizeof msg), PL_OK, "%s", msg);
     cr_expect_eq(hw_tp_check(&cfg, 2, 1, 31, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect(strstr(msg, "31 tokens") != NULL, "%s", msg);
-    cfg.vocab = 63;
-    cfg.n_heads = 4;
     cr_expect_eq(hw_tp_check(&cfg, 4, 0, 32, msg, sizeof msg), PL_ERR_INVALID);
-    cr_expect(strstr(msg, "vocabulary of 63") != NULL, "%s", msg);
+    cr_expect(strstr(msg, "tp = 4 must divide the 2 attention heads") != NULL, "%s", msg);
+    cfg.vocab = 63; /* any vocabulary: the slices are padded */
+    cr_expect_eq(hw_tp_check(&cfg, 2, 0, 32, msg, sizeof msg), PL_OK, "%s", msg);
 }
 
 /* ---- placer step --procs N --tp T [--sp] ---- */
@@ -430,7 +438,7 @@ Test(tp_cli, bad_tp_input_is_one_line_and_exit_2) {
         {"step --config tiny --procs 4 --tp 3", "--tp 3 must divide --procs 4"},
         {"step --config tiny --sp", "--sp needs --tp"},
         {"step --config tiny --tp 2 --precision bf16", "fp32 only"},
-        {"step --config tiny,vocab=63 --tp 2", "vocabulary of 63"},
+        {"step --config tiny,seq=3,batch=1 --tp 2 --sp", "must divide the 3 tokens"},
         {"step --config tiny --tp 0", "--tp must be an integer"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
