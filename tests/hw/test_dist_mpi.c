@@ -35,17 +35,12 @@
     "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "      \
     "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader ASAN_OPTIONS=detect_leaks=0"
 
-static int have_mpirun(void) {
-    if (!dist_mpi_built()) {
-        cr_log_warn("skipped: this build has no MPI (libopenmpi-dev)");
-        return 0;
-    }
-    if (system("command -v mpirun >/dev/null 2>&1") != 0) {
-        cr_log_warn("skipped: mpirun is not on PATH (openmpi-bin)");
-        return 0;
-    }
-    return 1;
-}
+/* Skips the calling test (reported as skipped, not passed) without MPI. */
+#define NEED_MPIRUN()                                                                                                \
+    do {                                                                                                             \
+        if (!dist_mpi_built()) cr_skip_test("this build has no MPI (libopenmpi-dev)");                              \
+        if (system("command -v mpirun >/dev/null 2>&1") != 0) cr_skip_test("mpirun is not on PATH (openmpi-bin)"); \
+    } while (0)
 
 static double mono_s(void) {
     struct timespec ts;
@@ -77,7 +72,7 @@ static double json_num(const char *out, const char *key) {
 }
 
 Test(dist_mpi, mpirun_2_and_4_ranks_report_the_single_process_loss, .timeout = 120) {
-    if (!have_mpirun()) return;
+    NEED_MPIRUN();
     char one[8192], two[8192], four[8192], out[8192];
     char cmd[1024];
     snprintf(cmd, sizeof cmd, "%s step --config tiny --cpu 1 --warmup 1 --steps 3 --json 2>&1", PLACER_BIN);
@@ -117,7 +112,7 @@ Test(dist_mpi, mpirun_2_and_4_ranks_report_the_single_process_loss, .timeout = 1
  * mean 1e-3 lr), replicas bit-identical; plus 1 KiB buckets and dp 3 with
  * padded ZeRO shards. */
 Test(dist_mpi, dp_times_zero_under_mpirun_match_one_process, .timeout = 180) {
-    if (!have_mpirun()) return;
+    NEED_MPIRUN();
     static const struct {
         int np;
         const char *args;
@@ -147,7 +142,7 @@ Test(dist_mpi, dp_times_zero_under_mpirun_match_one_process, .timeout = 180) {
 
 /* placer step --zero 1 under mpirun: the loss of zero 0, smaller static bytes */
 Test(dist_mpi, placer_step_zero1_under_mpirun_keeps_the_loss_and_shrinks_the_moments, .timeout = 120) {
-    if (!have_mpirun()) return;
+    NEED_MPIRUN();
     char z0[8192], z1[8192];
     const char *base = "step --config tiny --cpu 2 --placement 0,0,0,0,0,0,0,0,1,1,1,1,1,1,1,1 --warmup 1 --steps 3 "
                        "--json";
@@ -203,7 +198,7 @@ static void expect_lines(const char *out, int np, int victim, const char *victim
 }
 
 Test(dist_mpi, a_killed_rank_under_mpirun_stops_the_job_with_one_line_a_rank, .timeout = 120) {
-    if (!have_mpirun()) return;
+    NEED_MPIRUN();
     static const int runs[][2] = {{2, 1}, {2, 0}, {4, 2}}; /* ranks, victim */
     for (int rep = 0; rep < 3; rep++) {
         const int np = runs[rep][0], victim = runs[rep][1];
@@ -223,7 +218,7 @@ Test(dist_mpi, a_killed_rank_under_mpirun_stops_the_job_with_one_line_a_rank, .t
 }
 
 Test(dist_mpi, a_hung_rank_under_mpirun_times_out_the_others, .timeout = 120) {
-    if (!have_mpirun()) return;
+    NEED_MPIRUN();
     char env[256], marker[64], out[8192];
     snprintf(marker, sizeof marker, "PLACER_TEST_TAG=hdp-mpi-hang-%d", (int)getpid());
     snprintf(env, sizeof env, "%s PLACER_TEST_HANG_RANK=1", marker);
