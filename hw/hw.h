@@ -214,7 +214,9 @@ typedef struct {
                                   update runs on the shard and the parameters are all-gathered
                                   after it (static_bytes shrinks by the moments' share). Same
                                   bits as zero 0 on the sockets transport. fp32 only. Without
-                                  dp (or dp of 1) a no-op */
+                                  dp (or dp of 1) a no-op. hw_plan_get_grads then holds the
+                                  replicas' mean gradient only in this rank's shard (the rest
+                                  is the rank's own, as reduce-scatter leaves it) */
     int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of
                                   this many bytes, last parameters first (PyTorch DDP's order);
                                   0: 25 MiB, DDP's default */
