@@ -186,3 +186,24 @@ Test(step_procs, zero1_under_tp2_dp2_keeps_the_loss_and_shrinks_the_moments, .ti
     const double s0 = json_num(z0, "\"static_bytes_rank0\":["), s1 = json_num(z1, "\"static_bytes_rank0\":[");
     cr_expect(s1 < s0, "static bytes %g with zero 1, %g without", s1, s0);
 }
+
+/* A rank that hangs (PLACER_TEST_HANG_RANK: it pauses after its first
+ * step): the others give up after --timeout, one line, exit 1, and the
+ * launcher kills the hung one. */
+Test(step_procs, a_hung_rank_times_out_the_run_with_one_line_and_no_orphan, .timeout = 60) {
+    for (int procs = 2; procs <= 4; procs += 2) {
+        char env[256], marker[64], args[256], out[4096];
+        snprintf(marker, sizeof marker, "PLACER_TEST_TAG=hdp-hang-%d-%d", (int)getpid(), procs);
+        snprintf(env, sizeof env, "env %s PLACER_TEST_HANG_RANK=1", marker);
+        snprintf(args, sizeof args, "step --config tiny --procs %d --zero 1 --warmup 1 --steps 20 --timeout 1", procs);
+        const double t0 = mono_s();
+        int rc = run_placer(env, args, out, sizeof out);
+        const double dt = mono_s() - t0;
+        cr_expect_eq(rc, 1, "procs %d: exit %d: %s", procs, rc, out);
+        cr_expect(strstr(out, "no word from rank 1 for 1.0 s") != NULL, "%s", out);
+        char *nl = strchr(out, '\n');
+        cr_expect(nl && nl[1] == 0, "more than one line: %s", out);
+        cr_expect(dt < 20.0, "took %.1f s", dt);
+        cr_expect_eq(count_marked(marker), 0, "a rank is still running");
+    }
+}
