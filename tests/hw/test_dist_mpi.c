@@ -140,6 +140,29 @@ Test(dist_mpi, dp_times_zero_under_mpirun_match_one_process, .timeout = 180) {
     }
 }
 
+/* tests/mpi/mpi_group_check: sub-groups of a tp x dp grid, reduce-scatter
+ * and all-gather (in place too), broadcast from the last rank, over MPI on
+ * 1 to 6 ranks (that program states its checks). */
+Test(dist_mpi, groups_and_collectives_over_mpi_on_1_to_6_ranks, .timeout = 120) {
+    NEED_MPIRUN();
+    for (int np = 1; np <= 6; np++) {
+        if (np == 5) continue; /* 4 and 6 cover tp 2 x dp 2 and 3 */
+        char cmd[1024], out[4096];
+        snprintf(cmd, sizeof cmd, "env %s mpirun -q --oversubscribe -np %d %s/tests/mpi/mpi_group_check 2>&1", MPI_ENV,
+                 np, PLACER_BUILD_DIR);
+        FILE *f = popen(cmd, "r");
+        cr_assert_not_null(f);
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = 0;
+        int st = pclose(f);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "np %d: %s", np, out);
+        cr_expect(strstr(out, ": ok (") != NULL, "np %d: %s", np, out);
+        char *nl = strchr(out, '\n');
+        if (nl) *nl = 0;
+        cr_log_info("%s", out);
+    }
+}
+
 /* placer step --zero 1 under mpirun: the loss of zero 0, smaller static bytes */
 Test(dist_mpi, placer_step_zero1_under_mpirun_keeps_the_loss_and_shrinks_the_moments, .timeout = 120) {
     NEED_MPIRUN();
