@@ -7,7 +7,8 @@
  *
  * Scratch layout of a call (hw_node_mem_floats_tp sizes it): the node's
  * own scratch first (attention 4 N Cl forward, 8 N Cl + b nh T T backward;
- * MLP N F/t backward), then full-width (N, C) blocks: the partial product
+ * MLP N F/t backward; in bf16 also its rounded (N, C) copies, X below,
+ * nodes.h), then full-width (N, C) blocks: the partial product
  * (not in the head's forward, which writes its logits directly), and with
  * sp only the gathered input and the gathered output gradient.
  */
