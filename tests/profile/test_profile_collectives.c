@@ -10,9 +10,12 @@
  * world group (skipped without MPI or mpirun).
  *
  * No timing bands: CI is a loaded 2-core machine under ASan. The checks on
- * times are that each is positive and that no larger buffer is more than 4x
- * faster than the smallest one (a sweep whose sizes were mixed up, or a
- * collective that skipped its data, fails that; noise does not).
+ * times are that each is positive and that no larger buffer is more than 8x
+ * faster than the smallest one (a sweep whose sizes were mixed up fails
+ * that; a median of 5 against descheduling noise does not). That each call
+ * moved the data is checked inside every rank: the result of each
+ * collective is compared with the known sum or gather, else the unit
+ * fails.
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
@@ -98,7 +101,7 @@ Test(coll_profile, two_ranks_land_in_a_db_and_read_back) {
         cr_assert(p[i].us > 0 && isfinite(p[i].us), "size %g: time %g", p[i].bytes, p[i].us);
         cr_assert(p[i].spread_us >= 0, "size %g: iqr %g", p[i].bytes, p[i].spread_us);
         if (i % 10) cr_assert_gt(p[i].bytes, p[i - 1].bytes, "ascending sizes");
-        cr_assert_geq(p[i].us, first->us / 4, "%s %g B took %g us, its smallest (%g B) %g us",
+        cr_assert_geq(p[i].us, first->us / 8, "%s %g B took %g us, its smallest (%g B) %g us",
                       profile_coll_op_name(p[i].op), p[i].bytes, p[i].us, first->bytes, first->us);
     }
     cr_assert_eq(p[0].bytes, 8, "all-gather of 4 B over 2 ranks is 2 shards of one float");
