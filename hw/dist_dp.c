@@ -71,21 +71,8 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
                        pd->off_params16 >= 0 ? (void *)(base + pd->off_params16) : NULL};
     pl_status st = PL_OK;
     if (n <= 0) return PL_OK;
-    if (!p->zero) {
-        /* buckets from the end of the buffer (the last nodes' gradients are final first) */
-        for (int64_t hi = n; hi > 0 && st == PL_OK; ) {
-            const int64_t lo = hi > p->bucket_floats ? hi - p->bucket_floats : 0, k = hi - lo;
-            st = ops->download(be, d, buf, grads + lo, k * 4);
-            if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, k, DIST_SUM, msg, len);
-            if (st == PL_OK) {
-                for (int64_t i = 0; i < k; i++) buf[i] /= ranks;
-                st = ops->upload(be, d, grads + lo, buf, k * 4);
-            }
-            hi = lo;
-        }
-        if (st == PL_OK) st = ops->adamw(be, d, params, grads, m, v, n, &a);
-        return st;
-    }
+    if (!p->zero) /* the plan's HI_DP_REDUCE buckets reduced the gradients already */
+        return ops->adamw(be, d, params, grads, m, v, n, &a);
     /* ZeRO-1: shard `rank` of S floats, [lo, lo + cnt) of the buffer */
     const int64_t S = pd->moment_floats, lo = (int64_t)rank * S;
     const int64_t cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
@@ -102,4 +89,19 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     memset(mine + cnt, 0, sizeof(float) * (size_t)(S - cnt));
     if ((st = dist_allgather_f32(p->dp, mine, buf, S, msg, len)) != PL_OK) return st;
     return ops->upload(be, d, params, buf, n * 4);
+}
+
+pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    hw_plan_dev *pd = &p->dev[d];
+    float *grads = (float *)((char *)pd->base + pd->off_grads) + off, *buf = p->dp_buf;
+    const float ranks = (float)dist_size(p->dp);
+    if (off < 0 || n <= 0 || off + n > pd->param_floats)
+        return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
+                       (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
+    pl_status st = be->ops->download(be, d, buf, grads, n * 4);
+    if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, n, DIST_SUM, msg, len);
+    if (st != PL_OK) return st;
+    for (int64_t i = 0; i < n; i++) buf[i] /= ranks;
+    return be->ops->upload(be, d, grads, buf, n * 4);
 }

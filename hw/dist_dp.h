@@ -10,13 +10,17 @@
  * The update of one device's flat buffers (P floats: params, grads; m and
  * v), at the device's AdamW instruction, i.e. once backward has finished
  * every node placed on it:
- *   zero 0  the gradients all-reduced over dp in buckets of
- *           hw_plan_opts.bucket_bytes (25 MiB by default, PyTorch DDP's),
- *           last parameters first, each divided by dp; AdamW over all P.
- *           On the CPU backend the buckets only order the work: there is
- *           no second stream to overlap them with the next device's
- *           backward (the CUDA path would put them on the comm stream).
- *           Bucket size does not change the bits (the sum is elementwise).
+ *   zero 0  the gradients all-reduced over dp in buckets of at least
+ *           hw_plan_opts.bucket_bytes (25 MiB by default, PyTorch DDP's;
+ *           closed at node boundaries), last parameters first, each
+ *           divided by dp; AdamW over all P. The plan issues a bucket as
+ *           soon as backward has finished every node in it (its last
+ *           micro-batch), between the device's remaining backward calls,
+ *           and the rest at the device's tail. On the CPU backend that is
+ *           only an order: the issuing thread waits for each all-reduce,
+ *           there is no second stream to overlap it with (the CUDA path
+ *           would put it on the comm stream). Bucket size does not change
+ *           the bits (the sum is elementwise).
  *   zero 1  the buffer is cut into dp equal shards of S = ceil(P / dp)
  *           floats (the last padded with zeros); the gradients are
  *           reduce-scattered, rank r keeps shard r, divides it by dp and
@@ -58,7 +62,11 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
                            size_t len);
 
 struct hw_plan;
-/* The gradient sync and AdamW of device d of plan p (above). For exec.c. */
+/* The AdamW of device d of plan p, with ZeRO-1's reduce-scatter and
+ * all-gather around it (above). For exec.c's HI_ADAMW. */
 pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len);
+/* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
+ * n) (floats), one bucket. For exec.c's HI_DP_REDUCE. */
+pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len);
 
 #endif

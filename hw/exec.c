@@ -80,7 +80,7 @@ static pl_status tp_reduce_replicated(hw_plan *p, int d) {
 }
 
 static int traced_kind(const hw_instr *in) {
-    return in->kind != HI_RECORD && in->kind != HI_WAIT;
+    return in->kind != HI_RECORD && in->kind != HI_WAIT && in->kind != HI_DP_REDUCE;
 }
 
 /* Run instruction i of device d. In single-thread mode a SEND runs both
@@ -132,6 +132,7 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
         }
         break;
     case HI_RECV: st = threaded ? ops->xfer_recv(be, d, in->peer, base + in->a, in->n) : PL_OK; break;
+    case HI_DP_REDUCE: st = hw_dp_reduce(p, d, in->a, in->n, be->err, sizeof be->err); break;
     }
     if (st == PL_OK && mark) st = ops->mark(be, d, in->stream, 2 * i + 1);
     return st;
@@ -318,7 +319,7 @@ static pl_status collect_trace(hw_plan *p) {
             if (!traced_kind(in)) continue;
             hw_trace_event *ev = &p->trace[p->n_trace++];
             static const hw_event_kind kinds[] = {HW_EV_ZERO, HW_EV_FWD, HW_EV_BWD, HW_EV_ADD, HW_EV_OPT,
-                                                  HW_EV_ZERO, HW_EV_ZERO, HW_EV_SEND, HW_EV_RECV};
+                                                  HW_EV_ZERO, HW_EV_ZERO, HW_EV_SEND, HW_EV_RECV, HW_EV_OPT};
             ev->kind = kinds[in->kind];
             ev->node = in->node;
             ev->micro_batch = in->mb;

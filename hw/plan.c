@@ -95,6 +95,11 @@ typedef struct {
     int max_cons;
     rstate *rs;      /* [(n * m + j) * nd + d] */
     uint8_t *fwd_done, *bwd_done; /* [n * m + j] */
+    /* dp all-reduce buckets (zero 0 with a dp group: dp_bucket_progress) */
+    int bucketing;
+    int64_t frontier[HW_MAX_DEVICES];  /* gradients [frontier, P) of the device are final */
+    int64_t bucket_hi[HW_MAX_DEVICES]; /* [frontier, bucket_hi) final, not reduced yet */
+    int cursor[HW_MAX_DEVICES];        /* the next node (downward) whose last backward moves the frontier */
     int oom_dev;
     char *msg;
     size_t len;
@@ -439,6 +444,35 @@ static pbuf *grad_target(cctx *c, int pr, int j, int d) {
     return dev_of(c, pr) == d ? &NS(c, pr, j)->grad : &RS(c, pr, j, d)->rg;
 }
 
+/* Data parallelism, zero 0 (hw/dist_dp.h): a node's gradient is final once
+ * its last micro-batch's backward is issued. The final part of a device's
+ * flat buffer grows down from its end (shards are in node order, backward
+ * runs the other way); once it holds bucket_floats not yet reduced (or at
+ * the device's tail, flush) they go out as one HI_DP_REDUCE, so the
+ * all-reduces are issued as backward finishes, last parameters first, as
+ * PyTorch DDP's buckets are. Every rank compiles the same plan, so every
+ * rank issues the same collectives in the same order. */
+static pl_status dp_bucket_progress(cctx *c, int d, int flush) {
+    hw_plan *p = c->p;
+    while (c->cursor[d] >= 0) {
+        const int n = c->cursor[d];
+        if (dev_of(c, n) == d) {
+            for (int j = 0; j < c->m; j++)
+                if (!c->bwd_done[(size_t)n * c->m + j]) goto frontier_done;
+            c->frontier[d] = p->shard_off[n];
+        }
+        c->cursor[d]--;
+    }
+frontier_done:;
+    const int64_t ready = c->bucket_hi[d] - c->frontier[d];
+    if (ready <= 0 || (!flush && ready < p->bucket_floats)) return PL_OK;
+    hw_instr in = instr(HI_DP_REDUCE, HW_STREAM_COMPUTE);
+    in.a = c->frontier[d];
+    in.n = ready;
+    c->bucket_hi[d] = c->frontier[d];
+    return emit(c, d, in);
+}
+
 static pl_status issue_bwd(cctx *c, int n, int j) {
     const graph_node *nd = &c->g->nodes[n];
     hw_plan *p = c->p;
@@ -503,6 +537,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
         ns->grad.off = -1;
     }
     c->bwd_done[(size_t)n * c->m + j] = 1;
+    if (c->bucketing && (st = dp_bucket_progress(c, d, 0)) != PL_OK) return st;
 
     for (int k = 0; k < nd->n_inputs; k++) {
         int pr = nd->inputs[k];
@@ -534,6 +569,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
 static pl_status issue_tail(cctx *c, int d) {
     pl_status st = c->comm_seq[d] > 0 ? join_comm(c, d) : PL_OK;
     if (st != PL_OK) return st;
+    if (c->bucketing && (st = dp_bucket_progress(c, d, 1)) != PL_OK) return st;
     hw_instr in = instr(HI_ADAMW, HW_STREAM_COMPUTE);
     return emit(c, d, in);
 }
@@ -717,6 +753,11 @@ pl_status hw_plan_compile(hw_plan *p, const int64_t *caps, int *oom_dev, char *m
     }
     for (int d = 0; d < c.nd; d++)
         if (p->dev[d].used && (st = setup_device(&c, d)) != PL_OK) goto out;
+    c.bucketing = p->dp && !p->zero; /* the dp all-reduce in buckets (dp_bucket_progress) */
+    for (int d = 0; d < c.nd; d++) {
+        c.frontier[d] = c.bucket_hi[d] = p->dev[d].param_floats;
+        c.cursor[d] = c.nn - 1;
+    }
 
     int remaining = 0;
     for (int d = 0; d < c.nd; d++) remaining += seq_len[d];

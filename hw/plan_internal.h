@@ -28,7 +28,9 @@ typedef enum {
     HI_RECORD,   /* record event ev on stream */
     HI_WAIT,     /* stream waits for event ev of device peer */
     HI_SEND,     /* send n bytes at a to device peer (comm) */
-    HI_RECV      /* receive n bytes at a from device peer (comm) */
+    HI_RECV,     /* receive n bytes at a from device peer (comm) */
+    HI_DP_REDUCE /* data parallelism: all-reduce (mean) of the device's gradients
+                    [a, a + n) in floats, once final (hw/dist_dp.h) (compute) */
 } hi_kind;
 
 typedef struct {
@@ -111,7 +113,7 @@ struct hw_plan {
                                  (data parallelism, and the sp all-reduce of replicated ones);
                                  param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
     int zero;                 /* 1: ZeRO-1 over dp (hw/dist_dp.h), else 0 */
-    int64_t bucket_floats;    /* dp all-reduce bucket (zero 0) */
+    int64_t bucket_floats;    /* dp all-reduce bucket (zero 0): the plan emits HI_DP_REDUCE */
     hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
                                  without; the node calls then go through dist_tp.c */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */

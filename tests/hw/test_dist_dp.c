@@ -44,6 +44,7 @@
 #include "dist_dp.h"
 #include "helpers.h"
 #include "launcher.h"
+#include "plan_internal.h" /* the bucket test reads the compiled order */
 
 #define STEPS 3
 #define LR 1e-3f
@@ -408,4 +409,99 @@ Test(dist_dp, zero_options_are_checked) {
     cr_expect_eq(out->status[0], PL_ERR_UNSUPPORTED);
     cr_expect_eq(out->status[1], PL_ERR_UNSUPPORTED);
     munmap(out, sizeof *out);
+}
+
+/* ---- the buckets' place in the compiled order ---- */
+
+typedef struct {
+    int64_t bucket_bytes;
+    int buckets[2];          /* HI_DP_REDUCE per device (rank 0's plan) */
+    int first_reduce[2];     /* order position of each device's first bucket */
+    int last_bwd[2];         /* ... and of its last backward call */
+    int covered[2];          /* 1: the buckets tile [0, P) once, from the end down */
+} order_out;
+
+static int order_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
+    order_out *o = vctx;
+    gpt_config cfg;
+    if (gpt_config_parse("tiny", &cfg, err, errlen) != PL_OK) return 2;
+    cfg.batch /= dist_size(grp);
+    graph *g = NULL;
+    if (graph_build_gpt(&cfg, &g, err, errlen) != PL_OK) return 2;
+    hw_engine_opts eo = {0};
+    eo.backend = HW_BACKEND_CPU;
+    eo.n_devices = 2;
+    hw_engine *e = NULL;
+    if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) return 2;
+    int pl[256];
+    for (int i = 0; i < g->n_nodes; i++) pl[i] = i * 2 / g->n_nodes;
+    hw_plan_opts po = {0};
+    po.placement = pl;
+    po.sched = schedule_make(2, SCHED_1F1B);
+    po.adamw = hw_adamw_default();
+    po.dp = grp;
+    po.bucket_bytes = o->bucket_bytes;
+    hw_plan *p = NULL;
+    int rc = 2;
+    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    if (rank == 0)
+        for (int d = 0; d < 2; d++) {
+            int64_t hi = p->dev[d].param_floats;
+            o->first_reduce[d] = o->last_bwd[d] = -1;
+            o->covered[d] = 1;
+            for (int k = 0; k < p->n_order; k++) {
+                if (p->order[k].dev != d) continue;
+                const hw_instr *in = &p->dev[d].ins[p->order[k].idx];
+                if (in->kind == HI_BWD) o->last_bwd[d] = k;
+                if (in->kind != HI_DP_REDUCE) continue;
+                if (o->first_reduce[d] < 0) o->first_reduce[d] = k;
+                o->buckets[d]++;
+                if (in->a + in->n != hi) o->covered[d] = 0;
+                hi = in->a;
+            }
+            if (hi != 0) o->covered[d] = 0;
+        }
+    /* and it runs */
+    int *tok = malloc(sizeof(int) * 4 * (size_t)cfg.seq_len), *tgt = malloc(sizeof(int) * 4 * (size_t)cfg.seq_len);
+    gpt_config full = cfg;
+    full.batch = 4;
+    hw_make_batch(&full, 5, tok, tgt);
+    hw_step_result r;
+    if (hw_plan_set_batch(p, tok + rank * cfg.batch * cfg.seq_len, tgt + rank * cfg.batch * cfg.seq_len, err,
+                          errlen) == PL_OK &&
+        hw_plan_step(p, &r, err, errlen) == PL_OK)
+        rc = 0;
+    free(tok);
+    free(tgt);
+out:
+    hw_plan_destroy(p);
+    hw_engine_destroy(e);
+    graph_destroy(g);
+    return rc;
+}
+
+Test(dist_dp, buckets_are_issued_as_backward_finishes_last_parameters_first, .timeout = 60) {
+    order_out *o = mmap(NULL, sizeof(order_out), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    cr_assert(o != MAP_FAILED);
+    char msg[512] = "";
+    /* 1 KiB buckets: several a device (closed at node boundaries), the first before its last backward call */
+    memset(o, 0, sizeof *o);
+    o->bucket_bytes = 1024;
+    cr_assert_eq(hw_launch(2, 10.0, order_rank, o, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int d = 0; d < 2; d++) {
+        cr_expect(o->buckets[d] > 2, "device %d: %d buckets", d, o->buckets[d]);
+        cr_expect(o->covered[d], "device %d: the buckets do not tile the buffer from the end", d);
+        cr_expect(o->first_reduce[d] >= 0 && o->first_reduce[d] < o->last_bwd[d],
+                  "device %d: first bucket at %d, last backward at %d", d, o->first_reduce[d], o->last_bwd[d]);
+        cr_log_info("1 KiB buckets, device %d: %d buckets, the first at order position %d, the last backward at %d", d,
+                    o->buckets[d], o->first_reduce[d], o->last_bwd[d]);
+    }
+    /* the default 25 MiB: one bucket a device, after its last backward (the tail) */
+    memset(o, 0, sizeof *o);
+    cr_assert_eq(hw_launch(2, 10.0, order_rank, o, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int d = 0; d < 2; d++) {
+        cr_expect_eq(o->buckets[d], 1, "device %d", d);
+        cr_expect(o->covered[d] && o->first_reduce[d] > o->last_bwd[d], "device %d", d);
+    }
+    munmap(o, sizeof *o);
 }

@@ -274,6 +274,7 @@ pl_status hw_replay_time_dump(const hw_replay *r, const profile_data *p, const s
             break;
         }
         case HI_RECV: break; /* handled with its send */
+        case HI_DP_REDUCE: break; /* data-parallel plans (hw/dist_dp.h) are not replayed */
         }
         if (dump && in->kind != HI_SEND && in->kind != HI_RECV && in->kind != HI_RECORD && in->kind != HI_WAIT) {
             static const char *kn[] = {"zero", "fwd", "bwd", "add", "adamw"};
