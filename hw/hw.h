@@ -217,9 +217,10 @@ typedef struct {
                                   dp (or dp of 1) a no-op. hw_plan_get_grads then holds the
                                   replicas' mean gradient only in this rank's shard (the rest
                                   is the rank's own, as reduce-scatter leaves it) */
-    int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of
-                                  this many bytes, last parameters first (PyTorch DDP's order);
-                                  0: 25 MiB, DDP's default */
+    int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of at
+                                  least this many bytes (closed at node boundaries), last
+                                  parameters first, each issued once backward has finished its
+                                  nodes (PyTorch DDP's order); 0: 25 MiB, DDP's default */
 } hw_plan_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with
