@@ -63,6 +63,7 @@
 #include "dist_tp.h"
 #include "helpers.h"
 #include "launcher.h"
+#include "layout_memory.h"
 
 #define STEPS 3
 #define LR 1e-3f
@@ -499,3 +500,59 @@ static void expect_bf16(int tp, int sp) {
 
 Test(tp, tp2_bf16_matches_the_single_device_bf16_step, .timeout = 120) { expect_bf16(2, 0); }
 Test(tp, tp2_bf16_with_sequence_parallelism_matches, .timeout = 120) { expect_bf16(2, 1); }
+
+/* ---- the slices against the simulator's memory model ----
+ * sim/layout_memory.c counts what one GPU holds under a layout; the
+ * engine's slices are an independent implementation of the same split.
+ * A transformer layer's parameters must agree exactly (heads' and MLP
+ * columns' 1/tp shares, the row-parallel biases and the norms whole). The
+ * embedding does not: the simulator models Megatron's vocabulary-parallel
+ * embedding (V/tp rows a GPU), the engine replicates it (hw/dist_tp.h), so
+ * a rank of the engine holds exactly V C - ceil(V/tp) C more, which this
+ * test pins down so that the difference stays known. */
+static int64_t engine_rank0_params(const graph *g, int tp, int64_t *layer) {
+    int64_t total = 0;
+    *layer = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        hw_param_layout pl;
+        hw_node_param_layout_tp(g, i, tp, &pl);
+        int64_t n = 0;
+        for (int k = 0; k < pl.n; k++) n += pl.size[k];
+        if (g->nodes[i].kind == OP_HEAD) /* real rows only, not the slice's padding */
+            n = (int64_t)hw_tp_vocab_rows(g->cfg.vocab, tp, 0) * g->cfg.d_model;
+        total += n;
+        if (i >= 1 && i <= 6) *layer += n; /* the first block: ln, attention, add, ln, mlp, add */
+    }
+    return total;
+}
+
+Test(tp_memory, slices_hold_the_simulators_per_gpu_parameters) {
+    static const char *const cfgs[] = {"tiny", "tiny,heads=4", "default", "gpt12"};
+    static const int tps[] = {1, 2, 3, 4, 6};
+    int checked = 0;
+    for (size_t k = 0; k < sizeof cfgs / sizeof cfgs[0]; k++) {
+        graph *g = tiny_graph(cfgs[k]);
+        const gpt_config *cfg = &g->cfg;
+        for (size_t j = 0; j < sizeof tps / sizeof tps[0]; j++) {
+            const int tp = tps[j];
+            char msg[256];
+            if (hw_tp_check(cfg, tp, 0, 0, msg, sizeof msg) != PL_OK) continue;
+            layout l;
+            layout_default(&l);
+            l.tp = tp;
+            int64_t layer = 0;
+            const int64_t total = engine_rank0_params(g, tp, &layer);
+            const int64_t sim_layer = layer_params_per_gpu(cfg, &l);
+            const int64_t sim_total = cfg->n_layers * sim_layer + stage_extra_params_per_gpu(cfg, &l, 0);
+            const int64_t emb_extra = (int64_t)cfg->vocab * cfg->d_model -
+                                      (int64_t)hw_tp_vocab_slice(cfg->vocab, tp) * cfg->d_model;
+            checked++;
+            cr_expect_eq(layer, sim_layer, "%s tp=%d: a layer holds %lld parameters, the simulator says %lld", cfgs[k],
+                         tp, (long long)layer, (long long)sim_layer);
+            cr_expect_eq(total - sim_total, emb_extra, "%s tp=%d: rank 0 holds %lld, the simulator %lld (expected %lld more)",
+                         cfgs[k], tp, (long long)total, (long long)sim_total, (long long)emb_extra);
+        }
+        graph_destroy(g);
+    }
+    cr_expect_eq(checked, 14, "%d (config, tp) pairs checked", checked); /* 2 + 3 + 4 + 5 that divide the heads */
+}
