@@ -139,6 +139,26 @@ pl_status grouper_acts_create(const grouper_net *net, int N, grouper_acts **out)
     return PL_OK;
 }
 
+pl_status grouper_acts_set_positions(const grouper_net *net, grouper_acts *a, const double *w) {
+    double total = 0;
+    for (int i = 0; i < a->N; i++) {
+        if (!(w[i] >= 0) || !isfinite(w[i])) return PL_ERR_INVALID;
+        total += w[i];
+    }
+    if (!(total > 0)) return PL_ERR_INVALID;
+    const double k = net->cfg.prior;
+    double before = 0;
+    for (int i = 0; i < a->N; i++) {
+        const double x = (before + 0.5 * w[i]) / total;
+        before += w[i];
+        for (int g = 0; g < a->G; g++) {
+            double d = x * a->G - g - 0.5;
+            a->prior[(size_t)i * a->G + g] = -k * d * d;
+        }
+    }
+    return PL_OK;
+}
+
 void grouper_forward(const grouper_net *net, grouper_acts *a, const double *nfeat) {
     const int N = a->N, G = a->G, Fn = a->Fn, Hg = a->Hg, Hl = a->Hl, XH = a->XH;
     linear_forward(a->hid, nfeat, grouper_param(net, GR_W1), grouper_param(net, GR_B1), N, Fn, Hg);

@@ -11,7 +11,8 @@
  *   g_n   ~ P_n                                     sampled, independently per node
  *
  * prior_n[g] = -prior * (x_n G - g - 1/2)^2 with x_n = n / (N - 1) the
- * node's position in topological order: a fixed (not learned) term that
+ * node's position in topological order (or its position in work,
+ * grouper_acts_set_positions): a fixed (not learned) term that
  * makes the first grouper prefer contiguous chunks of the topological
  * order, as the placer's "stay" prior makes its first policy prefer runs
  * (prior = 0: the paper's uniform start, every node's group uniform).
@@ -117,6 +118,14 @@ static inline double *grouper_grad(const grouper_net *net, int k) { return net->
 /* Workspace for a graph of N nodes. */
 pl_status grouper_acts_create(const grouper_net *net, int N, grouper_acts **out);
 void grouper_acts_destroy(grouper_acts *a);
+
+/* Measure the contiguity prior's positions in work instead of node count:
+ * x_n = (w_0 + ... + w_{n-1} + w_n / 2) / (w_0 + ... + w_{N-1}) for the
+ * N non-negative node weights w (the trainer passes each node's forward +
+ * backward time), so the first grouper prefers chunks of equal work, not of
+ * equal node count. PL_ERR_INVALID (prior unchanged) when a weight is
+ * negative or not finite or all are zero. */
+pl_status grouper_acts_set_positions(const grouper_net *net, grouper_acts *a, const double *w);
 
 /* Forward pass over the N nodes' features (N, Fn): P and, with EAGLE, the
  * link states. Also clears the gradient accumulators of the workspace (a

@@ -108,12 +108,25 @@ pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_
         double *W = placer_net_param(net, PN_OUT_W);
         for (int d = 0; d < D; d++) W[(size_t)d * (2 * H + D + 1) + 2 * H + d] += s;
     }
+    for (int d = 0; d < D && d < PN_MAX_PIPE_DEVICES; d++) net->pipe_share[d] = 1.0 / D;
     /* forget-gate biases 1: remember by default */
     for (int j = 0; j < H; j++) {
         placer_net_param(net, PN_ENC_B)[H + j] = 1.0;
         placer_net_param(net, PN_DEC_B)[H + j] = 1.0;
     }
     *out = net;
+    return PL_OK;
+}
+
+pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights) {
+    const int D = net->cfg.n_devices;
+    if (D > PN_MAX_PIPE_DEVICES) return PL_ERR_INVALID;
+    double sum = 0;
+    for (int d = 0; d < D; d++) {
+        if (!(weights[d] > 0) || !isfinite(weights[d])) return PL_ERR_INVALID;
+        sum += weights[d];
+    }
+    for (int d = 0; d < D; d++) net->pipe_share[d] = weights[d] / sum;
     return PL_OK;
 }
 
@@ -255,11 +268,14 @@ pl_status placer_net_forward(const placer_net *net, placer_acts *acts, const dou
              * the clip's backward */
             double *zp = acts->dlogits + (size_t)t * B * D;
             const double x = ((double)t + 0.5) / (double)T;
-            for (int b = 0; b < B; b++)
-                for (int d = 0; d < D; d++) {
-                    const double u = x * D - d - 0.5;
+            double c = 0;
+            for (int d = 0; d < D; d++) {
+                const double sd = D <= PN_MAX_PIPE_DEVICES ? net->pipe_share[d] : 1.0 / D;
+                const double u = (x - c - 0.5 * sd) / sd;
+                c += sd;
+                for (int b = 0; b < B; b++)
                     zp[(size_t)b * D + d] = logits[(size_t)b * D + d] - net->cfg.pipe * u * u;
-                }
+            }
             softmax_forward(probs, zp, B, D);
         } else {
             softmax_forward(probs, logits, B, D);

@@ -24,13 +24,19 @@
  * positional lookup within a few hundred updates.
  *
  * The pipeline prior (cfg.pipe = k > 0) adds a fixed term to the logits
- * that feed the softmax: for unit t of T and device d,
- *   prior[t][d] = -k (x_t D - d - 1/2)^2,  x_t = (t + 1/2) / T,
+ * that feed the softmax: device d owns the share s_d of the unit sequence,
+ * the interval [c_d, c_d + s_d) of [0, 1) with c_d = s_0 + ... + s_{d-1},
+ * and for unit t of T
+ *   prior[t][d] = -k ((x_t - c_d - s_d / 2) / s_d)^2,  x_t = (t + 1/2) / T,
  * so the first policy prefers to cut the unit sequence into D consecutive
- * stages on devices 0, 1, ..., D-1 in order (the shape of a pipeline, as
- * the grouper's contiguity prior prefers contiguous chunks); it has no
- * parameters and leaves every gradient formula as it is (the softmax's
- * gradient with respect to its input is the same for a shifted input).
+ * stages on devices 0, 1, ..., D-1 in order, of sizes proportional to the
+ * shares (the shape of a pipeline, as the grouper's contiguity prior
+ * prefers contiguous chunks). Equal shares (the default) give
+ * -k (x_t D - d - 1/2)^2; the trainer sets the shares to the devices'
+ * speeds (placer_net_set_pipe_shares), so a slow device starts with a
+ * short stage. The prior has no parameters and leaves every gradient
+ * formula as it is (the softmax's gradient with respect to its input is
+ * the same for a shifted input).
  *
  * Parameters live in one flat buffer (and gradients in another) with a
  * table of offsets, llm.c style; Adam's moments are two more flat buffers.
@@ -76,8 +82,11 @@ enum {
     PN_N_TENSORS
 };
 
+#define PN_MAX_PIPE_DEVICES 64 /* devices beyond this get equal pipeline shares */
+
 typedef struct {
     placer_net_config cfg;          /* sizes */
+    double pipe_share[PN_MAX_PIPE_DEVICES]; /* pipeline prior shares s_d, summing to 1 */
     size_t n_params;                /* total doubles */
     size_t offset[PN_N_TENSORS];    /* start of each tensor in params/grads */
     size_t size[PN_N_TENSORS];      /* doubles in each tensor */
@@ -97,6 +106,12 @@ placer_net_config placer_net_default_config(int n_features, int n_devices);
  * uniform). *out owns it (placer_net_destroy). PL_ERR_INVALID for
  * non-positive sizes, PL_ERR_NOMEM. */
 pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_net **out);
+
+/* Set the pipeline prior's shares from n_devices positive weights (scaled
+ * to sum to 1). Returns PL_ERR_INVALID, leaving the shares as they were,
+ * when a weight is not finite and positive or there are more than
+ * PN_MAX_PIPE_DEVICES devices. */
+pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights);
 void placer_net_destroy(placer_net *net);
 
 /* Pointer to tensor k of params or grads. */

@@ -189,6 +189,21 @@ static pl_status size_grouper_buffers(reinforce *r) {
         if ((st = placer_acts_create(r->net, G, 1, &r->sacts[k])) != PL_OK) return st;
     }
     node_features(g, r->nfeat);
+    if (r->opt.pipe_prior > 0) {
+        /* the pipeline-shaped start: chunks of equal work, each device's
+         * stage sized by its speed (set_pipe_shares) */
+        double *w = malloc(sizeof *w * (size_t)N);
+        if (!w) return PL_ERR_NOMEM;
+        const policy_problem *pb = r->pb;
+        const int mb = g->cfg.batch / (pb->sched.micro_batches > 0 ? pb->sched.micro_batches : 1);
+        for (int n = 0; n < N; n++) {
+            w[n] = 0;
+            for (int d = 0; d < r->D; d++)
+                w[n] += profile_node_cost(pb->p, d, mb, n, PHASE_FWD) + profile_node_cost(pb->p, d, mb, n, PHASE_BWD);
+        }
+        (void)grouper_acts_set_positions(r->gnet, r->gacts, w); /* PL_ERR_INVALID: node-count positions */
+        free(w);
+    }
     hier_batch hb = {K, N, G, W, g, r->gnet, r->gacts, r->nfeat, r->net, r->sacts, r->sgr, r->labels, r->sfeat,
                      r->sdev, r->dfeat};
     r->hb = hb;
@@ -245,6 +260,24 @@ static pl_status size_buffers(reinforce *r) {
     return policy_device_automorphisms(r->pb, &r->perms, &r->n_perms);
 }
 
+/* The pipeline prior's stage shares: each device's speed on this graph,
+ * 1 / (its forward + backward time of every node at the schedule's
+ * micro-batch size), from the profile. Equal shares stay when a cost is
+ * missing. */
+static void set_pipe_shares(reinforce *r) {
+    const policy_problem *pb = r->pb;
+    const int D = r->D, mb = pb->g->cfg.batch / (pb->sched.micro_batches > 0 ? pb->sched.micro_batches : 1);
+    double w[PN_MAX_PIPE_DEVICES];
+    if (D > PN_MAX_PIPE_DEVICES) return;
+    for (int d = 0; d < D; d++) {
+        double t = 0;
+        for (int n = 0; n < pb->g->n_nodes; n++)
+            t += profile_node_cost(pb->p, d, mb, n, PHASE_FWD) + profile_node_cost(pb->p, d, mb, n, PHASE_BWD);
+        w[d] = t > 0 && isfinite(t) ? 1.0 / t : NAN;
+    }
+    (void)placer_net_set_pipe_shares(r->net, w); /* PL_ERR_INVALID: keep equal shares */
+}
+
 /* Allocate a trainer around a network of the given options, without
  * initialising the training state. */
 static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o, reinforce **out) {
@@ -272,6 +305,7 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
     cfg.clip = o->logit_clip;
     cfg.pipe = o->pipe_prior;
     if (st == PL_OK) st = placer_net_create(&cfg, o->seed, &r->net);
+    if (st == PL_OK && o->pipe_prior > 0) set_pipe_shares(r);
     if (st == PL_OK) st = adam_create(r->net->n_params, o->lr, &r->adam);
     if (st == PL_OK) st = size_buffers(r);
     if (st == PL_OK) st = size_grouper_buffers(r);

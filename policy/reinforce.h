@@ -99,7 +99,10 @@ typedef struct {
     int grouper_hidden;          /* grouper: hidden width (64) */
     int link_hidden;             /* EAGLE: link LSTM width (16) */
     double group_prior;          /* grouper: contiguity prior strength (2; 0: uniform start) */
-    double pipe_prior;           /* placer: pipeline prior strength (placer_net.h; 0: none, the default) */
+    double pipe_prior;           /* pipeline-shaped start (0: none, the default): the placer's
+                                  * pipeline prior of this strength (placer_net.h) with stage
+                                  * shares from the devices' speeds, and with a grouper its
+                                  * contiguity prior measured in work (grouper_acts_set_positions) */
 } reinforce_options;
 
 /* The defaults: 250 updates of 8 samples, EMA baseline (decay 0.9),

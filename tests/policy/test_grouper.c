@@ -233,6 +233,33 @@ Test(grouper, contiguity_prior_makes_the_first_grouper_prefer_chunks) {
     graph_destroy(g);
 }
 
+/* Positions in work: a heavy first node moves the boundary of two
+ * equal-work chunks from after node 3 (node count) to after node 2. */
+Test(grouper, positions_in_work_make_the_first_grouper_prefer_equal_work_chunks) {
+    enum { N = 8, G = 2 };
+    grouper_config gc = {0, 3, G, 4, 4, 8.0};
+    grouper_net *gn = NULL;
+    grouper_acts *ga = NULL;
+    cr_assert_eq(grouper_net_create(&gc, 1, &gn), PL_OK);
+    cr_assert_eq(grouper_acts_create(gn, N, &ga), PL_OK);
+    double nf[N * 3] = {0}, w[N] = {6, 1, 1, 1, 1, 1, 1, 4}, bad[N] = {1, 1, -1, 1, 1, 1, 1, 1}, zero[N] = {0};
+    cr_assert_eq(grouper_acts_set_positions(gn, ga, bad), PL_ERR_INVALID);
+    cr_assert_eq(grouper_acts_set_positions(gn, ga, zero), PL_ERR_INVALID);
+    int l[N];
+    grouper_forward(gn, ga, nf);
+    grouper_greedy(ga, l);
+    const int by_count[N] = {0, 0, 0, 0, 1, 1, 1, 1};
+    cr_assert_arr_eq(l, by_count, sizeof l, "node-count positions");
+    cr_assert_eq(grouper_acts_set_positions(gn, ga, w), PL_OK);
+    grouper_forward(gn, ga, nf);
+    grouper_greedy(ga, l);
+    /* x_n = 3/16, 6.5/16, 7.5/16, 8.5/16, ...: nodes 0-2 in group 0 */
+    const int by_work[N] = {0, 0, 0, 1, 1, 1, 1, 1};
+    cr_assert_arr_eq(l, by_work, sizeof l, "work positions");
+    grouper_acts_destroy(ga);
+    grouper_net_destroy(gn);
+}
+
 static reinforce_options grouped(int updates, grouper_kind kind, reinforce_algo algo) {
     reinforce_options o;
     reinforce_options_default(&o);

@@ -253,6 +253,15 @@ Test(nn, pipeline_prior_makes_the_first_policy_a_pipeline_in_unit_order) {
      * -k (11/8 - 1/2)^2: a clear preference, not a certainty */
     const double *p = placer_acts_probs(acts, 1);
     cr_assert(p[0] > 0.9 && p[0] < 0.999, "p0 = %g", p[0]);
+    /* shares 3:1:0.5:0.5 on 4 devices: intervals [0, .6), [.6, .8),
+     * [.8, .9), [.9, 1) of x; with the widths scaling the distance the
+     * greedy stages are 10, 3, 1 and 2 units */
+    const double w[D] = {3, 1, 0.5, 0.5}, bad[D] = {1, 0, 1, 1};
+    cr_assert_eq(placer_net_set_pipe_shares(net, bad), PL_ERR_INVALID);
+    cr_assert_eq(placer_net_set_pipe_shares(net, w), PL_OK);
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
+    const int want[T] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 3, 3};
+    for (int t = 0; t < T; t++) cr_assert_eq(g[t], want[t], "shares: unit %d on device %d", t, g[t]);
     /* without the prior the same network is near uniform */
     net->cfg.pipe = 0.0;
     cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
