@@ -805,7 +805,7 @@ pl_status profiler_collectives(profile_db *db, const char *machine, const profil
         for (int i = 0; i < n_sizes; i++) {
             const int index = a * n_sizes + i;
             const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], o->ranks);
-            char label[96], b[32];
+            char label[160], b[32];
             coll_size_label(bytes, b, sizeof b);
             snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), o->ranks, b);
             profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
@@ -849,6 +849,10 @@ pl_status profiler_collectives(profile_db *db, const char *machine, const profil
             }
             r->units_measured++;
             pr.stage = PROFILER_DONE;
+            { /* the finished unit's label carries its median, for --verbose */
+                const size_t k = strlen(label);
+                snprintf(label + k, sizeof label - k, ": %.1f us (iqr %.1f)", p.us, p.spread_us);
+            }
             pr.measured = r->units_measured;
             if (o->progress && o->progress(o->progress_ctx, &pr)) goto stopped;
         }
@@ -900,7 +904,7 @@ pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *
         for (int i = 0; i < n_sizes; i++) {
             const int index = a * n_sizes + i;
             const int64_t bytes = coll_actual_bytes(ops[a], sizes[i], size);
-            char label[96], b[32];
+            char label[160], b[32];
             coll_size_label(bytes, b, sizeof b);
             snprintf(label, sizeof label, "%s x%d %s", profile_coll_op_name(ops[a]), size, b);
             profiler_progress pr = {PROFILER_START, PROFILER_UNIT_COLLECTIVE, index, r->units_total, r->units_measured,
@@ -956,6 +960,10 @@ pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *
             }
             r->units_measured++;
             pr.stage = PROFILER_DONE;
+            { /* the finished unit's label carries its median, for --verbose */
+                const size_t k = strlen(label);
+                snprintf(label + k, sizeof label - k, ": %.1f us (iqr %.1f)", p.us, p.spread_us);
+            }
             pr.measured = r->units_measured;
             if (o->progress) o->progress(o->progress_ctx, &pr);
         }
