@@ -17,6 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "dist_mpi.h"
+
 /* Run the placer binary with args; stdout and stderr into out. Returns the
  * exit status. */
 static int run_placer(const char *args, char *out, size_t len) {
@@ -182,4 +184,44 @@ Test(confirm_layout, layouts_confirm_cannot_time_are_one_line_exit_2) {
         cr_expect(nl && nl[1] == 0 && !strncmp(out, "placer confirm: ", 16), "%s: not one line: %s", args, out);
     }
     remove_profile(db);
+}
+
+/* ---- under mpirun ---------------------------------------------------------- */
+
+/* As tests/hw/test_dist_mpi.c: root allowed, shared memory only. */
+#define MPI_ENV                                                                                                      \
+    "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none "      \
+    "OMPI_MCA_pml=ob1 OMPI_MCA_btl=self,vader ASAN_OPTIONS=detect_leaks=0"
+
+Test(step_layout, under_mpirun_the_ranks_are_the_layouts, .timeout = 120) {
+    if (!dist_mpi_built() || system("command -v mpirun >/dev/null 2>&1") != 0) {
+        cr_log_warn("skipped: no MPI in this build or no mpirun on PATH");
+        return;
+    }
+    char one[8192], mpi[8192], bad[2048], cmd[1024];
+    cr_assert_eq(run_placer("step --config tiny --cpu 1" STEPS, one, sizeof one), 0, "%s", one);
+    /* run_placer prefixes PLACER_BIN; mpirun goes through the shell instead */
+    snprintf(cmd, sizeof cmd,
+             "env " MPI_ENV " mpirun -q --oversubscribe -np 4 %s step --config tiny --layout "
+             "tp=2,sp=1,dp=2,mbs=1,precision=fp32" STEPS " 2>&1",
+             PLACER_BIN);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(mpi, 1, sizeof mpi - 1, f);
+    mpi[n] = 0;
+    int st = pclose(f);
+    cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "%s", mpi);
+    cr_expect(strstr(mpi, "\"procs\":4,\"tp\":2,\"sp\":1,\"dp\":2") && strstr(mpi, "\"transport\":\"mpi\""), "%s",
+              mpi);
+    expect_same_loss(mpi, one);
+    snprintf(cmd, sizeof cmd,
+             "env " MPI_ENV " mpirun -q --oversubscribe -np 2 %s step --config tiny --layout tp=2,dp=2 2>&1",
+             PLACER_BIN);
+    f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    n = fread(bad, 1, sizeof bad - 1, f);
+    bad[n] = 0;
+    st = pclose(f);
+    cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 2, "%s", bad);
+    cr_expect(strstr(bad, "--layout runs tp x dp = 4 processes, mpirun started 2"), "%s", bad);
 }
