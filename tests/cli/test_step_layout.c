@@ -163,6 +163,21 @@ Test(confirm_layout, the_layouts_pipeline_is_a_side_and_sets_the_micro_batches) 
     remove_profile(db);
 }
 
+Test(confirm_layout, the_engine_times_the_layout_side) {
+    char db[256], args[1024], out[16384];
+    tiny_profile(db, sizeof db);
+    snprintf(args, sizeof args,
+             "confirm --db %s --run 0 --timer cpu --layout pp=2,mbs=1 --selection-rounds 1 --confirm-rounds 2 "
+             "--steps 1 --warmup 0 --no-trace",
+             db);
+    cr_assert_eq(run_placer(args, out, sizeof out), 0, "%s", out);
+    cr_expect(strstr(out, "m=4 gpipe"), "gbs 4 / mbs 1: %s", out);
+    const char *row = strstr(out, "  layout   pp=2 uniform");
+    cr_assert_not_null(row, "%s", out);
+    cr_expect(strstr(row, " +- ") != NULL && strstr(row, "OOM") == NULL, "the side was timed: %s", row);
+    remove_profile(db);
+}
+
 Test(confirm_layout, layouts_confirm_cannot_time_are_one_line_exit_2) {
     char db[256];
     tiny_profile(db, sizeof db);
