@@ -220,10 +220,7 @@ int cmd_confirm(int argc, char **argv) {
                                  mo.p->n_devices);
             goto out;
         }
-        if (!sl.has_precision) { /* the text names the precision that runs: the profile's */
-            sl.l.prec = prec == HW_PREC_BF16 ? PRECISION_BF16 : prec == HW_PREC_FP32 ? PRECISION_FP32 : PRECISION_TF32;
-            layout_format(&sl.l, sl.text, sizeof sl.text);
-        }
+        if (!sl.has_precision) step_layout_set_precision(&sl, prec); /* the text names what runs: the profile's */
         m = sl.micro_batches;
         layout_pl = calloc((size_t)mo.g->n_nodes, sizeof *layout_pl);
         if (!layout_pl) FAIL(PL_ERR_NOMEM);

@@ -404,6 +404,8 @@ int cmd_step(int argc, char **argv) {
                 return cli_usage_error("step", "--layout says precision=%s; --precision/--strict-fp32 contradict it",
                                        hw_precision_name(sl.prec));
             prec = sl.prec;
+        } else if (prec_text || strict) {
+            step_layout_set_precision(&sl, strict ? HW_PREC_FP32 : prec); /* the text says what runs */
         }
         int mpi_n = 0;
         if (dist_mpi_launched(NULL, &mpi_n) && mpi_n != sl.world)

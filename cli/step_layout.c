@@ -6,7 +6,6 @@
  */
 #include "step_layout.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -92,6 +91,11 @@ pl_status step_layout_resolve(const char *text, const gpt_config *cfg, int cuda,
     if (layout_format(l, out->text, sizeof out->text) >= (int)sizeof out->text)
         return pl_fail(msg, len, PL_ERR_INVALID, "the layout's text form is too long");
     return PL_OK;
+}
+
+void step_layout_set_precision(step_layout *sl, hw_precision p) {
+    sl->l.prec = p == HW_PREC_BF16 ? PRECISION_BF16 : p == HW_PREC_TF32 ? PRECISION_TF32 : PRECISION_FP32;
+    layout_format(&sl->l, sl->text, sizeof sl->text);
 }
 
 pl_status step_layout_placement(const step_layout *sl, const graph *g, int *placement, char *msg, size_t len) {

@@ -56,6 +56,11 @@ typedef struct {
 pl_status step_layout_resolve(const char *text, const gpt_config *cfg, int cuda, step_layout *out, char *msg,
                               size_t len);
 
+/* Set the precision the engine runs (not HW_PREC_DEFAULT) into sl's layout
+ * and its canonical text, for a layout that named none: the text then says
+ * what ran. */
+void step_layout_set_precision(step_layout *sl, hw_precision p);
+
 /* The stage (0..pp-1) of every node of g under sl (g built from the model
  * with sl->batch; placement has g->n_nodes entries). PL_ERR_INVALID when
  * the stages cannot be laid out over g's layers. */

@@ -72,6 +72,13 @@ Test(step_layout, explicit_stages_set_the_boundaries) {
     cr_expect(strstr(out, "stages=0/2"), "%s", out);
 }
 
+Test(step_layout, the_text_names_the_precision_that_runs) {
+    char out[8192];
+    cr_assert_eq(run_placer("step --config tiny --cpu 2 --layout pp=2 --precision bf16" STEPS, out, sizeof out), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "recompute=none,precision=bf16\"") && strstr(out, "\"precision\":\"bf16\""), "%s", out);
+}
+
 Test(step_layout, gbs_sets_the_batch_and_text_output_names_the_layout) {
     char out[8192];
     cr_assert_eq(run_placer("step --config tiny --cpu 1 --layout gbs=8,mbs=4 --warmup 0 --steps 1", out, sizeof out),
