@@ -221,14 +221,14 @@ Test(dist_split, a_rank_killed_in_a_sub_group_collective_stops_everyone) {
         hw_launch_report rep;
         char msg[512] = "";
         double t0 = now_s();
-        pl_status st = hw_launch(4, 5.0, killed_rank, &k, &rep, msg, sizeof msg);
+        pl_status st = hw_launch(4, 20.0, killed_rank, &k, &rep, msg, sizeof msg);
         double dt = now_s() - t0;
         cr_assert_eq(st, PL_ERR_INTERRUPTED, "victim %d: %s", victim, msg);
         cr_expect_eq(rep.failed_rank, victim, "%s", msg);
         cr_expect(strstr(msg, "killed by signal 9") != NULL, "%s", msg);
         cr_expect(strchr(msg, '\n') == NULL, "%s", msg);
-        /* seen as closed sockets, well before the 5 s timeout (loaded CI: generous) */
-        cr_expect(dt < 4.5, "took %.2f s: %s", dt, msg);
+        /* seen as closed sockets, well before the 20 s timeout (a loaded CI machine under ASan: generous) */
+        cr_expect(dt < 15.0, "took %.2f s: %s", dt, msg);
         for (int r = 0; r < 4; r++)
             cr_expect(kill(rep.pid[r], 0) != 0 && errno == ESRCH, "rank %d (pid %d) left behind", r, (int)rep.pid[r]);
     }
