@@ -315,7 +315,8 @@ static pl_status sock_broadcast(dist_group *g, void *buf, size_t bytes, int root
 pl_status dist_broadcast(dist_group *g, void *buf, int64_t bytes, int root, char *msg, size_t len) {
     pl_status st = check_usable(g, msg, len);
     if (st != PL_OK) return st;
-    if (root < 0 || root >= g->size) return pl_fail(msg, len, PL_ERR_INVALID, "broadcast from rank %d of %d", root, g->size);
+    if (root < 0 || root >= g->size)
+        return pl_fail(msg, len, PL_ERR_INVALID, "broadcast from rank %d of %d", root, g->size);
     if (g->size == 1 || bytes <= 0) return PL_OK;
     if (g->tr) return tr_done(g, g->tr->broadcast(g->tr_ctx, buf, bytes, root, msg, len), msg, len);
     return sock_broadcast(g, buf, (size_t)bytes, root, "broadcast", msg, len);

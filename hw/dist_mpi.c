@@ -107,7 +107,8 @@ static pl_status m_reduce_scatter(void *vc, const float *in, float *out, int64_t
     mpi_ctx *c = vc;
     int size = 1;
     MPI_Comm_size(c->comm, &size);
-    if (n * size > 0x7fffffff) return pl_fail(msg, len, PL_ERR_INVALID, "an MPI reduce-scatter of %lld x %d", (long long)n, size);
+    if (n * size > 0x7fffffff)
+        return pl_fail(msg, len, PL_ERR_INVALID, "an MPI reduce-scatter of %lld x %d", (long long)n, size);
     pl_status st;
     const void *src = no_overlap(c, in, (size_t)n * size * 4, out, (size_t)n * 4, msg, len, &st);
     if (!src) return st;
@@ -120,7 +121,8 @@ static pl_status m_allgather(void *vc, const float *in, float *out, int64_t n, c
     mpi_ctx *c = vc;
     int size = 1;
     MPI_Comm_size(c->comm, &size);
-    if (n * size > 0x7fffffff) return pl_fail(msg, len, PL_ERR_INVALID, "an MPI all-gather of %lld x %d", (long long)n, size);
+    if (n * size > 0x7fffffff)
+        return pl_fail(msg, len, PL_ERR_INVALID, "an MPI all-gather of %lld x %d", (long long)n, size);
     pl_status st;
     const void *src = no_overlap(c, in, (size_t)n * 4, out, (size_t)n * size * 4, msg, len, &st);
     if (!src) return st;
@@ -131,7 +133,8 @@ static pl_status m_allgather(void *vc, const float *in, float *out, int64_t n, c
 
 static pl_status m_broadcast(void *vc, void *buf, int64_t bytes, int root, char *msg, size_t len) {
     mpi_ctx *c = vc;
-    if (bytes > 0x7fffffff) return pl_fail(msg, len, PL_ERR_INVALID, "an MPI broadcast of %lld bytes", (long long)bytes);
+    if (bytes > 0x7fffffff)
+        return pl_fail(msg, len, PL_ERR_INVALID, "an MPI broadcast of %lld bytes", (long long)bytes);
     MPI_Request r;
     return wait_req(c, &r, MPI_Ibcast(buf, (int)bytes, MPI_BYTE, root, c->comm, &r), "MPI_Ibcast", "broadcast", msg,
                     len);

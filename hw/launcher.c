@@ -198,7 +198,8 @@ static void on_sigterm(int sig) {
 pl_status hw_launch_mpi(double timeout_s, hw_rank_fn fn, void *ctx, int *rank, int *rc, char *msg, size_t len) {
     *rank = -1;
     *rc = 1;
-    if (!fn || !(timeout_s > 0)) return pl_fail(msg, len, PL_ERR_INVALID, "hw_launch_mpi takes a function and a positive timeout");
+    if (!fn || !(timeout_s > 0))
+        return pl_fail(msg, len, PL_ERR_INVALID, "hw_launch_mpi takes a function and a positive timeout");
     int r = 0, n = 0;
     dist_mpi_launched(&r, &n);
     snprintf(g_term_line, sizeof g_term_line, "placer: rank %d: stopped by mpirun: another rank failed\n", r);

@@ -106,7 +106,8 @@ int main(void) {
             ref += (double)value(r, (int)i);
             mag += fabs((double)value(r, (int)i));
         }
-        double d1 = fabs((double)gath[i] - ref) / (mag > 0 ? mag : 1), d2 = fabs((double)sum[i] - ref) / (mag > 0 ? mag : 1);
+        const double scale = mag > 0 ? mag : 1;
+        const double d1 = fabs((double)gath[i] - ref) / scale, d2 = fabs((double)sum[i] - ref) / scale;
         if (d1 > e) e = d1;
         if (d2 > e) e = d2;
     }
