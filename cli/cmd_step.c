@@ -228,8 +228,13 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
                 printf("parallel    tp %d%s x dp %d: heads, MLP columns and vocabulary split over each %d ranks\n",
                        j->tp, j->sp ? " (sequence parallel)" : "", dp, j->tp);
             printf("placement   %s (every rank)\n", pls);
-            printf("batch       %d samples, %d per rank; gradients averaged over %d ranks before AdamW\n", cfg->batch,
-                   count, dp);
+            if (j->tp > 1)
+                printf("batch       %d samples, %d per replica (each of its %d tp ranks sees them all); gradients "
+                       "averaged over the %d replicas before AdamW\n",
+                       cfg->batch, count, j->tp, dp);
+            else
+                printf("batch       %d samples, %d per rank; gradients averaged over %d ranks before AdamW\n",
+                       cfg->batch, count, dp);
             if (j->zero)
                 printf("optimizer   ZeRO-1: AdamW m and v sharded over the %d data-parallel ranks\n", dp);
             printf("step time   median %.3f ms  (min %.3f, max %.3f, sd %.3f; slowest rank; %d steps after %d warm-up)\n",
