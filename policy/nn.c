@@ -26,11 +26,9 @@ int nn_set_loops(int on) {
  * arithmetic, so each lane computes exactly what scalar code would. */
 typedef double v4d __attribute__((vector_size(32)));
 
-static inline v4d v4d_load(const double *p) {
-    v4d v;
-    memcpy(&v, p, sizeof v);
-    return v;
-}
+/* dst = p[0..3], unaligned (a macro: returning a vector by value from a
+ * function changes the ABI between the AVX2 clone and the generic one) */
+#define V4D_LOAD(dst, p) memcpy(&(dst), (p), sizeof(v4d))
 
 /* C (M,N) = alpha-free  A op B  + beta C, row-major, by plain loops; the
  * shapes the layers need: op(A) = A or A^T, op(B) = B or B^T. */
@@ -62,11 +60,16 @@ static void gemm_loops(int ta, int tb, int M, int N, int K, const double *A, int
                 v4d s0 = {0, 0, 0, 0}, s1 = s0, s2 = s0, s3 = s0; /* lane q: the partial sum q */
                 int k = 0;
                 for (; k + 4 <= K; k += 4) {
-                    const v4d x = v4d_load(a + k);
-                    s0 += x * v4d_load(b0 + k);
-                    s1 += x * v4d_load(b1 + k);
-                    s2 += x * v4d_load(b2 + k);
-                    s3 += x * v4d_load(b3 + k);
+                    v4d x, y0, y1, y2, y3;
+                    V4D_LOAD(x, a + k);
+                    V4D_LOAD(y0, b0 + k);
+                    V4D_LOAD(y1, b1 + k);
+                    V4D_LOAD(y2, b2 + k);
+                    V4D_LOAD(y3, b3 + k);
+                    s0 += x * y0;
+                    s1 += x * y1;
+                    s2 += x * y2;
+                    s3 += x * y3;
                 }
                 for (; k < K; k++) {
                     s0[0] += a[k] * b0[k];
