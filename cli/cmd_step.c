@@ -60,8 +60,8 @@ static void step_usage(FILE *f) {
             "  --tp T          with --procs N: tensor parallelism over T of the N ranks (hw/dist_tp.h): the\n"
             "                  attention heads, MLP columns and vocabulary rows split over each group of T,\n"
             "                  with N / T data-parallel replicas of it (core/layout.h's rank grid, tp\n"
-            "                  innermost); T divides N, the heads, 4 x d_model and the vocabulary; fp32\n"
-            "                  only. --tp T alone means --procs T\n"
+            "                  innermost); T divides N, the heads and 4 x d_model (the vocabulary is cut\n"
+            "                  in slices of ceil(V / T) rows); any --precision. --tp T alone means --procs T\n"
             "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
             "  --zero Z        with --procs or mpirun: 1 shards AdamW's m and v over the data-parallel ranks\n"
             "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
@@ -269,8 +269,6 @@ static int step_procs(procs_job *j, double timeout_s) {
     if (st != PL_OK)
         return cli_usage_error("step", "with %d replicas each runs %d samples: %s", dp, j->cfg.batch / dp, msg);
     if (j->tp > 1) {
-        if (j->prec == HW_PREC_BF16 || j->prec == HW_PREC_TF32)
-            return cli_usage_error("step", "--tp runs in fp32 only, not --precision %s", hw_precision_name(j->prec));
         const int64_t tokens = (int64_t)(j->cfg.batch / dp / j->sched.micro_batches) * j->cfg.seq_len;
         if (hw_tp_check(&j->cfg, j->tp, j->sp, tokens, msg, sizeof msg) != PL_OK)
             return cli_usage_error("step", "--tp: %s", msg);

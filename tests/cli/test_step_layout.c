@@ -123,7 +123,6 @@ Test(step_layout, what_the_engine_does_not_run_and_bad_layouts_are_one_line_exit
         {"--layout tp=2 --procs 2", "leave out --placement"},
         {"--layout pp=2 --cpu 2 -m 2", "leave out --placement"},
         {"--layout precision=bf16 --cpu 1 --precision fp32", "contradict"},
-        {"--layout tp=2,precision=bf16", "fp32 only"},
         {"--layout ''", "empty layout"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

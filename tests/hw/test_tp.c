@@ -433,12 +433,26 @@ Test(tp_cli, step_with_tp_reports_the_single_process_loss, .timeout = 120) {
               "%s vs %s", grid, one);
 }
 
+/* bf16 under tp from the command line: the engine-level bf16 tests above
+ * bound the loss at 1e-6 relative, so the printed losses agree to 1e-5 */
+Test(tp_cli, step_with_tp_in_bf16_reports_the_single_process_bf16_loss, .timeout = 120) {
+    char one[8192], tp2[8192];
+    cr_assert_eq(run_placer("step --config tiny --cpu 1 --precision bf16 --warmup 1 --steps 3 --json", one, sizeof one),
+                 0, "%s", one);
+    cr_assert_eq(run_placer("step --config tiny --procs 2 --tp 2 --sp --precision bf16 --warmup 1 --steps 3 --json", tp2,
+                            sizeof tp2),
+                 0, "%s", tp2);
+    cr_expect(strstr(tp2, "\"precision\":\"bf16\"") != NULL, "%s", tp2);
+    const double f1 = json_num(one, "\"first\":"), l1 = json_num(one, "\"last\":");
+    cr_expect(fabs(json_num(tp2, "\"first\":") - f1) <= 1e-5 && fabs(json_num(tp2, "\"last\":") - l1) <= 1e-5,
+              "%s vs %s", tp2, one);
+}
+
 Test(tp_cli, bad_tp_input_is_one_line_and_exit_2) {
     static const char *cases[][2] = {
         {"step --config tiny --tp 3", "tp = 3 must divide the 2 attention heads"},
         {"step --config tiny --procs 4 --tp 3", "--tp 3 must divide --procs 4"},
         {"step --config tiny --sp", "--sp needs --tp"},
-        {"step --config tiny --tp 2 --precision bf16", "fp32 only"},
         {"step --config tiny,seq=3,batch=1 --tp 2 --sp", "must divide the 3 tokens"},
         {"step --config tiny --tp 0", "--tp must be an integer"},
     };
