@@ -65,7 +65,7 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
  * to stderr and _exits with status 1. mpirun follows with SIGKILL after
  * odls_base_sigkill_timeout (1 s by default): on a loaded host a rank can
  * be killed before it writes its line (it still ends; `mpirun --mca
- * odls_base_sigkill_timeout 5` leaves it the time). */
+ * odls_base_sigkill_timeout 3` leaves it the time). */
 pl_status hw_launch_mpi(double timeout_s, hw_rank_fn fn, void *ctx, int *rank, int *rc, char *msg, size_t len);
 
 #endif
