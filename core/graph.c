@@ -277,6 +277,49 @@ void gpt_config_key(const gpt_config *c, char *buf, size_t len) {
     if (k) snprintf(buf + n, len - (size_t)n, "-%s", sfx);
 }
 
+pl_status gpt_config_from_key(const char *key, gpt_config *cfg, char *msg, size_t len) {
+    if (!key || !cfg) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
+    gpt_config c;
+    memset(&c, 0, sizeof c);
+    int n = 0;
+    if (sscanf(key, "gpt-L%d-C%d-H%d-V%d-T%d-B%d%n", &c.n_layers, &c.d_model, &c.n_heads, &c.vocab, &c.seq_len,
+               &c.batch, &n) != 6)
+        return pl_fail(msg, len, PL_ERR_INVALID, "graph key '%.80s' is not gpt-L<l>-C<c>-H<h>-V<v>-T<t>-B<b>", key);
+    const char *p = key + n;
+    if (*p == '-') {
+        p++;
+        while (*p) {
+            char ch = *p++;
+            int *num = ch == 'g' ? &c.n_kv_heads : ch == 'f' ? &c.d_ff : ch == 'm' ? &c.vocab_multiple : NULL;
+            if (num) {
+                char *end;
+                long v = strtol(p, &end, 10);
+                if (end == p || v < 1 || v > 1 << 30)
+                    return pl_fail(msg, len, PL_ERR_INVALID, "graph key '%.80s': '%c' wants a positive number", key, ch);
+                *num = (int)v;
+                p = end;
+            } else if (ch == 'r') c.norm = NORM_RMSNORM;
+            else if (ch == 's') c.mlp = MLP_SWIGLU;
+            else if (ch == 'o') c.pos = POS_ROTARY;
+            else if (ch == 't') c.tied = 1;
+            else if (ch == 'n') c.no_bias = 1;
+            else if (ch == 'q') c.qkv_bias = 1;
+            else if (ch == 'p') c.parallel_residual = 1;
+            else return pl_fail(msg, len, PL_ERR_INVALID, "graph key '%.80s': unknown option letter '%c'", key, ch);
+        }
+    } else if (*p) {
+        return pl_fail(msg, len, PL_ERR_INVALID, "graph key '%.80s' has trailing text", key);
+    }
+    char back[128];
+    gpt_config_key(&c, back, sizeof back);
+    if (strcmp(back, key) != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "graph key '%.80s' is not in canonical form ('%s')", key, back);
+    pl_status st = gpt_config_validate(&c, msg, len);
+    if (st != PL_OK) return st;
+    *cfg = c;
+    return PL_OK;
+}
+
 /* Fill one node. Shapes are (B,T,C)-like for the full batch. */
 static void set_node(graph_node *n, op_kind k, const char *name, int layer, int in0, int in1) {
     memset(n, 0, sizeof *n);

@@ -176,4 +176,10 @@ static inline int64_t graph_param_bytes(const graph_node *n) { return n->params 
  * batch 1: "gpt-L32-C4096-H32-V128256-T8192-B1-g8f14336rson". */
 void gpt_config_key(const gpt_config *cfg, char *buf, size_t len);
 
+/* The inverse of gpt_config_key: the whole config from a key. PL_OK only
+ * when the key is exactly what gpt_config_key writes for the result (so a
+ * key round-trips, and a malformed or reordered one is refused);
+ * PL_ERR_INVALID with a message otherwise. The result is validated. */
+pl_status gpt_config_from_key(const char *key, gpt_config *cfg, char *msg, size_t len);
+
 #endif

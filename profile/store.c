@@ -1076,8 +1076,8 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
                           msg, len);
     }
 
-    /* graph config and node count (the extensions stay 0: the store holds
-     * the original GPT's six fields) */
+    /* graph config and node count: the six basic sizes are columns; the
+     * extensions (parallel residual, RMSNorm, ...) are in the key's suffix */
     gpt_config gc;
     memset(&gc, 0, sizeof gc);
     int n_nodes = 0;
@@ -1098,6 +1098,17 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
     n_nodes = sqlite3_column_int(s, 7);
     stmt_done(s);
     if (n_nodes < 1) return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: graph %s has no nodes", db->path, key), msg, len);
+    {
+        gpt_config kc;
+        char km[160];
+        if (gpt_config_from_key(key, &kc, km, sizeof km) != PL_OK)
+            return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: %s", db->path, km), msg, len);
+        if (kc.vocab != gc.vocab || kc.d_model != gc.d_model || kc.n_heads != gc.n_heads ||
+            kc.n_layers != gc.n_layers || kc.seq_len != gc.seq_len || kc.batch != gc.batch)
+            return to_msg(db, db_fail(db, PL_ERR_INVALID, "%s: graph %s does not match its sizes", db->path, key), msg,
+                          len);
+        gc = kc;
+    }
 
     /* devices: count them first */
     int n_dev = 0;

@@ -235,6 +235,41 @@ Test(graph, keys_unchanged_for_the_original_and_suffixed_otherwise) {
     cr_assert(!gpt_config_is_plain(&c));
 }
 
+Test(graph, keys_round_trip_and_malformed_keys_are_refused) {
+    static const char *configs[] = {"default", "gpt12", "tiny", "default,parallel=1",
+                                    "default,tied=1,parallel=1,vocab_multiple=128",
+                                    "tiny,norm=rmsnorm,mlp=swiglu,pos=rotary,bias=0,kv_heads=1,d_ff=40",
+                                    "tiny,bias=0,qkv_bias=1"};
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        gpt_config c, back;
+        char key[128], msg[256] = "";
+        cr_assert_eq(gpt_config_parse(configs[i], &c, msg, sizeof msg), PL_OK, "%s: %s", configs[i], msg);
+        gpt_config_key(&c, key, sizeof key);
+        memset(&back, 0xff, sizeof back);
+        cr_assert_eq(gpt_config_from_key(key, &back, msg, sizeof msg), PL_OK, "%s: %s", key, msg);
+        cr_assert_eq(memcmp(&back, &c, sizeof c), 0, "%s comes back as the config it names", key);
+    }
+    gpt_config l8 = llama3_8b(), back;
+    char msg[256];
+    cr_assert_eq(gpt_config_from_key("gpt-L32-C4096-H32-V128256-T8192-B1-g8f14336rson", &back, msg, sizeof msg), PL_OK,
+                 "%s", msg);
+    cr_assert_eq(memcmp(&back, &l8, sizeof l8), 0);
+    static const char *bad[][2] = {
+        {"gpt-L6-C384-H6-V50257-T256", "is not gpt-L"},
+        {"gpt-L6-C384-H6-V50257-T256-B16x", "trailing text"},
+        {"gpt-L6-C384-H6-V50257-T256-B16-w", "unknown option letter 'w'"},
+        {"gpt-L6-C384-H6-V50257-T256-B16-g", "wants a positive number"},
+        {"gpt-L6-C384-H6-V50257-T256-B16-pt", "canonical form"},
+        {"gpt-L6-C384-H6-V50257-T256-B16-", "canonical form"},
+        {"gpt-L6-C384-H5-V50257-T256-B16", "divide"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg[0] = 0;
+        cr_assert_eq(gpt_config_from_key(bad[i][0], &back, msg, sizeof msg), PL_ERR_INVALID, "%s", bad[i][0]);
+        cr_assert(strstr(msg, bad[i][1]) != NULL, "%s: %s", bad[i][0], msg);
+    }
+}
+
 Test(graph, feature_overrides_parse_and_bad_ones_are_refused) {
     gpt_config c;
     char msg[256];

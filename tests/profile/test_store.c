@@ -144,6 +144,45 @@ Test(store, round_trip_preserves_costs_curves_memory_and_devices) {
     th_rmtree(dir);
 }
 
+/* a graph with extensions (parallel residual, RMSNorm, GQA, tied head, ...)
+ * comes back whole: the six sizes are columns, the rest is the key's suffix */
+Test(store, a_graph_with_extensions_round_trips_its_whole_config) {
+    static const char *configs[] = {"tiny,parallel=1", "tiny,norm=rmsnorm,mlp=swiglu,pos=rotary,bias=0,kv_heads=1",
+                                    "tiny,tied=1,vocab_multiple=128,d_ff=48"};
+    for (size_t i = 0; i < sizeof configs / sizeof configs[0]; i++) {
+        char dir[256], path[512], msg[512] = "";
+        cr_assert_eq(th_mkdtemp(dir), 0);
+        th_path(path, sizeof path, dir, "x.db");
+        gpt_config cfg;
+        cr_assert_eq(gpt_config_parse(configs[i], &cfg, msg, sizeof msg), PL_OK, "%s: %s", configs[i], msg);
+        cr_assert_eq(gpt_config_is_plain(&cfg), 0, "%s", configs[i]);
+        profile_data *p = distinct_profile(&cfg, 2);
+        profile_db *db = open_db(path, PROFILE_DB_CREATE);
+        cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
+        profile_db_close(db);
+        db = open_db(path, PROFILE_DB_READ);
+        profile_data *q = NULL;
+        gpt_config got;
+        memset(&got, 0, sizeof got);
+        cr_assert_eq(profile_db_load_profile(db, NULL, &q, &got, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(memcmp(&got, &cfg, sizeof cfg), 0, "%s: the whole config read back", configs[i]);
+        profile_data_destroy(q);
+        profile_db_close(db);
+        /* a key that does not round-trip is a damaged file: one message */
+        char cmd[1024];
+        snprintf(cmd, sizeof cmd, "sqlite3 '%s' \"UPDATE graph SET key = key || 'zz'\"", path);
+        cr_assert_eq(system(cmd), 0);
+        db = open_db(path, PROFILE_DB_READ);
+        q = NULL;
+        cr_assert_eq(profile_db_load_profile(db, NULL, &q, NULL, msg, sizeof msg), PL_ERR_INVALID, "%s", configs[i]);
+        cr_assert(strstr(msg, "unknown option letter 'z'") != NULL, "%s", msg);
+        cr_assert_null(q);
+        profile_db_close(db);
+        profile_data_destroy(p);
+        th_rmtree(dir);
+    }
+}
+
 Test(store, spec_profile_round_trips_with_link_kinds) {
     char dir[256], path[512], msg[512] = "";
     cr_assert_eq(th_mkdtemp(dir), 0);
