@@ -267,7 +267,7 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         snprintf(r->name, sizeof r->name, "%s", RL[k].name);
         r->sims = BUDGET;
         r->n = method_on(RL[k].name) ? seeds : 0;
-        for (int s = 0; s < seeds; s++) {
+        for (int s = 0; s < r->n; s++) {
             policy_session *ss = RL[k].grouper == GROUPER_NONE ? sc : sn;
             rl_result x = run_rl(ss, &RL[k], s + 1, &cv[(size_t)k * seeds + s], NULL);
             r->best[s] = x.best;
