@@ -107,6 +107,7 @@ Test(cli_policy, bad_input_gives_one_line_and_exit_2) {
         "search --db %s --method magic",      "search --db %s --devices 9",
         "search --db %s --method exhaustive --groups none",
         "train --db %s.missing",              "search --db %s --config gpt12",
+        "train --db %s --pipe-prior 101",     "train --db %s --pipe-prior -1",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512], *err = NULL;
