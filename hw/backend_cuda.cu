@@ -403,6 +403,7 @@ static const hw_backend_ops CUDA_OPS = {
     cuda_capture_end,
     cuda_graph_launch,
     cuda_graph_destroy,
+    NULL, /* host_now_us: wall time */
 };
 
 extern "C" int hw_cuda_device_count(void) {
