@@ -770,6 +770,33 @@ out:
     return rc;
 }
 
+/* One measured (op, size): the median and interquartile range of the reps
+ * times (sorted into sorted), stored as a point of the collective curves;
+ * the unit's label gets the median appended, for --verbose. PL_ERR_INVALID
+ * when the median is not above zero, the store's status when writing fails. */
+static pl_status coll_store_point(profile_db *db, const char *machine, profile_coll_op op, int ranks,
+                                  const char *transport, int64_t bytes, const double *times, double *sorted, int reps,
+                                  char *label, size_t label_len, char *msg, size_t len) {
+    memcpy(sorted, times, sizeof *sorted * (size_t)reps);
+    qsort(sorted, (size_t)reps, sizeof *sorted, cmp_double);
+    profile_coll_point p;
+    memset(&p, 0, sizeof p);
+    p.op = op;
+    p.ranks = ranks;
+    snprintf(p.transport, sizeof p.transport, "%s", transport);
+    p.bytes = (double)bytes;
+    p.us = quantile_sorted(sorted, reps, 0.5);
+    p.spread_us = quantile_sorted(sorted, reps, 0.75) - quantile_sorted(sorted, reps, 0.25);
+    p.reps = reps;
+    if (!(p.us > 0))
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s: median time %g us, below the clock's resolution", label, p.us);
+    pl_status st = profile_db_put_collective_point(db, machine, &p);
+    if (st != PL_OK) return pl_fail(msg, len, st, "writing a collective point: %s", profile_db_last_error(db));
+    const size_t k = strlen(label);
+    snprintf(label + k, label_len - k, ": %.1f us (iqr %.1f)", p.us, p.spread_us);
+    return PL_OK;
+}
+
 pl_status profiler_collectives(profile_db *db, const char *machine, const profiler_coll_opts *o,
                                profiler_result *r, char *msg, size_t len) {
     profiler_result local;
@@ -828,31 +855,11 @@ pl_status profiler_collectives(profile_db *db, const char *machine, const profil
             coll_job j = {ops[a], bytes, o->warmup, o->reps, times};
             memset(times, 0, sizeof *times * (size_t)o->reps);
             if ((st = hw_launch(o->ranks, o->timeout_s, coll_rank, &j, NULL, msg, len)) != PL_OK) goto out;
-            memcpy(sorted, times, sizeof *sorted * (size_t)o->reps);
-            qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
-            profile_coll_point p;
-            memset(&p, 0, sizeof p);
-            p.op = ops[a];
-            p.ranks = o->ranks;
-            snprintf(p.transport, sizeof p.transport, "%s", transport);
-            p.bytes = (double)bytes;
-            p.us = quantile_sorted(sorted, o->reps, 0.5);
-            p.spread_us = quantile_sorted(sorted, o->reps, 0.75) - quantile_sorted(sorted, o->reps, 0.25);
-            p.reps = o->reps;
-            if (!(p.us > 0)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "%s: median time %g us, below the clock's resolution", label, p.us);
+            if ((st = coll_store_point(db, machine, ops[a], o->ranks, transport, bytes, times, sorted, o->reps, label,
+                                       sizeof label, msg, len)) != PL_OK)
                 goto out;
-            }
-            if ((st = profile_db_put_collective_point(db, machine, &p)) != PL_OK) {
-                pl_fail(msg, len, st, "writing a collective point: %s", profile_db_last_error(db));
-                goto out;
-            }
             r->units_measured++;
             pr.stage = PROFILER_DONE;
-            { /* the finished unit's label carries its median, for --verbose */
-                const size_t k = strlen(label);
-                snprintf(label + k, sizeof label - k, ": %.1f us (iqr %.1f)", p.us, p.spread_us);
-            }
             pr.measured = r->units_measured;
             if (o->progress && o->progress(o->progress_ctx, &pr)) goto stopped;
         }
@@ -939,31 +946,12 @@ pl_status profiler_collectives_group(dist_group *g, profile_db *db, const char *
                 goto out;
             }
             if (rank != 0) continue;
-            memcpy(sorted, times, sizeof *sorted * (size_t)o->reps);
-            qsort(sorted, (size_t)o->reps, sizeof *sorted, cmp_double);
-            profile_coll_point p;
-            memset(&p, 0, sizeof p);
-            p.op = ops[a];
-            p.ranks = size;
-            snprintf(p.transport, sizeof p.transport, "%s", transport);
-            p.bytes = (double)bytes;
-            p.us = quantile_sorted(sorted, o->reps, 0.5);
-            p.spread_us = quantile_sorted(sorted, o->reps, 0.75) - quantile_sorted(sorted, o->reps, 0.25);
-            p.reps = o->reps;
-            if (!(p.us > 0)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "%s: median time %g us, below the clock's resolution", label, p.us);
-                goto out; /* the others then stop at the next broadcast's timeout */
-            }
-            if ((st = profile_db_put_collective_point(db, machine, &p)) != PL_OK) {
-                pl_fail(msg, len, st, "writing a collective point: %s", profile_db_last_error(db));
+            /* on failure the other ranks stop at the next broadcast's timeout */
+            if ((st = coll_store_point(db, machine, ops[a], size, transport, bytes, times, sorted, o->reps, label,
+                                       sizeof label, msg, len)) != PL_OK)
                 goto out;
-            }
             r->units_measured++;
             pr.stage = PROFILER_DONE;
-            { /* the finished unit's label carries its median, for --verbose */
-                const size_t k = strlen(label);
-                snprintf(label + k, sizeof label - k, ": %.1f us (iqr %.1f)", p.us, p.spread_us);
-            }
             pr.measured = r->units_measured;
             if (o->progress) o->progress(o->progress_ctx, &pr);
         }
