@@ -88,6 +88,18 @@ void hw_params_init(const graph *g, uint64_t seed, float *model) {
 
 void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m) { hw_node_mem_floats_prec(g, i, b, 0, m); }
 
+/* The saved block's layout: k tensors of sizes[j] floats, each aligned. */
+static void set_saved(hw_node_mem *m, const int64_t *sizes, int k) {
+    m->n_saved = k;
+    int64_t off = 0;
+    for (int j = 0; j < k; j++) {
+        m->saved_off[j] = off;
+        m->saved_size[j] = sizes[j];
+        off += hw_align_floats(sizes[j]);
+    }
+    m->saved = off;
+}
+
 void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem *m) {
     const graph_node *n = &g->nodes[i];
     const int64_t C = g->cfg.d_model, T = g->cfg.seq_len, NH = g->cfg.n_heads;
@@ -142,14 +154,7 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
         default: break;
         }
     }
-    m->n_saved = k;
-    int64_t off = 0;
-    for (int j = 0; j < k; j++) {
-        m->saved_off[j] = off;
-        m->saved_size[j] = sizes[j];
-        off += hw_align_floats(sizes[j]);
-    }
-    m->saved = off;
+    set_saved(m, sizes, k);
 }
 
 int hw_kind_bwd_reads_input(op_kind k) {
@@ -200,12 +205,5 @@ void hw_node_mem_floats_tp(const graph *g, int i, int b, int bf16, int tp, int s
         break;
     default: break;
     }
-    m->n_saved = k;
-    int64_t off = 0;
-    for (int j = 0; j < k; j++) {
-        m->saved_off[j] = off;
-        m->saved_size[j] = sizes[j];
-        off += hw_align_floats(sizes[j]);
-    }
-    m->saved = off;
+    set_saved(m, sizes, k);
 }
