@@ -19,6 +19,8 @@
 
 int cmd_graph(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+/* `placer profile show` (profile_show.c); argv[0] is "show" */
+int cmd_profile_show(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_step(int argc, char **argv);
