@@ -11,29 +11,12 @@
 
 #include "dist_group.h"
 
-/* Did the (already parsed, so well-formed) text give key? Fields are
- * "key=value" separated by commas, spaces around the key ignored. */
-static int has_key(const char *text, const char *key) {
-    const size_t kl = strlen(key);
-    const char *p = text;
-    for (;;) {
-        while (*p == ' ' || *p == '\t') p++;
-        if (!strncmp(p, key, kl)) {
-            const char *q = p + kl;
-            while (*q == ' ' || *q == '\t') q++;
-            if (*q == '=') return 1;
-        }
-        p = strchr(p, ',');
-        if (!p) return 0;
-        p++;
-    }
-}
-
 pl_status step_layout_resolve(const char *text, const gpt_config *cfg, int cuda, step_layout *out, char *msg,
                               size_t len) {
     memset(out, 0, sizeof *out);
     layout *l = &out->l;
-    pl_status st = layout_parse(text, l, msg, len);
+    unsigned given = 0; /* the keys the text named (the rest are defaults) */
+    pl_status st = layout_parse_given(text, l, &given, msg, len);
     if (st != PL_OK) return st;
     if (l->cp > 1) return pl_fail(msg, len, PL_ERR_INVALID, "cp=%d: the engine does not run context parallelism yet; use cp=1", l->cp);
     if (l->vp > 1)
@@ -47,7 +30,7 @@ pl_status step_layout_resolve(const char *text, const gpt_config *cfg, int cuda,
                        "zero=%s: the engine shards only the optimizer state, not gradients or parameters yet; use zero=0 "
                        "or zero=1",
                        zero_kind_name(l->zero));
-    out->has_precision = has_key(text, "precision");
+    out->has_precision = (given & (1u << LAYOUT_KEY_PRECISION)) != 0;
     out->prec = HW_PREC_DEFAULT;
     if (out->has_precision) {
         switch (l->prec) {
@@ -60,8 +43,8 @@ pl_status step_layout_resolve(const char *text, const gpt_config *cfg, int cuda,
         }
     }
     else l->prec = cuda ? PRECISION_TF32 : PRECISION_FP32; /* what the engine runs, so the text says it */
-    if (!has_key(text, "gbs")) l->global_batch = cfg->batch;
-    if (!has_key(text, "mbs")) {
+    if (!(given & (1u << LAYOUT_KEY_GBS))) l->global_batch = cfg->batch;
+    if (!(given & (1u << LAYOUT_KEY_MBS))) {
         if (l->global_batch % l->dp)
             return pl_fail(msg, len, PL_ERR_INVALID, "dp=%d does not divide the global batch of %d sequences", l->dp,
                            l->global_batch);

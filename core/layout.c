@@ -72,8 +72,13 @@ static char *trim(char *s) {
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
                                    "zero", "mbs", "gbs", "recompute", "precision", "stages"};
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
+_Static_assert(sizeof KEYS / sizeof KEYS[0] == LAYOUT_KEY_COUNT, "KEYS follows layout_key");
 
 pl_status layout_parse(const char *text, layout *out, char *msg, size_t len) {
+    return layout_parse_given(text, out, NULL, msg, len);
+}
+
+pl_status layout_parse_given(const char *text, layout *out, unsigned *given, char *msg, size_t len) {
     if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no layout given (e.g. tp=8,pp=4,dp=16,mbs=1,gbs=512)");
     size_t n = strlen(text);
     if (n > 16384) return pl_fail(msg, len, PL_ERR_INVALID, "layout text is too long (%zu bytes)", n);
@@ -201,6 +206,11 @@ pl_status layout_parse(const char *text, layout *out, char *msg, size_t len) {
         }
     }
     *out = *l;
+    if (given) {
+        *given = 0;
+        for (int k = 0; k < N_KEYS; k++)
+            if (seen[k]) *given |= 1u << k;
+    }
 out:
     free(l);
     free(buf);

@@ -94,6 +94,18 @@ void layout_default(layout *l);
  * see layout_validate. */
 pl_status layout_parse(const char *text, layout *out, char *msg, size_t len);
 
+/* The keys of the text form, in the order the parser knows them. */
+typedef enum {
+    LAYOUT_KEY_TP = 0, LAYOUT_KEY_SP, LAYOUT_KEY_CP, LAYOUT_KEY_PP, LAYOUT_KEY_VP, LAYOUT_KEY_DP,
+    LAYOUT_KEY_ZERO, LAYOUT_KEY_MBS, LAYOUT_KEY_GBS, LAYOUT_KEY_RECOMPUTE, LAYOUT_KEY_PRECISION, LAYOUT_KEY_STAGES,
+    LAYOUT_KEY_COUNT
+} layout_key;
+
+/* layout_parse, and *given (may be NULL) gets bit (1u << LAYOUT_KEY_x) for
+ * each key the text named, so a caller can tell a default from a value the
+ * user gave (set only on success). */
+pl_status layout_parse_given(const char *text, layout *out, unsigned *given, char *msg, size_t len);
+
 /* Write the canonical text form (every key, stages only when explicit).
  * Returns the length the full text needs, like snprintf. */
 int layout_format(const layout *l, char *buf, size_t len);

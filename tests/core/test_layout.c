@@ -232,3 +232,18 @@ Test(layout, rank_grid_matches_megatron_core_groups) {
     cr_assert_str_eq(zero_kind_name(ZERO_FSDP), "fsdp");
     cr_assert_str_eq(recompute_kind_name(RECOMPUTE_SELECTIVE), "selective");
 }
+
+/* layout_parse_given tells the keys the text named from the defaults */
+Test(layout, parse_given_names_the_keys_the_text_gave) {
+    layout l;
+    unsigned given = 123;
+    char msg[256] = "";
+    cr_assert_eq(layout_parse_given(" mbs = 2, precision=bf16,tp=2", &l, &given, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(given, (1u << LAYOUT_KEY_MBS) | (1u << LAYOUT_KEY_PRECISION) | (1u << LAYOUT_KEY_TP));
+    cr_assert_eq(l.micro_batch, 2);
+    cr_assert_eq(layout_parse_given("pp=2,stages=1/1,gbs=8", &l, &given, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(given, (1u << LAYOUT_KEY_PP) | (1u << LAYOUT_KEY_STAGES) | (1u << LAYOUT_KEY_GBS));
+    given = 7;
+    cr_assert_eq(layout_parse_given("tp=2,tp=2", &l, &given, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(given, 7u, "untouched on failure");
+}
