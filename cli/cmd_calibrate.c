@@ -3,7 +3,11 @@
  * on the engine, fits the simulator's parameters to them (GSL, log space)
  * on a training split, reports the accuracy on the held-out split before
  * and after, and stores the parameters so the simulator uses them.
+ * `placer calibrate --collectives` fits the layout simulator's collective
+ * model to a profile's measured collective curves instead (calib/coll_fit.h)
+ * and can write it as a collectives file (calib/coll_file.h).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -11,6 +15,8 @@
 #include <string.h>
 
 #include "calibrate.h"
+#include "coll_file.h"
+#include "coll_fit.h"
 #include "cli.h"
 #include "hw_timer.h"
 #include "placer_config.h"
@@ -20,7 +26,9 @@ static void calibrate_usage(FILE *f) {
     fprintf(f,
             "usage: placer calibrate --db FILE [--devices 0,1] [--count 60] [--seed N] [--holdout 0.3]\n"
             "                        [--steps 10] [--warmup 2] [--from-measurements] [--timer cuda|cpu|synthetic]\n"
-            "                        [--config NAME] [--no-save] [--graphs] [--fit NAMES]\n\n"
+            "                        [--config NAME] [--no-save] [--graphs] [--fit NAMES]\n"
+            "       placer calibrate --collectives --db FILE [--transport NAME] [--write FILE] [--json]\n"
+            "                        (the collective model; see placer calibrate --collectives --help)\n\n"
             "Times --count placements (random, single devices, contiguous pipelines, even layer splits;\n"
             "m in {1,2,4}, gpipe and 1f1b) on the engine and stores every timing; fits the simulator's\n"
             "parameters (launch overhead, transfer latency, contention, per-step cost, compute and transfer\n"
@@ -55,7 +63,216 @@ static void print_eval(const char *what, const calib_eval *e) {
            e->mem_max_ape);
 }
 
+/* ---- placer calibrate --collectives ------------------------------------- */
+
+static void collectives_usage(FILE *f) {
+    fprintf(f,
+            "usage: placer calibrate --collectives --db FILE [--transport NAME] [--write FILE] [--points] [--json]\n\n"
+            "Fits the layout simulator's collective model to the collective curves a profile holds\n"
+            "(placer profile --collectives N): per kind (all-reduce, all-gather, reduce-scatter)\n"
+            "    t(S, n) = base + steps(n) * alpha + frac(n) * S / busbw\n"
+            "(steps = 2(n-1) for all-reduce, n-1 for all-gather and reduce-scatter; frac = steps / n,\n"
+            "nccl-tests' bus factor), by least squares in relative error over every measured size and\n"
+            "rank count; base is held at 0 when one rank count was measured. Prints the constants with\n"
+            "their errors, the fit's relative error per kind and, as a held-out check, the error on the\n"
+            "odd sizes of a fit made on the even ones. The database is only read.\n\n"
+            "  --db FILE          profile database with collective curves\n"
+            "  --transport NAME   the curves of this transport (sockets, mpi, nccl; default: the only one)\n"
+            "  --write FILE       write the constants and the curves as a collectives file, which\n"
+            "                     placer layout --collectives-from FILE reads (docs/layouts.md)\n"
+            "  --points           also print every point: measured, fitted and held-out times\n"
+            "  --json             print the result as JSON\n");
+}
+
+static void json_num(double v) {
+    if (isfinite(v)) printf("%.6g", v);
+    else printf("null");
+}
+
+/* One kind's fit summary as a JSON object text (for --json and the file's "fit"). */
+static void kind_fit_json(const calib_coll_kind_fit *k, char *buf, size_t len) {
+    char h1[32] = "null", h2[32] = "null", e[3][32];
+    if (k->n_held > 0) {
+        snprintf(h1, sizeof h1, "%.6g", k->held_rms_rel);
+        snprintf(h2, sizeof h2, "%.6g", k->held_max_rel);
+    }
+    const double errs[3] = {k->base_err, k->alpha_err, k->busbw_err / 1e9};
+    for (int i = 0; i < 3; i++) {
+        if (isfinite(errs[i])) snprintf(e[i], sizeof e[i], "%.6g", errs[i]);
+        else snprintf(e[i], sizeof e[i], "null");
+    }
+    snprintf(buf, len,
+             "{\"points\": %d, \"ranks\": %d, \"base_fitted\": %s, \"base_err_us\": %s, \"alpha_err_us\": %s, "
+             "\"busbw_err_gb_s\": %s, \"rms_rel_err\": %.6g, \"max_rel_err\": %.6g, \"held_out_points\": %d, "
+             "\"held_out_rms_rel_err\": %s, \"held_out_max_rel_err\": %s}",
+             k->n_points, k->n_ranks, k->base_fitted ? "true" : "false", e[0], e[1], e[2], k->rms_rel, k->max_rel,
+             k->n_held, h1, h2);
+}
+
+static int calibrate_collectives(int argc, char **argv) {
+    const char *db_path = NULL, *transport = NULL, *write_path = NULL;
+    int json = 0, points = 0;
+    static const struct option opts[] = {{"collectives", no_argument, 0, 'C'}, {"db", required_argument, 0, 'd'},
+                                         {"transport", required_argument, 0, 'T'},
+                                         {"write", required_argument, 0, 'W'}, {"points", no_argument, 0, 'p'},
+                                         {"json", no_argument, 0, 'j'},        {"help", no_argument, 0, 'h'},
+                                         {0, 0, 0, 0}};
+    optind = 1;
+    opterr = 0;
+    int c;
+    while ((c = getopt_long(argc, argv, "Cd:T:W:pjh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'C': break;
+        case 'd': db_path = optarg; break;
+        case 'T': transport = optarg; break;
+        case 'W': write_path = optarg; break;
+        case 'p': points = 1; break;
+        case 'j': json = 1; break;
+        case 'h': collectives_usage(stdout); return CLI_EXIT_OK;
+        default:
+            return cli_usage_error("calibrate",
+                                   "unknown or incomplete option '%s' for --collectives; see placer calibrate "
+                                   "--collectives --help",
+                                   argv[optind - 1]);
+        }
+    }
+    if (optind < argc)
+        return cli_usage_error("calibrate", "unexpected argument '%s'; see placer calibrate --collectives --help",
+                               argv[optind]);
+    if (!db_path) return cli_usage_error("calibrate", "--db FILE is required");
+    char msg[512] = "";
+    profile_db *db = NULL;
+    pl_status st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("calibrate", st, msg);
+    coll_measured *m = calloc(1, sizeof *m);
+    calib_coll_fit_result r;
+    memset(&r, 0, sizeof r);
+    int rc = CLI_EXIT_OK;
+    FILE *wf = NULL;
+    if (!m) {
+        rc = cli_report("calibrate", PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    if ((st = calib_coll_fit_db(db, transport, m, &r, msg, sizeof msg)) != PL_OK) {
+        char m2[sizeof msg + 64];
+        snprintf(m2, sizeof m2, "%s: %s", db_path, msg);
+        rc = cli_report("calibrate", st, m2);
+        goto out;
+    }
+    char fits[COLL_KIND_COUNT][512];
+    const char *fitp[COLL_KIND_COUNT];
+    for (int k = 0; k < COLL_KIND_COUNT; k++) {
+        fitp[k] = NULL;
+        if (r.kind[k].n_points == 0) continue;
+        kind_fit_json(&r.kind[k], fits[k], sizeof fits[k]);
+        fitp[k] = fits[k];
+    }
+    if (write_path) {
+        wf = fopen(write_path, "w");
+        if (!wf) {
+            rc = cli_usage_error("calibrate", "cannot write '%s': %s", write_path, strerror(errno));
+            goto out;
+        }
+        st = coll_file_write(wf, m, fitp);
+        if (fclose(wf) != 0 && st == PL_OK) st = PL_ERR_IO;
+        wf = NULL;
+        if (st != PL_OK) {
+            rc = cli_report("calibrate", st, "writing the collectives file failed");
+            goto out;
+        }
+    }
+    if (json) {
+        printf("{\"db\": \"");
+        for (const char *s = db_path; *s; s++) {
+            if (*s == '"' || *s == '\\') putchar('\\');
+            if ((unsigned char)*s >= 0x20) putchar(*s);
+        }
+        printf("\", \"transport\": \"%s\", \"points\": %d,\n \"model\": \"t = base_us + steps(n) * alpha_us + "
+               "frac(n) * bytes / busbw\",\n \"kinds\": {",
+               r.transport, r.n_points);
+        int first = 1;
+        for (int k = 0; k < COLL_KIND_COUNT; k++) {
+            if (!fitp[k]) continue;
+            const coll_ab *a = &r.kind[k].ab;
+            printf("%s\n  \"%s\": {\"base_us\": %.6g, \"alpha_us\": %.6g, \"busbw_gb_s\": %.6g, \"fit\": %s}",
+                   first ? "" : ",", coll_file_kind_name((coll_kind)k), a->base_us, a->alpha_us, a->busbw / 1e9,
+                   fitp[k]);
+            first = 0;
+        }
+        printf("\n },\n \"per_point\": [");
+        for (int i = 0; i < r.n_points; i++) {
+            const calib_coll_point_fit *q = &r.points[i];
+            printf("%s\n  {\"kind\": \"%s\", \"ranks\": %d, \"bytes\": %.17g, \"us\": %.6g, \"iqr_us\": ", i ? "," : "",
+                   coll_file_kind_name(q->kind), q->ranks, q->bytes, q->us);
+            json_num(q->spread_us);
+            printf(", \"fit_us\": %.6g, \"rel_err\": %.6g, \"held_out\": %s, \"held_out_fit_us\": ", q->fit_us,
+                   q->rel_err, q->held_out ? "true" : "false");
+            json_num(q->held_us);
+            printf(", \"held_out_rel_err\": ");
+            json_num(q->held_rel_err);
+            printf("}");
+        }
+        printf("\n ]%s%s%s}\n", write_path ? ", \"written\": \"" : "", write_path ? write_path : "",
+               write_path ? "\"" : "");
+        goto out;
+    }
+    printf("calibrate --collectives: %s\n", m->source);
+    printf("model: t(S, n) = base + steps(n) * alpha + frac(n) * S / busbw  (steps 2(n-1) all-reduce, n-1 "
+           "all-gather / reduce-scatter; frac = steps / n)\n\n");
+    printf("  %-15s %6s %5s %15s %17s %19s %8s %8s   %s\n", "kind", "points", "ranks", "base us", "alpha us",
+           "busbw GB/s", "rms err", "max err", "held out: odd sizes of a fit on the even ones (rms / max)");
+    for (int k = 0; k < COLL_KIND_COUNT; k++) {
+        const calib_coll_kind_fit *kf = &r.kind[k];
+        if (kf->n_points == 0) continue;
+        char base[32], alpha[32], bw[40], held[64] = "n/a (curves of fewer than 3 sizes)", ranks[48] = "";
+        for (int i = 0, last = -1; i < r.n_points; i++) /* points are sorted by kind, ranks, bytes */
+            if (r.points[i].kind == (coll_kind)k && r.points[i].ranks != last) {
+                last = r.points[i].ranks;
+                size_t l = strlen(ranks);
+                snprintf(ranks + l, sizeof ranks - l, "%s%d", l ? "," : "", last);
+            }
+        if (kf->base_fitted && isfinite(kf->base_err)) snprintf(base, sizeof base, "%.2f +- %.2f", kf->ab.base_us, kf->base_err);
+        else if (kf->base_fitted) snprintf(base, sizeof base, "%.2f", kf->ab.base_us);
+        else snprintf(base, sizeof base, "0 (held)");
+        if (isfinite(kf->alpha_err)) snprintf(alpha, sizeof alpha, "%.3f +- %.3f", kf->ab.alpha_us, kf->alpha_err);
+        else snprintf(alpha, sizeof alpha, "%.3f", kf->ab.alpha_us);
+        if (isfinite(kf->busbw_err)) snprintf(bw, sizeof bw, "%.4g +- %.2g", kf->ab.busbw / 1e9, kf->busbw_err / 1e9);
+        else snprintf(bw, sizeof bw, "%.4g", kf->ab.busbw / 1e9);
+        if (kf->n_held > 0)
+            snprintf(held, sizeof held, "%.1f%% / %.1f%% (%d points)", 100 * kf->held_rms_rel, 100 * kf->held_max_rel,
+                     kf->n_held);
+        printf("  %-15s %6d %5s %15s %17s %19s %7.1f%% %7.1f%%   %s\n", coll_file_kind_name((coll_kind)k), kf->n_points,
+               ranks, base, alpha, bw, 100 * kf->rms_rel, 100 * kf->max_rel, held);
+    }
+    if (points) {
+        printf("\n  %-15s %5s %12s %12s %10s %12s %8s %12s %8s\n", "kind", "ranks", "bytes", "measured us", "iqr us",
+               "fitted us", "err", "held-out us", "err");
+        for (int i = 0; i < r.n_points; i++) {
+            const calib_coll_point_fit *q = &r.points[i];
+            char hu[24] = "(fitted on)", he[16] = "";
+            if (q->held_out && isfinite(q->held_us)) {
+                snprintf(hu, sizeof hu, "%.2f", q->held_us);
+                snprintf(he, sizeof he, "%+.1f%%", 100 * q->held_rel_err);
+            } else if (q->held_out) {
+                snprintf(hu, sizeof hu, "-");
+            }
+            printf("  %-15s %5d %12.0f %12.2f %10.2f %12.2f %+7.1f%% %12s %8s\n", coll_file_kind_name(q->kind),
+                   q->ranks, q->bytes, q->us, q->spread_us, q->fit_us, 100 * q->rel_err, hu, he);
+        }
+    }
+    if (write_path)
+        printf("\nwritten: %s (placer layout --collectives-from %s uses it)\n", write_path, write_path);
+out:
+    if (wf) fclose(wf);
+    calib_coll_fit_free(&r);
+    free(m);
+    profile_db_close(db);
+    return rc;
+}
+
 int cmd_calibrate(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--collectives")) return calibrate_collectives(argc, argv);
     const char *db_path = NULL, *devices = NULL, *timer_kind = PLACER_HAVE_CUDA ? "cuda" : NULL, *config = NULL;
     calib_calibrate_options o;
     calib_calibrate_options_default(&o);

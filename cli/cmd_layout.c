@@ -11,6 +11,13 @@
  * unknown or malformed model or cluster, a layout that does not parse or
  * cannot run on the model and cluster (layout_validate's reasons), a bad
  * --gpus, --seq or --flops: one line on stderr, exit 2.
+ *
+ * --collectives-from F takes the collective times of groups inside one
+ * node from a machine's measurements (sim/coll_measured.h): F is a
+ * collectives file (calib/coll_file.h, from placer calibrate --collectives
+ * --write) or a profile database with collective curves, fitted on the spot
+ * (calib/coll_fit.h); --measured-curves interpolates the measured curves
+ * themselves where a group's size matches one.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +26,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "coll_file.h"
+#include "coll_fit.h"
 #include "cluster.h"
 #include "cluster_file.h"
 #include "graph.h"
@@ -46,7 +55,16 @@ static void layout_usage(FILE *f) {
             "  --seq S         sequence length (default: the model's)\n"
             "  --flops F       model (default: no recomputation, PaLM's MFU sense) or hardware\n"
             "                  (with recomputation) for the TFLOP/s headline\n"
-            "  --explain       print each collective's algorithm, bytes, algbw, busbw and link\n"
+            "  --collectives-from F  collective times of groups inside one node from measurements:\n"
+            "                  F a collectives file (placer calibrate --collectives --write F) or a\n"
+            "                  profile database with collective curves (fitted here); groups that\n"
+            "                  span nodes keep the cluster's model\n"
+            "  --measured-curves  with --collectives-from: a group whose size matches a measured\n"
+            "                  curve takes its time from the curve (log-log between measured sizes,\n"
+            "                  the fitted model beyond them); else the fitted model\n"
+            "  --explain       print each collective's algorithm, bytes, algbw, busbw and link, and\n"
+            "                  whether its time came from the cluster model, the fitted model or a\n"
+            "                  measured curve\n"
             "  --trace FILE    write a Chrome trace of one pipeline replica (Perfetto)\n"
             "  --json          print the result as JSON\n\n"
             "Exit status: 0 ok (an OOM verdict is a result), 1 runtime failure, 2 bad input.\n");
@@ -110,6 +128,8 @@ typedef struct {
 static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {
     fprintf(f, "    \"%s\": {\"algo\": ", key);
     json_string(f, e->algo ? e->algo : "none");
+    fprintf(f, ", \"source\": ");
+    json_string(f, e->source ? e->source : "model");
     fprintf(f,
             ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
             "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f}%s\n",
@@ -117,11 +137,37 @@ static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, in
             e->busbw / 1e9, e->link_bw / 1e9, e->latency_us, last ? "" : ",");
 }
 
+/* --collectives-from: a profile database (by its SQLite header) is fitted
+ * here, anything else is read as a collectives file. */
+static pl_status load_collectives(const char *path, coll_measured *m, char *msg, size_t len) {
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read collectives '%s': %s",
+                       path, strerror(errno));
+    char head[16] = {0};
+    size_t got = fread(head, 1, sizeof head, f);
+    fclose(f);
+    if (got < sizeof head || memcmp(head, "SQLite format 3", sizeof head) != 0) return coll_file_load(path, m, msg, len);
+    profile_db *db = NULL;
+    char m2[400] = "";
+    pl_status st = profile_db_open(path, PROFILE_DB_READ, &db, m2, sizeof m2);
+    if (st == PL_OK) {
+        calib_coll_fit_result r;
+        st = calib_coll_fit_db(db, NULL, m, &r, m2, sizeof m2);
+        if (st == PL_OK) calib_coll_fit_free(&r);
+    }
+    profile_db_close(db);
+    if (st != PL_OK) return pl_fail(msg, len, st, "collectives from %s: %s", path, m2);
+    return PL_OK;
+}
+
 int cmd_layout(int argc, char **argv) {
     const char *model_text = NULL, *cluster_text = NULL, *layout_text = NULL, *gpus_text = NULL;
     const char *seq_text = NULL, *flops_text = "model", *trace_path = NULL;
-    int json = 0, explain = 0;
+    const char *coll_path = NULL;
+    int json = 0, explain = 0, curves = 0;
     static const struct option opts[] = {
+        {"collectives-from", required_argument, 0, 'C'}, {"measured-curves", no_argument, 0, 'M'},
         {"model", required_argument, 0, 'm'},   {"cluster", required_argument, 0, 'c'},
         {"layout", required_argument, 0, 'l'},  {"gpus", required_argument, 0, 'g'},
         {"seq", required_argument, 0, 's'},     {"flops", required_argument, 0, 'f'},
@@ -131,7 +177,7 @@ int cmd_layout(int argc, char **argv) {
     optind = 1;
     opterr = 0;
     int ch;
-    while ((ch = getopt_long(argc, argv, "m:c:l:g:s:f:t:ejh", opts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "m:c:l:g:s:f:t:ejhC:M", opts, NULL)) != -1) {
         switch (ch) {
         case 'm': model_text = optarg; break;
         case 'c': cluster_text = optarg; break;
@@ -141,6 +187,8 @@ int cmd_layout(int argc, char **argv) {
         case 'f': flops_text = optarg; break;
         case 't': trace_path = optarg; break;
         case 'e': explain = 1; break;
+        case 'C': coll_path = optarg; break;
+        case 'M': curves = 1; break;
         case 'j': json = 1; break;
         case 'h': layout_usage(stdout); return CLI_EXIT_OK;
         default:
@@ -153,6 +201,8 @@ int cmd_layout(int argc, char **argv) {
     if (!model_text) return cli_usage_error(CMD, "no model: pass --model FILE or a preset (default, gpt12, ...)");
     if (!cluster_text) return cli_usage_error(CMD, "no cluster: pass --cluster NAME or FILE");
     if (!layout_text) return cli_usage_error(CMD, "no layout: pass --layout tp=..,pp=..,dp=..,mbs=..,gbs=..");
+    if (curves && !coll_path)
+        return cli_usage_error(CMD, "--measured-curves needs --collectives-from FILE (the curves to read)");
     int hw_flops = 0;
     if (!strcmp(flops_text, "hardware")) hw_flops = 1;
     else if (strcmp(flops_text, "model") != 0)
@@ -193,7 +243,17 @@ int cmd_layout(int argc, char **argv) {
     int rc = CLI_EXIT_FAIL;
     layout_sim *sim = NULL;
     FILE *tf = NULL;
-    st = layout_sim_create(&cfg, &lay, &clu, &sim, msg, sizeof msg);
+    coll_measured *meas = NULL;
+    if (coll_path) {
+        meas = calloc(1, sizeof *meas);
+        if (!meas) return cli_report(CMD, PL_ERR_NOMEM, "out of memory");
+        if ((st = load_collectives(coll_path, meas, msg, sizeof msg)) != PL_OK) {
+            rc = cli_report(CMD, st == PL_ERR_IO ? st : PL_ERR_INVALID, msg);
+            goto out;
+        }
+        meas->use_curves = curves;
+    }
+    st = layout_sim_create_measured(&cfg, &lay, &clu, meas, &sim, msg, sizeof msg);
     if (st != PL_OK) {
         rc = st == PL_ERR_INVALID ? cli_usage_error(CMD, "layout: %s", msg) : cli_report(CMD, st, msg);
         goto out;
@@ -266,7 +326,13 @@ int cmd_layout(int argc, char **argv) {
         print_coll_json(stdout, "dp_allgather", &r.dp_allgather, 1);
         printf("  },\n  \"pp_send\": {\"time_us\": %.3f, \"bytes\": %.0f, \"link\": \"%s\"},\n", r.pp_send_us,
                r.pp_send_bytes, pp_link);
-        printf("  \"dp_buckets\": %d\n}\n", r.dp_buckets);
+        int n_model, n_fitted, n_measured;
+        layout_sim_coll_sources(sim, &n_model, &n_fitted, &n_measured);
+        printf("  \"collective_sources\": {\"model\": %d, \"fitted\": %d, \"measured\": %d, \"from\": ", n_model,
+               n_fitted, n_measured);
+        if (meas) json_string(stdout, meas->source);
+        else printf("null");
+        printf("},\n  \"dp_buckets\": %d\n}\n", r.dp_buckets);
         rc = CLI_EXIT_OK;
         goto out;
     }
@@ -320,19 +386,31 @@ int cmd_layout(int argc, char **argv) {
             if (i == 1 && !(lay.sp && lay.tp > 1)) continue;
             if (i == 2 && lay.sp && lay.tp > 1) continue;
             if (i == 5 && lay.zero == ZERO_NONE) continue;
+            const char *src = e->source ? e->source : "model";
             printf("  %s\n    %s over %d ranks (%d nodes, %d pods): %.1f MB in %.3f ms; algbw %.1f GB/s, busbw %.1f "
-                   "GB/s, slowest link %.1f GB/s, latency %.1f us\n",
+                   "GB/s, %s %.1f GB/s, latency %.1f us; from %s\n",
                    ex[i].what, e->algo, e->n_ranks, e->n_nodes, e->n_pods, e->algbw * e->time_us * 1e-6 / 1e6,
-                   e->time_us / 1e3, e->algbw / 1e9, e->busbw / 1e9, e->link_bw / 1e9, e->latency_us);
+                   e->time_us / 1e3, e->algbw / 1e9, e->busbw / 1e9,
+                   strcmp(src, "model") ? "fitted busbw" : "slowest link", e->link_bw / 1e9, e->latency_us,
+                   !strcmp(src, "measured") ? "a measured curve"
+                   : !strcmp(src, "fitted") ? "the model fitted to measured curves"
+                                            : "the cluster model");
         }
         if (lay.pp > 1)
             printf("  pipeline send stage 0 -> 1 (GPU %lld -> %lld, %s): %.1f MB in %.3f ms\n", (long long)r0,
                    (long long)r1, pp_link, r.pp_send_bytes / 1e6, r.pp_send_us / 1e3);
         if (lay.dp > 1) printf("  gradient buckets on the critical stage: %d per step\n", r.dp_buckets);
+        int n_model, n_fitted, n_measured;
+        layout_sim_coll_sources(sim, &n_model, &n_fitted, &n_measured);
+        printf("  collective times computed: %d from measured curves, %d from the fitted model, %d from the cluster "
+               "model%s\n",
+               n_measured, n_fitted, n_model, meas ? "" : " (no --collectives-from)");
+        if (meas) printf("  measurements: %s\n", meas->source);
     }
     rc = CLI_EXIT_OK;
 out:
     if (tf) fclose(tf);
     layout_sim_destroy(sim);
+    free(meas);
     return rc;
 }

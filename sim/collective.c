@@ -135,6 +135,7 @@ static void finish(coll_estimate *e, coll_kind k, double bytes, double time_us, 
     e->latency_us = lat_us;
     e->link_bw = link_bw;
     e->algo = algo;
+    e->source = "model";
     e->n_ranks = s->n;
     e->n_nodes = s->n_nodes;
     e->n_pods = s->n_pods;

@@ -50,6 +50,8 @@ typedef struct {
     int n_ranks;          /* group size */
     int n_nodes;          /* nodes the group spans */
     int n_pods;           /* pods the group spans */
+    const char *source;   /* where time_us came from: "model" (the cluster's figures, here),
+                             "measured" or "fitted" (sim/coll_measured.h); static */
 } coll_estimate;
 
 /* "all-reduce", "all-gather", "reduce-scatter". Static. */

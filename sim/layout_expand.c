@@ -83,15 +83,35 @@ void layout_sim_destroy(layout_sim *s) {
 
 #define LS_ALLOC(ptr, count) (((ptr) = calloc((size_t)(count) > 0 ? (size_t)(count) : 1, sizeof *(ptr))) == NULL)
 
+/* Collective k over a group: the cluster model, or the measured
+ * collectives where s has them (coll_measured.h); counted by source. */
+static pl_status sim_coll(layout_sim *s, coll_kind k, const int64_t *ranks, int n, double bytes, coll_estimate *e) {
+    pl_status st = coll_time_measured(s->c, s->meas, k, ranks, n, bytes, e);
+    if (st == PL_OK && n > 1)
+        s->n_coll_src[!strcmp(e->source, "measured") ? 2 : !strcmp(e->source, "fitted") ? 1 : 0]++;
+    return st;
+}
+
 /* Collective k over dimension d's group of rank r (0 when the group has one member). */
-static pl_status group_coll(const layout_sim *s, int64_t rank, layout_dim d, coll_kind k, double bytes, int64_t *buf,
+static pl_status group_coll(layout_sim *s, int64_t rank, layout_dim d, coll_kind k, double bytes, int64_t *buf,
                             coll_estimate *e) {
     const int n = layout_group_ranks(s->l, rank, d, buf);
-    return coll_time(s->c, k, buf, n, bytes, e);
+    return sim_coll(s, k, buf, n, bytes, e);
+}
+
+void layout_sim_coll_sources(const layout_sim *s, int *model, int *fitted, int *measured) {
+    *model = s ? s->n_coll_src[0] : 0;
+    *fitted = s ? s->n_coll_src[1] : 0;
+    *measured = s ? s->n_coll_src[2] : 0;
 }
 
 pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out, char *msg,
                             size_t len) {
+    return layout_sim_create_measured(cfg, l, c, NULL, out, msg, len);
+}
+
+pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, const cluster *c,
+                                     const coll_measured *meas, layout_sim **out, char *msg, size_t len) {
     if (!out) return PL_ERR_INVALID;
     *out = NULL;
     if (!cfg || !l || !c) {
@@ -101,6 +121,10 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
     char m2[256];
     if (cluster_validate(c, m2, sizeof m2) != PL_OK) {
         ls_msg(msg, len, "cluster %s: %s", c->name, m2);
+        return PL_ERR_INVALID;
+    }
+    if (meas && coll_measured_validate(meas, m2, sizeof m2) != PL_OK) {
+        ls_msg(msg, len, "measured collectives: %s", m2);
         return PL_ERR_INVALID;
     }
     if (layout_validate(l, cfg, cluster_n_gpus(c), m2, sizeof m2) != PL_OK) {
@@ -116,6 +140,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
     if (!s) return PL_ERR_NOMEM;
     s->cfg = cfg;
     s->l = l;
+    s->meas = meas;
     /* A one-node cluster may have no network at all (h200x2: nics 0); the
      * cost model asks for one even for groups inside the node, so give it
      * the node's own fabric, which no transfer can then use. */
@@ -247,7 +272,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
     if (cfg->tied && pp > 1) {
         int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
         coll_estimate e;
-        if ((st = coll_time(c, COLL_ALL_REDUCE, two, 2,
+        if ((st = sim_coll(s, COLL_ALL_REDUCE, two, 2,
                             (double)gpt_vocab_padded(cfg) * cfg->d_model / l->tp * 4.0, &e)) != PL_OK)
             goto coll_fail;
         s->emb_ar_us = e.time_us;

@@ -51,6 +51,8 @@ struct layout_sim {
     const layout *l;
     const cluster *c;           /* &cl */
     cluster cl;                 /* the caller's cluster, copied (see layout_sim_create) */
+    const coll_measured *meas;  /* measured collectives (borrowed) or NULL: the cluster model only */
+    int n_coll_src[3];          /* collective times computed, by source: model, fitted, measured */
     int pp, vp, K, m;
     int *chunk_layers;          /* [K] */
     int *stage_layers;          /* [pp] */

@@ -29,6 +29,7 @@
 #include <stdio.h>
 
 #include "cluster.h"
+#include "coll_measured.h"
 #include "collective.h"
 #include "compute_model.h"
 #include "graph.h"
@@ -117,7 +118,19 @@ typedef struct layout_sim layout_sim;
  * (layout_validate); PL_ERR_INVALID with a message on failure. */
 pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out,
                             char *msg, size_t len);
+
+/* The same with collective times from measured curves or their fitted
+ * model where meas has them (sim/coll_measured.h: groups inside one node);
+ * meas NULL is layout_sim_create. meas is borrowed, must outlive s, and
+ * must pass coll_measured_validate (PL_ERR_INVALID otherwise). */
+pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, const cluster *c,
+                                     const coll_measured *meas, layout_sim **out, char *msg, size_t len);
 void layout_sim_destroy(layout_sim *s);
+
+/* How many collective times s computed (at create and for the buckets of
+ * its runs so far), by where each came from: the cluster model, the fitted
+ * model of measured curves, or a measured curve. s may be NULL (zeros). */
+void layout_sim_coll_sources(const layout_sim *s, int *model, int *fitted, int *measured);
 
 /* Simulate one step. prm NULL: defaults. trace != 0 records events for
  * layout_sim_write_chrome_trace. An OOM is a result, not an error. */
