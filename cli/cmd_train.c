@@ -40,7 +40,8 @@ static void train_usage(FILE *f) {
             "                    [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
             "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
             "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n"
-            "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16] [--pipe-prior 0]\n\n"
+            "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16] [--pipe-prior 0]\n"
+            "                    [--pipe-devices all|estimate] [--pipe-anneal] [--lr-decay 0] [--entropy-decay 0]\n\n"
             "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE (or PPO) against\n"
             "the simulator, optionally with a grouper learned jointly (Mirhoseini et al. 2018, EAGLE).\n"
             "Each update samples K placements, simulates them in parallel, and takes\n"
@@ -76,6 +77,13 @@ static void train_usage(FILE *f) {
             "                  placer prefers D consecutive stages on devices 0..D-1 in unit order,\n"
             "                  sized by each device's speed in the profile; learned/eagle: the\n"
             "                  grouper's chunks are of equal work (profiled time), not node count\n"
+            "  --pipe-devices  which devices the pipeline prior gives a stage: all (default) or\n"
+            "                  estimate (devices of differing speeds: the fastest 1, 2, ... device\n"
+            "                  types, whichever the DP's estimate of the prior's own split prefers;\n"
+            "                  no simulation; one device type: all). Printed with the run\n"
+            "  --pipe-anneal   the pipeline prior's strength falls linearly to 0 over the updates\n"
+            "  --lr-decay F    Adam's step size falls linearly to (1-F) lr over the updates (0..1)\n"
+            "  --entropy-decay F  the entropy bonus likewise (0..1; default 0 = constant)\n"
             "  --micro-batches, --schedule   pipeline schedule (default 1, gpipe)\n"
             "  --mem-cap       per-device cap: bytes (16GB, 512MiB) or a fraction (50%%, 0.5)\n"
             "  --devices       use only the profile's first N devices\n"
@@ -136,6 +144,8 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"ppo-clip", required_argument, 0, 'P'},     {"n-groups", required_argument, 0, 'G'},
         {"group-prior", required_argument, 0, 'R'},  {"link-hidden", required_argument, 0, 'I'},
         {"pipe-prior", required_argument, 0, 'Q'},
+        {"pipe-devices", required_argument, 0, 'V'}, {"pipe-anneal", no_argument, 0, 'N'},
+        {"lr-decay", required_argument, 0, 'Y'},     {"entropy-decay", required_argument, 0, 'Z'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -196,6 +206,15 @@ static int parse_args(int argc, char **argv, train_args *a) {
         case 'G': if (parse_long("--n-groups", optarg, 1, 4096, &v)) return -1; a->ro.n_groups = (int)v; break;
         case 'R': if (parse_double("--group-prior", optarg, 0, 100, &a->ro.group_prior)) return -1; break;
         case 'Q': if (parse_double("--pipe-prior", optarg, 0, 100, &a->ro.pipe_prior)) return -1; break;
+        case 'V':
+            if (reinforce_parse_pipe_devices(optarg, &a->ro.pipe_devices, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            break;
+        case 'N': a->ro.pipe_anneal = 1; break;
+        case 'Y': if (parse_double("--lr-decay", optarg, 0, 1, &a->ro.lr_decay)) return -1; break;
+        case 'Z': if (parse_double("--entropy-decay", optarg, 0, 1, &a->ro.entropy_decay)) return -1; break;
         case 'I': if (parse_long("--link-hidden", optarg, 1, 1024, &v)) return -1; a->ro.link_hidden = (int)v; break;
         case 'u': a->so.calibrated = 0; break;
         case 'h': return 1;
@@ -221,9 +240,17 @@ static void defaults(train_args *a) {
 /* The canonical arguments stored with a run (everything but --db, --resume
  * and --threads), from which a resume rebuilds the same problem. */
 static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf, size_t len) {
-    char devs[32] = "", pipe[48] = "";
+    char devs[32] = "", pipe[192] = "";
     if (a->so.devices > 0) snprintf(devs, sizeof devs, " --devices %d", a->so.devices);
-    if (a->ro.pipe_prior > 0) snprintf(pipe, sizeof pipe, " --pipe-prior %.17g", a->ro.pipe_prior);
+    size_t pn = 0;
+    if (a->ro.pipe_prior > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-prior %.17g", a->ro.pipe_prior);
+    if (a->ro.pipe_devices != PIPE_DEVICES_ALL)
+        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-devices %s",
+                               reinforce_pipe_devices_name(a->ro.pipe_devices));
+    if (a->ro.pipe_anneal) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-anneal");
+    if (a->ro.lr_decay > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --lr-decay %.17g", a->ro.lr_decay);
+    if (a->ro.entropy_decay > 0)
+        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --entropy-decay %.17g", a->ro.entropy_decay);
     snprintf(buf, len,
              "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s --groups %s "
              "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
@@ -381,9 +408,25 @@ int cmd_train(int argc, char **argv) {
            grouping_mode_name(ss->gr->mode), a.so.micro_batches, schedule_order_name(a.so.order), capbuf,
            ss->n_sim_params ? "calibrated" : "neutral");
     const reinforce_options *ro = reinforce_get_options(r);
-    printf("updates %d (from %d), samples %d, %s, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n\n",
+    printf("updates %d (from %d), samples %d, %s, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n",
            ro->updates, start_update, ro->samples, reinforce_algo_name(ro->algo), reinforce_baseline_name(ro->baseline),
            ro->entropy, ro->lr, (unsigned long long)ro->seed, ro->stay);
+    if (ro->lr_decay > 0 || ro->entropy_decay > 0)
+        printf("lr falls to %g and entropy to %g by the last update\n", ro->lr * (1 - ro->lr_decay),
+               ro->entropy * (1 - ro->entropy_decay));
+    if (ro->pipe_prior > 0) {
+        int mask[64];
+        printf("pipeline prior %g%s, devices %s: stages on", ro->pipe_prior, ro->pipe_anneal ? " falling to 0" : "",
+               reinforce_pipe_devices_name(ro->pipe_devices));
+        const int nd = policy_devices(policy_evaluator_problem(ss->ev));
+        if (nd <= 64) {
+            reinforce_pipe_stage_devices(r, mask);
+            for (int d = 0; d < nd; d++)
+                if (mask[d]) printf(" %d", d);
+        }
+        printf("\n");
+    }
+    printf("\n");
     fflush(stdout);
 
     struct sigaction sa, old_int, old_term;

@@ -123,9 +123,10 @@ pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights) {
     if (D > PN_MAX_PIPE_DEVICES) return PL_ERR_INVALID;
     double sum = 0;
     for (int d = 0; d < D; d++) {
-        if (!(weights[d] > 0) || !isfinite(weights[d])) return PL_ERR_INVALID;
+        if (!(weights[d] >= 0) || !isfinite(weights[d])) return PL_ERR_INVALID;
         sum += weights[d];
     }
+    if (!(sum > 0)) return PL_ERR_INVALID;
     for (int d = 0; d < D; d++) net->pipe_share[d] = weights[d] / sum;
     return PL_OK;
 }
@@ -268,14 +269,20 @@ pl_status placer_net_forward(const placer_net *net, placer_acts *acts, const dou
              * the clip's backward */
             double *zp = acts->dlogits + (size_t)t * B * D;
             const double x = ((double)t + 0.5) / (double)T;
-            double c = 0;
+            double c = 0, umax = 0;
             for (int d = 0; d < D; d++) {
                 const double sd = D <= PN_MAX_PIPE_DEVICES ? net->pipe_share[d] : 1.0 / D;
+                if (!(sd > 0)) continue; /* a device without a stage: below, once umax is known */
                 const double u = (x - c - 0.5 * sd) / sd;
                 c += sd;
+                if (u * u > umax) umax = u * u;
                 for (int b = 0; b < B; b++)
                     zp[(size_t)b * D + d] = logits[(size_t)b * D + d] - net->cfg.pipe * u * u;
             }
+            for (int d = 0; d < D && d < PN_MAX_PIPE_DEVICES; d++)
+                if (!(net->pipe_share[d] > 0))
+                    for (int b = 0; b < B; b++)
+                        zp[(size_t)b * D + d] = logits[(size_t)b * D + d] - net->cfg.pipe * (umax + 1.0);
             softmax_forward(probs, zp, B, D);
         } else {
             softmax_forward(probs, logits, B, D);

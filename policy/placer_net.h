@@ -34,7 +34,10 @@
  * prefers contiguous chunks). Equal shares (the default) give
  * -k (x_t D - d - 1/2)^2; the trainer sets the shares to the devices'
  * speeds (placer_net_set_pipe_shares), so a slow device starts with a
- * short stage. The prior has no parameters and leaves every gradient
+ * short stage. A device of share 0 has no stage: its prior at unit t is
+ * -k (1 + max_d u_d^2) over the devices d with a share (u_d the bracket
+ * above), below every device that has one, so the first policy leaves it
+ * out (the trainer's pipe_devices rule, reinforce.h). The prior has no parameters and leaves every gradient
  * formula as it is (the softmax's gradient with respect to its input is
  * the same for a shifted input).
  *
@@ -107,9 +110,10 @@ placer_net_config placer_net_default_config(int n_features, int n_devices);
  * non-positive sizes, PL_ERR_NOMEM. */
 pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_net **out);
 
-/* Set the pipeline prior's shares from n_devices positive weights (scaled
- * to sum to 1). Returns PL_ERR_INVALID, leaving the shares as they were,
- * when a weight is not finite and positive or there are more than
+/* Set the pipeline prior's shares from n_devices non-negative weights
+ * (scaled to sum to 1; a weight 0 gives that device no stage). Returns
+ * PL_ERR_INVALID, leaving the shares as they were, when a weight is
+ * negative or not finite, all are 0, or there are more than
  * PN_MAX_PIPE_DEVICES devices. */
 pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights);
 void placer_net_destroy(placer_net *net);

@@ -21,7 +21,7 @@
 #include "placement.h"
 
 #define BLOB_MAGIC 0x4c524c50u /* "PLRL" */
-#define BLOB_VERSION 3u /* 2 adds blob_ext after the header, 3 blob_ext3 after it; 1 and 2 are still read */
+#define BLOB_VERSION 4u /* 2 adds blob_ext after the header, 3 blob_ext3, 4 blob_ext4; 1..3 are still read */
 
 struct reinforce {
     policy_evaluator *ev;     /* borrowed */
@@ -48,6 +48,7 @@ struct reinforce {
     policy_eval *res;         /* K */
     double *cost, *adv;       /* K */
     double *logp_old, *logp_new, *w; /* K: PPO's log-probabilities and per-sample weights */
+    double entropy_now;       /* the entropy bonus of this update (entropy_decay) */
     /* learned grouping (opt.grouper != GROUPER_NONE; the problem's units are then its nodes) */
     grouper_net *gnet;        /* the grouper (and EAGLE's link) */
     adam_state *gadam;        /* its optimiser */
@@ -87,6 +88,20 @@ void reinforce_options_default(reinforce_options *o) {
     o->link_hidden = 16;
     o->group_prior = 2.0;
     o->pipe_prior = 0.0;
+    o->pipe_devices = PIPE_DEVICES_ALL;
+    o->pipe_anneal = 0;
+    o->lr_decay = 0.0;
+    o->entropy_decay = 0.0;
+}
+
+pl_status reinforce_parse_pipe_devices(const char *text, reinforce_pipe_devices *out, char *msg, size_t len) {
+    if (text && !strcmp(text, "all")) { *out = PIPE_DEVICES_ALL; return PL_OK; }
+    if (text && !strcmp(text, "estimate")) { *out = PIPE_DEVICES_ESTIMATE; return PL_OK; }
+    return pl_fail(msg, len, PL_ERR_INVALID, "unknown pipeline devices '%s' (use all or estimate)", text ? text : "");
+}
+
+const char *reinforce_pipe_devices_name(reinforce_pipe_devices p) {
+    return p == PIPE_DEVICES_ESTIMATE ? "estimate" : "all";
 }
 
 pl_status reinforce_parse_algo(const char *text, reinforce_algo *out, char *msg, size_t len) {
@@ -147,6 +162,12 @@ static pl_status check_options(const reinforce_options *o, char *msg, size_t len
         return pl_fail(msg, len, PL_ERR_INVALID, "grouper and link widths must be 1..1024");
     if (!(o->group_prior >= 0 && o->group_prior <= 100))
         return pl_fail(msg, len, PL_ERR_INVALID, "--group-prior must be in [0,100]");
+    if (o->pipe_devices != PIPE_DEVICES_ALL && o->pipe_devices != PIPE_DEVICES_ESTIMATE)
+        return pl_fail(msg, len, PL_ERR_INVALID, "unknown pipeline devices %d", (int)o->pipe_devices);
+    if (o->pipe_anneal != 0 && o->pipe_anneal != 1) return pl_fail(msg, len, PL_ERR_INVALID, "pipe_anneal must be 0 or 1");
+    if (!(o->lr_decay >= 0 && o->lr_decay <= 1)) return pl_fail(msg, len, PL_ERR_INVALID, "--lr-decay must be in [0,1]");
+    if (!(o->entropy_decay >= 0 && o->entropy_decay <= 1))
+        return pl_fail(msg, len, PL_ERR_INVALID, "--entropy-decay must be in [0,1]");
     return PL_OK;
 }
 
@@ -264,18 +285,139 @@ static pl_status size_buffers(reinforce *r) {
  * 1 / (its forward + backward time of every node at the schedule's
  * micro-batch size), from the profile. Equal shares stay when a cost is
  * missing. */
-static void set_pipe_shares(reinforce *r) {
+static int pipe_speeds(const reinforce *r, double *w) {
     const policy_problem *pb = r->pb;
     const int D = r->D, mb = pb->g->cfg.batch / (pb->sched.micro_batches > 0 ? pb->sched.micro_batches : 1);
-    double w[PN_MAX_PIPE_DEVICES];
-    if (D > PN_MAX_PIPE_DEVICES) return;
+    if (D > PN_MAX_PIPE_DEVICES) return 0;
     for (int d = 0; d < D; d++) {
         double t = 0;
         for (int n = 0; n < pb->g->n_nodes; n++)
             t += profile_node_cost(pb->p, d, mb, n, PHASE_FWD) + profile_node_cost(pb->p, d, mb, n, PHASE_BWD);
         w[d] = t > 0 && isfinite(t) ? 1.0 / t : NAN;
+        if (isnan(w[d])) return 0;
+    }
+    return 1;
+}
+
+/* The prior's own placement of the units under the shares s (D entries,
+ * summing to 1): unit u at position x_u on the device whose interval of
+ * [0, 1) (in device order, share-0 devices skipped) holds it. With a
+ * grouper the units are nodes and x is the centre of the node's chunk
+ * (floor(G x_work) + 1/2) / G, x_work its work position; without one,
+ * (u + 1/2) / U. */
+static void prior_mode(const reinforce *r, const double *s, const double *work, int *unit_dev) {
+    const int U = r->U, D = r->D, G = r->opt.n_groups;
+    double total = 0, before = 0;
+    if (work)
+        for (int u = 0; u < U; u++) total += work[u];
+    for (int u = 0; u < U; u++) {
+        double x = (u + 0.5) / U;
+        if (work && total > 0) {
+            double xw = (before + 0.5 * work[u]) / total;
+            before += work[u];
+            int g = (int)floor(xw * G);
+            if (g >= G) g = G - 1;
+            x = (g + 0.5) / G;
+        }
+        double c = 0;
+        int dev = -1;
+        for (int d = 0; d < D; d++) {
+            if (!(s[d] > 0)) continue;
+            dev = d;
+            if (x < c + s[d]) break;
+            c += s[d];
+        }
+        unit_dev[u] = dev;
+    }
+}
+
+/* The pipeline prior's stage shares (reinforce.h, reinforce_pipe_devices):
+ * each device's speed on this graph, 1 / (its forward + backward time of
+ * every node at the schedule's micro-batch size), from the profile, over
+ * the devices the rule picks. Equal shares stay when a cost is missing. */
+static pl_status set_pipe_shares(reinforce *r) {
+    const int D = r->D;
+    double w[PN_MAX_PIPE_DEVICES];
+    if (!pipe_speeds(r, w)) return PL_OK;
+    if (r->opt.pipe_devices == PIPE_DEVICES_ESTIMATE && D > 1) {
+        const policy_problem *pb = r->pb;
+        const int mb = pb->g->cfg.batch / (pb->sched.micro_batches > 0 ? pb->sched.micro_batches : 1);
+        int order[PN_MAX_PIPE_DEVICES];
+        for (int d = 0; d < D; d++) order[d] = d;
+        for (int i = 1; i < D; i++) /* by speed, fastest first; stable */
+            for (int j = i; j > 0 && w[order[j]] > w[order[j - 1]]; j--) {
+                int t = order[j]; order[j] = order[j - 1]; order[j - 1] = t;
+            }
+        double *work = NULL;
+        int *ud = malloc(sizeof *ud * (size_t)r->U);
+        if (r->opt.grouper != GROUPER_NONE) {
+            work = malloc(sizeof *work * (size_t)r->U);
+            if (work)
+                for (int n = 0; n < r->U; n++) {
+                    work[n] = 0;
+                    for (int d = 0; d < D; d++)
+                        work[n] += profile_node_cost(pb->p, d, mb, n, PHASE_FWD) +
+                                   profile_node_cost(pb->p, d, mb, n, PHASE_BWD);
+                }
+        }
+        if (!ud || (r->opt.grouper != GROUPER_NONE && !work)) {
+            free(ud);
+            free(work);
+            return PL_ERR_NOMEM;
+        }
+        /* types: order[i] starts a new one when it is slower than 98% of
+         * the speed of the current type's fastest */
+        int starts[PN_MAX_PIPE_DEVICES + 1], lead = 0;
+        for (int i = 0; i < D; i++) {
+            starts[i] = i == 0 || w[order[i]] < 0.98 * w[order[lead]];
+            if (starts[i]) lead = i;
+        }
+        starts[D] = 1;
+        double best_est = INFINITY, best_s[PN_MAX_PIPE_DEVICES];
+        int best_fit = 0, have = 0;
+        for (int n = 1; n <= D; n++) {
+            if (!starts[n]) continue; /* candidate: the n fastest devices, n at the end of a type */
+            double s[PN_MAX_PIPE_DEVICES], sum = 0;
+            for (int d = 0; d < D; d++) s[d] = 0;
+            for (int i = 0; i < n; i++) sum += w[order[i]];
+            for (int i = 0; i < n; i++) s[order[i]] = w[order[i]] / sum;
+            prior_mode(r, s, work, ud);
+            int fit = 0;
+            double est = search_dp_estimate(pb, ud, &fit);
+            if (isnan(est)) continue;
+            if (!have || (fit && !best_fit) || (fit == best_fit && est < best_est)) {
+                have = 1;
+                best_est = est;
+                best_fit = fit;
+                memcpy(best_s, s, sizeof s);
+            }
+        }
+        free(ud);
+        free(work);
+        if (have) memcpy(w, best_s, sizeof(double) * (size_t)D);
     }
     (void)placer_net_set_pipe_shares(r->net, w); /* PL_ERR_INVALID: keep equal shares */
+    return PL_OK;
+}
+
+void reinforce_pipe_stage_devices(const reinforce *r, int *mask) {
+    for (int d = 0; d < r->D; d++)
+        mask[d] = !(r->opt.pipe_prior > 0) || r->D > PN_MAX_PIPE_DEVICES || r->net->pipe_share[d] > 0;
+}
+
+/* The schedules of update r->done (of r->opt.updates): the pipeline
+ * prior's strength (pipe_anneal), Adam's step sizes (lr_decay) and the
+ * entropy bonus (entropy_decay). A function of the update count only, so
+ * a resumed run continues the same schedule. */
+static void set_schedule(reinforce *r) {
+    const double f = r->opt.updates > 0 ? (double)r->done / (double)r->opt.updates : 0.0;
+    const double g = f < 1 ? 1.0 - f : 0.0;
+    r->net->cfg.pipe = r->opt.pipe_anneal ? r->opt.pipe_prior * g : r->opt.pipe_prior;
+    const double lr = r->opt.lr_decay > 0 ? r->opt.lr * (1.0 - r->opt.lr_decay * (1.0 - g)) : r->opt.lr;
+    r->adam->lr = lr;
+    if (r->gadam) r->gadam->lr = lr;
+    r->entropy_now = r->opt.entropy_decay > 0 ? r->opt.entropy * (1.0 - r->opt.entropy_decay * (1.0 - g))
+                                              : r->opt.entropy;
 }
 
 /* Allocate a trainer around a network of the given options, without
@@ -305,8 +447,9 @@ static pl_status alloc_trainer(policy_evaluator *ev, const reinforce_options *o,
     cfg.clip = o->logit_clip;
     cfg.pipe = o->pipe_prior;
     if (st == PL_OK) st = placer_net_create(&cfg, o->seed, &r->net);
-    if (st == PL_OK && o->pipe_prior > 0) set_pipe_shares(r);
+    if (st == PL_OK && o->pipe_prior > 0) st = set_pipe_shares(r);
     if (st == PL_OK) st = adam_create(r->net->n_params, o->lr, &r->adam);
+    if (st == PL_OK) set_schedule(r);
     if (st == PL_OK) st = size_buffers(r);
     if (st == PL_OK) st = size_grouper_buffers(r);
     if (st == PL_OK) {
@@ -468,12 +611,12 @@ static pl_status reforward_batch(reinforce *r) {
 static void batch_gradient(reinforce *r, const double *w, double *entropy) {
     placer_net_zero_grad(r->net);
     if (!r->gnet) {
-        placer_net_policy_loss(r->acts, w, r->opt.entropy, 1.0 / r->K, entropy);
+        placer_net_policy_loss(r->acts, w, r->entropy_now, 1.0 / r->K, entropy);
         placer_net_backward(r->net, r->acts, r->pb->gr->features);
         return;
     }
     grouper_net_zero_grad(r->gnet);
-    hier_loss_backward(&r->hb, w, r->opt.entropy, entropy);
+    hier_loss_backward(&r->hb, w, r->entropy_now, entropy);
 }
 
 /* Global-norm clipping over both networks, then one Adam step each.
@@ -514,6 +657,7 @@ static pl_status train_loop(reinforce *r, profile_db *db, int64_t run_id, reinfo
     double t0 = pl_now_us();
     while (r->done < r->opt.updates) {
         int update = r->done;
+        set_schedule(r);
         pl_status st = sample_batch(r);
         if (st != PL_OK) return pl_fail(msg, len, st, "policy forward pass failed");
         st = policy_evaluate(r->ev, r->actions, K, r->res);
@@ -573,6 +717,7 @@ static pl_status train_loop(reinforce *r, profile_db *db, int64_t run_id, reinfo
             }
         }
         r->done++;
+        set_schedule(r); /* the favourite after the last update decodes under its final prior */
         if (db) {
             st = log_update(r, db, run_id, update, msg, len);
             if (st != PL_OK) return st;
@@ -707,6 +852,12 @@ typedef struct {
     double pad;
 } blob_ext3;
 
+/* Version 4's options after blob_ext3. */
+typedef struct {
+    int32_t pipe_devices, pipe_anneal;
+    double lr_decay, entropy_decay;
+} blob_ext4;
+
 pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     *blob = NULL;
     *n = 0;
@@ -738,10 +889,17 @@ pl_status reinforce_serialize(const reinforce *r, void **blob, size_t *n) {
     blob_ext3 x3;
     memset(&x3, 0, sizeof x3);
     x3.pipe_prior = r->opt.pipe_prior;
+    blob_ext4 x4;
+    memset(&x4, 0, sizeof x4);
+    x4.pipe_devices = (int32_t)r->opt.pipe_devices;
+    x4.pipe_anneal = r->opt.pipe_anneal;
+    x4.lr_decay = r->opt.lr_decay;
+    x4.entropy_decay = r->opt.entropy_decay;
     wbuf b = {0};
     put(&b, &h, sizeof h);
     put(&b, &x, sizeof x);
     put(&b, &x3, sizeof x3);
+    put(&b, &x4, sizeof x4);
     put(&b, r->net->params, sizeof(double) * r->net->n_params);
     put(&b, r->adam->m, sizeof(double) * r->net->n_params);
     put(&b, r->adam->v, sizeof(double) * r->net->n_params);
@@ -778,6 +936,9 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     blob_ext3 x3;
     memset(&x3, 0, sizeof x3);
     if (h.version >= 3u) get(&b, &x3, sizeof x3);
+    blob_ext4 x4;
+    memset(&x4, 0, sizeof x4);
+    if (h.version >= 4u) get(&b, &x4, sizeof x4);
     if (b.fail) return pl_fail(msg, len, PL_ERR_INVALID, "the checkpoint is truncated or damaged");
     const policy_problem *pb = policy_evaluator_problem(ev);
     const int F = x.grouper == GROUPER_EAGLE ? GROUP_N_FEATURES + x.link_hidden : GROUP_N_FEATURES;
@@ -808,6 +969,10 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     o.link_hidden = x.link_hidden;
     o.group_prior = x.group_prior;
     o.pipe_prior = x3.pipe_prior;
+    o.pipe_devices = (reinforce_pipe_devices)x4.pipe_devices;
+    o.pipe_anneal = x4.pipe_anneal;
+    o.lr_decay = x4.lr_decay;
+    o.entropy_decay = x4.entropy_decay;
     pl_status st = check_options(&o, msg, len);
     if (st == PL_OK) st = check_problem(&o, ev, msg, len);
     if (st != PL_OK) return st;
@@ -847,6 +1012,7 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     r->adam->t = h.adam_t;
     r->evals = h.evals;
     memcpy(r->rng.s, h.rng, sizeof h.rng);
+    set_schedule(r);
     *out = r;
     return PL_OK;
 }

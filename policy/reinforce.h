@@ -78,6 +78,21 @@ typedef enum { GROUPER_NONE = 0, GROUPER_HIER, GROUPER_EAGLE } grouper_kind;
 
 #define REINFORCE_MAX_TOP 32
 
+/* Which devices the pipeline prior gives a stage (pipe_prior > 0).
+ * PIPE_DEVICES_ALL: every device, shares from their speeds. PIPE_DEVICES_
+ * ESTIMATE, the rule for machines whose devices differ: the devices are
+ * sorted by speed (1 / their forward + backward time of every node) and
+ * cut into types (a device within 2% of the speed of the type's fastest
+ * joins it); for t = 1..types the candidate set is the t fastest types,
+ * and its prior's own placement (each node at its work position, through
+ * the grouper's chunk when there is one, on the device whose share
+ * interval holds it; shares by speed over the set, 0 elsewhere) is costed
+ * by the DP's estimate T_est (search_dp_estimate: no simulation). The
+ * candidate of the lowest estimate among those that fit the estimated
+ * memory caps wins (the fewest types on a tie; when none fits, the lowest
+ * estimate). On a machine of one device type it is PIPE_DEVICES_ALL. */
+typedef enum { PIPE_DEVICES_ALL = 0, PIPE_DEVICES_ESTIMATE } reinforce_pipe_devices;
+
 typedef struct {
     int updates;                 /* updates to reach in total (250) */
     int samples;                 /* K placements per update (8) */
@@ -103,6 +118,12 @@ typedef struct {
                                   * pipeline prior of this strength (placer_net.h) with stage
                                   * shares from the devices' speeds, and with a grouper its
                                   * contiguity prior measured in work (grouper_acts_set_positions) */
+    reinforce_pipe_devices pipe_devices; /* which devices get a pipeline stage (PIPE_DEVICES_ALL) */
+    int pipe_anneal;             /* 1: the pipeline prior's strength falls linearly from pipe_prior
+                                  * at the first update to 0 at the last (0: constant, the default) */
+    double lr_decay;             /* in [0,1]: Adam's step size at update u of n is
+                                  * lr (1 - lr_decay u / n) (0: constant, the default) */
+    double entropy_decay;        /* in [0,1]: the entropy bonus likewise (0: constant) */
 } reinforce_options;
 
 /* The defaults: 250 updates of 8 samples, EMA baseline (decay 0.9),
@@ -111,6 +132,10 @@ typedef struct {
  * no grouper (grouper: 16 groups, hidden 64, link 16, prior 2). These were picked by a sweep on the
  * spec profiles (benchmarks/policy/README.md has the figures). */
 void reinforce_options_default(reinforce_options *o);
+
+/* Parse "all" / "estimate". */
+pl_status reinforce_parse_pipe_devices(const char *text, reinforce_pipe_devices *out, char *msg, size_t len);
+const char *reinforce_pipe_devices_name(reinforce_pipe_devices p);
 
 /* Parse "ema" / "loo". */
 pl_status reinforce_parse_baseline(const char *text, reinforce_baseline *out, char *msg, size_t len);
@@ -145,6 +170,11 @@ typedef struct {
 typedef int (*reinforce_progress_cb)(void *ud, const reinforce_progress *p);
 
 typedef struct reinforce reinforce;
+
+/* The devices with a pipeline stage after the pipe_devices rule: mask
+ * (n_devices entries) gets 1 for each, 0 otherwise. With pipe_prior 0
+ * every device gets 1. Exposed for tests and the CLI's report. */
+void reinforce_pipe_stage_devices(const reinforce *r, int *mask);
 
 /* A fresh trainer for the evaluator's problem (borrowed; must outlive it).
  * PL_ERR_INVALID for bad options, PL_ERR_NOMEM. */

@@ -37,11 +37,15 @@
  *                         [--methods LIST] [--no-search] [--ref-ms X] [--variant-coloc]
  *                         [--pipe-prior X] [--n-groups G|auto] [--group-prior X]
  *                         [--ppo-epochs N] [--lr X] [--entropy X] [--prior-stay P]
+ *                         [--pipe-devices all|estimate] [--pipe-anneal] [--baseline-loo]
+ *                         [--lr-decay F] [--entropy-decay F] [--print-best] [--seed-base B]
  * --only takes comma-separated problem names and "extra" (the two further
  * experiments), e.g. --only L12-t4,extra.
  * Variants (the issue-15 bar experiments): --pipe-prior, --n-groups (auto:
  * 2 x the problem's devices), --group-prior, --ppo-epochs, --lr, --entropy
- * and --prior-stay change the options of the learned groupings (hier and
+ * and --prior-stay, and the options of the same names (reinforce.h:
+ * pipe_devices, pipe_anneal, the leave-one-out baseline, lr_decay,
+ * entropy_decay), change the options of the learned groupings (hier and
  * EAGLE), and of ColocRL too with --variant-coloc; every run keeps 250 x 8
  * simulations. --methods runs only the named RL rows (names with '-' for
  * spaces, e.g. hier-PPO,EAGLE-PPO), --no-search skips every other method
@@ -145,6 +149,8 @@ static int in_list(const char *list, const char *name);
 static const char *g_methods;
 static int g_no_search;
 static double g_ref_ms; /* --ref-ms: the gaps' reference (0: the best of this run) */
+static int g_print_best;
+static int g_seed_base; /* --seed-base B: seeds B+1 .. B+N (0: 1 .. N) */ /* --print-best: each RL row's best placement (nodes) on stderr */
 
 static int method_on(const char *name) {
     if (!g_methods) return 1;
@@ -161,8 +167,10 @@ typedef struct {
     int n_groups; /* 0: 2 x devices */
     int n_groups_set, ppo_epochs;
     int coloc; /* apply to ColocRL too */
+    int pipe_devices, pipe_anneal, loo; /* -1 / 0: keep the default */
+    double lr_decay, entropy_decay;     /* negative: keep the default */
 } variant;
-static variant g_var = {-1, -1, -1, -1, -1, 0, 0, -1, 0};
+static variant g_var = {-1, -1, -1, -1, -1, 0, 0, -1, 0, -1, 0, 0, -1, -1};
 
 static void apply_variant(reinforce_options *o, const rl_method *m, policy_session *ss) {
     if (m->grouper == GROUPER_NONE && !g_var.coloc) return;
@@ -172,6 +180,11 @@ static void apply_variant(reinforce_options *o, const rl_method *m, policy_sessi
     if (g_var.entropy >= 0) o->entropy = g_var.entropy;
     if (g_var.stay >= 0) o->stay = g_var.stay;
     if (g_var.ppo_epochs > 0) o->ppo_epochs = g_var.ppo_epochs;
+    if (g_var.pipe_devices >= 0) o->pipe_devices = (reinforce_pipe_devices)g_var.pipe_devices;
+    if (g_var.pipe_anneal) o->pipe_anneal = 1;
+    if (g_var.loo) o->baseline = BASELINE_LOO;
+    if (g_var.lr_decay >= 0) o->lr_decay = g_var.lr_decay;
+    if (g_var.entropy_decay >= 0) o->entropy_decay = g_var.entropy_decay;
     if (g_var.n_groups_set)
         o->n_groups = g_var.n_groups > 0 ? g_var.n_groups
                                          : 2 * policy_devices(policy_evaluator_problem(ss->ev));
@@ -188,6 +201,16 @@ static rl_result run_rl(policy_session *ss, const rl_method *m, int seed, curve 
     char msg[256];
     pl_status st = reinforce_create(ss->ev, &o, &r, msg, sizeof msg);
     if (st != PL_OK) die("reinforce_create", st, msg);
+    if (o.pipe_prior > 0 && seed == g_seed_base + 1) { /* which devices the pipeline prior gives a stage */
+        int mask[64], D = policy_devices(policy_evaluator_problem(ss->ev));
+        if (D <= 64) {
+            reinforce_pipe_stage_devices(r, mask);
+            fprintf(stderr, "learned_grouping: %s: pipeline stages on devices", m->name);
+            for (int d = 0; d < D; d++)
+                if (mask[d]) fprintf(stderr, " %d", d);
+            fprintf(stderr, "\n");
+        }
+    }
     rl_result res;
     double t0 = pl_now_us();
     if ((st = reinforce_train(r, NULL, 0, cv ? on_update : NULL, cv, msg, sizeof msg)) != PL_OK)
@@ -269,10 +292,16 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
         r->n = method_on(RL[k].name) ? seeds : 0;
         for (int s = 0; s < r->n; s++) {
             policy_session *ss = RL[k].grouper == GROUPER_NONE ? sc : sn;
-            rl_result x = run_rl(ss, &RL[k], s + 1, &cv[(size_t)k * seeds + s], NULL);
+            rl_result x = run_rl(ss, &RL[k], g_seed_base + s + 1, &cv[(size_t)k * seeds + s], NULL);
             r->best[s] = x.best;
             r->fav[s] = x.fav;
             r->wall[s] = x.wall;
+            if (g_print_best) {
+                char text[4096];
+                placement_format(x.node_dev, ss->g->n_nodes, text, sizeof text);
+                fprintf(stderr, "learned_grouping: %s %s seed %d: %.3f ms: %s\n", P->name, RL[k].name, g_seed_base + s + 1,
+                        x.best * 1e-3, text);
+            }
             free(x.node_dev);
         }
         if (r->n) fprintf(stderr, "learned_grouping: %s %s done\n", P->name, RL[k].name);
@@ -545,6 +574,20 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--entropy") && i + 1 < argc) g_var.entropy = atof(argv[++i]);
         else if (!strcmp(argv[i], "--prior-stay") && i + 1 < argc) g_var.stay = atof(argv[++i]);
         else if (!strcmp(argv[i], "--ppo-epochs") && i + 1 < argc) g_var.ppo_epochs = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--pipe-devices") && i + 1 < argc) {
+            reinforce_pipe_devices pd;
+            if (reinforce_parse_pipe_devices(argv[++i], &pd, NULL, 0) != PL_OK) {
+                fprintf(stderr, "learned_grouping: --pipe-devices takes all or estimate\n");
+                return 2;
+            }
+            g_var.pipe_devices = (int)pd;
+        }
+        else if (!strcmp(argv[i], "--pipe-anneal")) g_var.pipe_anneal = 1;
+        else if (!strcmp(argv[i], "--print-best")) g_print_best = 1;
+        else if (!strcmp(argv[i], "--seed-base") && i + 1 < argc) g_seed_base = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--baseline-loo")) g_var.loo = 1;
+        else if (!strcmp(argv[i], "--lr-decay") && i + 1 < argc) g_var.lr_decay = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--entropy-decay") && i + 1 < argc) g_var.entropy_decay = atof(argv[++i]);
         else if (!strcmp(argv[i], "--n-groups") && i + 1 < argc) {
             const char *v = argv[++i];
             g_var.n_groups_set = 1;
@@ -554,7 +597,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "usage: learned_grouping [--out DIR] [--seeds N] [--threads N] [--only NAME] [--no-extra] "
                             "[--data DIR] [--methods LIST] [--no-search] [--ref-ms X] [--variant-coloc] [--pipe-prior X] "
                             "[--n-groups G|auto] [--group-prior X] [--ppo-epochs N] [--lr X] [--entropy X] "
-                            "[--prior-stay P]\n");
+                            "[--prior-stay P] [--pipe-devices all|estimate] [--pipe-anneal] [--baseline-loo] "
+                            "[--lr-decay F] [--entropy-decay F] [--print-best] [--seed-base B]\n");
             return 2;
         }
     }

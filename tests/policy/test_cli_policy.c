@@ -108,6 +108,8 @@ Test(cli_policy, bad_input_gives_one_line_and_exit_2) {
         "search --db %s --method exhaustive --groups none",
         "train --db %s.missing",              "search --db %s --config gpt12",
         "train --db %s --pipe-prior 101",     "train --db %s --pipe-prior -1",
+        "train --db %s --pipe-devices some",  "train --db %s --lr-decay 2",
+        "train --db %s --entropy-decay -0.5",
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char args[512], *err = NULL;
@@ -118,6 +120,26 @@ Test(cli_policy, bad_input_gives_one_line_and_exit_2) {
         cr_assert(strncmp(err, "placer ", 7) == 0, "%s", err);
         free(err);
     }
+    drop_db(db);
+}
+
+/* The schedule and pipeline-rule flags reach the trainer: the header names
+ * them and the devices with a stage (4 identical T4s: every one), and the
+ * stored arguments keep them for a resume. */
+Test(cli_policy, train_prints_the_pipeline_rule_and_the_schedules, .timeout = 120) {
+    char db[256];
+    make_db(db, sizeof db);
+    char args[512], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args,
+             "train --db %s --groups learned --updates 2 --samples 2 --threads 1 --micro-batches 4 --schedule 1f1b "
+             "--pipe-prior 8 --pipe-devices estimate --pipe-anneal --lr-decay 0.5 --entropy-decay 1",
+             db);
+    int rc = run_placer(args, &out, &err);
+    cr_assert_eq(rc, 0, "stderr: %s", err);
+    cr_assert(strstr(out, "pipeline prior 8 falling to 0, devices estimate: stages on 0 1 2 3\n"), "%s", out);
+    cr_assert(strstr(out, "lr falls to 0.0015 and entropy to 0 by the last update"), "%s", out);
+    free(out);
+    free(err);
     drop_db(db);
 }
 

@@ -256,8 +256,18 @@ Test(nn, pipeline_prior_makes_the_first_policy_a_pipeline_in_unit_order) {
     /* shares 3:1:0.5:0.5 on 4 devices: intervals [0, .6), [.6, .8),
      * [.8, .9), [.9, 1) of x; with the widths scaling the distance the
      * greedy stages are 10, 3, 1 and 2 units */
-    const double w[D] = {3, 1, 0.5, 0.5}, bad[D] = {1, 0, 1, 1};
+    const double w[D] = {3, 1, 0.5, 0.5}, bad[D] = {1, -1, 1, 1}, none[D] = {0, 0, 0, 0}, gap[D] = {1, 0, 1, 0};
     cr_assert_eq(placer_net_set_pipe_shares(net, bad), PL_ERR_INVALID);
+    cr_assert_eq(placer_net_set_pipe_shares(net, none), PL_ERR_INVALID);
+    /* a share 0 gives no stage: devices 0 and 2 split the units in half,
+     * and the stageless devices are below both at every unit */
+    cr_assert_eq(placer_net_set_pipe_shares(net, gap), PL_OK);
+    cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
+    for (int t = 0; t < T; t++) cr_assert_eq(g[t], t < T / 2 ? 0 : 2, "gap: unit %d on device %d", t, g[t]);
+    for (int t = 0; t < T; t++) {
+        const double *q = placer_acts_probs(acts, t);
+        cr_assert(q[1] < q[0] && q[1] < q[2] && q[3] < q[0] && q[3] < q[2], "gap: unit %d", t);
+    }
     cr_assert_eq(placer_net_set_pipe_shares(net, w), PL_OK);
     cr_assert_eq(placer_net_forward(net, acts, feat, T, 1, PN_GREEDY, NULL, g, NULL), PL_OK);
     const int want[T] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 2, 3, 3};
