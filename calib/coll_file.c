@@ -153,8 +153,7 @@ pl_status coll_file_parse(const char *text, size_t n, coll_measured *out, char *
     st = PL_ERR_INVALID;
     json_t *f = json_object_get(root, "format");
     if (!json_is_string(f) || strcmp(json_string_value(f), "placer-collectives")) {
-        pl_fail(msg, len, st, "'format' must be \"placer-collectives\" (placer calibrate --collectives --write FILE "
-                              "writes one)");
+        pl_fail(msg, len, st, "'format' must be \"placer-collectives\"");
         goto out;
     }
     json_t *ver = json_object_get(root, "version");
@@ -209,7 +208,9 @@ pl_status coll_file_load(const char *path, coll_measured *out, char *msg, size_t
     if (st != PL_OK) return st;
     char m[384] = "";
     st = coll_file_parse(buf, got, out, m, sizeof m);
-    if (st != PL_OK) pl_fail(msg, len, st, "collectives file %s: %s", path, m);
+    if (st != PL_OK)
+        pl_fail(msg, len, st, "collectives file %s: %s (placer calibrate --collectives --write FILE writes one)", path,
+                m);
     free(buf);
     return st;
 }

@@ -5,7 +5,7 @@
 # add each to tests/fuzz/regressions/<target>/ (replayed here before every
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
-#                                         model_config cluster layout plan
+#                                         model_config cluster layout plan collectives
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -45,20 +45,22 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published}"
+targets="${*:-placement schedule store cli model_config cluster layout plan published collectives}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
     model_config) srcs="$CORE"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     layout) srcs="$CORE"; libs="-ljansson -lm"; maxlen=1024; extra_flags="" ;;
     cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
+    collectives) srcs="$CORE sim/collective.c sim/coll_measured.c calib/coll_file.c"; libs="-ljansson -lm"
+      maxlen=16384; extra_flags="" ;;
     plan) srcs="$CORE $(ls sim/*.c) $(ls policy/plan_*.c policy/export_*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
     published) srcs="$CORE sim/compute_model.c sim/layout_memory.c cli/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

@@ -96,7 +96,8 @@ static double curve_time(const coll_curve *c, const coll_ab *a, double bytes) {
         const int e = bytes <= c->bytes[0] ? 0 : n - 1;
         if (bytes == c->bytes[e]) return c->us[e];
         const double at_end = coll_ab_time_us(a, c->kind, c->ranks, c->bytes[e]);
-        return c->us[e] * coll_ab_time_us(a, c->kind, c->ranks, bytes) / at_end;
+        const double t = c->us[e] * (coll_ab_time_us(a, c->kind, c->ranks, bytes) / at_end);
+        return isfinite(t) && t >= 0 ? t : c->us[e]; /* a model of ~0 us (underflow): flat */
     }
     int j = 1;
     while (c->bytes[j] < bytes) j++;
