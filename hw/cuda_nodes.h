@@ -39,7 +39,8 @@ typedef struct {
     int n_gemm_names;
 } cu_kprof;
 
-struct cu_lt_entry; /* a cached cuBLASLt matmul (kernels.cu) */
+struct cu_lt_entry;   /* a cached cuBLASLt matmul of the bf16 mode (kernels_bf16.cu) */
+struct cu_lt32_entry; /* a cached cuBLASLt matmul of the TF32 mode (kernels.cu) */
 
 typedef struct {
     cudaStream_t stream;             /* the compute stream */
@@ -57,6 +58,13 @@ typedef struct {
     size_t ws_bytes;
     struct cu_lt_entry *lt_cache;    /* descriptors and algorithms by shape */
     int n_lt;
+    /* the TF32 mode's fused paths (kernels.cu; all 0 in strict fp32), each on
+     * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", or "all") */
+    int tf32_epi;                    /* bias / bias+GELU in cuBLASLt epilogues, fused bias gradients */
+    int tf32_loss;                   /* the loss kernel that re-reads rows from L2 */
+    int tf32_flash;                  /* the TF32 flash attention (hs 64 or 128) */
+    struct cu_lt32_entry *lt32_cache;
+    int n_lt32;
 } cu_ctx;
 
 /* Mark the end of kernel `name` (NULL: a boundary) when profiling. */
@@ -96,5 +104,11 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c);
 pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c);
 pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n);
 pl_status cu_adamw(cu_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n, const hw_adamw_args *a);
+
+/* The node-kernel context of logical device d of the CUDA backend be, its
+ * device made current (backend_cuda.cu; for hw/dist_tp_cuda.cu and
+ * hw/dist_nccl.cu), and d's GPU ordinal. */
+cu_ctx *cu_backend_ctx(hw_backend *be, int d);
+int cu_backend_gpu(hw_backend *be, int d);
 
 #endif

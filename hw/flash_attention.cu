@@ -626,3 +626,427 @@ extern "C" int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __n
     return hs == 64 ? bwd_launch<64>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
                     : bwd_launch<128>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
 }
+
+/* ======================================================================
+ * The TF32 kernels (flash_attn_*_tf32): fp32 storage, TF32 tensor-core math
+ * (mma.sync.m16n8k8 tf32 x tf32 -> fp32), fp32 softmax, for the engine's
+ * TF32 mode. Same tiling (64-row tiles, 4 warps of 16 rows), the same grid,
+ * the same softmax recurrence and the same two backward roles as the bf16
+ * kernels above; what differs is the fragments.
+ *
+ * Every tile lives in shared memory as [row][dim] with a row of hs + 4
+ * words, already rounded to TF32 (cvt.rna: round to nearest, 10-bit
+ * mantissa) when it is stored, so each element is rounded once. A tf32
+ * register holds ONE element (bf16 packs two along k), so every operand can
+ * be read from that one layout by choosing the addresses; no transposed copy
+ * is needed:
+ *   A (16 x 8, row)   a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4],
+ *                     a3 = A[g+8][t+4]   (g = lane / 4, t = lane % 4)
+ *   B (8 x 8, col)    b0 = B[t][g], b1 = B[t+4][g]
+ *   C (16 x 8)        c0 = C[g][2t], c1 = C[g][2t+1], c2 = C[g+8][2t], c3 = C[g+8][2t+1]
+ * S = Q K^T reads K[key][dim] as B[dim][key] (address (key)*ld + dim); with
+ * ld = hs + 4 = 4 (mod 32) the 32 lanes hit banks 4g + t, all distinct.
+ *
+ * The accumulator-to-A mismatch (the products P V, P^T dO, dS^T Q, dS K take
+ * the 16 x 64 accumulator S / P / dS as their A operand; C holds columns 2t
+ * and 2t+1 of each 8-column tile, A wants columns t and t+4): neither
+ * __shfl_sync nor a shared-memory round trip. The product sums over its k
+ * index (keys or queries), and a sum does not depend on the order of its
+ * terms, so k-slot t of chunk kc is taken to be column 8kc + 2t and k-slot
+ * t + 4 column 8kc + 2t + 1: then a0..a3 = c0, c2, c1, c3 of the same thread
+ * (no data movement at all), and the B operand is read with the same
+ * permutation, b0 = B[8kc + 2t][n], b1 = B[8kc + 2t + 1][n], from the tile's
+ * [row][dim] layout (address (8kc + 2t) * ld + n: banks 8t + g, distinct).
+ * A shuffle would cost 4-8 SHFL per A fragment and a round trip two shared
+ * accesses and a barrier per tile, on the kernels' critical path.
+ *
+ * Rounding: q, k, v, dO to TF32 when staged; P (forward, dV) and dS (dK, dQ)
+ * to TF32 when they become A operands; every sum in fp32. D = rowsum(dO * O)
+ * uses the TF32-rounded dO, the one the dP products see. The tiles are
+ * staged through registers without prefetch (an fp32 tile is 32 registers a
+ * thread at hs 64; two in flight would spill); 2-3 blocks an SM overlap one
+ * another's loads instead.
+ * ====================================================================== */
+
+#ifdef FA_DEVICE_CODE
+static __device__ __forceinline__ uint32_t to_tf32(float x) {
+    uint32_t r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}
+
+/* d (16x8 fp32) += a (16x8 tf32, row) * b (8x8 tf32, col); layouts above */
+static __device__ __forceinline__ void mma_tf32(float d[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+                 "{%0,%1,%2,%3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Rows r0..r0+63 of a (nrows x HS) fp32 slice with row stride ld into a
+ * [64][HS+4] shared tile as TF32; rows >= nrows read as zero. Consecutive
+ * threads take consecutive 16-byte pieces of a row (coalesced reads, and a
+ * quarter-warp's 16-byte stores fill 128 consecutive bytes). Up to 8 loads in
+ * flight a thread before the first store. */
+template <int HS>
+static __device__ __forceinline__ void load_tile32(uint32_t *dst, const float *src, int64_t ld, int r0, int nrows) {
+    constexpr int VPR = HS / 4, NV = FA_ROWS * VPR / FA_THREADS, GRP = NV < 8 ? NV : 8;
+#pragma unroll
+    for (int n0 = 0; n0 < NV; n0 += GRP) {
+        float4 v[GRP];
+#pragma unroll
+        for (int j = 0; j < GRP; j++) {
+            const int i = threadIdx.x + (n0 + j) * FA_THREADS, r = i / VPR, c = i - r * VPR;
+            v[j] = r0 + r < nrows ? __ldg(reinterpret_cast<const float4 *>(src + (int64_t)(r0 + r) * ld) + c)
+                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+#pragma unroll
+        for (int j = 0; j < GRP; j++) {
+            const int i = threadIdx.x + (n0 + j) * FA_THREADS, r = i / VPR, c = i - r * VPR;
+            *reinterpret_cast<uint4 *>(dst + r * (HS + 4) + 4 * c) =
+                make_uint4(to_tf32(v[j].x), to_tf32(v[j].y), to_tf32(v[j].z), to_tf32(v[j].w));
+        }
+    }
+}
+
+/* acc (16 x 8NT) += A B: A = rows m0..m0+15 of the [row][k] tile as, B[k][n]
+ * = bs[n][k] (the [row][dim] tile bs read transposed), k = 0 .. 8KT-1. */
+template <int NT, int KT, int LD>
+static __device__ __forceinline__ void mma32_nk(float (*acc)[4], const uint32_t *as, int m0, const uint32_t *bs,
+                                                int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    const uint32_t *pa = as + (m0 + g) * LD + t, *pb = bs + g * LD + t;
+#pragma unroll
+    for (int kc = 0; kc < KT; kc++) {
+        const uint32_t a[4] = {pa[kc * 8], pa[8 * LD + kc * 8], pa[kc * 8 + 4], pa[8 * LD + kc * 8 + 4]};
+#pragma unroll
+        for (int nt = 0; nt < NT; nt++) {
+            const uint32_t *q = pb + nt * 8 * LD + kc * 8;
+            mma_tf32(acc[nt], a, q[0], q[4]);
+        }
+    }
+}
+
+/* acc (16 x 8NO) += X B with X the 16 x 64 fp32 accumulator x (8 tiles),
+ * rounded to TF32, and B[k][n] = bs[k][n] (a [row][dim] tile): k-slot t of
+ * chunk kc is column 8kc + 2t, k-slot t + 4 column 8kc + 2t + 1 (see above). */
+template <int NO, int LD>
+static __device__ __forceinline__ void mma32_xk(float (*acc)[4], const float (*x)[4], const uint32_t *bs, int lane) {
+    const int g = lane >> 2, t = lane & 3;
+    const uint32_t *pb = bs + 2 * t * LD + g;
+#pragma unroll
+    for (int kc = 0; kc < 8; kc++) {
+        const uint32_t a[4] = {to_tf32(x[kc][0]), to_tf32(x[kc][2]), to_tf32(x[kc][1]), to_tf32(x[kc][3])};
+#pragma unroll
+        for (int nt = 0; nt < NO; nt++) {
+            const uint32_t *q = pb + kc * 8 * LD + nt * 8;
+            mma_tf32(acc[nt], a, q[0], q[LD]);
+        }
+    }
+}
+
+/* Rows row0 and row0 + 8 (those < T) of a 16 x 8NO fp32 accumulator, times mul, at dst + row * ld */
+template <int NO>
+static __device__ __forceinline__ void store_rows32(float *dst, int64_t ld, const float (*acc)[4], float mul, int row0,
+                                                    int T, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        if (row >= T) continue;
+        float *p = dst + (int64_t)row * ld + 2 * t4;
+#pragma unroll
+        for (int nt = 0; nt < NO; nt++)
+            *reinterpret_cast<float2 *>(p + nt * 8) = make_float2(acc[nt][2 * r] * mul, acc[nt][2 * r + 1] * mul);
+    }
+}
+#endif /* FA_DEVICE_CODE */
+
+template <int HS>
+static constexpr size_t fwd32_smem() {
+    return sizeof(uint32_t) * (size_t)(3 * FA_ROWS * (HS + 4));
+}
+
+template <int HS>
+__global__ void __launch_bounds__(FA_THREADS)
+    flash_fwd32_k(float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ qkv, int T, int C,
+                  int NH, float scale) {
+#ifdef FA_DEVICE_CODE
+    constexpr int LD = HS + 4, KT = HS / 8, NO = HS / 8;
+    extern __shared__ uint4 fa_smem[];
+    uint32_t *Qs = reinterpret_cast<uint32_t *>(fa_smem), *Ks = Qs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
+    const int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int64_t ld3 = 3 * (int64_t)C;
+    const float *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
+    const float sl2 = scale * FA_LOG2E;
+
+    load_tile32<HS>(Qs, q, ld3, q0, T);
+    float o[NO][4];
+#pragma unroll
+    for (int nt = 0; nt < NO; nt++) o[nt][0] = o[nt][1] = o[nt][2] = o[nt][3] = 0.0f;
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    for (int kb = 0; kb <= qb; kb++) {
+        const int k0 = kb * FA_ROWS;
+        __syncthreads(); /* the previous block's K and V are no longer read */
+        load_tile32<HS>(Ks, k, ld3, k0, T);
+        load_tile32<HS>(Vs, v, ld3, k0, T);
+        __syncthreads();
+        float s[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
+        mma32_nk<8, KT, LD>(s, Qs, warp * 16, Ks, lane); /* S = Q K^T */
+        if (kb == qb) {
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    if (k0 + nt * 8 + 2 * t4 + (e & 1) > row0 + (e >> 1) * 8) s[nt][e] = -INFINITY;
+        }
+#pragma unroll
+        for (int r = 0; r < 2; r++) {
+            float mx = m[r];
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * r], s[nt][2 * r + 1]));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+            /* key k0 <= every row of this block, so mx is finite here */
+            const float alpha = exp2f((m[r] - mx) * sl2), mb = mx * sl2;
+            m[r] = mx;
+            float sum = 0.0f;
+#pragma unroll
+            for (int nt = 0; nt < 8; nt++) {
+                s[nt][2 * r] = exp2f(fmaf(s[nt][2 * r], sl2, -mb));
+                s[nt][2 * r + 1] = exp2f(fmaf(s[nt][2 * r + 1], sl2, -mb));
+                sum += s[nt][2 * r] + s[nt][2 * r + 1];
+            }
+            l[r] = l[r] * alpha + sum; /* this thread's 16 columns; the quad sums at the end */
+#pragma unroll
+            for (int nt = 0; nt < NO; nt++) {
+                o[nt][2 * r] *= alpha;
+                o[nt][2 * r + 1] *= alpha;
+            }
+        }
+        mma32_xk<NO, LD>(o, s, Vs, lane); /* O += tf32(P) V */
+    }
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+        const int row = row0 + 8 * r;
+        if (row >= T) continue;
+        const float inv = 1.0f / l[r];
+        float *op = out + ((int64_t)b * T + row) * C + h * HS + 2 * t4;
+#pragma unroll
+        for (int nt = 0; nt < NO; nt++)
+            *reinterpret_cast<float2 *>(op + nt * 8) = make_float2(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
+        if (t4 == 0) lse[(int64_t)bh * T + row] = m[r] * scale + logf(l[r]);
+    }
+#endif
+}
+
+/* D[(b*NH + h)*T + t] = sum over hs of tf32(dout) * out, one warp per (b, t, h). */
+__global__ void flash_bwd_d32_k(float *__restrict__ D, const float *__restrict__ dout, const float *__restrict__ out,
+                                int B, int T, int C, int NH) {
+#ifdef FA_DEVICE_CODE
+    const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const int lane = threadIdx.x & 31, hs = C / NH;
+    if (w >= (int64_t)B * T * NH) return;
+    const int64_t bt = w / NH;
+    const int h = (int)(w - bt * NH);
+    const float *a = dout + bt * C + h * hs, *o = out + bt * C + h * hs;
+    float sum = 0.0f;
+    for (int i = 2 * lane; i < hs; i += 64) {
+        const float2 x = *reinterpret_cast<const float2 *>(a + i), y = *reinterpret_cast<const float2 *>(o + i);
+        sum = fmaf(__uint_as_float(to_tf32(x.x)), y.x, fmaf(__uint_as_float(to_tf32(x.y)), y.y, sum));
+    }
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) sum += __shfl_xor_sync(0xffffffffu, sum, off);
+    if (lane == 0) {
+        const int64_t b = bt / T, t = bt - b * T;
+        D[(b * NH + h) * T + t] = sum;
+    }
+#endif
+}
+
+template <int HS>
+static constexpr size_t bwd32_smem() {
+    /* Q, dO, K, V [64][HS+4] (both roles); lse, D [64] (the dK/dV role) */
+    return sizeof(uint32_t) * (size_t)(4 * FA_ROWS * (HS + 4)) + sizeof(float) * 2 * FA_ROWS;
+}
+
+template <int HS>
+static __device__ __forceinline__ void bwd32_dkdv(uint32_t *smem, float *dqkv, const float *Dv, const float *dout,
+                                                  const float *qkv, const float *lse, int T, int C, int NH,
+                                                  float scale) {
+#ifdef FA_DEVICE_CODE
+    constexpr int LD = HS + 4, KT = HS / 8, NO = HS / 8;
+    uint32_t *Qs = smem, *dOs = Qs + FA_ROWS * LD, *Ks = dOs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
+    float *lse_s = reinterpret_cast<float *>(Vs + FA_ROWS * LD), *D_s = lse_s + FA_ROWS;
+    const int nqb = gridDim.x, kb = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int64_t ld3 = 3 * (int64_t)C;
+    const float *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const float *dob = dout + (int64_t)b * T * C + h * HS;
+    const float *lse_bh = lse + (int64_t)bh * T, *D_bh = Dv + (int64_t)bh * T;
+    const int k0 = kb * FA_ROWS, key0 = k0 + warp * 16 + g; /* this thread's keys: key0, key0 + 8 */
+    const float sl2 = scale * FA_LOG2E;
+
+    load_tile32<HS>(Ks, k, ld3, k0, T);
+    load_tile32<HS>(Vs, v, ld3, k0, T);
+    float dk[NO][4], dv[NO][4];
+#pragma unroll
+    for (int nt = 0; nt < NO; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) dk[nt][e] = dv[nt][e] = 0.0f;
+
+    for (int qb = kb; qb < nqb; qb++) {
+        const int q0 = qb * FA_ROWS;
+        __syncthreads(); /* the previous query block is no longer read */
+        load_tile32<HS>(Qs, q, ld3, q0, T);
+        load_tile32<HS>(dOs, dob, C, q0, T);
+        if (threadIdx.x < FA_ROWS) {
+            const int row = q0 + threadIdx.x;
+            lse_s[threadIdx.x] = row < T ? lse_bh[row] * FA_LOG2E : 0.0f;
+            D_s[threadIdx.x] = row < T ? D_bh[row] : 0.0f;
+        }
+        __syncthreads();
+        /* S^T (16 keys x 64 queries) = K Q^T, dP^T = V dO^T */
+        float st[8][4], dpt[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[nt][e] = dpt[nt][e] = 0.0f;
+        mma32_nk<8, KT, LD>(st, Ks, warp * 16, Qs, lane);
+        mma32_nk<8, KT, LD>(dpt, Vs, warp * 16, dOs, lane);
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int qc = nt * 8 + 2 * t4 + (e & 1), key = key0 + (e >> 1) * 8;
+                st[nt][e] = (q0 + qc < T && key <= q0 + qc) ? exp2f(fmaf(st[nt][e], sl2, -lse_s[qc])) : 0.0f;
+            }
+        mma32_xk<NO, LD>(dv, st, dOs, lane); /* dV += tf32(P^T) dO */
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) st[nt][e] *= dpt[nt][e] - D_s[nt * 8 + 2 * t4 + (e & 1)]; /* dS^T */
+        mma32_xk<NO, LD>(dk, st, Qs, lane); /* dK += tf32(dS^T) Q */
+    }
+    float *dbase = dqkv + (int64_t)b * T * ld3 + h * HS;
+    store_rows32<NO>(dbase + C, ld3, dk, scale, key0, T, t4);
+    store_rows32<NO>(dbase + 2 * C, ld3, dv, 1.0f, key0, T, t4);
+#endif
+}
+
+template <int HS>
+static __device__ __forceinline__ void bwd32_dq(uint32_t *smem, float *dqkv, const float *Dv, const float *dout,
+                                                const float *qkv, const float *lse, int T, int C, int NH,
+                                                float scale) {
+#ifdef FA_DEVICE_CODE
+    constexpr int LD = HS + 4, KT = HS / 8, NO = HS / 8;
+    uint32_t *Qs = smem, *dOs = Qs + FA_ROWS * LD, *Ks = dOs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
+    const int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
+    const int64_t ld3 = 3 * (int64_t)C;
+    const float *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const float *dob = dout + (int64_t)b * T * C + h * HS;
+    const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
+    const float sl2 = scale * FA_LOG2E;
+
+    load_tile32<HS>(Qs, q, ld3, q0, T);
+    load_tile32<HS>(dOs, dob, C, q0, T);
+    float lse2[2], Dr[2];
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        lse2[r] = row < T ? lse[(int64_t)bh * T + row] * FA_LOG2E : 0.0f;
+        Dr[r] = row < T ? Dv[(int64_t)bh * T + row] : 0.0f;
+    }
+    float dq[NO][4];
+#pragma unroll
+    for (int nt = 0; nt < NO; nt++) dq[nt][0] = dq[nt][1] = dq[nt][2] = dq[nt][3] = 0.0f;
+
+    for (int kb = 0; kb <= qb; kb++) {
+        const int k0 = kb * FA_ROWS;
+        __syncthreads(); /* the previous key block is no longer read */
+        load_tile32<HS>(Ks, k, ld3, k0, T);
+        load_tile32<HS>(Vs, v, ld3, k0, T);
+        __syncthreads();
+        float s[8][4], dp[8][4];
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
+        mma32_nk<8, KT, LD>(s, Qs, warp * 16, Ks, lane);  /* S = Q K^T */
+        mma32_nk<8, KT, LD>(dp, dOs, warp * 16, Vs, lane); /* dP = dO V^T */
+#pragma unroll
+        for (int nt = 0; nt < 8; nt++)
+#pragma unroll
+            for (int e = 0; e < 4; e++) {
+                const int key = k0 + nt * 8 + 2 * t4 + (e & 1), r = e >> 1;
+                const float p = key <= row0 + 8 * r ? exp2f(fmaf(s[nt][e], sl2, -lse2[r])) : 0.0f;
+                s[nt][e] = p * (dp[nt][e] - Dr[r]); /* dS */
+            }
+        mma32_xk<NO, LD>(dq, s, Ks, lane); /* dQ += tf32(dS) K */
+    }
+    store_rows32<NO>(dqkv + (int64_t)b * T * ld3 + h * HS, ld3, dq, scale, row0, T, t4);
+#endif
+}
+
+template <int HS>
+__global__ void __launch_bounds__(FA_THREADS)
+    flash_bwd32_k(float *__restrict__ dqkv, const float *__restrict__ Dv, const float *__restrict__ dout,
+                  const float *__restrict__ qkv, const float *__restrict__ lse, int T, int C, int NH, float scale) {
+    extern __shared__ uint4 fa_smem[];
+    uint32_t *smem = reinterpret_cast<uint32_t *>(fa_smem);
+    if (blockIdx.z == 0) bwd32_dkdv<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+    else bwd32_dq<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+}
+
+template <int HS>
+static int fwd32_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+    const size_t smem = fwd32_smem<HS>();
+    cudaError_t e = cudaFuncSetAttribute(flash_fwd32_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return (int)e;
+    const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH));
+    flash_fwd32_k<HS><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)HS));
+    return (int)cudaGetLastError();
+}
+
+template <int HS>
+static int bwd32_launch(float *dqkv, float *D, const float *dout, const float *qkv, const float *lse, int B, int T,
+                        int C, int NH, cudaStream_t s) {
+    const size_t smem = bwd32_smem<HS>();
+    cudaError_t e = cudaFuncSetAttribute(flash_bwd32_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    if (e != cudaSuccess) return (int)e;
+    const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH), 2);
+    flash_bwd32_k<HS><<<grid, FA_THREADS, smem, s>>>(dqkv, D, dout, qkv, lse, T, C, NH, 1.0f / sqrtf((float)HS));
+    return (int)cudaGetLastError();
+}
+
+extern "C" int flash_attn_fwd_tf32(float *out, float *lse, const float *qkv, int B, int T, int C, int NH,
+                                   cudaStream_t s) {
+    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
+    if (rc) return rc;
+    if (misaligned(out) || misaligned(qkv) || lse == NULL || ((uintptr_t)lse & 3u)) return (int)cudaErrorInvalidValue;
+    return hs == 64 ? fwd32_launch<64>(out, lse, qkv, B, T, C, NH, s) : fwd32_launch<128>(out, lse, qkv, B, T, C, NH, s);
+}
+
+extern "C" int flash_attn_bwd_tf32(float *dqkv, void *scratch, const float *dout, const float *qkv, const float *out,
+                                   const float *lse, int B, int T, int C, int NH, cudaStream_t s) {
+    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
+    if (rc) return rc;
+    if (misaligned(dqkv) || misaligned(scratch) || misaligned(dout) || misaligned(qkv) || misaligned(out) ||
+        lse == NULL || ((uintptr_t)lse & 3u))
+        return (int)cudaErrorInvalidValue;
+    float *D = static_cast<float *>(scratch);
+    const int64_t rows = (int64_t)B * T * NH;
+    const int per_block = 256 / 32;
+    flash_bwd_d32_k<<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, s>>>(D, dout, out, B, T, C, NH);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return (int)e;
+    return hs == 64 ? bwd32_launch<64>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
+                    : bwd32_launch<128>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
+}

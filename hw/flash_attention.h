@@ -1,6 +1,6 @@
 /*
- * flash_attention.h: fused causal self-attention on the GPU in bf16
- * (FlashAttention-2 style), forward and backward, reading the qkv GEMM's
+ * flash_attention.h: fused causal self-attention on the GPU in bf16, and in
+ * fp32 storage with TF32 math (FlashAttention-2 style), forward and backward, reading the qkv GEMM's
  * output as it is and writing what the projection GEMM reads. No T x T
  * matrix and no permuted copy of q, k or v is ever stored; the tiling and
  * the softmax recurrence are described at the top of flash_attention.cu.
@@ -55,6 +55,18 @@ size_t flash_attn_bwd_scratch_bytes(int B, int T, int C, int NH);
 int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                         const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
                         int C, int NH, cudaStream_t s);
+
+/* The TF32 kernels, for the engine's TF32 mode: the same layouts, shapes,
+ * requirements, scratch (flash_attn_bwd_scratch_bytes) and return values as
+ * the bf16 ones, with fp32 storage: qkv (B,T,3C), out (B,T,C), dout (B,T,C)
+ * and dqkv (B,T,3C, assigned) are fp32, lse as above. Precision: every
+ * product takes TF32 inputs (q, k, v, dout and the probabilities P and their
+ * gradient dS rounded to a 10-bit mantissa, round to nearest) and sums in
+ * fp32 (mma.sync m16n8k8 tf32); the softmax and its statistics are fp32.
+ * Never bf16 math. Deterministic, no atomics; capturable into a graph. */
+int flash_attn_fwd_tf32(float *out, float *lse, const float *qkv, int B, int T, int C, int NH, cudaStream_t s);
+int flash_attn_bwd_tf32(float *dqkv, void *scratch, const float *dout, const float *qkv, const float *out,
+                        const float *lse, int B, int T, int C, int NH, cudaStream_t s);
 
 #if defined(__cplusplus)
 }

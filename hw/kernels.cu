@@ -17,11 +17,25 @@
  *                   the 823 MB of logits are read from DRAM once and written once
  *   AdamW           one pass over the device's flat buffers, float4
  *
+ * That is strict fp32 exactly, and TF32 with PLACER_TF32_OFF=all. TF32
+ * otherwise (cu_ctx's tf32_* flags) takes fused paths with the same TF32
+ * precision (TF32 products, fp32 sums, everything else fp32):
+ *   epilogues       the bias (and bias + GELU, keeping the pre-activation as
+ *                   the epilogue's aux output) in cuBLASLt epilogues; the
+ *                   bias gradients by 16-byte column sums, GELU's backward
+ *                   fused with the fc bias gradient (gelu_colsum4_k)
+ *   loss            lossf_k: two blocks an SM, the row re-read from L2
+ *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
+ *                   no permutes and no T x T matrix
+ *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
  * beta = 1, atomics for the reductions), input gradients assign or add by acc.
  * The bf16 mixed mode is kernels_bf16.cu; what both use is kernels_common.cuh.
  */
 #include "kernels_common.cuh"
+#if PLACER_HAVE_FLASH
+#include "flash_attention.h"
+#endif
 
 void cu_kmark(cu_ctx *ctx, const char *name) {
     cu_kprof *k = ctx->kprof;
@@ -462,6 +476,83 @@ __global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, do
     for (int i = V + threadIdx.x; i < Vp; i += blockDim.x) d[i] = 0.0f;
 }
 
+/* The TF32 mode's loss: one block per row, no copy of the row in shared
+ * memory (201 KB for GPT-2's vocabulary: loss_k<true> runs one block per SM,
+ * so an SM's read, exp and write phases never overlap). Two passes over the
+ * row with 16-byte accesses: the first keeps an online max and sum, one
+ * rescale per 4 elements instead of one per element; the second re-reads the
+ * row (from L2, where the first pass left it: the stores are streaming so they
+ * do not evict it) and writes dlogits = (softmax - onehot) * inv_norm, padding
+ * columns 0. 2 exps and ~8 ALU ops an element. Vp % 4 == 0 (it is a multiple
+ * of 64), 16-byte aligned rows. dlogits may alias logits: thread 0 reads the
+ * target's logit before the barrier that precedes every write. */
+#define LOSSF_UNROLL 4
+template <int THREADS, int BLOCKS>
+__global__ void __launch_bounds__(THREADS, BLOCKS) lossf_k(float *losses, float *dlogits, double *loss_sum,
+                                                           const float *logits, const int *targets, float inv_norm,
+                                                           int V, int Vp) {
+    __shared__ float red[32];
+    const int64_t row = blockIdx.x;
+    const float4 *x = (const float4 *)(logits + row * Vp);
+    float4 *d = (float4 *)(dlogits + row * Vp);
+    const int tgt = targets[row], nvec = Vp / 4;
+    float m = -INFINITY, s = 0.0f;
+    for (int base = threadIdx.x; base < nvec; base += LOSSF_UNROLL * THREADS) {
+        float4 u[LOSSF_UNROLL];
+#pragma unroll
+        for (int j = 0; j < LOSSF_UNROLL; j++) {
+            int i = base + j * THREADS;
+            if (i < nvec) u[j] = x[i];
+        }
+#pragma unroll
+        for (int j = 0; j < LOSSF_UNROLL; j++) {
+            int i = base + j * THREADS;
+            if (i >= nvec) break;
+            float v[4] = {u[j].x, u[j].y, u[j].z, u[j].w};
+            if (i * 4 + 4 > V) /* the row's last real vector or padding */
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (i * 4 + k >= V) v[k] = -INFINITY;
+            const float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
+            if (mx == -INFINITY) continue; /* padding only */
+            if (mx > m) {
+                s = m == -INFINITY ? 0.0f : s * __expf(m - mx);
+                m = mx;
+            }
+            s += __expf(v[0] - m) + __expf(v[1] - m) + __expf(v[2] - m) + __expf(v[3] - m);
+        }
+    }
+    const float M = block_reduce(m, red, true);
+    s = m == -INFINITY ? 0.0f : s * __expf(m - M);
+    const float S = block_reduce(s, red, false);
+    if (threadIdx.x == 0) {
+        const float loss = logf(S) + M - logits[row * Vp + tgt];
+        losses[row] = loss;
+        if (loss_sum) atomicAdd(loss_sum, (double)loss);
+    }
+    __syncthreads(); /* thread 0 has read logit[tgt] before anyone overwrites it */
+    const float inv = 1.0f / S, sc = inv * inv_norm;
+    for (int i = threadIdx.x; i < nvec; i += THREADS) {
+        const float4 u = __ldcs(x + i); /* last use of the row */
+        float4 o;
+        if (i * 4 + 4 <= V && (tgt < i * 4 || tgt >= i * 4 + 4)) { /* the common case: no guards, no target */
+            o.x = __expf(u.x - M) * sc;
+            o.y = __expf(u.y - M) * sc;
+            o.z = __expf(u.z - M) * sc;
+            o.w = __expf(u.w - M) * sc;
+        } else {
+            float v[4] = {u.x, u.y, u.z, u.w}, r[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                const int col = i * 4 + k;
+                r[k] = col < V ? (__expf(v[k] - M) * inv - (col == tgt ? 1.0f : 0.0f)) * inv_norm : 0.0f;
+            }
+            o = make_float4(r[0], r[1], r[2], r[3]);
+        }
+        __stcs(d + i, o);
+    }
+}
+
 /* ---------------- AdamW ----------------
  * The step number comes from t_dev (device memory) when given, so that a
  * captured graph replays correctly: each block derives the bias corrections
@@ -581,9 +672,253 @@ pl_status colsum(cu_ctx *ctx, float *dbias, const float *dout, int64_t N, int OC
     return PL_OK;
 }
 
+/* ---------------- the TF32 mode's fused paths ----------------
+ * In TF32 (ctx->compute = CUBLAS_COMPUTE_32F_FAST_TF32) the forward GEMMs
+ * that have a bias run through cuBLASLt with the bias (or bias + GELU, the
+ * pre-activation stored as the epilogue's aux output) in the epilogue, and
+ * the bias gradients come from fused or vectorised passes, so the separate
+ * bias_add_k / bias_gelu_k / gelu_bwd_k / colsum_k passes are gone. Strict
+ * fp32 keeps the cublasGemmEx path above bit for bit. The precision is the
+ * same TF32 as cublasGemmEx's: fp32 storage, TF32 products, fp32
+ * accumulation, the epilogue in fp32. */
+
+enum { E32_NONE = 0, E32_BIAS, E32_GELU };
+
+struct cu_lt32_entry {
+    int ta, tb, m, n, k, lda, ldb, ldc, epi, accumulate, align;
+    int ok; /* 1: desc and algo usable; 0: no algorithm, use the fallback */
+    cublasLtMatmulDesc_t desc;
+    cublasLtMatrixLayout_t la, lb, lc;
+    cublasLtMatmulAlgo_t algo;
+};
+#define CU_LT32_CACHE 512
+
+void cu_nodes_fini32(cu_ctx *ctx) {
+    if (!ctx->lt32_cache) return;
+    for (int i = 0; i < ctx->n_lt32; i++) {
+        cu_lt32_entry *e = &ctx->lt32_cache[i];
+        if (e->desc) cublasLtMatmulDescDestroy(e->desc);
+        if (e->la) cublasLtMatrixLayoutDestroy(e->la);
+        if (e->lb) cublasLtMatrixLayoutDestroy(e->lb);
+        if (e->lc) cublasLtMatrixLayoutDestroy(e->lc);
+    }
+    free(ctx->lt32_cache);
+    ctx->lt32_cache = NULL;
+    ctx->n_lt32 = 0;
+}
+
+/* the largest power of two (<= 256) that divides every non-NULL pointer */
+static int ptr_align(const void *a, const void *b, const void *c, const void *d, const void *e) {
+    uintptr_t x = (uintptr_t)a | (uintptr_t)b | (uintptr_t)c | (uintptr_t)(d ? d : a) | (uintptr_t)(e ? e : a) | 256u;
+    return (int)(x & (~x + 1));
+}
+
+/* Row-major GEMM in the column-major view (as gemm above), TF32:
+ * D (m x n, ldc) = op(A) op(B) (+ D when accumulate), then the epilogue:
+ * E32_BIAS adds bias (length m); E32_GELU adds bias, stores the sum in aux
+ * (m x n, ld ldc) and D = gelu(sum) (cuBLASLt's tanh GELU, as gelu_f). Where
+ * cuBLASLt has no algorithm, cublasGemmEx and the old kernels give the same
+ * result. The descriptors and the algorithm are cached by shape. */
+static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
+                           int epi, const float *bias, float *aux) {
+    const int align = ptr_align(A, B, D, bias, aux);
+    cu_lt32_entry *e = NULL;
+    for (int i = 0; i < ctx->n_lt32; i++) {
+        cu_lt32_entry *x = &ctx->lt32_cache[i];
+        if (x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k && x->lda == lda &&
+            x->ldb == ldb && x->ldc == ldc && x->epi == epi && x->accumulate == accumulate && x->align == align) {
+            e = x;
+            break;
+        }
+    }
+    if (!e) {
+        if (!ctx->lt32_cache) {
+            ctx->lt32_cache = (cu_lt32_entry *)calloc(CU_LT32_CACHE, sizeof *ctx->lt32_cache);
+            if (!ctx->lt32_cache)
+                return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_lt32", "out of host memory", 0);
+        }
+        if (ctx->n_lt32 == CU_LT32_CACHE)
+            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_lt32", "too many GEMM shapes", 0);
+        e = &ctx->lt32_cache[ctx->n_lt32++];
+        memset(e, 0, sizeof *e);
+        e->ta = ta; e->tb = tb; e->m = m; e->n = n; e->k = k; e->lda = lda; e->ldb = ldb; e->ldc = ldc;
+        e->epi = epi; e->accumulate = accumulate; e->align = align;
+        if (align >= 16 && ctx->lt) {
+            BTRY(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+            cublasLtEpilogue_t ep = epi == E32_BIAS   ? CUBLASLT_EPILOGUE_BIAS
+                                    : epi == E32_GELU ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
+                                                      : CUBLASLT_EPILOGUE_DEFAULT;
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof ep));
+            if (epi == E32_GELU) {
+                int64_t ld = ldc;
+                BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld));
+            }
+            BTRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : k, ta == CUBLAS_OP_N ? k : m,
+                                            lda));
+            BTRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_32F, tb == CUBLAS_OP_N ? k : n, tb == CUBLAS_OP_N ? n : k,
+                                            ldb));
+            BTRY(cublasLtMatrixLayoutCreate(&e->lc, CUDA_R_32F, m, n, ldc));
+            cublasLtMatmulPreference_t pref = NULL;
+            BTRY(cublasLtMatmulPreferenceCreate(&pref));
+            size_t wsb = ctx->ws_bytes;
+            uint32_t al = (uint32_t)align;
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
+            cublasLtMatmulHeuristicResult_t res;
+            int found = 0;
+            cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1,
+                                                               &res, &found);
+            cublasLtMatmulPreferenceDestroy(pref);
+            e->ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+            if (e->ok) e->algo = res.algo;
+        }
+    }
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    if (e->ok) {
+        if (epi != E32_NONE)
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+        if (epi == E32_GELU)
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+        BTRY(cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, D, e->lc, D, e->lc, &e->algo, ctx->ws,
+                            ctx->ws_bytes, ctx->stream));
+    } else {
+        /* no cuBLASLt algorithm: cublasGemmEx, then the epilogue as the old kernels */
+        float *out = epi == E32_GELU ? aux : D;
+        BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, out,
+                          CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
+        if (epi != E32_NONE) {
+            const int64_t total = (int64_t)m * n;
+            RET(check_size(ctx, total, "gemm_lt32 epilogue"));
+            if (ldc != m)
+                return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_lt32", "epilogue fallback needs ldc == m",
+                               0);
+            if (epi == E32_BIAS) bias_add_k<<<ceil_div(total, 256), 256, 0, ctx->stream>>>(D, bias, n, m);
+            else bias_gelu_k<<<ceil_div(total, 256), 256, 0, ctx->stream>>>(aux, D, bias, n, m);
+            LAUNCHED();
+        }
+    }
+    if (ctx->kprof) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "lt32 %dx%dx%d%s%s", m, n, k, epi == E32_GELU ? " gelu" : epi == E32_BIAS ? " bias" : "",
+                 e->ok ? "" : " (fallback)");
+        KM(gemm_name_str(ctx->kprof, nm));
+    }
+    return PL_OK;
+}
+
+/* out (N, OC; ld ldo) = inp (N, C) @ w^T + bias, in TF32 with the bias in the epilogue */
+static pl_status linear_fwd_bias(cu_ctx *ctx, float *out, const float *inp, const float *w, const float *bias, int N,
+                                 int C, int OC, int ldo) {
+    return gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, w, C, inp, C, out, ldo, 0, E32_BIAS, bias, NULL);
+}
+
+static int colsum_chunks32(int64_t N) {
+    int chunks = (int)(N / 64);
+    return chunks < 1 ? 1 : chunks > 128 ? 128 : chunks;
+}
+
+/* dbias (OC) += column sums of dout (N, OC), 4 columns a thread (16-byte
+ * loads); block (32, 8) covers 128 columns, its 8 row groups meet in shared
+ * memory, one atomic per column and block. OC % 4 == 0, 16-byte aligned. */
+__global__ void colsum4_k(float *dbias, const float4 *dout, int64_t N, int OC) {
+    __shared__ float sh[8][128 + 1];
+    const int q = blockIdx.x * 32 + threadIdx.x, q4 = OC / 4;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (q < q4)
+        for (int64_t n = (int64_t)blockIdx.y * 8 + threadIdx.y; n < N; n += (int64_t)gridDim.y * 8) {
+            float4 v = dout[n * q4 + q];
+            acc[0] += v.x, acc[1] += v.y, acc[2] += v.z, acc[3] += v.w;
+        }
+#pragma unroll
+    for (int k = 0; k < 4; k++) sh[threadIdx.y][threadIdx.x * 4 + k] = acc[k];
+    __syncthreads();
+    for (int j = threadIdx.y * 32 + threadIdx.x; j < 128; j += 256) {
+        int col = blockIdx.x * 128 + j;
+        if (col >= OC) continue;
+        float t = 0.0f;
+        for (int r = 0; r < 8; r++) t += sh[r][j];
+        atomicAdd(&dbias[col], t);
+    }
+}
+
+/* dg (N, OC) *= gelu'(h) in place and dbias += column sums of the product
+ * (the MLP fc's backward in one pass); layout as colsum4_k. */
+__global__ void gelu_colsum4_k(float4 *dg, float *dbias, const float4 *h, int64_t N, int OC) {
+    __shared__ float sh[8][128 + 1];
+    const int q = blockIdx.x * 32 + threadIdx.x, q4 = OC / 4;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    if (q < q4)
+        for (int64_t n = (int64_t)blockIdx.y * 8 + threadIdx.y; n < N; n += (int64_t)gridDim.y * 8) {
+            const int64_t i = n * q4 + q;
+            float4 d = dg[i];
+            const float4 x = h[i];
+            d.x *= gelu_grad_f(x.x), d.y *= gelu_grad_f(x.y), d.z *= gelu_grad_f(x.z), d.w *= gelu_grad_f(x.w);
+            dg[i] = d;
+            acc[0] += d.x, acc[1] += d.y, acc[2] += d.z, acc[3] += d.w;
+        }
+#pragma unroll
+    for (int k = 0; k < 4; k++) sh[threadIdx.y][threadIdx.x * 4 + k] = acc[k];
+    __syncthreads();
+    for (int j = threadIdx.y * 32 + threadIdx.x; j < 128; j += 256) {
+        int col = blockIdx.x * 128 + j;
+        if (col >= OC) continue;
+        float t = 0.0f;
+        for (int r = 0; r < 8; r++) t += sh[r][j];
+        atomicAdd(&dbias[col], t);
+    }
+}
+
+/* dbias += column sums of dout: the vectorised pass when it can, else colsum_k */
+static pl_status colsum_fast(cu_ctx *ctx, float *dbias, const float *dout, int64_t N, int OC) {
+    if (OC % 4 != 0 || (uintptr_t)dout % 16 != 0) return colsum(ctx, dbias, dout, N, OC);
+    colsum4_k<<<dim3(ceil_div(OC, 128), colsum_chunks32(N)), dim3(32, 8), 0, ctx->stream>>>(dbias, (const float4 *)dout,
+                                                                                            N, OC);
+    LAUNCHED();
+    KM("colsum4_k");
+    return PL_OK;
+}
+
+/* dg *= gelu'(h) and dbias += its column sums */
+static pl_status gelu_colsum(cu_ctx *ctx, float *dg, float *dbias, const float *h, int64_t N, int OC) {
+    if (OC % 4 != 0 || ((uintptr_t)dg | (uintptr_t)h) % 16 != 0) {
+        RET(check_size(ctx, N * OC, "gelu_colsum"));
+        gelu_bwd_k<<<ceil_div(N * OC, 256), 256, 0, ctx->stream>>>(dg, h, N * OC);
+        LAUNCHED();
+        KM("gelu_bwd_k");
+        return colsum(ctx, dbias, dg, N, OC);
+    }
+    gelu_colsum4_k<<<dim3(ceil_div(OC, 128), colsum_chunks32(N)), dim3(32, 8), 0, ctx->stream>>>(
+        (float4 *)dg, dbias, (const float4 *)h, N, OC);
+    LAUNCHED();
+    KM("gelu_colsum4_k");
+    return PL_OK;
+}
+
 /* ---------------- nodes ---------------- */
 
 
+
+/* Whether this attention call takes the TF32 flash kernel (flash_attention.h's
+ * requirements). Forward and backward of a node decide alike (the flags are
+ * fixed when the backend starts), so the saved tensors match: with the flash
+ * kernel the saved slots hold qkv (B,T,3C) with its bias, the rows'
+ * log-sum-exp (B*NH*T floats at the start of the T x T slot) and y (B,T,C). */
+static int use_flash32(const cu_ctx *ctx, const hw_node_call *c) {
+#if PLACER_HAVE_FLASH
+    const int hs = c->d.C / c->d.NH;
+    return ctx->tf32_flash && (hs == 64 || hs == 128) && c->d.C % 8 == 0 && c->d.B * c->d.NH <= 65535;
+#else
+    (void)ctx;
+    (void)c;
+    return 0;
+#endif
+}
 
 static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
     const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
@@ -592,6 +927,18 @@ static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
     float *qkvr = S(c, 0), *att = S(c, 1), *y = S(c, 2);
     const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
     RET(check_size(ctx, 3 * NC, "attention"));
+#if PLACER_HAVE_FLASH
+    if (use_flash32(ctx, c)) {
+        /* qkv with its bias straight into the saved slot, the fused core, the projection with its bias */
+        RET(linear_fwd_bias(ctx, qkvr, c->in[0], P(c, 0), P(c, 1), N, C, 3 * C, 3 * C));
+        int fe = flash_attn_fwd_tf32(y, att, qkvr, B, T, C, NH, ctx->stream);
+        if (fe != 0)
+            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_fwd_tf32",
+                           cudaGetErrorString((cudaError_t)fe), 0);
+        KM("flash_attn_fwd_tf32");
+        return linear_fwd_bias(ctx, c->out, y, P(c, 2), P(c, 3), N, C, C, C);
+    }
+#endif
     RET(linear_fwd(ctx, qkv, c->in[0], P(c, 0), N, C, 3 * C, 3 * C));
     permute_qkv_k<<<permute_grid(T, hs, 3 * B * NH), 256, 0, ctx->stream>>>(qkvr, qkv, P(c, 1), B, T, C, NH);
     LAUNCHED();
@@ -610,6 +957,7 @@ static pl_status attention_forward(cu_ctx *ctx, const hw_node_call *c) {
     heads_tokens_k<<<permute_grid(T, hs, B * NH), 256, 0, ctx->stream>>>(y, yp, B, T, C, NH, 1);
     LAUNCHED();
     KM("heads_tokens_k");
+    if (ctx->tf32_epi) return linear_fwd_bias(ctx, c->out, y, P(c, 2), P(c, 3), N, C, C, C);
     RET(linear_fwd(ctx, c->out, y, P(c, 2), N, C, C, C));
     return bias_add(ctx, c->out, P(c, 3), N, C);
 }
@@ -623,9 +971,31 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
     const float scale = 1.0f / sqrtf((float)hs);
     const long long sT = (long long)T * hs, sTT = (long long)T * T;
+#if PLACER_HAVE_FLASH
+    if (use_flash32(ctx, c)) {
+        /* scratch (floats): dy [0, NC), dqkv [A, A + 3NC), the kernel's D after it */
+        const int64_t A = (NC + 63) / 64 * 64, used = A + (3 * NC + 63) / 64 * 64;
+        float *dqkv_f = c->scratch + A;
+        const size_t fsb = flash_attn_bwd_scratch_bytes(B, T, C, NH);
+        if ((int64_t)((fsb + 3) / 4) > c->mem.bwd_scratch - used)
+            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "attention_backward",
+                           "the flash kernel's scratch does not fit the node's backward scratch", 0);
+        RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
+        RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
+        int fe = flash_attn_bwd_tf32(dqkv_f, c->scratch + used, dy, qkvr, y, att, B, T, C, NH, ctx->stream);
+        if (fe != 0)
+            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_bwd_tf32",
+                           cudaGetErrorString((cudaError_t)fe), 0);
+        KM("flash_attn_bwd_tf32");
+        RET(colsum_fast(ctx, G(c, 1), dqkv_f, N, 3 * C));
+        RET(linear_bwd_inp(ctx, c->din[0], dqkv_f, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
+        return linear_bwd_w(ctx, G(c, 0), dqkv_f, c->in[0], N, C, 3 * C, 3 * C);
+    }
+#endif
     RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
     RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
-    RET(colsum(ctx, G(c, 3), c->dout, N, C));
+    RET(ctx->tf32_epi ? colsum_fast(ctx, G(c, 3), c->dout, N, C) : colsum(ctx, G(c, 3), c->dout, N, C));
     heads_tokens_k<<<permute_grid(T, hs, B * NH), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
     LAUNCHED();
     KM("heads_tokens_k");
@@ -648,13 +1018,18 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
     KM("unpermute_qkv_k");
     RET(linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
     RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
-    return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
+    return ctx->tf32_epi ? colsum_fast(ctx, G(c, 1), dqkv, N, 3 * C) : colsum(ctx, G(c, 1), dqkv, N, 3 * C);
 }
 
 static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
     float *h = S(c, 0), *g = S(c, 1);
     RET(check_size(ctx, (int64_t)N * 4 * C, "mlp"));
+    if (ctx->tf32_epi) { /* h = x W^T + b kept as the epilogue's aux output, g = gelu(h) */
+        RET(gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, 4 * C, N, C, P(c, 0), C, c->in[0], C, g, 4 * C, 0, E32_GELU, P(c, 1),
+                      h));
+        return linear_fwd_bias(ctx, c->out, g, P(c, 2), P(c, 3), N, 4 * C, C, C);
+    }
     RET(linear_fwd(ctx, h, c->in[0], P(c, 0), N, C, 4 * C, 4 * C));
     bias_gelu_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(h, g, P(c, 1), N, 4 * C);
     LAUNCHED();
@@ -669,6 +1044,12 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     float *dg = c->scratch;
     RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
     RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
+    if (ctx->tf32_epi) {
+        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
+        RET(gelu_colsum(ctx, dg, G(c, 1), h, N, 4 * C));
+        RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
+        return linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C);
+    }
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
     LAUNCHED();
@@ -681,6 +1062,17 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
 static pl_status loss_forward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, V = c->d.V, Vp = c->d.Vp;
     size_t smem = (size_t)Vp * sizeof(float);
+    if (ctx->tf32_loss && Vp % 4 == 0 && ((uintptr_t)c->in[0] | (uintptr_t)c->din[0]) % 16 == 0) {
+        if (ctx->tf32_loss == 2)
+            lossf_k<1024, 1><<<N, 1024, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
+                                                          c->inv_norm, V, Vp);
+        else
+            lossf_k<512, 2><<<N, 512, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
+                                                        c->inv_norm, V, Vp);
+        LAUNCHED();
+        KM("lossf_k");
+        return PL_OK;
+    }
     if (ctx->loss_smem_ok && smem <= (size_t)ctx->loss_smem_ok)
         loss_k<true><<<N, 1024, smem, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
                                                      c->inv_norm, V, Vp);
@@ -748,6 +1140,19 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     if (want > 48 * 1024) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
+    }
+    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash (or all)
+     * turns them off for measurement; PLACER_LOSS32=1024 picks the loss
+     * variant with one 1024-thread block per SM instead of two of 512 */
+    if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
+        const char *off = getenv("PLACER_TF32_OFF");
+        const int all = off && strstr(off, "all") != NULL;
+        ctx->tf32_epi = !(all || (off && strstr(off, "epi")));
+        const char *lv = getenv("PLACER_LOSS32");
+        ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "1024") ? 2 : 1;
+        ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
+    } else {
+        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

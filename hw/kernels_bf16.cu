@@ -42,6 +42,7 @@ struct cu_lt_entry {
 #define LTTRY(x) BLAS_TRY(ctx->err, ctx->err_len, x)
 
 void cu_nodes_fini(cu_ctx *ctx) {
+    cu_nodes_fini32(ctx); /* the TF32 mode's cache (kernels.cu) */
     if (ctx->lt_cache) {
         for (int i = 0; i < ctx->n_lt; i++) {
             cu_lt_entry *e = &ctx->lt_cache[i];

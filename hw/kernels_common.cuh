@@ -99,6 +99,8 @@ pl_status gemm_batched(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, 
 pl_status check_size(cu_ctx *ctx, int64_t elements, const char *what);
 /* dbias (OC) += column sums of dout (N, OC) */
 pl_status colsum(cu_ctx *ctx, float *dbias, const float *dout, int64_t N, int OC);
+/* Releases the TF32 mode's cached cuBLASLt descriptors (cu_nodes_fini calls it). */
+void cu_nodes_fini32(cu_ctx *ctx);
 
 /* ---- the bf16 mixed mode (kernels_bf16.cu) ---- */
 /* One node call in bf16 (*done = 1: attention, MLP, head, loss), or

@@ -96,6 +96,11 @@ static double relerr(const float *a, const float *ref, int64_t n) {
  * the bf16 attention then runs unfused, and the bf16 tests cover both) */
 #define FLASH_CFG "default,vocab=512,d_model=128,heads=2,layers=2,seq=64,batch=8"
 #define FLASH_MID_CFG "default,vocab=2048,d_model=128,heads=2,layers=2,seq=64,batch=8"
+/* the TF32 flash kernel over several 64-row tiles, T not a multiple of 64
+ * (the causal skip, the running max across key blocks, the masked last
+ * tile), hs 64 and hs 128 */
+#define FLASH_T_CFG "default,vocab=512,d_model=128,heads=2,layers=2,seq=200,batch=4"
+#define FLASH_128_CFG "default,vocab=512,d_model=256,heads=2,layers=2,seq=136,batch=2"
 
 static graph *make_graph(const char *text) {
     gpt_config cfg;
@@ -168,8 +173,16 @@ static double cmp_pair(dmem *m, const pair *p, int64_t n) {
     return e;
 }
 
-static void test_kernels(int strict) {
-    const char *mode = strict ? "strict" : "tf32";
+/* cfgtext: SMALL_CFG (hs 32: the unfused attention in every mode) or, in
+ * TF32, FLASH_CFG (hs 64: the TF32 flash kernel). With the flash kernel the
+ * GPU's attention saves other tensors than the CPU's (qkv with its bias and
+ * the rows' log-sum-exp instead of the permuted q, k, v and the T x T
+ * probabilities), so, as in the bf16 test, each side then runs its backward
+ * from its own saved tensors and only y (saved slot 2) is compared; the TF32
+ * tolerance 1e-2 holds for the fused core as for the unfused one: the same
+ * four products with TF32 inputs (P and dS rounded to TF32 like any GEMM
+ * input), fp32 sums and an fp32 softmax. */
+static void test_kernels(int strict, const char *cfgtext, const char *mode) {
     char msg[256];
     hw_backend *cpu = NULL, *gpu = NULL;
     int gpus[1] = {0};
@@ -190,10 +203,10 @@ static void test_kernels(int strict) {
         fprintf(stderr, "workspace: %s\n", gpu->err);
         exit(1);
     }
-    graph *g = make_graph(SMALL_CFG);
+    graph *g = make_graph(cfgtext);
     const gpt_config *cfg = &g->cfg;
     const int B = cfg->batch, T = cfg->seq_len, C = cfg->d_model, V = cfg->vocab, Vp = hw_padded_vocab(V);
-    const int N = B * T;
+    const int N = B * T, hs = C / cfg->n_heads;
     const double tol32 = 2e-5, tolmm = strict ? 2e-5 : 1e-2;
     pl_rng r;
     pl_rng_seed(&r, 42);
@@ -277,7 +290,10 @@ static void test_kernels(int strict) {
             snprintf(what, sizeof what, "[%s] %s forward out", mode, nd->name);
             report(what, cmp_pair(&m, &out, mem.out), tol);
         }
+        /* the TF32 flash attention keeps its own saved tensors (above) */
+        const int own_saved = !strict && nd->kind == OP_ATTENTION && (hs == 64 || hs == 128);
         for (int k = 0; k < mem.n_saved; k++) {
+            if (own_saved && k != 2) continue;
             float *t = malloc(sizeof(float) * (size_t)mem.saved_size[k]);
             down(&m, t, saved.d + mem.saved_off[k], mem.saved_size[k] * 4);
             snprintf(what, sizeof what, "[%s] %s forward saved[%d]", mode, nd->name, k);
@@ -293,9 +309,10 @@ static void test_kernels(int strict) {
             snprintf(what, sizeof what, "[%s] loss sum", mode);
             report(what, fabs(lg - lsum_h) / fabs(lsum_h), tol32);
         } else {
-            /* backward from the CPU's saved tensors, with random dout, into
-             * pre-filled gradients: din with acc = 1 and parameter grads (+=) */
-            up(&m, saved.d, saved.h, mem.saved * 4);
+            /* backward from the CPU's saved tensors (from its own with the
+             * flash kernel), with random dout, into pre-filled gradients: din
+             * with acc = 1 and parameter grads (+=) */
+            if (!own_saved) up(&m, saved.d, saved.h, mem.saved * 4);
             pair dout = mkpair(&m, &r, mem.out, 0.0, 1.0);
             if (nd->kind == OP_HEAD) { /* the loss writes zeros into dlogits' padding columns */
                 for (int n = 0; n < N; n++)
@@ -673,9 +690,10 @@ static hw_engine *cuda_engine(int n, const int *gpus, int strict) {
     return e;
 }
 
-static void test_step(int strict) {
-    const char *mode = strict ? "strict" : "tf32";
-    graph *g = make_graph(SMALL_CFG);
+/* cfgtext: SMALL_CFG (hs 32), or in TF32 also FLASH_CFG (hs 64: the TF32
+ * flash attention inside the whole step, same tolerances) */
+static void test_step(int strict, const char *cfgtext, const char *mode) {
+    graph *g = make_graph(cfgtext);
     hw_engine_opts co;
     memset(&co, 0, sizeof co);
     co.backend = HW_BACKEND_CPU;
@@ -1147,10 +1165,10 @@ static void test_graphs(void) {
 
 /* ---------------- sanitizer run ---------------- */
 
-static void test_sanitize(int bf16) {
+static void test_sanitize(int bf16, const char *cfgtext) {
     /* two logical devices on GPU 0 (copies between them), m = 2, 1f1b, plus
      * one traced step: every kernel, transfer and event path once */
-    graph *g = make_graph(bf16 ? FLASH_CFG : SMALL_CFG);
+    graph *g = make_graph(cfgtext);
     int same[2] = {0, 0};
     hw_engine *e = engine_prec(HW_BACKEND_CUDA, 2, same, bf16 ? HW_PREC_BF16 : HW_PREC_DEFAULT);
     int *pl = calloc((size_t)g->n_nodes, sizeof(int));
@@ -1158,7 +1176,10 @@ static void test_sanitize(int bf16) {
     if (bf16) pl[g->n_nodes - 2] = 0; /* the head apart from the loss: bf16 logits and dlogits cross */
     step_res s;
     int st = run_step(e, g, pl, 2, SCHED_1F1B, &s, 0);
-    check(bf16 ? "sanitizer workload ran (bf16)" : "sanitizer workload ran", st == PL_OK, NULL);
+    char what[96];
+    snprintf(what, sizeof what, "sanitizer workload ran (%s, %s)", bf16 ? "bf16" : "tf32",
+             strcmp(cfgtext, FLASH_CFG) ? "hs 32" : "hs 64");
+    check(what, st == PL_OK, NULL);
     if (st == PL_OK) free_res(&s);
     free(pl);
     hw_engine_destroy(e);
@@ -1182,12 +1203,27 @@ int main(int argc, char **argv) {
     if (!strcmp(what, "kernels") && bf16) {
         test_kernels_bf16(FLASH_CFG, "bf16 hs=64");
         test_kernels_bf16(SMALL_CFG, "bf16 hs=32");
-    } else if (!strcmp(what, "kernels")) test_kernels(strict);
-    else if (!strcmp(what, "step")) bf16 ? test_step_bf16() : test_step(strict);
+    } else if (!strcmp(what, "kernels") && strict) test_kernels(1, SMALL_CFG, "strict");
+    else if (!strcmp(what, "kernels")) {
+        test_kernels(0, SMALL_CFG, "tf32");
+        test_kernels(0, FLASH_CFG, "tf32 hs=64");
+        test_kernels(0, FLASH_T_CFG, "tf32 hs=64 T=200");
+        test_kernels(0, FLASH_128_CFG, "tf32 hs=128 T=136");
+    } else if (!strcmp(what, "step") && bf16) test_step_bf16();
+    else if (!strcmp(what, "step") && strict) test_step(1, SMALL_CFG, "strict");
+    else if (!strcmp(what, "step")) {
+        test_step(0, SMALL_CFG, "tf32");
+        test_step(0, FLASH_CFG, "tf32 hs=64");
+        test_step(0, FLASH_T_CFG, "tf32 hs=64 T=200");
+    }
     else if (!strcmp(what, "train")) test_train(argc > 2 ? atoi(argv[2]) : 200);
     else if (!strcmp(what, "invariance")) test_invariance(argc > 2 ? atoi(argv[2]) : 20);
     else if (!strcmp(what, "oom")) test_oom(argc > 2 ? atoi(argv[2]) : 1000);
-    else if (!strcmp(what, "sanitize")) test_sanitize(bf16);
+    else if (!strcmp(what, "sanitize") && bf16) test_sanitize(1, FLASH_CFG);
+    else if (!strcmp(what, "sanitize")) {
+        test_sanitize(0, SMALL_CFG);
+        test_sanitize(0, FLASH_CFG);
+    }
     else if (!strcmp(what, "graphs")) test_graphs();
     else {
         fprintf(stderr, "gpu_tests: unknown test '%s'\n", what);
