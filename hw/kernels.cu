@@ -32,6 +32,8 @@
  * beta = 1, atomics for the reductions), input gradients assign or add by acc.
  * The bf16 mixed mode is kernels_bf16.cu; what both use is kernels_common.cuh.
  */
+#include <pthread.h>
+
 #include "kernels_common.cuh"
 #if PLACER_HAVE_FLASH
 #include "flash_attention.h"
@@ -611,8 +613,14 @@ static const char *gemm_name(cu_kprof *k, int m, int n, int k_) {
     return gemm_name_str(k, buf);
 }
 
+static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                           const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
+                           int epi, const float *bias, float *aux);
+
 static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
+    if (ctx->tf32_lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) /* TF32: through cuBLASLt (tuned) */
+        return gemm_lt32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, 0, NULL, NULL);
     BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
                       CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
     if (ctx->kprof) KM(gemm_name(ctx->kprof, m, n, k));
@@ -713,6 +721,130 @@ static int ptr_align(const void *a, const void *b, const void *c, const void *d,
     return (int)(x & (~x + 1));
 }
 
+static pl_status lt32_set_pointers(cu_ctx *ctx, cu_lt32_entry *e, const float *bias, float *aux) {
+    if (e->epi != E32_NONE)
+        BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
+    if (e->epi == E32_GELU)
+        BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+    return PL_OK;
+}
+
+/* ---- choosing a GEMM shape's algorithm by timing (ctx->tf32_tune) ----
+ * cuBLASLt's heuristic ranks algorithms by a model; on the engine's
+ * small-output, long-k weight-gradient GEMMs (1536 x 384 x 4096 and the
+ * like) its first choice ran at ~100 TFLOP/s on the H200. At a shape's first
+ * call (outside a graph capture: the engine's first step runs op by op) the
+ * heuristic's best LT32_CANDIDATES are timed (1 warm-up and 3 runs each) and
+ * the fastest kept. The candidates write either the call's own outputs (a
+ * GEMM that overwrites D: the real call overwrites them again) or, for an
+ * accumulating GEMM, a scratch D in the upper half of the cuBLAS workspace
+ * (the candidates get the lower half), so tuning changes nothing the call
+ * returns. The choice is process-wide (one table for every device and
+ * engine, by shape and GPU model), so two engines or two logical devices of
+ * one process run the same algorithm on the same shape and stay bitwise
+ * comparable; another process may choose otherwise (TF32 rounding noise). */
+#define LT32_CANDIDATES 8
+#define LT32_TUNED_MAX 512
+
+typedef struct {
+    int ta, tb, m, n, k, lda, ldb, ldc, epi, accumulate, align, cc;
+    cublasLtMatmulAlgo_t algo;
+} lt32_choice;
+
+static lt32_choice lt32_tuned[LT32_TUNED_MAX];
+static int lt32_n_tuned;
+static pthread_mutex_t lt32_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int lt32_same(const lt32_choice *c, const cu_lt32_entry *e, int cc) {
+    return c->ta == e->ta && c->tb == e->tb && c->m == e->m && c->n == e->n && c->k == e->k && c->lda == e->lda &&
+           c->ldb == e->ldb && c->ldc == e->ldc && c->epi == e->epi && c->accumulate == e->accumulate &&
+           c->align == e->align && c->cc == cc;
+}
+
+static int lt32_cc(void) {
+    int dev = 0, ma = 0, mi = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return -1;
+    if (cudaDeviceGetAttribute(&ma, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return -1;
+    if (cudaDeviceGetAttribute(&mi, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) return -1;
+    return ma * 10 + mi;
+}
+
+/* Whether this entry's algorithm may be chosen by timing now. */
+static int lt32_tunable(cu_ctx *ctx, const cu_lt32_entry *e) {
+    if (!ctx->tf32_tune || !ctx->ws || ctx->ws_bytes < ((size_t)4 << 20)) return 0;
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return 0;
+    if (e->accumulate && (size_t)e->ldc * (size_t)e->n * sizeof(float) > ctx->ws_bytes / 2) return 0;
+    return 1;
+}
+
+/* Times the candidates (see above) and stores the fastest in e->algo. A
+ * shape another engine of the process has tuned takes its choice untimed. */
+static pl_status lt32_pick(cu_ctx *ctx, cu_lt32_entry *e, const cublasLtMatmulHeuristicResult_t *res, int found,
+                           const float *A, const float *B, float *D, const float *bias, float *aux) {
+    const int cc = lt32_cc();
+    pthread_mutex_lock(&lt32_mu);
+    for (int i = 0; i < lt32_n_tuned; i++)
+        if (lt32_same(&lt32_tuned[i], e, cc)) {
+            e->algo = lt32_tuned[i].algo;
+            pthread_mutex_unlock(&lt32_mu);
+            return PL_OK;
+        }
+    pthread_mutex_unlock(&lt32_mu);
+    RET(lt32_set_pointers(ctx, e, bias, aux));
+    const size_t half = ctx->ws_bytes / 2;
+    float *out = e->accumulate ? (float *)((char *)ctx->ws + half) : D;
+    const float alpha = 1.0f, beta = 0.0f;
+    cudaEvent_t t0 = NULL, t1 = NULL;
+    TRY(cudaEventCreate(&t0));
+    if (cudaEventCreate(&t1) != cudaSuccess) {
+        cudaEventDestroy(t0);
+        return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cudaEventCreate", "failed", 0);
+    }
+    float best = INFINITY;
+    int best_i = 0;
+    pl_status st = PL_OK;
+    for (int i = 0; i < found && st == PL_OK; i++) {
+        if (res[i].state != CUBLAS_STATUS_SUCCESS || res[i].workspaceSize > half) continue;
+        if (cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, out, e->lc, out, e->lc, &res[i].algo,
+                           ctx->ws, half, ctx->stream) != CUBLAS_STATUS_SUCCESS)
+            continue; /* this candidate cannot run: the others can */
+        cudaEventRecord(t0, ctx->stream);
+        for (int r = 0; r < 3; r++)
+            cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, out, e->lc, out, e->lc, &res[i].algo,
+                           ctx->ws, half, ctx->stream);
+        cudaEventRecord(t1, ctx->stream);
+        float ms = 0.0f;
+        cudaError_t ce = cudaEventSynchronize(t1);
+        if (ce == cudaSuccess) ce = cudaEventElapsedTime(&ms, t0, t1);
+        if (ce != cudaSuccess)
+            st = cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "lt32_pick", cudaGetErrorString(ce), 0);
+        else if (ms < best) {
+            best = ms;
+            best_i = i;
+        }
+    }
+    cudaEventDestroy(t0);
+    cudaEventDestroy(t1);
+    if (st != PL_OK) return st;
+    e->algo = res[best_i].algo;
+    pthread_mutex_lock(&lt32_mu);
+    int i;
+    for (i = 0; i < lt32_n_tuned; i++) /* another thread may have tuned it meanwhile: its choice wins */
+        if (lt32_same(&lt32_tuned[i], e, cc)) {
+            e->algo = lt32_tuned[i].algo;
+            break;
+        }
+    if (i == lt32_n_tuned && lt32_n_tuned < LT32_TUNED_MAX) {
+        lt32_choice *c = &lt32_tuned[lt32_n_tuned++];
+        c->ta = e->ta; c->tb = e->tb; c->m = e->m; c->n = e->n; c->k = e->k; c->lda = e->lda; c->ldb = e->ldb;
+        c->ldc = e->ldc; c->epi = e->epi; c->accumulate = e->accumulate; c->align = e->align; c->cc = cc;
+        c->algo = e->algo;
+    }
+    pthread_mutex_unlock(&lt32_mu);
+    return PL_OK;
+}
+
 /* Row-major GEMM in the column-major view (as gemm above), TF32:
  * D (m x n, ldc) = op(A) op(B) (+ D when accumulate), then the epilogue:
  * E32_BIAS adds bias (length m); E32_GELU adds bias, stores the sum in aux
@@ -770,21 +902,25 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
             cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
-            cublasLtMatmulHeuristicResult_t res;
+            /* tuning keeps the upper half of the workspace for its scratch output */
+            const int tune = lt32_tunable(ctx, e);
+            if (tune) {
+                wsb = ctx->ws_bytes / 2;
+                cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+            }
+            cublasLtMatmulHeuristicResult_t res[LT32_CANDIDATES];
             int found = 0;
-            cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1,
-                                                               &res, &found);
+            cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref,
+                                                               tune ? LT32_CANDIDATES : 1, res, &found);
             cublasLtMatmulPreferenceDestroy(pref);
             e->ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
-            if (e->ok) e->algo = res.algo;
+            if (e->ok) e->algo = res[0].algo;
+            if (e->ok && tune && found > 1) RET(lt32_pick(ctx, e, res, found, A, B, D, bias, aux));
         }
     }
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     if (e->ok) {
-        if (epi != E32_NONE)
-            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias));
-        if (epi == E32_GELU)
-            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof aux));
+        RET(lt32_set_pointers(ctx, e, bias, aux));
         BTRY(cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, D, e->lc, D, e->lc, &e->algo, ctx->ws,
                             ctx->ws_bytes, ctx->stream));
     } else {
@@ -1141,7 +1277,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash (or all)
+    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash,lt,tune (or all)
      * turns them off for measurement; PLACER_LOSS32=1024 picks the loss
      * variant with one 1024-thread block per SM instead of two of 512 */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
@@ -1151,8 +1287,10 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         const char *lv = getenv("PLACER_LOSS32");
         ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "1024") ? 2 : 1;
         ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
+        ctx->tf32_lt = !(all || (off && strstr(off, "lt")));
+        ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
     } else {
-        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = 0;
+        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

@@ -1,0 +1,72 @@
+#!/bin/bash
+# benchmarks/hw/ht_tf32_run.sh [BUILD]: the TF32 fused paths of issue 16 on
+# one GPU (the device machine; carry BUILD, default build-gpu, made by
+# scripts/gpu-build.sh). Runs from the repository root, writes $OUT/ht.log
+# (everything) and $OUT/summary.txt (one line a step, then the results).
+#   correctness  gpu_tests kernels / step tf32 (hs 32 unfused, hs 64 and 128
+#                with the TF32 flash kernel), graphs, strict fp32 unchanged,
+#                memcheck (+ leaks) and racecheck of a 2-logical-device TF32
+#                step (gpu_tests sanitize: hs 32 and hs 64), so every new
+#                kernel runs under both
+#   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
+#                every fused path, then with each turned off
+#                (PLACER_TF32_OFF=tune|lt|flash|loss|epi|all; tune: the
+#                heuristic's first cuBLASLt algorithm instead of the fastest
+#                of 8 timed; lt: plain GEMMs by cublasGemmEx; epi: the MLP's and the
+#                unfused attention's; the flash path always uses its
+#                epilogues), the loss variant with
+#                one 1024-thread block an SM (PLACER_LOSS32=1024), all fused
+#                again (the first and last lines bracket the noise), the full
+#                bench_step --graphs, and the TF32 kernel breakdown
+#                (PLACER_KPROF=1, op by op)
+# About 100-140 s on an H200.
+set -u
+B=${1:-build-gpu}
+OUT=${OUT:-/tmp/ht_tf32_out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH="$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+LOG="$OUT/ht.log"
+SUM="$OUT/summary.txt"
+: >"$LOG"
+: >"$SUM"
+step() {
+  local name=$1 t=$2
+  shift 2
+  echo "==== $name: $*" >>"$LOG"
+  local s=$(date +%s)
+  timeout "$t" "$@" >>"$LOG" 2>&1
+  local rc=$?
+  echo "$name rc=$rc $(($(date +%s) - s))s" | tee -a "$SUM"
+}
+T="$B/hw/gpu_tests"
+BS="$B/benchmarks/hw/bench_step"
+CS=/usr/local/cuda/bin/compute-sanitizer
+command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
+nvidia-smi -L >>"$LOG" 2>&1
+git log -1 --format='tree at %h %s' >>"$LOG" 2>/dev/null
+
+step kernels_tf32 60 "$T" kernels tf32
+step step_tf32 60 "$T" step tf32
+step graphs 60 "$T" graphs
+step kernels_strict 60 "$T" kernels strict
+step step_strict 60 "$T" step strict
+for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=lt PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss PLACER_TF32_OFF=epi \
+  PLACER_TF32_OFF=all PLACER_LOSS32=1024 ""; do
+  step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
+  grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
+done
+step bench_graphs 60 "$BS" --graphs --warmup 3 --steps 20
+step kprof_tf32 60 env PLACER_KPROF=1 "$BS" --quick --warmup 2 --steps 5
+step memcheck_engine 90 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
+step racecheck_engine 90 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize
+
+{
+  echo
+  echo "==== results"
+  grep -hE "^(FAIL|gpu_tests)" "$LOG"
+  grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
+  grep -hE "^PASS .*(flash|hs=64|hs=128|attn)" "$LOG" | head -60
+  grep -hE "^(FLOOR|BENCH|GRAPH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
+  grep -hE "^KPROF" "$LOG" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -45
+} >>"$SUM"
+cat "$SUM"
