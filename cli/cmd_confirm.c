@@ -3,6 +3,11 @@
  * baselines on the real engine, with the head-to-head protocol: shuffled
  * selection rounds pick one placement per side, fresh confirmation rounds
  * time only the picks, and only those are reported.
+ *
+ * With --layout L (repeatable) where some L has tp x dp > 1, it times the
+ * layouts themselves instead, one process per rank on the CPU backend, in
+ * shuffled rounds, against the layout simulator's prediction on the CPU
+ * profile (calib/layout_confirm.h): one row per layout.
  */
 #include <getopt.h>
 #include <math.h>
@@ -11,9 +16,11 @@
 #include <string.h>
 
 #include "calib_db.h"
+#include "coll_fit.h"
 #include "cli.h"
 #include "confirm.h"
 #include "hw_timer.h"
+#include "layout_confirm.h"
 #include "placer_config.h"
 #include "sides.h"
 #include "stats.h"
@@ -69,10 +76,150 @@ static int parse_int(const char *cmd, const char *opt, const char *text, int lo,
     return 0;
 }
 
+/* ---- --layout with tp x dp > 1: one process per rank (calib/layout_confirm.h) ---- */
+
+#define CONFIRM_MAX_LAYOUTS 16
+
+typedef struct {
+    int rounds, steps, warmup; /* confirmation rounds, per timing */
+    uint64_t seed;
+    double timeout_s;
+} layout_run_opts;
+
+/* Time every layout in shuffled rounds on the CPU backend and print one row
+ * per layout: measured mean +- sd of the rounds' medians against the layout
+ * simulator's prediction on the CPU profile. The timings are stored as
+ * measurements of purpose "confirm-layout" (extra: the layout, ranks,
+ * round and prediction). db is open read-only and is reopened for writing. */
+static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_model *mo, step_layout *sl, int n,
+                           const layout_run_opts *o) {
+    char msg[512] = "";
+    profile_db *db = *dbp;
+    coll_measured *meas = calloc(1, sizeof *meas);
+    calib_layout_prediction *pred = calloc((size_t)n, sizeof *pred);
+    double *med = calloc((size_t)n * (size_t)o->rounds, sizeof *med);
+    int rc = CLI_EXIT_OK;
+    if (!meas || !pred || !med) {
+        rc = cli_report("confirm", PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    calib_coll_fit_result fr;
+    pl_status st = calib_coll_fit_db(db, NULL, meas, &fr, msg, sizeof msg);
+    if (st != PL_OK) {
+        rc = cli_usage_error("confirm", "--layout with tp x dp > 1 is predicted from the profile's collective curves: "
+                                        "%s",
+                             msg);
+        goto out;
+    }
+    calib_coll_fit_free(&fr);
+    meas->use_curves = 1;
+    for (int i = 0; i < n; i++) {
+        if ((st = calib_layout_predict(db, mo->key, mo->p, &mo->cfg, &sl[i].l, meas, &pred[i], msg, sizeof msg)) !=
+            PL_OK) {
+            rc = cli_report("confirm", st, msg);
+            goto out;
+        }
+    }
+    profile_db_close(db);
+    *dbp = db = NULL;
+    if ((st = profile_db_open(db_path, PROFILE_DB_WRITE, dbp, msg, sizeof msg)) != PL_OK) {
+        rc = cli_report("confirm", st, msg);
+        goto out;
+    }
+    db = *dbp;
+    fprintf(stderr, "placer confirm: %d layout%s, %d rounds of %d steps after %d warm-up, CPU backend, one process "
+                    "per rank\n",
+            n, n > 1 ? "s" : "", o->rounds, o->steps, o->warmup);
+    int order[CONFIRM_MAX_LAYOUTS];
+    for (int i = 0; i < n; i++) order[i] = i;
+    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 1;
+    char pl_text[16384];
+    int *zeros = calloc((size_t)mo->g->n_nodes, sizeof *zeros);
+    if (!zeros) {
+        rc = cli_report("confirm", PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    placement_format(zeros, mo->g->n_nodes, pl_text, sizeof pl_text);
+    free(zeros);
+    for (int r = 0; r < o->rounds; r++) {
+        for (int i = n - 1; i > 0; i--) { /* a seeded Fisher-Yates shuffle per round */
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            int k = (int)((rng >> 33) % (uint64_t)(i + 1)), tmp = order[i];
+            order[i] = order[k];
+            order[k] = tmp;
+        }
+        for (int q = 0; q < n; q++) {
+            const int i = order[q];
+            calib_layout_job j;
+            memset(&j, 0, sizeof j);
+            j.cfg = mo->cfg;
+            j.tp = sl[i].tp;
+            j.sp = sl[i].sp;
+            j.dp = sl[i].dp;
+            j.zero = sl[i].zero;
+            j.micro_batches = sl[i].micro_batches;
+            j.prec = sl[i].prec;
+            j.warmup = o->warmup;
+            j.steps = o->steps;
+            j.seed = o->seed;
+            j.timeout_s = o->timeout_s;
+            hw_timing t;
+            if ((st = calib_layout_time(&j, &t, msg, sizeof msg)) != PL_OK) {
+                char m2[sizeof msg + 128];
+                snprintf(m2, sizeof m2, "layout %.200s: %s", sl[i].text, msg);
+                rc = cli_report("confirm", st, m2);
+                goto out;
+            }
+            med[(size_t)i * o->rounds + r] = t.median_us;
+            char extra[1536];
+            snprintf(extra, sizeof extra, "{\"layout\": \"%.1024s\", \"ranks\": %d, \"round\": %d, \"predicted_us\": %.3f}",
+                     sl[i].text, sl[i].world, r, pred[i].step_us);
+            profile_measurement pm = {.graph_key = mo->key, .placement = pl_text, .micro_batches = sl[i].micro_batches,
+                                      .schedule = "1f1b", .step_us = t.median_us, .spread_us = t.sd_us,
+                                      .purpose = "confirm-layout", .extra = extra};
+            if ((st = profile_db_add_measurement(db, &pm, NULL)) != PL_OK) {
+                rc = cli_report("confirm", st, profile_db_last_error(db));
+                goto out;
+            }
+        }
+    }
+    printf("confirm --layout: graph %s, batch %d, CPU backend, one process per rank; %d rounds of %d steps after %d "
+           "warm-up, layouts shuffled each round\n",
+           mo->key, mo->cfg.batch, o->rounds, o->steps, o->warmup);
+    printf("predicted: the layout simulator on a one-node cluster made from the profile (compute and memory rates "
+           "fitted to its single-device step, collectives from its curves: %s)\n\n",
+           meas->source);
+    printf("  %5s %22s %9s %13s %8s %14s %18s  %s\n", "ranks", "measured mean +- sd ms", "se ms", "predicted ms", "error",
+           "collectives", "anchor", "layout");
+    for (int i = 0; i < n; i++) {
+        calib_summary s = calib_summarize(med + (size_t)i * o->rounds, o->rounds);
+        const double err = 100.0 * (pred[i].step_us - s.mean) / s.mean;
+        char coll[48], anchor[48];
+        snprintf(coll, sizeof coll, "%d/%d/%d", pred[i].n_measured, pred[i].n_fitted, pred[i].n_model);
+        snprintf(anchor, sizeof anchor, "mb %d: %.0f us", pred[i].anchor_mb, pred[i].anchor_us);
+        printf("  %5d %14.3f +- %5.3f %9.3f %13.3f %+7.1f%% %14s %18s  %s\n", sl[i].world, s.mean / 1e3, s.sd / 1e3,
+               s.se / 1e3, pred[i].step_us / 1e3, err, coll, anchor, sl[i].text);
+    }
+    printf("  (collectives: how many of the simulator's collective times came from a measured curve / the fitted "
+           "model / the cluster model; anchor: the profile's single-device step the compute rates were fitted to)\n");
+    {
+    }
+    printf("\nstored: %d timings (purpose confirm-layout)\n", n * o->rounds);
+    printf("limits: the GEMM model is a GPU's (tiles, waves), so matrices smaller than a tile are predicted not to "
+           "speed up under tp; the ranks share this host's cores, which the simulator (one GPU per rank) does not "
+           "model\n");
+out:
+    free(meas);
+    free(pred);
+    free(med);
+    return rc;
+}
+
 int cmd_confirm(int argc, char **argv) {
     const char *db_path = NULL, *devices = NULL, *cap_text = NULL, *label = NULL, *config = NULL;
-    const char *layout_arg = NULL;
-    int m_given = 0;
+    const char *layout_arg = NULL, *layout_args[CONFIRM_MAX_LAYOUTS];
+    int n_layouts = 0, m_given = 0;
+    double timeout_s = 30.0;
     const char *timer_kind = PLACER_HAVE_CUDA ? "cuda" : NULL;
     calib_confirm_config cfg;
     calib_confirm_config_default(&cfg);
@@ -155,7 +302,12 @@ int cmd_confirm(int argc, char **argv) {
         case 'c': config = optarg; break;
         case 'N': trace = 0; break;
         case 'G': graphs = 1; break;
-        case 'L': layout_arg = optarg; break;
+        case 'L':
+            if (n_layouts == CONFIRM_MAX_LAYOUTS)
+                return cli_usage_error("confirm", "at most %d --layout options", CONFIRM_MAX_LAYOUTS);
+            layout_args[n_layouts++] = optarg;
+            layout_arg = layout_args[0];
+            break;
         case 'h': confirm_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("confirm", "unknown or incomplete option '%s'; see placer confirm --help",
@@ -164,7 +316,7 @@ int cmd_confirm(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error("confirm", "unexpected argument '%s'; see placer confirm --help", argv[optind]);
     if (!db_path) return cli_usage_error("confirm", "--db FILE is required");
-    if (!have_run) return cli_usage_error("confirm", "--run RUN is required (0 for baselines only)");
+    if (!have_run && !n_layouts) return cli_usage_error("confirm", "--run RUN is required (0 for baselines only)");
     if (!timer_kind || (!PLACER_HAVE_CUDA && !strcmp(timer_kind, "cuda"))) /* not the engine's --cpu hint */
         return cli_usage_error("confirm", "this build has no CUDA engine: use --timer cpu or --timer synthetic");
     if (strcmp(timer_kind, "cuda") && strcmp(timer_kind, "cpu") && strcmp(timer_kind, "synthetic"))
@@ -180,7 +332,7 @@ int cmd_confirm(int argc, char **argv) {
     calib_sim_timer *syn = NULL;
     sim_ctx *ctx = NULL;
     calib_timer t = {0};
-    step_layout sl;
+    step_layout sl, *sls = NULL;
     int *layout_pl = NULL; /* --layout's pipeline split, a candidate of the side "layout" */
     /* read-only until everything (sides, timer) is ready, so that a failed
      * start leaves the file as it was; an older schema needs a write open */
@@ -195,16 +347,66 @@ int cmd_confirm(int argc, char **argv) {
     if ((st = calib_model_load(db, config, &mo, msg, sizeof msg)) != PL_OK) FAIL(st);
     hw_precision prec; /* the engine runs in the precision the profile was measured in */
     if ((st = calib_db_precision(db, &prec, msg, sizeof msg)) != PL_OK) FAIL(st);
-    if (layout_arg) {
-        if ((st = step_layout_resolve(layout_arg, &mo.cfg, !strcmp(timer_kind, "cuda"), &sl, msg, sizeof msg)) != PL_OK) {
-            rc = cli_usage_error("confirm", "--layout: %s", msg);
+    if (n_layouts > 0) { /* several layouts, or one over several processes: time the layouts themselves */
+        sls = calloc((size_t)n_layouts, sizeof *sls);
+        if (!sls) FAIL(PL_ERR_NOMEM);
+        int world_max = 1;
+        for (int i = 0; i < n_layouts; i++) {
+            if ((st = step_layout_resolve(layout_args[i], &mo.cfg, !strcmp(timer_kind, "cuda"), &sls[i], msg,
+                                          sizeof msg)) != PL_OK) {
+                rc = cli_usage_error("confirm", "--layout %s: %s", layout_args[i], msg);
+                goto out;
+            }
+            if (sls[i].world > world_max) world_max = sls[i].world;
+        }
+        if (n_layouts > 1 || world_max > 1) {
+            for (int i = 0; i < n_layouts; i++) {
+                step_layout *q = &sls[i];
+                const char *lt = layout_args[i];
+                if (strcmp(timer_kind, "cpu")) {
+                    if (!strcmp(timer_kind, "cuda"))
+                        rc = cli_usage_error("confirm", "--layout %s: tp x dp = %d processes run on the CPU backend "
+                                                        "only (the engine's tensor and data parallelism has no CUDA "
+                                                        "path yet: hw/engine.c); use --timer cpu", lt, q->world);
+                    else
+                        rc = cli_usage_error("confirm", "--layout %s: tp x dp = %d processes; with --timer synthetic "
+                                                        "confirm times placements in one process; --timer cpu times "
+                                                        "layouts, one process per rank", lt, q->world);
+                    goto out;
+                }
+                if (q->batch != mo.cfg.batch) {
+                    rc = cli_usage_error("confirm", "--layout %s: gbs=%d, but the profile's graph %s has a batch of %d",
+                                         lt, q->batch, mo.key, mo.cfg.batch);
+                    goto out;
+                }
+                if (q->has_precision && q->prec != prec) {
+                    rc = cli_usage_error("confirm", "--layout %s: precision=%s, but the profile was measured in %s", lt,
+                                         hw_precision_name(q->prec), hw_precision_name(prec));
+                    goto out;
+                }
+                if (q->pp > 1) {
+                    rc = cli_usage_error("confirm", "--layout %s: pp=%d: a rank runs its pipeline stages one after "
+                                                    "another on the CPU backend, which the layout simulator does not "
+                                                    "model; use pp=1 with tp x dp > 1", lt, q->pp);
+                    goto out;
+                }
+                if (!q->has_precision) step_layout_set_precision(q, prec);
+            }
+            if (so.run_id > 0 || devices || cap_text || graphs) {
+                rc = cli_usage_error("confirm", "--layout with tp x dp > 1 times only the layouts: leave out --run, "
+                                                "--devices, --mem-cap and --graphs");
+                goto out;
+            }
+            layout_run_opts lo = {cfg.confirm_rounds, cfg.steps > 64 ? 64 : cfg.steps, cfg.warmup, cfg.seed,
+                                  timeout_s};
+            rc = confirm_layouts(db_path, &db, &mo, sls, n_layouts, &lo);
             goto out;
         }
-        if (sl.world > 1) {
-            rc = cli_usage_error("confirm", "--layout: tp x dp = %d processes; confirm times placements in one process "
-                                            "(time the layout with placer step --layout)", sl.world);
+        if (!have_run) {
+            rc = cli_usage_error("confirm", "--run RUN is required (0 for baselines only)");
             goto out;
         }
+        sl = sls[0];
         if (sl.batch != mo.cfg.batch) {
             rc = cli_usage_error("confirm", "--layout: gbs=%d, but the profile's graph %s has a batch of %d", sl.batch,
                                  mo.key, mo.cfg.batch);
@@ -339,6 +541,7 @@ int cmd_confirm(int argc, char **argv) {
            (long long)cid, traced ? ", a measured trace of the fastest side" : "");
 #undef FAIL
 out:
+    free(sls);
     free(layout_pl);
     sim_ctx_destroy(ctx);
     calib_hw_timer_destroy(hw);

@@ -1,0 +1,203 @@
+/*
+ * layout_confirm.c: a tp x dp layout timed over forked CPU ranks, and its
+ * prediction by the layout simulator on a cluster made from the CPU
+ * profile (layout_confirm.h).
+ */
+#include "layout_confirm.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "dist_dp.h"
+#include "dist_group.h"
+#include "dist_tp.h"
+#include "graph.h"
+#include "launcher.h"
+
+pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, const coll_measured *meas, cluster *out,
+                            char *msg, size_t len) {
+    if (!p || p->n_devices < 1 || world < 1 || world > 1024 || !(f > 0) || !isfinite(f) || !meas || !out)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_cpu_cluster: bad arguments");
+    cluster c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.name, sizeof c.name, "%.40s-from-profile", p->machine);
+    c.n_gpu_types = 1;
+    cluster_gpu *g = &c.gpus[0];
+    snprintf(g->name, sizeof g->name, "%.40s (CPU profile)", p->devices[0].name);
+    for (int k = 0; k < PRECISION_COUNT; k++) g->peak_flops[k] = CPU_PEAK_FLOPS * f;
+    g->hbm_bw = CPU_MEM_BW * f;
+    g->hbm_bytes = p->devices[0].mem_bytes > 0 ? p->devices[0].mem_bytes : (int64_t)8 << 30;
+    g->sm_count = 1;
+    c.n_groups = 1;
+    c.groups[0].gpu_type = 0;
+    c.groups[0].n_nodes = 1;
+    c.gpus_per_node = (int)world;
+    /* pipeline sends only (pp = 1 here): the all-reduce fit's figures, or 1 GB/s, 10 us */
+    const coll_ab *ar = &meas->model[COLL_ALL_REDUCE];
+    c.intra_bw = ar->fitted ? ar->busbw : 1e9;
+    c.intra_latency_us = ar->fitted ? ar->alpha_us : 10.0;
+    c.pod_oversubscription = 1;
+    c.p2p_efficiency = 1;
+    c.collective_efficiency = 1;
+    char m2[256];
+    if (cluster_validate(&c, m2, sizeof m2) != PL_OK)
+        return pl_fail(msg, len, PL_ERR_INVALID, "the CPU profile's cluster: %s", m2);
+    *out = c;
+    return PL_OK;
+}
+
+/* The simulated step of l on the CPU cluster at scale f. */
+static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_data *p, double f,
+                          const coll_measured *meas, calib_layout_prediction *pr, char *msg, size_t len) {
+    cluster c;
+    pl_status st = calib_cpu_cluster(p, layout_world_size(l), f, meas, &c, msg, len);
+    if (st != PL_OK) return st;
+    layout_sim *s = NULL;
+    char m2[512] = "";
+    if ((st = layout_sim_create_measured(cfg, l, &c, meas, &s, m2, sizeof m2)) != PL_OK)
+        return pl_fail(msg, len, st, "layout simulator: %s", m2);
+    layout_sim_params prm;
+    layout_sim_params_default(&prm);
+    prm.compute.use_measured = 0;
+    prm.compute.kernel_overhead_us = 0;
+    st = layout_sim_run(s, &prm, 0, &pr->res, m2, sizeof m2);
+    if (st == PL_OK) {
+        pr->step_us = pr->res.step_us;
+        layout_sim_coll_sources(s, &pr->n_model, &pr->n_fitted, &pr->n_measured);
+    } else {
+        pl_fail(msg, len, st, "layout simulator: %s", m2);
+    }
+    layout_sim_destroy(s);
+    return st;
+}
+
+pl_status calib_layout_predict(profile_db *db, const char *key, const profile_data *p, const gpt_config *cfg,
+                               const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
+                               size_t len) {
+    if (!db || !key || !p || !cfg || !l || !meas || !out)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_predict: NULL argument");
+    memset(out, 0, sizeof *out);
+    /* the anchor at the layout's micro-batch size, else the nearest one stored */
+    const int want = l->micro_batch;
+    int mb = 0;
+    double us = NAN;
+    for (int d = 0; d <= 64 && !mb; d++)
+        for (int sgn = -1; sgn <= 1 && !mb; sgn += 2) {
+            int cand = want + sgn * d;
+            if (cand < 1 || (d == 0 && sgn > 0)) continue;
+            if (profile_db_get_step_anchor(db, key, 0, cand, &us, NULL) == PL_OK && us > 0) mb = cand;
+        }
+    if (!mb)
+        return pl_fail(msg, len, PL_ERR_NOT_FOUND,
+                       "the profile holds no whole-step anchor of graph %s near micro-batch %d (placer profile "
+                       "measures them)",
+                       key, want);
+    /* f from the single-device step of mb samples: tp = dp = pp = 1, m = 1 */
+    layout one = *l;
+    one.tp = one.cp = one.dp = one.pp = one.vp = 1;
+    one.sp = 0;
+    one.zero = ZERO_NONE;
+    one.micro_batch = mb;
+    one.global_batch = mb;
+    one.n_stage_layers = 0;
+    gpt_config c1 = *cfg;
+    c1.batch = mb;
+    calib_layout_prediction base;
+    memset(&base, 0, sizeof base);
+    pl_status st = sim_step(&c1, &one, p, 1.0, meas, &base, msg, len);
+    if (st != PL_OK) return st;
+    if (!(base.step_us > 0)) return pl_fail(msg, len, PL_ERR_INVALID, "the simulated single-device step is 0");
+    const double f = base.step_us / us;
+    st = sim_step(cfg, l, p, f, meas, out, msg, len);
+    if (st != PL_OK) return st;
+    out->scale = f;
+    out->anchor_mb = mb;
+    out->anchor_us = us;
+    return PL_OK;
+}
+
+/* ---- the measurement ---- */
+
+typedef struct {
+    const calib_layout_job *j;
+    hw_timing *shared;       /* rank 0 writes its timing here (MAP_SHARED) */
+} rank_ctx;
+
+static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
+    const rank_ctx *ctx = vctx;
+    const calib_layout_job *j = ctx->j;
+    int first = 0, count = 0, rc = 1, replica = rank;
+    graph *g = NULL;
+    hw_engine *e = NULL;
+    hw_plan *p = NULL;
+    int *tok = NULL, *tgt = NULL, *pl = NULL;
+    dist_group *tg = NULL, *dg = NULL;
+    if (j->tp > 1 && hw_tp_dp_groups(grp, j->tp, j->dp, &tg, &dg, &replica, err, errlen) != PL_OK) goto out;
+    if (hw_dp_slice(j->dp, replica, j->cfg.batch, &first, &count, err, errlen) != PL_OK) goto out;
+    gpt_config local = j->cfg;
+    local.batch = count;
+    if (graph_build_gpt(&local, &g, err, errlen) != PL_OK) goto out;
+    const int ntok = j->cfg.batch * j->cfg.seq_len;
+    pl = calloc((size_t)g->n_nodes, sizeof *pl);
+    tok = malloc(sizeof *tok * (size_t)ntok);
+    tgt = malloc(sizeof *tgt * (size_t)ntok);
+    if (!pl || !tok || !tgt) {
+        snprintf(err, errlen, "out of host memory");
+        goto out;
+    }
+    hw_engine_opts eo;
+    memset(&eo, 0, sizeof eo);
+    eo.backend = HW_BACKEND_CPU;
+    eo.n_devices = 1;
+    eo.precision = j->prec;
+    if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
+    hw_plan_opts po;
+    memset(&po, 0, sizeof po);
+    po.placement = pl;
+    po.sched = schedule_make(j->micro_batches, SCHED_1F1B);
+    po.seed = j->seed;
+    po.adamw = hw_adamw_default();
+    po.dp = j->tp > 1 ? dg : (j->dp > 1 ? grp : NULL);
+    po.tp = tg;
+    po.seq_parallel = j->sp;
+    po.zero = j->zero;
+    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    hw_make_batch(&j->cfg, j->seed, tok, tgt);
+    if (hw_plan_set_batch(p, tok + (size_t)first * j->cfg.seq_len, tgt + (size_t)first * j->cfg.seq_len, err,
+                          errlen) != PL_OK)
+        goto out;
+    hw_timing t;
+    if (hw_plan_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
+    if (rank == 0) *ctx->shared = t;
+    rc = 0;
+out:
+    hw_plan_destroy(p);
+    hw_engine_destroy(e);
+    graph_destroy(g);
+    free(pl);
+    free(tok);
+    free(tgt);
+    dist_group_destroy(tg);
+    dist_group_destroy(dg);
+    return rc;
+}
+
+pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len) {
+    if (!j || !t || j->tp < 1 || j->dp < 1 || j->tp * j->dp > DIST_MAX_RANKS || j->steps < 1 || j->steps > 64 ||
+        j->warmup < 0 || j->micro_batches < 1 || j->cfg.batch % j->dp != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_time: bad job");
+    hw_timing *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (shared == MAP_FAILED) return pl_fail(msg, len, PL_ERR_NOMEM, "cannot map memory for the ranks' timing");
+    memset(shared, 0, sizeof *shared);
+    rank_ctx ctx = {j, shared};
+    pl_status st = hw_launch(j->tp * j->dp, j->timeout_s > 0 ? j->timeout_s : 30.0, layout_rank, &ctx, NULL, msg, len);
+    if (st == PL_OK) {
+        *t = *shared;
+        if (!(t->median_us > 0)) st = pl_fail(msg, len, PL_ERR_IO, "rank 0 returned no timing");
+    }
+    munmap(shared, sizeof *shared);
+    return st;
+}

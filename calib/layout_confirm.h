@@ -1,0 +1,90 @@
+/*
+ * layout_confirm.h: a parallel layout with tp x dp > 1 timed on the CPU
+ * backend, one process per rank (as `placer step --layout` runs it), and
+ * the layout simulator's prediction of it on the CPU profile, for
+ * `placer confirm --layout` (issue 17).
+ *
+ * The prediction is the layout simulator (sim/layout_sim.h), which models
+ * GPUs, run on a cluster made from the CPU profile:
+ *   - one node of world GPUs of one type, the profile's device 0: its
+ *     memory; its compute rates peak = CPU_PEAK_FLOPS * f and HBM
+ *     bandwidth CPU_MEM_BW * f (all precisions), SMs 1, no per-kernel
+ *     overhead, the base GEMM efficiency fixed (compute_params_default's
+ *     gemm_efficiency, no H100/H200 figure);
+ *   - f fitted to the profile's own whole single-device step at the
+ *     layout's micro-batch size (its step anchor; the nearest size that
+ *     has one otherwise): at tp = dp = pp = 1 the simulated step is
+ *     compute and optimizer only, both proportional to 1/f, so
+ *     f = simulated(f = 1) / anchor exactly;
+ *   - every collective from the profile's measured curves and their fitted
+ *     model (calib/coll_fit.h; all groups lie in the one node), the
+ *     curves interpolated where a group's size was measured.
+ * Only the ratio CPU_PEAK_FLOPS / CPU_MEM_BW is an assumption (it splits
+ * the anchor between matrix and memory-bound work); the GEMM model's tile
+ * and wave quantisation are a GPU's, so a model whose matrices are smaller
+ * than one tile (the tiny config) is predicted not to speed up its
+ * compute under tp. Both limits are printed with the figures.
+ *
+ * The measurement forks tp * dp ranks (hw/launcher.h) that each build the
+ * engine's CPU backend with one logical device, the tp and dp groups of
+ * the rank grid (hw_tp_dp_groups), their batch slice (hw_dp_slice), the
+ * plan (ZeRO-1 when zero is 1) and time warmup + steps steps; rank 0's
+ * timing (the slowest rank's step times, hw_plan_time) comes back through
+ * shared memory. pp must be 1: the CPU backend runs a rank's pipeline
+ * stages one after another when the rank is part of a group, which the
+ * simulator (stages in parallel) does not model.
+ */
+#ifndef PLACER_CALIB_LAYOUT_CONFIRM_H
+#define PLACER_CALIB_LAYOUT_CONFIRM_H
+
+#include <stddef.h>
+
+#include "cluster.h"
+#include "coll_measured.h"
+#include "hw.h"
+#include "layout.h"
+#include "layout_sim.h"
+#include "store.h"
+
+#define CPU_PEAK_FLOPS 50e9 /* assumed ratio only (see above): 50 GFLOP/s ... */
+#define CPU_MEM_BW 10e9     /* ... to 10 GB/s */
+
+typedef struct {
+    double step_us;        /* the simulated step */
+    double scale;          /* f */
+    int anchor_mb;         /* micro-batch size of the anchor f was fitted to */
+    double anchor_us;      /* its measured step */
+    layout_result res;     /* the simulator's whole result */
+    int n_measured, n_fitted, n_model; /* collective times by source */
+} calib_layout_prediction;
+
+/* The cluster of the CPU profile p for world ranks at scale f (see
+ * above); intra-node figures from meas's all-reduce fit (pipeline sends
+ * only; every collective comes from meas). */
+pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, const coll_measured *meas, cluster *out,
+                            char *msg, size_t len);
+
+/* Predict layout l of model cfg (batch = the profile's graph batch) on the
+ * CPU profile in db (graph key `key`, profile p) with collectives meas.
+ * PL_ERR_NOT_FOUND when the profile has no step anchor; the simulator's
+ * errors otherwise (one line in msg). */
+pl_status calib_layout_predict(profile_db *db, const char *key, const profile_data *p, const gpt_config *cfg,
+                               const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
+                               size_t len);
+
+typedef struct {
+    gpt_config cfg;        /* the model and the global batch */
+    int tp, sp, dp, zero;  /* the rank grid, as step_layout gives it */
+    int micro_batches;     /* per replica */
+    hw_precision prec;
+    int warmup, steps;     /* per timing (steps 1..64) */
+    uint64_t seed;
+    double timeout_s;      /* the group's collective timeout */
+} calib_layout_job;
+
+/* Time one layout: fork tp * dp ranks (see above). *t is rank 0's timing.
+ * PL_ERR_INVALID for a bad job, PL_ERR_INTERRUPTED with the launcher's
+ * line when a rank failed, PL_ERR_NOMEM / PL_ERR_IO. */
+pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len);
+
+#endif

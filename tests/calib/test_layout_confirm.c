@@ -1,0 +1,128 @@
+/*
+ * test_layout_confirm.c: `placer confirm --layout` with tp x dp > 1 on the
+ * CPU backend (issue 17): each layout timed over forked ranks against the
+ * layout simulator's prediction on the CPU profile (calib/layout_confirm.h).
+ *
+ * The prediction's one fitted constant is checked in closed form: at
+ * tp = dp = pp = 1 and the anchor's own micro-batch size the prediction is
+ * the anchor. The end-to-end run checks that every layout gets a row with
+ * a measured time and a finite prediction and that its timings are stored;
+ * no band on the error (a loaded 2-core machine under ASan; the ranks share
+ * its cores).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "../profile/helpers.h"
+#include "calib_db.h"
+#include "coll_fit.h"
+#include "layout_confirm.h"
+#include "store.h"
+
+static int run(const char *args, char *out, size_t len) {
+    char cmd[4096], op[64];
+    snprintf(op, sizeof op, "/tmp/placer-layconf-%d.out", (int)getpid());
+    snprintf(cmd, sizeof cmd, "'%s' %s >'%s' 2>&1", PLACER_BIN, args, op);
+    int rc = system(cmd);
+    size_t n = 0;
+    unsigned char *b = th_read(op, &n);
+    snprintf(out, len, "%.*s", (int)n, b ? (const char *)b : "");
+    free(b);
+    unlink(op);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+/* A CPU profile of the tiny graph with 2-rank collective curves in dir. */
+static void cpu_profile(const char *dir, char *db, size_t len, int curves) {
+    char args[1024], out[8192];
+    snprintf(db, len, "%s/cpu.db", dir);
+    snprintf(args, sizeof args, "profile --db '%s' --cpu 1 --config tiny%s", db,
+             curves ? " --collectives 2 --collective-max-bytes 64KiB --collective-reps 3" : "");
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+}
+
+Test(layout_confirm, the_prediction_is_the_anchor_at_one_rank, .timeout = 120) {
+    char dir[256], db_path[512], msg[512] = "";
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    cpu_profile(dir, db_path, sizeof db_path, 1);
+    profile_db *db = NULL;
+    cr_assert_eq(profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    calib_model mo;
+    cr_assert_eq(calib_model_load(db, NULL, &mo, msg, sizeof msg), PL_OK, "%s", msg);
+    coll_measured meas;
+    calib_coll_fit_result fr;
+    cr_assert_eq(calib_coll_fit_db(db, NULL, &meas, &fr, msg, sizeof msg), PL_OK, "%s", msg);
+    calib_coll_fit_free(&fr);
+    double anchor = 0;
+    cr_assert_eq(profile_db_get_step_anchor(db, mo.key, 0, 2, &anchor, NULL), PL_OK);
+    layout l;
+    cr_assert_eq(layout_parse("mbs=2,gbs=2,precision=fp32", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    gpt_config cfg = mo.cfg;
+    cfg.batch = 2;
+    calib_layout_prediction pr;
+    cr_assert_eq(calib_layout_predict(db, mo.key, mo.p, &cfg, &l, &meas, &pr, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pr.anchor_mb, 2);
+    cr_assert_float_eq(pr.step_us, anchor, 1e-9 * anchor, "predicted %g, anchor %g", pr.step_us, anchor);
+    cr_assert_eq(pr.n_measured + pr.n_fitted + pr.n_model, 0, "one rank: no collectives");
+    /* dp = 2 on the same compute: the prediction adds the gradient all-reduce from the curves */
+    cr_assert_eq(layout_parse("dp=2,mbs=2,gbs=4,precision=fp32", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    calib_layout_prediction p2;
+    cr_assert_eq(calib_layout_predict(db, mo.key, mo.p, &mo.cfg, &l, &meas, &p2, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(p2.n_measured + p2.n_fitted, 0);
+    cr_assert_eq(p2.n_model, 0, "every group lies in the one node");
+    cr_assert_float_eq(p2.scale, pr.scale, 1e-12 * pr.scale, "the same anchor, the same fit");
+    calib_model_free(&mo);
+    profile_db_close(db);
+    th_rmtree(dir);
+}
+
+Test(layout_confirm, each_layout_is_timed_over_its_ranks, .timeout = 180) {
+    char dir[256], db[512], args[2048], out[16384];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    cpu_profile(dir, db, sizeof db, 1);
+    snprintf(args, sizeof args,
+             "confirm --db '%s' --timer cpu --layout dp=2,mbs=1 --layout tp=2,mbs=1 --confirm-rounds 2 --steps 2 "
+             "--warmup 1",
+             db);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    fprintf(stderr, "%s", out);
+    const char *want[2] = {"tp=1,sp=0,cp=1,pp=1,vp=1,dp=2", "tp=2,sp=0,cp=1,pp=1,vp=1,dp=1"};
+    for (int i = 0; i < 2; i++) {
+        const char *at = strstr(out, want[i]);
+        cr_assert_not_null(at, "no row for %s: %s", want[i], out);
+        const char *row = at;
+        while (row > out && row[-1] != '\n') row--;
+        int ranks = 0;
+        double mean = 0, sd = 0, se = 0, pred = 0;
+        cr_assert_eq(sscanf(row, " %d %lf +- %lf %lf %lf", &ranks, &mean, &sd, &se, &pred), 5, "%.200s", row);
+        cr_assert_eq(ranks, 2);
+        cr_assert(mean > 0 && isfinite(pred) && pred > 0, "%.200s", row);
+    }
+    cr_assert(strstr(out, "stored: 4 timings (purpose confirm-layout)"), "%s", out);
+    th_rmtree(dir);
+}
+
+Test(layout_confirm, what_it_cannot_time_is_one_line_exit_2, .timeout = 120) {
+    char dir[256], db[512], args[2048], out[4096];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    cpu_profile(dir, db, sizeof db, 0);
+    static const char *cases[][2] = {
+        {"--timer cpu --layout tp=2", "predicted from the profile's collective curves"},
+        {"--timer cpu --layout dp=2,gbs=8", "has a batch of 4"},
+        {"--timer cpu --layout tp=2 --run 3", "leave out --run"},
+        {"--timer synthetic --layout tp=2", "--timer cpu times layouts"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "confirm --db '%s' %s", db, cases[i][0]);
+        int rc = run(args, out, sizeof out);
+        cr_expect_eq(rc, 2, "%s: exit %d: %s", args, rc, out);
+        cr_expect(strstr(out, cases[i][1]) != NULL, "%s: %s", args, out);
+        const char *nl = strchr(out, '\n');
+        cr_expect(nl && nl[1] == 0 && !strncmp(out, "placer confirm: ", 16), "%s: not one line: %s", args, out);
+    }
+    th_rmtree(dir);
+}
