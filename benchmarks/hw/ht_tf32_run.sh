@@ -19,7 +19,10 @@
 #                again (the first and last lines bracket the noise), the full
 #                bench_step --graphs, and the TF32 kernel breakdown
 #                (PLACER_KPROF=1, op by op)
-# About 100-140 s on an H200.
+#   kernels      when BUILD/hw/flash_tests is built (ninja -C BUILD
+#                hw/flash_tests): its check (bf16 and TF32 against the
+#                reference), memcheck and racecheck, and bench
+# About 120-150 s on an H200.
 set -u
 B=${1:-build-gpu}
 OUT=${OUT:-/tmp/ht_tf32_out}
@@ -57,6 +60,14 @@ for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=lt PLACER_TF32_OFF=flash PLACER
 done
 step bench_graphs 60 "$BS" --graphs --warmup 3 --steps 20
 step kprof_tf32 60 env PLACER_KPROF=1 "$BS" --quick --warmup 2 --steps 5
+if [ -x "$B/hw/flash_tests" ]; then # the kernels alone: every shape against the exact reference, and their times
+  step flash_check 60 "$B/hw/flash_tests" check
+  step flash_memcheck 60 "$CS" --tool memcheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
+  step flash_racecheck 60 "$CS" --tool racecheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
+  step flash_bench 60 "$B/hw/flash_tests" bench
+else
+  echo "SKIP flash_tests: $B/hw/flash_tests not built (ninja -C $B hw/flash_tests)" | tee -a "$SUM"
+fi
 step memcheck_engine 90 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
 step racecheck_engine 90 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize
 
@@ -66,7 +77,7 @@ step racecheck_engine 90 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize
   grep -hE "^(FAIL|gpu_tests)" "$LOG"
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
   grep -hE "^PASS .*(flash|hs=64|hs=128|attn)" "$LOG" | head -60
-  grep -hE "^(FLOOR|BENCH|GRAPH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
+  grep -hE "^(FLOOR|BENCH|GRAPH|FLASHBENCH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
   grep -hE "^KPROF" "$LOG" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -45
 } >>"$SUM"
 cat "$SUM"

@@ -1,7 +1,7 @@
 /*
- * flash_tests.c: the bf16 flash-attention kernels (hw/flash_attention.h)
- * against the double-precision reference (hw/attention_ref.h), and their
- * timing. Runs on the device machine; needs no Criterion.
+ * flash_tests.c: the flash-attention kernels (hw/flash_attention.h), bf16
+ * and TF32, against the double-precision reference (hw/attention_ref.h),
+ * and their timing. Runs on the device machine; needs no Criterion.
  *
  *   flash_tests check      every shape the engine uses (GPT default B = 16, 8,
  *                          4, 2, 1 at T = 256, C = 384, NH = 6; gpt12 C = 768,
@@ -39,6 +39,18 @@
  *   lse max |g - r| <= 1e-3: fp32 exp2/log of O(1)..O(10) values (~1e-6) on
  *     the same bf16 inputs; the margin catches nothing real but a bug.
  * A wrong index, mask or scale errs by O(1) normwise, far above these.
+ *
+ * The TF32 kernels (flash_attn_*_tf32; "-tf32" in the names) run every
+ * shape too, on unrounded fp32 N(0,1) inputs, against the EXACT reference:
+ *   normwise <= 2^-8. The kernel rounds q, k, v, dout, P and dS to TF32
+ *     (10-bit mantissa, round to nearest: <= 2^-11 relative, rms ~2^-12.3)
+ *     and sums in fp32: seven roundings that reach a gradient, each 8x finer
+ *     than bf16's, whose kernels measured ~2.5e-3 normwise against the exact
+ *     formula with three (P, dS, the output); ~5e-4..1e-3 expected, 2^-8
+ *     (3.9e-3) leaves 4x and is still 100x below an indexing error.
+ *   elementwise and lse as for bf16 (2^-6 max|r| + 1e-4; 1e-3). At T = 1
+ *     the reference dq, dk are 0 and the kernel's are dP - D, both sums of
+ *     the same TF32 products in another order (~1e-6), under the 1e-4 floor.
  */
 #include <math.h>
 #include <pthread.h>
@@ -56,6 +68,7 @@
 #define TOL_MAX (1.0 / 64.0)
 #define TOL_MAX_ABS 1e-4
 #define TOL_LSE 1e-3
+#define TOL_NORM_TF32 (1.0 / 256.0)
 
 static int n_pass, n_fail;
 
@@ -165,8 +178,8 @@ static errs compare(const float *g, const float *r, int64_t rows, int w, int64_t
     return e;
 }
 
-static void verdict(const char *shape, const char *what, errs e, errs exact, int is_lse) {
-    const int ok = is_lse ? e.max_abs <= TOL_LSE : (e.norm <= TOL_NORM && e.max_abs <= TOL_MAX * e.max_ref + TOL_MAX_ABS);
+static void verdict_tol(const char *shape, const char *what, errs e, errs exact, int is_lse, double tol_norm) {
+    const int ok = is_lse ? e.max_abs <= TOL_LSE : (e.norm <= tol_norm && e.max_abs <= TOL_MAX * e.max_ref + TOL_MAX_ABS);
     if (ok) n_pass++;
     else n_fail++;
     printf("%s %-28s %-4s norm %.2e  max_abs %.2e (max|ref| %.2f, %.2e of it)  max_rel %.2e  | vs exact: norm "
@@ -174,6 +187,10 @@ static void verdict(const char *shape, const char *what, errs e, errs exact, int
            ok ? "PASS" : "FAIL", shape, what, e.norm, e.max_abs, e.max_ref, e.max_ref > 0 ? e.max_abs / e.max_ref : 0,
            e.max_rel, exact.norm, exact.max_abs);
     fflush(stdout);
+}
+
+static void verdict(const char *shape, const char *what, errs e, errs exact, int is_lse) {
+    verdict_tol(shape, what, e, exact, is_lse, TOL_NORM);
 }
 
 static void check(const char *what, int ok) {
@@ -282,6 +299,77 @@ cleanup:
     free(h1);
 }
 
+/* The TF32 kernels on one shape against the exact reference: fp32 inputs
+ * off every rounding grid (the kernel's own TF32 rounding is exercised). */
+static void run_case_tf32(shape sh) {
+    const int B = sh.B, T = sh.T, C = sh.C, NH = sh.NH;
+    const int64_t n3 = (int64_t)B * T * 3 * C, n1 = (int64_t)B * T * C, nl = (int64_t)B * NH * T;
+    char name[64];
+    snprintf(name, sizeof name, "%s-tf32 B%d T%d C%d NH%d", sh.name, B, T, C, NH);
+    float *qkv = malloc(sizeof(float) * n3), *dout = malloc(sizeof(float) * n1);
+    float *out = malloc(sizeof(float) * n1), *lse = malloc(sizeof(float) * nl), *dqkv = malloc(sizeof(float) * n3);
+    float *x_out = malloc(sizeof(float) * n1), *x_lse = malloc(sizeof(float) * nl);
+    float *x_dqkv = malloc(sizeof(float) * n3);
+    float *d_qkv = NULL, *d_out = NULL, *d_dout = NULL, *d_dqkv = NULL, *d_lse = NULL;
+    void *d_scr = NULL;
+    if (!qkv || !dout || !out || !lse || !dqkv || !x_out || !x_lse || !x_dqkv) {
+        check("host allocation", 0);
+        goto cleanup;
+    }
+    rng r = {0x243f6a8885a308d3ull ^ (uint64_t)(B * 1000003 + T * 1009 + C * 7 + NH)};
+    for (int64_t i = 0; i < n3; i++) qkv[i] = (float)rng_normal(&r);
+    if (sh.qscale != 1.0)
+        for (int64_t i = 0; i < (int64_t)B * T; i++)
+            for (int c = 0; c < C; c++) qkv[i * 3 * C + c] = (float)(sh.qscale * qkv[i * 3 * C + c]);
+    for (int64_t i = 0; i < n1; i++) dout[i] = (float)rng_normal(&r);
+    const size_t scr = flash_attn_bwd_scratch_bytes(B, T, C, NH);
+    CK(cudaMalloc((void **)&d_qkv, 4 * n3));
+    CK(cudaMalloc((void **)&d_dqkv, 4 * n3));
+    CK(cudaMalloc((void **)&d_out, 4 * n1));
+    CK(cudaMalloc((void **)&d_dout, 4 * n1));
+    CK(cudaMalloc((void **)&d_lse, sizeof(float) * nl));
+    CK(cudaMalloc(&d_scr, scr));
+    CK(cudaMemcpy(d_qkv, qkv, 4 * n3, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(d_dout, dout, 4 * n1, cudaMemcpyHostToDevice));
+    /* poison the outputs (NaN): every element must be written */
+    CK(cudaMemset(d_out, 0xff, 4 * n1));
+    CK(cudaMemset(d_dqkv, 0xff, 4 * n3));
+    CK(cudaMemset(d_lse, 0xff, sizeof(float) * nl));
+    CK((cudaError_t)flash_attn_fwd_tf32(d_out, d_lse, d_qkv, B, T, C, NH, 0));
+    CK((cudaError_t)flash_attn_bwd_tf32(d_dqkv, d_scr, d_dout, d_qkv, d_out, d_lse, B, T, C, NH, 0));
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(out, d_out, 4 * n1, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(dqkv, d_dqkv, 4 * n3, cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(lse, d_lse, sizeof(float) * nl, cudaMemcpyDeviceToHost));
+    if (reference(x_out, x_lse, x_dqkv, qkv, dout, B, T, C, NH, ATTN_REF_EXACT)) {
+        check("reference (exact) ran", 0);
+        goto cleanup;
+    }
+    errs eo = compare(out, x_out, (int64_t)B * T, C, C, 0), el = compare(lse, x_lse, nl, 1, 1, 0);
+    verdict_tol(name, "out", eo, eo, 0, TOL_NORM_TF32);
+    verdict_tol(name, "lse", el, el, 1, TOL_NORM_TF32);
+    static const char *part[3] = {"dq", "dk", "dv"};
+    for (int p = 0; p < 3; p++) {
+        errs e = compare(dqkv, x_dqkv, (int64_t)B * T, C, 3 * C, (int64_t)p * C);
+        verdict_tol(name, part[p], e, e, 0, TOL_NORM_TF32);
+    }
+cleanup:
+    cudaFree(d_qkv);
+    cudaFree(d_dqkv);
+    cudaFree(d_out);
+    cudaFree(d_dout);
+    cudaFree(d_lse);
+    cudaFree(d_scr);
+    free(qkv);
+    free(dout);
+    free(out);
+    free(lse);
+    free(dqkv);
+    free(x_out);
+    free(x_lse);
+    free(x_dqkv);
+}
+
 /* Shapes the kernels must refuse, without launching. */
 static void bad_args(void) {
     void *p = NULL;
@@ -299,6 +387,13 @@ static void bad_args(void) {
               (int)cudaErrorInvalidValue);
     check("NULL scratch refused",
           flash_attn_bwd_bf16(p, NULL, p, p, p, l, 1, 16, 384, 6, 0) == (int)cudaErrorInvalidValue);
+    float *f = (float *)p;
+    check("tf32: hs 32 refused", flash_attn_fwd_tf32(f, l, f, 1, 16, 64, 2, 0) == (int)cudaErrorInvalidValue);
+    check("tf32: misaligned qkv refused",
+          flash_attn_fwd_tf32(f, l, (const float *)((char *)p + 4), 1, 16, 384, 6, 0) == (int)cudaErrorInvalidValue);
+    check("tf32: misaligned dout refused",
+          flash_attn_bwd_tf32(f, p, (const float *)((char *)p + 4), f, f, l, 1, 16, 384, 6, 0) ==
+              (int)cudaErrorInvalidValue);
     check("no launch error left behind", cudaGetLastError() == cudaSuccess);
     cudaFree(p);
     cudaFree(l);
@@ -313,8 +408,21 @@ static int cmp_float(const void *a, const void *b) {
  * fwd+bwd (2); a sample is 'reps' back-to-back calls between two events,
  * divided by reps (reps 1: one call, launch latency included; reps 20: the
  * GPU time of a call when launches run ahead, as in a graph or a busy stream). */
-static int time_it(float *median, int what, void *qkv, void *out, float *lse, void *dout, void *dqkv, void *scr,
-                   int B, int T, int C, int NH, int warm, int iters, int reps) {
+/* One forward or backward call of the bf16 (tf32 = 0) or the TF32 kernels. */
+static int fwd_call(int tf32, void *out, float *lse, const void *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+    return tf32 ? flash_attn_fwd_tf32((float *)out, lse, (const float *)qkv, B, T, C, NH, s)
+                : flash_attn_fwd_bf16((__nv_bfloat16 *)out, lse, (const __nv_bfloat16 *)qkv, B, T, C, NH, s);
+}
+static int bwd_call(int tf32, void *dqkv, void *scr, const void *dout, const void *qkv, const void *out,
+                    const float *lse, int B, int T, int C, int NH, cudaStream_t s) {
+    return tf32 ? flash_attn_bwd_tf32((float *)dqkv, scr, (const float *)dout, (const float *)qkv, (const float *)out,
+                                      lse, B, T, C, NH, s)
+                : flash_attn_bwd_bf16((__nv_bfloat16 *)dqkv, scr, (const __nv_bfloat16 *)dout,
+                                      (const __nv_bfloat16 *)qkv, (const __nv_bfloat16 *)out, lse, B, T, C, NH, s);
+}
+
+static int time_it(float *median, int tf32, int what, void *qkv, void *out, float *lse, void *dout, void *dqkv,
+                   void *scr, int B, int T, int C, int NH, int warm, int iters, int reps) {
     float *ms = malloc(sizeof(float) * (size_t)iters);
     cudaEvent_t e0 = NULL, e1 = NULL;
     int rc = 1;
@@ -323,8 +431,8 @@ static int time_it(float *median, int what, void *qkv, void *out, float *lse, vo
         cudaEventRecord(e0, 0);
         int r = 0;
         for (int k = 0; k < reps; k++) {
-            if (what != 1) r |= flash_attn_fwd_bf16(out, lse, qkv, B, T, C, NH, 0);
-            if (what != 0) r |= flash_attn_bwd_bf16(dqkv, scr, dout, qkv, out, lse, B, T, C, NH, 0);
+            if (what != 1) r |= fwd_call(tf32, out, lse, qkv, B, T, C, NH, 0);
+            if (what != 0) r |= bwd_call(tf32, dqkv, scr, dout, qkv, out, lse, B, T, C, NH, 0);
         }
         cudaEventRecord(e1, 0);
         if (r || cudaEventSynchronize(e1) != cudaSuccess) goto out;
@@ -346,8 +454,8 @@ out:
 /* The same 'reps' calls captured once into a CUDA graph on stream st, then
  * the median over 'iters' replays (after 3) divided by reps: the GPU's time
  * per call without host launch overhead, and proof that the calls capture. */
-static int time_graph(float *median, int what, void *qkv, void *out, float *lse, void *dout, void *dqkv, void *scr,
-                      int B, int T, int C, int NH, int iters, int reps) {
+static int time_graph(float *median, int tf32, int what, void *qkv, void *out, float *lse, void *dout, void *dqkv,
+                      void *scr, int B, int T, int C, int NH, int iters, int reps) {
     cudaStream_t st = NULL;
     cudaGraph_t g = NULL;
     cudaGraphExec_t ge = NULL;
@@ -358,8 +466,8 @@ static int time_graph(float *median, int what, void *qkv, void *out, float *lse,
     if (cudaEventCreate(&e0) != cudaSuccess || cudaEventCreate(&e1) != cudaSuccess) goto out;
     if (cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal) != cudaSuccess) goto out;
     for (int k = 0; k < reps; k++) {
-        if (what != 1) r |= flash_attn_fwd_bf16(out, lse, qkv, B, T, C, NH, st);
-        if (what != 0) r |= flash_attn_bwd_bf16(dqkv, scr, dout, qkv, out, lse, B, T, C, NH, st);
+        if (what != 1) r |= fwd_call(tf32, out, lse, qkv, B, T, C, NH, st);
+        if (what != 0) r |= bwd_call(tf32, dqkv, scr, dout, qkv, out, lse, B, T, C, NH, st);
     }
     if (cudaStreamEndCapture(st, &g) != cudaSuccess || r) goto out;
     if (cudaGraphInstantiate(&ge, g, 0) != cudaSuccess) goto out;
@@ -387,7 +495,7 @@ out:
     return rc;
 }
 
-static void bench(const shape *shapes, int n) {
+static void bench(const shape *shapes, int n, int tf32) {
     printf("single call: median of 50 after 10 warm-up; b2b: 20 calls back to back per sample, median of 30;\n"
            "graph: 20 calls in one CUDA graph per replay, median of 30 replays; TF/s from the graph times\n");
     printf("%-10s %3s %4s %4s %3s %10s %10s %10s %8s %8s %10s %8s %8s %8s %9s %9s\n", "shape", "B", "T", "C", "NH",
@@ -396,36 +504,46 @@ static void bench(const shape *shapes, int n) {
     for (int s = 0; s < n; s++) {
         const int B = shapes[s].B, T = shapes[s].T, C = shapes[s].C, NH = shapes[s].NH;
         const int64_t n3 = (int64_t)B * T * 3 * C, n1 = (int64_t)B * T * C;
+        const size_t es = tf32 ? 4 : 2; /* bytes an element */
         void *qkv = NULL, *out = NULL, *dout = NULL, *dqkv = NULL, *scr = NULL;
         float *lse = NULL, t[3] = {0, 0, 0}, tb[3] = {0, 0, 0}, tg[3] = {0, 0, 0};
-        uint16_t *h = malloc(2 * n3);
+        char *h = malloc(es * n3);
+        char name[32];
+        snprintf(name, sizeof name, "%s%s", shapes[s].name, tf32 ? "-tf32" : "");
         if (!h) continue;
         rng r = {12345};
-        for (int64_t i = 0; i < n3; i++) h[i] = attn_bf16_bits((float)rng_normal(&r));
-        CK(cudaMalloc(&qkv, 2 * n3));
-        CK(cudaMalloc(&dqkv, 2 * n3));
-        CK(cudaMalloc(&out, 2 * n1));
-        CK(cudaMalloc(&dout, 2 * n1));
+        for (int64_t i = 0; i < n3; i++) {
+            const float x = (float)rng_normal(&r);
+            if (tf32) memcpy(h + 4 * i, &x, 4);
+            else {
+                const uint16_t b16 = attn_bf16_bits(x);
+                memcpy(h + 2 * i, &b16, 2);
+            }
+        }
+        CK(cudaMalloc(&qkv, es * n3));
+        CK(cudaMalloc(&dqkv, es * n3));
+        CK(cudaMalloc(&out, es * n1));
+        CK(cudaMalloc(&dout, es * n1));
         CK(cudaMalloc((void **)&lse, sizeof(float) * B * NH * T));
         CK(cudaMalloc(&scr, flash_attn_bwd_scratch_bytes(B, T, C, NH)));
-        CK(cudaMemcpy(qkv, h, 2 * n3, cudaMemcpyHostToDevice));
-        CK(cudaMemcpy(dout, h, 2 * n1, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(qkv, h, es * n3, cudaMemcpyHostToDevice));
+        CK(cudaMemcpy(dout, h, es * n1, cudaMemcpyHostToDevice));
         for (int w = 0; w < 3; w++)
-            if (time_it(&t[w], w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 10, 50, 1) ||
-                time_it(&tb[w], w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 3, 30, 20) ||
-                time_graph(&tg[w], w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 30, 20)) {
+            if (time_it(&t[w], tf32, w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 10, 50, 1) ||
+                time_it(&tb[w], tf32, w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 3, 30, 20) ||
+                time_graph(&tg[w], tf32, w, qkv, out, lse, dout, dqkv, scr, B, T, C, NH, 30, 20)) {
                 check("timing ran", 0);
                 goto cleanup;
             }
         /* useful causal FLOPs: 2 products of 2 T(T+1)/2 hs multiply-adds forward, 5 backward (FA convention) */
         const double f = 2.0 * 2.0 * (double)B * NH * (C / NH) * T * (T + 1) / 2.0;
         printf("%-10s %3d %4d %4d %3d %10.2f %10.2f %10.2f %8.2f %8.2f %10.2f %8.2f %8.2f %8.2f %9.1f %9.1f\n",
-               shapes[s].name, B, T, C, NH, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], 1e3 * tb[0], 1e3 * tb[1],
+               name, B, T, C, NH, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], 1e3 * tb[0], 1e3 * tb[1],
                1e3 * tb[2], 1e3 * tg[0], 1e3 * tg[1], 1e3 * tg[2], f / (tg[0] * 1e9), 2.5 * f / (tg[1] * 1e9));
         printf("FLASHBENCH {\"shape\":\"%s\",\"B\":%d,\"T\":%d,\"C\":%d,\"NH\":%d,\"fwd_us\":%.2f,\"bwd_us\":%.2f,"
                "\"fwdbwd_us\":%.2f,\"b2b_fwd_us\":%.2f,\"b2b_bwd_us\":%.2f,\"b2b_fwdbwd_us\":%.2f,"
                "\"graph_fwd_us\":%.2f,\"graph_bwd_us\":%.2f,\"graph_fwdbwd_us\":%.2f}\n",
-               shapes[s].name, B, T, C, NH, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], 1e3 * tb[0], 1e3 * tb[1], 1e3 * tb[2],
+               name, B, T, C, NH, 1e3 * t[0], 1e3 * t[1], 1e3 * t[2], 1e3 * tb[0], 1e3 * tb[1], 1e3 * tb[2],
                1e3 * tg[0], 1e3 * tg[1], 1e3 * tg[2]);
     cleanup:
         cudaFree(qkv);
@@ -456,10 +574,13 @@ int main(int argc, char **argv) {
     if (!strcmp(mode, "check")) {
         bad_args();
         for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) run_case(all[i], 1);
+        for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) run_case_tf32(all[i]);
     } else if (!strcmp(mode, "sanitize")) {
         for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) run_case(small[i], 0);
+        for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) run_case_tf32(small[i]);
     } else if (!strcmp(mode, "bench")) {
-        bench(timed, (int)(sizeof timed / sizeof timed[0]));
+        bench(timed, (int)(sizeof timed / sizeof timed[0]), 0);
+        bench(timed, (int)(sizeof timed / sizeof timed[0]), 1);
     } else {
         fprintf(stderr, "usage: flash_tests check|sanitize|bench\n");
         return 2;
