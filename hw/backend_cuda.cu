@@ -522,3 +522,10 @@ fail:
     cuda_destroy(be);
     return st;
 }
+
+cu_ctx *cu_backend_ctx(hw_backend *be, int d) {
+    cudaSetDevice(impl(be)->dev[d].gpu);
+    return &impl(be)->dev[d].ctx;
+}
+
+int cu_backend_gpu(hw_backend *be, int d) { return impl(be)->dev[d].gpu; }

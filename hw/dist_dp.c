@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../core/layout.h"
+#include "dist_device.h"
 #include "plan_internal.h"
 
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len) {
@@ -55,6 +56,46 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
     return PL_OK;
 }
 
+/* ZeRO-1 on device buffers (CUDA: the device collectives, dist_device.h).
+ * The same steps as the host path below, on a device scratch of dp S
+ * floats; copies are a zero and an add on the compute stream (the backend
+ * has no device-to-device copy op; 0 + x is x). */
+static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    const hw_backend_ops *ops = be->ops;
+    hw_plan_dev *pd = &p->dev[d];
+    dist_device *xd = p->xd_dp[d];
+    char *base = pd->base;
+    float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
+    float *m = (float *)(base + pd->off_m), *v = (float *)(base + pd->off_v);
+    const int64_t n = pd->param_floats, S = pd->moment_floats;
+    const int dp = dist_size(p->dp), rank = dist_rank(p->dp);
+    const int64_t lo = (int64_t)rank * S, cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
+    void *scratch = NULL;
+    pl_status st = dist_device_scratch(xd, S * dp * 4, &scratch, msg, len);
+    if (st != PL_OK) return st;
+    float *buf = scratch, *mine = buf + lo;
+#define DEV(x)                                                                       \
+    do {                                                                             \
+        if ((st = (x)) != PL_OK) return pl_fail(msg, len, st, "ZeRO-1: %s", be->err); \
+    } while (0)
+    DEV(ops->zero(be, d, buf, S * dp * 4));
+    DEV(ops->add(be, d, buf, grads, n));
+    if ((st = dist_device_reduce_scatter_f32(xd, buf, mine, S, 1, msg, len)) != PL_OK) return st;
+    if (cnt > 0) {
+        DEV(ops->zero(be, d, grads + lo, cnt * 4));
+        DEV(ops->add(be, d, grads + lo, mine, cnt));
+        DEV(ops->adamw(be, d, params + lo, grads + lo, m, v, cnt, a));
+    } /* else no element of the shard is real: nothing to update (an empty launch is an error on CUDA) */
+    DEV(ops->zero(be, d, mine, S * 4));
+    if (cnt > 0) DEV(ops->add(be, d, mine, params + lo, cnt));
+    if ((st = dist_device_allgather_f32(xd, mine, buf, S, msg, len)) != PL_OK) return st;
+    DEV(ops->zero(be, d, params, n * 4));
+    DEV(ops->add(be, d, params, buf, n));
+#undef DEV
+    return PL_OK;
+}
+
 pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
@@ -73,6 +114,7 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     if (n <= 0) return PL_OK;
     if (!p->zero) /* the plan's HI_DP_REDUCE buckets reduced the gradients already */
         return ops->adamw(be, d, params, grads, m, v, n, &a);
+    if (p->xd_dp[d]) return zero1_device(p, d, &a, msg, len);
     /* ZeRO-1: shard `rank` of S floats, [lo, lo + cnt) of the buffer */
     const int64_t S = pd->moment_floats, lo = (int64_t)rank * S;
     const int64_t cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
@@ -99,6 +141,8 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
     if (off < 0 || n <= 0 || off + n > pd->param_floats)
         return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
                        (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
+    if (p->xd_dp[d]) /* device buffers (CUDA) */
+        return dist_device_allreduce_f32(p->xd_dp[d], grads, n, DIST_SUM, 1, msg, len);
     pl_status st = be->ops->download(be, d, buf, grads, n * 4);
     if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, n, DIST_SUM, msg, len);
     if (st != PL_OK) return st;

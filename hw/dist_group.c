@@ -217,6 +217,7 @@ void dist_group_destroy(dist_group *g) {
 
 int dist_rank(const dist_group *g) { return g->rank; }
 int dist_size(const dist_group *g) { return g->size; }
+double dist_timeout_s(const dist_group *g) { return g->timeout_s; }
 const char *dist_transport_name(const dist_group *g) { return g->tr ? g->tr->name : "sockets"; }
 
 static pl_status check_usable(dist_group *g, char *msg, size_t len) {

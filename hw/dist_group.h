@@ -76,6 +76,8 @@ void dist_group_destroy(dist_group *g);
 
 int dist_rank(const dist_group *g);
 int dist_size(const dist_group *g);
+/* The per-call timeout the group was made with, in seconds. */
+double dist_timeout_s(const dist_group *g);
 /* "sockets" or "mpi". Static. */
 const char *dist_transport_name(const dist_group *g);
 

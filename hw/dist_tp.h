@@ -111,4 +111,15 @@ pl_status hw_tp_dp_groups(struct dist_group *world, int tp, int dp, struct dist_
 pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len);
 pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len);
 
+struct dist_device;
+/* The same calls on the CUDA backend (hw/dist_tp_cuda.cu, CUDA builds
+ * only): c's pointers are memory of logical device dev of be, and the
+ * collectives run through xd (dist_device.h: NCCL across distinct GPUs, or
+ * host staging). fp32 storage with TF32 or strict fp32 GEMMs;
+ * PL_ERR_UNSUPPORTED for a bf16 call. */
+pl_status hw_tp_forward_cuda(const hw_tp *tp, struct dist_device *xd, hw_backend *be, int dev, const hw_node_call *c,
+                             char *msg, size_t len);
+pl_status hw_tp_backward_cuda(const hw_tp *tp, struct dist_device *xd, hw_backend *be, int dev,
+                              const hw_node_call *c, char *msg, size_t len);
+
 #endif

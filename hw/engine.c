@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_device.h"
 #include "dist_dp.h"
 #include "dist_group.h"
 #include "nodes.h"
@@ -140,6 +141,10 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
 void hw_plan_destroy(hw_plan *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
+    for (int d = 0; d < p->n_dev; d++) {
+        dist_device_destroy(p->xd_tp[d]);
+        dist_device_destroy(p->xd_dp[d]);
+    }
     for (int d = 0; d < p->n_dev; d++)
         if (p->dev[d].graph) be->ops->graph_destroy(be, d, p->dev[d].graph);
     for (int d = 0; d < p->n_dev; d++)
@@ -212,14 +217,21 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
-    if (o->dp && strcmp(be->ops->name, "cpu") != 0)
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                       "data parallelism over processes runs on the CPU backend only (NCCL is not wired yet)");
+    /* the CPU backend runs tp and dp on host buffers; the CUDA one through
+     * the device collectives (dist_device.h), tp in fp32 / tf32 only */
+    const int on_cpu = strcmp(be->ops->name, "cpu") == 0, on_cuda = strcmp(be->ops->name, "cuda") == 0;
+    if (o->dp && !on_cpu && !on_cuda)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "data parallelism over processes does not run on the %s backend",
+                       be->ops->name);
     const int tp = o->tp ? dist_size(o->tp) : 1;
     if (o->tp && tp > 1) {
-        if (strcmp(be->ops->name, "cpu") != 0)
+        if (!on_cpu && !on_cuda)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism does not run on the %s backend",
+                           be->ops->name);
+        if (on_cuda && e->prec == HW_PREC_BF16)
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                           "tensor parallelism (tp = %d) runs on the CPU backend only (the CUDA path needs NCCL)", tp);
+                           "tensor parallelism (tp = %d) on CUDA runs fp32 / tf32 only, not bf16 (the bf16 slices are "
+                           "the CPU backend's)", tp);
         if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
                                                                 g->cfg.seq_len, msg, len)) != PL_OK)
             return st;
@@ -331,6 +343,19 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         }
     }
 
+    /* the CUDA backend's collectives on device buffers, one set per used
+     * device and group (collective: every rank has the same used devices) */
+    if (strcmp(be->ops->name, "cuda") == 0)
+        for (int d = 0; d < nd && st == PL_OK; d++) {
+            if (!p->dev[d].used) continue;
+            if (p->tp.g) st = dist_device_create(p->tp.g, be, d, &p->xd_tp[d], msg, len);
+            if (st == PL_OK && p->dp) st = dist_device_create(p->dp, be, d, &p->xd_dp[d], msg, len);
+        }
+    if (st != PL_OK) {
+        hw_plan_destroy(p);
+        return st;
+    }
+
     /* parameters from the seed (or the given model view), zero moments */
     float *model = NULL, *staging = NULL;
     int64_t total = p->model_off[g->n_nodes], max_dev = 1;
@@ -390,6 +415,15 @@ int64_t hw_plan_peak_bytes(const hw_plan *p, int dev) {
 int hw_plan_reorders(const hw_plan *p) { return p->reorders; }
 
 int hw_plan_graph_state(const hw_plan *p) { return p->graph_state; }
+
+const char *hw_plan_collectives(const hw_plan *p) {
+    if (!p->tp.g && !p->dp) return "none";
+    for (int d = 0; d < p->n_dev; d++) {
+        if (p->xd_tp[d]) return dist_device_transport(p->xd_tp[d]);
+        if (p->xd_dp[d]) return dist_device_transport(p->xd_dp[d]);
+    }
+    return "host";
+}
 
 void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets) {
     pl_rng r;

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dist_device.h"
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "placer_config.h"
 #include "plan_internal.h"
 #include "util.h"
 
@@ -50,13 +52,27 @@ static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_ca
 
 /* Sequence parallelism: the gradients of the tensors every tp rank holds
  * whole (dist_tp.h) are partial sums over the ranks' tokens; sum them over
- * the tp group, staged through dp_buf in node order. Without sp they are
+ * the tp group: host buffers staged through dp_buf in node order, device
+ * buffers tensor by tensor through the device collectives. Without sp they are
  * identical on every rank already and this is not called. */
 static pl_status tp_reduce_replicated(hw_plan *p, int d) {
     hw_backend *be = p->e->be;
     hw_plan_dev *pd = &p->dev[d];
     float *grads = (float *)((char *)pd->base + pd->off_grads);
     int64_t off[HW_MAX_PARAM_TENSORS], cnt[HW_MAX_PARAM_TENSORS], n = 0;
+    if (p->xd_tp[d]) {
+        /* device buffers (CUDA): each tensor all-reduced in place, in node order */
+        for (int node = 0; node < p->g->n_nodes; node++) {
+            if (p->placement[node] != d) continue;
+            int nt = hw_tp_replicated(p->g, node, p->tp.size, off, cnt);
+            for (int j = 0; j < nt; j++) {
+                pl_status st = dist_device_allreduce_f32(p->xd_tp[d], grads + p->shard_off[node] + off[j], cnt[j],
+                                                         DIST_SUM, 0, be->err, sizeof be->err);
+                if (st != PL_OK) return st;
+            }
+        }
+        return PL_OK;
+    }
     for (int pass = 0; pass < 2; pass++) {
         int64_t k = 0;
         for (int node = 0; node < p->g->n_nodes; node++) {
@@ -100,7 +116,14 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_BWD: {
         hw_node_call c;
         make_call(p, d, &p->calls[in->call], &c);
-        if (p->tp.g) /* tensor parallelism: the rank's slice and its collectives (CPU backend) */
+        if (p->tp.g && p->xd_tp[d]) { /* tensor parallelism on CUDA: device buffers (dist_tp_cuda.cu) */
+#if PLACER_HAVE_CUDA
+            st = in->kind == HI_FWD ? hw_tp_forward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err)
+                                    : hw_tp_backward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err);
+#else
+            st = pl_fail(be->err, sizeof be->err, PL_ERR_UNSUPPORTED, "built without CUDA");
+#endif
+        } else if (p->tp.g) /* tensor parallelism: the rank's slice and its collectives (CPU backend) */
             st = in->kind == HI_FWD ? hw_tp_forward(&p->tp, &c, be->err, sizeof be->err)
                                     : hw_tp_backward(&p->tp, &c, be->err, sizeof be->err);
         else

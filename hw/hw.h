@@ -291,6 +291,12 @@ int hw_plan_reorders(const hw_plan *p);
  * keeps issuing op by op). */
 int hw_plan_graph_state(const hw_plan *p);
 
+/* How the plan's tp and dp collectives move data: "none" (no group),
+ * "host" (CPU backend: host buffers), "nccl" or "host staging" (CUDA:
+ * hw/dist_device.h; the first used device's, the tp group's if any).
+ * Static. */
+const char *hw_plan_collectives(const hw_plan *p);
+
 /* Tracing: when on, the next steps record a start and end time for every
  * node call, addition, optimizer step and transfer. */
 pl_status hw_plan_set_trace(hw_plan *p, int on);

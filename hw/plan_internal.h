@@ -116,6 +116,9 @@ struct hw_plan {
     int64_t bucket_floats;    /* dp all-reduce bucket (zero 0): the plan emits HI_DP_REDUCE */
     hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
                                  without; the node calls then go through dist_tp.c */
+    struct dist_device *xd_tp[HW_MAX_DEVICES]; /* CUDA backend: the tp group's collectives on each used
+                                 device's buffers (dist_device.h), else NULL (host buffers) */
+    struct dist_device *xd_dp[HW_MAX_DEVICES]; /* CUDA backend: the dp group's, else NULL */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */
     hw_plan_dev dev[HW_MAX_DEVICES];
