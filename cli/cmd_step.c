@@ -20,6 +20,7 @@
 #include "hw.h"
 #include "launcher.h"
 #include "placement.h"
+#include "placer_config.h"
 #include "schedule.h"
 #include "step_layout.h"
 #include "util.h"
@@ -29,7 +30,8 @@ static void step_usage(FILE *f) {
             "usage: placer step [--placement P] [--config NAME] [--micro-batches M] [--schedule gpipe|1f1b]\n"
             "                   [--mem-cap CAP] [--devices 0,1,... | --cpu N] [--warmup W] [--steps K]\n"
             "                   [--precision fp32|tf32|bf16] [--strict-fp32] [--graphs] [--seed S] [--lr LR]\n"
-            "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--tp T [--sp]] [--timeout S]]\n"
+            "                   [--issue auto|single|threads] [--trace FILE] [--procs N [--tp T [--sp]] [--timeout S]\n"
+            "                   [--gpu-per-rank]]\n"
             "                   [--zero 0|1] [--bucket-mb MB] [--layout TEXT] [--json]\n\n"
             "Runs W warm-up and K timed training steps of the GPT under a placement and prints the\n"
             "median step time (device events, host sync per step), the loss and each device's peak memory.\n\n"
@@ -53,15 +55,21 @@ static void step_usage(FILE *f) {
             "  --issue         host issue: one thread per GPU (auto, threads) or one thread (single)\n"
             "  --trace FILE    after timing, run one more step with per-operation timestamps and write\n"
             "                  it as Chrome trace JSON\n"
-            "  --procs N       data parallelism over N processes on this host (CPU backend: each rank has\n"
-            "                  --cpu devices, default 1, and runs the placement on its 1/N of the batch;\n"
-            "                  gradients are averaged over the ranks before AdamW). The loss printed is\n"
-            "                  the ranks' mean, a step's time the slowest rank's. N must divide the batch\n"
+            "  --procs N       data parallelism over N processes on this host (each rank has --cpu devices,\n"
+            "                  default 1, or with --devices the CUDA backend on those GPUs, and runs the\n"
+            "                  placement on its 1/N of the batch; gradients are averaged over the ranks\n"
+            "                  before AdamW). The loss printed is the ranks' mean, a step's time the slowest\n"
+            "                  rank's. N must divide the batch. On CUDA every rank uses the --devices GPUs\n"
+            "                  (ranks sharing a GPU: logical devices of one H200, collectives staged through\n"
+            "                  host memory) unless --gpu-per-rank; ranks on distinct GPUs talk over NCCL\n"
+            "  --gpu-per-rank  with --procs and --devices: rank r (under mpirun, its rank on its host) runs\n"
+            "                  on the --devices ordinals plus r x (devices a rank): one process per GPU\n"
             "  --tp T          with --procs N: tensor parallelism over T of the N ranks (hw/dist_tp.h): the\n"
             "                  attention heads, MLP columns and vocabulary rows split over each group of T,\n"
             "                  with N / T data-parallel replicas of it (core/layout.h's rank grid, tp\n"
             "                  innermost); T divides N, the heads and 4 x d_model (the vocabulary is cut\n"
-            "                  in slices of ceil(V / T) rows); any --precision. --tp T alone means --procs T\n"
+            "                  in slices of ceil(V / T) rows); any --precision on the CPU, fp32 / tf32 on\n"
+            "                  CUDA. --tp T alone means --procs T\n"
             "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
             "  --zero Z        with --procs or mpirun: 1 shards AdamW's m and v over the data-parallel ranks\n"
             "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
@@ -128,6 +136,9 @@ typedef struct {
     const char *layout;      /* --layout's canonical text, or NULL */
     int zero;                /* hw_plan_opts.zero */
     double bucket_mb;        /* hw_plan_opts.bucket_bytes in MiB, 0: the default */
+    int cuda;                /* ranks on the CUDA backend (--devices), else the CPU one */
+    int gpus[HW_MAX_DEVICES];/* with cuda: the GPU of each of a rank's n_dev logical devices */
+    int gpu_per_rank;        /* with cuda: rank r adds r * n_dev to every ordinal (one process per GPU) */
     int kill_rank;           /* tests: this rank dies (SIGKILL) after its first step; -1 off */
     int hang_rank;           /* tests: this rank hangs (pause) after its first step; -1 off */
 } procs_job;
@@ -163,10 +174,17 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     if (j->placement && placement_parse(j->placement, g->n_nodes, j->n_dev, pl, err, errlen) != PL_OK) goto out;
     hw_engine_opts eo;
     memset(&eo, 0, sizeof eo);
-    eo.backend = HW_BACKEND_CPU;
+    eo.backend = j->cuda ? HW_BACKEND_CUDA : HW_BACKEND_CPU;
     eo.n_devices = j->n_dev;
     eo.precision = j->prec;
     eo.issue = j->issue;
+    if (j->cuda) {
+        /* the rank's GPUs: the same for every rank (several ranks share a GPU, host-staged
+         * collectives), or with --gpu-per-rank its own ones (under mpirun, by the rank on its host) */
+        const char *lr = getenv("OMPI_COMM_WORLD_LOCAL_RANK");
+        const int local = lr && *lr ? atoi(lr) : rank;
+        for (int d = 0; d < j->n_dev; d++) eo.gpus[d] = j->gpus[d] + (j->gpu_per_rank ? local * j->n_dev : 0);
+    }
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
     hw_plan_opts po;
     memset(&po, 0, sizeof po);
@@ -204,12 +222,13 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
         if (j->json) {
             printf("{\"status\":\"ok\",");
             if (j->layout) printf("\"layout\":\"%s\",", j->layout);
-            printf("\"config\":\"%s\",\"backend\":\"cpu\",\"procs\":%d,\"tp\":%d,"
+            printf("\"config\":\"%s\",\"backend\":\"%s\",\"procs\":%d,\"tp\":%d,"
                    "\"sp\":%d,\"dp\":%d,"
                    "\"devices_per_rank\":%d,\"global_batch\":%d,\"rank_batch\":%d,\"placement\":\"%s\","
                    "\"schedule\":\"%s\",\"micro_batches\":%d,\"precision\":\"%s\",\"warmup\":%d,\"steps\":%d,"
                    "\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,\"sd\":%.4f,\"all\":[",
-                   key, j->procs, j->tp, j->sp, dp, j->n_dev, cfg->batch, count, pls, order, j->sched.micro_batches,
+                   key, j->cuda ? "cuda" : "cpu", j->procs, j->tp, j->sp, dp, j->n_dev, cfg->batch, count, pls, order,
+                   j->sched.micro_batches,
                    hw_precision_name(hw_engine_precision(e)), j->warmup, j->steps, t.median_us / 1e3, t.min_us / 1e3,
                    t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
             for (int i = 0; i < j->steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
@@ -218,11 +237,20 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_plan_peak_bytes(p, d));
             printf("],\"zero\":%d,\"static_bytes_rank0\":[", j->zero);
             for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)mem.static_bytes[d]);
-            printf("],\"transport\":\"%s\"}\n", dist_transport_name(grp));
+            printf("],\"transport\":\"%s\",\"collectives\":\"%s\"}\n", dist_transport_name(grp),
+                   hw_plan_collectives(p));
         } else {
-            printf("placer step: %s, %s m=%d, %d processes x %d device%s (CPU reference backend, %s), %s\n",
+            printf("placer step: %s, %s m=%d, %d processes x %d device%s (%s, %s), %s\n",
                    key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
-                   j->tp > 1 ? "tensor x data parallel" : "data parallel", hw_precision_name(hw_engine_precision(e)));
+                   j->cuda ? "CUDA" : "CPU reference backend", hw_precision_name(hw_engine_precision(e)),
+                   j->tp > 1 ? "tensor x data parallel" : "data parallel");
+            if (j->cuda) {
+                printf("devices     rank 0 on GPU");
+                for (int d = 0; d < j->n_dev; d++) printf("%s%d", d ? "," : " ", eo.gpus[d]);
+                printf("%s; collectives %s\n",
+                       j->gpu_per_rank ? " (rank r on its own GPUs)" : " (every rank: logical devices sharing them)",
+                       hw_plan_collectives(p));
+            }
             if (j->layout) printf("layout      %s\n", j->layout);
             if (j->tp > 1)
                 printf("parallel    tp %d%s x dp %d: heads, MLP columns and vocabulary split over each %d ranks\n",
@@ -291,7 +319,7 @@ int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
     int m = 1, cpu = 0, warmup = 2, steps = 5, strict = 0, json = 0, seed = 1, graphs = 0, procs = 0;
-    int tp = 1, sp = 0, zero = 0, m_given = 0;
+    int tp = 1, sp = 0, zero = 0, m_given = 0, gpu_per_rank = 0;
     const char *layout_arg = NULL;
     double lr = -1.0, timeout_s = 30.0, bucket_mb = 0.0;
     static const struct option opts[] = {
@@ -306,12 +334,12 @@ int cmd_step(int argc, char **argv) {
         {"precision", required_argument, 0, 'P'}, {"procs", required_argument, 0, 'N'},
         {"timeout", required_argument, 0, 'T'}, {"tp", required_argument, 0, 'R'}, {"sp", no_argument, 0, 'Q'},
         {"zero", required_argument, 0, 'Z'}, {"bucket-mb", required_argument, 0, 'B'},
-        {"layout", required_argument, 0, 'Y'},
+        {"layout", required_argument, 0, 'Y'}, {"gpu-per-rank", no_argument, 0, 'G'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:QZ:B:Y:", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "p:c:m:s:M:d:C:w:k:fS:l:i:t:jghP:N:T:R:QZ:B:Y:G", opts, NULL)) != -1) {
         switch (c) {
         case 'p': placement_text = optarg; break;
         case 'c': config = optarg; break;
@@ -361,6 +389,7 @@ int cmd_step(int argc, char **argv) {
             break;
         }
         case 'Y': layout_arg = optarg; break;
+        case 'G': gpu_per_rank = 1; break;
         case 'h': step_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("step", "unknown or incomplete option '%s'; see placer step --help",
@@ -458,7 +487,12 @@ int cmd_step(int argc, char **argv) {
     if (zero && (strict ? HW_PREC_FP32 : prec) == HW_PREC_BF16)
         return cli_usage_error("step", "--zero 1 runs in fp32 only, not --precision bf16");
     if (procs) {
-        if (devices_text) return cli_usage_error("step", "--procs runs on the CPU backend (--cpu N); NCCL is not wired");
+        if (devices_text && !PLACER_HAVE_CUDA)
+            return cli_usage_error("step", "--procs with --devices runs the ranks on CUDA, and this placer was built "
+                                   "without it (rebuild with -Dcuda=enabled, or use --cpu N)");
+        if (tp > 1 && devices_text && prec == HW_PREC_BF16 && !strict)
+            return cli_usage_error("step", "--tp on CUDA (--devices) runs fp32 / tf32, not --precision bf16 (the CPU "
+                                   "backend, --cpu N, runs tp in bf16)");
         if (cap_text || trace_path || graphs)
             return cli_usage_error("step", "--procs does not take --mem-cap, --trace or --graphs yet");
         procs_job j;
@@ -467,6 +501,12 @@ int cmd_step(int argc, char **argv) {
         j.placement = placement_text;
         j.sched = sched;
         j.n_dev = cpu ? cpu : 1;
+        if (devices_text) { /* the CUDA backend: each rank's logical devices on these GPUs */
+            j.cuda = 1;
+            j.n_dev = parse_devices(devices_text, j.gpus);
+            if (j.n_dev < 0) return CLI_EXIT_USAGE;
+            j.gpu_per_rank = gpu_per_rank;
+        }
         j.procs = procs;
         j.warmup = warmup;
         j.steps = steps;

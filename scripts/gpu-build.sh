@@ -21,7 +21,7 @@ if ! meson configure "$BUILD" 2>/dev/null | grep -Eq '^ *openblas +disabled'; th
 fi
 # The engine's own binaries must build; the placer command links every area
 # and is built when the rest of the tree builds.
-ninja -C "$BUILD" hw/gpu_tests benchmarks/hw/bench_step benchmarks/hw/gemm_sweep
+ninja -C "$BUILD" hw/gpu_tests hw/tp_check benchmarks/hw/bench_step benchmarks/hw/gemm_sweep
 ninja -C "$BUILD" cli/placer || echo "gpu-build: cli/placer did not build; the GPU tests and benchmark did" >&2
 rm -rf "$BUILD/lib"
 mkdir -p "$BUILD/lib"
