@@ -133,13 +133,22 @@ static pl_status parse_curves(json_t *curves, coll_measured *m, char *msg, size_
     return PL_OK;
 }
 
+/* Keys and JSON errors quoted into msg may hold control characters: keep the message one line. */
+static pl_status one_line(pl_status st, char *msg, size_t len) {
+    if (msg && len)
+        for (char *p = msg; *p; p++)
+            if ((unsigned char)*p < 0x20) *p = ' ';
+    return st;
+}
+
 pl_status coll_file_parse(const char *text, size_t n, coll_measured *out, char *msg, size_t len) {
     if (!text || !out) return pl_fail(msg, len, PL_ERR_INVALID, "coll_file_parse: NULL argument");
     json_error_t jerr;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
-        return pl_fail(msg, len, PL_ERR_INVALID, "not valid JSON: %.160s (line %d, column %d)", jerr.text, jerr.line,
-                       jerr.column);
+        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "not valid JSON: %.160s (line %d, column %d)", jerr.text,
+                                jerr.line, jerr.column),
+                        msg, len);
     coll_measured *m = calloc(1, sizeof *m);
     pl_status st = PL_ERR_NOMEM;
     if (!m) goto out;
@@ -198,7 +207,7 @@ out:
     if (st == PL_ERR_NOMEM) pl_fail(msg, len, st, "out of memory reading a collectives file");
     free(m);
     json_decref(root);
-    return st;
+    return one_line(st, msg, len);
 }
 
 pl_status coll_file_load(const char *path, coll_measured *out, char *msg, size_t len) {
