@@ -116,7 +116,8 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_BWD: {
         hw_node_call c;
         make_call(p, d, &p->calls[in->call], &c);
-        if (p->tp.g && p->xd_tp[d]) { /* tensor parallelism on CUDA: device buffers (dist_tp_cuda.cu) */
+        if (p->tp.g && p->xd_tp[d] && strcmp(ops->name, "cuda") == 0) {
+            /* tensor parallelism on CUDA: device buffers (dist_tp_cuda.cu) */
 #if PLACER_HAVE_CUDA
             st = in->kind == HI_FWD ? hw_tp_forward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err)
                                     : hw_tp_backward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err);
