@@ -18,7 +18,8 @@
  * subset of the constants held at 0 and keeping the best feasible one. base
  * and alpha are the same column when one rank count was measured (steps(n)
  * is then a constant): base is then held at 0 and alpha carries the whole
- * latency (stated in the result). Errors of the constants are the
+ * latency (stated in the result: base_fitted 0); the constraint holds it at
+ * 0 too when the best unconstrained fit puts it below 0. Errors of the constants are the
  * covariance-scaled ones, sqrt(diag((X^T X)^-1) chisq / (n - p)) (NaN when
  * n = p); busbw's by the derivative of 1/g.
  *

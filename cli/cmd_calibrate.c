@@ -73,9 +73,10 @@ static void collectives_usage(FILE *f) {
             "    t(S, n) = base + steps(n) * alpha + frac(n) * S / busbw\n"
             "(steps = 2(n-1) for all-reduce, n-1 for all-gather and reduce-scatter; frac = steps / n,\n"
             "nccl-tests' bus factor), by least squares in relative error over every measured size and\n"
-            "rank count; base is held at 0 when one rank count was measured. Prints the constants with\n"
-            "their errors, the fit's relative error per kind and, as a held-out check, the error on the\n"
-            "odd sizes of a fit made on the even ones. The database is only read.\n\n"
+            "rank count; base is held at 0 when one rank count was measured (or would fit below 0).\n"
+            "Prints the constants with their errors, the fit's relative error per kind and, as a\n"
+            "held-out check, the error on the odd sizes of a fit made on the even ones. The database\n"
+            "is only read.\n\n"
             "  --db FILE          profile database with collective curves\n"
             "  --transport NAME   the curves of this transport (sockets, mpi, nccl; default: the only one)\n"
             "  --write FILE       write the constants and the curves as a collectives file, which\n"
@@ -102,7 +103,7 @@ static void kind_fit_json(const calib_coll_kind_fit *k, char *buf, size_t len) {
         else snprintf(e[i], sizeof e[i], "null");
     }
     snprintf(buf, len,
-             "{\"points\": %d, \"ranks\": %d, \"base_fitted\": %s, \"base_err_us\": %s, \"alpha_err_us\": %s, "
+             "{\"points\": %d, \"rank_counts\": %d, \"base_fitted\": %s, \"base_err_us\": %s, \"alpha_err_us\": %s, "
              "\"busbw_err_gb_s\": %s, \"rms_rel_err\": %.6g, \"max_rel_err\": %.6g, \"held_out_points\": %d, "
              "\"held_out_rms_rel_err\": %s, \"held_out_max_rel_err\": %s}",
              k->n_points, k->n_ranks, k->base_fitted ? "true" : "false", e[0], e[1], e[2], k->rms_rel, k->max_rel,
