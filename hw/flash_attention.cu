@@ -1,8 +1,9 @@
 /*
- * flash_attention.cu: causal self-attention in bf16 on the tensor cores,
- * FlashAttention-2 style (Dao 2023), for the engine's bf16 mode. The
- * interface and layouts are in flash_attention.h; the plain-C reference the
- * tests compare against is attention_ref.c.
+ * flash_attention.cu: causal self-attention on the tensor cores,
+ * FlashAttention-2 style (Dao 2023), for the engine's bf16 mode and (the
+ * TF32 kernels at the end of the file) its TF32 mode. The interface and layouts are in
+ * flash_attention.h; the plain-C reference the tests compare against is
+ * attention_ref.c.
  *
  * Notation: one (b, h) pair is one head of one sequence; q, k, v are its
  * T x hs slices of qkv (row stride 3C, no copies made); s = q.k^T * scale with
@@ -10,27 +11,28 @@
  *
  * Tiling (both directions): blocks of 128 threads = 4 warps; a tile is 64
  * rows (queries or keys) x hs; each warp owns 16 of the 64 rows. All matrix
- * products are mma.sync.m16n8k16 bf16 x bf16 -> fp32 on fragments loaded from
- * shared memory with 32-bit loads. Every operand is staged in shared memory
- * in the layout the fragment wants ("B" operands as [n][k]), so no ldmatrix
- * and no bank-conflicting strided reads: tiles are padded to a row of hs + 8
- * (or 64 + 8) bf16, which puts the 8 rows a fragment load touches on 8
- * distinct bank groups. Tiles that a product needs transposed (V in forward;
- * Q, dO and K in backward) are written transposed into shared memory while
- * they are loaded, from the same 16-byte global reads.
+ * products are mma.sync.m16n8k16 bf16 x bf16 -> fp32. Tiles sit in shared
+ * memory once, row-major, each row padded to hs + 8 bf16 so that the 8 rows an
+ * ldmatrix phase reads start on 8 distinct bank groups. Fragments come from
+ * ldmatrix.x4 (four 8x8 matrices per instruction); an operand that a product
+ * needs transposed (V in P.V, Q and dO in dK and dV, K in dQ) is read with
+ * ldmatrix.trans from the same row-major tile, so no transposed copy exists.
+ * Global reads are 16 bytes per thread, all of a tile's reads issued before
+ * the first shared store (tile_regs), and for hs = 64 the next tile's reads
+ * are in flight while the current tile is multiplied (the registers fit;
+ * hs = 128 reads tile by tile).
  *
  * Forward, grid (ceil(T/64), B*NH), heaviest query blocks first:
  *   registers  the warp's Q fragments (16 x hs), the O accumulator
  *              (16 x hs fp32), the S / P tile (16 x 64 fp32), and per row
  *              the running max m and running sum l (fp32)
- *   shared     Q tile (loaded once), K tile [key][dim] and V^T tile
- *              [dim][key], reloaded for each key block 0 .. the diagonal one;
- *              blocks above the diagonal are never visited, the diagonal one
- *              is masked (key > query -> -inf)
+ *   shared     Q tile (loaded once), K and V tiles, reloaded for each key
+ *              block 0 .. the diagonal one; blocks above the diagonal are
+ *              never visited, the diagonal one is masked (key > query -> -inf)
  *   recurrence for each key block j:  m' = max(m, rowmax(S_j));
  *              P_j = exp2((S_j - m') * scale * log2 e);  l = l * exp(m - m') +
  *              rowsum(P_j);  O = O * exp(m - m') + bf16(P_j) V_j.  At the end
- *              out = O / l (rounded to bf16) and lse = m * scale + ln(l).
+ *              out = O / l and lse = m * scale + ln(l).
  *              P is rounded to bf16 for the P.V product (fp32 everywhere
  *              else), the one rounding besides the inputs and the output.
  * Backward, two launches:
@@ -40,18 +42,22 @@
  *      so the two kinds of block share the machine:
  *      dK/dV blocks (one per 64 keys): K and V tiles stay in shared memory,
  *        dK and dV accumulate in registers (16 keys x hs each per warp); for
- *        each query block from the diagonal on, load Q, Q^T, dO, dO^T, lse, D
- *        and RECOMPUTE S^T = K Q^T and P^T = exp(S^T - lse) (the forward's
- *        lse, so no max pass), then dV += bf16(P^T) dO,
- *        dP^T = V dO^T, dS^T = P^T * (dP^T - D), dK += bf16(dS^T) Q.
+ *        each query block from the diagonal on, load Q, dO, lse, D and
+ *        RECOMPUTE S^T = K Q^T and P^T = exp(S^T - lse) (the forward's lse,
+ *        so no max pass), then dV += bf16(P^T) dO, dP^T = V dO^T,
+ *        dS^T = P^T * (dP^T - D), dK += bf16(dS^T) Q.
  *      dQ blocks (one per 64 queries): Q and dO fragments stay in registers;
- *        for each key block up to the diagonal, load K, K^T, V and RECOMPUTE
- *        S, P, dP = dO V^T, dS = P * (dP - D), then dQ += bf16(dS) K.
+ *        for each key block up to the diagonal, load K, V and RECOMPUTE S, P,
+ *        dP = dO V^T, dS = P * (dP - D), then dQ += bf16(dS) K.
  *      dK and dQ take the factor scale at the end. No atomics and no fp32
- *      dQ accumulator in memory (dS is recomputed instead, twice the
- *      S/dP products of the atomic scheme: at T = 256 the kernels are bound
- *      by latency and loads, not by these products), and the result is
+ *      dQ accumulator in memory (dS is recomputed instead, twice the S/dP
+ *      products of the atomic scheme: at T = 256 the kernels are bound by
+ *      latency and loads, not by these products), and the result is
  *      deterministic.
+ * The bf16 kernels are written over the storage type IO (only bf16 is
+ * instantiated: an fp32-storage variant with these bf16 products existed and
+ * was dropped, since the TF32 mode must not compute attention in bf16; the
+ * TF32 kernels below have their own fragments).
  * The bf16 tensor-core code needs sm_80+: on older targets (the build's sm_75
  * code) the kernel bodies are empty and the host functions refuse to launch.
  */
@@ -67,7 +73,6 @@ typedef __nv_bfloat16 bf16;
 
 #define FA_ROWS 64     /* rows of a tile (queries or keys) */
 #define FA_THREADS 128 /* 4 warps, 16 rows each */
-#define FA_LDT (FA_ROWS + 8)
 #define FA_LOG2E 1.4426950408889634f
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -78,11 +83,27 @@ typedef __nv_bfloat16 bf16;
 /* (only in the sm_80+ device code: the sm_75 pass and the host pass see none of it) */
 #ifdef FA_DEVICE_CODE
 
-static __device__ __forceinline__ uint32_t lds32(const bf16 *p) { return *reinterpret_cast<const uint32_t *>(p); }
-
 static __device__ __forceinline__ uint32_t pack_bf16(float lo, float hi) {
     __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi); /* .x (low half) = lo */
     return *reinterpret_cast<uint32_t *>(&v);
+}
+
+static __device__ __forceinline__ uint32_t smem_addr(const void *p) {
+    return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+/* Four 8x8 bf16 matrices; lane l gives the address of row l % 8 of matrix
+ * l / 8. Plain: register i of lane l holds M_i[l/4][2(l%4) .. +1].
+ * Transposed: it holds M_i[2(l%4)][l/4] and M_i[2(l%4)+1][l/4]. */
+static __device__ __forceinline__ void ldsm_x4(uint32_t r[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void ldsm_x4_t(uint32_t r[4], uint32_t addr) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
 }
 
 /* d (16x8 fp32) += a (16x16 bf16, row) * b (16x8 bf16, col). Fragment layout
@@ -96,43 +117,69 @@ static __device__ __forceinline__ void mma_bf16(float d[4], const uint32_t a[4],
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-/* A fragment at rows m0.., columns k0.. of a row-major shared tile (leading dimension ld) */
+/* A fragment at rows m0.., columns k0.. of a row-major shared tile (leading
+ * dimension ld): matrices (rows +0/+8) x (columns +0/+8) in a[0..3] order. */
 static __device__ __forceinline__ void lds_a(uint32_t a[4], const bf16 *s, int ld, int m0, int k0, int lane) {
-    const bf16 *p = s + (m0 + (lane >> 2)) * ld + k0 + 2 * (lane & 3);
-    a[0] = lds32(p);
-    a[1] = lds32(p + 8 * ld);
-    a[2] = lds32(p + 8);
-    a[3] = lds32(p + 8 * ld + 8);
+    ldsm_x4(a, smem_addr(s + (m0 + (lane & 7) + ((lane >> 3) & 1) * 8) * ld + k0 + (lane >> 4) * 8));
 }
 
-/* acc (16 x 8NT) += A (16 x 16KT) B, A from registers (KT fragments), B
- * stored [n][k] in shared memory with leading dimension ldb. */
-template <int NT, int KT>
+/* acc (16 x 8NT) += A (16 x 16KT) B, A from registers (KT fragments), B from
+ * a row-major shared tile with leading dimension ldb, stored
+ *   BT == false: as [n][k] (B^T row-major: K for Q K^T), plain ldmatrix;
+ *   BT == true:  as [k][n] (B row-major: V for P V), ldmatrix.trans.
+ * One ldmatrix.x4 gives b0, b1 of two n-tiles. */
+/* B fragments of k-chunk kc for n-tiles 2np, 2np+1 from a row-major shared
+ * tile with leading dimension ldb, stored
+ *   BT == false: as [n][k] (B^T row-major: K for Q K^T), plain ldmatrix;
+ *   BT == true:  as [k][n] (B row-major: V for P V), ldmatrix.trans.
+ * base is this lane's address of the tile (b_base), b gets b0, b1 of n-tile
+ * 2np then b0, b1 of n-tile 2np+1. */
+template <bool BT>
+static __device__ __forceinline__ uint32_t b_base(const bf16 *bs, int ldb, int lane) {
+    const int ro = (lane & 7) + (BT ? ((lane >> 3) & 1) * 8 : (lane >> 4) * 8);
+    const int co = BT ? (lane >> 4) * 8 : ((lane >> 3) & 1) * 8;
+    return smem_addr(bs + ro * ldb + co);
+}
+template <bool BT>
+static __device__ __forceinline__ void lds_b2(uint32_t b[4], uint32_t base, int ldb, int kc, int np) {
+    if (BT) ldsm_x4_t(b, base + 2u * (uint32_t)(kc * 16 * ldb + np * 16));
+    else ldsm_x4(b, base + 2u * (uint32_t)(np * 16 * ldb + kc * 16));
+}
+
+/* acc (16 x 8NT) += A (16 x 16KT) B, A from registers (KT fragments), B from
+ * shared memory as lds_b2 says. */
+template <int NT, int KT, bool BT>
 static __device__ __forceinline__ void warp_mma_rs(float (*acc)[4], const uint32_t (*a)[4], const bf16 *bs, int ldb,
                                                    int lane) {
-    const bf16 *p = bs + (lane >> 2) * ldb + 2 * (lane & 3);
+    static_assert(NT % 2 == 0, "n-tiles go in pairs");
+    const uint32_t base = b_base<BT>(bs, ldb, lane);
 #pragma unroll
     for (int kc = 0; kc < KT; kc++)
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const bf16 *q = p + nt * 8 * ldb + kc * 16;
-            mma_bf16(acc[nt], a[kc], lds32(q), lds32(q + 8));
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4];
+            lds_b2<BT>(b, base, ldb, kc, np);
+            mma_bf16(acc[2 * np], a[kc], b[0], b[1]);
+            mma_bf16(acc[2 * np + 1], a[kc], b[2], b[3]);
         }
 }
 
-/* The same with A = rows m0..m0+15 of a row-major shared tile. */
+/* The same with A = rows m0..m0+15 of a row-major shared tile (one fragment
+ * at a time, to keep registers for hs = 128), B as [n][k]. */
 template <int NT, int KT>
 static __device__ __forceinline__ void warp_mma_ss(float (*acc)[4], const bf16 *as, int lda, int m0, const bf16 *bs,
                                                    int ldb, int lane) {
-    const bf16 *p = bs + (lane >> 2) * ldb + 2 * (lane & 3);
+    const uint32_t base = b_base<false>(bs, ldb, lane);
 #pragma unroll
     for (int kc = 0; kc < KT; kc++) {
         uint32_t a[4];
         lds_a(a, as, lda, m0, kc * 16, lane);
 #pragma unroll
-        for (int nt = 0; nt < NT; nt++) {
-            const bf16 *q = p + nt * 8 * ldb + kc * 16;
-            mma_bf16(acc[nt], a, lds32(q), lds32(q + 8));
+        for (int np = 0; np < NT / 2; np++) {
+            uint32_t b[4];
+            lds_b2<false>(b, base, ldb, kc, np);
+            mma_bf16(acc[2 * np], a, b[0], b[1]);
+            mma_bf16(acc[2 * np + 1], a, b[2], b[3]);
         }
     }
 }
@@ -150,50 +197,78 @@ static __device__ __forceinline__ void acc_to_a(uint32_t (*a)[4], const float (*
     }
 }
 
-/* A 64 x HS tile in flight: each thread's 16-byte pieces of it, held in
- * registers between the global reads (fetch) and the shared stores (stash),
- * so all of a tile's reads are issued before the first store waits on one,
- * and the next tile's reads can be issued before the current tile is used. */
-template <int HS>
+/* A 64 x HS tile of storage type IO in flight: each thread's pieces of 8
+ * elements (16 bytes of bf16 or 32 of fp32), held in registers between the
+ * global reads (fetch_rows) and the shared stores (stash_rows), so all of a
+ * tile's reads are issued before the first store waits on one. */
+template <int HS, typename IO>
 struct tile_regs {
-    uint4 v[FA_ROWS * (HS / 8) / FA_THREADS];
+    static constexpr int pieces = FA_ROWS * (HS / 8) / FA_THREADS, words = sizeof(IO) / 2; /* uint4 per piece */
+    uint4 v[pieces * words];
 };
 
 /* Rows r0..r0+63 of a (nrows x HS) slice with row stride ld; rows >= nrows
- * read as zero. Piece n of thread i is row (i + 128n) % 64, 16-byte column
- * (i + 128n) / 64: a warp's reads cover 32 rows and its transposed 2-byte
- * writes land on consecutive words. */
-template <int HS>
-static __device__ __forceinline__ void fetch_rows(tile_regs<HS> &t, const bf16 *src, int64_t ld, int r0, int nrows) {
+ * read as zero. Piece n of thread i is row (i + 128n) % 64, columns 8c..8c+7
+ * with c = (i + 128n) / 64: a warp's reads cover 32 rows. */
+template <int HS, typename IO>
+static __device__ __forceinline__ void fetch_rows(tile_regs<HS, IO> &t, const IO *src, int64_t ld, int r0,
+                                                  int nrows) {
+    constexpr int W = tile_regs<HS, IO>::words;
 #pragma unroll
-    for (int n = 0; n < FA_ROWS * (HS / 8) / FA_THREADS; n++) {
+    for (int n = 0; n < tile_regs<HS, IO>::pieces; n++) {
         const int i = threadIdx.x + n * FA_THREADS, r = i % FA_ROWS, c = i / FA_ROWS;
-        t.v[n] = r0 + r < nrows ? __ldg(reinterpret_cast<const uint4 *>(src + (int64_t)(r0 + r) * ld + c * 8))
-                                : make_uint4(0u, 0u, 0u, 0u);
+        const uint4 *p = reinterpret_cast<const uint4 *>(src + (int64_t)(r0 + r) * ld + c * 8);
+#pragma unroll
+        for (int w = 0; w < W; w++) t.v[n * W + w] = r0 + r < nrows ? __ldg(p + w) : make_uint4(0u, 0u, 0u, 0u);
     }
 }
 
-/* The fetched tile into shared memory: nat [64][HS+8] (row-major) and/or tr
- * [HS][64+8] (transposed); either may be NULL. */
-template <int HS>
-static __device__ __forceinline__ void stash_rows(bf16 *nat, bf16 *tr, const tile_regs<HS> &t) {
+/* The fetched tile into a row-major shared tile [64][HS+8] of bf16 (fp32
+ * storage is rounded to nearest here). */
+template <int HS, typename IO>
+static __device__ __forceinline__ void stash_rows(bf16 *dst, const tile_regs<HS, IO> &t) {
+    constexpr int W = tile_regs<HS, IO>::words;
 #pragma unroll
-    for (int n = 0; n < FA_ROWS * (HS / 8) / FA_THREADS; n++) {
+    for (int n = 0; n < tile_regs<HS, IO>::pieces; n++) {
         const int i = threadIdx.x + n * FA_THREADS, r = i % FA_ROWS, c = i / FA_ROWS;
-        if (nat) *reinterpret_cast<uint4 *>(nat + r * (HS + 8) + c * 8) = t.v[n];
-        if (tr) {
-            const bf16 *e = reinterpret_cast<const bf16 *>(&t.v[n]);
-#pragma unroll
-            for (int j = 0; j < 8; j++) tr[(c * 8 + j) * FA_LDT + r] = e[j];
+        uint4 b;
+        if (W == 1) {
+            b = t.v[n];
+        } else {
+            const float *f = reinterpret_cast<const float *>(&t.v[n * W]);
+            b = make_uint4(pack_bf16(f[0], f[1]), pack_bf16(f[2], f[3]), pack_bf16(f[4], f[5]),
+                           pack_bf16(f[6], f[7]));
         }
+        *reinterpret_cast<uint4 *>(dst + r * (HS + 8) + c * 8) = b;
+    }
+}
+
+/* Two output values (row, columns 2t, 2t+1 of an n-tile) to storage. */
+static __device__ __forceinline__ void store2(bf16 *p, float x, float y) {
+    *reinterpret_cast<uint32_t *>(p) = pack_bf16(x, y);
+}
+
+/* Stores rows row0 and row0 + 8 (those < T) of a 16 x HS fp32 accumulator,
+ * times mul, at dst + row * ld. */
+template <int NO, typename IO>
+static __device__ __forceinline__ void store_rows(IO *dst, int64_t ld, const float (*acc)[4], float mul, int row0,
+                                                  int T, int t4) {
+#pragma unroll
+    for (int r = 0; r < 2; r++) {
+        const int row = row0 + 8 * r;
+        if (row >= T) continue;
+        IO *p = dst + (int64_t)row * ld + 2 * t4;
+#pragma unroll
+        for (int nt = 0; nt < NO; nt++) store2(p + nt * 8, acc[nt][2 * r] * mul, acc[nt][2 * r + 1] * mul);
     }
 }
 
 /* Whether a kernel keeps the next tile's reads in flight during the current
- * tile's products: for hs 64 (the registers fit); hs 128 would spill. */
-template <int HS>
+ * tile's products: for hs 64 in bf16 (the registers fit); hs 128 or fp32
+ * storage would spill. */
+template <int HS, typename IO>
 struct fa_prefetch {
-    static constexpr bool on = HS <= 64;
+    static constexpr bool on = HS <= 64 && sizeof(IO) == 2;
 };
 
 #endif /* FA_DEVICE_CODE */
@@ -202,34 +277,34 @@ struct fa_prefetch {
 
 template <int HS>
 static constexpr size_t fwd_smem() {
-    return sizeof(bf16) * (size_t)(2 * FA_ROWS * (HS + 8) + HS * FA_LDT);
+    return sizeof(bf16) * (size_t)(3 * FA_ROWS * (HS + 8));
 }
 
-template <int HS>
+template <int HS, typename IO>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_fwd_k(bf16 *__restrict__ out, float *__restrict__ lse, const bf16 *__restrict__ qkv, int T, int C, int NH,
+    flash_fwd_k(IO *__restrict__ out, float *__restrict__ lse, const IO *__restrict__ qkv, int T, int C, int NH,
                 float scale) {
 #ifdef FA_DEVICE_CODE
     constexpr int LD = HS + 8, KT = HS / 16, NO = HS / 8;
+    constexpr bool PF = fa_prefetch<HS, IO>::on;
     extern __shared__ uint4 fa_smem[];
-    bf16 *Qs = reinterpret_cast<bf16 *>(fa_smem), *Ks = Qs + FA_ROWS * LD, *Vt = Ks + FA_ROWS * LD;
+    bf16 *Qs = reinterpret_cast<bf16 *>(fa_smem), *Ks = Qs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
     const int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int64_t ld3 = 3 * (int64_t)C;
-    const bf16 *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const IO *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
     const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
-    constexpr bool PF = fa_prefetch<HS>::on;
-    tile_regs<HS> kr, vr;
+    tile_regs<HS, IO> kr, vr;
     {
-        tile_regs<HS> qr;
-        fetch_rows<HS>(qr, q, ld3, q0, T);
+        tile_regs<HS, IO> qr;
+        fetch_rows<HS, IO>(qr, q, ld3, q0, T);
         if (PF) {
-            fetch_rows<HS>(kr, k, ld3, 0, T);
-            fetch_rows<HS>(vr, v, ld3, 0, T);
+            fetch_rows<HS, IO>(kr, k, ld3, 0, T);
+            fetch_rows<HS, IO>(vr, v, ld3, 0, T);
         }
-        stash_rows<HS>(Qs, nullptr, qr);
+        stash_rows<HS, IO>(Qs, qr);
     }
     __syncthreads();
     uint32_t qf[KT][4];
@@ -243,21 +318,21 @@ __global__ void __launch_bounds__(FA_THREADS)
     for (int kb = 0; kb <= qb; kb++) {
         const int k0 = kb * FA_ROWS;
         if (!PF) {
-            fetch_rows<HS>(kr, k, ld3, k0, T);
-            fetch_rows<HS>(vr, v, ld3, k0, T);
+            fetch_rows<HS, IO>(kr, k, ld3, k0, T);
+            fetch_rows<HS, IO>(vr, v, ld3, k0, T);
         }
-        __syncthreads(); /* the previous block's K and V^T are no longer read */
-        stash_rows<HS>(Ks, nullptr, kr);
-        stash_rows<HS>(nullptr, Vt, vr);
+        __syncthreads(); /* the previous block's K and V are no longer read */
+        stash_rows<HS, IO>(Ks, kr);
+        stash_rows<HS, IO>(Vs, vr);
         __syncthreads();
         if (PF && kb < qb) { /* the next block's reads fly during this block's products */
-            fetch_rows<HS>(kr, k, ld3, k0 + FA_ROWS, T);
-            fetch_rows<HS>(vr, v, ld3, k0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(kr, k, ld3, k0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(vr, v, ld3, k0 + FA_ROWS, T);
         }
         float s[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
-        warp_mma_rs<8, KT>(s, qf, Ks, LD, lane);
+        warp_mma_rs<8, KT, false>(s, qf, Ks, LD, lane); /* S = Q K^T */
         if (kb == qb) {
 #pragma unroll
             for (int nt = 0; nt < 8; nt++)
@@ -291,40 +366,48 @@ __global__ void __launch_bounds__(FA_THREADS)
         }
         uint32_t pa[4][4];
         acc_to_a(pa, s);
-        warp_mma_rs<NO, 4>(o, pa, Vt, FA_LDT, lane);
+        warp_mma_rs<NO, 4, true>(o, pa, Vs, LD, lane); /* O += P V */
     }
+    float inv[2];
 #pragma unroll
     for (int r = 0; r < 2; r++) {
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
         l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-        const int row = row0 + 8 * r;
-        if (row >= T) continue;
-        const float inv = 1.0f / l[r];
-        bf16 *op = out + ((int64_t)b * T + row) * C + h * HS + 2 * t4;
+        inv[r] = 1.0f / l[r];
 #pragma unroll
-        for (int nt = 0; nt < NO; nt++)
-            *reinterpret_cast<uint32_t *>(op + nt * 8) = pack_bf16(o[nt][2 * r] * inv, o[nt][2 * r + 1] * inv);
-        if (t4 == 0) lse[(int64_t)bh * T + row] = m[r] * scale + logf(l[r]);
+        for (int nt = 0; nt < NO; nt++) {
+            o[nt][2 * r] *= inv[r];
+            o[nt][2 * r + 1] *= inv[r];
+        }
+        const int row = row0 + 8 * r;
+        if (row < T && t4 == 0) lse[(int64_t)bh * T + row] = m[r] * scale + logf(l[r]);
     }
+    store_rows<NO, IO>(out + (int64_t)b * T * C + h * HS, C, o, 1.0f, row0, T, t4);
 #endif
 }
 
 /* ---------------- backward ---------------- */
 
+#ifdef FA_DEVICE_CODE
+static __device__ __forceinline__ float2 load2(const bf16 *p) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(p));
+}
+#endif
+
 /* D[(b*NH + h)*T + t] = sum over hs of dout * out, one warp per (b, t, h). */
-__global__ void flash_bwd_d_k(float *__restrict__ D, const bf16 *__restrict__ dout, const bf16 *__restrict__ out,
-                              int B, int T, int C, int NH) {
+template <typename IO>
+__global__ void flash_bwd_d_k(float *__restrict__ D, const IO *__restrict__ dout, const IO *__restrict__ out, int B,
+                              int T, int C, int NH) {
 #ifdef FA_DEVICE_CODE
     const int64_t w = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const int lane = threadIdx.x & 31, hs = C / NH;
     if (w >= (int64_t)B * T * NH) return;
     const int64_t bt = w / NH;
     const int h = (int)(w - bt * NH);
-    const bf16 *a = dout + bt * C + h * hs, *o = out + bt * C + h * hs;
+    const IO *a = dout + bt * C + h * hs, *o = out + bt * C + h * hs;
     float sum = 0.0f;
     for (int i = 2 * lane; i < hs; i += 64) {
-        const float2 x = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(a + i));
-        const float2 y = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162 *>(o + i));
+        const float2 x = load2(a + i), y = load2(o + i);
         sum = fmaf(x.x, y.x, fmaf(x.y, y.y, sum));
     }
 #pragma unroll
@@ -338,65 +421,43 @@ __global__ void flash_bwd_d_k(float *__restrict__ D, const bf16 *__restrict__ do
 
 template <int HS>
 static constexpr size_t bwd_smem() {
-    /* dK/dV block: Q, dO, K, V [64][HS+8]; Q^T, dO^T [HS][72]; lse, D [64].
-     * dQ block: Q, dO, K, V [64][HS+8]; K^T [HS][72] (smaller). */
-    return sizeof(bf16) * (size_t)(4 * FA_ROWS * (HS + 8) + 2 * HS * FA_LDT) + sizeof(float) * 2 * FA_ROWS;
+    /* Q, dO, K, V [64][HS+8] bf16; lse, D [64] fp32 (dK/dV blocks) */
+    return sizeof(bf16) * (size_t)(4 * FA_ROWS * (HS + 8)) + sizeof(float) * 2 * FA_ROWS;
 }
 
-#ifdef FA_DEVICE_CODE
-/* Stores rows row0 and row0 + 8 (those < T) of a 16 x HS fp32 accumulator,
- * times mul, as bf16 at dst + row * ld. */
-template <int NO>
-static __device__ __forceinline__ void store_rows(bf16 *dst, int64_t ld, const float (*acc)[4], float mul, int row0,
-                                                  int T, int t4) {
-#pragma unroll
-    for (int r = 0; r < 2; r++) {
-        const int row = row0 + 8 * r;
-        if (row >= T) continue;
-        bf16 *p = dst + (int64_t)row * ld + 2 * t4;
-#pragma unroll
-        for (int nt = 0; nt < NO; nt++)
-            *reinterpret_cast<uint32_t *>(p + nt * 8) = pack_bf16(acc[nt][2 * r] * mul, acc[nt][2 * r + 1] * mul);
-    }
-}
-
-#endif
-
-template <int HS>
-static __device__ __forceinline__ void bwd_dkdv(bf16 *smem, bf16 *dqkv, const float *Dv, const bf16 *dout,
-                                                const bf16 *qkv, const float *lse, int T, int C, int NH,
-                                                float scale) {
+template <int HS, typename IO>
+static __device__ __forceinline__ void bwd_dkdv(bf16 *smem, IO *dqkv, const float *Dv, const IO *dout, const IO *qkv,
+                                                const float *lse, int T, int C, int NH, float scale) {
 #ifdef FA_DEVICE_CODE
     constexpr int LD = HS + 8, KT = HS / 16, NO = HS / 8;
+    constexpr bool PF = fa_prefetch<HS, IO>::on;
     bf16 *Qs = smem, *dOs = Qs + FA_ROWS * LD, *Ks = dOs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
-    bf16 *Qt = Vs + FA_ROWS * LD, *dOt = Qt + HS * FA_LDT;
-    float *lse_s = reinterpret_cast<float *>(dOt + HS * FA_LDT), *D_s = lse_s + FA_ROWS;
+    float *lse_s = reinterpret_cast<float *>(Vs + FA_ROWS * LD), *D_s = lse_s + FA_ROWS;
     const int nqb = gridDim.x, kb = blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int64_t ld3 = 3 * (int64_t)C;
-    const bf16 *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
-    const bf16 *dob = dout + (int64_t)b * T * C + h * HS;
+    const IO *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const IO *dob = dout + (int64_t)b * T * C + h * HS;
     const float *lse_bh = lse + (int64_t)bh * T, *D_bh = Dv + (int64_t)bh * T;
     const int k0 = kb * FA_ROWS, key0 = k0 + warp * 16 + g; /* this thread's keys: key0, key0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
-    constexpr bool PF = fa_prefetch<HS>::on;
-    tile_regs<HS> qr, dr;
+    tile_regs<HS, IO> qr, dr;
     float lse_r = 0.0f, D_r = 0.0f; /* threads 0..63: row threadIdx.x of the query block */
     {
-        tile_regs<HS> kr, vr;
-        fetch_rows<HS>(kr, k, ld3, k0, T);
-        fetch_rows<HS>(vr, v, ld3, k0, T);
+        tile_regs<HS, IO> kr, vr;
+        fetch_rows<HS, IO>(kr, k, ld3, k0, T);
+        fetch_rows<HS, IO>(vr, v, ld3, k0, T);
         if (PF) {
-            fetch_rows<HS>(qr, q, ld3, k0, T);
-            fetch_rows<HS>(dr, dob, C, k0, T);
+            fetch_rows<HS, IO>(qr, q, ld3, k0, T);
+            fetch_rows<HS, IO>(dr, dob, C, k0, T);
             if (threadIdx.x < FA_ROWS && k0 + (int)threadIdx.x < T) {
                 lse_r = lse_bh[k0 + threadIdx.x] * FA_LOG2E;
                 D_r = D_bh[k0 + threadIdx.x];
             }
         }
-        stash_rows<HS>(Ks, nullptr, kr);
-        stash_rows<HS>(Vs, nullptr, vr);
+        stash_rows<HS, IO>(Ks, kr);
+        stash_rows<HS, IO>(Vs, vr);
     }
     float dk[NO][4], dv[NO][4];
 #pragma unroll
@@ -407,16 +468,16 @@ static __device__ __forceinline__ void bwd_dkdv(bf16 *smem, bf16 *dqkv, const fl
     for (int qb = kb; qb < nqb; qb++) {
         const int q0 = qb * FA_ROWS;
         if (!PF) {
-            fetch_rows<HS>(qr, q, ld3, q0, T);
-            fetch_rows<HS>(dr, dob, C, q0, T);
+            fetch_rows<HS, IO>(qr, q, ld3, q0, T);
+            fetch_rows<HS, IO>(dr, dob, C, q0, T);
             if (threadIdx.x < FA_ROWS && q0 + (int)threadIdx.x < T) {
                 lse_r = lse_bh[q0 + threadIdx.x] * FA_LOG2E;
                 D_r = D_bh[q0 + threadIdx.x];
             }
         }
         __syncthreads(); /* the previous query block is no longer read */
-        stash_rows<HS>(Qs, Qt, qr);
-        stash_rows<HS>(dOs, dOt, dr);
+        stash_rows<HS, IO>(Qs, qr);
+        stash_rows<HS, IO>(dOs, dr);
         if (threadIdx.x < FA_ROWS) {
             lse_s[threadIdx.x] = lse_r;
             D_s[threadIdx.x] = D_r;
@@ -424,8 +485,8 @@ static __device__ __forceinline__ void bwd_dkdv(bf16 *smem, bf16 *dqkv, const fl
         __syncthreads();
         lse_r = D_r = 0.0f; /* rows past T stay 0 */
         if (PF && qb + 1 < nqb) { /* the next query block's reads fly during this block's products */
-            fetch_rows<HS>(qr, q, ld3, q0 + FA_ROWS, T);
-            fetch_rows<HS>(dr, dob, C, q0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(qr, q, ld3, q0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(dr, dob, C, q0 + FA_ROWS, T);
             if (threadIdx.x < FA_ROWS && q0 + FA_ROWS + (int)threadIdx.x < T) {
                 lse_r = lse_bh[q0 + FA_ROWS + threadIdx.x] * FA_LOG2E;
                 D_r = D_bh[q0 + FA_ROWS + threadIdx.x];
@@ -448,47 +509,46 @@ static __device__ __forceinline__ void bwd_dkdv(bf16 *smem, bf16 *dqkv, const fl
             }
         uint32_t pa[4][4];
         acc_to_a(pa, st);
-        warp_mma_rs<NO, 4>(dv, pa, dOt, FA_LDT, lane); /* dV += P^T dO */
+        warp_mma_rs<NO, 4, true>(dv, pa, dOs, LD, lane); /* dV += P^T dO */
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) st[nt][e] *= dpt[nt][e] - D_s[nt * 8 + 2 * t4 + (e & 1)]; /* dS^T */
         acc_to_a(pa, st);
-        warp_mma_rs<NO, 4>(dk, pa, Qt, FA_LDT, lane); /* dK += dS^T Q */
+        warp_mma_rs<NO, 4, true>(dk, pa, Qs, LD, lane); /* dK += dS^T Q */
     }
-    bf16 *dbase = dqkv + (int64_t)b * T * ld3 + h * HS;
-    store_rows<NO>(dbase + C, ld3, dk, scale, key0, T, t4);
-    store_rows<NO>(dbase + 2 * C, ld3, dv, 1.0f, key0, T, t4);
+    IO *dbase = dqkv + (int64_t)b * T * ld3 + h * HS;
+    store_rows<NO, IO>(dbase + C, ld3, dk, scale, key0, T, t4);
+    store_rows<NO, IO>(dbase + 2 * C, ld3, dv, 1.0f, key0, T, t4);
 #endif
 }
 
-template <int HS>
-static __device__ __forceinline__ void bwd_dq(bf16 *smem, bf16 *dqkv, const float *Dv, const bf16 *dout,
-                                              const bf16 *qkv, const float *lse, int T, int C, int NH, float scale) {
+template <int HS, typename IO>
+static __device__ __forceinline__ void bwd_dq(bf16 *smem, IO *dqkv, const float *Dv, const IO *dout, const IO *qkv,
+                                              const float *lse, int T, int C, int NH, float scale) {
 #ifdef FA_DEVICE_CODE
     constexpr int LD = HS + 8, KT = HS / 16, NO = HS / 8;
+    constexpr bool PF = fa_prefetch<HS, IO>::on;
     bf16 *Qs = smem, *dOs = Qs + FA_ROWS * LD, *Ks = dOs + FA_ROWS * LD, *Vs = Ks + FA_ROWS * LD;
-    bf16 *Kt = Vs + FA_ROWS * LD;
     const int qb = gridDim.x - 1 - blockIdx.x, bh = blockIdx.y, b = bh / NH, h = bh - b * NH;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t4 = lane & 3;
     const int64_t ld3 = 3 * (int64_t)C;
-    const bf16 *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
-    const bf16 *dob = dout + (int64_t)b * T * C + h * HS;
+    const IO *q = qkv + (int64_t)b * T * ld3 + h * HS, *k = q + C, *v = q + 2 * C;
+    const IO *dob = dout + (int64_t)b * T * C + h * HS;
     const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
-    constexpr bool PF = fa_prefetch<HS>::on;
-    tile_regs<HS> kr, vr;
+    tile_regs<HS, IO> kr, vr;
     {
-        tile_regs<HS> qr, dr;
-        fetch_rows<HS>(qr, q, ld3, q0, T);
-        fetch_rows<HS>(dr, dob, C, q0, T);
+        tile_regs<HS, IO> qr, dr;
+        fetch_rows<HS, IO>(qr, q, ld3, q0, T);
+        fetch_rows<HS, IO>(dr, dob, C, q0, T);
         if (PF) {
-            fetch_rows<HS>(kr, k, ld3, 0, T);
-            fetch_rows<HS>(vr, v, ld3, 0, T);
+            fetch_rows<HS, IO>(kr, k, ld3, 0, T);
+            fetch_rows<HS, IO>(vr, v, ld3, 0, T);
         }
-        stash_rows<HS>(Qs, nullptr, qr);
-        stash_rows<HS>(dOs, nullptr, dr);
+        stash_rows<HS, IO>(Qs, qr);
+        stash_rows<HS, IO>(dOs, dr);
     }
     float lse2[2], Dr[2];
 #pragma unroll
@@ -511,24 +571,24 @@ static __device__ __forceinline__ void bwd_dq(bf16 *smem, bf16 *dqkv, const floa
     for (int kb = 0; kb <= qb; kb++) {
         const int k0 = kb * FA_ROWS;
         if (!PF) {
-            fetch_rows<HS>(kr, k, ld3, k0, T);
-            fetch_rows<HS>(vr, v, ld3, k0, T);
+            fetch_rows<HS, IO>(kr, k, ld3, k0, T);
+            fetch_rows<HS, IO>(vr, v, ld3, k0, T);
         }
         __syncthreads(); /* the previous key block is no longer read */
-        stash_rows<HS>(Ks, Kt, kr);
-        stash_rows<HS>(Vs, nullptr, vr);
+        stash_rows<HS, IO>(Ks, kr);
+        stash_rows<HS, IO>(Vs, vr);
         __syncthreads();
         if (PF && kb < qb) { /* the next key block's reads fly during this block's products */
-            fetch_rows<HS>(kr, k, ld3, k0 + FA_ROWS, T);
-            fetch_rows<HS>(vr, v, ld3, k0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(kr, k, ld3, k0 + FA_ROWS, T);
+            fetch_rows<HS, IO>(vr, v, ld3, k0 + FA_ROWS, T);
         }
         float s[8][4], dp[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
             for (int e = 0; e < 4; e++) s[nt][e] = dp[nt][e] = 0.0f;
-        warp_mma_rs<8, KT>(s, qf, Ks, LD, lane);  /* S = Q K^T */
-        warp_mma_rs<8, KT>(dp, df, Vs, LD, lane); /* dP = dO V^T */
+        warp_mma_rs<8, KT, false>(s, qf, Ks, LD, lane);  /* S = Q K^T */
+        warp_mma_rs<8, KT, false>(dp, df, Vs, LD, lane); /* dP = dO V^T */
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
 #pragma unroll
@@ -539,20 +599,20 @@ static __device__ __forceinline__ void bwd_dq(bf16 *smem, bf16 *dqkv, const floa
             }
         uint32_t pa[4][4];
         acc_to_a(pa, s);
-        warp_mma_rs<NO, 4>(dq, pa, Kt, FA_LDT, lane); /* dQ += dS K */
+        warp_mma_rs<NO, 4, true>(dq, pa, Ks, LD, lane); /* dQ += dS K */
     }
-    store_rows<NO>(dqkv + (int64_t)b * T * ld3 + h * HS, ld3, dq, scale, row0, T, t4);
+    store_rows<NO, IO>(dqkv + (int64_t)b * T * ld3 + h * HS, ld3, dq, scale, row0, T, t4);
 #endif
 }
 
-template <int HS>
+template <int HS, typename IO>
 __global__ void __launch_bounds__(FA_THREADS)
-    flash_bwd_k(bf16 *__restrict__ dqkv, const float *__restrict__ Dv, const bf16 *__restrict__ dout,
-                const bf16 *__restrict__ qkv, const float *__restrict__ lse, int T, int C, int NH, float scale) {
+    flash_bwd_k(IO *__restrict__ dqkv, const float *__restrict__ Dv, const IO *__restrict__ dout,
+                const IO *__restrict__ qkv, const float *__restrict__ lse, int T, int C, int NH, float scale) {
     extern __shared__ uint4 fa_smem[];
     bf16 *smem = reinterpret_cast<bf16 *>(fa_smem);
-    if (blockIdx.z == 0) bwd_dkdv<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
-    else bwd_dq<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+    if (blockIdx.z == 0) bwd_dkdv<HS, IO>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+    else bwd_dq<HS, IO>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
 }
 
 /* ---------------- host side ---------------- */
@@ -573,33 +633,59 @@ static int check_shape(int B, int T, int C, int NH, int *hs) {
     return 0;
 }
 
-template <int HS>
-static int fwd_launch(bf16 *out, float *lse, const bf16 *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+template <int HS, typename IO>
+static int fwd_launch(IO *out, float *lse, const IO *qkv, int B, int T, int C, int NH, cudaStream_t s) {
     const size_t smem = fwd_smem<HS>();
-    cudaError_t e = cudaFuncSetAttribute(flash_fwd_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e =
+        cudaFuncSetAttribute(flash_fwd_k<HS, IO>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return (int)e;
     const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH));
-    flash_fwd_k<HS><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)HS));
+    flash_fwd_k<HS, IO><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)HS));
     return (int)cudaGetLastError();
 }
 
-template <int HS>
-static int bwd_launch(bf16 *dqkv, float *D, const bf16 *dout, const bf16 *qkv, const float *lse, int B, int T, int C,
-                      int NH, cudaStream_t s) {
+template <int HS, typename IO>
+static int bwd_launch(IO *dqkv, float *D, const IO *dout, const IO *qkv, const float *lse, int B, int T, int C, int NH,
+                      cudaStream_t s) {
     const size_t smem = bwd_smem<HS>();
-    cudaError_t e = cudaFuncSetAttribute(flash_bwd_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e =
+        cudaFuncSetAttribute(flash_bwd_k<HS, IO>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return (int)e;
     const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH), 2);
-    flash_bwd_k<HS><<<grid, FA_THREADS, smem, s>>>(dqkv, D, dout, qkv, lse, T, C, NH, 1.0f / sqrtf((float)HS));
+    flash_bwd_k<HS, IO><<<grid, FA_THREADS, smem, s>>>(dqkv, D, dout, qkv, lse, T, C, NH, 1.0f / sqrtf((float)HS));
     return (int)cudaGetLastError();
+}
+
+template <typename IO>
+static int fwd_any(IO *out, float *lse, const IO *qkv, int B, int T, int C, int NH, cudaStream_t s) {
+    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
+    if (rc) return rc;
+    if (misaligned(out) || misaligned(qkv) || lse == NULL || ((uintptr_t)lse & 3u)) return (int)cudaErrorInvalidValue;
+    return hs == 64 ? fwd_launch<64, IO>(out, lse, qkv, B, T, C, NH, s)
+                    : fwd_launch<128, IO>(out, lse, qkv, B, T, C, NH, s);
+}
+
+template <typename IO>
+static int bwd_any(IO *dqkv, void *scratch, const IO *dout, const IO *qkv, const IO *out, const float *lse, int B,
+                   int T, int C, int NH, cudaStream_t s) {
+    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
+    if (rc) return rc;
+    if (misaligned(dqkv) || misaligned(scratch) || misaligned(dout) || misaligned(qkv) || misaligned(out) ||
+        lse == NULL || ((uintptr_t)lse & 3u))
+        return (int)cudaErrorInvalidValue;
+    float *D = static_cast<float *>(scratch);
+    const int64_t rows = (int64_t)B * T * NH;
+    const int per_block = 256 / 32;
+    flash_bwd_d_k<IO><<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, s>>>(D, dout, out, B, T, C, NH);
+    cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return (int)e;
+    return hs == 64 ? bwd_launch<64, IO>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
+                    : bwd_launch<128, IO>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
 }
 
 extern "C" int flash_attn_fwd_bf16(__nv_bfloat16 *out, float *lse, const __nv_bfloat16 *qkv, int B, int T, int C,
                                    int NH, cudaStream_t s) {
-    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
-    if (rc) return rc;
-    if (misaligned(out) || misaligned(qkv) || lse == NULL || ((uintptr_t)lse & 3u)) return (int)cudaErrorInvalidValue;
-    return hs == 64 ? fwd_launch<64>(out, lse, qkv, B, T, C, NH, s) : fwd_launch<128>(out, lse, qkv, B, T, C, NH, s);
+    return fwd_any<bf16>(out, lse, qkv, B, T, C, NH, s);
 }
 
 extern "C" size_t flash_attn_bwd_scratch_bytes(int B, int T, int C, int NH) {
@@ -612,19 +698,7 @@ extern "C" size_t flash_attn_bwd_scratch_bytes(int B, int T, int C, int NH) {
 extern "C" int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                                    const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B,
                                    int T, int C, int NH, cudaStream_t s) {
-    int hs = 0, rc = check_shape(B, T, C, NH, &hs);
-    if (rc) return rc;
-    if (misaligned(dqkv) || misaligned(scratch) || misaligned(dout) || misaligned(qkv) || misaligned(out) ||
-        lse == NULL || ((uintptr_t)lse & 3u))
-        return (int)cudaErrorInvalidValue;
-    float *D = static_cast<float *>(scratch);
-    const int64_t rows = (int64_t)B * T * NH;
-    const int per_block = 256 / 32;
-    flash_bwd_d_k<<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, s>>>(D, dout, out, B, T, C, NH);
-    cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return (int)e;
-    return hs == 64 ? bwd_launch<64>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
-                    : bwd_launch<128>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
+    return bwd_any<bf16>(dqkv, scratch, dout, qkv, out, lse, B, T, C, NH, s);
 }
 
 /* ======================================================================

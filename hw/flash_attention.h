@@ -50,8 +50,9 @@ size_t flash_attn_bwd_scratch_bytes(int B, int T, int C, int NH);
 
 /* Backward: dqkv (assigned) from dout (B,T,C), qkv, out and lse of the
  * forward. scratch holds flash_attn_bwd_scratch_bytes(B,T,C,NH) bytes.
- * Three launches (D, then dK/dV per key block, then dQ per query block), no
- * atomics: the result is deterministic. Returns 0 or a cudaError_t as int. */
+ * Two launches (D, then one grid of dK/dV blocks per 64 keys and dQ blocks
+ * per 64 queries), no atomics: the result is deterministic. Returns 0 or a
+ * cudaError_t as int. */
 int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __nv_bfloat16 *dout,
                         const __nv_bfloat16 *qkv, const __nv_bfloat16 *out, const float *lse, int B, int T,
                         int C, int NH, cudaStream_t s);

@@ -7,7 +7,8 @@
 #                with the TF32 flash kernel), graphs, strict fp32 unchanged,
 #                memcheck (+ leaks) and racecheck of a 2-logical-device TF32
 #                step (gpu_tests sanitize: hs 32 and hs 64), so every new
-#                kernel runs under both
+#                kernel runs under both; kernels / step bf16 and a bf16 graph
+#                bench (the bf16 flash kernels are H3's v3 now)
 #   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
 #                every fused path, then with each turned off
 #                (PLACER_TF32_OFF=tune|lt|flash|loss|epi|all; tune: the
@@ -53,6 +54,11 @@ step step_tf32 60 "$T" step tf32
 step graphs 60 "$T" graphs
 step kernels_strict 60 "$T" kernels strict
 step step_strict 60 "$T" step strict
+# the bf16 mode with H3's v3 flash kernels (ldmatrix fragments), adopted in the same tree
+step kernels_bf16 60 "$T" kernels bf16
+step step_bf16 60 "$T" step bf16
+step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
+grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
 for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=lt PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss PLACER_TF32_OFF=epi \
   PLACER_TF32_OFF=all PLACER_LOSS32=1024 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
