@@ -268,7 +268,7 @@ static int run(const char *args, char *err, size_t errlen) {
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-Test(coll_cli, calibrate_writes_a_file_that_layout_reads, .timeout = 120) {
+Test(coll_model_cli, calibrate_writes_a_file_that_layout_reads, .timeout = 120) {
     char dir[256], db[512], js[512], args[2048], err[1024];
     cr_assert_eq(th_mkdtemp(dir), 0);
     th_path(db, sizeof db, dir, "c.db");
@@ -292,7 +292,7 @@ Test(coll_cli, calibrate_writes_a_file_that_layout_reads, .timeout = 120) {
     th_rmtree(dir);
 }
 
-Test(coll_cli, bad_input_is_one_line_and_exit_2, .timeout = 120) {
+Test(coll_model_cli, bad_input_is_one_line_and_exit_2, .timeout = 120) {
     char dir[256], db[512], bad[512], args[2048], err[1024];
     cr_assert_eq(th_mkdtemp(dir), 0);
     th_path(db, sizeof db, dir, "spec.db");
@@ -313,6 +313,15 @@ Test(coll_cli, bad_input_is_one_line_and_exit_2, .timeout = 120) {
              bad);
     cr_assert_eq(run(args, err, sizeof err), 2, "%s", err);
     cr_assert(th_has(err, "'source' must be a non-empty string") && th_has(err, bad), "%s", err);
+    cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
+    /* curves of one size each (a sweep from 4 B to 4 B) */
+    th_path(db, sizeof db, dir, "one.db");
+    snprintf(args, sizeof args,
+             "profile --db '%s' --cpu 1 --config tiny --collectives 2 --collective-max-bytes 4 --collective-reps 2", db);
+    cr_assert_eq(run(args, err, sizeof err), 0, "%s", err);
+    snprintf(args, sizeof args, "calibrate --collectives --db '%s'", db);
+    cr_assert_eq(run(args, err, sizeof err), 2, "%s", err);
+    cr_assert(th_has(err, "has one size") && th_has(err, "a curve needs at least 2"), "%s", err);
     cr_assert_eq(strchr(err, '\n'), err + strlen(err) - 1, "one line: %s", err);
     cr_assert_eq(run("layout --model default --cluster h200x2 --layout tp=2,gbs=8 --measured-curves", err, sizeof err), 2);
     cr_assert(th_has(err, "--measured-curves needs --collectives-from"), "%s", err);
