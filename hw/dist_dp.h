@@ -1,5 +1,5 @@
 /*
- * dist_dp.h: data parallelism across processes (issue 17, the CPU path):
+ * dist_dp.h: data parallelism across processes (issue 17):
  * which part of the global batch a rank runs, and the gradient sync and
  * AdamW update of a replica, plain or ZeRO-1.
  *
@@ -18,8 +18,10 @@
  *           micro-batch), between the device's remaining backward calls,
  *           and the rest at the device's tail. On the CPU backend that is
  *           only an order: the issuing thread waits for each all-reduce,
- *           there is no second stream to overlap it with (the CUDA path
- *           would put it on the comm stream). Bucket size does not change
+ *           there is no second stream to overlap it with. On CUDA the
+ *           buckets go through hw/dist_device.h on the device's compute
+ *           stream in the same order, each waited for (bounded waits
+ *           first; no overlap yet on either transport). Bucket size does not change
  *           the bits (the sum is elementwise).
  *   zero 1  the buffer is cut into dp equal shards of S = ceil(P / dp)
  *           floats (the last padded with zeros); the gradients are
@@ -29,6 +31,10 @@
  *           all-gathered into every rank's params. On the sockets
  *           transport the reduce-scatter is bit for bit the all-reduce's
  *           slice and AdamW is elementwise, so zero 1 gives zero 0's bits.
+ * On CUDA (the plan's device collectives, dist_device.h) ZeRO-1 runs on
+ * device buffers: a device scratch of dp S floats (outside the plan's
+ * arena) takes the padded gradients for the reduce-scatter and the shards
+ * for the all-gather; with host staging the bits are the CPU path's.
  * Failure: a collective's status and one line, the plan's step fails.
  */
 #ifndef PLACER_HW_DIST_DP_H

@@ -1,6 +1,7 @@
 /*
- * dist_group.h: a process group for tensor and data parallelism (issue 17,
- * the CPU path; NCCL is not here). n ranks, each its own process, behind
+ * dist_group.h: a process group for tensor and data parallelism (issue 17;
+ * host buffers: NCCL and device buffers are hw/dist_device.h, which uses a
+ * group to hand out NCCL's id). n ranks, each its own process, behind
  * one API and two transports:
  *   sockets  AF_UNIX stream sockets made by the fork launcher
  *            (hw/launcher.h): a full mesh (a socket between every pair of

@@ -108,7 +108,8 @@ static pl_status wait_done(nccl_dev *x, cudaStream_t stream, const char *what, c
             ncclCommAbort(x->comm);
             x->broken = 1;
             return pl_fail(msg, len, PL_ERR_INTERRUPTED,
-                           "rank %d: no progress for %.1f s during NCCL %s (a peer died or hangs; communicator aborted)",
+                           "rank %d: no progress for %.1f s during NCCL %s (a peer died or hangs; "
+                           "communicator aborted)",
                            x->rank, x->timeout_s, what);
         }
         pause_us(50);

@@ -1,6 +1,6 @@
 /*
  * dist_tp.h: tensor parallelism of the GPT's blocks over a process group
- * (issue 17, item 1; the CPU backend). Megatron-LM's split (Shoeybi et
+ * (issue 17, item 1). Megatron-LM's split (Shoeybi et
  * al. 2019), one process per tp rank, every rank running the same plan
  * (placement and schedule over its own logical devices) in lockstep:
  *
@@ -44,9 +44,11 @@
  * of rank r, so with and without sp the block outputs get the same sums.
  *
  * Rules: t divides the heads and F = 4C (hw_tp_check says which does
- * not); with sp, t also divides each micro-batch's tokens. CPU
- * backend only (the CUDA path needs NCCL: hw_plan_create refuses tp > 1
- * there). In the bf16 mode (hw.h) the slices round what the whole nodes
+ * not); with sp, t also divides each micro-batch's tokens. Two
+ * implementations of the calls: hw_tp_forward/_backward on host buffers
+ * (the CPU backend, below) and hw_tp_forward_cuda/_backward_cuda on device
+ * buffers (hw/dist_tp_cuda.cu, fp32 / tf32; the collectives through
+ * hw/dist_device.h). In the bf16 mode (hw.h; CPU only) the slices round what the whole nodes
  * round (nodes.h's _heads_bf16 / _cols_bf16 forms); the biases of the
  * projections are added in fp32 after the all-reduce, and the loss rounds
  * the logits gradient of its slice.

@@ -88,8 +88,13 @@
  * blocks) and the replicated gradients are summed over the group. t must
  * divide the heads and 4 C; the vocabulary is cut in slices of ceil(V/t)
  * rows, the last ones padded. hw_plan_get_params/_grads of
- * a tp rank write only its slices into the model view. CPU backend only:
- * the CUDA engine refuses tp (it needs NCCL).
+ * a tp rank write only its slices into the model view. The CPU backend
+ * runs it on host buffers in fp32 and bf16; the CUDA backend on device
+ * buffers (hw/dist_tp_cuda.cu) in fp32 and tf32, with its collectives
+ * through hw/dist_device.h: NCCL when every rank has its own GPU, staged
+ * through host memory when ranks share one (several processes on one
+ * H200: logical devices that check the math, not a speed-up). tp in bf16
+ * on CUDA is refused.
  */
 #ifndef PLACER_HW_HW_H
 #define PLACER_HW_HW_H
@@ -186,8 +191,8 @@ typedef struct {
     uint64_t seed;             /* parameter initialisation (hw_params_init) */
     const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
     hw_adamw adamw;            /* optimizer settings */
-    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist_group.h,
-                                  CPU backend only): this process is one replica of the
+    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist_group.h;
+                                  CUDA: hw/dist_device.h): this process is one replica of the
                                   plan and the graph's batch is its slice of the global
                                   batch (each rank the same size). Before AdamW, each
                                   device's gradients are summed over the group in rank
@@ -198,8 +203,8 @@ typedef struct {
                                   rank must create the same plan and step it in lockstep;
                                   the plan issues from one thread and captures no graph.
                                   Borrowed: must outlive the plan. */
-    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h,
-                                  CPU backend, fp32 or bf16): this process is one tp rank; the
+    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h;
+                                  CPU: fp32 or bf16, CUDA: fp32 or tf32): this process is one tp rank; the
                                   attention heads, MLP columns and vocabulary rows of the head
                                   are split over the group (rules above). Every rank gets the
                                   whole batch and creates the same plan. With dp as well, tp

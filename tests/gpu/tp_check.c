@@ -309,14 +309,16 @@ static void run_case(const graph *g, const int64_t *off, int64_t n, const refere
         if (d > pmax) pmax = d;
     }
     const double pmean = psum / (double)n;
-    if (ok && loss_rel > tol_loss) snprintf(why, sizeof why, "loss off by %.3g relative (bound %g)", loss_rel, tol_loss);
+    if (ok && loss_rel > tol_loss)
+        snprintf(why, sizeof why, "loss off by %.3g relative (bound %g)", loss_rel, tol_loss);
     else if (ok && grad_scaled > tol_grad)
         snprintf(why, sizeof why, "a gradient off by %.3g of its node's scale (bound %g)", grad_scaled, tol_grad);
     else if (ok && (pmean > tol_pmean || pmax > tol_pmax))
         snprintf(why, sizeof why, "parameters off (bounds mean %g, max %g)", tol_pmean, tol_pmax);
     ok = ok && !why[0];
     char gtxt[96];
-    if (check_grads) snprintf(gtxt, sizeof gtxt, "grads max %.3g abs (%.3g of the node's scale)", grad_abs, grad_scaled);
+    if (check_grads)
+        snprintf(gtxt, sizeof gtxt, "grads max %.3g abs (%.3g of the node's scale)", grad_abs, grad_scaled);
     else snprintf(gtxt, sizeof gtxt, "grads not compared (ZeRO-1 shards)");
     printf("%s %s: loss rel %.3g, %s, params after %d steps max %.3g mean %.3g (lr %g); collectives %s; %.1f s%s%s\n",
            ok ? "PASS" : "FAIL", name, loss_rel, gtxt, STEPS, pmax, pmean, (double)LR, c.transport, wall,
