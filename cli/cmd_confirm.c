@@ -62,9 +62,16 @@ static void confirm_usage(FILE *f) {
             "  --layout TEXT           a layout in placer layout's text form: its micro-batches\n"
             "                          (gbs / (dp x mbs)) are every side's schedule, and its pipeline\n"
             "                          (pp stages over devices 0..pp-1, by stages= or uniform) joins as\n"
-            "                          the side 'layout'. One process: tp x dp must be 1 (time those\n"
-            "                          with placer step --layout); gbs must be the profile's batch and\n"
-            "                          a precision the profile's; cp, vp, recompute, zero 2/3 refused\n");
+            "                          the side 'layout'; gbs must be the profile's batch and a precision\n"
+            "                          the profile's; cp, vp, recompute, zero 2/3 refused\n\n"
+            "       placer confirm --db FILE --timer cpu --layout TEXT [--layout TEXT ...] [--confirm-rounds 8]\n"
+            "                      [--steps 10] [--warmup 2] [--seed N]\n\n"
+            "With a layout of tp x dp > 1 (or several --layout), times the layouts themselves on the CPU\n"
+            "backend, one process per rank (as placer step --layout), in rounds shuffled by --seed, and\n"
+            "prints one row per layout: the mean of the rounds' medians beside the layout simulator's\n"
+            "prediction on the CPU profile (compute scaled to its single-device step, collectives from\n"
+            "its curves: placer profile --collectives N first). pp must be 1. Timings are stored with\n"
+            "purpose confirm-layout. docs/layouts.md describes the prediction and its limits.\n");
 }
 
 static int parse_int(const char *cmd, const char *opt, const char *text, int lo, int hi, int *out) {
@@ -397,8 +404,12 @@ int cmd_confirm(int argc, char **argv) {
                                                 "--devices, --mem-cap and --graphs");
                 goto out;
             }
-            layout_run_opts lo = {cfg.confirm_rounds, cfg.steps > 64 ? 64 : cfg.steps, cfg.warmup, cfg.seed,
-                                  timeout_s};
+            if (cfg.steps > 64) {
+                rc = cli_usage_error("confirm", "--steps %d: a layout over processes is timed in at most 64 steps",
+                                     cfg.steps);
+                goto out;
+            }
+            layout_run_opts lo = {cfg.confirm_rounds, cfg.steps, cfg.warmup, cfg.seed, timeout_s};
             rc = confirm_layouts(db_path, &db, &mo, sls, n_layouts, &lo);
             goto out;
         }
