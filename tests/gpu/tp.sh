@@ -36,7 +36,7 @@ note() { # note PASS|FAIL text
 T="$B/hw/tp_check"
 if [ -x "$T" ]; then
   t0=$(date +%s)
-  timeout 130 "$T" all >"$OUT/tp_check.out" 2>&1
+  timeout 110 "$T" all >"$OUT/tp_check.out" 2>&1
   rc=$?
   cat "$OUT/tp_check.out" >>"$LOG"
   grep -E '^(PASS|FAIL|reference|SUMMARY)' "$OUT/tp_check.out" >>"$SUM"
