@@ -169,8 +169,14 @@ extern "C" void hw_nccl_destroy(void *comm) {
     if (!x) return;
     if (x->comm && !x->broken) {
         cudaSetDevice(x->gpu);
-        ncclCommFinalize(x->comm);
-        ncclCommDestroy(x->comm);
+        /* non-blocking: finalize may still be in progress; wait (bounded; aborts on timeout) */
+        char msg[256];
+        ncclResult_t r = ncclCommFinalize(x->comm);
+        if (r != ncclSuccess && r != ncclInProgress) {
+            ncclCommAbort(x->comm);
+        } else if (wait_done(x, NULL, "communicator finalize", msg, sizeof msg) == PL_OK) {
+            ncclCommDestroy(x->comm);
+        } /* else wait_done aborted it */
     }
     free(x);
 }
