@@ -10,6 +10,7 @@
  * indexing mistake gives errors of order 1.
  */
 #include <criterion/criterion.h>
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,6 +337,26 @@ Test(nn, loop_products_are_bit_identical_to_one_output_at_a_time) {
         free(x); free(W); free(y); free(yr); free(dy); free(dx); free(dxr);
     }
     nn_set_loops(prev);
+}
+
+/* nn_tanh (the attention's tanh) is within 3 ulp of libm's over the range
+ * that matters, exact at 0 (signed), saturates to +-1, keeps NaN NaN. */
+Test(nn, fast_tanh_is_within_3_ulp_of_libm) {
+    pl_rng r;
+    pl_rng_seed(&r, 12);
+    double worst = 0;
+    for (int i = 0; i < 200000; i++) {
+        double u = 2.0 * pl_rng_uniform(&r) - 1.0;
+        double x = i % 3 == 0 ? 25.0 * u : i % 3 == 1 ? u : ldexp(u, -(i % 60));
+        double a = nn_tanh(x), b = tanh(x);
+        double rel = b != 0 ? fabs(a - b) / fabs(b) : fabs(a);
+        if (rel > worst) worst = rel;
+    }
+    cr_assert(worst <= 3 * DBL_EPSILON, "worst relative error %.3g (%.2f ulp)", worst, worst / DBL_EPSILON);
+    cr_assert(nn_tanh(0.0) == 0.0 && !signbit(nn_tanh(0.0)) && signbit(nn_tanh(-0.0)));
+    cr_assert_eq(nn_tanh(30.0), 1.0);
+    cr_assert_eq(nn_tanh(-1e300), -1.0);
+    cr_assert(isnan(nn_tanh(NAN)));
 }
 
 /* linear_backward_dw_steps is S per-step dW terms, last step first, bit for
