@@ -63,6 +63,7 @@
  */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -737,9 +738,11 @@ extern "C" int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __n
  * Rounding: q, k, v, dO to TF32 when staged; P (forward, dV) and dS (dK, dQ)
  * to TF32 when they become A operands; every sum in fp32. D = rowsum(dO * O)
  * uses the TF32-rounded dO, the one the dP products see. The tiles are
- * staged through registers without prefetch (an fp32 tile is 32 registers a
- * thread at hs 64; two in flight would spill); 2-3 blocks an SM overlap one
- * another's loads instead.
+ * staged through registers; at hs 64 the next block's two tiles are read
+ * while the current one is multiplied (64 more registers a thread: 164 in
+ * the forward, 254 in the backward, no spills; PLACER_FLASH32_PF=0 turns it
+ * off for measurement); hs 128 reads tile by tile (its registers would
+ * spill) and relies on the other blocks of an SM to hide its loads.
  * ====================================================================== */
 
 #ifdef FA_DEVICE_CODE
@@ -755,6 +758,36 @@ static __device__ __forceinline__ void mma_tf32(float d[4], const uint32_t a[4],
                  "{%0,%1,%2,%3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* A 64 x HS fp32 tile in flight for the prefetching kernels (hs 64: 8
+ * float4 a thread): read by fetch32, rounded and stored by stash32, with the
+ * pieces laid out as in load_tile32. */
+template <int HS>
+struct tile32 {
+    float4 v[FA_ROWS * (HS / 4) / FA_THREADS];
+};
+
+template <int HS>
+static __device__ __forceinline__ void fetch32(tile32<HS> &t, const float *src, int64_t ld, int r0, int nrows) {
+    constexpr int VPR = HS / 4, NV = FA_ROWS * VPR / FA_THREADS;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = threadIdx.x + j * FA_THREADS, r = i / VPR, c = i - r * VPR;
+        t.v[j] = r0 + r < nrows ? __ldg(reinterpret_cast<const float4 *>(src + (int64_t)(r0 + r) * ld) + c)
+                                : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+}
+
+template <int HS>
+static __device__ __forceinline__ void stash32(uint32_t *dst, const tile32<HS> &t) {
+    constexpr int VPR = HS / 4, NV = FA_ROWS * VPR / FA_THREADS;
+#pragma unroll
+    for (int j = 0; j < NV; j++) {
+        const int i = threadIdx.x + j * FA_THREADS, r = i / VPR, c = i - r * VPR;
+        *reinterpret_cast<uint4 *>(dst + r * (HS + 4) + 4 * c) =
+            make_uint4(to_tf32(t.v[j].x), to_tf32(t.v[j].y), to_tf32(t.v[j].z), to_tf32(t.v[j].w));
+    }
 }
 
 /* Rows r0..r0+63 of a (nrows x HS) fp32 slice with row stride ld into a
@@ -840,7 +873,9 @@ static constexpr size_t fwd32_smem() {
     return sizeof(uint32_t) * (size_t)(3 * FA_ROWS * (HS + 4));
 }
 
-template <int HS>
+/* PF: the next key block's K and V reads are in flight (in registers)
+ * while the current block is multiplied (hs 64: 64 more registers). */
+template <int HS, bool PF>
 __global__ void __launch_bounds__(FA_THREADS)
     flash_fwd32_k(float *__restrict__ out, float *__restrict__ lse, const float *__restrict__ qkv, int T, int C,
                   int NH, float scale) {
@@ -855,6 +890,11 @@ __global__ void __launch_bounds__(FA_THREADS)
     const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
+    tile32<HS> kr, vr;
+    if (PF) {
+        fetch32<HS>(kr, k, ld3, 0, T);
+        fetch32<HS>(vr, v, ld3, 0, T);
+    }
     load_tile32<HS>(Qs, q, ld3, q0, T);
     float o[NO][4];
 #pragma unroll
@@ -864,9 +904,18 @@ __global__ void __launch_bounds__(FA_THREADS)
     for (int kb = 0; kb <= qb; kb++) {
         const int k0 = kb * FA_ROWS;
         __syncthreads(); /* the previous block's K and V are no longer read */
-        load_tile32<HS>(Ks, k, ld3, k0, T);
-        load_tile32<HS>(Vs, v, ld3, k0, T);
+        if (PF) {
+            stash32<HS>(Ks, kr);
+            stash32<HS>(Vs, vr);
+        } else {
+            load_tile32<HS>(Ks, k, ld3, k0, T);
+            load_tile32<HS>(Vs, v, ld3, k0, T);
+        }
         __syncthreads();
+        if (PF && kb < qb) { /* the next block's reads fly during this block's products */
+            fetch32<HS>(kr, k, ld3, k0 + FA_ROWS, T);
+            fetch32<HS>(vr, v, ld3, k0 + FA_ROWS, T);
+        }
         float s[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.0f;
@@ -950,7 +999,7 @@ static constexpr size_t bwd32_smem() {
     return sizeof(uint32_t) * (size_t)(4 * FA_ROWS * (HS + 4)) + sizeof(float) * 2 * FA_ROWS;
 }
 
-template <int HS>
+template <int HS, bool PF>
 static __device__ __forceinline__ void bwd32_dkdv(uint32_t *smem, float *dqkv, const float *Dv, const float *dout,
                                                   const float *qkv, const float *lse, int T, int C, int NH,
                                                   float scale) {
@@ -967,6 +1016,18 @@ static __device__ __forceinline__ void bwd32_dkdv(uint32_t *smem, float *dqkv, c
     const int k0 = kb * FA_ROWS, key0 = k0 + warp * 16 + g; /* this thread's keys: key0, key0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
+    /* threads 0..63: row threadIdx.x of the next query block's lse and D */
+    tile32<HS> qr, dr;
+    float lse_r = 0.0f, D_r = 0.0f;
+    if (PF) {
+        fetch32<HS>(qr, q, ld3, k0, T);
+        fetch32<HS>(dr, dob, C, k0, T);
+        const int row = k0 + threadIdx.x;
+        if (threadIdx.x < FA_ROWS && row < T) {
+            lse_r = lse_bh[row] * FA_LOG2E;
+            D_r = D_bh[row];
+        }
+    }
     load_tile32<HS>(Ks, k, ld3, k0, T);
     load_tile32<HS>(Vs, v, ld3, k0, T);
     float dk[NO][4], dv[NO][4];
@@ -978,14 +1039,33 @@ static __device__ __forceinline__ void bwd32_dkdv(uint32_t *smem, float *dqkv, c
     for (int qb = kb; qb < nqb; qb++) {
         const int q0 = qb * FA_ROWS;
         __syncthreads(); /* the previous query block is no longer read */
-        load_tile32<HS>(Qs, q, ld3, q0, T);
-        load_tile32<HS>(dOs, dob, C, q0, T);
-        if (threadIdx.x < FA_ROWS) {
-            const int row = q0 + threadIdx.x;
-            lse_s[threadIdx.x] = row < T ? lse_bh[row] * FA_LOG2E : 0.0f;
-            D_s[threadIdx.x] = row < T ? D_bh[row] : 0.0f;
+        if (PF) {
+            stash32<HS>(Qs, qr);
+            stash32<HS>(dOs, dr);
+            if (threadIdx.x < FA_ROWS) {
+                lse_s[threadIdx.x] = lse_r;
+                D_s[threadIdx.x] = D_r;
+            }
+        } else {
+            load_tile32<HS>(Qs, q, ld3, q0, T);
+            load_tile32<HS>(dOs, dob, C, q0, T);
+            if (threadIdx.x < FA_ROWS) {
+                const int row = q0 + threadIdx.x;
+                lse_s[threadIdx.x] = row < T ? lse_bh[row] * FA_LOG2E : 0.0f;
+                D_s[threadIdx.x] = row < T ? D_bh[row] : 0.0f;
+            }
         }
         __syncthreads();
+        if (PF && qb + 1 < nqb) { /* the next query block's reads fly during this block's products */
+            const int q1 = q0 + FA_ROWS, row = q1 + threadIdx.x;
+            fetch32<HS>(qr, q, ld3, q1, T);
+            fetch32<HS>(dr, dob, C, q1, T);
+            lse_r = D_r = 0.0f; /* rows past T stay 0 */
+            if (threadIdx.x < FA_ROWS && row < T) {
+                lse_r = lse_bh[row] * FA_LOG2E;
+                D_r = D_bh[row];
+            }
+        }
         /* S^T (16 keys x 64 queries) = K Q^T, dP^T = V dO^T */
         float st[8][4], dpt[8][4];
 #pragma unroll
@@ -1014,7 +1094,7 @@ static __device__ __forceinline__ void bwd32_dkdv(uint32_t *smem, float *dqkv, c
 #endif
 }
 
-template <int HS>
+template <int HS, bool PF>
 static __device__ __forceinline__ void bwd32_dq(uint32_t *smem, float *dqkv, const float *Dv, const float *dout,
                                                 const float *qkv, const float *lse, int T, int C, int NH,
                                                 float scale) {
@@ -1029,6 +1109,11 @@ static __device__ __forceinline__ void bwd32_dq(uint32_t *smem, float *dqkv, con
     const int q0 = qb * FA_ROWS, row0 = q0 + warp * 16 + g; /* this thread's rows: row0, row0 + 8 */
     const float sl2 = scale * FA_LOG2E;
 
+    tile32<HS> kr, vr;
+    if (PF) {
+        fetch32<HS>(kr, k, ld3, 0, T);
+        fetch32<HS>(vr, v, ld3, 0, T);
+    }
     load_tile32<HS>(Qs, q, ld3, q0, T);
     load_tile32<HS>(dOs, dob, C, q0, T);
     float lse2[2], Dr[2];
@@ -1045,9 +1130,18 @@ static __device__ __forceinline__ void bwd32_dq(uint32_t *smem, float *dqkv, con
     for (int kb = 0; kb <= qb; kb++) {
         const int k0 = kb * FA_ROWS;
         __syncthreads(); /* the previous key block is no longer read */
-        load_tile32<HS>(Ks, k, ld3, k0, T);
-        load_tile32<HS>(Vs, v, ld3, k0, T);
+        if (PF) {
+            stash32<HS>(Ks, kr);
+            stash32<HS>(Vs, vr);
+        } else {
+            load_tile32<HS>(Ks, k, ld3, k0, T);
+            load_tile32<HS>(Vs, v, ld3, k0, T);
+        }
         __syncthreads();
+        if (PF && kb < qb) { /* the next key block's reads fly during this block's products */
+            fetch32<HS>(kr, k, ld3, k0 + FA_ROWS, T);
+            fetch32<HS>(vr, v, ld3, k0 + FA_ROWS, T);
+        }
         float s[8][4], dp[8][4];
 #pragma unroll
         for (int nt = 0; nt < 8; nt++)
@@ -1069,34 +1163,47 @@ static __device__ __forceinline__ void bwd32_dq(uint32_t *smem, float *dqkv, con
 #endif
 }
 
-template <int HS>
+template <int HS, bool PF>
 __global__ void __launch_bounds__(FA_THREADS)
     flash_bwd32_k(float *__restrict__ dqkv, const float *__restrict__ Dv, const float *__restrict__ dout,
                   const float *__restrict__ qkv, const float *__restrict__ lse, int T, int C, int NH, float scale) {
     extern __shared__ uint4 fa_smem[];
     uint32_t *smem = reinterpret_cast<uint32_t *>(fa_smem);
-    if (blockIdx.z == 0) bwd32_dkdv<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
-    else bwd32_dq<HS>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+    if (blockIdx.z == 0) bwd32_dkdv<HS, PF>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
+    else bwd32_dq<HS, PF>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
 }
 
-template <int HS>
+/* Whether the hs-64 TF32 kernels prefetch (PLACER_FLASH32_PF=0: they do not,
+ * for measurement); hs 128 never does (its registers would spill). */
+static int fa32_prefetch(void) {
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("PLACER_FLASH32_PF");
+        v = !(e && e[0] == '0');
+    }
+    return v;
+}
+
+template <int HS, bool PF>
 static int fwd32_launch(float *out, float *lse, const float *qkv, int B, int T, int C, int NH, cudaStream_t s) {
     const size_t smem = fwd32_smem<HS>();
-    cudaError_t e = cudaFuncSetAttribute(flash_fwd32_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e =
+        cudaFuncSetAttribute(flash_fwd32_k<HS, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return (int)e;
     const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH));
-    flash_fwd32_k<HS><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)HS));
+    flash_fwd32_k<HS, PF><<<grid, FA_THREADS, smem, s>>>(out, lse, qkv, T, C, NH, 1.0f / sqrtf((float)HS));
     return (int)cudaGetLastError();
 }
 
-template <int HS>
+template <int HS, bool PF>
 static int bwd32_launch(float *dqkv, float *D, const float *dout, const float *qkv, const float *lse, int B, int T,
                         int C, int NH, cudaStream_t s) {
     const size_t smem = bwd32_smem<HS>();
-    cudaError_t e = cudaFuncSetAttribute(flash_bwd32_k<HS>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
+    cudaError_t e =
+        cudaFuncSetAttribute(flash_bwd32_k<HS, PF>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem);
     if (e != cudaSuccess) return (int)e;
     const dim3 grid((unsigned)((T + FA_ROWS - 1) / FA_ROWS), (unsigned)(B * NH), 2);
-    flash_bwd32_k<HS><<<grid, FA_THREADS, smem, s>>>(dqkv, D, dout, qkv, lse, T, C, NH, 1.0f / sqrtf((float)HS));
+    flash_bwd32_k<HS, PF><<<grid, FA_THREADS, smem, s>>>(dqkv, D, dout, qkv, lse, T, C, NH, 1.0f / sqrtf((float)HS));
     return (int)cudaGetLastError();
 }
 
@@ -1105,7 +1212,9 @@ extern "C" int flash_attn_fwd_tf32(float *out, float *lse, const float *qkv, int
     int hs = 0, rc = check_shape(B, T, C, NH, &hs);
     if (rc) return rc;
     if (misaligned(out) || misaligned(qkv) || lse == NULL || ((uintptr_t)lse & 3u)) return (int)cudaErrorInvalidValue;
-    return hs == 64 ? fwd32_launch<64>(out, lse, qkv, B, T, C, NH, s) : fwd32_launch<128>(out, lse, qkv, B, T, C, NH, s);
+    if (hs == 128) return fwd32_launch<128, false>(out, lse, qkv, B, T, C, NH, s);
+    return fa32_prefetch() ? fwd32_launch<64, true>(out, lse, qkv, B, T, C, NH, s)
+                           : fwd32_launch<64, false>(out, lse, qkv, B, T, C, NH, s);
 }
 
 extern "C" int flash_attn_bwd_tf32(float *dqkv, void *scratch, const float *dout, const float *qkv, const float *out,
@@ -1121,6 +1230,7 @@ extern "C" int flash_attn_bwd_tf32(float *dqkv, void *scratch, const float *dout
     flash_bwd_d32_k<<<(unsigned)((rows + per_block - 1) / per_block), 256, 0, s>>>(D, dout, out, B, T, C, NH);
     cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) return (int)e;
-    return hs == 64 ? bwd32_launch<64>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
-                    : bwd32_launch<128>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
+    if (hs == 128) return bwd32_launch<128, false>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
+    return fa32_prefetch() ? bwd32_launch<64, true>(dqkv, D, dout, qkv, lse, B, T, C, NH, s)
+                           : bwd32_launch<64, false>(dqkv, D, dout, qkv, lse, B, T, C, NH, s);
 }
