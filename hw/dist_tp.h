@@ -27,7 +27,10 @@
  *              every rank holds them whole and computes them from identical
  *              inputs (the all-reduces give every rank the same bits), so
  *              their gradients are identical on every rank and need no
- *              reduction.
+ *              reduction (CPU). On CUDA the kernels summing them use
+ *              atomics, so the ranks' bits may differ: exec.c averages
+ *              them over the group before AdamW, keeping the replicas
+ *              identical.
  *
  * Sequence parallelism (sp, Korthikanti et al. 2022): the activations
  * between the blocks (embedding, layernorm and residual outputs) are split

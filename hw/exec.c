@@ -53,8 +53,12 @@ static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_ca
 /* Sequence parallelism: the gradients of the tensors every tp rank holds
  * whole (dist_tp.h) are partial sums over the ranks' tokens; sum them over
  * the tp group: host buffers staged through dp_buf in node order, device
- * buffers tensor by tensor through the device collectives. Without sp they are
- * identical on every rank already and this is not called. */
+ * buffers tensor by tensor through the device collectives. Without sp they
+ * are the same values on every rank: on the CPU the same bits, and this is
+ * not called; on CUDA the kernels that sum them (layernorm's and the
+ * embedding's atomics, colsum's chunks) add in no fixed order, so the ranks'
+ * bits can differ and the replicas would drift apart: they are averaged
+ * over the group (device buffers only; (x + x) / 2 = x when they agree). */
 static pl_status tp_reduce_replicated(hw_plan *p, int d) {
     hw_backend *be = p->e->be;
     hw_plan_dev *pd = &p->dev[d];
@@ -67,7 +71,7 @@ static pl_status tp_reduce_replicated(hw_plan *p, int d) {
             int nt = hw_tp_replicated(p->g, node, p->tp.size, off, cnt);
             for (int j = 0; j < nt; j++) {
                 pl_status st = dist_device_allreduce_f32(p->xd_tp[d], grads + p->shard_off[node] + off[j], cnt[j],
-                                                         DIST_SUM, 0, be->err, sizeof be->err);
+                                                         DIST_SUM, !p->tp.sp, be->err, sizeof be->err);
                 if (st != PL_OK) return st;
             }
         }
@@ -133,7 +137,8 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
-        if (p->tp.g && p->tp.sp && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK) break;
+        if (p->tp.g && (p->tp.sp || p->xd_tp[d]) && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK)
+            break;
         if (p->dp && pd->param_floats > 0) {
             /* data parallelism: the replicas' mean gradient and the update, ZeRO-1 or not (dist_dp.h) */
             st = hw_dp_update(p, d, be->err, sizeof be->err);
