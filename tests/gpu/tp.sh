@@ -58,7 +58,7 @@ if [ -x "$P" ]; then
   ref=$(first_loss "$OUT/ref.json")
   echo "one-process CUDA step: first loss $ref" >>"$LOG"
   cli_case() { # cli_case NAME ARGS...: runs, checks backend, collectives and first loss (tf32: 2e-3 relative)
-    local name=$1
+    local name=$1 want=${WANT:-host staging}
     shift
     local f="$OUT/$name.json"
     timeout 90 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json "$@" >"$f" 2>>"$LOG"
@@ -67,8 +67,8 @@ if [ -x "$P" ]; then
     local got
     got=$(first_loss "$f")
     if [ "$rc" -ne 0 ]; then note FAIL "cli $name: exit $rc"; return; fi
-    if ! grep -q '"backend":"cuda"' "$f" || ! grep -q '"collectives":"host staging"' "$f"; then
-      note FAIL "cli $name: not the CUDA backend with host-staged collectives"; return
+    if ! grep -q '"backend":"cuda"' "$f" || ! grep -q "\"collectives\":\"$want\"" "$f"; then
+      note FAIL "cli $name: not the CUDA backend with collectives '$want'"; return
     fi
     if [ -z "$ref" ] || [ -z "$got" ]; then note FAIL "cli $name: no loss (ref '$ref', got '$got')"; return; fi
     if awk -v a="$got" -v b="$ref" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 2e-3 * b) }'; then
@@ -99,13 +99,27 @@ if [ -x "$P" ]; then
   dt=$(( $(date +%s) - t0 ))
   cat "$OUT/kill.err" >>"$LOG"
   left=$(pgrep -f "$P step --config $CFG" | wc -l)
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] && [ "$(wc -l <"$OUT/kill.err")" -eq 1 ] && [ "$left" -eq 0 ]; then
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] && [ "$(wc -l <"$OUT/kill.err")" -eq 1 ] && [ "$left" -eq 0 ] &&
+    grep -q "rank 1 was killed by signal 9" "$OUT/kill.err"; then
     note PASS "cli killed rank: exit $rc in $dt s, $left left: $(cat "$OUT/kill.err")"
   else
     note FAIL "cli killed rank: exit $rc in $dt s, $left left, $(wc -l <"$OUT/kill.err") lines: $(head -c 300 "$OUT/kill.err")"
   fi
 else
   note FAIL "$P is missing"
+fi
+# ---- 3. one GPU a rank, over NCCL: only where the machine has 2 GPUs or more ----
+NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+if [ "$NGPU" -ge 2 ] && [ -x "$T" ] && [ -x "$P" ]; then
+  TP_CHECK_GPUS=$NGPU timeout 100 "$T" nccl >"$OUT/tp_check_nccl.out" 2>&1
+  cat "$OUT/tp_check_nccl.out" >>"$LOG"
+  grep -E '^(PASS|FAIL|SUMMARY)' "$OUT/tp_check_nccl.out" | sed 's/^SUMMARY/SUMMARY nccl/' >>"$SUM"
+  pass=$((pass + $(grep -c '^PASS' "$OUT/tp_check_nccl.out")))
+  fail=$((fail + $(grep -c '^FAIL' "$OUT/tp_check_nccl.out")))
+  WANT=nccl cli_case nccl_tp2 --procs 2 --tp 2 --gpu-per-rank
+  WANT=nccl cli_case nccl_dp2_zero1 --procs 2 --zero 1 --gpu-per-rank
+else
+  echo "SKIP nccl: needs 2 GPUs, this machine has $NGPU (NCCL refuses two ranks on one GPU)" | tee -a "$SUM" >>"$LOG"
 fi
 echo "TP SUMMARY: $pass passed, $fail failed" | tee -a "$SUM" >>"$LOG"
 cat "$SUM"

@@ -73,6 +73,8 @@
 #define CFG "tiny,d_model=64,heads=4,seq=32,vocab=101,batch=8"
 
 typedef enum { P_FP32, P_TF32, P_BF16 } prec_kind;
+static int g_gpus; /* GPUs to spread the ranks over (the nccl mode: TP_CHECK_GPUS); 0: every rank on GPU 0 */
+static const char *g_want = "host staging"; /* the transport every case must report */
 static const char *prec_name[] = {"fp32", "tf32", "bf16"};
 
 typedef struct {
@@ -114,7 +116,9 @@ static int rank_fn(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     memset(&eo, 0, sizeof eo);
     eo.backend = HW_BACKEND_CUDA;
     eo.n_devices = c->n_dev;
-    for (int d = 0; d < c->n_dev; d++) eo.gpus[d] = 0; /* every logical device of every rank on GPU 0 */
+    /* every logical device of every rank on GPU 0; with g_gpus > 1 (the nccl mode) rank r's device d on
+     * GPU (r n_dev + d) mod g_gpus, each its own when the world fits */
+    for (int d = 0; d < c->n_dev; d++) eo.gpus[d] = g_gpus > 1 ? (rank * c->n_dev + d) % g_gpus : 0;
     eo.precision = c->prec == P_FP32 ? HW_PREC_FP32 : c->prec == P_TF32 ? HW_PREC_TF32 : HW_PREC_BF16;
     tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
@@ -315,6 +319,8 @@ static void run_case(const graph *g, const int64_t *off, int64_t n, const refere
         snprintf(why, sizeof why, "a gradient off by %.3g of its node's scale (bound %g)", grad_scaled, tol_grad);
     else if (ok && (pmean > tol_pmean || pmax > tol_pmax))
         snprintf(why, sizeof why, "parameters off (bounds mean %g, max %g)", tol_pmean, tol_pmax);
+    if (ok && !why[0] && strcmp(c.transport, g_want) != 0)
+        snprintf(why, sizeof why, "collectives %s, expected %s", c.transport, g_want);
     ok = ok && !why[0];
     char gtxt[96];
     if (check_grads)
@@ -368,7 +374,9 @@ static void kill_case(int64_t n) {
 }
 
 int main(int argc, char **argv) {
-    const char *only = argc > 1 ? argv[1] : "all"; /* all, fp32, tf32, bf16, pipe, kill */
+    const char *only = argc > 1 ? argv[1] : "all"; /* all, fp32, tf32, bf16, pipe, kill, nccl */
+    const char *ng = getenv("TP_CHECK_GPUS");
+    g_gpus = ng && *ng && !strcmp(only, "nccl") ? atoi(ng) : 0;
     gpt_config cfg;
     char msg[256];
     graph *g = NULL;
@@ -388,11 +396,11 @@ int main(int argc, char **argv) {
     /* tp x dp x zero x sp; zero only with dp 2, sp only with tp 2 */
     static const int grid[][4] = {{1, 2, 0, 0}, {1, 2, 1, 0}, {2, 1, 0, 0}, {2, 1, 0, 1}, {2, 2, 0, 0},
                                   {2, 2, 0, 1}, {2, 2, 1, 0}, {2, 2, 1, 1}};
-    const int ng = (int)(sizeof grid / sizeof grid[0]);
+    const int ng_cases = (int)(sizeof grid / sizeof grid[0]);
     for (int pr = P_FP32; pr <= P_TF32; pr++) {
         if (!all && strcmp(only, prec_name[pr]) != 0) continue;
         if (!(have[pr] = make_reference(g, n, (prec_kind)pr, &ref[pr]))) continue;
-        for (int k = 0; k < ng; k++) {
+        for (int k = 0; k < ng_cases; k++) {
             tp_case c = {grid[k][0], grid[k][1], grid[k][2], grid[k][3], 1, 1, (prec_kind)pr, -1, 0,
                          NULL, NULL, NULL, NULL};
             run_case(g, off, n, &ref[pr], c);
@@ -416,6 +424,20 @@ int main(int argc, char **argv) {
         refusal_case(n);
     }
     if (all || !strcmp(only, "kill")) kill_case(n);
+    if (!strcmp(only, "nccl")) {
+        /* one GPU a rank (TP_CHECK_GPUS >= 2): the world-2 cases over NCCL; not run on the one-GPU machine */
+        g_want = "nccl";
+        for (int pr = P_FP32; pr <= P_TF32 && g_gpus >= 2; pr++) {
+            if (!(have[pr] = make_reference(g, n, (prec_kind)pr, &ref[pr]))) continue;
+            for (int k = 0; k < ng_cases; k++)
+                if (grid[k][0] * grid[k][1] <= g_gpus) {
+                    tp_case c = {grid[k][0], grid[k][1], grid[k][2], grid[k][3], 1, 1, (prec_kind)pr, -1, 0,
+                                 NULL, NULL, NULL, NULL};
+                    run_case(g, off, n, &ref[pr], c);
+                }
+        }
+        if (g_gpus < 2) printf("FAIL nccl: TP_CHECK_GPUS=%d, needs 2 or more\n", g_gpus), failed++;
+    }
     printf("SUMMARY: %d passed, %d failed\n", passed, failed);
     for (int pr = 0; pr < 3; pr++) {
         free(ref[pr].grads);
