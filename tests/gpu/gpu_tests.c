@@ -1093,8 +1093,9 @@ static int run_steps(hw_engine *e, const graph *g, const int *pl, int m, int ste
     return st;
 }
 
-static void test_graphs(void) {
-    graph *g = make_graph(MID_CFG);
+/* runs: 2 (1 GPU tf32, bf16) or 3 (and 2 GPUs tf32); tag ends the names */
+static void test_graphs_on(const char *cfgtext, const char *tag, int runs) {
+    graph *g = make_graph(cfgtext);
     const int nn = g->n_nodes, steps = 5;
     int64_t *off = malloc(sizeof(int64_t) * (size_t)(nn + 1));
     int64_t np = hw_model_param_offsets(g, off);
@@ -1102,7 +1103,7 @@ static void test_graphs(void) {
     float *pa = malloc(sizeof(float) * (size_t)np), *pb = malloc(sizeof(float) * (size_t)np);
     int *pl = calloc((size_t)nn, sizeof(int));
     /* 1 GPU in tf32 and in bf16, then 2 GPUs in tf32 */
-    for (int run = 0; run < 3; run++) {
+    for (int run = 0; run < runs; run++) {
         const int ng = run < 2 ? 1 : 2, bf = run == 1;
         if (ng > n_gpus) {
             skip("graphs: 2 GPUs, one host thread each");
@@ -1130,7 +1131,8 @@ static void test_graphs(void) {
             int ok = run_steps(plain, g, pl, m, steps, la, pa, &sa) == PL_OK &&
                      run_steps(graphed, g, pl, m, steps, lb, pb, &sb) == PL_OK;
             char what[128], detail[160];
-            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s replays", ng, ng > 1 ? "s" : "", m, bf ? " bf16" : "");
+            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s replays", ng, ng > 1 ? "s" : "", m, bf ? " bf16" : "",
+                     tag);
             snprintf(detail, sizeof detail, "graph state %d", sb);
             check(what, ok && sb == 1, detail);
             if (!ok) continue;
@@ -1141,8 +1143,8 @@ static void test_graphs(void) {
              * bit can round to the other bf16 neighbour in the weight copy, a
              * change of 2^-8 in that weight for the GEMMs. The H200 gave 1.6e-5
              * relative on the 5-step losses (m=1): 1e-4 for bf16, 1e-5 otherwise. */
-            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s losses over %d steps", ng, ng > 1 ? "s" : "", m,
-                     bf ? " bf16" : "", steps);
+            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s losses over %d steps", ng, ng > 1 ? "s" : "", m,
+                     bf ? " bf16" : "", tag, steps);
             report(what, el, bf ? 1e-4 : 1e-5);
             /* AdamW moves a parameter by about +-lr per step, whatever the size of
              * its gradient: a gradient that differs by rounding (atomics) can flip
@@ -1150,8 +1152,8 @@ static void test_graphs(void) {
              * more than lr over the 5 steps. */
             int64_t far = 0;
             for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
-            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s params off by > lr", ng, ng > 1 ? "s" : "", m,
-                     bf ? " bf16" : "");
+            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s params off by > lr", ng, ng > 1 ? "s" : "", m,
+                     bf ? " bf16" : "", tag);
             report(what, (double)far / (double)np, 1e-4);
         }
         hw_engine_destroy(plain);
@@ -1161,6 +1163,13 @@ static void test_graphs(void) {
     free(pa);
     free(pb);
     graph_destroy(g);
+}
+
+/* hs 32 (the unfused attention), then hs 64 (the flash kernels of both
+ * modes, and TF32's cuBLASLt GEMMs, inside a captured graph) */
+static void test_graphs(void) {
+    test_graphs_on(MID_CFG, "", 3);
+    test_graphs_on(FLASH_MID_CFG, " hs=64", 2);
 }
 
 /* ---------------- sanitizer run ---------------- */
