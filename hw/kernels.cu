@@ -27,6 +27,8 @@
  *   loss            lossf_k: two blocks an SM, the row re-read from L2
  *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
  *                   no permutes and no T x T matrix
+ *   GEMMs           cuBLASLt, each shape's algorithm chosen by timing
+ *   layernorm bwd   layernorm_bwd2_k: two rows a warp in flight
  *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
  * beta = 1, atomics for the reductions), input gradients assign or add by acc.
@@ -296,6 +298,84 @@ __global__ void layernorm_bwd_k(float *dinp, float *dw, float *db, const float *
                 atomicAdd(&sdb[i], d[i]);
                 atomicAdd(&sdw[i], norm * d[i]);
                 float g = __fmul_rn(r, dn - a - norm * bsum);
+                di[i] = acc ? __fadd_rn(di[i], g) : g;
+            }
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int i = lane + WARP * k;
+        if (i < C) {
+            atomicAdd(&sdw[i], pw[k]);
+            atomicAdd(&sdb[i], pb[k]);
+        }
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        atomicAdd(&dw[i], sdw[i]);
+        atomicAdd(&db[i], sdb[i]);
+    }
+}
+
+/* The TF32 mode's layernorm backward (ctx->tf32_ln, K > 0): the same
+ * per-row math as layernorm_bwd_k (so the same input gradient), with each
+ * warp taking its rows two at a time, both rows' loads in flight before the
+ * first reduction, and twice as many blocks (the old kernel's warps walk 4
+ * rows one after the other, each waiting on its own loads). */
+template <int K>
+__global__ void __launch_bounds__(256) layernorm_bwd2_k(float *dinp, float *dw, float *db, const float *dout,
+                                                        const float *inp, const float *w, const float *mean,
+                                                        const float *rstd, int N, int C, int acc) {
+    extern __shared__ float sh[];
+    float *sdw = sh, *sdb = sh + C;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) sh[i] = 0.0f;
+    __syncthreads();
+    const int warps = blockDim.x / WARP, lane = threadIdx.x % WARP;
+    float pw[K], pb[K], wk[K];
+#pragma unroll
+    for (int k = 0; k < K; k++) {
+        int i = lane + WARP * k;
+        pw[k] = pb[k] = 0.0f;
+        wk[k] = i < C ? w[i] : 0.0f;
+    }
+    for (int r0 = (blockIdx.x * warps + threadIdx.x / WARP) * 2; r0 < N; r0 += gridDim.x * warps * 2) {
+        float dv[2][K], nv[2][K], a[2], bs[2], rr[2];
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const int row = r0 + q;
+            const bool ok = row < N;
+            const float m = ok ? mean[row] : 0.0f;
+            rr[q] = ok ? rstd[row] : 0.0f;
+            const float *d = dout + (int64_t)row * C, *x = inp + (int64_t)row * C;
+            a[q] = bs[q] = 0.0f;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int i = lane + WARP * k;
+                const bool in = ok && i < C;
+                dv[q][k] = in ? d[i] : 0.0f;
+                nv[q][k] = in ? (x[i] - m) * rr[q] : 0.0f;
+                float dn = wk[k] * dv[q][k];
+                a[q] += dn;
+                bs[q] += dn * nv[q][k];
+            }
+        }
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            a[q] = warp_sum(a[q]) / C;
+            bs[q] = warp_sum(bs[q]) / C;
+        }
+#pragma unroll
+        for (int q = 0; q < 2; q++) {
+            const int row = r0 + q;
+            if (row >= N) continue;
+            float *di = dinp + (int64_t)row * C;
+#pragma unroll
+            for (int k = 0; k < K; k++) {
+                const int i = lane + WARP * k;
+                if (i >= C) continue;
+                pb[k] += dv[q][k];
+                pw[k] += nv[q][k] * dv[q][k];
+                float g = __fmul_rn(rr[q], wk[k] * dv[q][k] - a[q] - nv[q][k] * bs[q]);
                 di[i] = acc ? __fadd_rn(di[i], g) : g;
             }
         }
@@ -1252,6 +1332,23 @@ static pl_status layernorm_forward(cu_ctx *ctx, const hw_node_call *c) {
 
 static pl_status layernorm_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
+    if (ctx->tf32_ln && ln_k(C) > 0) {
+        int grid = ceil_div(N, 8 * 2); /* one pair of rows per warp */
+        if (grid > 528) grid = 528;
+        switch (ln_k(C)) {
+#define LN2(KK)                                                                                                        \
+    case KK:                                                                                                           \
+        layernorm_bwd2_k<KK><<<grid, 256, 2 * C * sizeof(float), ctx->stream>>>(                                       \
+            c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]);              \
+        break;
+            LN2(4) LN2(8) LN2(12) LN2(16) LN2(24) LN2(32)
+#undef LN2
+        default: break;
+        }
+        LAUNCHED();
+        KM("layernorm_bwd2_k");
+        return PL_OK;
+    }
     int grid = ceil_div(N, 8 * 4); /* about four rows per warp */
     if (grid > 264) grid = 264;
     LN_DISPATCH(layernorm_bwd_k, ln_k(C), grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
@@ -1277,7 +1374,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash,lt,tune (or all)
+    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash,lt,tune,ln (or all)
      * turns them off for measurement; PLACER_LOSS32=1024 picks the loss
      * variant with one 1024-thread block per SM instead of two of 512 */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
@@ -1289,8 +1386,9 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
         ctx->tf32_lt = !(all || (off && strstr(off, "lt")));
         ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
+        ctx->tf32_ln = !(all || (off && strstr(off, "ln")));
     } else {
-        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = 0;
+        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = ctx->tf32_ln = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

@@ -11,7 +11,7 @@
 #                bench (the bf16 flash kernels are H3's v3 now)
 #   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
 #                every fused path, then with each turned off
-#                (PLACER_TF32_OFF=tune|lt|flash|loss|epi|all; tune: the
+#                (PLACER_TF32_OFF=tune|lt|flash|loss|epi|ln|all; tune: the
 #                heuristic's first cuBLASLt algorithm instead of the fastest
 #                of 8 timed; lt: plain GEMMs by cublasGemmEx; epi: the MLP's and the
 #                unfused attention's; the flash path always uses its
@@ -61,7 +61,7 @@ step step_bf16 60 "$T" step bf16
 step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
 for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=lt PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss PLACER_TF32_OFF=epi \
-  PLACER_TF32_OFF=all PLACER_LOSS32=1024 PLACER_FLASH32_PF=0 ""; do
+  PLACER_TF32_OFF=ln PLACER_TF32_OFF=all PLACER_LOSS32=1024 PLACER_FLASH32_PF=0 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
 done
