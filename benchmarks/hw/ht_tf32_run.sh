@@ -24,7 +24,7 @@
 #   kernels      when BUILD/hw/flash_tests is built (ninja -C BUILD
 #                hw/flash_tests): its check (bf16 and TF32 against the
 #                reference), memcheck and racecheck, and bench
-# About 120-150 s on an H200.
+# About 150-180 s on an H200 (every step has its own timeout).
 set -u
 B=${1:-build-gpu}
 OUT=${OUT:-/tmp/ht_tf32_out}
