@@ -817,9 +817,11 @@ static pl_status lt32_set_pointers(cu_ctx *ctx, cu_lt32_entry *e, const float *b
  * heuristic's best LT32_CANDIDATES are timed (1 warm-up and 3 runs each) and
  * the fastest kept. The candidates write either the call's own outputs (a
  * GEMM that overwrites D: the real call overwrites them again) or, for an
- * accumulating GEMM, a scratch D in the upper half of the cuBLAS workspace
- * (the candidates get the lower half), so tuning changes nothing the call
- * returns. The choice is process-wide (one table for every device and
+ * accumulating GEMM, a scratch D: the upper half of the cuBLAS workspace
+ * (the candidates get the lower half) when D fits there, else a temporary
+ * cudaMalloc freed before the call returns (the head's weight gradient,
+ * 77 MB; if it cannot be had, the heuristic's first choice stays), so tuning
+ * changes nothing the call returns and holds no memory after it. The choice is process-wide (one table for every device and
  * engine, by shape and GPU model), so two engines or two logical devices of
  * one process run the same algorithm on the same shape and stay bitwise
  * comparable; another process may choose otherwise (TF32 rounding noise). */
@@ -854,7 +856,7 @@ static int lt32_tunable(cu_ctx *ctx, const cu_lt32_entry *e) {
     if (!ctx->tf32_tune || !ctx->ws || ctx->ws_bytes < ((size_t)4 << 20)) return 0;
     cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(ctx->stream, &cs) != cudaSuccess || cs != cudaStreamCaptureStatusNone) return 0;
-    if (e->accumulate && (size_t)e->ldc * (size_t)e->n * sizeof(float) > ctx->ws_bytes / 2) return 0;
+    (void)e;
     return 1;
 }
 
@@ -872,13 +874,21 @@ static pl_status lt32_pick(cu_ctx *ctx, cu_lt32_entry *e, const cublasLtMatmulHe
         }
     pthread_mutex_unlock(&lt32_mu);
     RET(lt32_set_pointers(ctx, e, bias, aux));
-    const size_t half = ctx->ws_bytes / 2;
-    float *out = e->accumulate ? (float *)((char *)ctx->ws + half) : D;
+    const size_t half = ctx->ws_bytes / 2, dbytes = (size_t)e->ldc * (size_t)e->n * sizeof(float);
+    float *out = D, *tmp = NULL;
+    if (e->accumulate && dbytes <= half) out = (float *)((char *)ctx->ws + half);
+    else if (e->accumulate) {
+        if (cudaMalloc((void **)&tmp, dbytes) != cudaSuccess) {
+            (void)cudaGetLastError(); /* no room to time it: the heuristic's choice stays */
+            return PL_OK;
+        }
+        out = tmp;
+    }
     const float alpha = 1.0f, beta = 0.0f;
     cudaEvent_t t0 = NULL, t1 = NULL;
-    TRY(cudaEventCreate(&t0));
-    if (cudaEventCreate(&t1) != cudaSuccess) {
-        cudaEventDestroy(t0);
+    if (cudaEventCreate(&t0) != cudaSuccess || cudaEventCreate(&t1) != cudaSuccess) {
+        if (t0) cudaEventDestroy(t0);
+        if (tmp) cudaFree(tmp);
         return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cudaEventCreate", "failed", 0);
     }
     float best = INFINITY;
@@ -906,6 +916,11 @@ static pl_status lt32_pick(cu_ctx *ctx, cu_lt32_entry *e, const cublasLtMatmulHe
     }
     cudaEventDestroy(t0);
     cudaEventDestroy(t1);
+    if (tmp) { /* its candidates are done (the event synchronised the stream) */
+        cudaError_t fe = cudaFree(tmp);
+        if (fe != cudaSuccess && st == PL_OK)
+            st = cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cudaFree", cudaGetErrorString(fe), 0);
+    }
     if (st != PL_OK) return st;
     e->algo = res[best_i].algo;
     pthread_mutex_lock(&lt32_mu);
