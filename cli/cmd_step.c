@@ -75,7 +75,7 @@ static void step_usage(FILE *f) {
             "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
             "                  all-gathered); 0 (default) all-reduces the gradients. fp32 only\n"
             "  --bucket-mb MB  with --zero 0: all-reduce the gradients in buckets of MB MiB (default 25,\n"
-            "                  PyTorch DDP's); the CPU backend only orders them, it cannot overlap them\n"
+            "                  PyTorch DDP's); issued in backward's order, each waited for (no overlap yet)\n"
             "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
             "                  run (default 30)\n"
             "  --layout TEXT   a parallel layout in placer layout's text form (e.g. from placer plan):\n"
