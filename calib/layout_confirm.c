@@ -17,9 +17,10 @@
 #include "graph.h"
 #include "launcher.h"
 
-pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, const coll_measured *meas, cluster *out,
-                            char *msg, size_t len) {
-    if (!p || p->n_devices < 1 || world < 1 || world > 1024 || !(f > 0) || !isfinite(f) || !meas || !out)
+pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double flops, double mem_bw,
+                            const coll_measured *meas, cluster *out, char *msg, size_t len) {
+    if (!p || p->n_devices < 1 || world < 1 || world > 1024 || !(flops > 0) || !isfinite(flops) || !(mem_bw > 0) ||
+        !isfinite(mem_bw) || !meas || !out)
         return pl_fail(msg, len, PL_ERR_INVALID, "calib_cpu_cluster: bad arguments");
     cluster c;
     memset(&c, 0, sizeof c);
@@ -27,8 +28,8 @@ pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, cons
     c.n_gpu_types = 1;
     cluster_gpu *g = &c.gpus[0];
     snprintf(g->name, sizeof g->name, "%.40s (CPU profile)", p->devices[0].name);
-    for (int k = 0; k < PRECISION_COUNT; k++) g->peak_flops[k] = CPU_PEAK_FLOPS * f;
-    g->hbm_bw = CPU_MEM_BW * f;
+    for (int k = 0; k < PRECISION_COUNT; k++) g->peak_flops[k] = flops;
+    g->hbm_bw = mem_bw;
     g->hbm_bytes = p->devices[0].mem_bytes > 0 ? p->devices[0].mem_bytes : (int64_t)8 << 30;
     g->sm_count = 1;
     c.n_groups = 1;
@@ -49,11 +50,11 @@ pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, cons
     return PL_OK;
 }
 
-/* The simulated step of l on the CPU cluster at scale f. */
-static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_data *p, double f,
+/* The simulated step of l on the CPU cluster with those rates. */
+static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_data *p, double flops, double mem_bw,
                           const coll_measured *meas, calib_layout_prediction *pr, char *msg, size_t len) {
     cluster c;
-    pl_status st = calib_cpu_cluster(p, layout_world_size(l), f, meas, &c, msg, len);
+    pl_status st = calib_cpu_cluster(p, layout_world_size(l), flops, mem_bw, meas, &c, msg, len);
     if (st != PL_OK) return st;
     layout_sim *s = NULL;
     char m2[512] = "";
@@ -63,6 +64,7 @@ static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_
     layout_sim_params_default(&prm);
     prm.compute.use_measured = 0;
     prm.compute.kernel_overhead_us = 0;
+    prm.compute.no_tiles = 1; /* the CPU backend's loops: time follows FLOPs, not a GPU's tiles */
     st = layout_sim_run(s, &prm, 0, &pr->res, m2, sizeof m2);
     if (st == PL_OK) {
         pr->step_us = pr->res.step_us;
@@ -74,28 +76,9 @@ static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_
     return st;
 }
 
-pl_status calib_layout_predict(profile_db *db, const char *key, const profile_data *p, const gpt_config *cfg,
-                               const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
-                               size_t len) {
-    if (!db || !key || !p || !cfg || !l || !meas || !out)
-        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_predict: NULL argument");
-    memset(out, 0, sizeof *out);
-    /* the anchor at the layout's micro-batch size, else the nearest one stored */
-    const int want = l->micro_batch;
-    int mb = 0;
-    double us = NAN;
-    for (int d = 0; d <= 64 && !mb; d++)
-        for (int sgn = -1; sgn <= 1 && !mb; sgn += 2) {
-            int cand = want + sgn * d;
-            if (cand < 1 || (d == 0 && sgn > 0)) continue;
-            if (profile_db_get_step_anchor(db, key, 0, cand, &us, NULL) == PL_OK && us > 0) mb = cand;
-        }
-    if (!mb)
-        return pl_fail(msg, len, PL_ERR_NOT_FOUND,
-                       "the profile holds no whole-step anchor of graph %s near micro-batch %d (placer profile "
-                       "measures them)",
-                       key, want);
-    /* f from the single-device step of mb samples: tp = dp = pp = 1, m = 1 */
+/* One device step of mb samples (tp = dp = pp = 1, m = 1) at the given rates. */
+static pl_status single_step(const gpt_config *cfg, const layout *l, const profile_data *p, int mb, double flops,
+                             double mem_bw, const coll_measured *meas, double *us, char *msg, size_t len) {
     layout one = *l;
     one.tp = one.cp = one.dp = one.pp = one.vp = 1;
     one.sp = 0;
@@ -105,18 +88,74 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
     one.n_stage_layers = 0;
     gpt_config c1 = *cfg;
     c1.batch = mb;
-    calib_layout_prediction base;
-    memset(&base, 0, sizeof base);
-    pl_status st = sim_step(&c1, &one, p, 1.0, meas, &base, msg, len);
-    if (st != PL_OK) return st;
-    if (!(base.step_us > 0)) return pl_fail(msg, len, PL_ERR_INVALID, "the simulated single-device step is 0");
-    const double f = base.step_us / us;
-    st = sim_step(cfg, l, p, f, meas, out, msg, len);
-    if (st != PL_OK) return st;
-    out->scale = f;
-    out->anchor_mb = mb;
-    out->anchor_us = us;
-    return PL_OK;
+    calib_layout_prediction pr;
+    memset(&pr, 0, sizeof pr);
+    pl_status st = sim_step(&c1, &one, p, flops, mem_bw, meas, &pr, msg, len);
+    *us = pr.step_us;
+    return st;
+}
+
+pl_status calib_layout_predict(profile_db *db, const char *key, const profile_data *p, const gpt_config *cfg,
+                               const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
+                               size_t len) {
+    if (!db || !key || !p || !cfg || !l || !meas || !out)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_predict: NULL argument");
+    memset(out, 0, sizeof *out);
+    /* the anchors: whole single-device steps of mb samples */
+    int mbs[CALIB_MAX_ANCHORS], n = 0;
+    double t[CALIB_MAX_ANCHORS], a[CALIB_MAX_ANCHORS], c[CALIB_MAX_ANCHORS];
+    for (int mb = 1; mb <= 1024 && n < CALIB_MAX_ANCHORS; mb++) {
+        double us;
+        if (profile_db_get_step_anchor(db, key, 0, mb, &us, NULL) == PL_OK && us > 0 && isfinite(us)) {
+            mbs[n] = mb;
+            t[n++] = us;
+        }
+    }
+    if (n == 0)
+        return pl_fail(msg, len, PL_ERR_NOT_FOUND,
+                       "the profile holds no whole-step anchor of graph %s (placer profile --cpu N measures them)",
+                       key);
+    /* each anchor's simulated time with one rate at its reference and the other infinite:
+     * the step is a(b) / x + c(b) / y with x, y the rates over the references */
+    const double huge = 1e30;
+    pl_status st;
+    for (int i = 0; i < n; i++) {
+        if ((st = single_step(cfg, l, p, mbs[i], CPU_PEAK_FLOPS, huge, meas, &a[i], msg, len)) != PL_OK ||
+            (st = single_step(cfg, l, p, mbs[i], huge, CPU_MEM_BW, meas, &c[i], msg, len)) != PL_OK)
+            return st;
+    }
+    /* least squares in relative error for u = 1/x, v = 1/y >= 0: (a u + c v - t) / t */
+    double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
+    for (int i = 0; i < n; i++) {
+        const double ai = a[i] / t[i], ci = c[i] / t[i];
+        suu += ai * ai, suv += ai * ci, svv += ci * ci, su += ai, sv += ci;
+    }
+    double u = NAN, v = NAN;
+    const double det = suu * svv - suv * suv;
+    if (n >= 2 && det > 1e-12 * suu * svv) {
+        u = (su * svv - sv * suv) / det;
+        v = (sv * suu - su * suv) / det;
+    }
+    if (!(u > 0 && v > 0)) { /* one anchor, collinear anchors or a negative rate: one common scale */
+        const double w = (su + sv) / (suu + 2 * suv + svv);
+        u = v = w;
+        out->one_scale = 1;
+    }
+    if (!(u > 0) || !isfinite(u) || !(v > 0) || !isfinite(v))
+        return pl_fail(msg, len, PL_ERR_INVALID, "the profile's step anchors fit no positive compute rate");
+    out->flops = CPU_PEAK_FLOPS / u;
+    out->mem_bw = CPU_MEM_BW / v;
+    out->n_anchors = n;
+    double ss = 0, mx = 0;
+    for (int i = 0; i < n; i++) {
+        const double r = (a[i] * u + c[i] * v - t[i]) / t[i];
+        ss += r * r;
+        if (fabs(r) > mx) mx = fabs(r);
+    }
+    out->anchor_rms = sqrt(ss / n);
+    out->anchor_max = mx;
+    st = sim_step(cfg, l, p, out->flops, out->mem_bw, meas, out, msg, len);
+    return st;
 }
 
 /* ---- the measurement ---- */

@@ -7,23 +7,23 @@
  * The prediction is the layout simulator (sim/layout_sim.h), which models
  * GPUs, run on a cluster made from the CPU profile:
  *   - one node of world GPUs of one type, the profile's device 0: its
- *     memory; its compute rates peak = CPU_PEAK_FLOPS * f and HBM
- *     bandwidth CPU_MEM_BW * f (all precisions), SMs 1, no per-kernel
- *     overhead, the base GEMM efficiency fixed (compute_params_default's
- *     gemm_efficiency, no H100/H200 figure);
- *   - f fitted to the profile's own whole single-device step at the
- *     layout's micro-batch size (its step anchor; the nearest size that
- *     has one otherwise): at tp = dp = pp = 1 the simulated step is
- *     compute and optimizer only, both proportional to 1/f, so
- *     f = simulated(f = 1) / anchor exactly;
+ *     memory, SMs 1, no per-kernel overhead, every GEMM at the base
+ *     efficiency (compute_params_default's gemm_efficiency; no H100/H200
+ *     figure, no tile or wave quantisation: compute_params.no_tiles, as the
+ *     CPU's loops take time by FLOPs), one compute rate for every
+ *     precision;
+ *   - its two rates, peak FLOP/s and memory bandwidth, fitted to the
+ *     profile's whole single-device steps (its step anchors, one per
+ *     micro-batch size measured): at tp = dp = pp = 1 the simulated step is
+ *     a(b) / x + c(b) / y, GEMM and memory-bound time at reference rates
+ *     over the rates' ratios x, y to them, so 1/x and 1/y come from a
+ *     least-squares fit in relative error over the anchors (both > 0; with
+ *     one anchor, or when one would be negative, one common scale);
  *   - every collective from the profile's measured curves and their fitted
  *     model (calib/coll_fit.h; all groups lie in the one node), the
  *     curves interpolated where a group's size was measured.
- * Only the ratio CPU_PEAK_FLOPS / CPU_MEM_BW is an assumption (it splits
- * the anchor between matrix and memory-bound work); the GEMM model's tile
- * and wave quantisation are a GPU's, so a model whose matrices are smaller
- * than one tile (the tiny config) is predicted not to speed up its
- * compute under tp. Both limits are printed with the figures.
+ * The ranks share the host's cores, which the simulator (one GPU each)
+ * does not see; the figures are printed with that limit.
  *
  * The measurement forks tp * dp ranks (hw/launcher.h) that each build the
  * engine's CPU backend with one logical device, the tp and dp groups of
@@ -46,23 +46,26 @@
 #include "layout_sim.h"
 #include "store.h"
 
-#define CPU_PEAK_FLOPS 50e9 /* assumed ratio only (see above): 50 GFLOP/s ... */
-#define CPU_MEM_BW 10e9     /* ... to 10 GB/s */
+#define CPU_PEAK_FLOPS 50e9 /* reference rates the fit scales (their values cancel) */
+#define CPU_MEM_BW 10e9
+#define CALIB_MAX_ANCHORS 16
 
 typedef struct {
     double step_us;        /* the simulated step */
-    double scale;          /* f */
-    int anchor_mb;         /* micro-batch size of the anchor f was fitted to */
-    double anchor_us;      /* its measured step */
+    double flops, mem_bw;  /* the fitted rates: FLOP/s, bytes/s */
+    int one_scale;         /* 1: one common scale (one anchor, or a negative rate) */
+    int n_anchors;         /* anchors fitted */
+    double anchor_rms, anchor_max; /* the fit's relative error over them */
     layout_result res;     /* the simulator's whole result */
     int n_measured, n_fitted, n_model; /* collective times by source */
 } calib_layout_prediction;
 
-/* The cluster of the CPU profile p for world ranks at scale f (see
- * above); intra-node figures from meas's all-reduce fit (pipeline sends
- * only; every collective comes from meas). */
-pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double f, const coll_measured *meas, cluster *out,
-                            char *msg, size_t len);
+/* The cluster of the CPU profile p for world ranks with compute rate flops
+ * (FLOP/s, every precision) and memory bandwidth mem_bw (see above);
+ * intra-node figures from meas's all-reduce fit (pipeline sends only;
+ * every collective comes from meas). */
+pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double flops, double mem_bw,
+                            const coll_measured *meas, cluster *out, char *msg, size_t len);
 
 /* Predict layout l of model cfg (batch = the profile's graph batch) on the
  * CPU profile in db (graph key `key`, profile p) with collectives meas.

@@ -69,8 +69,9 @@ static void confirm_usage(FILE *f) {
             "With a layout of tp x dp > 1 (or several --layout), times the layouts themselves on the CPU\n"
             "backend, one process per rank (as placer step --layout), in rounds shuffled by --seed, and\n"
             "prints one row per layout: the mean of the rounds' medians beside the layout simulator's\n"
-            "prediction on the CPU profile (compute scaled to its single-device step, collectives from\n"
-            "its curves: placer profile --collectives N first). pp must be 1. Timings are stored with\n"
+            "prediction on the CPU profile (compute and memory rates fitted to its single-device steps,\n"
+            "collectives from its curves: placer profile --collectives N first). pp must be 1. Timings\n"
+            "are stored with\n"
             "purpose confirm-layout. docs/layouts.md describes the prediction and its limits.\n");
 }
 
@@ -194,27 +195,28 @@ static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_mo
            "warm-up, layouts shuffled each round\n",
            mo->key, mo->cfg.batch, o->rounds, o->steps, o->warmup);
     printf("predicted: the layout simulator on a one-node cluster made from the profile (compute and memory rates "
-           "fitted to its single-device step, collectives from its curves: %s)\n\n",
+           "fitted to its single-device steps, collectives from its curves: %s)\n\n",
            meas->source);
-    printf("  %5s %22s %9s %13s %8s %14s %18s  %s\n", "ranks", "measured mean +- sd ms", "se ms", "predicted ms", "error",
-           "collectives", "anchor", "layout");
+    printf("  %5s %22s %9s %13s %8s %14s  %s\n", "ranks", "measured mean +- sd ms", "se ms", "predicted ms", "error",
+           "collectives", "layout");
     for (int i = 0; i < n; i++) {
         calib_summary s = calib_summarize(med + (size_t)i * o->rounds, o->rounds);
         const double err = 100.0 * (pred[i].step_us - s.mean) / s.mean;
-        char coll[48], anchor[48];
+        char coll[48];
         snprintf(coll, sizeof coll, "%d/%d/%d", pred[i].n_measured, pred[i].n_fitted, pred[i].n_model);
-        snprintf(anchor, sizeof anchor, "mb %d: %.0f us", pred[i].anchor_mb, pred[i].anchor_us);
-        printf("  %5d %14.3f +- %5.3f %9.3f %13.3f %+7.1f%% %14s %18s  %s\n", sl[i].world, s.mean / 1e3, s.sd / 1e3,
-               s.se / 1e3, pred[i].step_us / 1e3, err, coll, anchor, sl[i].text);
+        printf("  %5d %14.3f +- %5.3f %9.3f %13.3f %+7.1f%% %14s  %s\n", sl[i].world, s.mean / 1e3, s.sd / 1e3,
+               s.se / 1e3, pred[i].step_us / 1e3, err, coll, sl[i].text);
     }
     printf("  (collectives: how many of the simulator's collective times came from a measured curve / the fitted "
-           "model / the cluster model; anchor: the profile's single-device step the compute rates were fitted to)\n");
+           "model / the cluster model)\n");
+    printf("CPU rates fitted to the profile's %d single-device step anchors: %.3g GFLOP/s, %.3g GB/s%s; their "
+           "relative error rms %.1f%%, max %.1f%%\n",
+           pred[0].n_anchors, pred[0].flops / 1e9, pred[0].mem_bw / 1e9,
+           pred[0].one_scale ? " (one common scale)" : "", 100 * pred[0].anchor_rms, 100 * pred[0].anchor_max);
     {
     }
     printf("\nstored: %d timings (purpose confirm-layout)\n", n * o->rounds);
-    printf("limits: the GEMM model is a GPU's (tiles, waves), so matrices smaller than a tile are predicted not to "
-           "speed up under tp; the ranks share this host's cores, which the simulator (one GPU per rank) does not "
-           "model\n");
+    printf("limits: the ranks share this host's cores, which the simulator (one GPU per rank) does not model\n");
 out:
     free(meas);
     free(pred);

@@ -137,6 +137,7 @@ void compute_params_default(compute_params *p) {
     p->use_measured = 1;
     p->attention = ATTENTION_FLASH;
     p->dropout = -1;
+    p->no_tiles = 0;
 }
 
 int compute_model_dropout(const gpt_config *cfg, const compute_params *p) {
@@ -171,7 +172,7 @@ double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const comput
 static double gemm_shape_factor(const cluster_gpu *gpu, int64_t batch, int64_t m, int64_t n, int64_t k,
                                 const compute_params *p) {
     if (batch < 1) batch = 1;
-    if (m < 1 || n < 1 || k < 1) return 1.0;
+    if (m < 1 || n < 1 || k < 1 || p->no_tiles) return 1.0;
     double sms = gpu->sm_count > 0 ? gpu->sm_count : 0;
     double best = 0.0;
     for (size_t i = 0; i < N_TILES; i++) {

@@ -172,3 +172,24 @@ Test(cost_compute, measured_base_by_gpu_type) {
     p.use_measured = 0;
     cr_assert(ieee_ulp_eq(dbl, gemm_base_efficiency(&c.gpus[0], PRECISION_BF16, &p), 0.5, 0));
 }
+
+/* no_tiles (a CPU's loops, calib/layout_confirm.c): every shape at the base
+ * efficiency, so a GEMM's time follows its FLOPs; a GPU's tiles make a
+ * 16 x 16 x 16 GEMM far less efficient than a large one. */
+Test(cost_compute, no_tiles_puts_every_shape_at_the_base_efficiency) {
+    cluster c = costfix_a100(1);
+    const cluster_gpu *g = &c.gpus[0];
+    compute_params p = plain();
+    const double small = gemm_efficiency(g, 1, 16, 16, 16, &p);
+    cr_assert_lt(small, 0.01 * p.gemm_efficiency, "a GPU's tiles: %g", small);
+    p.no_tiles = 1;
+    const int64_t shapes[3][3] = {{16, 16, 16}, {27 * 256, 8 * 128, 4096}, {1, 7, 3}};
+    for (int i = 0; i < 3; i++) {
+        double e = gemm_efficiency(g, 1, shapes[i][0], shapes[i][1], shapes[i][2], &p);
+        cr_assert(ieee_ulp_eq(dbl, e, p.gemm_efficiency, 0), "shape %d: %.9g", i, e);
+    }
+    /* half the columns, half the time */
+    const double t1 = gemm_batched_time_us(g, PRECISION_BF16, 1, 16, 64, 16, &p);
+    const double t2 = gemm_batched_time_us(g, PRECISION_BF16, 1, 16, 32, 16, &p);
+    cr_assert_float_eq(t1 - p.kernel_overhead_us, 2 * (t2 - p.kernel_overhead_us), 1e-12 * t1);
+}
