@@ -145,8 +145,8 @@ pl_status calib_coll_fit(const profile_coll_point *pts, int n, const char *trans
         for (int i = 1; i < n; i++)
             if (strcmp(pts[i].transport, transport))
                 return fail(PL_ERR_INVALID, msg, len,
-                            "the profile holds curves of several transports ('%s', '%s'); choose one with "
-                            "--transport NAME",
+                            "the profile holds curves of several transports ('%s', '%s'); choose one: placer "
+                            "calibrate --collectives --transport NAME [--write FILE]",
                             transport, pts[i].transport);
     }
     snprintf(res->transport, sizeof res->transport, "%s", transport);
