@@ -1,10 +1,14 @@
 /*
- * layout_confirm.c: a tp x dp layout timed over forked CPU ranks, and its
- * prediction by the layout simulator on a cluster made from the CPU
- * profile (layout_confirm.h).
+ * layout_confirm.c: a tp x dp layout timed over forked ranks, and its
+ * prediction by the layout simulator on a cluster made from the profile
+ * (layout_confirm.h).
  */
 #include "layout_confirm.h"
 
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_matrix.h>
+#include <gsl/gsl_multifit.h>
+#include <gsl/gsl_vector.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,11 +31,11 @@ pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double flops, 
     snprintf(c.name, sizeof c.name, "%.40s-from-profile", p->machine);
     c.n_gpu_types = 1;
     cluster_gpu *g = &c.gpus[0];
-    snprintf(g->name, sizeof g->name, "%.40s (CPU profile)", p->devices[0].name);
+    snprintf(g->name, sizeof g->name, "%.40s (from the profile)", p->devices[0].name);
     for (int k = 0; k < PRECISION_COUNT; k++) g->peak_flops[k] = flops;
     g->hbm_bw = mem_bw;
     g->hbm_bytes = p->devices[0].mem_bytes > 0 ? p->devices[0].mem_bytes : (int64_t)8 << 30;
-    g->sm_count = 1;
+    g->sm_count = strcmp(p->devices[0].name, "cpu") && p->devices[0].sm_count > 0 ? p->devices[0].sm_count : 1;
     c.n_groups = 1;
     c.groups[0].gpu_type = 0;
     c.groups[0].n_nodes = 1;
@@ -50,9 +54,15 @@ pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double flops, 
     return PL_OK;
 }
 
-/* The simulated step of l on the CPU cluster with those rates. */
+/* Whether the profile's device is the CPU backend (its loops take time by
+ * FLOPs: no GPU tiles; no per-kernel launch gap to fit). */
+static int is_cpu(const profile_data *p) { return strcmp(p->devices[0].name, "cpu") == 0; }
+
+/* The simulated step of l on the profile's cluster with rates flops and
+ * mem_bw and a per-kernel overhead of kernel_us. */
 static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_data *p, double flops, double mem_bw,
-                          const coll_measured *meas, calib_layout_prediction *pr, char *msg, size_t len) {
+                          double kernel_us, const coll_measured *meas, calib_layout_prediction *pr, char *msg,
+                          size_t len) {
     cluster c;
     pl_status st = calib_cpu_cluster(p, layout_world_size(l), flops, mem_bw, meas, &c, msg, len);
     if (st != PL_OK) return st;
@@ -62,9 +72,11 @@ static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_
         return pl_fail(msg, len, st, "layout simulator: %s", m2);
     layout_sim_params prm;
     layout_sim_params_default(&prm);
-    prm.compute.use_measured = 0;
-    prm.compute.kernel_overhead_us = 0;
-    prm.compute.no_tiles = 1; /* the CPU backend's loops: time follows FLOPs, not a GPU's tiles */
+    prm.compute.kernel_overhead_us = kernel_us;
+    if (is_cpu(p)) {
+        prm.compute.use_measured = 0;
+        prm.compute.no_tiles = 1; /* the CPU backend's loops: time follows FLOPs, not a GPU's tiles */
+    }
     st = layout_sim_run(s, &prm, 0, &pr->res, m2, sizeof m2);
     if (st == PL_OK) {
         pr->step_us = pr->res.step_us;
@@ -76,9 +88,10 @@ static pl_status sim_step(const gpt_config *cfg, const layout *l, const profile_
     return st;
 }
 
-/* One device step of mb samples (tp = dp = pp = 1, m = 1) at the given rates. */
+/* One device step of mb samples (tp = dp = pp = 1, m = 1). */
 static pl_status single_step(const gpt_config *cfg, const layout *l, const profile_data *p, int mb, double flops,
-                             double mem_bw, const coll_measured *meas, double *us, char *msg, size_t len) {
+                             double mem_bw, double kernel_us, const coll_measured *meas, double *us, char *msg,
+                             size_t len) {
     layout one = *l;
     one.tp = one.cp = one.dp = one.pp = one.vp = 1;
     one.sp = 0;
@@ -90,20 +103,72 @@ static pl_status single_step(const gpt_config *cfg, const layout *l, const profi
     c1.batch = mb;
     calib_layout_prediction pr;
     memset(&pr, 0, sizeof pr);
-    pl_status st = sim_step(&c1, &one, p, flops, mem_bw, meas, &pr, msg, len);
+    pl_status st = sim_step(&c1, &one, p, flops, mem_bw, kernel_us, meas, &pr, msg, len);
     *us = pr.step_us;
     return st;
+}
+
+/* Least squares in relative error, sum_i ((X_i . w - t_i) / t_i)^2, over
+ * the columns 0 and 1 in `use` (bits 0, 1); column 2 is a known time with
+ * w[2] = 1 (the fixed per-kernel overhead). gsl_multifit_linear (SVD) on
+ * rows scaled by 1/t and balanced columns. 1 with w (unused rates 0) and
+ * the sum when the used rates are > 0, else 0 (also when GSL fails). */
+static int nnls_subset(const double (*X)[3], const double *t, int n, unsigned use, double *w, double *ss) {
+    int col[2], k = 0;
+    for (int j = 0; j < 2; j++)
+        if (use & (1u << j)) col[k++] = j;
+    if (k == 0 || n < k) return 0;
+    gsl_matrix *A = gsl_matrix_alloc((size_t)n, (size_t)k), *cov = gsl_matrix_alloc((size_t)k, (size_t)k);
+    gsl_vector *y = gsl_vector_alloc((size_t)n), *c = gsl_vector_alloc((size_t)k);
+    gsl_multifit_linear_workspace *ws = gsl_multifit_linear_alloc((size_t)n, (size_t)k);
+    int ok = 0;
+    double scale[2] = {0, 0}, chisq = 0;
+    if (!A || !cov || !y || !c || !ws) goto out;
+    for (int i = 0; i < n; i++) {
+        for (int a = 0; a < k; a++) {
+            const double v = X[i][col[a]] / t[i];
+            gsl_matrix_set(A, (size_t)i, (size_t)a, v);
+            if (fabs(v) > scale[a]) scale[a] = fabs(v);
+        }
+        gsl_vector_set(y, (size_t)i, 1.0 - X[i][2] / t[i]);
+    }
+    for (int a = 0; a < k; a++) {
+        if (!(scale[a] > 0)) goto out;
+        gsl_vector_view v = gsl_matrix_column(A, (size_t)a);
+        gsl_vector_scale(&v.vector, 1.0 / scale[a]);
+    }
+    if (gsl_multifit_linear(A, y, c, cov, &chisq, ws) != GSL_SUCCESS) goto out;
+    double v[3] = {0, 0, 1};
+    for (int a = 0; a < k; a++) v[col[a]] = gsl_vector_get(c, (size_t)a) / scale[a];
+    for (int j = 0; j < 2; j++)
+        if (!isfinite(v[j]) || v[j] < 0 || ((use & (1u << j)) && !(v[j] > 0))) goto out;
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        const double r = (X[i][0] * v[0] + X[i][1] * v[1] + X[i][2] * v[2] - t[i]) / t[i];
+        sum += r * r;
+    }
+    memcpy(w, v, sizeof v);
+    *ss = sum;
+    ok = 1;
+out:
+    gsl_matrix_free(A);
+    gsl_matrix_free(cov);
+    gsl_vector_free(y);
+    gsl_vector_free(c);
+    if (ws) gsl_multifit_linear_free(ws);
+    return ok;
 }
 
 pl_status calib_layout_predict(profile_db *db, const char *key, const profile_data *p, const gpt_config *cfg,
                                const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
                                size_t len) {
-    if (!db || !key || !p || !cfg || !l || !meas || !out)
+    if (!db || !key || !p || p->n_devices < 1 || !cfg || !l || !meas || !out)
         return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_predict: NULL argument");
     memset(out, 0, sizeof *out);
+    gsl_set_error_handler_off();
     /* the anchors: whole single-device steps of mb samples */
     int mbs[CALIB_MAX_ANCHORS], n = 0;
-    double t[CALIB_MAX_ANCHORS], a[CALIB_MAX_ANCHORS], c[CALIB_MAX_ANCHORS];
+    double t[CALIB_MAX_ANCHORS], X[CALIB_MAX_ANCHORS][3];
     for (int mb = 1; mb <= 1024 && n < CALIB_MAX_ANCHORS; mb++) {
         double us;
         if (profile_db_get_step_anchor(db, key, 0, mb, &us, NULL) == PL_OK && us > 0 && isfinite(us)) {
@@ -113,49 +178,45 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
     }
     if (n == 0)
         return pl_fail(msg, len, PL_ERR_NOT_FOUND,
-                       "the profile holds no whole-step anchor of graph %s (placer profile --cpu N measures them)",
-                       key);
-    /* each anchor's simulated time with one rate at its reference and the other infinite:
-     * the step is a(b) / x + c(b) / y with x, y the rates over the references */
-    const double huge = 1e30;
+                       "the profile holds no whole-step anchor of graph %s (placer profile measures them)", key);
+    /* each anchor's simulated time is X . (1/x, 1/y, 1): GEMM time at the reference
+     * rate over x, memory-bound time at the reference bandwidth over y, and the
+     * kernels' fixed overhead (not fitted: every column is affine in the
+     * micro-batch size, so the anchors tell two constants apart, not three) */
+    const double huge = 1e30, kernel_us = is_cpu(p) ? 0.0 : CALIB_GPU_KERNEL_US;
     pl_status st;
     for (int i = 0; i < n; i++) {
-        if ((st = single_step(cfg, l, p, mbs[i], CPU_PEAK_FLOPS, huge, meas, &a[i], msg, len)) != PL_OK ||
-            (st = single_step(cfg, l, p, mbs[i], huge, CPU_MEM_BW, meas, &c[i], msg, len)) != PL_OK)
+        if ((st = single_step(cfg, l, p, mbs[i], CPU_PEAK_FLOPS, huge, 0, meas, &X[i][0], msg, len)) != PL_OK ||
+            (st = single_step(cfg, l, p, mbs[i], huge, CPU_MEM_BW, 0, meas, &X[i][1], msg, len)) != PL_OK)
+            return st;
+        X[i][2] = 0;
+        if (kernel_us > 0 &&
+            (st = single_step(cfg, l, p, mbs[i], huge, huge, kernel_us, meas, &X[i][2], msg, len)) != PL_OK)
             return st;
     }
-    /* least squares in relative error for u = 1/x, v = 1/y >= 0: (a u + c v - t) / t */
-    double suu = 0, suv = 0, svv = 0, su = 0, sv = 0;
-    for (int i = 0; i < n; i++) {
-        const double ai = a[i] / t[i], ci = c[i] / t[i];
-        suu += ai * ai, suv += ai * ci, svv += ci * ci, su += ai, sv += ci;
-    }
-    double u = NAN, v = NAN;
-    const double det = suu * svv - suv * suv;
-    if (n >= 2 && det > 1e-12 * suu * svv) {
-        u = (su * svv - sv * suv) / det;
-        v = (sv * suu - su * suv) / det;
-    }
-    if (!(u > 0 && v > 0)) { /* one anchor, collinear anchors or a negative rate: one common scale */
-        const double w = (su + sv) / (suu + 2 * suv + svv);
-        u = v = w;
+    double w[3] = {0, 0, 1}, best = INFINITY, wv[3], fit_ss;
+    if (nnls_subset((const double (*)[3])X, t, n, 3u, wv, &fit_ss)) best = fit_ss, memcpy(w, wv, sizeof w);
+    if (!isfinite(best)) { /* one anchor, or a negative rate: one common scale for both */
+        double Y[CALIB_MAX_ANCHORS][3];
+        for (int i = 0; i < n; i++) Y[i][0] = X[i][0] + X[i][1], Y[i][1] = 0, Y[i][2] = X[i][2];
+        if (nnls_subset((const double (*)[3])Y, t, n, 1u, wv, &fit_ss)) best = fit_ss, w[0] = w[1] = wv[0];
         out->one_scale = 1;
     }
-    if (!(u > 0) || !isfinite(u) || !(v > 0) || !isfinite(v))
+    if (!isfinite(best) || !(w[0] > 0) || !(w[1] > 0))
         return pl_fail(msg, len, PL_ERR_INVALID, "the profile's step anchors fit no positive compute rate");
-    out->flops = CPU_PEAK_FLOPS / u;
-    out->mem_bw = CPU_MEM_BW / v;
+    out->flops = CPU_PEAK_FLOPS / w[0];
+    out->mem_bw = CPU_MEM_BW / w[1];
+    out->kernel_us = kernel_us;
     out->n_anchors = n;
     double ss = 0, mx = 0;
     for (int i = 0; i < n; i++) {
-        const double r = (a[i] * u + c[i] * v - t[i]) / t[i];
+        const double r = (X[i][0] * w[0] + X[i][1] * w[1] + X[i][2] * w[2] - t[i]) / t[i];
         ss += r * r;
         if (fabs(r) > mx) mx = fabs(r);
     }
     out->anchor_rms = sqrt(ss / n);
     out->anchor_max = mx;
-    st = sim_step(cfg, l, p, out->flops, out->mem_bw, meas, out, msg, len);
-    return st;
+    return sim_step(cfg, l, p, out->flops, out->mem_bw, out->kernel_us, meas, out, msg, len);
 }
 
 /* ---- the measurement ---- */
@@ -189,9 +250,10 @@ static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     }
     hw_engine_opts eo;
     memset(&eo, 0, sizeof eo);
-    eo.backend = HW_BACKEND_CPU;
+    eo.backend = j->cuda ? HW_BACKEND_CUDA : HW_BACKEND_CPU;
     eo.n_devices = 1;
     eo.precision = j->prec;
+    eo.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist_device.h) */
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
     hw_plan_opts po;
     memset(&po, 0, sizeof po);

@@ -1,38 +1,42 @@
 /*
- * layout_confirm.h: a parallel layout with tp x dp > 1 timed on the CPU
- * backend, one process per rank (as `placer step --layout` runs it), and
- * the layout simulator's prediction of it on the CPU profile, for
+ * layout_confirm.h: a parallel layout with tp x dp > 1 timed one process
+ * per rank (as `placer step --layout` runs it), on the CPU backend or on
+ * CUDA, and the layout simulator's prediction of it on the profile, for
  * `placer confirm --layout` (issue 17).
  *
- * The prediction is the layout simulator (sim/layout_sim.h), which models
- * GPUs, run on a cluster made from the CPU profile:
- *   - one node of world GPUs of one type, the profile's device 0: its
- *     memory, SMs 1, no per-kernel overhead, every GEMM at the base
- *     efficiency (compute_params_default's gemm_efficiency; no H100/H200
- *     figure, no tile or wave quantisation: compute_params.no_tiles, as the
- *     CPU's loops take time by FLOPs), one compute rate for every
- *     precision;
- *   - its two rates, peak FLOP/s and memory bandwidth, fitted to the
- *     profile's whole single-device steps (its step anchors, one per
- *     micro-batch size measured): at tp = dp = pp = 1 the simulated step is
- *     a(b) / x + c(b) / y, GEMM and memory-bound time at reference rates
- *     over the rates' ratios x, y to them, so 1/x and 1/y come from a
- *     least-squares fit in relative error over the anchors (both > 0; with
- *     one anchor, or when one would be negative, one common scale);
+ * The prediction is the layout simulator (sim/layout_sim.h) run on a
+ * cluster made from the profile:
+ *   - one node of world GPUs of one type, the profile's device 0: its name
+ *     and memory, SMs 1 (GPU profiles: the device's own count), every GEMM
+ *     at the base efficiency without tile or wave quantisation on the CPU
+ *     (compute_params.no_tiles: the CPU's loops take time by FLOPs), one
+ *     compute rate for every precision;
+ *   - its rates, peak FLOP/s and memory bandwidth, fitted to the profile's
+ *     whole single-device steps (its step anchors, one per micro-batch size
+ *     measured): at tp = dp = pp = 1 the simulated step is
+ *     a(b) / x + c(b) / y + k o (GEMM and memory-bound time at reference
+ *     rates over the rates' ratios x, y to them; k kernels of overhead o),
+ *     linear in 1/x and 1/y, so they come from a least-squares fit in
+ *     relative error over the anchors with 1/x, 1/y > 0 (when that is not
+ *     feasible, or with one anchor, one common scale for both). o is not
+ *     fitted: a, c and k are all affine in b, so anchors tell two constants
+ *     apart, not three; it is CALIB_GPU_KERNEL_US on a GPU profile (the
+ *     compute model's default launch gap) and 0 on the CPU;
  *   - every collective from the profile's measured curves and their fitted
  *     model (calib/coll_fit.h; all groups lie in the one node), the
  *     curves interpolated where a group's size was measured.
- * The ranks share the host's cores, which the simulator (one GPU each)
- * does not see; the figures are printed with that limit.
+ * The ranks share the host's cores (CPU) or one GPU (CUDA, host-staged
+ * collectives), which the simulator (one GPU each) does not see; the
+ * figures are printed with that limit.
  *
  * The measurement forks tp * dp ranks (hw/launcher.h) that each build the
- * engine's CPU backend with one logical device, the tp and dp groups of
- * the rank grid (hw_tp_dp_groups), their batch slice (hw_dp_slice), the
- * plan (ZeRO-1 when zero is 1) and time warmup + steps steps; rank 0's
- * timing (the slowest rank's step times, hw_plan_time) comes back through
- * shared memory. pp must be 1: the CPU backend runs a rank's pipeline
- * stages one after another when the rank is part of a group, which the
- * simulator (stages in parallel) does not model.
+ * engine with one logical device (CUDA: GPU `gpu`, the same for every
+ * rank), the tp and dp groups of the rank grid (hw_tp_dp_groups), their
+ * batch slice (hw_dp_slice), the plan (ZeRO-1 when zero is 1) and time
+ * warmup + steps steps; rank 0's timing (the slowest rank's step times,
+ * hw_plan_time) comes back through shared memory. pp must be 1: a rank
+ * runs its pipeline stages one after another when it is part of a group,
+ * which the simulator (stages in parallel) does not model.
  */
 #ifndef PLACER_CALIB_LAYOUT_CONFIRM_H
 #define PLACER_CALIB_LAYOUT_CONFIRM_H
@@ -49,10 +53,12 @@
 #define CPU_PEAK_FLOPS 50e9 /* reference rates the fit scales (their values cancel) */
 #define CPU_MEM_BW 10e9
 #define CALIB_MAX_ANCHORS 16
+#define CALIB_GPU_KERNEL_US 2.0 /* compute_params_default's kernel_overhead_us */
 
 typedef struct {
     double step_us;        /* the simulated step */
     double flops, mem_bw;  /* the fitted rates: FLOP/s, bytes/s */
+    double kernel_us;      /* the per-kernel overhead used (CALIB_GPU_KERNEL_US on a GPU profile, 0 CPU) */
     int one_scale;         /* 1: one common scale (one anchor, or a negative rate) */
     int n_anchors;         /* anchors fitted */
     double anchor_rms, anchor_max; /* the fit's relative error over them */
@@ -80,6 +86,9 @@ typedef struct {
     int tp, sp, dp, zero;  /* the rank grid, as step_layout gives it */
     int micro_batches;     /* per replica */
     hw_precision prec;
+    int cuda;              /* 1: the CUDA backend, every rank on GPU `gpu` (shared: host-staged
+                              collectives, hw/dist_device.h); 0: the CPU backend */
+    int gpu;
     int warmup, steps;     /* per timing (steps 1..64) */
     uint64_t seed;
     double timeout_s;      /* the group's collective timeout */

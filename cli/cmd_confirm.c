@@ -64,12 +64,13 @@ static void confirm_usage(FILE *f) {
             "                          (pp stages over devices 0..pp-1, by stages= or uniform) joins as\n"
             "                          the side 'layout'; gbs must be the profile's batch and a precision\n"
             "                          the profile's; cp, vp, recompute, zero 2/3 refused\n\n"
-            "       placer confirm --db FILE --timer cpu --layout TEXT [--layout TEXT ...] [--confirm-rounds 8]\n"
+            "       placer confirm --db FILE --timer cpu|cuda --layout TEXT [--layout TEXT ...] [--confirm-rounds 8]\n"
             "                      [--steps 10] [--warmup 2] [--seed N]\n\n"
             "With a layout of tp x dp > 1 (or several --layout), times the layouts themselves on the CPU\n"
-            "backend, one process per rank (as placer step --layout), in rounds shuffled by --seed, and\n"
+            "backend or on CUDA (every rank on GPU 0), one process per rank (as placer step --layout), in\n"
+            "rounds shuffled by --seed, and\n"
             "prints one row per layout: the mean of the rounds' medians beside the layout simulator's\n"
-            "prediction on the CPU profile (compute and memory rates fitted to its single-device steps,\n"
+            "prediction on the profile (compute and memory rates fitted to its single-device steps,\n"
             "collectives from its curves: placer profile --collectives N first). pp must be 1. Timings\n"
             "are stored with\n"
             "purpose confirm-layout. docs/layouts.md describes the prediction and its limits.\n");
@@ -92,6 +93,7 @@ typedef struct {
     int rounds, steps, warmup; /* confirmation rounds, per timing */
     uint64_t seed;
     double timeout_s;
+    int cuda;                  /* 1: the CUDA backend, every rank on GPU 0 */
 } layout_run_opts;
 
 /* Time every layout in shuffled rounds on the CPU backend and print one row
@@ -135,9 +137,9 @@ static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_mo
         goto out;
     }
     db = *dbp;
-    fprintf(stderr, "placer confirm: %d layout%s, %d rounds of %d steps after %d warm-up, CPU backend, one process "
-                    "per rank\n",
-            n, n > 1 ? "s" : "", o->rounds, o->steps, o->warmup);
+    const char *backend = o->cuda ? "CUDA backend, every rank on GPU 0" : "CPU backend";
+    fprintf(stderr, "placer confirm: %d layout%s, %d rounds of %d steps after %d warm-up, %s, one process per rank\n",
+            n, n > 1 ? "s" : "", o->rounds, o->steps, o->warmup, backend);
     int order[CONFIRM_MAX_LAYOUTS];
     for (int i = 0; i < n; i++) order[i] = i;
     uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 1;
@@ -167,6 +169,8 @@ static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_mo
             j.zero = sl[i].zero;
             j.micro_batches = sl[i].micro_batches;
             j.prec = sl[i].prec;
+            j.cuda = o->cuda;
+            j.gpu = 0;
             j.warmup = o->warmup;
             j.steps = o->steps;
             j.seed = o->seed;
@@ -191,9 +195,9 @@ static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_mo
             }
         }
     }
-    printf("confirm --layout: graph %s, batch %d, CPU backend, one process per rank; %d rounds of %d steps after %d "
-           "warm-up, layouts shuffled each round\n",
-           mo->key, mo->cfg.batch, o->rounds, o->steps, o->warmup);
+    printf("confirm --layout: graph %s, batch %d, %s, one process per rank; %d rounds of %d steps after %d warm-up, "
+           "layouts shuffled each round\n",
+           mo->key, mo->cfg.batch, backend, o->rounds, o->steps, o->warmup);
     printf("predicted: the layout simulator on a one-node cluster made from the profile (compute and memory rates "
            "fitted to its single-device steps, collectives from its curves: %s)\n\n",
            meas->source);
@@ -209,14 +213,15 @@ static int confirm_layouts(const char *db_path, profile_db **dbp, const calib_mo
     }
     printf("  (collectives: how many of the simulator's collective times came from a measured curve / the fitted "
            "model / the cluster model)\n");
-    printf("CPU rates fitted to the profile's %d single-device step anchors: %.3g GFLOP/s, %.3g GB/s%s; their "
-           "relative error rms %.1f%%, max %.1f%%\n",
-           pred[0].n_anchors, pred[0].flops / 1e9, pred[0].mem_bw / 1e9,
-           pred[0].one_scale ? " (one common scale)" : "", 100 * pred[0].anchor_rms, 100 * pred[0].anchor_max);
+    printf("rates fitted to the profile's %d single-device step anchors: %.3g GFLOP/s, %.3g GB/s%s (%.1f us per "
+           "kernel, not fitted); their relative error rms %.1f%%, max %.1f%%\n",
+           pred[0].n_anchors, pred[0].flops / 1e9, pred[0].mem_bw / 1e9, pred[0].one_scale ? " (one common scale)" : "",
+           pred[0].kernel_us, 100 * pred[0].anchor_rms, 100 * pred[0].anchor_max);
     {
     }
     printf("\nstored: %d timings (purpose confirm-layout)\n", n * o->rounds);
-    printf("limits: the ranks share this host's cores, which the simulator (one GPU per rank) does not model\n");
+    printf("limits: the ranks share %s, which the simulator (one GPU per rank) does not model\n",
+           o->cuda ? "GPU 0 and its collectives go through host memory" : "this host's cores");
 out:
     free(meas);
     free(pred);
@@ -372,15 +377,15 @@ int cmd_confirm(int argc, char **argv) {
             for (int i = 0; i < n_layouts; i++) {
                 step_layout *q = &sls[i];
                 const char *lt = layout_args[i];
-                if (strcmp(timer_kind, "cpu")) {
-                    if (!strcmp(timer_kind, "cuda"))
-                        rc = cli_usage_error("confirm", "--layout %s: tp x dp = %d processes run on the CPU backend "
-                                                        "only (the engine's tensor and data parallelism has no CUDA "
-                                                        "path yet: hw/engine.c); use --timer cpu", lt, q->world);
-                    else
-                        rc = cli_usage_error("confirm", "--layout %s: tp x dp = %d processes; with --timer synthetic "
-                                                        "confirm times placements in one process; --timer cpu times "
-                                                        "layouts, one process per rank", lt, q->world);
+                if (!strcmp(timer_kind, "synthetic")) {
+                    rc = cli_usage_error("confirm", "--layout %s: tp x dp = %d processes; with --timer synthetic "
+                                                    "confirm times placements in one process; --timer cpu times layouts "
+                                                    "(or --timer cuda), one process per rank", lt, q->world);
+                    goto out;
+                }
+                if (!strcmp(timer_kind, "cuda") && (q->has_precision ? q->prec : prec) == HW_PREC_BF16) {
+                    rc = cli_usage_error("confirm", "--layout %s: the engine's tp and dp run fp32 / tf32 on CUDA, not "
+                                                    "bf16; use precision=tf32", lt);
                     goto out;
                 }
                 if (q->batch != mo.cfg.batch) {
@@ -411,7 +416,8 @@ int cmd_confirm(int argc, char **argv) {
                                      cfg.steps);
                 goto out;
             }
-            layout_run_opts lo = {cfg.confirm_rounds, cfg.steps, cfg.warmup, cfg.seed, timeout_s};
+            layout_run_opts lo = {cfg.confirm_rounds, cfg.steps, cfg.warmup, cfg.seed, timeout_s,
+                                  !strcmp(timer_kind, "cuda")};
             rc = confirm_layouts(db_path, &db, &mo, sls, n_layouts, &lo);
             goto out;
         }

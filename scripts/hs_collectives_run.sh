@@ -4,9 +4,11 @@
 # sockets) over 2, 4 and 8 processes, fits the model (placer calibrate
 # --collectives, with the held-out check), runs placer layout with and
 # without the measured collectives, and placer confirm --layout with
-# tp x dp > 1 on the CPU backend against the layout simulator. No GPU is
-# used: on the device machine this is the 16-core host's CPU, less loaded
-# than the 2-core CI machine. Everything goes to $OUT/hs.log (and the
+# tp x dp > 1 on the CPU backend against the layout simulator, on the
+# device machine's 16-core host (less loaded than the 2-core CI machine);
+# then, when the binary has the CUDA engine and a GPU is there, a tiny
+# profile of GPU 0 with its collectives and placer confirm --timer cuda over
+# tp x dp layouts whose ranks share GPU 0 (host-staged collectives). Everything goes to $OUT/hs.log (and the
 # collectives file / JSON next to it).
 #   OUT=/tmp/x sh scripts/hs_collectives_run.sh [BUILD]   (BUILD default build-gpu)
 set -u
@@ -46,6 +48,17 @@ step() { # name, command...
   step confirm-layouts "$P" confirm --db "$DB" --timer cpu --layout tp=1,mbs=1 --layout dp=2,mbs=1 \
     --layout tp=2,mbs=1 --layout dp=4,mbs=1 --layout tp=2,dp=2,mbs=1 --layout tp=2,dp=2,zero=1,mbs=1 \
     --confirm-rounds 4 --steps 5 --warmup 2
+  # the CUDA path of tp / dp (hw/dist_device.h): every rank on GPU 0, host-staged collectives
+  if "$P" --version | grep -q "CUDA engine built" && command -v nvidia-smi >/dev/null 2>&1; then
+    GDB="$OUT/hs-gpu.db"
+    rm -f "$GDB" "$GDB-wal" "$GDB-shm"
+    step gpu-profile "$P" profile --db "$GDB" --devices 0 --config tiny --reps 20 --collectives 2 \
+      --collective-max-bytes "$MAXB"
+    step gpu-confirm-layouts "$P" confirm --db "$GDB" --timer cuda --layout tp=1,mbs=1 --layout dp=2,mbs=1 \
+      --layout tp=2,mbs=1 --layout tp=2,dp=2,mbs=1 --confirm-rounds 3 --steps 5 --warmup 2
+  else
+    echo "HS: no CUDA engine or no GPU: the CUDA confirm is skipped"
+  fi
   echo "HS done $(date -u)"
 } > "$OUT/hs.log" 2>&1
 grep -E "^rc=|^HS" "$OUT/hs.log"

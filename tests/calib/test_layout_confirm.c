@@ -100,6 +100,68 @@ Test(layout_confirm, the_rates_fit_the_anchors_and_carry_to_the_layouts, .timeou
     th_rmtree(dir);
 }
 
+/* The simulated single-device step of mb samples on p's cluster at known
+ * rates and per-kernel overhead, as calib_layout_predict models a GPU
+ * profile (tiles and the measured base efficiency on). */
+static double gpu_step(const calib_model *mo, const coll_measured *meas, int mb, double flops, double bw, double o) {
+    char msg[512] = "", text[64];
+    cluster c;
+    cr_assert_eq(calib_cpu_cluster(mo->p, 1, flops, bw, meas, &c, msg, sizeof msg), PL_OK, "%s", msg);
+    snprintf(text, sizeof text, "mbs=%d,gbs=%d,precision=tf32", mb, mb);
+    layout l;
+    cr_assert_eq(layout_parse(text, &l, msg, sizeof msg), PL_OK, "%s", msg);
+    gpt_config cfg = mo->cfg;
+    cfg.batch = mb;
+    layout_sim *s = NULL;
+    cr_assert_eq(layout_sim_create_measured(&cfg, &l, &c, meas, &s, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_params prm;
+    layout_sim_params_default(&prm);
+    prm.compute.kernel_overhead_us = o;
+    layout_result r;
+    cr_assert_eq(layout_sim_run(s, &prm, 0, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_destroy(s);
+    return r.step_us;
+}
+
+Test(layout_confirm, a_gpu_profile_fit_recovers_the_rates, .timeout = 60) {
+    char dir[256], db_path[512], args[1024], out[4096], msg[512] = "";
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    snprintf(db_path, sizeof db_path, "%s/h200.db", dir);
+    snprintf(args, sizeof args, "profile --from-spec h200x2-nvlink --config tiny --db '%s'", db_path);
+    cr_assert_eq(run(args, out, sizeof out), 0, "%s", out);
+    profile_db *db = NULL;
+    cr_assert_eq(profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, sizeof msg), PL_OK, "%s", msg);
+    calib_model mo;
+    cr_assert_eq(calib_model_load(db, NULL, &mo, msg, sizeof msg), PL_OK, "%s", msg);
+    coll_measured meas;
+    memset(&meas, 0, sizeof meas);
+    snprintf(meas.source, sizeof meas.source, "test");
+    for (int k = 0; k < COLL_KIND_COUNT; k++) meas.model[k] = (coll_ab){1, 0.0, 20.0, 2e9};
+    /* anchors made by the model at 400 TFLOP/s and 4 TB/s, with its 2 us per kernel */
+    const double F = 400e12, B = 4e12, O = CALIB_GPU_KERNEL_US;
+    const int sizes[3] = {1, 2, 4};
+    for (int i = 0; i < 3; i++) {
+        const double us = gpu_step(&mo, &meas, sizes[i], F, B, O);
+        cr_assert_eq(profile_db_put_step_anchor(db, mo.p->machine, mo.key, 0, sizes[i], us, 0.0), PL_OK, "%s",
+                     profile_db_last_error(db));
+    }
+    layout l;
+    cr_assert_eq(layout_parse("dp=2,mbs=1,gbs=4,precision=tf32", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    calib_layout_prediction pr;
+    cr_assert_eq(calib_layout_predict(db, mo.key, mo.p, &mo.cfg, &l, &meas, &pr, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(pr.n_anchors, 3);
+    cr_assert(!pr.one_scale);
+    cr_assert_float_eq(pr.flops, F, 1e-6 * F, "flops %g", pr.flops);
+    cr_assert_float_eq(pr.mem_bw, B, 1e-6 * B, "bandwidth %g", pr.mem_bw);
+    cr_assert_eq(pr.kernel_us, O);
+    cr_assert_lt(pr.anchor_max, 1e-9);
+    cr_assert_eq(pr.n_model, 0);
+    cr_assert_gt(pr.n_fitted, 0, "dp = 2 over one node: the fitted collectives");
+    calib_model_free(&mo);
+    profile_db_close(db);
+    th_rmtree(dir);
+}
+
 Test(layout_confirm, each_layout_is_timed_over_its_ranks, .timeout = 180) {
     char dir[256], db[512], args[2048], out[16384];
     cr_assert_eq(th_mkdtemp(dir), 0);
