@@ -68,8 +68,7 @@ static void step_usage(FILE *f) {
             "                  attention heads, MLP columns and vocabulary rows split over each group of T,\n"
             "                  with N / T data-parallel replicas of it (core/layout.h's rank grid, tp\n"
             "                  innermost); T divides N, the heads and 4 x d_model (the vocabulary is cut\n"
-            "                  in slices of ceil(V / T) rows); any --precision on the CPU, fp32 / tf32 on\n"
-            "                  CUDA. --tp T alone means --procs T\n"
+            "                  in slices of ceil(V / T) rows); any --precision. --tp T alone means --procs T\n"
             "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
             "  --zero Z        with --procs or mpirun: 1 shards AdamW's m and v over the data-parallel ranks\n"
             "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
@@ -490,9 +489,6 @@ int cmd_step(int argc, char **argv) {
         if (devices_text && !PLACER_HAVE_CUDA)
             return cli_usage_error("step", "--procs with --devices runs the ranks on CUDA, and this placer was built "
                                    "without it (rebuild with -Dcuda=enabled, or use --cpu N)");
-        if (tp > 1 && devices_text && prec == HW_PREC_BF16 && !strict)
-            return cli_usage_error("step", "--tp on CUDA (--devices) runs fp32 / tf32, not --precision bf16 (the CPU "
-                                   "backend, --cpu N, runs tp in bf16)");
         if (cap_text || trace_path || graphs)
             return cli_usage_error("step", "--procs does not take --mem-cap, --trace or --graphs yet");
         procs_job j;

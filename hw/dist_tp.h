@@ -50,8 +50,8 @@
  * not); with sp, t also divides each micro-batch's tokens. Two
  * implementations of the calls: hw_tp_forward/_backward on host buffers
  * (the CPU backend, below) and hw_tp_forward_cuda/_backward_cuda on device
- * buffers (hw/dist_tp_cuda.cu, fp32 / tf32; the collectives through
- * hw/dist_device.h). In the bf16 mode (hw.h; CPU only) the slices round what the whole nodes
+ * buffers (hw/dist_tp_cuda.cu; the collectives through hw/dist_device.h).
+ * In the bf16 mode (hw.h) the slices round what the whole nodes
  * round (nodes.h's _heads_bf16 / _cols_bf16 forms); the biases of the
  * projections are added in fp32 after the all-reduce, and the loss rounds
  * the logits gradient of its slice.
@@ -120,8 +120,7 @@ struct dist_device;
 /* The same calls on the CUDA backend (hw/dist_tp_cuda.cu, CUDA builds
  * only): c's pointers are memory of logical device dev of be, and the
  * collectives run through xd (dist_device.h: NCCL across distinct GPUs, or
- * host staging). fp32 storage with TF32 or strict fp32 GEMMs;
- * PL_ERR_UNSUPPORTED for a bf16 call. */
+ * host staging), in the engine's precision (fp32, tf32, bf16). */
 pl_status hw_tp_forward_cuda(const hw_tp *tp, struct dist_device *xd, hw_backend *be, int dev, const hw_node_call *c,
                              char *msg, size_t len);
 pl_status hw_tp_backward_cuda(const hw_tp *tp, struct dist_device *xd, hw_backend *be, int dev,

@@ -2,7 +2,7 @@
  * dist_tp_cuda.cu: the tensor-parallel node calls on the CUDA backend
  * (dist_tp.h has the split; dist_tp.c is the CPU path this mirrors call for
  * call). fp32 storage, TF32 or strict fp32 GEMMs as the backend was made;
- * the bf16 mode is not wired here (hw_plan_create refuses it).
+ * in the bf16 mode bf16 GEMMs on the weight copy (the section below).
  *
  * The slices run the fp32 kernels of kernels.cu (the unfused attention
  * core: permute, batched GEMMs, causal softmax) with the local sizes: the
@@ -19,6 +19,8 @@
  * X = 0 in fp32): the node's own scratch, the (N, C) partial product, and
  * with sp the gathered input and the gathered output gradient.
  */
+#include <cuda_bf16.h>
+
 #include "kernels_common.cuh"
 
 extern "C" {
@@ -61,12 +63,21 @@ __global__ void tp_epilogue_k(float *out, const float *src, const float *bias, i
     out[i] = acc ? out[i] + v : v;
 }
 
-/* Per row n of the rank's logits x (N, Vlp), Vl valid columns: the max. */
-__global__ void tp_loss_max_k(float *mx, const float *x, int Vl, int Vlp) {
+typedef __nv_bfloat16 bf16;
+
+__device__ __forceinline__ float ld(const float *p) { return *p; }
+__device__ __forceinline__ float ld(const bf16 *p) { return __bfloat162float(*p); }
+__device__ __forceinline__ void st(float *p, float v) { *p = v; }
+__device__ __forceinline__ void st(bf16 *p, float v) { *p = __float2bfloat16_rn(v); }
+
+/* Per row n of the rank's logits x (N, Vlp; fp32, or bf16 in the bf16
+ * mode), Vl valid columns: the max. */
+template <typename L>
+__global__ void tp_loss_max_k(float *mx, const L *x, int Vl, int Vlp) {
     __shared__ float red[32];
-    const float *row = x + (int64_t)blockIdx.x * Vlp;
+    const L *row = x + (int64_t)blockIdx.x * Vlp;
     float m = -INFINITY;
-    for (int v = threadIdx.x; v < Vl; v += blockDim.x) m = fmaxf(m, row[v]);
+    for (int v = threadIdx.x; v < Vl; v += blockDim.x) m = fmaxf(m, ld(row + v));
     m = block_reduce(m, red, true);
     if (threadIdx.x == 0) mx[blockIdx.x] = m;
 }
@@ -75,36 +86,38 @@ __global__ void tp_loss_max_k(float *mx, const float *x, int Vl, int Vlp) {
  * target's logit when the rank owns it (else 0). A rank without a column
  * (Vl = 0) gives 0 and 0; its max is -inf, which the all-reduce's max of
  * the other ranks replaces. */
-__global__ void tp_loss_sum_k(float *sum, float *xt, const float *x, const float *mx, const int *targets, int v0,
+template <typename L>
+__global__ void tp_loss_sum_k(float *sum, float *xt, const L *x, const float *mx, const int *targets, int v0,
                               int Vl, int Vlp) {
     __shared__ float red[32];
     const int n = blockIdx.x;
-    const float *row = x + (int64_t)n * Vlp;
+    const L *row = x + (int64_t)n * Vlp;
     const float m = mx[n];
     float s = 0.0f;
-    for (int v = threadIdx.x; v < Vl; v += blockDim.x) s += expf(row[v] - m);
+    for (int v = threadIdx.x; v < Vl; v += blockDim.x) s += expf(ld(row + v) - m);
     s = block_reduce(s, red, false);
     if (threadIdx.x == 0) {
         sum[n] = s;
         const int t = targets[n] - v0;
-        xt[n] = t >= 0 && t < Vl ? row[t] : 0.0f;
+        xt[n] = t >= 0 && t < Vl ? ld(row + t) : 0.0f;
     }
 }
 
 /* Per row: the loss, and the logits gradient of the rank's slice, in
  * place over x (dl may equal x: each element is read before written). */
-__global__ void tp_loss_grad_k(float *losses, float *dl, double *loss_sum, const float *x, const float *mx,
+template <typename L>
+__global__ void tp_loss_grad_k(float *losses, L *dl, double *loss_sum, const L *x, const float *mx,
                                const float *sum, const float *xt, const int *targets, int v0, int Vl, int Vlp,
                                float inv_norm) {
     const int n = blockIdx.x;
-    const float *row = x + (int64_t)n * Vlp;
-    float *drow = dl + (int64_t)n * Vlp;
+    const L *row = x + (int64_t)n * Vlp;
+    L *drow = dl + (int64_t)n * Vlp;
     const float m = mx[n], inv = 1.0f / sum[n];
     const int t = targets[n] - v0;
     for (int v = threadIdx.x; v < Vlp; v += blockDim.x) {
         float g = 0.0f;
-        if (v < Vl) g = (expf(row[v] - m) * inv - (v == t ? 1.0f : 0.0f)) * inv_norm;
-        drow[v] = g;
+        if (v < Vl) g = (expf(ld(row + v) - m) * inv - (v == t ? 1.0f : 0.0f)) * inv_norm;
+        st(drow + v, g); /* bf16: the logits gradient is rounded (hw.h) */
     }
     if (threadIdx.x == 0) {
         const float loss = logf(sum[n]) + m - xt[n];
@@ -221,6 +234,201 @@ static pl_status mlp_bwd_cols(cu_ctx *ctx, float *part, float *dwfc, float *dbfc
     return colsum(ctx, dbfc, dg, N, F);
 }
 
+/* ---- the bf16 mode's slices (hw.h's rules, as nodes.h's _heads_bf16 /
+ * _cols_bf16 forms round): bf16 GEMMs (fp32 accumulation) on the weight
+ * copy, the attention core in fp32 on rounded q, k, v; the MLP keeps h and
+ * g in bf16 in its saved block (h, then g, in the first slot; the second
+ * slot is the forward's fp32 pre-activation and the backward's dh); the
+ * head writes bf16 logits and takes bf16 logits gradients, as the whole
+ * nodes do. Scratch: the plan's bf16 tp sizes (X = N C floats per rounded
+ * (N, C) copy: x, and in backward dout). ---- */
+
+__global__ void tp_to16_k(bf16 *dst, const float *src, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) dst[i] = __float2bfloat16_rn(src[i]);
+}
+
+__global__ void tp_round_k(float *x, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = __bfloat162float(__float2bfloat16_rn(x[i]));
+}
+
+/* x (N, OC) = round(x + b16) */
+__global__ void tp_bias_round_k(float *x, const bf16 *b, int64_t N, int OC) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < N * OC) x[i] = __bfloat162float(__float2bfloat16_rn(x[i] + __bfloat162float(b[i % OC])));
+}
+
+/* v = pre + b16; h16 = bf16(v), g16 = bf16(gelu(v)) (gelu of the unrounded h) */
+__global__ void tp_bias_gelu16_k(bf16 *h16, bf16 *g16, const float *pre, const bf16 *b, int64_t N, int F) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= N * F) return;
+    const float v = pre[i] + __bfloat162float(b[i % F]);
+    h16[i] = __float2bfloat16_rn(v);
+    g16[i] = __float2bfloat16_rn(gelu_f(v));
+}
+
+/* dh = round(dg * gelu'(h)): fp32 rounded back into dg (its bias gradient) and bf16 into dh16 */
+__global__ void tp_gelu_bwd16_k(float *dg, bf16 *dh16, const bf16 *h16, int64_t n) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bf16 d = __float2bfloat16_rn(dg[i] * gelu_grad_f(__bfloat162float(h16[i])));
+    dh16[i] = d;
+    dg[i] = __bfloat162float(d);
+}
+
+/* row-major D (m x n as gemm_batched's view, ld ldc; fp32 or bf16) (= or +=) op(A) op(B), A and B bf16 */
+static pl_status gemm16(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const bf16 *A,
+                        int lda, const bf16 *B, int ldb, void *D, cudaDataType_t dt, int ldc, int acc) {
+    const float alpha = 1.0f, beta = acc ? 1.0f : 0.0f;
+    BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_16BF, lda, B, CUDA_R_16BF, ldb, &beta, D, dt, ldc,
+                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    return PL_OK;
+}
+
+/* out (N, OC; ld ldo) = x16 (N, C) @ w16^T, w (OC, C) */
+static pl_status lin16_fwd(cu_ctx *ctx, void *out, cudaDataType_t ot, const bf16 *x, const bf16 *w, int64_t N, int C,
+                           int OC, int ldo) {
+    return gemm16(ctx, CUBLAS_OP_T, CUBLAS_OP_N, OC, (int)N, C, w, C, x, C, out, ot, ldo, 0);
+}
+
+/* dinp (N, C; fp32) = dout16 (N, OC; ld ldd) @ w16 */
+static pl_status lin16_bwd_inp(cu_ctx *ctx, float *dinp, const bf16 *dout, const bf16 *w, int64_t N, int C, int OC,
+                               int ldd) {
+    return gemm16(ctx, CUBLAS_OP_N, CUBLAS_OP_N, C, (int)N, OC, w, C, dout, ldd, dinp, CUDA_R_32F, C, 0);
+}
+
+/* dw (OC, C; fp32) += dout16^T @ x16 */
+static pl_status lin16_bwd_w(cu_ctx *ctx, float *dw, const bf16 *dout, const bf16 *x, int64_t N, int C, int OC,
+                             int ldd) {
+    return gemm16(ctx, CUBLAS_OP_N, CUBLAS_OP_T, C, OC, (int)N, x, C, dout, ldd, dw, CUDA_R_32F, C, 1);
+}
+
+#define L16(n) ceil_div((n), 256), 256, 0, ctx->stream
+#define RL(what)                                                                                                 \
+    RET(cudaGetLastError() == cudaSuccess ? PL_OK                                                                \
+                                          : cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, what, "launch failed", 0))
+
+static pl_status attn_fwd_heads16(cu_ctx *ctx, float *part, float *qkvr, float *att, float *y, float *scratch,
+                                  const float *x, const bf16 *wqkv, const bf16 *bqkv, const bf16 *wproj, int B,
+                                  int T, int C, int NH, int nh) {
+    const int hs = C / NH, Cl = nh * hs;
+    const int64_t N = (int64_t)B * T, NCl = N * Cl;
+    float *qkv = scratch, *yp = scratch + 3 * NCl;
+    bf16 *x16 = (bf16 *)(scratch + 4 * NCl), *y16 = (bf16 *)scratch;
+    const float *q = qkvr, *k = qkvr + NCl, *v = qkvr + 2 * NCl;
+    RET(check_size(ctx, 3 * NCl, "tp attention"));
+    RET(check_size(ctx, (int64_t)B * nh * T * T, "tp attention scores"));
+    tp_to16_k<<<L16(N * C)>>>(x16, x, N * C);
+    RL("tp_to16_k");
+    RET(lin16_fwd(ctx, qkv, CUDA_R_32F, x16, wqkv, N, C, 3 * Cl, 3 * Cl));
+    tp_bias_round_k<<<L16(N * 3 * Cl)>>>(qkv, bqkv, N, 3 * Cl);
+    RL("tp_bias_round_k");
+    permute_qkv_k<<<permute_grid(T, hs, 3 * B * nh), 256, 0, ctx->stream>>>(qkvr, qkv, NULL, B, T, Cl, nh);
+    LAUNCHED();
+    const float scale = 1.0f / sqrtf((float)hs);
+    RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, scale, k, hs, (long long)T * hs, q, hs,
+                     (long long)T * hs, 0.0f, att, T, (long long)T * T, B * nh));
+    const int64_t rows = (int64_t)B * nh * T;
+    softmax_causal_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(att, rows, T);
+    LAUNCHED();
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, hs, (long long)T * hs, att, T,
+                     (long long)T * T, 0.0f, yp, hs, (long long)T * hs, B * nh));
+    heads_tokens_k<<<permute_grid(T, hs, B * nh), 256, 0, ctx->stream>>>(y, yp, B, T, Cl, nh, 1);
+    LAUNCHED();
+    tp_round_k<<<L16(NCl)>>>(y, NCl);
+    RL("tp_round_k");
+    tp_to16_k<<<L16(NCl)>>>(y16, y, NCl); /* over qkv, which the permute has consumed */
+    RL("tp_to16_k");
+    return lin16_fwd(ctx, part, CUDA_R_32F, y16, wproj, N, Cl, C, C);
+}
+
+/* scratch: dy, dyp, dqkvr, dqkv, datt (8 N Cl + B nh T T), then dout16 and x16 (an X each) */
+static pl_status attn_bwd_heads16(cu_ctx *ctx, float *part, float *dwqkv, float *dbqkv, float *dwproj, float *scratch,
+                                  const float *dout, const float *x, const float *qkvr, const float *att,
+                                  const float *y, const bf16 *wqkv, const bf16 *wproj, int B, int T, int C, int NH,
+                                  int nh) {
+    const int hs = C / NH, Cl = nh * hs;
+    const int64_t N = (int64_t)B * T, NCl = N * Cl, NC = N * C, own = 8 * NCl + (int64_t)B * nh * T * T;
+    float *dy = scratch, *dyp = dy + NCl, *dqkvr = dyp + NCl, *dqkv = dqkvr + 3 * NCl, *datt = dqkv + 3 * NCl;
+    bf16 *dout16 = (bf16 *)(scratch + own), *x16 = (bf16 *)(scratch + own + NC);
+    bf16 *y16 = (bf16 *)dqkv, *dqkv16 = (bf16 *)scratch; /* each over a buffer not in use at the time */
+    const float *q = qkvr, *k = qkvr + NCl, *v = qkvr + 2 * NCl;
+    float *dq = dqkvr, *dk = dqkvr + NCl, *dv = dqkvr + 2 * NCl;
+    const float scale = 1.0f / sqrtf((float)hs);
+    const long long sT = (long long)T * hs, sTT = (long long)T * T;
+    tp_to16_k<<<L16(NC)>>>(dout16, dout, NC);
+    RL("tp_to16_k");
+    tp_to16_k<<<L16(NC)>>>(x16, x, NC);
+    RL("tp_to16_k");
+    tp_to16_k<<<L16(NCl)>>>(y16, y, NCl);
+    RL("tp_to16_k");
+    RET(lin16_bwd_inp(ctx, dy, dout16, wproj, N, Cl, C, C));
+    tp_round_k<<<L16(NCl)>>>(dy, NCl);
+    RL("tp_round_k");
+    RET(lin16_bwd_w(ctx, dwproj, dout16, y16, N, Cl, C, C));
+    heads_tokens_k<<<permute_grid(T, hs, B * nh), 256, 0, ctx->stream>>>(dyp, dy, B, T, Cl, nh, 0);
+    LAUNCHED();
+    RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, hs, sT, dyp, hs, sT, 0.0f, datt, T, sTT,
+                     B * nh));
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyp, hs, sT, att, T, sTT, 0.0f, dv, hs, sT,
+                     B * nh));
+    const int64_t rows = (int64_t)B * nh * T;
+    softmax_causal_bwd_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(datt, att, rows, T);
+    LAUNCHED();
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, scale, k, hs, sT, datt, T, sTT, 0.0f, dq, hs, sT,
+                     B * nh));
+    RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, scale, q, hs, sT, datt, T, sTT, 0.0f, dk, hs, sT,
+                     B * nh));
+    unpermute_qkv_k<<<permute_grid(T, hs, 3 * B * nh), 256, 0, ctx->stream>>>(dqkv, dqkvr, B, T, Cl, nh);
+    LAUNCHED();
+    tp_round_k<<<L16(3 * NCl)>>>(dqkv, 3 * NCl);
+    RL("tp_round_k");
+    RET(colsum(ctx, dbqkv, dqkv, N, 3 * Cl));
+    tp_to16_k<<<L16(3 * NCl)>>>(dqkv16, dqkv, 3 * NCl); /* over dy and dyp, done with */
+    RL("tp_to16_k");
+    RET(lin16_bwd_inp(ctx, part, dqkv16, wqkv, N, C, 3 * Cl, 3 * Cl));
+    return lin16_bwd_w(ctx, dwqkv, dqkv16, x16, N, C, 3 * Cl, 3 * Cl);
+}
+
+/* saved: slot 0 holds h16 then g16 (N F bf16 each), slot 1 (N F floats) the
+ * fp32 pre-activation; scratch: x16 (an X) */
+static pl_status mlp_fwd_cols16(cu_ctx *ctx, float *part, float *hslot, float *pre, float *scratch, const float *x,
+                                const bf16 *wfc, const bf16 *bfc, const bf16 *wproj, int64_t N, int C, int F) {
+    bf16 *x16 = (bf16 *)scratch, *h16 = (bf16 *)hslot, *g16 = h16 + N * F;
+    RET(check_size(ctx, N * F, "tp mlp"));
+    tp_to16_k<<<L16(N * C)>>>(x16, x, N * C);
+    RL("tp_to16_k");
+    RET(lin16_fwd(ctx, pre, CUDA_R_32F, x16, wfc, N, C, F, F));
+    tp_bias_gelu16_k<<<L16(N * F)>>>(h16, g16, pre, bfc, N, F);
+    RL("tp_bias_gelu16_k");
+    return lin16_fwd(ctx, part, CUDA_R_32F, g16, wproj, N, F, C, C);
+}
+
+/* scratch: dg (N F), then dout16 and x16 (an X each); dh16 over saved slot 1 */
+static pl_status mlp_bwd_cols16(cu_ctx *ctx, float *part, float *dwfc, float *dbfc, float *dwproj, float *scratch,
+                                const float *dout, const float *x, float *hslot, float *slot1, const bf16 *wfc,
+                                const bf16 *wproj, int64_t N, int C, int F) {
+    const int64_t NC = N * C;
+    float *dg = scratch;
+    bf16 *dout16 = (bf16 *)(scratch + N * F), *x16 = (bf16 *)(scratch + N * F + NC);
+    const bf16 *h16 = (const bf16 *)hslot, *g16 = h16 + N * F;
+    bf16 *dh16 = (bf16 *)slot1;
+    tp_to16_k<<<L16(NC)>>>(dout16, dout, NC);
+    RL("tp_to16_k");
+    tp_to16_k<<<L16(NC)>>>(x16, x, NC);
+    RL("tp_to16_k");
+    RET(lin16_bwd_inp(ctx, dg, dout16, wproj, N, F, C, C));
+    RET(lin16_bwd_w(ctx, dwproj, dout16, g16, N, F, C, C));
+    tp_gelu_bwd16_k<<<L16(N * F)>>>(dg, dh16, h16, N * F);
+    RL("tp_gelu_bwd16_k");
+    RET(colsum(ctx, dbfc, dg, N, F));
+    RET(lin16_bwd_inp(ctx, part, dh16, wfc, N, C, F, F));
+    return lin16_bwd_w(ctx, dwfc, dh16, x16, N, C, F, F);
+}
+
+#define P16(c, k) ((const bf16 *)(c)->params16 + (c)->pl.off[k])
+
 /* ---- collectives between the partial products ---- */
 
 typedef struct {
@@ -287,16 +495,23 @@ static pl_status loss_forward(const tp_run *r, const hw_node_call *c) {
     const int Vs = hw_tp_vocab_slice(d->V, t), Vl = hw_tp_vocab_rows(d->V, t, r->tp->rank);
     const int Vlp = hw_padded_vocab(Vs), v0 = r->tp->rank * Vs;
     float *mx = c->scratch, *sum = mx + N, *xt = sum + N;
-    tp_loss_max_k<<<N, 256, 0, ctx->stream>>>(mx, c->in[0], Vl, Vlp);
+    const bf16 *x16 = (const bf16 *)c->in[0];
+    if (c->bf16) tp_loss_max_k<bf16><<<N, 256, 0, ctx->stream>>>(mx, x16, Vl, Vlp);
+    else tp_loss_max_k<float><<<N, 256, 0, ctx->stream>>>(mx, c->in[0], Vl, Vlp);
     pl_status st = launched(r, "tp_loss_max_k");
     if (st != PL_OK) return st;
     st = dist_device_allreduce_f32(r->xd, mx, N, DIST_MAX, 0, r->msg, r->len);
     if (st != PL_OK) return st;
-    tp_loss_sum_k<<<N, 256, 0, ctx->stream>>>(sum, xt, c->in[0], mx, c->targets, v0, Vl, Vlp);
+    if (c->bf16) tp_loss_sum_k<bf16><<<N, 256, 0, ctx->stream>>>(sum, xt, x16, mx, c->targets, v0, Vl, Vlp);
+    else tp_loss_sum_k<float><<<N, 256, 0, ctx->stream>>>(sum, xt, c->in[0], mx, c->targets, v0, Vl, Vlp);
     if ((st = launched(r, "tp_loss_sum_k")) != PL_OK) return st;
     if ((st = dist_device_allreduce_f32(r->xd, sum, 2 * (int64_t)N, DIST_SUM, 0, r->msg, r->len)) != PL_OK) return st;
-    tp_loss_grad_k<<<N, 256, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], mx, sum, xt, c->targets, v0,
-                                               Vl, Vlp, c->inv_norm);
+    if (c->bf16)
+        tp_loss_grad_k<bf16><<<N, 256, 0, ctx->stream>>>(c->out, (bf16 *)c->din[0], c->loss_sum, x16, mx, sum, xt,
+                                                         c->targets, v0, Vl, Vlp, c->inv_norm);
+    else
+        tp_loss_grad_k<float><<<N, 256, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], mx, sum, xt,
+                                                          c->targets, v0, Vl, Vlp, c->inv_norm);
     return launched(r, "tp_loss_grad_k");
 }
 
@@ -315,6 +530,7 @@ static pl_status tp_forward(const tp_run *r, const hw_node_call *c) {
     const int C = d->C, t = tp->size;
     const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
     const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const int64_t X = c->bf16 ? N * C : 0; /* bf16: the node's rounded input copy (x16) */
     const float *x = NULL;
     pl_status st;
     switch (c->kind) {
@@ -329,25 +545,36 @@ static pl_status tp_forward(const tp_run *r, const hw_node_call *c) {
         return kfail(r, cu_node_forward(ctx, &rc));
     }
     case OP_ATTENTION: {
-        float *part = c->scratch + 4 * N * Cl, *gx = part + N * C;
+        float *part = c->scratch + 4 * N * Cl + X, *gx = part + N * C;
         if ((st = gather_input(r, c->in[0], gx, N, C, &x)) != PL_OK) return st;
-        st = attn_fwd_heads(ctx, part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P(c, 0), P(c, 1), P(c, 2), d->B,
-                            d->T, C, d->NH, nh);
+        if (c->bf16)
+            st = attn_fwd_heads16(ctx, part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P16(c, 0), P16(c, 1),
+                                  P16(c, 2), d->B, d->T, C, d->NH, nh);
+        else
+            st = attn_fwd_heads(ctx, part, S(c, 0), S(c, 1), S(c, 2), c->scratch, x, P(c, 0), P(c, 1), P(c, 2), d->B,
+                                d->T, C, d->NH, nh);
         if (st != PL_OK) return kfail(r, st);
         return reduce_partial(r, c->out, part, N, C, P(c, 3), 0);
     }
     case OP_MLP: {
-        float *part = c->scratch, *gx = part + N * C;
+        float *part = c->scratch + X, *gx = part + N * C;
         if ((st = gather_input(r, c->in[0], gx, N, C, &x)) != PL_OK) return st;
-        st = mlp_fwd_cols(ctx, part, S(c, 0), S(c, 1), x, P(c, 0), P(c, 1), P(c, 2), N, C, Fl);
+        if (c->bf16)
+            st = mlp_fwd_cols16(ctx, part, S(c, 0), S(c, 1), c->scratch, x, P16(c, 0), P16(c, 1), P16(c, 2), N, C, Fl);
+        else
+            st = mlp_fwd_cols(ctx, part, S(c, 0), S(c, 1), x, P(c, 0), P(c, 1), P(c, 2), N, C, Fl);
         if (st != PL_OK) return kfail(r, st);
         return reduce_partial(r, c->out, part, N, C, P(c, 3), 0);
     }
     case OP_HEAD: {
         const int Vlp = hw_padded_vocab(hw_tp_vocab_slice(d->V, t));
-        if ((st = gather_input(r, c->in[0], c->scratch, N, C, &x)) != PL_OK) return st;
+        if ((st = gather_input(r, c->in[0], c->scratch ? c->scratch + X : NULL, N, C, &x)) != PL_OK) return st;
         /* all Vlp rows: the padding rows of the slice are 0, their logits 0 and unused */
-        return kfail(r, lin_fwd(ctx, c->out, x, P(c, 0), N, C, Vlp, Vlp));
+        if (!c->bf16) return kfail(r, lin_fwd(ctx, c->out, x, P(c, 0), N, C, Vlp, Vlp));
+        /* bf16: the logits are bf16 (the whole head's layout), from x16 in the scratch */
+        tp_to16_k<<<ceil_div(N * C, 256), 256, 0, ctx->stream>>>((bf16 *)c->scratch, x, N * C);
+        if ((st = launched(r, "tp_to16_k")) != PL_OK) return st;
+        return kfail(r, lin16_fwd(ctx, c->out, CUDA_R_16BF, (const bf16 *)c->scratch, P16(c, 0), N, C, Vlp, Vlp));
     }
     case OP_LOSS: return loss_forward(r, c);
     default: return pl_fail(r->msg, r->len, PL_ERR_INVALID, "unknown node kind %d", (int)c->kind);
@@ -361,6 +588,7 @@ static pl_status tp_backward(const tp_run *r, const hw_node_call *c) {
     const int C = d->C, t = tp->size;
     const int64_t N = (int64_t)d->B * d->T, Ns = tp->sp ? N / t : N, n0 = tp->sp ? tp->rank * Ns : 0;
     const int nh = d->NH / t, Cl = C / t, Fl = 4 * C / t;
+    const int64_t X = c->bf16 ? N * C : 0; /* bf16: the node's rounded copies (dout16, x16) */
     const float *x = NULL, *dout = NULL;
     pl_status st;
     switch (c->kind) {
@@ -376,15 +604,21 @@ static pl_status tp_backward(const tp_run *r, const hw_node_call *c) {
     case OP_ATTENTION:
     case OP_MLP: {
         const int attn = c->kind == OP_ATTENTION;
-        const int64_t own = attn ? 8 * N * Cl + (int64_t)d->B * nh * d->T * d->T : N * Fl;
+        const int64_t own = (attn ? 8 * N * Cl + (int64_t)d->B * nh * d->T * d->T : N * Fl) + 2 * X;
         float *part = c->scratch + own, *gx = part + N * C, *gd = gx + N * C;
         if ((st = gather_input(r, c->in[0], gx, N, C, &x)) != PL_OK) return st;
         if ((st = gather_input(r, c->dout, gd, N, C, &dout)) != PL_OK) return st;
         /* bproj is applied on the rank's rows (all of them without sp) */
         if ((st = colsum(ctx, G(c, 3), c->dout, Ns, C)) != PL_OK) return kfail(r, st);
-        if (attn)
+        if (attn && c->bf16)
+            st = attn_bwd_heads16(ctx, part, G(c, 0), G(c, 1), G(c, 2), c->scratch, dout, x, S(c, 0), S(c, 1),
+                                  S(c, 2), P16(c, 0), P16(c, 2), d->B, d->T, C, d->NH, nh);
+        else if (attn)
             st = attn_bwd_heads(ctx, part, G(c, 0), G(c, 1), G(c, 2), c->scratch, dout, x, S(c, 0), S(c, 1), S(c, 2),
                                 P(c, 0), P(c, 2), d->B, d->T, C, d->NH, nh);
+        else if (c->bf16)
+            st = mlp_bwd_cols16(ctx, part, G(c, 0), G(c, 1), G(c, 2), c->scratch, dout, x, S(c, 0), S(c, 1),
+                                P16(c, 0), P16(c, 2), N, C, Fl);
         else
             st = mlp_bwd_cols(ctx, part, G(c, 0), G(c, 1), G(c, 2), c->scratch, dout, x, S(c, 0), S(c, 1), P(c, 0),
                               P(c, 2), N, C, Fl);
@@ -393,11 +627,19 @@ static pl_status tp_backward(const tp_run *r, const hw_node_call *c) {
     }
     case OP_HEAD: {
         const int Vlp = hw_padded_vocab(hw_tp_vocab_slice(d->V, t));
-        float *part = c->scratch, *gx = part + N * C;
+        float *part = c->scratch + X, *gx = part + N * C;
         if ((st = gather_input(r, c->in[0], gx, N, C, &x)) != PL_OK) return st;
         /* the loss zeroed the padding columns of dlogits: the padding rows add nothing */
-        if ((st = lin_bwd_inp(ctx, part, c->dout, P(c, 0), N, C, Vlp, Vlp, 0)) != PL_OK) return kfail(r, st);
-        if ((st = lin_bwd_w(ctx, G(c, 0), c->dout, x, N, C, Vlp, Vlp)) != PL_OK) return kfail(r, st);
+        if (c->bf16) { /* bf16 logits gradient (the loss's), x16 in the scratch */
+            const bf16 *dl16 = (const bf16 *)c->dout, *x16 = (const bf16 *)c->scratch;
+            tp_to16_k<<<ceil_div(N * C, 256), 256, 0, ctx->stream>>>((bf16 *)c->scratch, x, N * C);
+            if ((st = launched(r, "tp_to16_k")) != PL_OK) return st;
+            if ((st = lin16_bwd_inp(ctx, part, dl16, P16(c, 0), N, C, Vlp, Vlp)) != PL_OK) return kfail(r, st);
+            if ((st = lin16_bwd_w(ctx, G(c, 0), dl16, x16, N, C, Vlp, Vlp)) != PL_OK) return kfail(r, st);
+        } else {
+            if ((st = lin_bwd_inp(ctx, part, c->dout, P(c, 0), N, C, Vlp, Vlp, 0)) != PL_OK) return kfail(r, st);
+            if ((st = lin_bwd_w(ctx, G(c, 0), c->dout, x, N, C, Vlp, Vlp)) != PL_OK) return kfail(r, st);
+        }
         return reduce_partial(r, c->din[0], part, N, C, NULL, c->acc[0]);
     }
     case OP_LOSS: return PL_OK; /* fused into the forward */
@@ -407,14 +649,12 @@ static pl_status tp_backward(const tp_run *r, const hw_node_call *c) {
 
 extern "C" pl_status hw_tp_forward_cuda(const hw_tp *tp, dist_device *xd, hw_backend *be, int dev,
                                         const hw_node_call *c, char *msg, size_t len) {
-    if (c->bf16) return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism on CUDA runs fp32 / tf32 only");
     tp_run r = {tp, xd, cu_backend_ctx(be, dev), msg, len};
     return tp_forward(&r, c);
 }
 
 extern "C" pl_status hw_tp_backward_cuda(const hw_tp *tp, dist_device *xd, hw_backend *be, int dev,
                                          const hw_node_call *c, char *msg, size_t len) {
-    if (c->bf16) return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism on CUDA runs fp32 / tf32 only");
     tp_run r = {tp, xd, cu_backend_ctx(be, dev), msg, len};
     return tp_backward(&r, c);
 }

@@ -218,7 +218,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
     /* the CPU backend runs tp and dp on host buffers; the CUDA one through
-     * the device collectives (dist_device.h), tp in fp32 / tf32 only */
+     * the device collectives (dist_device.h) */
     const int on_cpu = strcmp(be->ops->name, "cpu") == 0, on_cuda = strcmp(be->ops->name, "cuda") == 0;
     if (o->dp && !on_cpu && !on_cuda)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "data parallelism over processes does not run on the %s backend",
@@ -228,10 +228,6 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
         if (!on_cpu && !on_cuda)
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism does not run on the %s backend",
                            be->ops->name);
-        if (on_cuda && e->prec == HW_PREC_BF16)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                           "tensor parallelism (tp = %d) on CUDA runs fp32 / tf32 only, not bf16 (the bf16 slices are "
-                           "the CPU backend's)", tp);
         if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
                                                                 g->cfg.seq_len, msg, len)) != PL_OK)
             return st;

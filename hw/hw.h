@@ -89,12 +89,11 @@
  * divide the heads and 4 C; the vocabulary is cut in slices of ceil(V/t)
  * rows, the last ones padded. hw_plan_get_params/_grads of
  * a tp rank write only its slices into the model view. The CPU backend
- * runs it on host buffers in fp32 and bf16; the CUDA backend on device
- * buffers (hw/dist_tp_cuda.cu) in fp32 and tf32, with its collectives
- * through hw/dist_device.h: NCCL when every rank has its own GPU, staged
- * through host memory when ranks share one (several processes on one
- * H200: logical devices that check the math, not a speed-up). tp in bf16
- * on CUDA is refused.
+ * runs it on host buffers, the CUDA backend on device buffers
+ * (hw/dist_tp_cuda.cu), both in every precision, the CUDA one with its
+ * collectives through hw/dist_device.h: NCCL when every rank has its own
+ * GPU, staged through host memory when ranks share one (several processes
+ * on one H200: logical devices that check the math, not a speed-up).
  */
 #ifndef PLACER_HW_HW_H
 #define PLACER_HW_HW_H
@@ -204,7 +203,7 @@ typedef struct {
                                   the plan issues from one thread and captures no graph.
                                   Borrowed: must outlive the plan. */
     struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h;
-                                  CPU: fp32 or bf16, CUDA: fp32 or tf32): this process is one tp rank; the
+                                  any precision): this process is one tp rank; the
                                   attention heads, MLP columns and vocabulary rows of the head
                                   are split over the group (rules above). Every rank gets the
                                   whole batch and creates the same plan. With dp as well, tp

@@ -35,9 +35,10 @@
  *     reference's whole matrix, other kernels), so differences of a few
  *     2^-11 per GEMM through the backward chain: loss 2e-3, gradients 5e-2
  *     of the node's scale.
- *   bf16 (dp only: tp on CUDA is fp32 / tf32): the replicas' sum of two
- *     half-batch gradients against one full-batch gradient, bf16 rounding
- *     of activations (2^-8): loss 1e-2, gradients 1e-1 of the scale.
+ *   bf16: the slices round what the whole nodes round (hw.h) but their
+ *     GEMMs sum other operands in another order before each rounding to
+ *     bf16 (2^-8 relative), and a replica's half batch rounds apart from
+ *     the whole: loss 1e-2, gradients 1e-1 of the node's scale.
  *   A wrong split (a missing all-reduce, the wrong slice) moves gradients by
  *     O(1) of their scale (test_tp.c measured 1.0 by breaking the CPU
  *     engine on purpose), so each bound still separates by 10x or more.
@@ -47,7 +48,7 @@
  *     to ~2 lr a step; the checks are the mean (1e-2 lr fp32, 5e-2 lr tf32,
  *     1e-1 lr bf16: a wrong split moves most elements by O(lr)) and the max
  *     below 6 lr (a NaN or a diverged update).
- * Also: tp = 2 in bf16 refused with its message; a killed rank (world 4,
+ * Also: ZeRO-1 in bf16 refused with its message; a killed rank (world 4,
  * rank 1 SIGKILLed after its first step): hw_launch fails with one line
  * within 30 s and every rank is reaped (kill(pid, 0) fails with ESRCH).
  */
@@ -337,14 +338,14 @@ static void run_case(const graph *g, const int64_t *off, int64_t n, const refere
     unmap_case(&c, world);
 }
 
-/* tp on CUDA in bf16 is refused on every rank with its reason (rank_fn returns 3). */
+/* ZeRO-1 in bf16 is refused on every rank with its reason (rank_fn returns 3). */
 static void refusal_case(int64_t n) {
-    tp_case c = {2, 1, 0, 0, 1, 1, P_BF16, -1, n, NULL, NULL, NULL, NULL};
+    tp_case c = {1, 2, 1, 0, 1, 1, P_BF16, -1, n, NULL, NULL, NULL, NULL};
     if (!map_case(&c, 2)) return;
     char msg[512] = "";
     pl_status st = hw_launch(2, 30.0, rank_fn, &c, NULL, msg, sizeof msg);
-    const int ok = st != PL_OK && strstr(msg, "fp32 / tf32 only") != NULL;
-    printf("%s bf16 tp=2 refused: %s\n", ok ? "PASS" : "FAIL", st == PL_OK ? "it ran" : msg);
+    const int ok = st != PL_OK && strstr(msg, "ZeRO-1 runs in fp32 only") != NULL;
+    printf("%s bf16 dp=2 zero=1 refused: %s\n", ok ? "PASS" : "FAIL", st == PL_OK ? "it ran" : msg);
     if (ok) passed++;
     else failed++;
     unmap_case(&c, 2);
@@ -416,10 +417,14 @@ int main(int argc, char **argv) {
     }
     if (all || !strcmp(only, "bf16")) {
         if ((have[P_BF16] = make_reference(g, n, P_BF16, &ref[P_BF16]))) {
-            tp_case c = {1, 2, 0, 0, 1, 1, P_BF16, -1, 0, NULL, NULL, NULL, NULL};
-            run_case(g, off, n, &ref[P_BF16], c);
-            tp_case c2 = {1, 2, 0, 0, 2, 2, P_BF16, -1, 0, NULL, NULL, NULL, NULL};
-            run_case(g, off, n, &ref[P_BF16], c2);
+            /* tp, dp, zero, sp, devices, micro-batches (ZeRO-1 runs in fp32 only: refused below) */
+            static const int b16[][6] = {{1, 2, 0, 0, 1, 1}, {1, 2, 0, 0, 2, 2}, {2, 1, 0, 0, 1, 1},
+                                         {2, 1, 0, 1, 1, 1}, {2, 2, 0, 1, 1, 1}, {2, 2, 0, 1, 2, 2}};
+            for (size_t k = 0; k < sizeof b16 / sizeof b16[0]; k++) {
+                tp_case c = {b16[k][0], b16[k][1], b16[k][2], b16[k][3], b16[k][4], b16[k][5], P_BF16, -1, 0,
+                             NULL, NULL, NULL, NULL};
+                run_case(g, off, n, &ref[P_BF16], c);
+            }
         }
         refusal_case(n);
     }
