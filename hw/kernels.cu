@@ -24,10 +24,13 @@
  *                   the epilogue's aux output) in cuBLASLt epilogues; the
  *                   bias gradients by 16-byte column sums, GELU's backward
  *                   fused with the fc bias gradient (gelu_colsum4_k)
- *   loss            lossf_k: two blocks an SM, the row re-read from L2
+ *   loss            lossf_k: the row re-read from L2, not kept in shared memory
  *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
  *                   no permutes and no T x T matrix
- *   GEMMs           cuBLASLt, each shape's algorithm chosen by timing
+ *   GEMMs           the small-output ones (weight gradients) split over k
+ *                   into one batched cuBLASLt GEMM and a reduction; the
+ *                   others by cublasGemmEx (cuBLASLt with algorithms chosen
+ *                   by timing measured slower: PLACER_TF32_ON=lt,tune)
  *   layernorm bwd   layernorm_bwd2_k: two rows a warp in flight
  *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
@@ -697,9 +700,18 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
                            const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
                            int epi, const float *bias, float *aux);
 
+static int splitk_ways(const cu_ctx *ctx, int m, int n, int k, int ldc);
+static pl_status gemm_splitk32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                               const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
+                               int S);
+
 static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (ctx->tf32_lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) /* TF32: through cuBLASLt (tuned) */
+    if (ctx->tf32_splitk && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) { /* TF32: small-output GEMMs */
+        const int S = splitk_ways(ctx, m, n, k, ldc);
+        if (S > 1) return gemm_splitk32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, S);
+    }
+    if (ctx->tf32_lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) /* TF32: through cuBLASLt (opt-in) */
         return gemm_lt32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, 0, NULL, NULL);
     BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
                       CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
@@ -774,6 +786,7 @@ enum { E32_NONE = 0, E32_BIAS, E32_GELU };
 
 struct cu_lt32_entry {
     int ta, tb, m, n, k, lda, ldb, ldc, epi, accumulate, align;
+    int splitk; /* > 1: a batched GEMM of splitk k-slices into partial outputs (gemm_splitk32) */
     int ok; /* 1: desc and algo usable; 0: no algorithm, use the fallback */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -953,8 +966,9 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
     cu_lt32_entry *e = NULL;
     for (int i = 0; i < ctx->n_lt32; i++) {
         cu_lt32_entry *x = &ctx->lt32_cache[i];
-        if (x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k && x->lda == lda &&
-            x->ldb == ldb && x->ldc == ldc && x->epi == epi && x->accumulate == accumulate && x->align == align) {
+        if (x->splitk == 0 && x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k &&
+            x->lda == lda && x->ldb == ldb && x->ldc == ldc && x->epi == epi && x->accumulate == accumulate &&
+            x->align == align) {
             e = x;
             break;
         }
@@ -1038,6 +1052,127 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
         char nm[48];
         snprintf(nm, sizeof nm, "lt32 %dx%dx%d%s%s", m, n, k, epi == E32_GELU ? " gelu" : epi == E32_BIAS ? " bias" : "",
                  e->ok ? "" : " (fallback)");
+        KM(gemm_name_str(ctx->kprof, nm));
+    }
+    return PL_OK;
+}
+
+/* ---- split-K for the small-output GEMMs (ctx->tf32_splitk) ----
+ * A weight gradient dW (OC x C) += dout^T x sums over all N = B*T tokens:
+ * k = 4096 and an output of 9-36 tiles of 128 x 128, so cuBLAS runs it on
+ * a quarter of the H200's 132 SMs (1536 x 384 x 4096 took 44 us, 110
+ * TFLOP/s). Here the k range is cut into S slices, run as ONE batched
+ * cuBLASLt GEMM (batch s: the slice's columns of A and B, its own partial
+ * output) into the upper half of the cuBLAS workspace (the GEMM gets the
+ * lower half), and splitk_reduce_k adds the S partials, in order, into D:
+ * the same TF32 products, fp32 sums in another order, deterministic. S is
+ * the smallest power of two that gives >= 264 blocks of 128 x 128, with
+ * slices of >= 256 and the partials fitting; GEMMs of more than 66 tiles
+ * (the forward and input-gradient ones) stay as they are. */
+static int splitk_ways(const cu_ctx *ctx, int m, int n, int k, int ldc) {
+    if (!ctx->lt || !ctx->ws || ldc != m) return 1;
+    const int64_t tiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128);
+    if (tiles > 66) return 1;
+    const size_t half = ctx->ws_bytes / 2;
+    int S = 1;
+    while (S < 16 && tiles * S < 264 && k % (2 * S) == 0 && k / (2 * S) >= 256 &&
+           (size_t)(2 * S) * (size_t)m * (size_t)n * sizeof(float) <= half && ((int64_t)m * n) % 4 == 0)
+        S *= 2;
+    return S;
+}
+
+/* dst (mn4 float4s) = (acc ? dst : 0) + part[0] + ... + part[S-1] (stride mn4) */
+__global__ void splitk_reduce_k(float4 *dst, const float4 *part, int64_t mn4, int S, int acc) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= mn4) return;
+    float4 a = acc ? dst[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int s = 0; s < S; s++) {
+        const float4 p = part[(int64_t)s * mn4 + i];
+        a.x += p.x, a.y += p.y, a.z += p.z, a.w += p.w;
+    }
+    dst[i] = a;
+}
+
+static pl_status gemm_splitk32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
+                               const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
+                               int S) {
+    const size_t half = ctx->ws_bytes / 2;
+    float *part = (float *)((char *)ctx->ws + half);
+    const int kS = k / S, align = ptr_align(A, B, D, part, NULL);
+    cu_lt32_entry *e = NULL;
+    for (int i = 0; i < ctx->n_lt32; i++) {
+        cu_lt32_entry *x = &ctx->lt32_cache[i];
+        if (x->splitk == S && x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k &&
+            x->lda == lda && x->ldb == ldb && x->ldc == ldc && x->align == align) {
+            e = x;
+            break;
+        }
+    }
+    if (!e) {
+        if (!ctx->lt32_cache) {
+            ctx->lt32_cache = (cu_lt32_entry *)calloc(CU_LT32_CACHE, sizeof *ctx->lt32_cache);
+            if (!ctx->lt32_cache)
+                return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_splitk32", "out of host memory", 0);
+        }
+        if (ctx->n_lt32 == CU_LT32_CACHE)
+            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_splitk32", "too many GEMM shapes", 0);
+        e = &ctx->lt32_cache[ctx->n_lt32++];
+        memset(e, 0, sizeof *e);
+        e->ta = ta; e->tb = tb; e->m = m; e->n = n; e->k = k; e->lda = lda; e->ldb = ldb; e->ldc = ldc;
+        e->splitk = S; e->align = align; e->epi = E32_NONE;
+        if (align >= 16) {
+            BTRY(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+            /* batch s: A's and B's k-slice s (column offsets in the column-major view), partial s */
+            const int64_t sa = ta == CUBLAS_OP_N ? (int64_t)kS * lda : kS, sb = tb == CUBLAS_OP_N ? kS : (int64_t)kS * ldb;
+            const int64_t sc = (int64_t)m * n;
+            BTRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : kS, ta == CUBLAS_OP_N ? kS : m,
+                                            lda));
+            BTRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_32F, tb == CUBLAS_OP_N ? kS : n, tb == CUBLAS_OP_N ? n : kS,
+                                            ldb));
+            BTRY(cublasLtMatrixLayoutCreate(&e->lc, CUDA_R_32F, m, n, m));
+            const int32_t bc = S;
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
+            BTRY(cublasLtMatrixLayoutSetAttribute(e->lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sc, sizeof sc));
+            cublasLtMatmulPreference_t pref = NULL;
+            BTRY(cublasLtMatmulPreferenceCreate(&pref));
+            size_t wsb = half;
+            uint32_t al = (uint32_t)align;
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
+            cublasLtMatmulHeuristicResult_t res;
+            int found = 0;
+            cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1,
+                                                               &res, &found);
+            cublasLtMatmulPreferenceDestroy(pref);
+            e->ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
+            if (e->ok) e->algo = res.algo;
+        }
+    }
+    if (!e->ok) { /* no batched algorithm: the one plain GEMM */
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, D,
+                          CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
+        if (ctx->kprof) KM(gemm_name(ctx->kprof, m, n, k));
+        return PL_OK;
+    }
+    const float alpha = 1.0f, beta = 0.0f;
+    BTRY(cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, part, e->lc, part, e->lc, &e->algo,
+                        ctx->ws, half, ctx->stream));
+    const int64_t mn4 = (int64_t)m * n / 4;
+    splitk_reduce_k<<<ceil_div(mn4, 256), 256, 0, ctx->stream>>>((float4 *)D, (const float4 *)part, mn4, S, accumulate);
+    LAUNCHED();
+    if (ctx->kprof) {
+        char nm[48];
+        snprintf(nm, sizeof nm, "splitk%d %dx%dx%d", S, m, n, k);
         KM(gemm_name_str(ctx->kprof, nm));
     }
     return PL_OK;
@@ -1389,21 +1524,26 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths; PLACER_TF32_OFF=epi,loss,flash,lt,tune,ln (or all)
-     * turns them off for measurement; PLACER_LOSS32=1024 picks the loss
-     * variant with one 1024-thread block per SM instead of two of 512 */
+    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ln,splitk (or
+     * all) turns those off for measurement; PLACER_TF32_ON=lt,tune turns on
+     * the two that measured slower on the H200 (GPU call 2: the TF32 step
+     * with graphs 5.746 ms with them, 5.695 without lt, 5.683 without tune);
+     * PLACER_LOSS32=512 picks the loss variant with two 512-thread blocks an
+     * SM (5.746 ms against 5.632 with one block of 1024) */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
-        const char *off = getenv("PLACER_TF32_OFF");
+        const char *off = getenv("PLACER_TF32_OFF"), *on = getenv("PLACER_TF32_ON");
         const int all = off && strstr(off, "all") != NULL;
         ctx->tf32_epi = !(all || (off && strstr(off, "epi")));
         const char *lv = getenv("PLACER_LOSS32");
-        ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "1024") ? 2 : 1;
+        ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "512") ? 1 : 2;
         ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
-        ctx->tf32_lt = !(all || (off && strstr(off, "lt")));
-        ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
         ctx->tf32_ln = !(all || (off && strstr(off, "ln")));
+        ctx->tf32_splitk = !(all || (off && strstr(off, "splitk")));
+        ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
+        ctx->tf32_tune = !all && on && strstr(on, "tune") != NULL;
     } else {
         ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = ctx->tf32_ln = 0;
+        ctx->tf32_splitk = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

@@ -5,22 +5,21 @@
 # (everything) and $OUT/summary.txt (one line a step, then the results).
 #   correctness  gpu_tests kernels / step tf32 (hs 32 unfused, hs 64 and 128
 #                with the TF32 flash kernel), graphs, strict fp32 unchanged,
-#                memcheck (+ leaks) and racecheck of a 2-logical-device TF32
-#                step (gpu_tests sanitize: hs 32 and hs 64), so every new
-#                kernel runs under both; kernels / step bf16 and a bf16 graph
-#                bench (the bf16 flash kernels are H3's v3 now)
+#                memcheck (+ leaks) of a 2-logical-device TF32 step (gpu_tests
+#                sanitize: hs 32 and hs 64) and racecheck of its hs-64 half
+#                (sanitize hs64), so every new kernel runs under both;
+#                kernels / step bf16 and a bf16 graph bench (the bf16 flash
+#                kernels are H3's v3 now)
 #   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
 #                every fused path, then with each turned off
-#                (PLACER_TF32_OFF=tune|lt|flash|loss|epi|ln|all; tune: the
-#                heuristic's first cuBLASLt algorithm instead of the fastest
-#                of 8 timed; lt: plain GEMMs by cublasGemmEx; epi: the MLP's and the
-#                unfused attention's; the flash path always uses its
-#                epilogues), the loss variant with
-#                one 1024-thread block an SM (PLACER_LOSS32=1024), the TF32
-#                flash kernels without their prefetch (PLACER_FLASH32_PF=0), all fused
-#                again (the first and last lines bracket the noise), the full
-#                bench_step --graphs, and the TF32 kernel breakdown
-#                (PLACER_KPROF=1, op by op)
+#                (PLACER_TF32_OFF=splitk|ln|flash|loss|epi|all; epi: the MLP's
+#                and the unfused attention's epilogues, the flash path always
+#                uses its own), the loss variant with two 512-thread blocks an
+#                SM (PLACER_LOSS32=512), the opt-in cuBLASLt paths
+#                (PLACER_TF32_ON=lt,tune), the flash kernels' prefetch
+#                (PLACER_FLASH32_PF=1), all fused again (the first and last
+#                lines bracket the noise), the full bench_step --graphs, and
+#                the TF32 kernel breakdown (PLACER_KPROF=1, op by op)
 #   kernels      when BUILD/hw/flash_tests is built (ninja -C BUILD
 #                hw/flash_tests): its check (bf16 and TF32 against the
 #                reference), memcheck and racecheck, and bench
@@ -60,8 +59,8 @@ step kernels_bf16 60 "$T" kernels bf16
 step step_bf16 60 "$T" step bf16
 step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
-for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=lt PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss PLACER_TF32_OFF=epi \
-  PLACER_TF32_OFF=ln PLACER_TF32_OFF=all PLACER_LOSS32=1024 PLACER_FLASH32_PF=0 ""; do
+for v in "" PLACER_TF32_OFF=splitk PLACER_TF32_OFF=ln PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
+  PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt,tune PLACER_FLASH32_PF=1 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
 done
@@ -69,7 +68,7 @@ step bench_graphs 60 "$BS" --graphs --warmup 3 --steps 20
 step kprof_tf32 60 env PLACER_KPROF=1 "$BS" --quick --warmup 2 --steps 5
 if [ -x "$B/hw/flash_tests" ]; then # the kernels alone: every shape against the exact reference, and their times
   step flash_check 60 "$B/hw/flash_tests" check
-  step flash_check_nopf 60 env PLACER_FLASH32_PF=0 "$B/hw/flash_tests" check
+  step flash_check_pf 60 env PLACER_FLASH32_PF=1 "$B/hw/flash_tests" check
   step flash_memcheck 60 "$CS" --tool memcheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
   step flash_racecheck 60 "$CS" --tool racecheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
   step flash_bench 60 "$B/hw/flash_tests" bench
@@ -77,7 +76,7 @@ else
   echo "SKIP flash_tests: $B/hw/flash_tests not built (ninja -C $B hw/flash_tests)" | tee -a "$SUM"
 fi
 step memcheck_engine 90 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
-step racecheck_engine 90 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize
+step racecheck_engine 240 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize hs64
 
 {
   echo

@@ -48,9 +48,16 @@
  *     than bf16's, whose kernels measured ~2.5e-3 normwise against the exact
  *     formula with three (P, dS, the output); ~5e-4..1e-3 expected, 2^-8
  *     (3.9e-3) leaves 4x and is still 100x below an indexing error.
- *   elementwise and lse as for bf16 (2^-6 max|r| + 1e-4; 1e-3). At T = 1
- *     the reference dq, dk are 0 and the kernel's are dP - D, both sums of
- *     the same TF32 products in another order (~1e-6), under the 1e-4 floor.
+ *   elementwise as for bf16 (2^-6 max|r| + 1e-4). At T = 1 the reference
+ *     dq, dk are 0 and the kernel's are dP - D, both sums of the same TF32
+ *     products in another order (~1e-6), under the 1e-4 floor.
+ *   lse max |g - r| <= 2^-10 max|r| + 1e-3. Here the reference has the
+ *     unrounded inputs, so lse errs by about its scores' error: each score
+ *     q.k / sqrt(hs) takes the TF32 rounding of q and k (~2^-11 relative a
+ *     factor, random signs), ~3e-4 x its size; the H200 gave max 1.1e-3
+ *     (max|lse| 6.6) and 4.6e-3 for the peaked rows (max|lse| 19.2), i.e.
+ *     1.7e-4 and 2.4e-4 of max|r|; the bound (2^-10 = 9.8e-4 of it) leaves
+ *     4x, and the 1e-3 floor covers small lse.
  */
 #include <math.h>
 #include <pthread.h>
@@ -69,6 +76,7 @@
 #define TOL_MAX_ABS 1e-4
 #define TOL_LSE 1e-3
 #define TOL_NORM_TF32 (1.0 / 256.0)
+#define TOL_LSE_TF32_REL (1.0 / 1024.0)
 
 static int n_pass, n_fail;
 
@@ -178,8 +186,11 @@ static errs compare(const float *g, const float *r, int64_t rows, int w, int64_t
     return e;
 }
 
-static void verdict_tol(const char *shape, const char *what, errs e, errs exact, int is_lse, double tol_norm) {
-    const int ok = is_lse ? e.max_abs <= TOL_LSE : (e.norm <= tol_norm && e.max_abs <= TOL_MAX * e.max_ref + TOL_MAX_ABS);
+/* lse_rel > 0: the lse bound is lse_rel * max|r| + TOL_LSE (TF32), else TOL_LSE */
+static void verdict_tol(const char *shape, const char *what, errs e, errs exact, int is_lse, double tol_norm,
+                        double lse_rel) {
+    const int ok = is_lse ? e.max_abs <= lse_rel * e.max_ref + TOL_LSE
+                          : (e.norm <= tol_norm && e.max_abs <= TOL_MAX * e.max_ref + TOL_MAX_ABS);
     if (ok) n_pass++;
     else n_fail++;
     printf("%s %-28s %-4s norm %.2e  max_abs %.2e (max|ref| %.2f, %.2e of it)  max_rel %.2e  | vs exact: norm "
@@ -190,7 +201,7 @@ static void verdict_tol(const char *shape, const char *what, errs e, errs exact,
 }
 
 static void verdict(const char *shape, const char *what, errs e, errs exact, int is_lse) {
-    verdict_tol(shape, what, e, exact, is_lse, TOL_NORM);
+    verdict_tol(shape, what, e, exact, is_lse, TOL_NORM, 0.0);
 }
 
 static void check(const char *what, int ok) {
@@ -346,12 +357,12 @@ static void run_case_tf32(shape sh) {
         goto cleanup;
     }
     errs eo = compare(out, x_out, (int64_t)B * T, C, C, 0), el = compare(lse, x_lse, nl, 1, 1, 0);
-    verdict_tol(name, "out", eo, eo, 0, TOL_NORM_TF32);
-    verdict_tol(name, "lse", el, el, 1, TOL_NORM_TF32);
+    verdict_tol(name, "out", eo, eo, 0, TOL_NORM_TF32, TOL_LSE_TF32_REL);
+    verdict_tol(name, "lse", el, el, 1, TOL_NORM_TF32, TOL_LSE_TF32_REL);
     static const char *part[3] = {"dq", "dk", "dv"};
     for (int p = 0; p < 3; p++) {
         errs e = compare(dqkv, x_dqkv, (int64_t)B * T, C, 3 * C, (int64_t)p * C);
-        verdict_tol(name, part[p], e, e, 0, TOL_NORM_TF32);
+        verdict_tol(name, part[p], e, e, 0, TOL_NORM_TF32, TOL_LSE_TF32_REL);
     }
 cleanup:
     cudaFree(d_qkv);

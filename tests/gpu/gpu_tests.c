@@ -19,7 +19,8 @@
  *   gpu_tests graphs                  steps replayed as CUDA graphs (1 GPU, and 2 GPUs
  *                                     with one host thread each) against the same
  *                                     steps issued op by op
- *   gpu_tests sanitize                a short multi-device run for compute-sanitizer
+ *   gpu_tests sanitize [bf16|hs64]    a short multi-device run for compute-sanitizer
+ *                                     (TF32 at hs 32 and 64; bf16; TF32 at hs 64 only)
  *
  * Error measure: ||gpu - cpu|| / ||cpu|| over a tensor (normwise relative),
  * NaN counting as infinite. Tolerances, and why:
@@ -1198,7 +1199,7 @@ static void test_sanitize(int bf16, const char *cfgtext) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: gpu_tests kernels|step [strict|tf32|bf16] | invariance [N] | oom [N] | graphs | "
-                        "train [STEPS] | sanitize [bf16]\n");
+                        "train [STEPS] | sanitize [bf16|hs64]\n");
         return 2;
     }
     const char *what = argv[1];
@@ -1229,6 +1230,8 @@ int main(int argc, char **argv) {
     else if (!strcmp(what, "invariance")) test_invariance(argc > 2 ? atoi(argv[2]) : 20);
     else if (!strcmp(what, "oom")) test_oom(argc > 2 ? atoi(argv[2]) : 1000);
     else if (!strcmp(what, "sanitize") && bf16) test_sanitize(1, FLASH_CFG);
+    else if (!strcmp(what, "sanitize") && argc > 2 && !strcmp(argv[2], "hs64")) /* TF32, the flash kernels only */
+        test_sanitize(0, FLASH_CFG);
     else if (!strcmp(what, "sanitize")) {
         test_sanitize(0, SMALL_CFG);
         test_sanitize(0, FLASH_CFG);
