@@ -29,8 +29,9 @@
  *                   no permutes and no T x T matrix
  *   GEMMs           the small-output ones (weight gradients) split over k
  *                   into one batched cuBLASLt GEMM and a reduction; the
- *                   others by cublasGemmEx (cuBLASLt with algorithms chosen
- *                   by timing measured slower: PLACER_TF32_ON=lt,tune)
+ *                   input-gradient ones through cuBLASLt; the others by
+ *                   cublasGemmEx (cuBLASLt for all, and algorithms chosen by
+ *                   timing, measured slower: PLACER_TF32_ON=lt,tune)
  *   layernorm bwd   layernorm_bwd2_k: two rows a warp in flight
  *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
@@ -711,7 +712,12 @@ static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, i
         const int S = splitk_ways(ctx, m, n, k, ldc);
         if (S > 1) return gemm_splitk32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, S);
     }
-    if (ctx->tf32_lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) /* TF32: through cuBLASLt (opt-in) */
+    /* TF32: the input-gradient GEMMs (N, N) through cuBLASLt, whose heuristic
+     * chose faster kernels for them on the H200 (384x4096x1152 22.0 against
+     * 34.7 us, the head's 384x4096x50304 489 against 547); the others (the
+     * forward's (T, N), the weight gradients' (N, T)) only on request */
+    const int lt = ctx->tf32_lt || (ctx->tf32_ltnn && ta == CUBLAS_OP_N && tb == CUBLAS_OP_N);
+    if (lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
         return gemm_lt32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, 0, NULL, NULL);
     BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, C,
                       CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
@@ -1524,7 +1530,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ln,splitk (or
+    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ln,splitk,ltnn (or
      * all) turns those off for measurement; PLACER_TF32_ON=lt,tune turns on
      * the two that measured slower on the H200 (GPU call 2: the TF32 step
      * with graphs 5.746 ms with them, 5.695 without lt, 5.683 without tune);
@@ -1539,11 +1545,12 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
         ctx->tf32_ln = !(all || (off && strstr(off, "ln")));
         ctx->tf32_splitk = !(all || (off && strstr(off, "splitk")));
+        ctx->tf32_ltnn = !(all || (off && strstr(off, "ltnn")));
         ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
         ctx->tf32_tune = !all && on && strstr(on, "tune") != NULL;
     } else {
         ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = ctx->tf32_ln = 0;
-        ctx->tf32_splitk = 0;
+        ctx->tf32_splitk = ctx->tf32_ltnn = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

@@ -12,7 +12,7 @@
 #                kernels are H3's v3 now)
 #   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
 #                every fused path, then with each turned off
-#                (PLACER_TF32_OFF=splitk|ln|flash|loss|epi|all; epi: the MLP's
+#                (PLACER_TF32_OFF=splitk|ltnn|ln|flash|loss|epi|all; epi: the MLP's
 #                and the unfused attention's epilogues, the flash path always
 #                uses its own), the loss variant with two 512-thread blocks an
 #                SM (PLACER_LOSS32=512), the opt-in cuBLASLt paths
@@ -59,7 +59,7 @@ step kernels_bf16 60 "$T" kernels bf16
 step step_bf16 60 "$T" step bf16
 step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
-for v in "" PLACER_TF32_OFF=splitk PLACER_TF32_OFF=ln PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
+for v in "" PLACER_TF32_OFF=splitk PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=ln PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
   PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt,tune PLACER_FLASH32_PF=1 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
