@@ -13,8 +13,10 @@
 #      loss of the first step against the one-process CUDA run), a refusal,
 #      a killed rank.
 # Run from the repository root with build-gpu/ (scripts/gpu-build.sh)
-# carried along; BUILD=dir or $1 for another. Writes $OUT/tp.log and
-# $OUT/tp-summary.txt. Exit 0 when every line is PASS. About 60-120 s.
+# carried along; BUILD=dir or $1 for another. Writes two files, $OUT/tp.log
+# (everything) and $OUT/tp-summary.txt (the PASS/FAIL lines); the work files
+# stay in a temporary folder (the device tool brings back few files). Exit 0
+# when every line is PASS. About 30 s on an H200 (28 s measured).
 set -u
 OUT="${OUT:-/tmp/placer-gpu-out}"
 mkdir -p "$OUT"
@@ -23,6 +25,8 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 export LD_LIBRARY_PATH="$PWD/$B/lib:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 LOG="$OUT/tp.log"
 SUM="$OUT/tp-summary.txt"
+W=$(mktemp -d /tmp/placer-tp.XXXXXX)
+trap 'rm -rf "$W"' EXIT
 : >"$LOG"
 : >"$SUM"
 pass=0
@@ -36,12 +40,12 @@ note() { # note PASS|FAIL text
 T="$B/hw/tp_check"
 if [ -x "$T" ]; then
   t0=$(date +%s)
-  timeout 110 "$T" all >"$OUT/tp_check.out" 2>&1
+  timeout 110 "$T" all >"$W/tp_check.out" 2>&1
   rc=$?
-  cat "$OUT/tp_check.out" >>"$LOG"
-  grep -E '^(PASS|FAIL|reference|SUMMARY)' "$OUT/tp_check.out" >>"$SUM"
-  p=$(grep -c '^PASS' "$OUT/tp_check.out")
-  f=$(grep -c '^FAIL' "$OUT/tp_check.out")
+  cat "$W/tp_check.out" >>"$LOG"
+  grep -E '^(PASS|FAIL|reference|SUMMARY)' "$W/tp_check.out" >>"$SUM"
+  p=$(grep -c '^PASS' "$W/tp_check.out")
+  f=$(grep -c '^FAIL' "$W/tp_check.out")
   pass=$((pass + p))
   fail=$((fail + f))
   [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && note FAIL "tp_check exited $rc after $(( $(date +%s) - t0 )) s with no FAIL line"
@@ -54,13 +58,13 @@ P="$B/cli/placer"
 CFG="tiny,d_model=64,heads=4,seq=32,vocab=101,batch=8"
 first_loss() { sed -n 's/.*"loss":{"first":\([-0-9.e]*\).*/\1/p' "$1"; }
 if [ -x "$P" ]; then
-  timeout 60 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json >"$OUT/ref.json" 2>>"$LOG"
-  ref=$(first_loss "$OUT/ref.json")
+  timeout 60 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json >"$W/ref.json" 2>>"$LOG"
+  ref=$(first_loss "$W/ref.json")
   echo "one-process CUDA step: first loss $ref" >>"$LOG"
-  cli_case() { # cli_case NAME ARGS...: runs, checks backend, collectives and first loss (tf32: 2e-3 relative)
-    local name=$1 want=${WANT:-host staging} tol=${TOL:-2e-3}
+  cli_case() { # cli_case NAME ARGS...: runs, checks backend, collectives and first loss (tf32: 1e-4 relative; GPU call 2 measured 4e-7)
+    local name=$1 want=${WANT:-host staging} tol=${TOL:-1e-4}
     shift
-    local f="$OUT/$name.json"
+    local f="$W/$name.json"
     timeout 90 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json "$@" >"$f" 2>>"$LOG"
     local rc=$?
     cat "$f" >>"$LOG"
@@ -84,34 +88,34 @@ if [ -x "$P" ]; then
   cli_case layout_tp2_dp2 --layout "tp=2,sp=1,dp=2,mbs=1,gbs=8"
   # bf16: tp 2 x dp 2 with sp against the one-process bf16 step (bound 1e-2: bf16 roundings, 2^-8)
   timeout 60 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json --precision bf16 \
-    >"$OUT/ref_bf16.json" 2>>"$LOG"
+    >"$W/ref_bf16.json" 2>>"$LOG"
   ref_fp=$ref
-  ref=$(first_loss "$OUT/ref_bf16.json")
+  ref=$(first_loss "$W/ref_bf16.json")
   echo "one-process CUDA bf16 step: first loss $ref" >>"$LOG"
   TOL=1e-2 cli_case tp2_dp2_sp_bf16 --procs 4 --tp 2 --sp --precision bf16
   ref=$ref_fp
   # ZeRO-1 in bf16: refused, exit 2, one line
-  timeout 30 "$P" step --config "$CFG" --devices 0 --procs 2 --zero 1 --precision bf16 >/dev/null 2>"$OUT/refuse.err"
+  timeout 30 "$P" step --config "$CFG" --devices 0 --procs 2 --zero 1 --precision bf16 >/dev/null 2>"$W/refuse.err"
   rc=$?
-  cat "$OUT/refuse.err" >>"$LOG"
-  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$OUT/refuse.err")" -eq 1 ] && grep -q "fp32 only" "$OUT/refuse.err"; then
-    note PASS "cli bf16 zero 1 refused: $(cat "$OUT/refuse.err")"
+  cat "$W/refuse.err" >>"$LOG"
+  if [ "$rc" -eq 2 ] && [ "$(wc -l <"$W/refuse.err")" -eq 1 ] && grep -q "fp32 only" "$W/refuse.err"; then
+    note PASS "cli bf16 zero 1 refused: $(cat "$W/refuse.err")"
   else
-    note FAIL "cli bf16 zero 1: exit $rc: $(head -c 300 "$OUT/refuse.err")"
+    note FAIL "cli bf16 zero 1: exit $rc: $(head -c 300 "$W/refuse.err")"
   fi
   # a killed rank: the run fails within 30 s with one line, no rank left behind
   t0=$(date +%s)
   PLACER_TEST_KILL_RANK=1 timeout 60 "$P" step --config "$CFG" --devices 0 --procs 4 --tp 2 --warmup 1 --steps 2 \
-    --timeout 10 >/dev/null 2>"$OUT/kill.err"
+    --timeout 10 >/dev/null 2>"$W/kill.err"
   rc=$?
   dt=$(( $(date +%s) - t0 ))
-  cat "$OUT/kill.err" >>"$LOG"
+  cat "$W/kill.err" >>"$LOG"
   left=$(pgrep -f "$P step --config $CFG" | wc -l)
-  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] && [ "$(wc -l <"$OUT/kill.err")" -eq 1 ] && [ "$left" -eq 0 ] &&
-    grep -q "rank 1 was killed by signal 9" "$OUT/kill.err"; then
-    note PASS "cli killed rank: exit $rc in $dt s, $left left: $(cat "$OUT/kill.err")"
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] && [ "$(wc -l <"$W/kill.err")" -eq 1 ] && [ "$left" -eq 0 ] &&
+    grep -q "rank 1 was killed by signal 9" "$W/kill.err"; then
+    note PASS "cli killed rank: exit $rc in $dt s, $left left: $(cat "$W/kill.err")"
   else
-    note FAIL "cli killed rank: exit $rc in $dt s, $left left, $(wc -l <"$OUT/kill.err") lines: $(head -c 300 "$OUT/kill.err")"
+    note FAIL "cli killed rank: exit $rc in $dt s, $left left, $(wc -l <"$W/kill.err") lines: $(head -c 300 "$W/kill.err")"
   fi
 else
   note FAIL "$P is missing"
@@ -119,11 +123,11 @@ fi
 # ---- 3. one GPU a rank, over NCCL: only where the machine has 2 GPUs or more ----
 NGPU=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
 if [ "$NGPU" -ge 2 ] && [ -x "$T" ] && [ -x "$P" ]; then
-  TP_CHECK_GPUS=$NGPU timeout 100 "$T" nccl >"$OUT/tp_check_nccl.out" 2>&1
-  cat "$OUT/tp_check_nccl.out" >>"$LOG"
-  grep -E '^(PASS|FAIL|SUMMARY)' "$OUT/tp_check_nccl.out" | sed 's/^SUMMARY/SUMMARY nccl/' >>"$SUM"
-  pass=$((pass + $(grep -c '^PASS' "$OUT/tp_check_nccl.out")))
-  fail=$((fail + $(grep -c '^FAIL' "$OUT/tp_check_nccl.out")))
+  TP_CHECK_GPUS=$NGPU timeout 100 "$T" nccl >"$W/tp_check_nccl.out" 2>&1
+  cat "$W/tp_check_nccl.out" >>"$LOG"
+  grep -E '^(PASS|FAIL|SUMMARY)' "$W/tp_check_nccl.out" | sed 's/^SUMMARY/SUMMARY nccl/' >>"$SUM"
+  pass=$((pass + $(grep -c '^PASS' "$W/tp_check_nccl.out")))
+  fail=$((fail + $(grep -c '^FAIL' "$W/tp_check_nccl.out")))
   WANT=nccl cli_case nccl_tp2 --procs 2 --tp 2 --gpu-per-rank
   WANT=nccl cli_case nccl_dp2_zero1 --procs 2 --zero 1 --gpu-per-rank
 else
