@@ -69,6 +69,7 @@ typedef struct {
     int tf32_ltnn;                   /* "ltnn": the input-gradient GEMMs (N, N) through cuBLASLt */
     int tf32_lt;                     /* opt-in (PLACER_TF32_ON=lt): the other GEMMs through cuBLASLt */
     int tf32_tune;                   /* opt-in (PLACER_TF32_ON=tune): cuBLASLt algorithms chosen by timing */
+    int tf32_gelu_epi;               /* opt-in (PLACER_TF32_ON=gelu): GELU in the fc GEMM's epilogue */
     struct cu_lt32_entry *lt32_cache;
     int n_lt32;
 } cu_ctx;

@@ -142,6 +142,34 @@ __global__ void residual_bwd_k(float *da, float *db, const float *dout, int64_t 
     db[i] = acc_b ? db[i] + d : d; /* da == db (one tensor fed twice): applied in turn */
 }
 
+/* residual_bwd_k 4 elements a thread (TF32 mode); da == db allowed: db is
+ * read after da is written, as in the scalar kernel */
+__global__ void residual_bwd4_k(float4 *da, float4 *db, const float4 *dout, int64_t n4, int acc_a, int acc_b) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n4) return;
+    const float4 d = dout[i];
+    float4 a = d;
+    if (acc_a) {
+        const float4 x = da[i];
+        a = make_float4(x.x + d.x, x.y + d.y, x.z + d.z, x.w + d.w);
+    }
+    da[i] = a;
+    float4 b = d;
+    if (acc_b) {
+        const float4 x = db[i];
+        b = make_float4(x.x + d.x, x.y + d.y, x.z + d.z, x.w + d.w);
+    }
+    db[i] = b;
+}
+
+/* g = gelu(h), 4 elements a thread (the TF32 MLP after its bias epilogue) */
+__global__ void gelu4_k(float4 *g, const float4 *h, int64_t n4) {
+    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n4) return;
+    const float4 x = h[i];
+    g[i] = make_float4(gelu_f(x.x), gelu_f(x.y), gelu_f(x.z), gelu_f(x.w));
+}
+
 __global__ void add_k(float *y, const float *x, int64_t n) {
     int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) y[i] += x[i];
@@ -1397,9 +1425,20 @@ static pl_status mlp_forward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
     float *h = S(c, 0), *g = S(c, 1);
     RET(check_size(ctx, (int64_t)N * 4 * C, "mlp"));
-    if (ctx->tf32_epi) { /* h = x W^T + b kept as the epilogue's aux output, g = gelu(h) */
-        RET(gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, 4 * C, N, C, P(c, 0), C, c->in[0], C, g, 4 * C, 0, E32_GELU, P(c, 1),
-                      h));
+    if (ctx->tf32_epi) {
+        const int64_t n4 = (int64_t)N * C; /* 4C columns, 4 a thread */
+        if (ctx->tf32_gelu_epi || ((uintptr_t)h | (uintptr_t)g) % 16 != 0) {
+            /* h = x W^T + b kept as the epilogue's aux output, g = gelu(h) */
+            RET(gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, 4 * C, N, C, P(c, 0), C, c->in[0], C, g, 4 * C, 0, E32_GELU,
+                          P(c, 1), h));
+        } else {
+            /* h = x W^T + b (bias epilogue), then g = gelu(h): GPU call 2 timed the GELU_AUX_BIAS
+             * epilogue at 48.5 us against 28.4 for the plain GEMM (1536x4096x384) */
+            RET(linear_fwd_bias(ctx, h, c->in[0], P(c, 0), P(c, 1), N, C, 4 * C, 4 * C));
+            gelu4_k<<<ceil_div(n4, 256), 256, 0, ctx->stream>>>((float4 *)g, (const float4 *)h, n4);
+            LAUNCHED();
+            KM("gelu4_k");
+        }
         return linear_fwd_bias(ctx, c->out, g, P(c, 2), P(c, 3), N, 4 * C, C, C);
     }
     RET(linear_fwd(ctx, h, c->in[0], P(c, 0), N, C, 4 * C, 4 * C));
@@ -1531,9 +1570,10 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->loss_smem_ok = want;
     }
     /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ln,splitk,ltnn (or
-     * all) turns those off for measurement; PLACER_TF32_ON=lt,tune turns on
-     * the two that measured slower on the H200 (GPU call 2: the TF32 step
-     * with graphs 5.746 ms with them, 5.695 without lt, 5.683 without tune);
+     * all) turns those off for measurement; PLACER_TF32_ON=lt,tune,gelu turns on
+     * what measured slower on the H200 (GPU call 2: the TF32 step with
+     * graphs 5.746 ms with lt and tune, 5.695 without lt, 5.683 without
+     * tune; the fc GEMM with its GELU epilogue 48.5 us against 28.4 plain);
      * PLACER_LOSS32=512 picks the loss variant with two 512-thread blocks an
      * SM (5.746 ms against 5.632 with one block of 1024) */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
@@ -1548,9 +1588,10 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->tf32_ltnn = !(all || (off && strstr(off, "ltnn")));
         ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
         ctx->tf32_tune = !all && on && strstr(on, "tune") != NULL;
+        ctx->tf32_gelu_epi = !all && on && strstr(on, "gelu") != NULL;
     } else {
         ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = ctx->tf32_ln = 0;
-        ctx->tf32_splitk = ctx->tf32_ltnn = 0;
+        ctx->tf32_splitk = ctx->tf32_ltnn = ctx->tf32_gelu_epi = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }
@@ -1612,8 +1653,12 @@ pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
     case OP_LAYERNORM: return layernorm_backward(ctx, c);
     case OP_ATTENTION: return attention_backward(ctx, c);
     case OP_RESIDUAL:
-        residual_bwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->din[0], c->din[1], c->dout, NC, c->acc[0],
-                                                                    c->acc[1]);
+        if (ctx->tf32_epi && NC % 4 == 0 && ((uintptr_t)c->din[0] | (uintptr_t)c->din[1] | (uintptr_t)c->dout) % 16 == 0)
+            residual_bwd4_k<<<ceil_div(NC / 4, 256), 256, 0, ctx->stream>>>(
+                (float4 *)c->din[0], (float4 *)c->din[1], (const float4 *)c->dout, NC / 4, c->acc[0], c->acc[1]);
+        else
+            residual_bwd_k<<<ceil_div(NC, 256), 256, 0, ctx->stream>>>(c->din[0], c->din[1], c->dout, NC, c->acc[0],
+                                                                        c->acc[1]);
         LAUNCHED();
         KM("residual_bwd_k");
         return PL_OK;

@@ -16,7 +16,8 @@
 #                and the unfused attention's epilogues, the flash path always
 #                uses its own), the loss variant with two 512-thread blocks an
 #                SM (PLACER_LOSS32=512), the opt-in cuBLASLt paths
-#                (PLACER_TF32_ON=lt,tune), the flash kernels' prefetch
+#                (PLACER_TF32_ON=lt,tune; =gelu: the fc GEMM's GELU
+#                epilogue instead of gelu4_k), the flash kernels' prefetch
 #                (PLACER_FLASH32_PF=1), all fused again (the first and last
 #                lines bracket the noise), the full bench_step --graphs, and
 #                the TF32 kernel breakdown (PLACER_KPROF=1, op by op)
@@ -60,7 +61,8 @@ step step_bf16 60 "$T" step bf16
 step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
 for v in "" PLACER_TF32_OFF=splitk PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=ln PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
-  PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt,tune PLACER_FLASH32_PF=1 ""; do
+  PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt,tune PLACER_TF32_ON=gelu \
+  PLACER_FLASH32_PF=1 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
 done
