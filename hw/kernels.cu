@@ -1102,11 +1102,15 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
  * the same TF32 products, fp32 sums in another order, deterministic. S is
  * the smallest power of two that gives >= 264 blocks of 128 x 128, with
  * slices of >= 256 and the partials fitting; GEMMs of more than 66 tiles
- * (the forward and input-gradient ones) stay as they are. */
+ * (the forward and input-gradient ones) stay as they are, but for those of
+ * up to 99 tiles with k >= 8192 (the head's input gradient: 96 tiles,
+ * k = 50304, 489 us at 323 TFLOP/s in GPU call 2, split in two). */
 static int splitk_ways(const cu_ctx *ctx, int m, int n, int k, int ldc) {
     if (!ctx->lt || !ctx->ws || ldc != m) return 1;
     const int64_t tiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128);
-    if (tiles > 66) return 1;
+    /* up to 99 tiles (3/4 of the SMs) when k is long enough to pay for the
+     * reduction's pass over D: the head's input gradient, 384x4096x50304 */
+    if (tiles > 99 || (tiles > 66 && k < 8192)) return 1;
     const size_t half = ctx->ws_bytes / 2;
     int S = 1;
     while (S < 16 && tiles * S < 264 && k % (2 * S) == 0 && k / (2 * S) >= 256 &&
