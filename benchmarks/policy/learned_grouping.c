@@ -39,6 +39,7 @@
  *                         [--ppo-epochs N] [--lr X] [--entropy X] [--prior-stay P]
  *                         [--pipe-devices all|estimate] [--pipe-anneal] [--baseline-loo]
  *                         [--lr-decay F] [--entropy-decay F] [--print-best] [--seed-base B]
+ *                         [--updates N]
  * --only takes comma-separated problem names and "extra" (the two further
  * experiments), e.g. --only L12-t4,extra.
  * Variants (the issue-15 bar experiments): --pipe-prior, --n-groups (auto:
@@ -47,7 +48,10 @@
  * pipe_devices, pipe_anneal, the leave-one-out baseline, lr_decay,
  * entropy_decay), change the options of the learned groupings (hier and
  * EAGLE), and of ColocRL too with --variant-coloc; every run keeps 250 x 8
- * simulations. --methods runs only the named RL rows (names with '-' for
+ * simulations unless --updates N (a budget diagnostic: the RL rows only,
+ * N x 8; the searches keep 2,000). --print-best prints each RL run's best
+ * placement on stderr, --seed-base B runs the seeds B+1 .. B+N (held-out
+ * seeds). --methods runs only the named RL rows (names with '-' for
  * spaces, e.g. hier-PPO,EAGLE-PPO), --no-search skips every other method
  * (searches and baselines do not depend on a variant), --ref-ms X takes
  * the gaps against X ms (the best any method found in a full run) when
@@ -73,6 +77,8 @@
 #define UPDATES 250
 #define SAMPLES 8
 #define BUDGET (UPDATES * SAMPLES)
+#define MAX_UPDATES 2000
+static int g_updates = UPDATES; /* --updates: the RL rows' updates (a budget diagnostic; the bar's runs keep 250) */
 
 static void die(const char *what, pl_status st, const char *msg) {
     fprintf(stderr, "learned_grouping: %s: %s (%s)\n", what, msg && *msg ? msg : "", pl_status_str(st));
@@ -129,12 +135,12 @@ static const rl_method RL[] = {
 #define N_RL ((int)(sizeof RL / sizeof RL[0]))
 
 typedef struct {
-    double best[UPDATES];
+    double best[MAX_UPDATES];
 } curve;
 
 static int on_update(void *ud, const reinforce_progress *p) {
     curve *c = ud;
-    if (p->update < UPDATES) c->best[p->update] = p->best_us;
+    if (p->update < MAX_UPDATES) c->best[p->update] = p->best_us;
     return 0;
 }
 
@@ -149,8 +155,8 @@ static int in_list(const char *list, const char *name);
 static const char *g_methods;
 static int g_no_search;
 static double g_ref_ms; /* --ref-ms: the gaps' reference (0: the best of this run) */
-static int g_print_best;
-static int g_seed_base; /* --seed-base B: seeds B+1 .. B+N (0: 1 .. N) */ /* --print-best: each RL row's best placement (nodes) on stderr */
+static int g_print_best; /* --print-best: each RL row's best placement (nodes) on stderr */
+static int g_seed_base;  /* --seed-base B: seeds B+1 .. B+N (0: 1 .. N) */
 
 static int method_on(const char *name) {
     if (!g_methods) return 1;
@@ -194,6 +200,7 @@ static rl_result run_rl(policy_session *ss, const rl_method *m, int seed, curve 
     reinforce_options o;
     reinforce_options_default(&o);
     o.seed = (uint64_t)seed;
+    o.updates = g_updates;
     o.grouper = m->grouper;
     o.algo = m->algo;
     apply_variant(&o, m, ss);
@@ -288,7 +295,7 @@ static void bench_problem(int pi, int seeds, int threads, const char *out_dir) {
     for (int k = 0; k < N_RL; k++) {
         row *r = &rows[nr++];
         snprintf(r->name, sizeof r->name, "%s", RL[k].name);
-        r->sims = BUDGET;
+        r->sims = g_updates * SAMPLES;
         r->n = method_on(RL[k].name) ? seeds : 0;
         for (int s = 0; s < r->n; s++) {
             policy_session *ss = RL[k].grouper == GROUPER_NONE ? sc : sn;
@@ -396,7 +403,7 @@ rows_done:;
             fprintf(f, "update,evaluations");
             for (int k = 0; k < N_RL; k++) fprintf(f, ",%s", RL[k].name);
             fprintf(f, "\n");
-            for (int u = 0; u < UPDATES; u++) {
+            for (int u = 0; u < g_updates; u++) {
                 fprintf(f, "%d,%d", u, (u + 1) * SAMPLES);
                 for (int k = 0; k < N_RL; k++) {
                     if (!method_on(RL[k].name)) {
@@ -584,6 +591,13 @@ int main(int argc, char **argv) {
         }
         else if (!strcmp(argv[i], "--pipe-anneal")) g_var.pipe_anneal = 1;
         else if (!strcmp(argv[i], "--print-best")) g_print_best = 1;
+        else if (!strcmp(argv[i], "--updates") && i + 1 < argc) {
+            g_updates = atoi(argv[++i]);
+            if (g_updates < 1 || g_updates > MAX_UPDATES) {
+                fprintf(stderr, "learned_grouping: --updates must be 1..%d\n", MAX_UPDATES);
+                return 2;
+            }
+        }
         else if (!strcmp(argv[i], "--seed-base") && i + 1 < argc) g_seed_base = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--baseline-loo")) g_var.loo = 1;
         else if (!strcmp(argv[i], "--lr-decay") && i + 1 < argc) g_var.lr_decay = atof(argv[++i]);
@@ -598,7 +612,7 @@ int main(int argc, char **argv) {
                             "[--data DIR] [--methods LIST] [--no-search] [--ref-ms X] [--variant-coloc] [--pipe-prior X] "
                             "[--n-groups G|auto] [--group-prior X] [--ppo-epochs N] [--lr X] [--entropy X] "
                             "[--prior-stay P] [--pipe-devices all|estimate] [--pipe-anneal] [--baseline-loo] "
-                            "[--lr-decay F] [--entropy-decay F] [--print-best] [--seed-base B]\n");
+                            "[--lr-decay F] [--entropy-decay F] [--print-best] [--seed-base B] [--updates N]\n");
             return 2;
         }
     }
@@ -611,7 +625,7 @@ int main(int argc, char **argv) {
         return 1;
     }
     double t0 = pl_now_us();
-    printf("## Learned grouping, PPO and baselines (%d seeds, %d x %d simulations per RL run)\n", seeds, UPDATES,
+    printf("## Learned grouping, PPO and baselines (%d seeds, %d x %d simulations per RL run)\n", seeds, g_updates,
            SAMPLES);
     int done[N_PROBLEMS] = {0};
     for (int p = 0; p < N_PROBLEMS; p++) {
