@@ -86,13 +86,13 @@ if [ -x "$P" ]; then
   cli_case dp2_zero1 --procs 2 --zero 1
   cli_case tp2_dp2_sp_zero1 --procs 4 --tp 2 --sp --zero 1
   cli_case layout_tp2_dp2 --layout "tp=2,sp=1,dp=2,mbs=1,gbs=8"
-  # bf16: tp 2 x dp 2 with sp against the one-process bf16 step (bound 1e-2: bf16 roundings, 2^-8)
+  # bf16: tp 2 x dp 2 with sp against the one-process bf16 step (bound 1e-3: bf16 roundings; call 3 measured 2e-7)
   timeout 60 "$P" step --config "$CFG" --devices 0 --warmup 0 --steps 1 --lr 1e-3 --json --precision bf16 \
     >"$W/ref_bf16.json" 2>>"$LOG"
   ref_fp=$ref
   ref=$(first_loss "$W/ref_bf16.json")
   echo "one-process CUDA bf16 step: first loss $ref" >>"$LOG"
-  TOL=1e-2 cli_case tp2_dp2_sp_bf16 --procs 4 --tp 2 --sp --precision bf16
+  TOL=1e-3 cli_case tp2_dp2_sp_bf16 --procs 4 --tp 2 --sp --precision bf16
   ref=$ref_fp
   # ZeRO-1 in bf16: refused, exit 2, one line
   timeout 30 "$P" step --config "$CFG" --devices 0 --procs 2 --zero 1 --precision bf16 >/dev/null 2>"$W/refuse.err"

@@ -21,30 +21,31 @@
  *   params max P mean Q (lr L) [; why]
  * then "SUMMARY: n passed, m failed".
  *
- * Tolerances (per precision), with the figures of the first H200 run (GPU
- * call 2, 7965ab6 + the replicated-gradient averaging, every case above
- * but tp in bf16; the run prints each case's figures):
+ * Tolerances (per precision), with the largest figures of two H200 runs
+ * (GPU call 2 at 7965ab6 + the replicated-gradient averaging, tp in bf16
+ * then refused; GPU call 3 at 6ae141a, every case; the run prints each
+ * case's figures):
  *   fp32 (strict, no TF32): the arithmetic differs from the reference in
  *     summation order only (the rank's partial GEMMs summed over the group
  *     in fp32, cuBLAS choosing other kernels for other shapes, atomics in
  *     the embedding and layernorm gradients, float sums in the tp loss): a
  *     few fp32 roundings per node relative to the magnitudes summed, as in
- *     test_tp.c (CPU: 2.6e-7 of a node's scale). Measured: loss 1.3e-8
+ *     test_tp.c (CPU: 2.6e-7 of a node's scale). Measured: loss 1.4e-8
  *     relative, gradients 4.9e-7 of the node's scale, parameters max 4.1e-6
- *     mean 1.5e-9. Bounds: loss 1e-6, gradients 1e-5, parameters max 0.05 lr
+ *     mean 1.6e-9. Bounds: loss 1e-6, gradients 1e-5, parameters max 0.05 lr
  *     and mean 1e-4 lr (12x to 80x).
  *   tf32: both sides round GEMM inputs to TF32 (2^-11 = 4.9e-4 relative),
  *     on different operands (a rank's slice, the reference's whole matrix,
- *     other kernels). Measured: loss 5.3e-6, gradients 2.4e-4 of the
- *     scale, parameters max 2.0e-3 mean 2.3e-6. Bounds: loss 1e-4,
+ *     other kernels). Measured: loss 5.3e-6, gradients 2.8e-4 of the
+ *     scale, parameters max 2.5e-3 mean 2.3e-6. Bounds: loss 1e-4,
  *     gradients 5e-3, parameters mean 2e-2 lr (9x to 20x).
  *   bf16: the slices round what the whole nodes round (hw.h) but their
  *     GEMMs sum other operands in another order before each rounding to
  *     bf16 (2^-8 relative), and a replica's half batch rounds apart from
- *     the whole. Measured for dp 2 (tp in bf16 not yet run): loss 4.5e-6,
- *     gradients 3.2e-7 of the scale, parameters max 2.3e-3 mean 2.2e-6.
- *     Bounds, until tp's figures are in: loss 1e-2, gradients 1e-1,
- *     parameters mean 5e-2 lr.
+ *     the whole. Measured: dp 2 loss 1.1e-5, gradients 3.2e-7 of the scale;
+ *     tp 2 (sp or not, dp 1 or 2, 1 or 2 devices) loss 1.1e-5, gradients
+ *     1.75e-3 of the scale, parameters max 4.5e-3 mean 5.1e-6. Bounds: loss
+ *     1e-3, gradients 2e-2, parameters mean 5e-2 lr (10x to 90x).
  *   A wrong split (a missing all-reduce, the wrong slice) moves gradients by
  *     O(1) of their scale (test_tp.c measured 1.0 by breaking the CPU
  *     engine on purpose), far past every bound.
@@ -281,8 +282,8 @@ static void run_case(const graph *g, const int64_t *off, int64_t n, const refere
         return;
     }
     /* the bounds and their measurements: the header */
-    const double tol_loss = c.prec == P_FP32 ? 1e-6 : c.prec == P_TF32 ? 1e-4 : 1e-2;
-    const double tol_grad = c.prec == P_FP32 ? 1e-5 : c.prec == P_TF32 ? 5e-3 : 1e-1;
+    const double tol_loss = c.prec == P_FP32 ? 1e-6 : c.prec == P_TF32 ? 1e-4 : 1e-3;
+    const double tol_grad = c.prec == P_FP32 ? 1e-5 : c.prec == P_TF32 ? 5e-3 : 2e-2;
     const double tol_pmean = (c.prec == P_FP32 ? 1e-4 : c.prec == P_TF32 ? 2e-2 : 5e-2) * LR;
     const double tol_pmax = (c.prec == P_FP32 ? 0.05 : 6.0) * LR;
     float *got_g = malloc(sizeof(float) * (size_t)n), *got_p = malloc(sizeof(float) * (size_t)n);
