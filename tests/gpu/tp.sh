@@ -133,6 +133,18 @@ if [ "$NGPU" -ge 2 ] && [ -x "$T" ] && [ -x "$P" ]; then
 else
   echo "SKIP nccl: needs 2 GPUs, this machine has $NGPU (NCCL refuses two ranks on one GPU)" | tee -a "$SUM" >>"$LOG"
 fi
+# ---- 4. optional (TP_MEMCHECK=1): compute-sanitizer memcheck over tp_check's bf16 and fp32 cases ----
+if [ "${TP_MEMCHECK:-0}" = 1 ] && [ -x "$T" ]; then
+  CS=/usr/local/cuda/bin/compute-sanitizer
+  command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)
+  for mode in bf16 fp32; do
+    timeout 300 "$CS" --tool memcheck --target-processes all --error-exitcode 3 "$T" "$mode" >"$W/mc.out" 2>&1
+    rc=$?
+    cat "$W/mc.out" >>"$LOG"
+    if [ "$rc" -eq 0 ]; then note PASS "memcheck tp_check $mode: no errors"
+    else note FAIL "memcheck tp_check $mode: rc $rc: $(grep -m1 -E 'ERROR SUMMARY|Invalid|FAIL' "$W/mc.out")"; fi
+  done
+fi
 echo "TP SUMMARY: $pass passed, $fail failed" | tee -a "$SUM" >>"$LOG"
 cat "$SUM"
 [ "$fail" -eq 0 ]
