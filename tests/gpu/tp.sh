@@ -117,6 +117,20 @@ if [ -x "$P" ]; then
   else
     note FAIL "cli killed rank: exit $rc in $dt s, $left left, $(wc -l <"$W/kill.err") lines: $(head -c 300 "$W/kill.err")"
   fi
+  # a hung rank: the others time out in their collective (--timeout 5), the run fails with one line, none left
+  t0=$(date +%s)
+  PLACER_TEST_HANG_RANK=1 timeout 60 "$P" step --config "$CFG" --devices 0 --procs 2 --tp 2 --warmup 1 --steps 2 \
+    --timeout 5 >/dev/null 2>"$W/hang.err"
+  rc=$?
+  dt=$(( $(date +%s) - t0 ))
+  cat "$W/hang.err" >>"$LOG"
+  left=$(pgrep -f "$P step --config $CFG" | wc -l)
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] && [ "$dt" -lt 30 ] && [ "$(wc -l <"$W/hang.err")" -eq 1 ] && [ "$left" -eq 0 ] &&
+    grep -q "no word from rank" "$W/hang.err"; then
+    note PASS "cli hung rank: exit $rc in $dt s, $left left: $(cat "$W/hang.err")"
+  else
+    note FAIL "cli hung rank: exit $rc in $dt s, $left left, $(wc -l <"$W/hang.err") lines: $(head -c 300 "$W/hang.err")"
+  fi
 else
   note FAIL "$P is missing"
 fi
