@@ -47,7 +47,7 @@ step() { # name, command...
   done
   step confirm-layouts "$P" confirm --db "$DB" --timer cpu --layout tp=1,mbs=1 --layout dp=2,mbs=1 \
     --layout tp=2,mbs=1 --layout dp=4,mbs=1 --layout tp=2,dp=2,mbs=1 --layout tp=2,dp=2,zero=1,mbs=1 \
-    --confirm-rounds 4 --steps 5 --warmup 2
+    --confirm-rounds 4 --steps 20 --warmup 3
   # the CUDA path of tp / dp (hw/dist_device.h): every rank on GPU 0, host-staged collectives
   if "$P" --version | grep -q "CUDA engine built" && command -v nvidia-smi >/dev/null 2>&1; then
     GDB="$OUT/hs-gpu.db"
@@ -55,7 +55,7 @@ step() { # name, command...
     step gpu-profile "$P" profile --db "$GDB" --devices 0 --config tiny --reps 20 --collectives 2 \
       --collective-max-bytes "$MAXB"
     step gpu-confirm-layouts "$P" confirm --db "$GDB" --timer cuda --layout tp=1,mbs=1 --layout dp=2,mbs=1 \
-      --layout tp=2,mbs=1 --layout tp=2,dp=2,mbs=1 --confirm-rounds 3 --steps 5 --warmup 2
+      --layout tp=2,mbs=1 --layout tp=2,dp=2,mbs=1 --confirm-rounds 3 --steps 20 --warmup 3
   else
     echo "HS: no CUDA engine or no GPU: the CUDA confirm is skipped"
   fi
