@@ -59,16 +59,14 @@ typedef struct {
     struct cu_lt_entry *lt_cache;    /* descriptors and algorithms by shape */
     int n_lt;
     /* the TF32 mode's fused paths (kernels.cu; all 0 in strict fp32), each on
-     * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", "ln", "splitk",
-     * "ltnn", or "all"), but for lt and tune, off unless PLACER_TF32_ON names them */
+     * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", "ltnn", "tune",
+     * or "all"), but for lt and gelu, off unless PLACER_TF32_ON names them */
     int tf32_epi;                    /* bias / bias+GELU in cuBLASLt epilogues, fused bias gradients */
     int tf32_loss;                   /* the loss kernel that re-reads rows from L2 */
     int tf32_flash;                  /* the TF32 flash attention (hs 64 or 128) */
-    int tf32_ln;                     /* "ln": the layernorm backward with two rows a warp in flight */
-    int tf32_splitk;                 /* "splitk": weight-gradient GEMMs split over k (batched + reduce) */
     int tf32_ltnn;                   /* "ltnn": the input-gradient GEMMs (N, N) through cuBLASLt */
     int tf32_lt;                     /* opt-in (PLACER_TF32_ON=lt): the other GEMMs through cuBLASLt */
-    int tf32_tune;                   /* opt-in (PLACER_TF32_ON=tune): cuBLASLt algorithms chosen by timing */
+    int tf32_tune;                   /* "tune": the cuBLASLt GEMMs' algorithms chosen by timing */
     int tf32_gelu_epi;               /* opt-in (PLACER_TF32_ON=gelu): GELU in the fc GEMM's epilogue */
     struct cu_lt32_entry *lt32_cache;
     int n_lt32;

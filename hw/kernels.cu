@@ -27,12 +27,11 @@
  *   loss            lossf_k: the row re-read from L2, not kept in shared memory
  *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
  *                   no permutes and no T x T matrix
- *   GEMMs           the small-output ones (weight gradients) split over k
- *                   into one batched cuBLASLt GEMM and a reduction; the
- *                   input-gradient ones through cuBLASLt; the others by
- *                   cublasGemmEx (cuBLASLt for all, and algorithms chosen by
- *                   timing, measured slower: PLACER_TF32_ON=lt,tune)
- *   layernorm bwd   layernorm_bwd2_k: two rows a warp in flight
+ *   GEMMs           the input-gradient ones (N, N) and those with an
+ *                   epilogue through cuBLASLt, each shape's algorithm chosen
+ *                   by timing at its first call; the forward and
+ *                   weight-gradient ones by cublasGemmEx (faster on the
+ *                   H200 for those layouts)
  *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
  * beta = 1, atomics for the reductions), input gradients assign or add by acc.
@@ -330,84 +329,6 @@ __global__ void layernorm_bwd_k(float *dinp, float *dw, float *db, const float *
                 atomicAdd(&sdb[i], d[i]);
                 atomicAdd(&sdw[i], norm * d[i]);
                 float g = __fmul_rn(r, dn - a - norm * bsum);
-                di[i] = acc ? __fadd_rn(di[i], g) : g;
-            }
-        }
-    }
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        int i = lane + WARP * k;
-        if (i < C) {
-            atomicAdd(&sdw[i], pw[k]);
-            atomicAdd(&sdb[i], pb[k]);
-        }
-    }
-    __syncthreads();
-    for (int i = threadIdx.x; i < C; i += blockDim.x) {
-        atomicAdd(&dw[i], sdw[i]);
-        atomicAdd(&db[i], sdb[i]);
-    }
-}
-
-/* The TF32 mode's layernorm backward (ctx->tf32_ln, K > 0): the same
- * per-row math as layernorm_bwd_k (so the same input gradient), with each
- * warp taking its rows two at a time, both rows' loads in flight before the
- * first reduction, and twice as many blocks (the old kernel's warps walk 4
- * rows one after the other, each waiting on its own loads). */
-template <int K>
-__global__ void __launch_bounds__(256) layernorm_bwd2_k(float *dinp, float *dw, float *db, const float *dout,
-                                                        const float *inp, const float *w, const float *mean,
-                                                        const float *rstd, int N, int C, int acc) {
-    extern __shared__ float sh[];
-    float *sdw = sh, *sdb = sh + C;
-    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) sh[i] = 0.0f;
-    __syncthreads();
-    const int warps = blockDim.x / WARP, lane = threadIdx.x % WARP;
-    float pw[K], pb[K], wk[K];
-#pragma unroll
-    for (int k = 0; k < K; k++) {
-        int i = lane + WARP * k;
-        pw[k] = pb[k] = 0.0f;
-        wk[k] = i < C ? w[i] : 0.0f;
-    }
-    for (int r0 = (blockIdx.x * warps + threadIdx.x / WARP) * 2; r0 < N; r0 += gridDim.x * warps * 2) {
-        float dv[2][K], nv[2][K], a[2], bs[2], rr[2];
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            const int row = r0 + q;
-            const bool ok = row < N;
-            const float m = ok ? mean[row] : 0.0f;
-            rr[q] = ok ? rstd[row] : 0.0f;
-            const float *d = dout + (int64_t)row * C, *x = inp + (int64_t)row * C;
-            a[q] = bs[q] = 0.0f;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const int i = lane + WARP * k;
-                const bool in = ok && i < C;
-                dv[q][k] = in ? d[i] : 0.0f;
-                nv[q][k] = in ? (x[i] - m) * rr[q] : 0.0f;
-                float dn = wk[k] * dv[q][k];
-                a[q] += dn;
-                bs[q] += dn * nv[q][k];
-            }
-        }
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            a[q] = warp_sum(a[q]) / C;
-            bs[q] = warp_sum(bs[q]) / C;
-        }
-#pragma unroll
-        for (int q = 0; q < 2; q++) {
-            const int row = r0 + q;
-            if (row >= N) continue;
-            float *di = dinp + (int64_t)row * C;
-#pragma unroll
-            for (int k = 0; k < K; k++) {
-                const int i = lane + WARP * k;
-                if (i >= C) continue;
-                pb[k] += dv[q][k];
-                pw[k] += nv[q][k] * dv[q][k];
-                float g = __fmul_rn(rr[q], wk[k] * dv[q][k] - a[q] - nv[q][k] * bs[q]);
                 di[i] = acc ? __fadd_rn(di[i], g) : g;
             }
         }
@@ -729,21 +650,13 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
                            const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
                            int epi, const float *bias, float *aux);
 
-static int splitk_ways(const cu_ctx *ctx, int m, int n, int k, int ldc);
-static pl_status gemm_splitk32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                               const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
-                               int S);
-
 static pl_status gemm(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                       const float *A, int lda, const float *B, int ldb, float beta, float *C, int ldc) {
-    if (ctx->tf32_splitk && alpha == 1.0f && (beta == 0.0f || beta == 1.0f)) { /* TF32: small-output GEMMs */
-        const int S = splitk_ways(ctx, m, n, k, ldc);
-        if (S > 1) return gemm_splitk32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, S);
-    }
-    /* TF32: the input-gradient GEMMs (N, N) through cuBLASLt, whose heuristic
-     * chose faster kernels for them on the H200 (384x4096x1152 22.0 against
-     * 34.7 us, the head's 384x4096x50304 489 against 547); the others (the
-     * forward's (T, N), the weight gradients' (N, T)) only on request */
+    /* TF32: the input-gradient GEMMs (N, N) through cuBLASLt with the timed
+     * choice of algorithm, faster there on the H200 (GPU call 2:
+     * 384x4096x1152 22.0 against cublasGemmEx's 34.7 us, the head's
+     * 384x4096x50304 489 against 547); the others (the forward's (T, N), the
+     * weight gradients' (N, T), slower through cuBLASLt) only on request */
     const int lt = ctx->tf32_lt || (ctx->tf32_ltnn && ta == CUBLAS_OP_N && tb == CUBLAS_OP_N);
     if (lt && alpha == 1.0f && (beta == 0.0f || beta == 1.0f))
         return gemm_lt32(ctx, ta, tb, m, n, k, A, lda, B, ldb, C, ldc, beta != 0.0f, 0, NULL, NULL);
@@ -820,7 +733,6 @@ enum { E32_NONE = 0, E32_BIAS, E32_GELU };
 
 struct cu_lt32_entry {
     int ta, tb, m, n, k, lda, ldb, ldc, epi, accumulate, align;
-    int splitk; /* > 1: a batched GEMM of splitk k-slices into partial outputs (gemm_splitk32) */
     int ok; /* 1: desc and algo usable; 0: no algorithm, use the fallback */
     cublasLtMatmulDesc_t desc;
     cublasLtMatrixLayout_t la, lb, lc;
@@ -857,9 +769,9 @@ static pl_status lt32_set_pointers(cu_ctx *ctx, cu_lt32_entry *e, const float *b
 }
 
 /* ---- choosing a GEMM shape's algorithm by timing (ctx->tf32_tune) ----
- * cuBLASLt's heuristic ranks algorithms by a model; on the engine's
- * small-output, long-k weight-gradient GEMMs (1536 x 384 x 4096 and the
- * like) its first choice ran at ~100 TFLOP/s on the H200. At a shape's first
+ * cuBLASLt's heuristic ranks algorithms by a model; for the qkv input
+ * gradient (384 x 4096 x 1152) its first choice took 35.1 us on the H200
+ * (GPU call 3) and the fastest of its best 8 22.0 (call 2). At a shape's first
  * call (outside a graph capture: the engine's first step runs op by op) the
  * heuristic's best LT32_CANDIDATES are timed (1 warm-up and 3 runs each) and
  * the fastest kept. The candidates write either the call's own outputs (a
@@ -868,7 +780,8 @@ static pl_status lt32_set_pointers(cu_ctx *ctx, cu_lt32_entry *e, const float *b
  * (the candidates get the lower half) when D fits there, else a temporary
  * cudaMalloc freed before the call returns (the head's weight gradient,
  * 77 MB; if it cannot be had, the heuristic's first choice stays), so tuning
- * changes nothing the call returns and holds no memory after it. The choice is process-wide (one table for every device and
+ * changes nothing the call returns and holds no memory after it. The
+ * choice is process-wide (one table for every device and
  * engine, by shape and GPU model), so two engines or two logical devices of
  * one process run the same algorithm on the same shape and stay bitwise
  * comparable; another process may choose otherwise (TF32 rounding noise). */
@@ -1000,7 +913,7 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
     cu_lt32_entry *e = NULL;
     for (int i = 0; i < ctx->n_lt32; i++) {
         cu_lt32_entry *x = &ctx->lt32_cache[i];
-        if (x->splitk == 0 && x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k &&
+        if (x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k &&
             x->lda == lda && x->ldb == ldb && x->ldc == ldc && x->epi == epi && x->accumulate == accumulate &&
             x->align == align) {
             e = x;
@@ -1086,131 +999,6 @@ static pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t 
         char nm[48];
         snprintf(nm, sizeof nm, "lt32 %dx%dx%d%s%s", m, n, k, epi == E32_GELU ? " gelu" : epi == E32_BIAS ? " bias" : "",
                  e->ok ? "" : " (fallback)");
-        KM(gemm_name_str(ctx->kprof, nm));
-    }
-    return PL_OK;
-}
-
-/* ---- split-K for the small-output GEMMs (ctx->tf32_splitk) ----
- * A weight gradient dW (OC x C) += dout^T x sums over all N = B*T tokens:
- * k = 4096 and an output of 9-36 tiles of 128 x 128, so cuBLAS runs it on
- * a quarter of the H200's 132 SMs (1536 x 384 x 4096 took 44 us, 110
- * TFLOP/s). Here the k range is cut into S slices, run as ONE batched
- * cuBLASLt GEMM (batch s: the slice's columns of A and B, its own partial
- * output) into the upper half of the cuBLAS workspace (the GEMM gets the
- * lower half), and splitk_reduce_k adds the S partials, in order, into D:
- * the same TF32 products, fp32 sums in another order, deterministic. S is
- * the smallest power of two that gives >= 264 blocks of 128 x 128, with
- * slices of >= 256 and the partials fitting; GEMMs of more than 66 tiles
- * (the forward and input-gradient ones) stay as they are, but for those of
- * up to 99 tiles with k >= 8192 (the head's input gradient: 96 tiles,
- * k = 50304, 489 us at 323 TFLOP/s in GPU call 2, split in two). */
-static int splitk_ways(const cu_ctx *ctx, int m, int n, int k, int ldc) {
-    if (!ctx->lt || !ctx->ws || ldc != m) return 1;
-    const int64_t tiles = (int64_t)((m + 127) / 128) * ((n + 127) / 128);
-    /* up to 99 tiles (3/4 of the SMs) when k is long enough to pay for the
-     * reduction's pass over D: the head's input gradient, 384x4096x50304 */
-    if (tiles > 99 || (tiles > 66 && k < 8192)) return 1;
-    const size_t half = ctx->ws_bytes / 2;
-    int S = 1;
-    while (S < 16 && tiles * S < 264 && k % (2 * S) == 0 && k / (2 * S) >= 256 &&
-           (size_t)(2 * S) * (size_t)m * (size_t)n * sizeof(float) <= half && ((int64_t)m * n) % 4 == 0)
-        S *= 2;
-    return S;
-}
-
-/* dst (mn4 float4s) = (acc ? dst : 0) + part[0] + ... + part[S-1] (stride mn4) */
-__global__ void splitk_reduce_k(float4 *dst, const float4 *part, int64_t mn4, int S, int acc) {
-    int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= mn4) return;
-    float4 a = acc ? dst[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    for (int s = 0; s < S; s++) {
-        const float4 p = part[(int64_t)s * mn4 + i];
-        a.x += p.x, a.y += p.y, a.z += p.z, a.w += p.w;
-    }
-    dst[i] = a;
-}
-
-static pl_status gemm_splitk32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k,
-                               const float *A, int lda, const float *B, int ldb, float *D, int ldc, int accumulate,
-                               int S) {
-    const size_t half = ctx->ws_bytes / 2;
-    float *part = (float *)((char *)ctx->ws + half);
-    const int kS = k / S, align = ptr_align(A, B, D, part, NULL);
-    cu_lt32_entry *e = NULL;
-    for (int i = 0; i < ctx->n_lt32; i++) {
-        cu_lt32_entry *x = &ctx->lt32_cache[i];
-        if (x->splitk == S && x->ta == (int)ta && x->tb == (int)tb && x->m == m && x->n == n && x->k == k &&
-            x->lda == lda && x->ldb == ldb && x->ldc == ldc && x->align == align) {
-            e = x;
-            break;
-        }
-    }
-    if (!e) {
-        if (!ctx->lt32_cache) {
-            ctx->lt32_cache = (cu_lt32_entry *)calloc(CU_LT32_CACHE, sizeof *ctx->lt32_cache);
-            if (!ctx->lt32_cache)
-                return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_splitk32", "out of host memory", 0);
-        }
-        if (ctx->n_lt32 == CU_LT32_CACHE)
-            return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "gemm_splitk32", "too many GEMM shapes", 0);
-        e = &ctx->lt32_cache[ctx->n_lt32++];
-        memset(e, 0, sizeof *e);
-        e->ta = ta; e->tb = tb; e->m = m; e->n = n; e->k = k; e->lda = lda; e->ldb = ldb; e->ldc = ldc;
-        e->splitk = S; e->align = align; e->epi = E32_NONE;
-        if (align >= 16) {
-            BTRY(cublasLtMatmulDescCreate(&e->desc, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
-            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
-            BTRY(cublasLtMatmulDescSetAttribute(e->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-            /* batch s: A's and B's k-slice s (column offsets in the column-major view), partial s */
-            const int64_t sa = ta == CUBLAS_OP_N ? (int64_t)kS * lda : kS, sb = tb == CUBLAS_OP_N ? kS : (int64_t)kS * ldb;
-            const int64_t sc = (int64_t)m * n;
-            BTRY(cublasLtMatrixLayoutCreate(&e->la, CUDA_R_32F, ta == CUBLAS_OP_N ? m : kS, ta == CUBLAS_OP_N ? kS : m,
-                                            lda));
-            BTRY(cublasLtMatrixLayoutCreate(&e->lb, CUDA_R_32F, tb == CUBLAS_OP_N ? kS : n, tb == CUBLAS_OP_N ? n : kS,
-                                            ldb));
-            BTRY(cublasLtMatrixLayoutCreate(&e->lc, CUDA_R_32F, m, n, m));
-            const int32_t bc = S;
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->la, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->lb, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->lc, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &bc, sizeof bc));
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->la, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sa, sizeof sa));
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->lb, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sb, sizeof sb));
-            BTRY(cublasLtMatrixLayoutSetAttribute(e->lc, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &sc, sizeof sc));
-            cublasLtMatmulPreference_t pref = NULL;
-            BTRY(cublasLtMatmulPreferenceCreate(&pref));
-            size_t wsb = half;
-            uint32_t al = (uint32_t)align;
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb);
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &al, sizeof al);
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &al, sizeof al);
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &al, sizeof al);
-            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &al, sizeof al);
-            cublasLtMatmulHeuristicResult_t res;
-            int found = 0;
-            cublasStatus_t hs = cublasLtMatmulAlgoGetHeuristic(ctx->lt, e->desc, e->la, e->lb, e->lc, e->lc, pref, 1,
-                                                               &res, &found);
-            cublasLtMatmulPreferenceDestroy(pref);
-            e->ok = hs == CUBLAS_STATUS_SUCCESS && found > 0;
-            if (e->ok) e->algo = res.algo;
-        }
-    }
-    if (!e->ok) { /* no batched algorithm: the one plain GEMM */
-        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-        BTRY(cublasGemmEx(ctx->blas, ta, tb, m, n, k, &alpha, A, CUDA_R_32F, lda, B, CUDA_R_32F, ldb, &beta, D,
-                          CUDA_R_32F, ldc, ctx->compute, CUBLAS_GEMM_DEFAULT));
-        if (ctx->kprof) KM(gemm_name(ctx->kprof, m, n, k));
-        return PL_OK;
-    }
-    const float alpha = 1.0f, beta = 0.0f;
-    BTRY(cublasLtMatmul(ctx->lt, e->desc, &alpha, A, e->la, B, e->lb, &beta, part, e->lc, part, e->lc, &e->algo,
-                        ctx->ws, half, ctx->stream));
-    const int64_t mn4 = (int64_t)m * n / 4;
-    splitk_reduce_k<<<ceil_div(mn4, 256), 256, 0, ctx->stream>>>((float4 *)D, (const float4 *)part, mn4, S, accumulate);
-    LAUNCHED();
-    if (ctx->kprof) {
-        char nm[48];
-        snprintf(nm, sizeof nm, "splitk%d %dx%dx%d", S, m, n, k);
         KM(gemm_name_str(ctx->kprof, nm));
     }
     return PL_OK;
@@ -1531,23 +1319,6 @@ static pl_status layernorm_forward(cu_ctx *ctx, const hw_node_call *c) {
 
 static pl_status layernorm_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
-    if (ctx->tf32_ln && ln_k(C) > 0) {
-        int grid = ceil_div(N, 8 * 2); /* one pair of rows per warp */
-        if (grid > 528) grid = 528;
-        switch (ln_k(C)) {
-#define LN2(KK)                                                                                                        \
-    case KK:                                                                                                           \
-        layernorm_bwd2_k<KK><<<grid, 256, 2 * C * sizeof(float), ctx->stream>>>(                                       \
-            c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]);              \
-        break;
-            LN2(4) LN2(8) LN2(12) LN2(16) LN2(24) LN2(32)
-#undef LN2
-        default: break;
-        }
-        LAUNCHED();
-        KM("layernorm_bwd2_k");
-        return PL_OK;
-    }
     int grid = ceil_div(N, 8 * 4); /* about four rows per warp */
     if (grid > 264) grid = 264;
     LN_DISPATCH(layernorm_bwd_k, ln_k(C), grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
@@ -1573,13 +1344,18 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ln,splitk,ltnn (or
-     * all) turns those off for measurement; PLACER_TF32_ON=lt,tune,gelu turns on
-     * what measured slower on the H200 (GPU call 2: the TF32 step with
-     * graphs 5.746 ms with lt and tune, 5.695 without lt, 5.683 without
-     * tune; the fc GEMM with its GELU epilogue 48.5 us against 28.4 plain);
-     * PLACER_LOSS32=512 picks the loss variant with two 512-thread blocks an
-     * SM (5.746 ms against 5.632 with one block of 1024) */
+    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ltnn,tune (or
+     * all) turns those off for measurement; PLACER_TF32_ON=lt,gelu turns on
+     * what measured slower on the H200 (GPU call 2: every GEMM through
+     * cuBLASLt, the weight gradients 51.7 / 50.8 / 40.9 / 30.7 us against
+     * cublasGemmEx's 44.2 / 42.7 / 37.4 / 20.1; the fc GEMM with its GELU
+     * epilogue 48.5 us against 28.4 plain, call 3: the step 5.688 ms against
+     * 5.637); PLACER_LOSS32=512 picks the loss variant with two 512-thread
+     * blocks an SM (call 3: 5.733 ms against 5.637 with one of 1024).
+     * Measured slower and removed: a split-K of the weight gradients over one
+     * batched cuBLASLt GEMM (call 3: 50.7 / 49.6 / 36.6 / 23.4 us), a
+     * layernorm backward with two rows a warp in flight (19.6 against 16.1
+     * us), the flash kernels' prefetch (opt-in there, PLACER_FLASH32_PF=1). */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
         const char *off = getenv("PLACER_TF32_OFF"), *on = getenv("PLACER_TF32_ON");
         const int all = off && strstr(off, "all") != NULL;
@@ -1587,15 +1363,13 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         const char *lv = getenv("PLACER_LOSS32");
         ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "512") ? 1 : 2;
         ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
-        ctx->tf32_ln = !(all || (off && strstr(off, "ln")));
-        ctx->tf32_splitk = !(all || (off && strstr(off, "splitk")));
         ctx->tf32_ltnn = !(all || (off && strstr(off, "ltnn")));
+        ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
         ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
-        ctx->tf32_tune = !all && on && strstr(on, "tune") != NULL;
         ctx->tf32_gelu_epi = !all && on && strstr(on, "gelu") != NULL;
     } else {
-        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = ctx->tf32_ln = 0;
-        ctx->tf32_splitk = ctx->tf32_ltnn = ctx->tf32_gelu_epi = 0;
+        ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = 0;
+        ctx->tf32_ltnn = ctx->tf32_gelu_epi = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

@@ -12,19 +12,22 @@
 #                kernels are H3's v3 now)
 #   speed        bench_step --graphs TF32 (5 warm-up + median of 30) with
 #                every fused path, then with each turned off
-#                (PLACER_TF32_OFF=splitk|ltnn|ln|flash|loss|epi|all; epi: the MLP's
+#                (PLACER_TF32_OFF=tune|ltnn|flash|loss|epi|all; epi: the MLP's
 #                and the unfused attention's epilogues, the flash path always
 #                uses its own), the loss variant with two 512-thread blocks an
-#                SM (PLACER_LOSS32=512), the opt-in cuBLASLt paths
-#                (PLACER_TF32_ON=lt,tune; =gelu: the fc GEMM's GELU
+#                SM (PLACER_LOSS32=512), the opt-in paths (PLACER_TF32_ON=lt:
+#                every GEMM through cuBLASLt; =gelu: the fc GEMM's GELU
 #                epilogue instead of gelu4_k), the flash kernels' prefetch
 #                (PLACER_FLASH32_PF=1), all fused again (the first and last
 #                lines bracket the noise), the full bench_step --graphs, and
-#                the TF32 kernel breakdown (PLACER_KPROF=1, op by op)
+#                the TF32 kernel breakdown (PLACER_KPROF=1, op by op); with
+#                VS=1 also tests/gpu/vs_torch.sh (1 round: the engine beside
+#                torch.compile reduce-overhead, bf16 and TF32)
 #   kernels      when BUILD/hw/flash_tests is built (ninja -C BUILD
 #                hw/flash_tests): its check (bf16 and TF32 against the
 #                reference), memcheck and racecheck, and bench
-# About 150-180 s on an H200 (every step has its own timeout).
+# About 100-150 s on an H200 (call 3: ~110 s), plus vs_torch with VS=1;
+# every step has its own timeout.
 set -u
 B=${1:-build-gpu}
 OUT=${OUT:-/tmp/ht_tf32_out}
@@ -60,8 +63,8 @@ step kernels_bf16 60 "$T" kernels bf16
 step step_bf16 60 "$T" step bf16
 step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --steps 30
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
-for v in "" PLACER_TF32_OFF=splitk PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=ln PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
-  PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt,tune PLACER_TF32_ON=gelu \
+for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
+  PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt PLACER_TF32_ON=gelu \
   PLACER_FLASH32_PF=1 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
@@ -80,13 +83,15 @@ fi
 step memcheck_engine 90 "$CS" --tool memcheck --leak-check full --error-exitcode 3 "$T" sanitize
 step racecheck_engine 240 "$CS" --tool racecheck --error-exitcode 3 "$T" sanitize hs64
 
+[ "${VS:-0}" = 1 ] && step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" "${VS_ROUNDS:-1}"
+
 {
   echo
   echo "==== results"
   grep -hE "^(FAIL|gpu_tests)" "$LOG"
   grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|LEAK SUMMARY" "$LOG"
   grep -hE "^PASS .*(flash|hs=64|hs=128|attn)" "$LOG" | head -60
-  grep -hE "^(FLOOR|BENCH|GRAPH|FLASHBENCH) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
+  grep -hE "^(FLOOR|BENCH|GRAPH|FLASHBENCH|TORCH|VS) " "$LOG" | sed -E 's/,"all_ms":\[[^]]*\]//'
   grep -hE "^KPROF" "$LOG" | awk '{print $(NF-1), $0}' | sort -rn | cut -d' ' -f2- | head -45
 } >>"$SUM"
 cat "$SUM"
