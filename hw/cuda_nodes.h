@@ -60,7 +60,7 @@ typedef struct {
     int n_lt;
     /* the TF32 mode's fused paths (kernels.cu; all 0 in strict fp32), each on
      * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", "ltnn", "tune",
-     * or "all"), but for lt and gelu, off unless PLACER_TF32_ON names them */
+     * or "all"), but for lt, gelu and tdw, off unless PLACER_TF32_ON names them */
     int tf32_epi;                    /* bias / bias+GELU in cuBLASLt epilogues, fused bias gradients */
     int tf32_loss;                   /* the loss kernel that re-reads rows from L2 */
     int tf32_flash;                  /* the TF32 flash attention (hs 64 or 128) */
@@ -68,6 +68,7 @@ typedef struct {
     int tf32_lt;                     /* opt-in (PLACER_TF32_ON=lt): the other GEMMs through cuBLASLt */
     int tf32_tune;                   /* "tune": the cuBLASLt GEMMs' algorithms chosen by timing */
     int tf32_gelu_epi;               /* opt-in (PLACER_TF32_ON=gelu): GELU in the fc GEMM's epilogue */
+    int tf32_tdw;                    /* opt-in (PLACER_TF32_ON=tdw): weight gradients from transposed copies */
     struct cu_lt32_entry *lt32_cache;
     int n_lt32;
 } cu_ctx;

@@ -1092,6 +1092,45 @@ static pl_status gelu_colsum(cu_ctx *ctx, float *dg, float *dbias, const float *
     return PL_OK;
 }
 
+/* ---- weight gradients from transposed copies (ctx->tf32_tdw, opt-in) ----
+ * dW += dout^T x sums over the tokens, the slow index of both row-major
+ * operands: for cuBLAS both are MN-major, which TF32 tensor-core kernels
+ * cannot read directly (1536 x 384 x 4096 ran at 110 TFLOP/s, against ~180
+ * for the forward's K-major GEMMs of the same size). With x^T and dout^T
+ * ([features][tokens]) the same product is a (T, N) GEMM of K-major
+ * operands; the transposes cost one read and one write of each. */
+
+/* dst (K x R, row-major) = src (R x K, row-major)^T; block (32, 8), grid (ceil(K/32), ceil(R/32)) */
+__global__ void transpose_k(float *dst, const float *src, int R, int K) {
+    __shared__ float t[32][33];
+    const int k0 = blockIdx.x * 32, r0 = blockIdx.y * 32;
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int r = r0 + j, k = k0 + threadIdx.x;
+        if (r < R && k < K) t[j][threadIdx.x] = src[(int64_t)r * K + k];
+    }
+    __syncthreads();
+    for (int j = threadIdx.y; j < 32; j += 8) {
+        const int k = k0 + j, r = r0 + threadIdx.x;
+        if (r < R && k < K) dst[(int64_t)k * R + r] = t[threadIdx.x][j];
+    }
+}
+
+static pl_status transpose(cu_ctx *ctx, float *dst, const float *src, int R, int K) {
+    if ((R + 31) / 32 > 65535)
+        return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "transpose", "too many rows", 0);
+    transpose_k<<<dim3((unsigned)((K + 31) / 32), (unsigned)((R + 31) / 32)), dim3(32, 8), 0, ctx->stream>>>(dst, src,
+                                                                                                           R, K);
+    LAUNCHED();
+    KM("transpose_k");
+    return PL_OK;
+}
+
+/* dw (OC, Cin) += dout^T @ inp from inpT (Cin, N) and doutT (OC, N): a (T, N) GEMM */
+static pl_status linear_bwd_w_t(cu_ctx *ctx, float *dw, const float *doutT, const float *inpT, int N, int Cin,
+                                int OC) {
+    return gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_N, Cin, OC, N, 1.0f, inpT, N, doutT, N, 1.0f, dw, Cin);
+}
+
 /* ---------------- nodes ---------------- */
 
 
@@ -1172,8 +1211,18 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
         if ((int64_t)((fsb + 3) / 4) > c->mem.bwd_scratch - used)
             return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "attention_backward",
                            "the flash kernel's scratch does not fit the node's backward scratch", 0);
+        /* with tdw: the transposed copies after the kernel's scratch, 4 NC floats */
+        const int64_t t0 = used + ((int64_t)((fsb + 3) / 4) + 63) / 64 * 64;
+        const int tdw = ctx->tf32_tdw && t0 + A + (3 * NC + 63) / 64 * 64 <= c->mem.bwd_scratch;
+        float *tA = c->scratch + t0, *tB = tA + A;
         RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
-        RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+        if (tdw) {
+            RET(transpose(ctx, tA, y, N, C));
+            RET(transpose(ctx, tB, c->dout, N, C));
+            RET(linear_bwd_w_t(ctx, G(c, 2), tB, tA, N, C, C));
+        } else {
+            RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+        }
         RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
         int fe = flash_attn_bwd_tf32(dqkv_f, c->scratch + used, dy, qkvr, y, att, B, T, C, NH, ctx->stream);
         if (fe != 0)
@@ -1182,6 +1231,11 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
         KM("flash_attn_bwd_tf32");
         RET(colsum_fast(ctx, G(c, 1), dqkv_f, N, 3 * C));
         RET(linear_bwd_inp(ctx, c->din[0], dqkv_f, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
+        if (tdw) { /* x^T (C, N) and dqkv^T (3C, N) */
+            RET(transpose(ctx, tA, c->in[0], N, C));
+            RET(transpose(ctx, tB, dqkv_f, N, 3 * C));
+            return linear_bwd_w_t(ctx, G(c, 0), tB, tA, N, C, 3 * C);
+        }
         return linear_bwd_w(ctx, G(c, 0), dqkv_f, c->in[0], N, C, 3 * C, 3 * C);
     }
 #endif
@@ -1246,6 +1300,22 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     const float *h = S(c, 0), *g = S(c, 1);
     float *dg = c->scratch;
     RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
+    if (ctx->tf32_epi && ctx->tf32_tdw) {
+        /* the transposed copies go into the saved slots (4 NC floats each),
+         * each written once what it held is dead: h after GELU's backward,
+         * g after its transpose, and so on. The saved h and g are gone after
+         * this backward (a second backward from them would be garbage). */
+        float *sh = S(c, 0), *sg = S(c, 1);
+        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
+        RET(gelu_colsum(ctx, dg, G(c, 1), h, N, 4 * C));
+        RET(transpose(ctx, sh, g, N, 4 * C));      /* g^T (4C, N) over h */
+        RET(transpose(ctx, sg, c->dout, N, C));    /* dout^T (C, N) over g */
+        RET(linear_bwd_w_t(ctx, G(c, 2), sg, sh, N, 4 * C, C));
+        RET(transpose(ctx, sh, dg, N, 4 * C));     /* dh^T (4C, N) */
+        RET(transpose(ctx, sg, c->in[0], N, C));   /* x^T (C, N) */
+        RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
+        return linear_bwd_w_t(ctx, G(c, 0), sh, sg, N, C, 4 * C);
+    }
     RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
     if (ctx->tf32_epi) {
         RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
@@ -1345,7 +1415,8 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->loss_smem_ok = want;
     }
     /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ltnn,tune (or
-     * all) turns those off for measurement; PLACER_TF32_ON=lt,gelu turns on
+     * all) turns those off for measurement; PLACER_TF32_ON=tdw turns on the
+     * weight gradients from transposed copies (not yet timed), =lt,gelu
      * what measured slower on the H200 (GPU call 2: every GEMM through
      * cuBLASLt, the weight gradients 51.7 / 50.8 / 40.9 / 30.7 us against
      * cublasGemmEx's 44.2 / 42.7 / 37.4 / 20.1; the fc GEMM with its GELU
@@ -1367,9 +1438,10 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
         ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
         ctx->tf32_gelu_epi = !all && on && strstr(on, "gelu") != NULL;
+        ctx->tf32_tdw = !all && on && strstr(on, "tdw") != NULL;
     } else {
         ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = 0;
-        ctx->tf32_ltnn = ctx->tf32_gelu_epi = 0;
+        ctx->tf32_ltnn = ctx->tf32_gelu_epi = ctx->tf32_tdw = 0;
     }
     return cu_init16(ctx, ctx->loss_smem_ok);
 }

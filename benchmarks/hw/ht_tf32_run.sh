@@ -4,7 +4,8 @@
 # scripts/gpu-build.sh). Runs from the repository root, writes $OUT/ht.log
 # (everything) and $OUT/summary.txt (one line a step, then the results).
 #   correctness  gpu_tests kernels / step tf32 (hs 32 unfused, hs 64 and 128
-#                with the TF32 flash kernel), graphs, strict fp32 unchanged,
+#                with the TF32 flash kernel; again with PLACER_TF32_ON=tdw),
+#                graphs, strict fp32 unchanged,
 #                memcheck (+ leaks) of a 2-logical-device TF32 step (gpu_tests
 #                sanitize: hs 32 and hs 64) and racecheck of its hs-64 half
 #                (sanitize hs64), so every new kernel runs under both;
@@ -17,7 +18,8 @@
 #                uses its own), the loss variant with two 512-thread blocks an
 #                SM (PLACER_LOSS32=512), the opt-in paths (PLACER_TF32_ON=lt:
 #                every GEMM through cuBLASLt; =gelu: the fc GEMM's GELU
-#                epilogue instead of gelu4_k), the flash kernels' prefetch
+#                epilogue instead of gelu4_k; =tdw: weight gradients from
+#                transposed copies), the flash kernels' prefetch
 #                (PLACER_FLASH32_PF=1), all fused again (the first and last
 #                lines bracket the noise), the full bench_step --graphs, and
 #                the TF32 kernel breakdown (PLACER_KPROF=1, op by op); with
@@ -56,6 +58,9 @@ git log -1 --format='tree at %h %s' >>"$LOG" 2>/dev/null
 step kernels_tf32 60 "$T" kernels tf32
 step step_tf32 60 "$T" step tf32
 step graphs 60 "$T" graphs
+# the opt-in weight gradients from transposed copies (PLACER_TF32_ON=tdw): the same checks
+step kernels_tf32_tdw 60 env PLACER_TF32_ON=tdw "$T" kernels tf32
+step step_tf32_tdw 60 env PLACER_TF32_ON=tdw "$T" step tf32
 step kernels_strict 60 "$T" kernels strict
 step step_strict 60 "$T" step strict
 # the bf16 mode with H3's v3 flash kernels (ldmatrix fragments), adopted in the same tree
@@ -65,7 +70,7 @@ step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --s
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
 for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
   PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt PLACER_TF32_ON=gelu \
-  PLACER_FLASH32_PF=1 ""; do
+  PLACER_TF32_ON=tdw PLACER_FLASH32_PF=1 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
 done
