@@ -740,9 +740,9 @@ extern "C" int flash_attn_bwd_bf16(__nv_bfloat16 *dqkv, void *scratch, const __n
  * uses the TF32-rounded dO, the one the dP products see. The tiles are
  * staged through registers; at hs 64 the next block's two tiles are read
  * while the current one is multiplied (64 more registers a thread: 164 in
- * the forward, 254 in the backward, no spills) when PLACER_FLASH32_PF=1; by
- * default, and always at hs 128, tile by tile, relying on the other blocks
- * of an SM to hide the loads (the prefetch measured no faster on the H200).
+ * the forward, 254 in the backward, no spills; PLACER_FLASH32_PF=0 turns it
+ * off); hs 128 reads tile by tile (its registers would spill) and relies on
+ * the other blocks of an SM to hide the loads.
  * ====================================================================== */
 
 #ifdef FA_DEVICE_CODE
@@ -1173,15 +1173,16 @@ __global__ void __launch_bounds__(FA_THREADS)
     else bwd32_dq<HS, PF>(smem, dqkv, Dv, dout, qkv, lse, T, C, NH, scale);
 }
 
-/* Whether the hs-64 TF32 kernels prefetch: only with PLACER_FLASH32_PF=1
- * (GPU call 2: the TF32 graph step 5.746 / 5.753 ms with it, 5.734 without,
- * within the noise, for 64 more registers a thread); hs 128 never does (its
+/* Whether the hs-64 TF32 kernels prefetch: yes unless PLACER_FLASH32_PF=0
+ * (H200, B16 T256 C384 NH6, graph replay of the kernels alone: fwd 20.1 /
+ * bwd 59.4 us with it in GPU call 2, 22.5 / 61.4 without in call 3; the TF32
+ * step 5.623 ms with it against 5.637 in call 3); hs 128 never does (its
  * registers would spill). */
 static int fa32_prefetch(void) {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("PLACER_FLASH32_PF");
-        v = e && e[0] == '1';
+        v = !(e && e[0] == '0');
     }
     return v;
 }

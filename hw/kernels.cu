@@ -1426,7 +1426,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
      * Measured slower and removed: a split-K of the weight gradients over one
      * batched cuBLASLt GEMM (call 3: 50.7 / 49.6 / 36.6 / 23.4 us), a
      * layernorm backward with two rows a warp in flight (19.6 against 16.1
-     * us), the flash kernels' prefetch (opt-in there, PLACER_FLASH32_PF=1). */
+     * us). */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
         const char *off = getenv("PLACER_TF32_OFF"), *on = getenv("PLACER_TF32_ON");
         const int all = off && strstr(off, "all") != NULL;

@@ -19,8 +19,8 @@
 #                SM (PLACER_LOSS32=512), the opt-in paths (PLACER_TF32_ON=lt:
 #                every GEMM through cuBLASLt; =gelu: the fc GEMM's GELU
 #                epilogue instead of gelu4_k; =tdw: weight gradients from
-#                transposed copies), the flash kernels' prefetch
-#                (PLACER_FLASH32_PF=1), all fused again (the first and last
+#                transposed copies), the flash kernels without their prefetch
+#                (PLACER_FLASH32_PF=0), all fused again (the first and last
 #                lines bracket the noise), the full bench_step --graphs, and
 #                the TF32 kernel breakdown (PLACER_KPROF=1, op by op); with
 #                VS=1 also tests/gpu/vs_torch.sh (1 round: the engine beside
@@ -70,7 +70,7 @@ step bench_bf16_graphs 40 "$BS" --quick --graphs --precision bf16 --warmup 5 --s
 grep '^BENCH' "$LOG" | tail -1 | sed -E 's/,"all_ms":\[[^]]*\]//; s/^BENCH /BENCH bf16 /' >>"$SUM"
 for v in "" PLACER_TF32_OFF=tune PLACER_TF32_OFF=ltnn PLACER_TF32_OFF=flash PLACER_TF32_OFF=loss \
   PLACER_TF32_OFF=epi PLACER_TF32_OFF=all PLACER_LOSS32=512 PLACER_TF32_ON=lt PLACER_TF32_ON=gelu \
-  PLACER_TF32_ON=tdw PLACER_FLASH32_PF=1 ""; do
+  PLACER_TF32_ON=tdw PLACER_FLASH32_PF=0 ""; do
   step "bench_tf32_graphs_${v:-fused}" 40 env $v "$BS" --quick --graphs --precision tf32 --warmup 5 --steps 30
   grep '^BENCH' "$LOG" | tail -1 | sed -E "s/,\"all_ms\":\[[^]]*\]//; s/^BENCH /BENCH ${v:-fused} /" >>"$SUM"
 done
@@ -78,7 +78,7 @@ step bench_graphs 60 "$BS" --graphs --warmup 3 --steps 20
 step kprof_tf32 60 env PLACER_KPROF=1 "$BS" --quick --warmup 2 --steps 5
 if [ -x "$B/hw/flash_tests" ]; then # the kernels alone: every shape against the exact reference, and their times
   step flash_check 60 "$B/hw/flash_tests" check
-  step flash_check_pf 60 env PLACER_FLASH32_PF=1 "$B/hw/flash_tests" check
+  step flash_check_nopf 60 env PLACER_FLASH32_PF=0 "$B/hw/flash_tests" check
   step flash_memcheck 60 "$CS" --tool memcheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
   step flash_racecheck 60 "$CS" --tool racecheck --error-exitcode 3 "$B/hw/flash_tests" sanitize
   step flash_bench 60 "$B/hw/flash_tests" bench
