@@ -2,8 +2,12 @@
  * and AdamW update of a replica, plain or ZeRO-1 (dist_dp.h). */
 #include "dist_dp.h"
 
+#include <errno.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../core/layout.h"
 #include "dist_device.h"
@@ -112,8 +116,12 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
                        pd->off_params16 >= 0 ? (void *)(base + pd->off_params16) : NULL};
     pl_status st = PL_OK;
     if (n <= 0) return PL_OK;
-    if (!p->zero) /* the plan's HI_DP_REDUCE buckets reduced the gradients already */
+    if (!p->zero) {
+        /* the plan's HI_DP_REDUCE buckets reduced the gradients already
+         * (overlap: exec.c joined them first, hw_dp_join) */
+        if (p->dp_comm && (st = hw_dp_join(p, d, msg, len)) != PL_OK) return st; /* a no-op when joined */
         return ops->adamw(be, d, params, grads, m, v, n, &a);
+    }
     if (p->xd_dp[d]) return zero1_device(p, d, &a, msg, len);
     /* ZeRO-1: shard `rank` of S floats, [lo, lo + cnt) of the buffer */
     const int64_t S = pd->moment_floats, lo = (int64_t)rank * S;
@@ -133,14 +141,146 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     return ops->upload(be, d, params, buf, n * 4);
 }
 
-pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+/* ---- overlap: the comm thread (dist_dp.h) ---- */
+
+typedef struct {
+    int d;
+    int64_t off, n; /* floats of device d's gradients; host copy at host + dev_off[d] + off */
+} dp_job;
+
+struct hw_dp_comm {
+    dist_group *g;             /* the plan's dp group (borrowed) */
+    pthread_t th;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;         /* jobs queued / done / backward progress / quit */
+    dp_job *jobs;              /* this step's buckets, in issue order */
+    int n_jobs, cap_jobs;
+    int next, done;            /* jobs taken by the thread, jobs finished */
+    int dev_last[HW_MAX_DEVICES]; /* n_jobs when device d's last bucket was queued */
+    int quit;
+    pl_status st;              /* the step's first failure */
+    char msg[256];
+    float *host;               /* every used device's gradients, device d's at dev_off[d] */
+    int64_t dev_off[HW_MAX_DEVICES];
+    float ranks;
+    /* the test hook (dist_dp.h) */
+    int hold;                  /* PLACER_TEST_DP_HOLD=1 */
+    int bwd_total, bwd_seen;   /* HI_BWD instructions of a step, issued so far this step */
+    int joining;               /* the main thread has reached a join this step */
+    int64_t tick;
+    hw_dp_overlap_trace cur, last;
+};
+
+static void *comm_main(void *arg) {
+    hw_dp_comm *c = arg;
+    char msg[256];
+    pthread_mutex_lock(&c->mu);
+    for (;;) {
+        while (!c->quit && c->next == c->n_jobs) pthread_cond_wait(&c->cv, &c->mu);
+        if (c->next == c->n_jobs) break; /* quit, nothing queued */
+        const int k = c->next++;
+        const dp_job j = c->jobs[k];
+        if (k == 0 && c->hold) {
+            /* the test hook: bucket 0 waits (at most 30 s) until the main
+             * thread has issued the step's last backward call, or reached a
+             * join (a pipeline's last stage updates before the first stage's
+             * backward ends: its join needs bucket 0) */
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_sec += 30;
+            int rc = 0;
+            while (c->bwd_seen < c->bwd_total && !c->joining && rc != ETIMEDOUT)
+                rc = pthread_cond_timedwait(&c->cv, &c->mu, &until);
+            c->cur.held = c->bwd_seen >= c->bwd_total ? 1 : c->joining ? 2 : -1;
+        }
+        pl_status st = c->st;
+        if (k == 0) c->cur.start0 = ++c->tick;
+        pthread_mutex_unlock(&c->mu);
+        if (st == PL_OK) {
+            /* after a failure the rest are skipped: the group is broken anyway */
+            float *buf = c->host + c->dev_off[j.d] + j.off;
+            msg[0] = '\0';
+            st = dist_allreduce_f32(c->g, buf, j.n, DIST_SUM, msg, sizeof msg);
+            if (st == PL_OK)
+                for (int64_t i = 0; i < j.n; i++) buf[i] /= c->ranks;
+        }
+        pthread_mutex_lock(&c->mu);
+        if (k == 0) c->cur.end0 = ++c->tick;
+        if (st != PL_OK && c->st == PL_OK) {
+            c->st = st;
+            memcpy(c->msg, msg, sizeof c->msg);
+        }
+        c->done++;
+        pthread_cond_broadcast(&c->cv);
+    }
+    pthread_mutex_unlock(&c->mu);
+    return NULL;
+}
+
+void hw_dp_comm_destroy(hw_dp_comm *c) {
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->quit = 1;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    pthread_join(c->th, NULL); /* a collective in flight ends within the group's timeout */
+    pthread_mutex_destroy(&c->mu);
+    pthread_cond_destroy(&c->cv);
+    free(c->jobs);
+    free(c->host);
+    free(c);
+}
+
+/* Whether plan p's buckets overlap (decided at the first bucket): the env
+ * switch, a host path (no NCCL communicator), and no MPI dp group beside a
+ * tp group (dist_mpi.c asks MPI for MPI_THREAD_SERIALIZED only: the main
+ * thread's tp calls and the comm thread's dp calls would be concurrent). */
+static int want_overlap(const struct hw_plan *p) {
+    const char *e = getenv("PLACER_DP_OVERLAP");
+    if (e && !strcmp(e, "0")) return 0;
+    for (int d = 0; d < p->n_dev; d++)
+        if (p->xd_dp[d] && strcmp(dist_device_transport(p->xd_dp[d]), "host staging") != 0) return 0;
+    if (p->tp.g && !strcmp(dist_transport_name(p->dp), "mpi")) return 0;
+    return 1;
+}
+
+static pl_status comm_create(struct hw_plan *p, char *msg, size_t len) {
+    hw_dp_comm *c = calloc(1, sizeof *c);
+    if (!c) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    int64_t total = 0;
+    for (int d = 0; d < p->n_dev; d++) {
+        c->dev_off[d] = total;
+        if (p->dev[d].used) total += p->dev[d].param_floats;
+        for (int i = 0; i < p->dev[d].n_ins; i++) c->bwd_total += p->dev[d].ins[i].kind == HI_BWD;
+    }
+    c->host = malloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
+    c->g = p->dp;
+    c->ranks = (float)dist_size(p->dp);
+    const char *h = getenv("PLACER_TEST_DP_HOLD");
+    c->hold = h && !strcmp(h, "1");
+    if (!c->host) {
+        free(c);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory for %lld staged gradients", (long long)total);
+    }
+    pthread_mutex_init(&c->mu, NULL);
+    pthread_cond_init(&c->cv, NULL);
+    if (pthread_create(&c->th, NULL, comm_main, c) != 0) {
+        pthread_mutex_destroy(&c->mu);
+        pthread_cond_destroy(&c->cv);
+        free(c->host);
+        free(c);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "could not start the dp communication thread");
+    }
+    p->dp_comm = c;
+    return PL_OK;
+}
+
+/* The synchronous bucket: all-reduced before the instruction returns. */
+static pl_status reduce_sync(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     hw_plan_dev *pd = &p->dev[d];
     float *grads = (float *)((char *)pd->base + pd->off_grads) + off, *buf = p->dp_buf;
     const float ranks = (float)dist_size(p->dp);
-    if (off < 0 || n <= 0 || off + n > pd->param_floats)
-        return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
-                       (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
     if (p->xd_dp[d]) /* device buffers (CUDA) */
         return dist_device_allreduce_f32(p->xd_dp[d], grads, n, DIST_SUM, 1, msg, len);
     pl_status st = be->ops->download(be, d, buf, grads, n * 4);
@@ -148,4 +288,96 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
     if (st != PL_OK) return st;
     for (int64_t i = 0; i < n; i++) buf[i] /= ranks;
     return be->ops->upload(be, d, grads, buf, n * 4);
+}
+
+pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
+    hw_plan_dev *pd = &p->dev[d];
+    if (off < 0 || n <= 0 || off + n > pd->param_floats)
+        return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
+                       (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
+    if (p->dp_overlap == 0) p->dp_overlap = want_overlap(p) ? 1 : -1;
+    if (p->dp_overlap < 0) return reduce_sync(p, d, off, n, msg, len);
+    pl_status st = p->dp_comm ? PL_OK : comm_create(p, msg, len);
+    if (st != PL_OK) return st;
+    hw_dp_comm *c = p->dp_comm;
+    /* the bucket's final gradients to the host (the backend's download waits for the device's work) */
+    const float *grads = (const float *)((char *)pd->base + pd->off_grads) + off;
+    if ((st = be->ops->download(be, d, c->host + c->dev_off[d] + off, grads, n * 4)) != PL_OK) return st;
+    pthread_mutex_lock(&c->mu);
+    if (c->n_jobs == c->cap_jobs) {
+        int cap = c->cap_jobs ? 2 * c->cap_jobs : 64;
+        dp_job *nj = realloc(c->jobs, sizeof *nj * (size_t)cap);
+        if (!nj) {
+            pthread_mutex_unlock(&c->mu);
+            return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory for the dp buckets");
+        }
+        c->jobs = nj;
+        c->cap_jobs = cap;
+    }
+    if (c->n_jobs == 0) c->cur.issued0 = ++c->tick;
+    c->jobs[c->n_jobs++] = (dp_job){d, off, n};
+    c->dev_last[d] = c->n_jobs;
+    c->cur.buckets = c->n_jobs;
+    pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+    return PL_OK;
+}
+
+pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len) {
+    hw_dp_comm *c = p->dp_comm;
+    hw_backend *be = p->e->be;
+    if (!c) return PL_OK;
+    float *grads = (float *)((char *)p->dev[d].base + p->dev[d].off_grads);
+    pthread_mutex_lock(&c->mu);
+    if (!c->cur.join) c->cur.join = ++c->tick;
+    c->joining = 1;
+    pthread_cond_broadcast(&c->cv);
+    while (c->done < c->dev_last[d]) pthread_cond_wait(&c->cv, &c->mu); /* each bounded by the group's timeout */
+    pl_status st = c->st;
+    if (st != PL_OK) pl_fail(msg, len, st, "%s", c->msg);
+    const int n_jobs = c->dev_last[d];
+    pthread_mutex_unlock(&c->mu);
+    for (int k = 0; k < n_jobs && st == PL_OK; k++) {
+        dp_job *j = &c->jobs[k]; /* jobs [0, n_jobs) are done: the main thread alone touches them now */
+        if (j->d != d || j->n == 0) continue;
+        st = be->ops->upload(be, d, grads + j->off, c->host + c->dev_off[d] + j->off, j->n * 4);
+        j->n = 0; /* uploaded: a second join of d does nothing */
+    }
+    return st;
+}
+
+void hw_dp_note_bwd(struct hw_plan *p) {
+    hw_dp_comm *c = p->dp_comm;
+    if (!c) return;
+    pthread_mutex_lock(&c->mu);
+    c->cur.last_bwd = ++c->tick;
+    if (++c->bwd_seen >= c->bwd_total) pthread_cond_broadcast(&c->cv);
+    pthread_mutex_unlock(&c->mu);
+}
+
+pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len) {
+    hw_dp_comm *c = p->dp_comm;
+    if (!c) return PL_OK;
+    pthread_mutex_lock(&c->mu);
+    while (c->done < c->n_jobs) pthread_cond_wait(&c->cv, &c->mu);
+    pl_status st = c->st;
+    if (st != PL_OK) pl_fail(msg, len, st, "%s", c->msg);
+    c->last = c->cur;
+    memset(&c->cur, 0, sizeof c->cur);
+    c->n_jobs = c->next = c->done = 0;
+    memset(c->dev_last, 0, sizeof c->dev_last);
+    c->bwd_seen = c->joining = 0;
+    c->st = PL_OK;
+    pthread_mutex_unlock(&c->mu);
+    return st;
+}
+
+int hw_dp_overlap_get(const struct hw_plan *p, hw_dp_overlap_trace *t) {
+    memset(t, 0, sizeof *t);
+    if (!p->dp_comm) return 0;
+    pthread_mutex_lock(&p->dp_comm->mu);
+    *t = p->dp_comm->last;
+    pthread_mutex_unlock(&p->dp_comm->mu);
+    return 1;
 }

@@ -16,13 +16,12 @@
  *           divided by dp; AdamW over all P. The plan issues a bucket as
  *           soon as backward has finished every node in it (its last
  *           micro-batch), between the device's remaining backward calls,
- *           and the rest at the device's tail. On the CPU backend that is
- *           only an order: the issuing thread waits for each all-reduce,
- *           there is no second stream to overlap it with. On CUDA the
- *           buckets go through hw/dist_device.h on the device's compute
- *           stream in the same order, each waited for (bounded waits
- *           first; no overlap yet on either transport). Bucket size does not change
- *           the bits (the sum is elementwise).
+ *           and the rest at the device's tail. The host path (CPU
+ *           backend, CUDA host staging) overlaps them with the rest of
+ *           backward on a comm thread (below, "overlap"); over NCCL each
+ *           goes through hw/dist_device.h on the compute stream, waited
+ *           for (bounded) before backward goes on. Bucket size and overlap
+ *           do not change the bits (the sum is elementwise).
  *   zero 1  the buffer is cut into dp equal shards of S = ceil(P / dp)
  *           floats (the last padded with zeros); the gradients are
  *           reduce-scattered, rank r keeps shard r, divides it by dp and
@@ -74,5 +73,65 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len);
 /* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
  * n) (floats), one bucket. For exec.c's HI_DP_REDUCE. */
 pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len);
+
+/* ---- overlap (zero 0, host path) ----
+ * With overlap (the default; PLACER_DP_OVERLAP=0 gives the synchronous
+ * buckets above) hw_dp_reduce only STARTS a bucket: it downloads the
+ * bucket's final gradients into a host buffer of the plan (every used
+ * device's gradients, one region each) and queues it for the plan's
+ * communication thread, which runs the dp group's all-reduce and the
+ * division by dp on it, buckets in issue order, while the main thread
+ * goes on issuing backward. The device's AdamW (hw_dp_join, then
+ * hw_dp_update) waits for the device's buckets and uploads them; hw_plan_step drains the queue
+ * after the step whatever happened (hw_dp_drain), so no collective is in
+ * flight between steps. Same bits: the same rank-ordered sums and the
+ * same division, on the same floats.
+ * Why the comm thread may use the dp group while the main thread runs the
+ * tp group's collectives: they are different groups (no shared state in
+ * dist_group.c), and on sockets a tp and a dp sub-group share no pair of
+ * ranks (a tp group and a dp group meet in one rank only), so they use
+ * different sockets; each group is used by one thread at a time (the dp
+ * group by the comm thread from a step's first bucket to the drain, by the
+ * main thread only after it: the loss's all-reduce). Under MPI the library
+ * was initialised with MPI_THREAD_SERIALIZED only, so with a tp group over
+ * MPI the buckets stay synchronous. The NCCL transport (distinct GPUs)
+ * stays synchronous too (a bounded wait per bucket; no comm stream yet),
+ * host staging (ranks sharing a GPU) overlaps as the CPU backend does.
+ * ZeRO-1 is unchanged: its reduce-scatter runs at AdamW.
+ * Failure: a bucket's failed all-reduce (a dead or silent peer: bounded by
+ * the group's timeout) is kept with its line; later buckets are skipped;
+ * the join at AdamW returns it, so the step fails with one line. */
+typedef struct hw_dp_comm hw_dp_comm;
+void hw_dp_comm_destroy(hw_dp_comm *c); /* joins the thread; accepts NULL */
+/* exec.c's HI_ADAMW, before anything else touches device d's gradients
+ * (the sp sum of the replicated ones comes after the dp mean, as in the
+ * synchronous order): wait for d's buckets, upload their means. Once per
+ * step (a second call does nothing); PL_OK without a comm thread. A
+ * bucket's failure: its status and line. */
+pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len);
+/* exec.c: after each HI_BWD it issues (for the test hook below). */
+void hw_dp_note_bwd(struct hw_plan *p);
+/* exec.c: end of a step: wait for every queued bucket; its first failure. */
+pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len);
+
+/* The test hook: tickets of one counter (a total order of these events in
+ * the last step on this rank, not times). With PLACER_TEST_DP_HOLD=1 the
+ * comm thread holds bucket 0 until the main thread has issued the step's
+ * last backward call or reached a join (a 2-device pipeline's last stage
+ * updates before the first stage's backward ends), at most 30 s; on one
+ * device a synchronous bucket could not get past that: issued0 < last_bwd
+ * < start0 proves the main thread ran backward while a bucket was in the
+ * comm thread's hands. */
+typedef struct {
+    int buckets;       /* buckets of the step through the comm thread */
+    int64_t issued0;   /* bucket 0 queued */
+    int64_t start0;    /* its all-reduce begun, */
+    int64_t end0;      /* ended */
+    int64_t last_bwd;  /* the last backward call issued */
+    int64_t join;      /* the first AdamW's join */
+    int held;          /* the hold: 1 it saw the last backward, 2 a join, -1 it timed out, 0 off */
+} hw_dp_overlap_trace;
+/* 1 and *t filled when p's buckets go through the comm thread, else 0. */
+int hw_dp_overlap_get(const struct hw_plan *p, hw_dp_overlap_trace *t);
 
 #endif

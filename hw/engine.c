@@ -141,6 +141,7 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
 void hw_plan_destroy(hw_plan *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
+    hw_dp_comm_destroy(p->dp_comm); /* before the groups it borrows */
     for (int d = 0; d < p->n_dev; d++) {
         dist_device_destroy(p->xd_tp[d]);
         dist_device_destroy(p->xd_dp[d]);

@@ -133,10 +133,13 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
                                     : hw_tp_backward(&p->tp, &c, be->err, sizeof be->err);
         else
             st = in->kind == HI_FWD ? ops->node_forward(be, d, &c) : ops->node_backward(be, d, &c);
+        if (in->kind == HI_BWD && p->dp_comm) hw_dp_note_bwd(p);
         break;
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
+        /* overlapped dp buckets first: the means in place before anything reads the gradients */
+        if (p->dp_comm && (st = hw_dp_join(p, d, be->err, sizeof be->err)) != PL_OK) break;
         if (p->tp.g && (p->tp.sp || p->xd_tp[d]) && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK)
             break;
         if (p->dp && pd->param_floats > 0) {
@@ -423,6 +426,15 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
             if (p->dev[d].used) st = ops->step_end(be, d);
     } else if (st == PL_OK) {
         st = p->threaded ? run_threads(p, 0) : run_single(p);
+    }
+    if (p->dp_comm) {
+        /* overlapped dp buckets: none left in flight, whatever happened (dist_dp.h) */
+        char dmsg[256];
+        pl_status ds = hw_dp_drain(p, dmsg, sizeof dmsg);
+        if (st == PL_OK && ds != PL_OK) {
+            st = ds;
+            snprintf(be->err, sizeof be->err, "%s", dmsg);
+        }
     }
     p->steps_run++;
     double step = 0.0;
