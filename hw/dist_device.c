@@ -124,6 +124,29 @@ pl_status dist_device_allgather_f32(dist_device *x, const float *in, float *out,
     return PL_OK;
 }
 
+pl_status dist_device_allreduce_start_f32(dist_device *x, float *buf, int64_t n, int mean, int *started, char *msg,
+                                          size_t len) {
+    *started = 0;
+#if PLACER_HAVE_CUDA
+    if (x->nccl) {
+        *started = 1;
+        return n > 0 ? hw_nccl_start(x->nccl, buf, n, mean, msg, len) : PL_OK;
+    }
+#else
+    (void)buf, (void)n, (void)mean, (void)msg, (void)len;
+#endif
+    return PL_OK;
+}
+
+pl_status dist_device_finish(dist_device *x, char *msg, size_t len) {
+#if PLACER_HAVE_CUDA
+    if (x->nccl) return hw_nccl_finish(x->nccl, msg, len);
+#else
+    (void)x, (void)msg, (void)len;
+#endif
+    return PL_OK;
+}
+
 pl_status dist_device_scratch(dist_device *x, int64_t bytes, void **ptr, char *msg, size_t len) {
     *ptr = NULL;
     if (bytes > x->scratch_bytes) {

@@ -17,8 +17,9 @@
  *                 until the collective is done; past the group's timeout it
  *                 aborts the communicator (ncclCommAbort) and fails with one
  *                 line, so a dead rank never hangs the others. That wait
- *                 makes every collective synchronous with the host (no
- *                 overlap with later compute; correct and bounded first).
+ *                 makes every collective synchronous with the host, except
+ *                 the started all-reduces below (the dp buckets' overlap),
+ *                 whose wait moves to dist_device_finish.
  *                 NCCL refuses two ranks on one GPU, so on the one-GPU
  *                 machine this branch does not run.
  *   host staging  ranks share a GPU (several processes on GPU 0, the
@@ -78,6 +79,19 @@ pl_status dist_device_reduce_scatter_f32(dist_device *x, const float *in, float 
  * in may be out + rank n. */
 pl_status dist_device_allgather_f32(dist_device *x, const float *in, float *out, int64_t n, char *msg, size_t len);
 
+/* Overlap (dist_dp.h): with the NCCL transport, START an all-reduce (mean
+ * when asked) of n floats of buf in place, ordered after the work queued on
+ * the device's compute stream so far; *started 1. The buffer must not be
+ * touched until dist_device_finish. With host staging nothing is done and
+ * *started is 0 (the caller stages the bucket itself). */
+pl_status dist_device_allreduce_start_f32(dist_device *x, float *buf, int64_t n, int mean, int *started, char *msg,
+                                          size_t len);
+/* Wait for every started all-reduce: the compute stream waits for them (what
+ * it runs next sees the results) and the host waits, bounded by the group's
+ * timeout (then the communicator is aborted and this fails with one line).
+ * PL_OK when none was started. */
+pl_status dist_device_finish(dist_device *x, char *msg, size_t len);
+
 /* A device scratch of at least bytes bytes owned by x (grown, never
  * shrunk; its contents are not kept across a growth). Outside the plan's
  * arena (hw_plan_peak_bytes does not count it). */
@@ -95,6 +109,10 @@ void hw_nccl_destroy(void *comm);
 /* kind 0 all-reduce (in == out), 1 reduce-scatter (out n floats), 2 all-gather (in n floats) */
 pl_status hw_nccl_collective(void *comm, int kind, const float *in, float *out, int64_t n, dist_op op, int mean,
                              char *msg, size_t len);
+/* an all-reduce on the communicator's comm stream after the compute stream's work so far */
+pl_status hw_nccl_start(void *comm, float *buf, int64_t n, int mean, char *msg, size_t len);
+/* the compute stream waits for the started ones; the host waits, bounded */
+pl_status hw_nccl_finish(void *comm, char *msg, size_t len);
 #endif
 
 #endif

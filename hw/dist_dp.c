@@ -119,7 +119,7 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     if (!p->zero) {
         /* the plan's HI_DP_REDUCE buckets reduced the gradients already
          * (overlap: exec.c joined them first, hw_dp_join) */
-        if (p->dp_comm && (st = hw_dp_join(p, d, msg, len)) != PL_OK) return st; /* a no-op when joined */
+        if (p->dp_overlap > 0 && (st = hw_dp_join(p, d, msg, len)) != PL_OK) return st; /* a no-op when joined */
         return ops->adamw(be, d, params, grads, m, v, n, &a);
     }
     if (p->xd_dp[d]) return zero1_device(p, d, &a, msg, len);
@@ -231,16 +231,18 @@ void hw_dp_comm_destroy(hw_dp_comm *c) {
     free(c);
 }
 
-/* Whether plan p's buckets overlap (decided at the first bucket): the env
- * switch, a host path (no NCCL communicator), and no MPI dp group beside a
- * tp group (dist_mpi.c asks MPI for MPI_THREAD_SERIALIZED only: the main
- * thread's tp calls and the comm thread's dp calls would be concurrent). */
+/* How plan p's buckets overlap (decided at the first bucket): 1 the comm
+ * thread (host path), 2 started NCCL all-reduces on the communicator's
+ * stream (every device's dp collectives over NCCL), -1 not at all: the env
+ * switch, or an MPI dp group beside a tp group (dist_mpi.c asks MPI for
+ * MPI_THREAD_SERIALIZED only: the main thread's tp calls and the comm
+ * thread's dp calls would be concurrent). */
 static int want_overlap(const struct hw_plan *p) {
     const char *e = getenv("PLACER_DP_OVERLAP");
-    if (e && !strcmp(e, "0")) return 0;
+    if (e && !strcmp(e, "0")) return -1;
     for (int d = 0; d < p->n_dev; d++)
-        if (p->xd_dp[d] && strcmp(dist_device_transport(p->xd_dp[d]), "host staging") != 0) return 0;
-    if (p->tp.g && !strcmp(dist_transport_name(p->dp), "mpi")) return 0;
+        if (p->xd_dp[d] && strcmp(dist_device_transport(p->xd_dp[d]), "nccl") == 0) return 2;
+    if (p->tp.g && !strcmp(dist_transport_name(p->dp), "mpi")) return -1;
     return 1;
 }
 
@@ -296,8 +298,15 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
     if (off < 0 || n <= 0 || off + n > pd->param_floats)
         return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
                        (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
-    if (p->dp_overlap == 0) p->dp_overlap = want_overlap(p) ? 1 : -1;
+    if (p->dp_overlap == 0) p->dp_overlap = want_overlap(p);
     if (p->dp_overlap < 0) return reduce_sync(p, d, off, n, msg, len);
+    if (p->dp_overlap == 2) { /* NCCL: on the comm stream, finished at the join */
+        int started = 0;
+        float *g = (float *)((char *)pd->base + pd->off_grads) + off;
+        pl_status sst = dist_device_allreduce_start_f32(p->xd_dp[d], g, n, 1, &started, msg, len);
+        if (sst == PL_OK && !started) sst = pl_fail(msg, len, PL_ERR_INVALID, "device %d's dp collectives are not NCCL's", d);
+        return sst;
+    }
     pl_status st = p->dp_comm ? PL_OK : comm_create(p, msg, len);
     if (st != PL_OK) return st;
     hw_dp_comm *c = p->dp_comm;
@@ -327,6 +336,7 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
 pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len) {
     hw_dp_comm *c = p->dp_comm;
     hw_backend *be = p->e->be;
+    if (p->dp_overlap == 2) return p->xd_dp[d] ? dist_device_finish(p->xd_dp[d], msg, len) : PL_OK;
     if (!c) return PL_OK;
     float *grads = (float *)((char *)p->dev[d].base + p->dev[d].off_grads);
     pthread_mutex_lock(&c->mu);
@@ -358,6 +368,14 @@ void hw_dp_note_bwd(struct hw_plan *p) {
 
 pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len) {
     hw_dp_comm *c = p->dp_comm;
+    if (p->dp_overlap == 2) {
+        pl_status st = PL_OK;
+        for (int d = 0; d < p->n_dev; d++) {
+            pl_status s2 = p->xd_dp[d] ? dist_device_finish(p->xd_dp[d], msg, len) : PL_OK;
+            if (st == PL_OK) st = s2;
+        }
+        return st;
+    }
     if (!c) return PL_OK;
     pthread_mutex_lock(&c->mu);
     while (c->done < c->n_jobs) pthread_cond_wait(&c->cv, &c->mu);

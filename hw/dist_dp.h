@@ -94,9 +94,13 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
  * group by the comm thread from a step's first bucket to the drain, by the
  * main thread only after it: the loss's all-reduce). Under MPI the library
  * was initialised with MPI_THREAD_SERIALIZED only, so with a tp group over
- * MPI the buckets stay synchronous. The NCCL transport (distinct GPUs)
- * stays synchronous too (a bounded wait per bucket; no comm stream yet),
- * host staging (ranks sharing a GPU) overlaps as the CPU backend does.
+ * MPI the buckets stay synchronous. Host staging (ranks sharing a GPU)
+ * overlaps as the CPU backend does. Over NCCL (distinct GPUs; compile-only
+ * so far) a bucket is an ncclAllReduce (ncclAvg) on the communicator's own
+ * comm stream after an event of the compute stream
+ * (dist_device_allreduce_start_f32); the join makes the compute stream
+ * wait for the comm stream's last event and does the bounded wait
+ * (ncclCommGetAsyncError polling, abort past the timeout) there.
  * ZeRO-1 is unchanged: its reduce-scatter runs at AdamW.
  * Failure: a bucket's failed all-reduce (a dead or silent peer: bounded by
  * the group's timeout) is kept with its line; later buckets are skipped;

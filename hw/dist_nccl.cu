@@ -12,6 +12,14 @@
  * also releases the kernels waiting in it) and the call fails with one
  * line; the communicator is broken from then on.
  *
+ * Started collectives (hw_nccl_start / hw_nccl_finish: the overlapped dp
+ * buckets, dist_dp.h): each all-reduce goes on a comm stream of the
+ * communicator's own, after an event recorded on the compute stream (the
+ * bucket's gradients are final there); finish records the comm stream's
+ * last event, makes the compute stream wait for it (AdamW follows) and
+ * does the bounded wait above on the comm stream, so a dead peer is found
+ * at the join instead of at each bucket.
+ *
  * Not run this session (the machine at hand has one GPU, and NCCL refuses
  * two ranks on one GPU): compile-only until a 2-GPU machine runs it.
  */
@@ -29,6 +37,9 @@ extern "C" {
 typedef struct {
     ncclComm_t comm;
     cudaStream_t stream; /* the logical device's compute stream (borrowed) */
+    cudaStream_t cstream; /* started collectives' stream (hw_nccl_start), made at the first, or NULL */
+    cudaEvent_t ev_ready, ev_done; /* compute -> cstream before each start; cstream's last, for finish */
+    int pending;          /* collectives started since the last finish */
     int gpu;
     double timeout_s;
     int broken;          /* aborted: every later call fails */
@@ -167,6 +178,14 @@ extern "C" pl_status hw_nccl_create(dist_group *g, hw_backend *be, int dev, doub
 extern "C" void hw_nccl_destroy(void *comm) {
     nccl_dev *x = (nccl_dev *)comm;
     if (!x) return;
+    if (x->cstream) {
+        cudaSetDevice(x->gpu);
+        if (!x->broken) cudaStreamSynchronize(x->cstream); /* finished (hw_nccl_finish) unless a step failed */
+        cudaStreamDestroy(x->cstream);
+        cudaEventDestroy(x->ev_ready);
+        cudaEventDestroy(x->ev_done);
+        cudaGetLastError();
+    }
     if (x->comm && !x->broken) {
         cudaSetDevice(x->gpu);
         /* non-blocking: finalize may still be in progress; wait (bounded; aborts on timeout) */
@@ -205,4 +224,85 @@ extern "C" pl_status hw_nccl_collective(void *comm, int kind, const float *in, f
                        (long long)n, ncclGetErrorString(r));
     }
     return wait_done(x, x->stream, names[kind], msg, len);
+}
+
+/* Poll (bounded) until an enqueue of a non-blocking communicator is no
+ * longer in progress: the call is then queued on its stream. */
+static pl_status enqueued(nccl_dev *x, const char *what, char *msg, size_t len) {
+    const double t0 = now_s();
+    for (;;) {
+        ncclResult_t as = ncclSuccess;
+        ncclResult_t r = ncclCommGetAsyncError(x->comm, &as);
+        if (r != ncclSuccess || (as != ncclSuccess && as != ncclInProgress)) {
+            ncclCommAbort(x->comm);
+            x->broken = 1;
+            return pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank %d: NCCL error during %s: %s (communicator aborted)",
+                           x->rank, what, ncclGetErrorString(r != ncclSuccess ? r : as));
+        }
+        if (as == ncclSuccess) return PL_OK;
+        if (now_s() - t0 > x->timeout_s) {
+            ncclCommAbort(x->comm);
+            x->broken = 1;
+            return pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank %d: NCCL %s not enqueued after %.1f s (communicator aborted)",
+                           x->rank, what, x->timeout_s);
+        }
+        pause_us(50);
+    }
+}
+
+extern "C" pl_status hw_nccl_start(void *comm, float *buf, int64_t n, int mean, char *msg, size_t len) {
+    nccl_dev *x = (nccl_dev *)comm;
+    if (x->broken)
+        return pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank %d: the NCCL communicator was aborted earlier", x->rank);
+    if (cudaSetDevice(x->gpu) != cudaSuccess) {
+        cudaGetLastError();
+        return pl_fail(msg, len, PL_ERR_CUDA, "cudaSetDevice(%d) for NCCL", x->gpu);
+    }
+    cudaError_t e = cudaSuccess;
+    if (!x->cstream) {
+        e = cudaStreamCreateWithFlags(&x->cstream, cudaStreamNonBlocking);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&x->ev_ready, cudaEventDisableTiming);
+        if (e == cudaSuccess) e = cudaEventCreateWithFlags(&x->ev_done, cudaEventDisableTiming);
+        if (e != cudaSuccess) {
+            cudaGetLastError();
+            return pl_fail(msg, len, PL_ERR_CUDA, "rank %d: the NCCL stream: %s", x->rank, cudaGetErrorString(e));
+        }
+    }
+    /* the bucket's gradients are final on the compute stream: the comm stream waits for them */
+    e = cudaEventRecord(x->ev_ready, x->stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(x->cstream, x->ev_ready, 0);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return pl_fail(msg, len, PL_ERR_CUDA, "rank %d: ordering a bucket: %s", x->rank, cudaGetErrorString(e));
+    }
+    ncclResult_t r = ncclAllReduce(buf, buf, (size_t)n, ncclFloat, mean ? ncclAvg : ncclSum, x->comm, x->cstream);
+    if (r != ncclSuccess && r != ncclInProgress) {
+        ncclCommAbort(x->comm);
+        x->broken = 1;
+        return pl_fail(msg, len, PL_ERR_CUDA, "rank %d: NCCL all-reduce of %lld floats: %s", x->rank, (long long)n,
+                       ncclGetErrorString(r));
+    }
+    x->pending++;
+    return r == ncclInProgress ? enqueued(x, "all-reduce", msg, len) : PL_OK;
+}
+
+extern "C" pl_status hw_nccl_finish(void *comm, char *msg, size_t len) {
+    nccl_dev *x = (nccl_dev *)comm;
+    if (!x->pending) return PL_OK;
+    x->pending = 0;
+    if (x->broken)
+        return pl_fail(msg, len, PL_ERR_INTERRUPTED, "rank %d: the NCCL communicator was aborted earlier", x->rank);
+    if (cudaSetDevice(x->gpu) != cudaSuccess) {
+        cudaGetLastError();
+        return pl_fail(msg, len, PL_ERR_CUDA, "cudaSetDevice(%d) for NCCL", x->gpu);
+    }
+    /* the compute stream (AdamW next) waits for the comm stream's last all-reduce */
+    cudaError_t e = cudaEventRecord(x->ev_done, x->cstream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(x->stream, x->ev_done, 0);
+    if (e != cudaSuccess) {
+        cudaGetLastError();
+        return pl_fail(msg, len, PL_ERR_CUDA, "rank %d: joining the buckets: %s", x->rank, cudaGetErrorString(e));
+    }
+    /* and the bounded wait: the comm stream's work done, or the group's timeout and an abort */
+    return wait_done(x, x->cstream, "bucketed all-reduce", msg, len);
 }

@@ -139,7 +139,7 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
     case HI_ADAMW: {
         /* overlapped dp buckets first: the means in place before anything reads the gradients */
-        if (p->dp_comm && (st = hw_dp_join(p, d, be->err, sizeof be->err)) != PL_OK) break;
+        if (p->dp_overlap > 0 && (st = hw_dp_join(p, d, be->err, sizeof be->err)) != PL_OK) break;
         if (p->tp.g && (p->tp.sp || p->xd_tp[d]) && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK)
             break;
         if (p->dp && pd->param_floats > 0) {
@@ -427,7 +427,7 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     } else if (st == PL_OK) {
         st = p->threaded ? run_threads(p, 0) : run_single(p);
     }
-    if (p->dp_comm) {
+    if (p->dp_overlap > 0) {
         /* overlapped dp buckets: none left in flight, whatever happened (dist_dp.h) */
         char dmsg[256];
         pl_status ds = hw_dp_drain(p, dmsg, sizeof dmsg);

@@ -114,7 +114,8 @@ struct hw_plan {
                                  param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
     int zero;                 /* 1: ZeRO-1 over dp (hw/dist_dp.h), else 0 */
     int64_t bucket_floats;    /* dp all-reduce bucket (zero 0): the plan emits HI_DP_REDUCE */
-    int dp_overlap;           /* 0 not decided yet (the first bucket), 1 overlap, -1 synchronous */
+    int dp_overlap;           /* 0 not decided yet (the first bucket), 1 the comm thread, 2 NCCL's
+                                 comm stream, -1 synchronous (dist_dp.c) */
     struct hw_dp_comm *dp_comm; /* overlap: the comm thread and its host buffer (dist_dp.c), or NULL */
     hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
                                  without; the node calls then go through dist_tp.c */
