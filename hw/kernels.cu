@@ -20,10 +20,12 @@
  * That is strict fp32 exactly, and TF32 with PLACER_TF32_OFF=all. TF32
  * otherwise (cu_ctx's tf32_* flags) takes fused paths with the same TF32
  * precision (TF32 products, fp32 sums, everything else fp32):
- *   epilogues       the bias (and bias + GELU, keeping the pre-activation as
- *                   the epilogue's aux output) in cuBLASLt epilogues; the
- *                   bias gradients by 16-byte column sums, GELU's backward
- *                   fused with the fc bias gradient (gelu_colsum4_k)
+ *   epilogues       the biases in cuBLASLt epilogues, the fc GEMM's GELU
+ *                   after it by gelu4_k (cuBLASLt's GELU epilogue measured
+ *                   slower: PLACER_TF32_ON=gelu); the bias gradients by
+ *                   16-byte column sums, GELU's backward fused with the fc
+ *                   bias gradient (gelu_colsum4_k); the residual backward
+ *                   4 elements a thread
  *   loss            lossf_k: the row re-read from L2, not kept in shared memory
  *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
  *                   no permutes and no T x T matrix
@@ -31,7 +33,8 @@
  *                   epilogue through cuBLASLt, each shape's algorithm chosen
  *                   by timing at its first call; the forward and
  *                   weight-gradient ones by cublasGemmEx (faster on the
- *                   H200 for those layouts)
+ *                   H200 for those layouts); with PLACER_TF32_ON=tdw the
+ *                   weight gradients from transposed copies (opt-in)
  *
  * Gradient convention as in nodes.h: parameter gradients accumulate (GEMM
  * beta = 1, atomics for the reductions), input gradients assign or add by acc.
@@ -512,15 +515,20 @@ __global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, do
 }
 
 /* The TF32 mode's loss: one block per row, no copy of the row in shared
- * memory (201 KB for GPT-2's vocabulary: loss_k<true> runs one block per SM,
- * so an SM's read, exp and write phases never overlap). Two passes over the
- * row with 16-byte accesses: the first keeps an online max and sum, one
- * rescale per 4 elements instead of one per element; the second re-reads the
- * row (from L2, where the first pass left it: the stores are streaming so they
- * do not evict it) and writes dlogits = (softmax - onehot) * inv_norm, padding
- * columns 0. 2 exps and ~8 ALU ops an element. Vp % 4 == 0 (it is a multiple
- * of 64), 16-byte aligned rows. dlogits may alias logits: thread 0 reads the
- * target's logit before the barrier that precedes every write. */
+ * memory (loss_k<true> copies the 201 KB row there and works in three
+ * barrier-separated phases: read, exp, write). Two passes over the row with
+ * 16-byte accesses: the first keeps an online max and sum, one rescale per 4
+ * elements instead of one per element; the second re-reads the row (mostly
+ * from L2, where the first pass left it: the stores are streaming so they do
+ * not evict it) and writes dlogits = (softmax - onehot) * inv_norm, padding
+ * columns 0. 2 exps and ~8 ALU ops an element. On the H200 (GPU calls 2, 3):
+ * loss_k 688 us, this kernel with two 512-thread blocks an SM 553 us, and
+ * with one 1024-thread block (the default: fewer rows in flight, so more of
+ * them still in L2 for the second pass) ~0.1 ms less again in the graph
+ * step; the floor (823 MB read and written once) is ~0.4 ms. Vp % 4 == 0
+ * (it is a multiple of 64), 16-byte aligned rows. dlogits may alias logits:
+ * thread 0 reads the target's logit before the barrier that precedes every
+ * write. */
 #define LOSSF_UNROLL 4
 template <int THREADS, int BLOCKS>
 __global__ void __launch_bounds__(THREADS, BLOCKS) lossf_k(float *losses, float *dlogits, double *loss_sum,
