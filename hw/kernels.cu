@@ -523,9 +523,9 @@ __global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, do
  * not evict it) and writes dlogits = (softmax - onehot) * inv_norm, padding
  * columns 0. 2 exps and ~8 ALU ops an element. On the H200 (GPU calls 2, 3):
  * loss_k 688 us, this kernel with two 512-thread blocks an SM 553 us, and
- * with one 1024-thread block (the default: fewer rows in flight, so more of
- * them still in L2 for the second pass) ~0.1 ms less again in the graph
- * step; the floor (823 MB read and written once) is ~0.4 ms. Vp % 4 == 0
+ * with one 1024-thread block (the default; probably because fewer rows in
+ * flight leave more of them in L2 for the second pass) ~0.1 ms less again
+ * in the graph step; the floor (823 MB read and written once) is ~0.4 ms. Vp % 4 == 0
  * (it is a multiple of 64), 16-byte aligned rows. dlogits may alias logits:
  * thread 0 reads the target's logit before the barrier that precedes every
  * write. */
