@@ -224,7 +224,11 @@ typedef struct {
     int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of at
                                   least this many bytes (closed at node boundaries), last
                                   parameters first, each issued once backward has finished its
-                                  nodes (PyTorch DDP's order); 0: 25 MiB, DDP's default */
+                                  nodes (PyTorch DDP's order); 0: 25 MiB, DDP's default. The
+                                  all-reduces overlap the rest of backward (a comm thread on
+                                  host copies, or NCCL's comm stream) and are waited for at
+                                  the device's AdamW, same bits; PLACER_DP_OVERLAP=0 makes
+                                  each synchronous (hw/dist_dp.h) */
 } hw_plan_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with
