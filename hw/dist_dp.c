@@ -378,6 +378,8 @@ pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len) {
     }
     if (!c) return PL_OK;
     pthread_mutex_lock(&c->mu);
+    c->joining = 1; /* a held bucket 0 (the test hook) goes now: a failed step may never reach a join */
+    pthread_cond_broadcast(&c->cv);
     while (c->done < c->n_jobs) pthread_cond_wait(&c->cv, &c->mu);
     pl_status st = c->st;
     if (st != PL_OK) pl_fail(msg, len, st, "%s", c->msg);
