@@ -146,11 +146,25 @@ Test(pipe_rule, schedules_resume_identically_and_change_the_training) {
     void *ba = state(a, &na), *bb = state(b, &nb);
     cr_assert_eq(na, nb);
     cr_assert(memcmp(ba, bb, na) == 0, "resumed state differs");
-    /* the same run without the schedules ends elsewhere */
+    /* the same run without the schedules ends elsewhere, and so does each
+     * schedule alone */
     cr_assert_eq(reinforce_create(f.ev, &plain, &c, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(reinforce_train(c, NULL, 0, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     const placer_net *pa = reinforce_get_net(a), *pc = reinforce_get_net(c);
     cr_assert(memcmp(pa->params, pc->params, sizeof(double) * pa->n_params) != 0, "the schedules changed nothing");
+    for (int which = 0; which < 3; which++) {
+        reinforce_options one = plain;
+        if (which == 0) one.pipe_anneal = 1;
+        if (which == 1) one.lr_decay = 1.0;
+        if (which == 2) one.entropy_decay = 1.0;
+        reinforce *d = NULL;
+        cr_assert_eq(reinforce_create(f.ev, &one, &d, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(reinforce_train(d, NULL, 0, NULL, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+        const placer_net *pd = reinforce_get_net(d);
+        cr_assert(memcmp(pd->params, pc->params, sizeof(double) * pd->n_params) != 0, "schedule %d changed nothing",
+                  which);
+        reinforce_destroy(d);
+    }
     free(ba);
     free(bb);
     reinforce_destroy(a);
