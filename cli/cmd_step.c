@@ -72,9 +72,11 @@ static void step_usage(FILE *f) {
             "  --sp            with --tp: sequence parallelism (activations between blocks split by token)\n"
             "  --zero Z        with --procs or mpirun: 1 shards AdamW's m and v over the data-parallel ranks\n"
             "                  (ZeRO-1: gradients reduce-scattered, each rank updates its shard, parameters\n"
-            "                  all-gathered); 0 (default) all-reduces the gradients. fp32 only\n"
+            "                  all-gathered; bf16: the weight copy remade from them); 0 (default) all-reduces\n"
+            "                  the gradients\n"
             "  --bucket-mb MB  with --zero 0: all-reduce the gradients in buckets of MB MiB (default 25,\n"
-            "                  PyTorch DDP's); issued in backward's order, each waited for (no overlap yet)\n"
+            "                  PyTorch DDP's); each started as backward finishes its nodes and waited for\n"
+            "                  at AdamW (PLACER_DP_OVERLAP=0: synchronous)\n"
             "  --timeout S     with --procs: a rank that is silent for S seconds in a collective stops the\n"
             "                  run (default 30)\n"
             "  --layout TEXT   a parallel layout in placer layout's text form (e.g. from placer plan):\n"
@@ -483,8 +485,6 @@ int cmd_step(int argc, char **argv) {
     if ((zero || bucket_mb > 0) && !procs)
         return cli_usage_error("step", "--zero and --bucket-mb shard or bucket over data-parallel ranks: give --procs N "
                                "(or run under mpirun)");
-    if (zero && (strict ? HW_PREC_FP32 : prec) == HW_PREC_BF16)
-        return cli_usage_error("step", "--zero 1 runs in fp32 only, not --precision bf16");
     if (procs) {
         if (devices_text && !PLACER_HAVE_CUDA)
             return cli_usage_error("step", "--procs with --devices runs the ranks on CUDA, and this placer was built "

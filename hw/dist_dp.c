@@ -51,12 +51,8 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
     if (o->bucket_bytes < 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "a bucket of %lld bytes", (long long)o->bucket_bytes);
     if (o->bucket_bytes > 0) *bucket_floats = o->bucket_bytes / 4 > 0 ? o->bucket_bytes / 4 : 1;
-    if (o->zero == 1 && o->dp && dist_size(o->dp) > 1) {
-        if (bf16)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                           "ZeRO-1 runs in fp32 only (the bf16 weight copy of the gathered shards is not wired)");
-        *zero = 1;
-    }
+    (void)bf16; /* ZeRO-1 runs in every precision: the bf16 copy is remade from the gathered weights */
+    if (o->zero == 1 && o->dp && dist_size(o->dp) > 1) *zero = 1;
     return PL_OK;
 }
 
@@ -79,6 +75,8 @@ static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, 
     pl_status st = dist_device_scratch(xd, S * dp * 4, &scratch, msg, len);
     if (st != PL_OK) return st;
     float *buf = scratch, *mine = buf + lo;
+    hw_adamw_args shard = *a;
+    shard.p16 = NULL; /* the bf16 copy is remade below from the gathered weights */
 #define DEV(x)                                                                       \
     do {                                                                             \
         if ((st = (x)) != PL_OK) return pl_fail(msg, len, st, "ZeRO-1: %s", be->err); \
@@ -89,13 +87,20 @@ static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, 
     if (cnt > 0) {
         DEV(ops->zero(be, d, grads + lo, cnt * 4));
         DEV(ops->add(be, d, grads + lo, mine, cnt));
-        DEV(ops->adamw(be, d, params + lo, grads + lo, m, v, cnt, a));
+        DEV(ops->adamw(be, d, params + lo, grads + lo, m, v, cnt, &shard));
     } /* else no element of the shard is real: nothing to update (an empty launch is an error on CUDA) */
     DEV(ops->zero(be, d, mine, S * 4));
     if (cnt > 0) DEV(ops->add(be, d, mine, params + lo, cnt));
     if ((st = dist_device_allgather_f32(xd, mine, buf, S, msg, len)) != PL_OK) return st;
     DEV(ops->zero(be, d, params, n * 4));
     DEV(ops->add(be, d, params, buf, n));
+    if (a->p16) {
+        /* bf16: every rank's copy of the weights from the gathered fp32
+         * weights, through the host (p->dp_buf holds n floats; a round trip
+         * a step, simple rather than fast) */
+        DEV(ops->download(be, d, p->dp_buf, params, n * 4));
+        DEV(hw_upload_copy16(be, d, a->p16, p->dp_buf, n));
+    }
 #undef DEV
     return PL_OK;
 }
@@ -133,12 +138,15 @@ pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
     for (int64_t i = 0; i < cnt; i++) mine[i] /= ranks;
     if (cnt > 0 && (st = ops->upload(be, d, grads + lo, mine, cnt * 4)) != PL_OK) return st;
     /* the update of the shard only (the step counter still counts once) */
-    if ((st = ops->adamw(be, d, params + (cnt > 0 ? lo : 0), grads + (cnt > 0 ? lo : 0), m, v, cnt, &a)) != PL_OK)
+    hw_adamw_args shard = a;
+    shard.p16 = NULL; /* bf16: the copy is remade below from the gathered weights */
+    if ((st = ops->adamw(be, d, params + (cnt > 0 ? lo : 0), grads + (cnt > 0 ? lo : 0), m, v, cnt, &shard)) != PL_OK)
         return st;
     if (cnt > 0 && (st = ops->download(be, d, mine, params + lo, cnt * 4)) != PL_OK) return st;
     memset(mine + cnt, 0, sizeof(float) * (size_t)(S - cnt));
     if ((st = dist_allgather_f32(p->dp, mine, buf, S, msg, len)) != PL_OK) return st;
-    return ops->upload(be, d, params, buf, n * 4);
+    if ((st = ops->upload(be, d, params, buf, n * 4)) != PL_OK) return st;
+    return a.p16 ? hw_upload_copy16(be, d, a.p16, buf, n) : PL_OK; /* bf16: every weight's copy, from the gathered */
 }
 
 /* ---- overlap: the comm thread (dist_dp.h) ---- */

@@ -61,8 +61,9 @@ int64_t hw_dp_shard_floats(int64_t n, int dp);
 /* Check o's zero and bucket_bytes (bf16: the engine runs bf16): *zero gets
  * 1 for ZeRO-1 over a dp group of 2 or more, else 0; *bucket_floats the
  * bucket in floats. PL_ERR_INVALID for zero outside 0..1 or a negative
- * bucket, PL_ERR_UNSUPPORTED for zero 1 in bf16 (the bf16 weight copy of
- * the other ranks' shards is not gathered yet). */
+ * bucket. Every precision: in bf16 ZeRO-1 updates the shard's fp32
+ * weights and then remakes the whole bf16 copy from the gathered weights
+ * (through host memory, one round trip a step), so it gives zero 0's bits. */
 pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
                            size_t len);
 

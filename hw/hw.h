@@ -217,7 +217,8 @@ typedef struct {
                                   parameter buffer, the gradients are reduce-scattered, the
                                   update runs on the shard and the parameters are all-gathered
                                   after it (static_bytes shrinks by the moments' share). Same
-                                  bits as zero 0 on the sockets transport. fp32 only. Without
+                                  bits as zero 0 on the sockets transport; in bf16 the weight
+                                  copy is remade from the gathered weights. Without
                                   dp (or dp of 1) a no-op. hw_plan_get_grads then holds the
                                   replicas' mean gradient only in this rank's shard (the rest
                                   is the rank's own, as reduce-scatter leaves it) */
