@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "dist_dp.h"
@@ -316,6 +318,22 @@ static int step_procs(procs_job *j, double timeout_s) {
     return CLI_EXIT_OK;
 }
 
+/* The number of GPUs, counted in a child process: a CUDA driver initialized
+ * in this process before the ranks fork would be unusable in them. -1 when
+ * the count could not be taken (then the ranks report it themselves). */
+static int gpu_count_in_child(void) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) return -1;
+    if (pid == 0) {
+        const int n = hw_cuda_device_count();
+        _exit(n > 250 ? 250 : n);
+    }
+    int ws = 0;
+    if (waitpid(pid, &ws, 0) != pid || !WIFEXITED(ws)) return -1;
+    return WEXITSTATUS(ws);
+}
+
 int cmd_step(int argc, char **argv) {
     const char *config = "default", *placement_text = NULL, *sched_text = "1f1b", *cap_text = NULL;
     const char *devices_text = NULL, *trace_path = NULL, *issue_text = "auto", *prec_text = NULL;
@@ -502,6 +520,18 @@ int cmd_step(int argc, char **argv) {
             j.n_dev = parse_devices(devices_text, j.gpus);
             if (j.n_dev < 0) return CLI_EXIT_USAGE;
             j.gpu_per_rank = gpu_per_rank;
+            /* every GPU a rank will open must exist: one line, exit 2, before any rank starts
+             * (under mpirun only the listed ordinals: the ranks per host are not known here) */
+            const int ng = gpu_count_in_child();
+            if (ng == 0)
+                return cli_usage_error("step", "--procs with --devices runs the ranks on CUDA, and this machine has no "
+                                       "GPU (use --cpu N for the CPU reference backend)");
+            for (int d = 0; d < j.n_dev && ng > 0; d++) {
+                const int last = j.gpus[d] + (gpu_per_rank && !mpi_size ? (procs - 1) * j.n_dev : 0);
+                if (last >= ng)
+                    return cli_usage_error("step", "GPU %d does not exist (this machine has %d: 0..%d)%s", last, ng,
+                                           ng - 1, gpu_per_rank ? "; --gpu-per-rank gives rank r its own GPUs" : "");
+            }
         }
         j.procs = procs;
         j.warmup = warmup;
