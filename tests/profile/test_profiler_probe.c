@@ -243,13 +243,23 @@ Test(probe_gaps, adamw_and_transfer_times_exclude_launch_gaps) {
     double us[64], sp[64];
     hw_probe_stats st;
     char msg[256] = "";
-    cr_assert_eq(hw_probe_adamw(e, g, 1, &o, us, sp, &st, msg, sizeof msg), PL_OK, "%s", msg);
+    /* unclean (starved repetitions kept) depends on the host being scheduled
+     * while the pads run: on a loaded CI machine a measurement may need
+     * again, so up to 3 are taken and the first clean one counts (CI saw one
+     * unclean transfer sweep once); a probe that never gets clean fails */
+    for (int attempt = 0; attempt < 3; attempt++) {
+        cr_assert_eq(hw_probe_adamw(e, g, 1, &o, us, sp, &st, msg, sizeof msg), PL_OK, "%s", msg);
+        if (!st.unclean) break;
+    }
     cr_assert_eq(st.unclean, 0);
     for (int i = 0; i < g->n_nodes; i++)
         cr_assert(epsilon_eq(dbl, us[i], g->nodes[i].params > 0 ? ADAM_US : 0.0, 1e-9), "node %d: %.3f", i, us[i]);
     const int64_t bytes[3] = {4096, 256 << 10, 4 << 20}; /* K = 16, 16 and 4 transfers per repetition */
     o.warmup = 0;
-    cr_assert_eq(hw_probe_transfer(e, 0, 1, 3, bytes, &o, us, sp, &st, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        cr_assert_eq(hw_probe_transfer(e, 0, 1, 3, bytes, &o, us, sp, &st, msg, sizeof msg), PL_OK, "%s", msg);
+        if (!st.unclean) break;
+    }
     /* exact up to the skew of the two devices' pads (their steps begin a
      * host moment apart), spread over the transfers of a repetition */
     for (int i = 0; i < 3; i++)
