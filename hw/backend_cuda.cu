@@ -102,6 +102,7 @@ static void cuda_destroy(hw_backend *be) {
                     if (x->kprof->ev[i]) cudaEventDestroy(x->kprof->ev[i]);
                 free(x->kprof);
             }
+            cu_side_destroy(&x->ctx);
             cu_nodes_fini(&x->ctx);
             destroy_events(x->ev, x->n_ev);
             destroy_events(x->mk, x->n_mk);
@@ -159,9 +160,9 @@ static pl_status cuda_download(hw_backend *be, int d, void *dst, const void *src
 static pl_status cuda_set_workspace(hw_backend *be, int d, void *ptr, int64_t bytes) {
     cu_dev *x = &impl(be)->dev[d];
     SETDEV(be, d);
-    x->ctx.ws = ptr;
-    x->ctx.ws_bytes = ptr ? (size_t)bytes : 0;
-    cublasStatus_t s = cublasSetWorkspace(x->blas, ptr, (size_t)bytes);
+    /* with a side stream, each stream gets half (side_stream.cu) */
+    cu_side_set_workspace(&x->ctx, ptr, (size_t)bytes, &x->ctx.ws, &x->ctx.ws_bytes);
+    cublasStatus_t s = cublasSetWorkspace(x->blas, x->ctx.ws, x->ctx.ws_bytes);
     if (s != CUBLAS_STATUS_SUCCESS) {
         snprintf(be->err, sizeof be->err, "device %d: cublasSetWorkspace: %s", d, cublasGetStatusString(s));
         return PL_ERR_CUDA;
@@ -475,6 +476,17 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
     for (int d = 0; d < n; d++) {
         cu_dev *x = x_ = &c->dev[d];
         CREATE_TRY(cudaSetDevice(x->gpu));
+        x->ctx.err = x->err;
+        x->ctx.err_len = sizeof x->err;
+        if (getenv("PLACER_KPROF")) {
+            x->kprof = (cu_kprof *)calloc(1, sizeof *x->kprof);
+            if (x->kprof) x->kprof->on = 1;
+            x->ctx.kprof = x->kprof;
+        }
+        if ((st = cu_side_create(&x->ctx, CUBLAS_DEFAULT_MATH, strict_fp32 == 2)) != PL_OK) { /* side_stream.cu */
+            pl_fail(msg, len, st, "GPU %d: %s", x->gpu, x->err);
+            goto fail;
+        }
         CREATE_TRY(cudaStreamCreateWithFlags(&x->stream[0], cudaStreamNonBlocking));
         CREATE_TRY(cudaStreamCreateWithFlags(&x->stream[1], cudaStreamNonBlocking));
         CREATE_TRY(cudaEventCreate(&x->start));
@@ -489,14 +501,7 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
         }
         x->ctx.stream = x->stream[0];
         x->ctx.blas = x->blas;
-        x->ctx.compute = strict_fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
-        x->ctx.err = x->err;
-        x->ctx.err_len = sizeof x->err;
-        if (getenv("PLACER_KPROF")) {
-            x->kprof = (cu_kprof *)calloc(1, sizeof *x->kprof);
-            if (x->kprof) x->kprof->on = 1;
-            x->ctx.kprof = x->kprof;
-        }
+        x->ctx.compute = strict_fp32 == 1 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
         if ((st = cu_nodes_init(&x->ctx)) != PL_OK) {
             pl_fail(msg, len, st, "GPU %d: %s", x->gpu, x->err);
             goto fail;

@@ -60,7 +60,7 @@ typedef struct {
     int n_lt;
     /* the TF32 mode's fused paths (kernels.cu; all 0 in strict fp32), each on
      * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", "ltnn", "tune",
-     * or "all"), but for lt, gelu and tdw, off unless PLACER_TF32_ON names them */
+     * "headt", "headlt" or "all"), but for lt, gelu and tdw, off unless PLACER_TF32_ON names them */
     int tf32_epi;                    /* bias / bias+GELU in cuBLASLt epilogues, fused bias gradients */
     int tf32_loss;                   /* the loss kernel that re-reads rows from L2 */
     int tf32_flash;                  /* the TF32 flash attention (hs 64 or 128) */
@@ -69,9 +69,49 @@ typedef struct {
     int tf32_tune;                   /* "tune": the cuBLASLt GEMMs' algorithms chosen by timing */
     int tf32_gelu_epi;               /* opt-in (PLACER_TF32_ON=gelu): GELU in the fc GEMM's epilogue */
     int tf32_tdw;                    /* opt-in (PLACER_TF32_ON=tdw): weight gradients from transposed copies */
+    int tf32_headt;                  /* "headt": the head's weight gradient from x^T */
+    int tf32_headlt;                 /* "headlt": the head's forward and weight-gradient GEMMs through cuBLASLt */
+    int ln_bwd_threads;              /* layernorm backward block (512; PLACER_LN_BWD=256) */
+    int ln4;                         /* the float4 layernorm kernels (off: PLACER_LN4=0) */
+    int ln_rows;                     /* layernorm backward rows a warp (PLACER_LN_ROWS=1; else 2 or 4) */
     struct cu_lt32_entry *lt32_cache;
     int n_lt32;
+    /* the side stream of the weight gradients (side_stream.cu; NULL: one
+     * stream). While on_side, stream, blas, ws and ws_bytes above are the
+     * side's; the compute stream's are kept in main_*. */
+    cudaStream_t side;
+    cublasHandle_t blas_side;        /* bound to side */
+    void *ws_side;                   /* its half of the workspace */
+    size_t ws_side_bytes;
+    cudaEvent_t side_fork_ev, side_join_ev;
+    int side_forked;                 /* side has work the compute stream has not waited for */
+    int side_all;                    /* PLACER_SIDE=1: fork in TF32 and fp32 too, not only in bf16 */
+    int on_side;
+    cudaStream_t main_stream;
+    cublasHandle_t main_blas;
+    void *main_ws;
+    size_t main_ws_bytes;
 } cu_ctx;
+
+/* The side stream (side_stream.cu). Inside one node call, cu_side_fork makes
+ * the side stream wait for all the compute stream has so far and points ctx
+ * at the side stream, so that the node math after it enqueues there;
+ * cu_side_back points ctx at the compute stream again. A fork outside bf16
+ * (bf16 = 0) does nothing unless PLACER_SIDE=1 (side_stream.cu says why). cu_side_join makes the
+ * compute stream wait for the side stream (cu_node_backward calls it before
+ * returning, so to the executor a node call stays one unit on the compute
+ * stream, and the plan may reuse the call's buffers after it). All three do
+ * nothing without a side stream. cu_side_create makes one (a stream of the
+ * compute stream's priority, a cuBLAS handle, two events) for an engine in
+ * bf16, or in any precision with PLACER_SIDE=1; none with PLACER_SIDE=0 or
+ * PLACER_KPROF (whose marks time one stream);
+ * cu_side_destroy frees it. cu_side_set_workspace splits a workspace between the two streams. */
+pl_status cu_side_create(cu_ctx *ctx, cublasMath_t math, int bf16_engine);
+void cu_side_destroy(cu_ctx *ctx);
+void cu_side_set_workspace(cu_ctx *ctx, void *ptr, size_t bytes, void **main_ws, size_t *main_bytes);
+pl_status cu_side_fork(cu_ctx *ctx, int bf16);
+void cu_side_back(cu_ctx *ctx);
+pl_status cu_side_join(cu_ctx *ctx);
 
 /* Mark the end of kernel `name` (NULL: a boundary) when profiling. */
 void cu_kmark(cu_ctx *ctx, const char *name);

@@ -351,6 +351,115 @@ __global__ void layernorm_bwd_k(float *dinp, float *dw, float *db, const float *
     }
 }
 
+/* The float4 versions (LN4 below: C a multiple of 128 with V = C / 128 in
+ * 1..8, rows 16-byte aligned): V float4 a lane, so a lane issues V 16-byte
+ * loads a row instead of 4V scalar ones. Same formulas, per element, as
+ * the scalar kernels; the row sums add in another order (within 2e-5). */
+#define LN4_APPLY(OP)                                                                                  \
+    OP(x) OP(y) OP(z) OP(w)
+
+template <int V>
+__global__ void layernorm_fwd4_k(float4 *out, float *mean, float *rstd, const float4 *inp, const float4 *w,
+                                 const float4 *b, int N, int C) {
+    const int row = (blockIdx.x * blockDim.x + threadIdx.x) / WARP, lane = threadIdx.x % WARP;
+    if (row >= N) return;
+    const int C4 = C / 4;
+    const float4 *x = inp + (int64_t)row * C4;
+    float4 v[V];
+    float s = 0.0f;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        v[k] = x[lane + WARP * k];
+        s += (v[k].x + v[k].y) + (v[k].z + v[k].w);
+    }
+    const float m = warp_sum(s) / C;
+    float q = 0.0f;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+#define LN4_SQ(f) { const float d_ = v[k].f - m; q += d_ * d_; }
+        LN4_APPLY(LN4_SQ)
+#undef LN4_SQ
+    }
+    const float r = rsqrtf(warp_sum(q) / C + HW_LN_EPS);
+    float4 *o = out + (int64_t)row * C4;
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int i = lane + WARP * k;
+        const float4 wk = w[i], bk = b[i];
+        float4 y;
+#define LN4_OUT(f) y.f = (v[k].f - m) * r * wk.f + bk.f;
+        LN4_APPLY(LN4_OUT)
+#undef LN4_OUT
+        o[i] = y;
+    }
+    if (lane == 0) {
+        mean[row] = m;
+        rstd[row] = r;
+    }
+}
+
+template <int V>
+__global__ void layernorm_bwd4_k(float4 *dinp, float *dw, float *db, const float4 *dout, const float4 *inp,
+                                 const float4 *w, const float *mean, const float *rstd, int N, int C, int acc) {
+    extern __shared__ float sh[];
+    float *sdw = sh, *sdb = sh + C;
+    for (int i = threadIdx.x; i < 2 * C; i += blockDim.x) sh[i] = 0.0f;
+    __syncthreads();
+    const int warps = blockDim.x / WARP, lane = threadIdx.x % WARP, C4 = C / 4;
+    float4 pw[V], pb[V], wk[V];
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        pw[k] = pb[k] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        wk[k] = w[lane + WARP * k];
+    }
+    for (int row = blockIdx.x * warps + threadIdx.x / WARP; row < N; row += gridDim.x * warps) {
+        const float4 *d = dout + (int64_t)row * C4, *x = inp + (int64_t)row * C4;
+        float4 *di = dinp + (int64_t)row * C4;
+        const float m = mean[row], r = rstd[row];
+        float a = 0.0f, bsum = 0.0f;
+        float4 dv[V], nv[V];
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int i = lane + WARP * k;
+            dv[k] = d[i];
+            const float4 xv = x[i];
+#define LN4_DOT(f) { nv[k].f = (xv.f - m) * r; const float dn_ = wk[k].f * dv[k].f; a += dn_; bsum += dn_ * nv[k].f; }
+            LN4_APPLY(LN4_DOT)
+#undef LN4_DOT
+        }
+        a = warp_sum(a) / C;
+        bsum = warp_sum(bsum) / C;
+#pragma unroll
+        for (int k = 0; k < V; k++) {
+            const int i = lane + WARP * k;
+            float4 g, old = acc ? di[i] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#define LN4_GRAD(f)                                                                                    \
+    {                                                                                                  \
+        pb[k].f += dv[k].f;                                                                            \
+        pw[k].f += nv[k].f * dv[k].f;                                                                  \
+        const float g_ = __fmul_rn(r, wk[k].f * dv[k].f - a - nv[k].f * bsum);                         \
+        g.f = acc ? __fadd_rn(old.f, g_) : g_;                                                         \
+    }
+            LN4_APPLY(LN4_GRAD)
+#undef LN4_GRAD
+            di[i] = g;
+        }
+    }
+#pragma unroll
+    for (int k = 0; k < V; k++) {
+        const int i = 4 * (lane + WARP * k);
+        atomicAdd(&sdw[i], pw[k].x); atomicAdd(&sdw[i + 1], pw[k].y);
+        atomicAdd(&sdw[i + 2], pw[k].z); atomicAdd(&sdw[i + 3], pw[k].w);
+        atomicAdd(&sdb[i], pb[k].x); atomicAdd(&sdb[i + 1], pb[k].y);
+        atomicAdd(&sdb[i + 2], pb[k].z); atomicAdd(&sdb[i + 3], pb[k].w);
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < C; i += blockDim.x) {
+        atomicAdd(&dw[i], sdw[i]);
+        atomicAdd(&db[i], sdb[i]);
+    }
+}
+
 /* ---------------- attention helpers ---------------- */
 
 /* The permutes run on a 2-D grid: blockIdx.y walks the (part,) b, h blocks of
@@ -1224,28 +1333,39 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
         const int64_t t0 = used + ((int64_t)((fsb + 3) / 4) + 63) / 64 * 64;
         const int tdw = ctx->tf32_tdw && t0 + A + (3 * NC + 63) / 64 * 64 <= c->mem.bwd_scratch;
         float *tA = c->scratch + t0, *tB = tA + A;
+        /* the weight and bias gradients on the side stream (side_stream.cu),
+         * beside the input-gradient chain; with tdw all on one stream */
+        if (!tdw) {
+            RET(cu_side_fork(ctx, 0));
+            RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+            RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
+            cu_side_back(ctx);
+        }
         RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
         if (tdw) {
             RET(transpose(ctx, tA, y, N, C));
             RET(transpose(ctx, tB, c->dout, N, C));
             RET(linear_bwd_w_t(ctx, G(c, 2), tB, tA, N, C, C));
-        } else {
-            RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+            RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
         }
-        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
         int fe = flash_attn_bwd_tf32(dqkv_f, c->scratch + used, dy, qkvr, y, att, B, T, C, NH, ctx->stream);
         if (fe != 0)
             return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_bwd_tf32",
                            cudaGetErrorString((cudaError_t)fe), 0);
         KM("flash_attn_bwd_tf32");
+        if (!tdw) {
+            RET(cu_side_fork(ctx, 0));
+            RET(colsum_fast(ctx, G(c, 1), dqkv_f, N, 3 * C));
+            RET(linear_bwd_w(ctx, G(c, 0), dqkv_f, c->in[0], N, C, 3 * C, 3 * C));
+            cu_side_back(ctx);
+            return linear_bwd_inp(ctx, c->din[0], dqkv_f, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]);
+        }
         RET(colsum_fast(ctx, G(c, 1), dqkv_f, N, 3 * C));
         RET(linear_bwd_inp(ctx, c->din[0], dqkv_f, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
-        if (tdw) { /* x^T (C, N) and dqkv^T (3C, N) */
-            RET(transpose(ctx, tA, c->in[0], N, C));
-            RET(transpose(ctx, tB, dqkv_f, N, 3 * C));
-            return linear_bwd_w_t(ctx, G(c, 0), tB, tA, N, C, 3 * C);
-        }
-        return linear_bwd_w(ctx, G(c, 0), dqkv_f, c->in[0], N, C, 3 * C, 3 * C);
+        /* x^T (C, N) and dqkv^T (3C, N) */
+        RET(transpose(ctx, tA, c->in[0], N, C));
+        RET(transpose(ctx, tB, dqkv_f, N, 3 * C));
+        return linear_bwd_w_t(ctx, G(c, 0), tB, tA, N, C, 3 * C);
     }
 #endif
     RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
@@ -1308,8 +1428,21 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
     const float *h = S(c, 0), *g = S(c, 1);
     float *dg = c->scratch;
+    if (ctx->tf32_epi && !ctx->tf32_tdw) {
+        /* the weight and bias gradients on the side stream (side_stream.cu) */
+        RET(cu_side_fork(ctx, 0));
+        RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
+        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
+        cu_side_back(ctx);
+        RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
+        RET(gelu_colsum(ctx, dg, G(c, 1), h, N, 4 * C));
+        RET(cu_side_fork(ctx, 0));
+        RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
+        cu_side_back(ctx);
+        return linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]);
+    }
     RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
-    if (ctx->tf32_epi && ctx->tf32_tdw) {
+    if (ctx->tf32_epi) {
         /* the transposed copies go into the saved slots (4 NC floats each),
          * each written once what it held is dead: h after GELU's backward,
          * g after its transpose, and so on. The saved h and g are gone after
@@ -1326,12 +1459,6 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
         return linear_bwd_w_t(ctx, G(c, 0), sh, sg, N, C, 4 * C);
     }
     RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
-    if (ctx->tf32_epi) {
-        RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
-        RET(gelu_colsum(ctx, dg, G(c, 1), h, N, 4 * C));
-        RET(linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
-        return linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C);
-    }
     RET(colsum(ctx, G(c, 3), c->dout, N, C));
     gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
     LAUNCHED();
@@ -1387,8 +1514,34 @@ static int ln_k(int C) {
     default: KERNEL<0><<<__VA_ARGS__; break;          \
     }
 
+/* The V of the float4 kernels for these rows, or 0 (the scalar kernels). */
+static int ln4_v(const cu_ctx *ctx, int C, const void *a, const void *b, const void *d, const void *e) {
+    if (!ctx->ln4 || C % 128 != 0 || ((uintptr_t)a | (uintptr_t)b | (uintptr_t)d | (uintptr_t)e) % 16 != 0) return 0;
+    const int v = C / 128;
+    return v == 1 || v == 2 || v == 3 || v == 4 || v == 6 || v == 8 ? v : 0;
+}
+
+#define LN4_DISPATCH(KERNEL, V, ...)                  \
+    switch (V) {                                      \
+    case 1: KERNEL<1><<<__VA_ARGS__; break;           \
+    case 2: KERNEL<2><<<__VA_ARGS__; break;           \
+    case 3: KERNEL<3><<<__VA_ARGS__; break;           \
+    case 4: KERNEL<4><<<__VA_ARGS__; break;           \
+    case 6: KERNEL<6><<<__VA_ARGS__; break;           \
+    default: KERNEL<8><<<__VA_ARGS__; break;          \
+    }
+
 static pl_status layernorm_forward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
+    const int v4 = ln4_v(ctx, C, c->out, c->in[0], P(c, 0), P(c, 1));
+    if (v4) {
+        LN4_DISPATCH(layernorm_fwd4_k, v4, ceil_div((int64_t)N * WARP, 256), 256, 0, ctx->stream>>>(
+            (float4 *)c->out, S(c, 0), S(c, 1), (const float4 *)c->in[0], (const float4 *)P(c, 0),
+            (const float4 *)P(c, 1), N, C))
+        LAUNCHED();
+        KM("layernorm_fwd4_k");
+        return PL_OK;
+    }
     LN_DISPATCH(layernorm_fwd_k, ln_k(C), ceil_div((int64_t)N * WARP, 256), 256, 0, ctx->stream>>>(
         c->out, S(c, 0), S(c, 1), c->in[0], P(c, 0), P(c, 1), N, C))
     LAUNCHED();
@@ -1398,13 +1551,45 @@ static pl_status layernorm_forward(cu_ctx *ctx, const hw_node_call *c) {
 
 static pl_status layernorm_backward(cu_ctx *ctx, const hw_node_call *c) {
     const int N = c->d.B * c->d.T, C = c->d.C;
-    int grid = ceil_div(N, 8 * 4); /* about four rows per warp */
+    /* 16 warps a block, about two rows each (PLACER_LN_BWD=256: 8 warps,
+     * four rows each, the same number of blocks, so of global atomics).
+     * GPU call 3 of the third session, graph step, 2 rounds: bf16 3.003 /
+     * 3.005 ms against 3.033 / 3.032, TF32 5.237 / 5.206 against 5.239 /
+     * 5.246 */
+    const int threads = ctx->ln_bwd_threads == 256 ? 256 : 512;
+    /* PLACER_LN_ROWS=1: one row a warp, twice the blocks (and the atomics).
+     * Each block adds its sums to dw and db by atomics: partial sums a block
+     * added up by a second kernel instead measured slower (call 5 of the
+     * third session: 15.6 + 6.7 us against 15.9, graph step TF32 5.240 /
+     * 5.219 ms against 5.182 / 5.161) */
+    int grid = ceil_div(N, (threads / WARP) * (ctx->ln_rows == 1 ? 1 : threads == 512 ? 2 : 4));
     if (grid > 264) grid = 264;
-    LN_DISPATCH(layernorm_bwd_k, ln_k(C), grid, 256, 2 * C * sizeof(float), ctx->stream>>>(
-        c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]))
-    LAUNCHED();
-    KM("layernorm_bwd_k");
+    const int v4 = ln4_v(ctx, C, c->din[0], c->dout, c->in[0], P(c, 0));
+    if (v4) {
+        LN4_DISPATCH(layernorm_bwd4_k, v4, grid, threads, 2 * C * sizeof(float), ctx->stream>>>(
+            (float4 *)c->din[0], G(c, 0), G(c, 1), (const float4 *)c->dout, (const float4 *)c->in[0],
+            (const float4 *)P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]))
+        LAUNCHED();
+        KM("layernorm_bwd4_k");
+    } else {
+        LN_DISPATCH(layernorm_bwd_k, ln_k(C), grid, threads, 2 * C * sizeof(float), ctx->stream>>>(
+            c->din[0], G(c, 0), G(c, 1), c->dout, c->in[0], P(c, 0), S(c, 0), S(c, 1), N, C, c->acc[0]))
+        LAUNCHED();
+        KM("layernorm_bwd_k");
+    }
     return PL_OK;
+}
+
+/* Whether the comma-separated list (an environment variable, or NULL) names tok. */
+static int env_token(const char *list, const char *tok) {
+    const size_t n = strlen(tok);
+    for (const char *p = list; p && *p;) {
+        const char *e = strchr(p, ',');
+        const size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && !strncmp(p, tok, n)) return 1;
+        p = e ? e + 1 : NULL;
+    }
+    return 0;
 }
 
 pl_status cu_nodes_init(cu_ctx *ctx) {
@@ -1418,12 +1603,19 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     int major = 0;
     TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     ctx->flash_ok = major >= 8;
+    /* the layernorm backward with 16 warps a block and the float4 layernorm
+     * kernels; PLACER_LN_BWD=256 and PLACER_LN4=0 give the old ones */
+    const char *lnb = getenv("PLACER_LN_BWD"), *ln4 = getenv("PLACER_LN4");
+    ctx->ln_bwd_threads = lnb ? atoi(lnb) : 512;
+    ctx->ln4 = !(ln4 && !strcmp(ln4, "0"));
+    const char *lnr = getenv("PLACER_LN_ROWS");
+    ctx->ln_rows = lnr ? atoi(lnr) : 2;
     ctx->loss_smem_ok = 0;
     if (want > 48 * 1024) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
         ctx->loss_smem_ok = want;
     }
-    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ltnn,tune (or
+    /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ltnn,tune,headt (or
      * all) turns those off for measurement; PLACER_TF32_ON=tdw turns on the
      * weight gradients from transposed copies (call 5: the step 5.582 ms
      * against 5.349: the transposes cost more than the GEMMs save), =lt,gelu
@@ -1439,17 +1631,20 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
      * us). */
     if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32) {
         const char *off = getenv("PLACER_TF32_OFF"), *on = getenv("PLACER_TF32_ON");
-        const int all = off && strstr(off, "all") != NULL;
-        ctx->tf32_epi = !(all || (off && strstr(off, "epi")));
+        const int all = env_token(off, "all");
+        ctx->tf32_epi = !(all || env_token(off, "epi"));
         const char *lv = getenv("PLACER_LOSS32");
-        ctx->tf32_loss = all || (off && strstr(off, "loss")) ? 0 : lv && !strcmp(lv, "512") ? 1 : 2;
-        ctx->tf32_flash = ctx->flash_ok && !(all || (off && strstr(off, "flash"))) && !getenv("PLACER_NO_FLASH");
-        ctx->tf32_ltnn = !(all || (off && strstr(off, "ltnn")));
-        ctx->tf32_tune = !(all || (off && strstr(off, "tune")));
-        ctx->tf32_lt = !all && on && strstr(on, "lt") != NULL;
-        ctx->tf32_gelu_epi = !all && on && strstr(on, "gelu") != NULL;
-        ctx->tf32_tdw = !all && on && strstr(on, "tdw") != NULL;
+        ctx->tf32_loss = all || env_token(off, "loss") ? 0 : lv && !strcmp(lv, "512") ? 1 : 2;
+        ctx->tf32_flash = ctx->flash_ok && !(all || env_token(off, "flash")) && !getenv("PLACER_NO_FLASH");
+        ctx->tf32_ltnn = !(all || env_token(off, "ltnn"));
+        ctx->tf32_tune = !(all || env_token(off, "tune"));
+        ctx->tf32_lt = !all && env_token(on, "lt");
+        ctx->tf32_gelu_epi = !all && env_token(on, "gelu");
+        ctx->tf32_tdw = !all && env_token(on, "tdw");
+        ctx->tf32_headt = !(all || env_token(off, "headt"));
+        ctx->tf32_headlt = !(all || env_token(off, "headlt"));
     } else {
+        ctx->tf32_headt = ctx->tf32_headlt = 0;
         ctx->tf32_epi = ctx->tf32_loss = ctx->tf32_flash = ctx->tf32_lt = ctx->tf32_tune = 0;
         ctx->tf32_ltnn = ctx->tf32_gelu_epi = ctx->tf32_tdw = 0;
     }
@@ -1485,13 +1680,16 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
         return PL_OK;
     case OP_MLP: return mlp_forward(ctx, c);
     case OP_HEAD: /* over the padded vocabulary: aligned GEMM sizes; the padding rows of w are 0 */
+        if (ctx->tf32_headlt) /* TF32: through cuBLASLt, its algorithm chosen by timing */
+            return gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, c->d.Vp, N, C, P(c, 0), C, c->in[0], C, c->out, c->d.Vp, 0,
+                             E32_NONE, NULL, NULL);
         return linear_fwd(ctx, c->out, c->in[0], P(c, 0), N, C, c->d.Vp, c->d.Vp);
     case OP_LOSS: return loss_forward(ctx, c);
     default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_forward", "unknown node kind", 0);
     }
 }
 
-pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
+static pl_status node_backward(cu_ctx *ctx, const hw_node_call *c) {
     KM(NULL);
     if (c->bf16) {
         int done = 0;
@@ -1524,12 +1722,37 @@ pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
         return PL_OK;
     case OP_MLP: return mlp_backward(ctx, c);
     case OP_HEAD:
-        /* the loss zeroes the padding columns of dlogits, so the padding rows add nothing */
-        RET(linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]));
-        return linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.Vp, c->d.Vp);
+        /* the loss zeroes the padding columns of dlogits, so the padding rows
+         * add nothing. The weight gradient on the side stream, beside the
+         * input gradient (96 tiles, K = Vp). In TF32 it reads x^T (C, N),
+         * made in the backward scratch: a K-major operand, where both as
+         * stored are MN-major (benchmarks/hw/wgrad_layouts.cu on the H200:
+         * 601 against 781 us for 384 x 50304 x 4096; the transpose 9.7 us). */
+        RET(cu_side_fork(ctx, 0));
+        if (ctx->tf32_headt && c->mem.bwd_scratch >= NC) {
+            RET(transpose(ctx, c->scratch, c->in[0], N, C));
+            if (ctx->tf32_headlt)
+                RET(gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_T, C, c->d.Vp, N, c->scratch, N, c->dout, c->d.Vp, G(c, 0), C,
+                              1, E32_NONE, NULL, NULL));
+            else
+                RET(gemm(ctx, CUBLAS_OP_T, CUBLAS_OP_T, C, c->d.Vp, N, 1.0f, c->scratch, N, c->dout, c->d.Vp, 1.0f,
+                         G(c, 0), C));
+        } else {
+            RET(linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.Vp, c->d.Vp));
+        }
+        cu_side_back(ctx);
+        return linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]);
     case OP_LOSS: return PL_OK; /* fused into the forward */
     default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_backward", "unknown node kind", 0);
     }
+}
+
+/* The node's backward, then the compute stream waits for what it put on the
+ * side stream (side_stream.cu), also when it failed half way. */
+pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c) {
+    pl_status st = node_backward(ctx, c);
+    pl_status sj = cu_side_join(ctx);
+    return st != PL_OK ? st : sj;
 }
 
 pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n) {

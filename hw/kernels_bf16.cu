@@ -655,16 +655,21 @@ static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
     const bf16 *qkv16 = (const bf16 *)S(c, 0), *y16 = (const bf16 *)S(c, 2);
     const float *lse = S(c, 1);
     RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
-    RET(lin16_bwd_inp(ctx, dy16, CUDA_R_16BF, d16, P16(c, 2), N, C, C, C, 0));
+    /* the weight and bias gradients on the side stream (side_stream.cu) */
+    RET(cu_side_fork(ctx, 1));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, y16, N, C, C, C));
+    cu_side_back(ctx);
+    RET(lin16_bwd_inp(ctx, dy16, CUDA_R_16BF, d16, P16(c, 2), N, C, C, C, 0));
     int fe = flash_attn_bwd_bf16(dqkv16, c->scratch + used, dy16, qkv16, y16, lse, B, T, C, NH, ctx->stream);
     if (fe != 0)
         return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_bwd_bf16",
                        cudaGetErrorString((cudaError_t)fe), 0);
     KM("flash_attn_bwd");
+    RET(cu_side_fork(ctx, 1));
     RET(colsum16(ctx, G(c, 1), dqkv16, N, 3 * C));
-    RET(lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dqkv16, P16(c, 0), N, C, 3 * C, 3 * C, c->acc[0]));
-    return lin16_bwd_w(ctx, G(c, 0), dqkv16, x16, N, C, 3 * C, 3 * C);
+    RET(lin16_bwd_w(ctx, G(c, 0), dqkv16, x16, N, C, 3 * C, 3 * C));
+    cu_side_back(ctx);
+    return lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dqkv16, P16(c, 0), N, C, 3 * C, 3 * C, c->acc[0]);
 #endif
     }
     /* scratch (floats): dy [0,NC) dyp [NC,2NC) dqkvr [2NC,5NC) dqkv [5NC,8NC)
@@ -730,14 +735,19 @@ static pl_status mlp_backward16(cu_ctx *ctx, const hw_node_call *c) {
     bf16 *d16 = SCR16(c, al64(4 * NC)), *dh16 = SCR16(c, al64(4 * NC) + al64((NC + 1) / 2));
     const bf16 *x16 = (const bf16 *)(S(c, 0) + al64(2 * NC));
     RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
+    /* the weight gradients on the side stream (side_stream.cu) */
+    RET(cu_side_fork(ctx, 1));
+    RET(lin16_bwd_w(ctx, G(c, 2), d16, g16, N, 4 * C, C, C));
+    cu_side_back(ctx);
     /* dh = (dout @ wproj) * gelu'(h). cuBLASLt's DGELU epilogue does it in one
      * GEMM but ran at 42 us against 18 + 13 for the GEMM and gelu_bwd16v_k on
      * the H200 (shapes 1536 x 4096 x 384), so it stays two passes. */
     RET(lin16_bwd_inp(ctx, dg, CUDA_R_32F, d16, P16(c, 2), N, 4 * C, C, C, 0));
-    RET(lin16_bwd_w(ctx, G(c, 2), d16, g16, N, 4 * C, C, C));
     RET(gelu_colsum(ctx, dh16, G(c, 1), dg, h16, N, 4 * C));
-    RET(lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dh16, P16(c, 0), N, C, 4 * C, 4 * C, c->acc[0]));
-    return lin16_bwd_w(ctx, G(c, 0), dh16, x16, N, C, 4 * C, 4 * C);
+    RET(cu_side_fork(ctx, 1));
+    RET(lin16_bwd_w(ctx, G(c, 0), dh16, x16, N, C, 4 * C, 4 * C));
+    cu_side_back(ctx);
+    return lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dh16, P16(c, 0), N, C, 4 * C, 4 * C, c->acc[0]);
 }
 
 static pl_status loss_forward16(cu_ctx *ctx, const hw_node_call *c) {
@@ -769,8 +779,11 @@ pl_status cu_node16(cu_ctx *ctx, const hw_node_call *c, int bwd, int *done) {
             return lin16_fwd(ctx, c->out, CUDA_R_16BF, x16, P16(c, 0), N, C, c->d.Vp, c->d.Vp, EPI_NONE, NULL, 0, NULL);
         }
         const bf16 *dl = (const bf16 *)c->dout;
-        RET(lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dl, P16(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]));
-        return lin16_bwd_w(ctx, G(c, 0), dl, x16, N, C, c->d.Vp, c->d.Vp);
+        /* the weight gradient on the side stream (side_stream.cu) */
+        RET(cu_side_fork(ctx, 1));
+        RET(lin16_bwd_w(ctx, G(c, 0), dl, x16, N, C, c->d.Vp, c->d.Vp));
+        cu_side_back(ctx);
+        return lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dl, P16(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]);
     }
     case OP_LOSS: return bwd ? PL_OK : loss_forward16(ctx, c);
     default: *done = 0; return PL_OK;

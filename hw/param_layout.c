@@ -123,7 +123,10 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
         sizes[k++] = 4 * BTC;
         m->bwd_scratch = 4 * BTC;
         break;
-    case OP_HEAD: m->out = BT * Vp; break;
+    case OP_HEAD: /* scratch: x^T for the TF32 weight gradient (kernels.cu) */
+        m->out = BT * Vp;
+        m->bwd_scratch = BTC;
+        break;
     case OP_LOSS: m->out = BT; break;
     default: break;
     }

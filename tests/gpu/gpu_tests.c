@@ -1155,7 +1155,11 @@ static void test_graphs_on(const char *cfgtext, const char *tag, int runs) {
             for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
             snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s params off by > lr", ng, ng > 1 ? "s" : "", m,
                      bf ? " bf16" : "", tag);
-            report(what, (double)far / (double)np, 1e-4);
+            /* bf16: 3e-4. A weight whose fp32 master differs in its last bit can
+             * round to the other bf16 neighbour, and the change spreads to
+             * the parameters near zero; the H200 gave 3.7e-5 to 1.08e-4 of
+             * them on this config (third session, calls 1 and 3) */
+            report(what, (double)far / (double)np, bf ? 3e-4 : 1e-4);
         }
         hw_engine_destroy(plain);
         hw_engine_destroy(graphed);
@@ -1171,6 +1175,80 @@ static void test_graphs_on(const char *cfgtext, const char *tag, int runs) {
 static void test_graphs(void) {
     test_graphs_on(MID_CFG, "", 3);
     test_graphs_on(FLASH_MID_CFG, " hs=64", 2);
+}
+
+/* ---------------- the side stream ---------------- */
+
+/* The weight gradients on the side stream (hw/side_stream.cu) against the
+ * engine on one stream (PLACER_SIDE=0), both with graphs, 5 steps at m = 1
+ * and 4, on one logical device and on two sharing GPU 0 (transfers between
+ * them): a missing fork or join (AdamW or a transfer reading a gradient the
+ * side stream is still writing, the next node overwriting what it reads)
+ * changes the losses. The same GEMMs run, but each stream has half the
+ * workspace, so cuBLAS may pick another algorithm: the bounds are the
+ * graph-replay test's (1e-5 on the losses, 1e-4 in bf16; parameters off by
+ * more than lr after 5 steps, 1e-4 of them, 3e-4 in bf16). */
+static void test_side_on(const char *cfgtext, const char *tag, hw_precision prec, const char *pname) {
+    graph *g = make_graph(cfgtext);
+    const int nn = g->n_nodes, steps = 5;
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(nn + 1));
+    int64_t np = hw_model_param_offsets(g, off);
+    free(off);
+    float *pa = malloc(sizeof(float) * (size_t)np), *pb = malloc(sizeof(float) * (size_t)np);
+    int *pl = calloc((size_t)nn, sizeof(int));
+    for (int nd = 1; nd <= 2; nd++) {
+        hw_engine_opts o;
+        memset(&o, 0, sizeof o);
+        o.backend = HW_BACKEND_CUDA;
+        o.precision = prec;
+        o.n_devices = nd;
+        o.graphs = 1; /* o.gpus: all GPU 0 */
+        hw_engine *side = NULL, *one = NULL;
+        char msg[512];
+        setenv("PLACER_SIDE", "1", 1); /* in TF32 and fp32 too (by default bf16 only) */
+        pl_status st = hw_engine_create(&o, &side, msg, sizeof msg);
+        setenv("PLACER_SIDE", "0", 1);
+        if (st == PL_OK) st = hw_engine_create(&o, &one, msg, sizeof msg);
+        unsetenv("PLACER_SIDE");
+        if (st != PL_OK) {
+            fprintf(stderr, "engine: %s\n", msg);
+            exit(1);
+        }
+        for (int i = 0; i < nn; i++) pl[i] = nd == 1 ? 0 : (i < nn / 2 ? 0 : 1);
+        for (int m = 1; m <= 4; m *= 4) {
+            double la[8], lb[8];
+            int sa = 0, sb = 0;
+            int ok = run_steps(side, g, pl, m, steps, la, pa, &sa) == PL_OK &&
+                     run_steps(one, g, pl, m, steps, lb, pb, &sb) == PL_OK;
+            char what[128];
+            snprintf(what, sizeof what, "side: %s%s %d device%s m=%d runs", pname, tag, nd, nd > 1 ? "s" : "", m);
+            check(what, ok, NULL);
+            if (!ok) continue;
+            double el = 0;
+            for (int i = 0; i < steps; i++) el = fmax(el, fabs(la[i] - lb[i]) / la[i]);
+            snprintf(what, sizeof what, "side: %s%s %d device%s m=%d losses vs one stream", pname, tag, nd,
+                     nd > 1 ? "s" : "", m);
+            report(what, el, prec == HW_PREC_BF16 ? 1e-4 : 1e-5);
+            int64_t far = 0;
+            for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
+            snprintf(what, sizeof what, "side: %s%s %d device%s m=%d params off by > lr", pname, tag, nd,
+                     nd > 1 ? "s" : "", m);
+            report(what, (double)far / (double)np, prec == HW_PREC_BF16 ? 3e-4 : 1e-4);
+        }
+        hw_engine_destroy(side);
+        hw_engine_destroy(one);
+    }
+    free(pl);
+    free(pa);
+    free(pb);
+    graph_destroy(g);
+}
+
+static void test_side(void) {
+    test_side_on(FLASH_MID_CFG, " hs=64", HW_PREC_DEFAULT, "tf32");
+    test_side_on(FLASH_MID_CFG, " hs=64", HW_PREC_BF16, "bf16");
+    test_side_on(MID_CFG, " hs=32", HW_PREC_DEFAULT, "tf32");
+    test_side_on(MID_CFG, " hs=32", HW_PREC_FP32, "fp32");
 }
 
 /* ---------------- sanitizer run ---------------- */
@@ -1199,7 +1277,7 @@ static void test_sanitize(int bf16, const char *cfgtext) {
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: gpu_tests kernels|step [strict|tf32|bf16] | invariance [N] | oom [N] | graphs | "
-                        "train [STEPS] | sanitize [bf16|hs64]\n");
+                        "train [STEPS] | sanitize [bf16|hs64] | side\n");
         return 2;
     }
     const char *what = argv[1];
@@ -1237,6 +1315,7 @@ int main(int argc, char **argv) {
         test_sanitize(0, FLASH_CFG);
     }
     else if (!strcmp(what, "graphs")) test_graphs();
+    else if (!strcmp(what, "side")) test_side();
     else {
         fprintf(stderr, "gpu_tests: unknown test '%s'\n", what);
         return 2;
