@@ -166,9 +166,7 @@ struct hw_backend {
 pl_status hw_backend_cpu_create(int n, hw_backend **out, char *msg, size_t len);
 
 /* The CUDA backend over logical devices mapped to GPU ordinals gpus[0..n)
- * (repeats allowed). strict_fp32: 1 turns TF32 tensor-core math off; 2 is
- * TF32 math for an engine in bf16 (which then runs its weight gradients on
- * a side stream: side_stream.cu); 0 TF32.
+ * (repeats allowed). strict_fp32 turns TF32 tensor-core math off.
  * PL_ERR_UNSUPPORTED when built without CUDA, PL_ERR_NO_DEVICE when there is
  * no GPU or an ordinal does not exist, PL_ERR_CUDA on other failures. */
 pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_fp32, hw_backend **out, char *msg,

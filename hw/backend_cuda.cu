@@ -483,7 +483,7 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
             if (x->kprof) x->kprof->on = 1;
             x->ctx.kprof = x->kprof;
         }
-        if ((st = cu_side_create(&x->ctx, CUBLAS_DEFAULT_MATH, strict_fp32 == 2)) != PL_OK) { /* side_stream.cu */
+        if ((st = cu_side_create(&x->ctx, CUBLAS_DEFAULT_MATH)) != PL_OK) { /* side_stream.cu */
             pl_fail(msg, len, st, "GPU %d: %s", x->gpu, x->err);
             goto fail;
         }
@@ -501,7 +501,7 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
         }
         x->ctx.stream = x->stream[0];
         x->ctx.blas = x->blas;
-        x->ctx.compute = strict_fp32 == 1 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
+        x->ctx.compute = strict_fp32 ? CUBLAS_COMPUTE_32F : CUBLAS_COMPUTE_32F_FAST_TF32;
         if ((st = cu_nodes_init(&x->ctx)) != PL_OK) {
             pl_fail(msg, len, st, "GPU %d: %s", x->gpu, x->err);
             goto fail;

@@ -73,7 +73,6 @@ typedef struct {
     int tf32_headlt;                 /* "headlt": the head's forward and weight-gradient GEMMs through cuBLASLt */
     int ln_bwd_threads;              /* layernorm backward block (512; PLACER_LN_BWD=256) */
     int ln4;                         /* the float4 layernorm kernels (off: PLACER_LN4=0) */
-    int ln_rows;                     /* layernorm backward rows a warp (PLACER_LN_ROWS=1; else 2 or 4) */
     struct cu_lt32_entry *lt32_cache;
     int n_lt32;
     /* the side stream of the weight gradients (side_stream.cu; NULL: one
@@ -85,7 +84,6 @@ typedef struct {
     size_t ws_side_bytes;
     cudaEvent_t side_fork_ev, side_join_ev;
     int side_forked;                 /* side has work the compute stream has not waited for */
-    int side_all;                    /* PLACER_SIDE=1: fork in TF32 and fp32 too, not only in bf16 */
     int on_side;
     cudaStream_t main_stream;
     cublasHandle_t main_blas;
@@ -96,20 +94,18 @@ typedef struct {
 /* The side stream (side_stream.cu). Inside one node call, cu_side_fork makes
  * the side stream wait for all the compute stream has so far and points ctx
  * at the side stream, so that the node math after it enqueues there;
- * cu_side_back points ctx at the compute stream again. A fork outside bf16
- * (bf16 = 0) does nothing unless PLACER_SIDE=1 (side_stream.cu says why). cu_side_join makes the
+ * cu_side_back points ctx at the compute stream again. cu_side_join makes the
  * compute stream wait for the side stream (cu_node_backward calls it before
  * returning, so to the executor a node call stays one unit on the compute
  * stream, and the plan may reuse the call's buffers after it). All three do
  * nothing without a side stream. cu_side_create makes one (a stream of the
- * compute stream's priority, a cuBLAS handle, two events) for an engine in
- * bf16, or in any precision with PLACER_SIDE=1; none with PLACER_SIDE=0 or
- * PLACER_KPROF (whose marks time one stream);
+ * compute stream's priority, a cuBLAS handle, two events), none with
+ * PLACER_SIDE=0 or PLACER_KPROF (whose marks time one stream);
  * cu_side_destroy frees it. cu_side_set_workspace splits a workspace between the two streams. */
-pl_status cu_side_create(cu_ctx *ctx, cublasMath_t math, int bf16_engine);
+pl_status cu_side_create(cu_ctx *ctx, cublasMath_t math);
 void cu_side_destroy(cu_ctx *ctx);
 void cu_side_set_workspace(cu_ctx *ctx, void *ptr, size_t bytes, void **main_ws, size_t *main_bytes);
-pl_status cu_side_fork(cu_ctx *ctx, int bf16);
+pl_status cu_side_fork(cu_ctx *ctx);
 void cu_side_back(cu_ctx *ctx);
 pl_status cu_side_join(cu_ctx *ctx);
 

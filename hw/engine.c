@@ -36,7 +36,7 @@ pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, 
     if (o->backend == HW_BACKEND_CPU)
         st = hw_backend_cpu_create(o->n_devices, &e->be, msg, len);
     else
-        st = hw_backend_cuda_create(o->gpus, o->n_devices, strict ? 1 : prec == HW_PREC_BF16 ? 2 : 0, &e->be, msg, len);
+        st = hw_backend_cuda_create(o->gpus, o->n_devices, strict, &e->be, msg, len);
     if (st != PL_OK) {
         free(e);
         return st;

@@ -1336,7 +1336,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
         /* the weight and bias gradients on the side stream (side_stream.cu),
          * beside the input-gradient chain; with tdw all on one stream */
         if (!tdw) {
-            RET(cu_side_fork(ctx, 0));
+            RET(cu_side_fork(ctx));
             RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
             RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
             cu_side_back(ctx);
@@ -1354,7 +1354,7 @@ static pl_status attention_backward(cu_ctx *ctx, const hw_node_call *c) {
                            cudaGetErrorString((cudaError_t)fe), 0);
         KM("flash_attn_bwd_tf32");
         if (!tdw) {
-            RET(cu_side_fork(ctx, 0));
+            RET(cu_side_fork(ctx));
             RET(colsum_fast(ctx, G(c, 1), dqkv_f, N, 3 * C));
             RET(linear_bwd_w(ctx, G(c, 0), dqkv_f, c->in[0], N, C, 3 * C, 3 * C));
             cu_side_back(ctx);
@@ -1430,13 +1430,13 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     float *dg = c->scratch;
     if (ctx->tf32_epi && !ctx->tf32_tdw) {
         /* the weight and bias gradients on the side stream (side_stream.cu) */
-        RET(cu_side_fork(ctx, 0));
+        RET(cu_side_fork(ctx));
         RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
         RET(colsum_fast(ctx, G(c, 3), c->dout, N, C));
         cu_side_back(ctx);
         RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
         RET(gelu_colsum(ctx, dg, G(c, 1), h, N, 4 * C));
-        RET(cu_side_fork(ctx, 0));
+        RET(cu_side_fork(ctx));
         RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
         cu_side_back(ctx);
         return linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]);
@@ -1557,12 +1557,13 @@ static pl_status layernorm_backward(cu_ctx *ctx, const hw_node_call *c) {
      * 3.005 ms against 3.033 / 3.032, TF32 5.237 / 5.206 against 5.239 /
      * 5.246 */
     const int threads = ctx->ln_bwd_threads == 256 ? 256 : 512;
-    /* PLACER_LN_ROWS=1: one row a warp, twice the blocks (and the atomics).
-     * Each block adds its sums to dw and db by atomics: partial sums a block
-     * added up by a second kernel instead measured slower (call 5 of the
-     * third session: 15.6 + 6.7 us against 15.9, graph step TF32 5.240 /
-     * 5.219 ms against 5.182 / 5.161) */
-    int grid = ceil_div(N, (threads / WARP) * (ctx->ln_rows == 1 ? 1 : threads == 512 ? 2 : 4));
+    /* Each block adds its sums to dw and db by atomics. Measured slower (third
+     * session): partial sums a block added up by a second kernel (call 5:
+     * 15.6 + 6.7 us against 15.9; graph step TF32 5.240 / 5.219 ms against
+     * 5.182 / 5.161), one row a warp with twice the blocks (call 6: TF32
+     * 5.254 / 5.216 against 5.158 / 5.152, bf16 3.067 / 3.066 against 2.986 /
+     * 2.985) */
+    int grid = ceil_div(N, 8 * 4);
     if (grid > 264) grid = 264;
     const int v4 = ln4_v(ctx, C, c->din[0], c->dout, c->in[0], P(c, 0));
     if (v4) {
@@ -1608,8 +1609,6 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     const char *lnb = getenv("PLACER_LN_BWD"), *ln4 = getenv("PLACER_LN4");
     ctx->ln_bwd_threads = lnb ? atoi(lnb) : 512;
     ctx->ln4 = !(ln4 && !strcmp(ln4, "0"));
-    const char *lnr = getenv("PLACER_LN_ROWS");
-    ctx->ln_rows = lnr ? atoi(lnr) : 2;
     ctx->loss_smem_ok = 0;
     if (want > 48 * 1024) {
         TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
@@ -1728,7 +1727,7 @@ static pl_status node_backward(cu_ctx *ctx, const hw_node_call *c) {
          * made in the backward scratch: a K-major operand, where both as
          * stored are MN-major (benchmarks/hw/wgrad_layouts.cu on the H200:
          * 601 against 781 us for 384 x 50304 x 4096; the transpose 9.7 us). */
-        RET(cu_side_fork(ctx, 0));
+        RET(cu_side_fork(ctx));
         if (ctx->tf32_headt && c->mem.bwd_scratch >= NC) {
             RET(transpose(ctx, c->scratch, c->in[0], N, C));
             if (ctx->tf32_headlt)

@@ -656,7 +656,7 @@ static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
     const float *lse = S(c, 1);
     RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
     /* the weight and bias gradients on the side stream (side_stream.cu) */
-    RET(cu_side_fork(ctx, 1));
+    RET(cu_side_fork(ctx));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, y16, N, C, C, C));
     cu_side_back(ctx);
     RET(lin16_bwd_inp(ctx, dy16, CUDA_R_16BF, d16, P16(c, 2), N, C, C, C, 0));
@@ -665,7 +665,7 @@ static pl_status attention_backward16(cu_ctx *ctx, const hw_node_call *c) {
         return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "flash_attn_bwd_bf16",
                        cudaGetErrorString((cudaError_t)fe), 0);
     KM("flash_attn_bwd");
-    RET(cu_side_fork(ctx, 1));
+    RET(cu_side_fork(ctx));
     RET(colsum16(ctx, G(c, 1), dqkv16, N, 3 * C));
     RET(lin16_bwd_w(ctx, G(c, 0), dqkv16, x16, N, C, 3 * C, 3 * C));
     cu_side_back(ctx);
@@ -736,7 +736,7 @@ static pl_status mlp_backward16(cu_ctx *ctx, const hw_node_call *c) {
     const bf16 *x16 = (const bf16 *)(S(c, 0) + al64(2 * NC));
     RET(tobf16_colsum(ctx, d16, G(c, 3), c->dout, N, C));
     /* the weight gradients on the side stream (side_stream.cu) */
-    RET(cu_side_fork(ctx, 1));
+    RET(cu_side_fork(ctx));
     RET(lin16_bwd_w(ctx, G(c, 2), d16, g16, N, 4 * C, C, C));
     cu_side_back(ctx);
     /* dh = (dout @ wproj) * gelu'(h). cuBLASLt's DGELU epilogue does it in one
@@ -744,7 +744,7 @@ static pl_status mlp_backward16(cu_ctx *ctx, const hw_node_call *c) {
      * the H200 (shapes 1536 x 4096 x 384), so it stays two passes. */
     RET(lin16_bwd_inp(ctx, dg, CUDA_R_32F, d16, P16(c, 2), N, 4 * C, C, C, 0));
     RET(gelu_colsum(ctx, dh16, G(c, 1), dg, h16, N, 4 * C));
-    RET(cu_side_fork(ctx, 1));
+    RET(cu_side_fork(ctx));
     RET(lin16_bwd_w(ctx, G(c, 0), dh16, x16, N, C, 4 * C, 4 * C));
     cu_side_back(ctx);
     return lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dh16, P16(c, 0), N, C, 4 * C, 4 * C, c->acc[0]);
@@ -780,7 +780,7 @@ pl_status cu_node16(cu_ctx *ctx, const hw_node_call *c, int bwd, int *done) {
         }
         const bf16 *dl = (const bf16 *)c->dout;
         /* the weight gradient on the side stream (side_stream.cu) */
-        RET(cu_side_fork(ctx, 1));
+        RET(cu_side_fork(ctx));
         RET(lin16_bwd_w(ctx, G(c, 0), dl, x16, N, C, c->d.Vp, c->d.Vp));
         cu_side_back(ctx);
         return lin16_bwd_inp(ctx, c->din[0], CUDA_R_32F, dl, P16(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]);

@@ -8,8 +8,8 @@
  * SMs idle. Independent of the input-gradient chain that the next node waits
  * for, they go to a second stream, which fills SMs the chain leaves idle;
  * inside the node call the compute stream then waits for it. What it gains
- * is small (see cu_side_create): cuBLAS's kernels for these shapes mostly
- * fill the GPU on their own.
+ * is small: cuBLAS's kernels for these shapes mostly fill the GPU on their
+ * own.
  *
  * Contract (cuda_nodes.h): cu_side_fork / cu_side_back bracket the side's
  * work inside a node call; cu_node_backward joins before it returns, so the
@@ -19,12 +19,14 @@
  * the same GEMM calls with its own cuBLAS handle and the upper half of the
  * workspace (the compute stream keeps the lower half).
  *
- * Used in bf16 only, unless PLACER_SIDE=1: in TF32 and fp32 one stream was
- * faster (GPU call 3 of the third session, TF32 graph step, 2 rounds: 5.214
- * / 5.214 ms on one stream against 5.239 / 5.246 with the side stream; bf16
- * 3.032 / 3.032 with it against 3.056 / 3.054 without). PLACER_SIDE=0 turns
- * it off in bf16 too (one stream, the whole workspace: the engine as it was).
- * PLACER_KPROF turns it off: its marks time kernels on one stream.
+ * Measured on the H200 (third session, graph step, 49M GPT, with the head's
+ * TF32 GEMMs through cuBLASLt, call 8, 3 rounds): TF32 5.053 / 5.086 /
+ * 5.021 ms with the side stream, 5.095 / 5.113 / 5.088 on one stream; bf16
+ * 2.997 / 2.994 / 2.993 against 3.012 / 3.015 / 3.014. Not additive by node:
+ * the attention and MLP weight gradients alone on it gave 5.112 / 5.125 /
+ * 5.148 in TF32 (call 8), the head's alone 5.335 / 5.320 / 5.337 (call 7).
+ * PLACER_SIDE=0 turns it off (one stream, the whole workspace: the engine as
+ * it was). PLACER_KPROF turns it off: its marks time kernels on one stream.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,10 +35,9 @@
 
 #define TRY(x) CU_TRY(ctx->err, ctx->err_len, x)
 
-pl_status cu_side_create(cu_ctx *ctx, cublasMath_t math, int bf16_engine) {
+pl_status cu_side_create(cu_ctx *ctx, cublasMath_t math) {
     const char *e = getenv("PLACER_SIDE");
-    ctx->side_all = e && !strcmp(e, "1");
-    if ((e && !strcmp(e, "0")) || ctx->kprof || !(bf16_engine || ctx->side_all)) return PL_OK;
+    if ((e && !strcmp(e, "0")) || ctx->kprof) return PL_OK;
     /* the same priority as the compute stream: a side stream at the lowest
      * priority (the compute and comm streams at the highest) was slower on
      * the H200 (GPU call 1 of the third session, graph step, 2 rounds: TF32
@@ -85,8 +86,8 @@ void cu_side_set_workspace(cu_ctx *ctx, void *ptr, size_t bytes, void **main_ws,
     cublasSetWorkspace(ctx->blas_side, ctx->ws_side, half);
 }
 
-pl_status cu_side_fork(cu_ctx *ctx, int bf16) {
-    if (!ctx->side || !(bf16 || ctx->side_all)) return PL_OK;
+pl_status cu_side_fork(cu_ctx *ctx) {
+    if (!ctx->side) return PL_OK;
     if (ctx->on_side) cu_side_back(ctx);
     TRY(cudaEventRecord(ctx->side_fork_ev, ctx->stream));
     TRY(cudaStreamWaitEvent(ctx->side, ctx->side_fork_ev, 0));

@@ -1205,7 +1205,6 @@ static void test_side_on(const char *cfgtext, const char *tag, hw_precision prec
         o.graphs = 1; /* o.gpus: all GPU 0 */
         hw_engine *side = NULL, *one = NULL;
         char msg[512];
-        setenv("PLACER_SIDE", "1", 1); /* in TF32 and fp32 too (by default bf16 only) */
         pl_status st = hw_engine_create(&o, &side, msg, sizeof msg);
         setenv("PLACER_SIDE", "0", 1);
         if (st == PL_OK) st = hw_engine_create(&o, &one, msg, sizeof msg);
