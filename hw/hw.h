@@ -22,8 +22,15 @@
  * its time is the largest device's elapsed time; the report is the median
  * (plus min, max, mean, sd) over the timed steps.
  *
+ * Inside one node call on CUDA, the weight and bias gradients of a backward
+ * run on a second stream of the device (hw/side_stream.cu) beside the
+ * input-gradient chain, and the compute stream waits for them before the
+ * call returns: to the plan a node call is still one unit of the compute
+ * stream (PLACER_SIDE=0 keeps everything on one).
+ *
  * Memory: each device's peak is the high-water mark of its arena, which
- * holds the parameters, gradients, AdamW moments, cuBLAS workspace,
+ * holds the parameters, gradients, AdamW moments, cuBLAS workspace (split
+ * between the two streams),
  * activations kept for backward, received tensors, gradient buffers and
  * per-call scratch. It excludes what the CUDA context and NCCL allocate
  * for themselves.
