@@ -18,8 +18,14 @@
  * and then bound, stepped and reset. Writes run inside BEGIN IMMEDIATE ...
  * COMMIT, or inside a SAVEPOINT when the caller holds an explicit
  * transaction, so a public call either happens whole or not at all.
+ *
+ * This file holds the schema, the statements, the helpers, opening and
+ * transactions, the id lookups and the whole-profile reads and writes. The
+ * unit writes live in store_units.c, simulator parameters, runs and
+ * checkpoints in store_runs.c, measurements and collective curves in
+ * store_measurements.c; what they share is declared in store_internal.h.
  */
-#include "store.h"
+#include "store_internal.h"
 
 #include <errno.h>
 #include <math.h>
@@ -137,59 +143,7 @@ static const char *const MIGRATIONS[PROFILE_DB_SCHEMA_VERSION] = {
 
 /* ---- prepared statements ---------------------------------------------------- */
 
-enum {
-    S_MACHINE_FIRST,
-    S_MACHINE_ID,
-    S_MACHINE_INSERT,
-    S_MACHINE_UPDATE,
-    S_DEVICE_PUT,
-    S_DEVICE_TRIM,
-    S_DEVICE_LIST,
-    S_LINK_PUT,
-    S_LINK_TRIM,
-    S_LINK_GET,
-    S_POINTS_CLEAR,
-    S_POINT_PUT,
-    S_POINT_HAS,
-    S_POINT_LIST,
-    S_GRAPH_ID,
-    S_GRAPH_UPSERT,
-    S_GRAPH_GET,
-    S_GRAPH_LIST,
-    S_NODE_CLEAR,
-    S_NODE_PUT,
-    S_NODE_LIST,
-    S_COST_CLEAR,
-    S_COST_PUT,
-    S_COST_HAS,
-    S_COST_MB,
-    S_COST_LIST,
-    S_COST_LATEST_GRAPH,
-    S_ANCHOR_PUT,
-    S_ANCHOR_GET,
-    S_SIM_CLEAR,
-    S_SIM_PUT,
-    S_SIM_GET,
-    S_RUN_CREATE,
-    S_RUN_FINISH,
-    S_RUN_EXISTS,
-    S_RUN_LIST,
-    S_SAMPLE_PUT,
-    S_SAMPLE_LIST,
-    S_CKPT_PUT,
-    S_CKPT_GET,
-    S_CKPT_LATEST,
-    S_MEAS_PUT,
-    S_MEAS_LIST,
-    S_PREC_PUT,
-    S_PREC_GET,
-    S_COLL_PUT,
-    S_COLL_HAS,
-    S_COLL_LIST,
-    S_COLL_TABLE,
-    N_STMT
-};
-
+/* The SQL of each statement id (store_internal.h), prepared by stmt_get. */
 static const char *const STMT_SQL[N_STMT] = {
     [S_MACHINE_FIRST] = "SELECT id, name, source, created_at, host, driver, cuda, topology "
                         "FROM machine ORDER BY id LIMIT 1",
@@ -283,27 +237,12 @@ static const char *const STMT_SQL[N_STMT] = {
     [S_COLL_TABLE] = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'collective_point'",
 };
 
-struct profile_db {
-    sqlite3 *h;                   /* the connection */
-    char *path;                   /* file name, for messages */
-    profile_db_mode mode;         /* how it was opened */
-    int in_tx;                    /* an explicit transaction (profile_db_begin) is open */
-    int opened_version;           /* schema version found at open */
-    sqlite3_stmt *stmt[N_STMT];   /* prepared on first use */
-    char err[512];                /* detail of the last failure */
-};
-
-static const char *const PHASE_TEXT[PHASE_COUNT] = {"fwd", "bwd", "opt"};
+/* node_cost.phase as stored, by profile phase */
+const char *const PHASE_TEXT[PHASE_COUNT] = {"fwd", "bwd", "opt"};
 
 /* ---- small helpers ------------------------------------------------------ */
 
-static pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...) {
+pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(db->err, sizeof db->err, fmt, ap);
@@ -312,7 +251,7 @@ static pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...) {
 }
 
 /* Record an SQLite failure of `what` with sqlite3_errmsg. */
-static pl_status sql_fail(profile_db *db, const char *what) {
+pl_status sql_fail(profile_db *db, const char *what) {
     return db_fail(db, PL_ERR_DB, "%s: %s (%s)", db->path, what, sqlite3_errmsg(db->h));
 }
 
@@ -323,7 +262,7 @@ static pl_status to_msg(profile_db *db, pl_status st, char *msg, size_t len) {
 }
 
 /* The cached statement id, prepared on first use; NULL (error recorded) on failure. */
-static sqlite3_stmt *stmt_get(profile_db *db, int id) {
+sqlite3_stmt *stmt_get(profile_db *db, int id) {
     if (!db->stmt[id]) {
         int rc = sqlite3_prepare_v3(db->h, STMT_SQL[id], -1, SQLITE_PREPARE_PERSISTENT, &db->stmt[id], NULL);
         if (rc != SQLITE_OK) {
@@ -336,38 +275,38 @@ static sqlite3_stmt *stmt_get(profile_db *db, int id) {
 }
 
 /* Reset a statement for its next use. Accepts NULL. */
-static void stmt_done(sqlite3_stmt *s) {
+void stmt_done(sqlite3_stmt *s) {
     if (!s) return;
     sqlite3_reset(s);
     sqlite3_clear_bindings(s);
 }
 
-static void bind_text_or_null(sqlite3_stmt *s, int i, const char *t) {
+void bind_text_or_null(sqlite3_stmt *s, int i, const char *t) {
     if (t) sqlite3_bind_text(s, i, t, -1, SQLITE_TRANSIENT);
     else sqlite3_bind_null(s, i);
 }
 
-static void bind_double_or_null(sqlite3_stmt *s, int i, double v) {
+void bind_double_or_null(sqlite3_stmt *s, int i, double v) {
     if (isnan(v)) sqlite3_bind_null(s, i);
     else sqlite3_bind_double(s, i, v);
 }
 
-static double col_double_or_nan(sqlite3_stmt *s, int i) {
+double col_double_or_nan(sqlite3_stmt *s, int i) {
     return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
 }
 
-static void col_text_copy(sqlite3_stmt *s, int i, char *buf, size_t len) {
+void col_text_copy(sqlite3_stmt *s, int i, char *buf, size_t len) {
     const unsigned char *t = sqlite3_column_text(s, i);
     snprintf(buf, len, "%s", t ? (const char *)t : "");
 }
 
-static const char *col_text(sqlite3_stmt *s, int i) {
+const char *col_text(sqlite3_stmt *s, int i) {
     const unsigned char *t = sqlite3_column_text(s, i);
     return t ? (const char *)t : "";
 }
 
 /* Step a write statement that returns no rows; reset it. */
-static pl_status step_done(profile_db *db, sqlite3_stmt *s, const char *what) {
+pl_status step_done(profile_db *db, sqlite3_stmt *s, const char *what) {
     int rc = sqlite3_step(s);
     pl_status st = (rc == SQLITE_DONE) ? PL_OK : sql_fail(db, what);
     stmt_done(s);
@@ -386,7 +325,7 @@ static pl_status exec_sql(profile_db *db, const char *sql, const char *what) {
 
 /* Begin a write unit: BEGIN IMMEDIATE outside a transaction, a SAVEPOINT
  * inside the caller's. *kind records which for wtx_end. */
-static pl_status wtx_begin(profile_db *db, int *kind) {
+pl_status wtx_begin(profile_db *db, int *kind) {
     *kind = 0;
     if (db->mode == PROFILE_DB_READ)
         return db_fail(db, PL_ERR_INVALID, "%s: opened read-only; cannot write", db->path);
@@ -403,7 +342,7 @@ static pl_status wtx_begin(profile_db *db, int *kind) {
 /* End a write unit begun by wtx_begin: commit when st is PL_OK, else undo.
  * Returns st, or PL_ERR_DB when the commit itself failed (then undone). The
  * error text of the first failure is kept. */
-static pl_status wtx_end(profile_db *db, int kind, pl_status st) {
+pl_status wtx_end(profile_db *db, int kind, pl_status st) {
     if (kind == 0) return st;
     if (st == PL_OK) {
         if (exec_sql(db, kind == 1 ? "COMMIT" : "RELEASE store_write", "committing") == PL_OK) return PL_OK;
@@ -749,7 +688,7 @@ pl_status profile_db_make_portable(profile_db *db, char *msg, size_t len) {
 /* ---- machine, graph and id lookups ------------------------------------- */
 
 /* Id of the file's (only) machine. PL_ERR_NOT_FOUND when none. */
-static pl_status file_machine_id(profile_db *db, int64_t *id) {
+pl_status file_machine_id(profile_db *db, int64_t *id) {
     sqlite3_stmt *s = stmt_get(db, S_MACHINE_FIRST);
     if (!s) return PL_ERR_DB;
     int rc = sqlite3_step(s);
@@ -761,7 +700,7 @@ static pl_status file_machine_id(profile_db *db, int64_t *id) {
     return st;
 }
 
-static pl_status machine_id_by_name(profile_db *db, const char *name, int64_t *id) {
+pl_status machine_id_by_name(profile_db *db, const char *name, int64_t *id) {
     if (!name || !*name) return db_fail(db, PL_ERR_INVALID, "%s: no machine name given", db->path);
     sqlite3_stmt *s = stmt_get(db, S_MACHINE_ID);
     if (!s) return PL_ERR_DB;
@@ -777,7 +716,7 @@ static pl_status machine_id_by_name(profile_db *db, const char *name, int64_t *i
 }
 
 /* Id and node count of the graph of key. PL_ERR_NOT_FOUND when absent. */
-static pl_status graph_id_by_key(profile_db *db, const char *key, int64_t *id, int *n_nodes) {
+pl_status graph_id_by_key(profile_db *db, const char *key, int64_t *id, int *n_nodes) {
     if (!key || !*key) return db_fail(db, PL_ERR_INVALID, "%s: no graph key given", db->path);
     sqlite3_stmt *s = stmt_get(db, S_GRAPH_ID);
     if (!s) return PL_ERR_DB;
@@ -797,7 +736,7 @@ static pl_status graph_id_by_key(profile_db *db, const char *key, int64_t *id, i
 }
 
 /* Insert or update the machine (inside a write unit); *id gets its id. */
-static pl_status put_machine_in_tx(profile_db *db, const profile_machine_info *m, int64_t *id) {
+pl_status put_machine_in_tx(profile_db *db, const profile_machine_info *m, int64_t *id) {
     if (!m || !m->name || !*m->name || !m->source || !*m->source)
         return db_fail(db, PL_ERR_INVALID, "%s: a machine needs a name and a source", db->path);
     if (strlen(m->name) >= PROFILE_NAME_LEN)
@@ -833,7 +772,7 @@ static pl_status put_machine_in_tx(profile_db *db, const profile_machine_info *m
     return PL_OK;
 }
 
-static pl_status put_device_in_tx(profile_db *db, int64_t mid, int idx, const profile_device *d) {
+pl_status put_device_in_tx(profile_db *db, int64_t mid, int idx, const profile_device *d) {
     sqlite3_stmt *s = stmt_get(db, S_DEVICE_PUT);
     if (!s) return PL_ERR_DB;
     sqlite3_bind_int64(s, 1, mid);
@@ -847,8 +786,8 @@ static pl_status put_device_in_tx(profile_db *db, int64_t mid, int idx, const pr
     return step_done(db, s, "writing a device");
 }
 
-static pl_status put_link_in_tx(profile_db *db, int64_t mid, int src, int dst, double lat, double bw,
-                                const char *kind) {
+pl_status put_link_in_tx(profile_db *db, int64_t mid, int src, int dst, double lat, double bw,
+                         const char *kind) {
     sqlite3_stmt *s = stmt_get(db, S_LINK_PUT);
     if (!s) return PL_ERR_DB;
     sqlite3_bind_int64(s, 1, mid);
@@ -860,8 +799,8 @@ static pl_status put_link_in_tx(profile_db *db, int64_t mid, int src, int dst, d
     return step_done(db, s, "writing a link");
 }
 
-static pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double bytes, double us,
-                                 double spread) {
+pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double bytes, double us,
+                          double spread) {
     sqlite3_stmt *s = stmt_get(db, S_POINT_PUT);
     if (!s) return PL_ERR_DB;
     sqlite3_bind_int64(s, 1, mid);
@@ -875,8 +814,8 @@ static pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, 
 
 /* Insert or update graph g and replace its nodes. Node memory comes from mem
  * when given, else from the graph with workspace ws (may be NULL). */
-static pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem,
-                                 const int64_t *ws, int64_t *gid) {
+pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem,
+                          const int64_t *ws, int64_t *gid) {
     char key[PROFILE_NAME_LEN];
     gpt_config_key(&g->cfg, key, sizeof key);
     sqlite3_stmt *s = stmt_get(db, S_GRAPH_UPSERT);
@@ -913,8 +852,8 @@ static pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_n
     return PL_OK;
 }
 
-static pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
-                                double us, double spread) {
+pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
+                         double us, double spread) {
     sqlite3_stmt *s = stmt_get(db, S_COST_PUT);
     if (!s) return PL_ERR_DB;
     sqlite3_bind_int64(s, 1, mid);
@@ -1470,626 +1409,4 @@ pl_status profile_db_link_kind(profile_db *db, int src, int dst, char *buf, size
     }
     stmt_done(s);
     return st;
-}
-
-/* ---- unit writes ------------------------------------------------------------ */
-
-pl_status profile_db_put_machine(profile_db *db, const profile_machine_info *m) {
-    int kind;
-    int64_t id;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    st = put_machine_in_tx(db, m, &id);
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_put_device(profile_db *db, const char *machine, int idx, const profile_device *d) {
-    if (idx < 0 || !d) return db_fail(db, PL_ERR_INVALID, "%s: bad device %d", db->path, idx);
-    int kind;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK) st = put_device_in_tx(db, mid, idx, d);
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_put_link(profile_db *db, const char *machine, int src, int dst, double latency_us,
-                              double bandwidth, const char *kind_text) {
-    if (src < 0 || dst < 0 || src == dst)
-        return db_fail(db, PL_ERR_INVALID, "%s: bad link %d -> %d", db->path, src, dst);
-    int kind;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK)
-        st = put_link_in_tx(db, mid, src, dst, latency_us, bandwidth, kind_text);
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_put_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
-                                    double us, double spread_us) {
-    if (src < 0 || dst < 0 || src == dst || !(bytes > 0) || isnan(us))
-        return db_fail(db, PL_ERR_INVALID, "%s: bad link point %d -> %d", db->path, src, dst);
-    int kind;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = machine_id_by_name(db, machine, &mid)) == PL_OK)
-        st = put_point_in_tx(db, mid, src, dst, bytes, us, spread_us);
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_has_link_point(profile_db *db, const char *machine, int src, int dst, double bytes,
-                                    int *has) {
-    *has = 0;
-    int64_t mid;
-    pl_status st = machine_id_by_name(db, machine, &mid);
-    if (st == PL_ERR_NOT_FOUND) return PL_OK;
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_POINT_HAS);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_int(s, 2, src);
-    sqlite3_bind_int(s, 3, dst);
-    sqlite3_bind_double(s, 4, bytes);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *has = 1;
-    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a link point");
-    stmt_done(s);
-    return st;
-}
-
-pl_status profile_db_put_graph(profile_db *db, const graph *g, const int64_t *workspace_bytes) {
-    if (!g) return db_fail(db, PL_ERR_INVALID, "%s: no graph given", db->path);
-    int kind;
-    int64_t gid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    st = put_graph_in_tx(db, g, NULL, workspace_bytes, &gid);
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
-                                   int node, cost_phase phase, int mb_size, double us, double spread_us) {
-    if (device < 0 || node < 0 || (int)phase < 0 || phase >= PHASE_COUNT || (phase != PHASE_OPT && mb_size < 1))
-        return db_fail(db, PL_ERR_INVALID, "%s: bad node cost (device %d, node %d, phase %d, micro-batch %d)",
-                       db->path, device, node, (int)phase, mb_size);
-    int kind, n_nodes = 0;
-    int64_t mid, gid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
-    if ((st = graph_id_by_key(db, graph_key, &gid, &n_nodes)) != PL_OK) goto out;
-    if (node >= n_nodes) {
-        st = db_fail(db, PL_ERR_INVALID, "%s: node %d out of range (graph has %d)", db->path, node, n_nodes);
-        goto out;
-    }
-    st = put_cost_in_tx(db, mid, gid, device, node, phase, mb_size, us, spread_us);
-out:
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_has_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
-                                   int node, cost_phase phase, int mb_size, int *has) {
-    *has = 0;
-    if ((int)phase < 0 || phase >= PHASE_COUNT) return db_fail(db, PL_ERR_INVALID, "%s: bad phase", db->path);
-    int64_t mid, gid;
-    pl_status st = machine_id_by_name(db, machine, &mid);
-    if (st == PL_OK) st = graph_id_by_key(db, graph_key, &gid, NULL);
-    if (st == PL_ERR_NOT_FOUND) return PL_OK;
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_COST_HAS);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_int64(s, 2, gid);
-    sqlite3_bind_int(s, 3, device);
-    sqlite3_bind_int(s, 4, node);
-    sqlite3_bind_text(s, 5, PHASE_TEXT[phase], -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 6, phase == PHASE_OPT ? 0 : mb_size);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *has = 1;
-    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a node cost");
-    stmt_done(s);
-    return st;
-}
-
-pl_status profile_db_put_step_anchor(profile_db *db, const char *machine, const char *graph_key, int device,
-                                     int mb_size, double us, double spread_us) {
-    if (device < 0 || mb_size < 1)
-        return db_fail(db, PL_ERR_INVALID, "%s: bad step anchor (device %d, micro-batch %d)", db->path, device,
-                       mb_size);
-    int kind;
-    int64_t mid, gid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
-    if ((st = graph_id_by_key(db, graph_key, &gid, NULL)) != PL_OK) goto out;
-    sqlite3_stmt *s = stmt_get(db, S_ANCHOR_PUT);
-    if (!s) {
-        st = PL_ERR_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_int64(s, 2, gid);
-    sqlite3_bind_int(s, 3, device);
-    sqlite3_bind_int(s, 4, mb_size);
-    bind_double_or_null(s, 5, us);
-    bind_double_or_null(s, 6, spread_us);
-    st = step_done(db, s, "writing a step anchor");
-out:
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_get_step_anchor(profile_db *db, const char *graph_key, int device, int mb_size, double *us,
-                                     double *spread_us) {
-    int64_t mid, gid;
-    pl_status st = file_machine_id(db, &mid);
-    if (st == PL_OK) st = graph_id_by_key(db, graph_key, &gid, NULL);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_ANCHOR_GET);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_int64(s, 2, gid);
-    sqlite3_bind_int(s, 3, device);
-    sqlite3_bind_int(s, 4, mb_size);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) {
-        *us = col_double_or_nan(s, 0);
-        if (spread_us) *spread_us = col_double_or_nan(s, 1);
-    } else if (rc == SQLITE_DONE) {
-        st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no step anchor for device %d at micro-batch %d", db->path, device,
-                     mb_size);
-    } else {
-        st = sql_fail(db, "reading a step anchor");
-    }
-    stmt_done(s);
-    return st;
-}
-
-/* ---- simulator parameters ---------------------------------------------- */
-
-pl_status profile_db_save_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
-                                     const double *vals, const char *label) {
-    if (!graph_key || n < 0 || (n > 0 && (!names || !vals)))
-        return db_fail(db, PL_ERR_INVALID, "%s: bad simulator parameters", db->path);
-    int kind;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = file_machine_id(db, &mid)) != PL_OK) goto out;
-    sqlite3_stmt *s = stmt_get(db, S_SIM_CLEAR);
-    if (!s) {
-        st = PL_ERR_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
-    if ((st = step_done(db, s, "clearing simulator parameters")) != PL_OK) goto out;
-    for (int i = 0; i < n; i++) {
-        if (!names[i]) {
-            st = db_fail(db, PL_ERR_INVALID, "%s: simulator parameter %d has no name", db->path, i);
-            goto out;
-        }
-        if (!(s = stmt_get(db, S_SIM_PUT))) {
-            st = PL_ERR_DB;
-            goto out;
-        }
-        sqlite3_bind_int64(s, 1, mid);
-        sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 3, names[i], -1, SQLITE_TRANSIENT);
-        bind_double_or_null(s, 4, vals[i]);
-        bind_text_or_null(s, 5, label);
-        if ((st = step_done(db, s, "writing a simulator parameter")) != PL_OK) goto out;
-    }
-out:
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_load_sim_params(profile_db *db, const char *graph_key, int n, const char *const *names,
-                                     double *vals, int *found) {
-    *found = 0;
-    if (!graph_key || n < 0 || (n > 0 && (!names || !vals)))
-        return db_fail(db, PL_ERR_INVALID, "%s: bad simulator parameters", db->path);
-    int64_t mid;
-    pl_status st = file_machine_id(db, &mid);
-    if (st == PL_ERR_NOT_FOUND) return PL_OK;
-    if (st != PL_OK) return st;
-    for (int i = 0; i < n; i++) {
-        if (!names[i]) continue;
-        sqlite3_stmt *s = stmt_get(db, S_SIM_GET);
-        if (!s) return PL_ERR_DB;
-        sqlite3_bind_int64(s, 1, mid);
-        sqlite3_bind_text(s, 2, graph_key, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 3, names[i], -1, SQLITE_TRANSIENT);
-        int rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) {
-            vals[i] = col_double_or_nan(s, 0);
-            (*found)++;
-        }
-        stmt_done(s);
-        if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sql_fail(db, "reading a simulator parameter");
-    }
-    return PL_OK;
-}
-
-/* ---- runs -------------------------------------------------------------------- */
-
-pl_status profile_db_run_create(profile_db *db, const char *method, const char *args, int64_t *run_id) {
-    if (!method || !*method || !run_id) return db_fail(db, PL_ERR_INVALID, "%s: a run needs a method", db->path);
-    int kind;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_RUN_CREATE);
-    if (!s) {
-        st = PL_ERR_DB;
-    } else {
-        sqlite3_bind_text(s, 1, method, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(s, 2, args ? args : "", -1, SQLITE_TRANSIENT);
-        if ((st = step_done(db, s, "creating a run")) == PL_OK) *run_id = sqlite3_last_insert_rowid(db->h);
-    }
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_run_add_sample(profile_db *db, int64_t run_id, int update, int sample, const char *placement,
-                                    double step_us, int64_t peak_bytes, int oom) {
-    if (!placement) return db_fail(db, PL_ERR_INVALID, "%s: a sample needs a placement", db->path);
-    int kind;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_SAMPLE_PUT);
-    if (!s) {
-        st = PL_ERR_DB;
-    } else {
-        sqlite3_bind_int64(s, 1, run_id);
-        sqlite3_bind_int(s, 2, update);
-        sqlite3_bind_int(s, 3, sample);
-        sqlite3_bind_text(s, 4, placement, -1, SQLITE_TRANSIENT);
-        bind_double_or_null(s, 5, step_us);
-        sqlite3_bind_int64(s, 6, peak_bytes);
-        sqlite3_bind_int(s, 7, oom ? 1 : 0);
-        st = step_done(db, s, "writing a run sample");
-    }
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_run_finish(profile_db *db, int64_t run_id) {
-    int kind;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_RUN_FINISH);
-    if (!s) {
-        st = PL_ERR_DB;
-    } else {
-        sqlite3_bind_int64(s, 1, run_id);
-        st = step_done(db, s, "finishing a run");
-        if (st == PL_OK && sqlite3_changes(db->h) == 0)
-            st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no run %lld", db->path, (long long)run_id);
-    }
-    return wtx_end(db, kind, st);
-}
-
-static pl_status run_exists(profile_db *db, int64_t run_id) {
-    sqlite3_stmt *s = stmt_get(db, S_RUN_EXISTS);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc = sqlite3_step(s);
-    stmt_done(s);
-    if (rc == SQLITE_ROW) return PL_OK;
-    if (rc == SQLITE_DONE) return db_fail(db, PL_ERR_NOT_FOUND, "%s: no run %lld", db->path, (long long)run_id);
-    return sql_fail(db, "looking up a run");
-}
-
-pl_status profile_db_run_samples(profile_db *db, int64_t run_id, profile_run_sample_cb cb, void *ctx) {
-    pl_status st = run_exists(db, run_id);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_SAMPLE_LIST);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, run_id);
-    int rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        profile_run_sample r = {
-            .update = sqlite3_column_int(s, 0),
-            .sample = sqlite3_column_int(s, 1),
-            .placement = col_text(s, 2),
-            .step_us = col_double_or_nan(s, 3),
-            .peak_bytes = sqlite3_column_int64(s, 4),
-            .oom = sqlite3_column_int(s, 5),
-        };
-        if (cb && cb(ctx, &r)) {
-            rc = SQLITE_DONE;
-            break;
-        }
-    }
-    if (rc != SQLITE_DONE) st = sql_fail(db, "reading run samples");
-    stmt_done(s);
-    return st;
-}
-
-pl_status profile_db_runs(profile_db *db, profile_run_cb cb, void *ctx) {
-    sqlite3_stmt *s = stmt_get(db, S_RUN_LIST);
-    if (!s) return PL_ERR_DB;
-    int rc;
-    pl_status st = PL_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        profile_run_info r = {
-            .id = sqlite3_column_int64(s, 0),
-            .method = col_text(s, 1),
-            .args = col_text(s, 2),
-            .created_at = col_text(s, 3),
-            .finished = sqlite3_column_int(s, 4),
-            .n_samples = sqlite3_column_int64(s, 5),
-        };
-        if (cb && cb(ctx, &r)) {
-            rc = SQLITE_DONE;
-            break;
-        }
-    }
-    if (rc != SQLITE_DONE) st = sql_fail(db, "listing runs");
-    stmt_done(s);
-    return st;
-}
-
-pl_status profile_db_checkpoint_save(profile_db *db, int64_t run_id, int update, const void *blob, size_t n) {
-    if (n > 0 && !blob) return db_fail(db, PL_ERR_INVALID, "%s: checkpoint without data", db->path);
-    if (n > (size_t)0x7fffffff) return db_fail(db, PL_ERR_INVALID, "%s: checkpoint too large", db->path);
-    int kind;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_CKPT_PUT);
-    if (!s) {
-        st = PL_ERR_DB;
-    } else {
-        static const char empty = 0;
-        sqlite3_bind_int64(s, 1, run_id);
-        sqlite3_bind_int(s, 2, update);
-        sqlite3_bind_blob(s, 3, n ? blob : &empty, (int)n, SQLITE_STATIC);
-        st = step_done(db, s, "writing a checkpoint");
-    }
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_checkpoint_load(profile_db *db, int64_t run_id, int update, int *update_out, void **blob,
-                                     size_t *n) {
-    *blob = NULL;
-    *n = 0;
-    sqlite3_stmt *s = stmt_get(db, update < 0 ? S_CKPT_LATEST : S_CKPT_GET);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, run_id);
-    if (update >= 0) sqlite3_bind_int(s, 2, update);
-    int rc = sqlite3_step(s);
-    pl_status st = PL_OK;
-    if (rc == SQLITE_ROW) {
-        int size = sqlite3_column_bytes(s, 1);
-        const void *data = sqlite3_column_blob(s, 1);
-        void *copy = malloc(size > 0 ? (size_t)size : 1);
-        if (!copy) {
-            st = db_fail(db, PL_ERR_NOMEM, "out of memory reading a checkpoint");
-        } else {
-            if (size > 0) memcpy(copy, data, (size_t)size);
-            *blob = copy;
-            *n = (size_t)size;
-            if (update_out) *update_out = sqlite3_column_int(s, 0);
-        }
-    } else if (rc == SQLITE_DONE) {
-        st = db_fail(db, PL_ERR_NOT_FOUND, "%s: no checkpoint for run %lld%s", db->path, (long long)run_id,
-                     update < 0 ? "" : " at that update");
-    } else {
-        st = sql_fail(db, "reading a checkpoint");
-    }
-    stmt_done(s);
-    return st;
-}
-
-/* ---- measurements ------------------------------------------------------------ */
-
-pl_status profile_db_add_measurement(profile_db *db, const profile_measurement *m, int64_t *id) {
-    if (!m || !m->graph_key || !m->placement || !m->schedule || !m->purpose)
-        return db_fail(db, PL_ERR_INVALID, "%s: a measurement needs graph_key, placement, schedule and purpose",
-                       db->path);
-    int kind;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = file_machine_id(db, &mid)) != PL_OK) goto out;
-    sqlite3_stmt *s = stmt_get(db, S_MEAS_PUT);
-    if (!s) {
-        st = PL_ERR_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_text(s, 2, m->graph_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, m->placement, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s, 4, m->micro_batches);
-    sqlite3_bind_text(s, 5, m->schedule, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s, 6, m->mem_cap);
-    bind_double_or_null(s, 7, m->step_us);
-    bind_double_or_null(s, 8, m->spread_us);
-    sqlite3_bind_int64(s, 9, m->peak_bytes_max);
-    sqlite3_bind_int(s, 10, m->oom ? 1 : 0);
-    sqlite3_bind_text(s, 11, m->purpose, -1, SQLITE_TRANSIENT);
-    bind_text_or_null(s, 12, m->extra);
-    if ((st = step_done(db, s, "writing a measurement")) == PL_OK && id) *id = sqlite3_last_insert_rowid(db->h);
-out:
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_measurement_cb cb, void *ctx) {
-    sqlite3_stmt *s = stmt_get(db, S_MEAS_LIST);
-    if (!s) return PL_ERR_DB;
-    bind_text_or_null(s, 1, purpose);
-    int rc;
-    pl_status st = PL_OK;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        profile_measurement m = {
-            .graph_key = col_text(s, 1),
-            .placement = col_text(s, 2),
-            .micro_batches = sqlite3_column_int(s, 3),
-            .schedule = col_text(s, 4),
-            .mem_cap = sqlite3_column_int64(s, 5),
-            .step_us = col_double_or_nan(s, 6),
-            .spread_us = col_double_or_nan(s, 7),
-            .peak_bytes_max = sqlite3_column_int64(s, 8),
-            .oom = sqlite3_column_int(s, 9),
-            .purpose = col_text(s, 10),
-            .extra = sqlite3_column_type(s, 11) == SQLITE_NULL ? NULL : col_text(s, 11),
-        };
-        if (cb && cb(ctx, sqlite3_column_int64(s, 0), &m, col_text(s, 12))) {
-            rc = SQLITE_DONE;
-            break;
-        }
-    }
-    if (rc != SQLITE_DONE) st = sql_fail(db, "reading measurements");
-    stmt_done(s);
-    return st;
-}
-
-/* ---- collective curves ---------------------------------------------------- */
-
-static const char *const COLL_OP_TEXT[PROFILE_COLL_COUNT] = {"all_reduce", "all_gather", "reduce_scatter"};
-
-const char *profile_coll_op_name(profile_coll_op op) {
-    return op >= 0 && op < PROFILE_COLL_COUNT ? COLL_OP_TEXT[op] : "?";
-}
-
-double profile_coll_busbw_factor(profile_coll_op op, int ranks) {
-    if (ranks < 2) return 0.0;
-    const double f = (double)(ranks - 1) / (double)ranks;
-    return op == PROFILE_COLL_ALL_REDUCE ? 2.0 * f : f;
-}
-
-static int coll_point_valid(const profile_coll_point *p) {
-    return p && p->op >= 0 && p->op < PROFILE_COLL_COUNT && p->ranks >= 2 && p->transport[0] && p->bytes > 0 &&
-           isfinite(p->bytes) && p->us > 0 && isfinite(p->us) && p->reps >= 1;
-}
-
-/* Is the collective_point table there? A file opened at schema 1 (READ)
- * predates it: *present 0, PL_OK. A file of schema 2 or later without it is
- * damaged: PL_ERR_INVALID. */
-static pl_status coll_table(profile_db *db, int *present) {
-    *present = 0;
-    sqlite3_stmt *s = stmt_get(db, S_COLL_TABLE);
-    if (!s) return PL_ERR_DB;
-    int rc = sqlite3_step(s);
-    pl_status st = PL_OK;
-    if (rc == SQLITE_ROW) *present = sqlite3_column_int(s, 0) > 0;
-    else st = sql_fail(db, "looking for the collective table");
-    stmt_done(s);
-    if (st != PL_OK || *present) return st;
-    if (db->opened_version >= 0 && db->opened_version < 2 && db->mode == PROFILE_DB_READ) return PL_OK;
-    return db_fail(db, PL_ERR_INVALID,
-                   "%s is damaged: schema version %d but no collective_point table; re-profile into a new file",
-                   db->path, PROFILE_DB_SCHEMA_VERSION);
-}
-
-pl_status profile_db_put_collective_point(profile_db *db, const char *machine, const profile_coll_point *p) {
-    if (!coll_point_valid(p))
-        return db_fail(db, PL_ERR_INVALID, "%s: bad collective point (op, ranks >= 2, transport, bytes > 0, us > 0, "
-                                           "reps >= 1)", db->path);
-    int kind, present = 0;
-    int64_t mid;
-    pl_status st = wtx_begin(db, &kind);
-    if (st != PL_OK) return st;
-    if ((st = coll_table(db, &present)) != PL_OK) goto out;
-    if ((st = machine_id_by_name(db, machine, &mid)) != PL_OK) goto out;
-    sqlite3_stmt *s = stmt_get(db, S_COLL_PUT);
-    if (!s) {
-        st = PL_ERR_DB;
-        goto out;
-    }
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_text(s, 2, COLL_OP_TEXT[p->op], -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, p->ranks);
-    sqlite3_bind_text(s, 4, p->transport, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 5, p->bytes);
-    sqlite3_bind_double(s, 6, p->us);
-    bind_double_or_null(s, 7, p->spread_us);
-    sqlite3_bind_int(s, 8, p->reps);
-    st = step_done(db, s, "writing a collective point");
-out:
-    return wtx_end(db, kind, st);
-}
-
-pl_status profile_db_has_collective_point(profile_db *db, const char *machine, profile_coll_op op, int ranks,
-                                          const char *transport, double bytes, int *has) {
-    *has = 0;
-    if (op < 0 || op >= PROFILE_COLL_COUNT || !transport)
-        return db_fail(db, PL_ERR_INVALID, "%s: bad collective op", db->path);
-    int present = 0;
-    int64_t mid;
-    pl_status st = coll_table(db, &present);
-    if (st != PL_OK || !present) return st;
-    st = machine_id_by_name(db, machine, &mid);
-    if (st == PL_ERR_NOT_FOUND) return PL_OK;
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_COLL_HAS);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, mid);
-    sqlite3_bind_text(s, 2, COLL_OP_TEXT[op], -1, SQLITE_STATIC);
-    sqlite3_bind_int(s, 3, ranks);
-    sqlite3_bind_text(s, 4, transport, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_double(s, 5, bytes);
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW) *has = 1;
-    else if (rc != SQLITE_DONE) st = sql_fail(db, "looking up a collective point");
-    stmt_done(s);
-    return st;
-}
-
-pl_status profile_db_collective_points(profile_db *db, profile_coll_point **out, int *n) {
-    *out = NULL;
-    *n = 0;
-    int present = 0;
-    int64_t mid;
-    pl_status st = coll_table(db, &present);
-    if (st != PL_OK || !present) return st;
-    st = file_machine_id(db, &mid);
-    if (st == PL_ERR_NOT_FOUND) return PL_OK;
-    if (st != PL_OK) return st;
-    sqlite3_stmt *s = stmt_get(db, S_COLL_LIST);
-    if (!s) return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, mid);
-    profile_coll_point *v = NULL;
-    int cap = 0, k = 0, rc;
-    while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-        if (k == cap) {
-            int nc = cap ? 2 * cap : 32;
-            profile_coll_point *nv = realloc(v, sizeof *v * (size_t)nc);
-            if (!nv) {
-                st = db_fail(db, PL_ERR_NOMEM, "%s: out of memory reading collective points", db->path);
-                goto out;
-            }
-            v = nv;
-            cap = nc;
-        }
-        profile_coll_point *p = &v[k];
-        memset(p, 0, sizeof *p);
-        const char *op = col_text(s, 0);
-        p->op = PROFILE_COLL_COUNT;
-        for (int i = 0; i < PROFILE_COLL_COUNT; i++)
-            if (!strcmp(op, COLL_OP_TEXT[i])) p->op = (profile_coll_op)i;
-        p->ranks = sqlite3_column_int(s, 1);
-        col_text_copy(s, 2, p->transport, sizeof p->transport);
-        p->bytes = sqlite3_column_double(s, 3);
-        p->us = col_double_or_nan(s, 4);
-        p->spread_us = col_double_or_nan(s, 5);
-        p->reps = sqlite3_column_int(s, 6);
-        if (!coll_point_valid(p)) {
-            st = db_fail(db, PL_ERR_INVALID,
-                         "%s: collective_point row %d is invalid (op '%s', %d ranks, %g bytes, %g us, %d reps); "
-                         "re-measure with placer profile --collectives N --force",
-                         db->path, k + 1, op, p->ranks, p->bytes, p->us, p->reps);
-            goto out;
-        }
-        k++;
-    }
-    if (rc != SQLITE_DONE) st = sql_fail(db, "reading collective points");
-out:
-    stmt_done(s);
-    if (st != PL_OK) {
-        free(v);
-        return st;
-    }
-    *out = v;
-    *n = k;
-    return PL_OK;
 }

@@ -27,7 +27,7 @@ cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
   core/precision.c core/layout.c core/model_config.c core/cluster.c"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
-FULL="$CORE profile/store.c profile/spec.c profile/profiler.c hw/probe.c
+FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c hw/probe.c
   hw/nodes_cpu.c hw/param_layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
   hw/attention_ref.c hw/dist_group.c hw/launcher.c hw/dist_dp.c hw/dist_mpi.c hw/dist_tp.c hw/dist_device.c
   $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c cli/step_layout.c cli/profile_show.c
