@@ -94,6 +94,11 @@ Test(coll_profile, two_ranks_land_in_a_db_and_read_back) {
                                              PROFILE_COLL_REDUCE_SCATTER};
     for (int i = 0; i < n; i++) {
         const profile_coll_point *first = &p[i / 10 * 10];
+        /* the op's latency floor: the median of its three smallest sizes (one
+         * starved measurement, as a clean-clone CI under load saw: 8 B in 344 us
+         * against 27 us for 64 B, does not move it) */
+        const double a = first[0].us, b = first[1].us, c = first[2].us;
+        const double floor_us = fmax(fmin(a, b), fmin(fmax(a, b), c));
         cr_assert_eq(p[i].op, order[i / 10], "point %d", i);
         cr_assert_eq(p[i].ranks, 2);
         cr_assert_str_eq(p[i].transport, "sockets");
@@ -101,8 +106,8 @@ Test(coll_profile, two_ranks_land_in_a_db_and_read_back) {
         cr_assert(p[i].us > 0 && isfinite(p[i].us), "size %g: time %g", p[i].bytes, p[i].us);
         cr_assert(p[i].spread_us >= 0, "size %g: iqr %g", p[i].bytes, p[i].spread_us);
         if (i % 10) cr_assert_gt(p[i].bytes, p[i - 1].bytes, "ascending sizes");
-        cr_assert_geq(p[i].us, first->us / 8, "%s %g B took %g us, its smallest (%g B) %g us",
-                      profile_coll_op_name(p[i].op), p[i].bytes, p[i].us, first->bytes, first->us);
+        cr_assert_geq(p[i].us, floor_us / 8, "%s %g B took %g us, the median of its three smallest sizes %g us",
+                      profile_coll_op_name(p[i].op), p[i].bytes, p[i].us, floor_us);
     }
     cr_assert_eq(p[0].bytes, 8, "all-gather of 4 B over 2 ranks is 2 shards of one float");
     cr_assert_eq(p[10].bytes, 4, "all-reduce starts at 4 B");
