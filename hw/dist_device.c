@@ -17,6 +17,11 @@ struct dist_device {
     int64_t scratch_bytes;
 };
 
+int dist_device_wanted(const hw_backend *be) {
+    const char *tdc = getenv("PLACER_TEST_DEVICE_COLLECTIVES");
+    return strcmp(be->ops->name, "cuda") == 0 || (tdc && !strcmp(tdc, "1"));
+}
+
 pl_status dist_device_create(dist_group *g, hw_backend *be, int dev, dist_device **out, char *msg, size_t len) {
     *out = NULL;
     if (!g || !be || dev < 0 || dev >= be->n_devices)

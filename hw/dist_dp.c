@@ -57,9 +57,12 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
 }
 
 /* ZeRO-1 on device buffers (CUDA: the device collectives, dist_device.h).
- * The same steps as the host path below, on a device scratch of dp S
- * floats; copies are a zero and an add on the compute stream (the backend
- * has no device-to-device copy op; 0 + x is x). */
+ * The same steps as the host path below, on a device buffer of dp S
+ * floats: the plan's, in the arena (off_zero1, so the peak counts it); a
+ * plan compiled without one (the collectives' choice changed under it)
+ * falls back to the collectives' own scratch, outside the arena. Copies are
+ * a zero and an add on the compute stream (the backend has no
+ * device-to-device copy op; 0 + x is x). */
 static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
@@ -71,9 +74,9 @@ static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, 
     const int64_t n = pd->param_floats, S = pd->moment_floats;
     const int dp = dist_size(p->dp), rank = dist_rank(p->dp);
     const int64_t lo = (int64_t)rank * S, cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
-    void *scratch = NULL;
-    pl_status st = dist_device_scratch(xd, S * dp * 4, &scratch, msg, len);
-    if (st != PL_OK) return st;
+    void *scratch = pd->off_zero1 >= 0 ? (void *)(base + pd->off_zero1) : NULL;
+    pl_status st = PL_OK;
+    if (!scratch && (st = dist_device_scratch(xd, S * dp * 4, &scratch, msg, len)) != PL_OK) return st;
     float *buf = scratch, *mine = buf + lo;
     hw_adamw_args shard = *a;
     shard.p16 = NULL; /* the bf16 copy is remade below from the gathered weights */

@@ -69,7 +69,14 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
 
 struct hw_plan;
 /* The AdamW of device d of plan p, with ZeRO-1's reduce-scatter and
- * all-gather around it (above). For exec.c's HI_ADAMW. */
+ * all-gather around it (above). For exec.c's HI_ADAMW. Memory: on the host
+ * path ZeRO-1 stages through the plan's host buffer (p->dp_buf); with the
+ * collectives on device buffers (dist_device_wanted: CUDA, or
+ * PLACER_TEST_DEVICE_COLLECTIVES=1) it needs a device buffer of dp x S
+ * floats (S the shard, hw_dp_shard_floats of the device's parameters),
+ * which the plan carves in the device's arena beside the moments, so
+ * static_bytes and the peak count it and a cap refuses it at plan
+ * creation; nothing is allocated at step time. */
 pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len);
 /* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
  * n) (floats), one bucket. For exec.c's HI_DP_REDUCE. */

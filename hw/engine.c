@@ -345,8 +345,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
      * PLACER_TEST_DEVICE_COLLECTIVES=1 (tests) takes the CPU backend's dp
      * updates and replicated-gradient sums through them too (host staging
      * over memcpy), so CI runs that code; its tp node calls stay dist_tp.c's. */
-    const char *tdc = getenv("PLACER_TEST_DEVICE_COLLECTIVES");
-    if (strcmp(be->ops->name, "cuda") == 0 || (tdc && !strcmp(tdc, "1")))
+    if (dist_device_wanted(be))
         for (int d = 0; d < nd && st == PL_OK; d++) {
             if (!p->dev[d].used) continue;
             if (p->tp.g) st = dist_device_create(p->tp.g, be, d, &p->xd_tp[d], msg, len);

@@ -29,11 +29,12 @@
  * stream (PLACER_SIDE=0 keeps everything on one).
  *
  * Memory: each device's peak is the high-water mark of its arena, which
- * holds the parameters, gradients, AdamW moments, cuBLAS workspace (split
- * between the two streams),
- * activations kept for backward, received tensors, gradient buffers and
- * per-call scratch. It excludes what the CUDA context and NCCL allocate
- * for themselves.
+ * holds the parameters, gradients, AdamW moments, ZeRO-1's buffer of the
+ * update where the dp collectives run on device buffers (dp shards of the
+ * moments' size, hw/dist_dp.h), cuBLAS workspace (split between the two
+ * streams), activations kept for backward, received tensors, gradient
+ * buffers and per-call scratch. It excludes what the CUDA context and NCCL
+ * allocate for themselves.
  *
  * Schedules (the order each device's compute stream runs its work):
  *   gpipe  forwards of micro-batches 0..m-1, then backwards of 0..m-1; within
@@ -223,7 +224,9 @@ typedef struct {
                                   AdamW's m and v for its 1/dp shard of every device's flat
                                   parameter buffer, the gradients are reduce-scattered, the
                                   update runs on the shard and the parameters are all-gathered
-                                  after it (static_bytes shrinks by the moments' share). Same
+                                  after it (static_bytes shrinks by the moments' share, and
+                                  grows by the update's dp x shard buffer where the
+                                  collectives run on device buffers: CUDA). Same
                                   bits as zero 0 on the sockets transport; in bf16 the weight
                                   copy is remade from the gathered weights. Without
                                   dp (or dp of 1) a no-op. hw_plan_get_grads then holds the
@@ -243,7 +246,8 @@ typedef struct {
  * PL_ERR_DEVICE_OOM. */
 typedef struct {
     int n_devices;                       /* logical devices of the engine */
-    int64_t static_bytes[HW_MAX_DEVICES];/* params, grads, AdamW m and v, workspace, inputs */
+    int64_t static_bytes[HW_MAX_DEVICES];/* params, grads, AdamW m and v (ZeRO-1's update buffer
+                                            on device buffers), workspace, inputs */
     int64_t need_bytes[HW_MAX_DEVICES];  /* the arena's high-water mark for one step */
     int64_t cap_bytes[HW_MAX_DEVICES];   /* the cap applied */
     int oom_device;                      /* first device over its cap, -1 if none */

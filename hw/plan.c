@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "dist_device.h"
 #include "dist_dp.h"
 #include "plan_internal.h"
 #include "util.h"
@@ -597,6 +598,14 @@ static pl_status setup_device(cctx *c, int d) {
     if ((st = c_alloc(c, d, fb, 0, &pd->off_grads)) != PL_OK) return st;
     if ((st = c_alloc(c, d, mb, 0, &pd->off_m)) != PL_OK) return st;
     if ((st = c_alloc(c, d, mb, 0, &pd->off_v)) != PL_OK) return st;
+    /* ZeRO-1 with the collectives on device buffers: the update's reduce-
+     * scatter input and all-gather output, dp shards (hw_dp_update). Static
+     * so the peak and static_bytes count it; the host path stages through
+     * p->dp_buf (host memory) instead and needs none. */
+    pd->off_zero1 = -1;
+    if (p->zero && dist_device_wanted(p->e->be) &&
+        (st = c_alloc(c, d, mb * dist_size(p->dp), 0, &pd->off_zero1)) != PL_OK)
+        return st;
     pd->off_params16 = -1;
     if (p->bf16 && (st = c_alloc(c, d, (fb / 4) * p->e->be->copy_bytes, 0, &pd->off_params16)) != PL_OK) return st;
     pd->ws_bytes = p->e->be->ops->workspace_bytes;

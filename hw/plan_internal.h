@@ -62,6 +62,8 @@ typedef struct {
     int64_t param_floats;     /* floats in each flat buffer (params, grads; m, v without ZeRO) */
     int64_t moment_floats;    /* floats in m and in v: param_floats, or the ZeRO-1 shard's */
     int64_t off_params, off_grads, off_m, off_v; /* arena offsets, bytes */
+    int64_t off_zero1;         /* ZeRO-1 on device buffers (dist_device_wanted): the update's
+                                  dp x moment_floats floats (dist_dp.h), else -1 */
     int64_t off_params16;      /* bf16 mode: the weight copy (backend copy_bytes each), else -1 */
     int64_t off_ws, ws_bytes;  /* backend workspace */
     int64_t off_loss;          /* double loss accumulator, -1 if the loss is elsewhere */

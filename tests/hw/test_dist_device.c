@@ -12,11 +12,13 @@
  *   - a peer that leaves makes the next collective fail with
  *     PL_ERR_INTERRUPTED and one line, well within the group's timeout;
  *   - the engine through its device-collective path
- *     (PLACER_TEST_DEVICE_COLLECTIVES=1: dp buckets, ZeRO-1 on a device
- *     scratch, the sp all-reduce of replicated gradients, tensor by tensor)
- *     gives the host path's parameters bit for bit after 3 steps of tp 2 x
- *     dp 2 with sp and ZeRO-1 on a 2-device pipeline, and of dp 2 with
- *     buckets.
+ *     (PLACER_TEST_DEVICE_COLLECTIVES=1: dp buckets, ZeRO-1 on its update
+ *     buffer in the plan's arena, the sp all-reduce of replicated gradients,
+ *     tensor by tensor) gives the host path's parameters bit for bit after
+ *     3 steps of tp 2 x dp 2 with sp and ZeRO-1 on a 2-device pipeline, and
+ *     of dp 2 with buckets;
+ *   - that ZeRO-1 buffer is in the plan's static bytes and peak, so a cap
+ *     below them refuses the plan at creation.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -27,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "dist_device.h"
 #include "dist_dp.h"
 #include "dist_tp.h"
@@ -280,4 +283,103 @@ Test(dist_device, the_engine_through_the_device_path_gives_the_host_bits, .timeo
     expect_same_bits((eng_ctx){2, 2, 1, 1, 2, 2, 0, 0, NULL});     /* tp 2 x dp 2, sp, ZeRO-1, 2-device pipeline */
     expect_same_bits((eng_ctx){1, 2, 0, 0, 1, 1, 4096, 0, NULL});  /* dp 2, buckets of 4 KiB */
     expect_same_bits((eng_ctx){2, 1, 1, 0, 1, 1, 0, 0, NULL});     /* tp 2 with sp: the replicated sums */
+}
+
+/* ---- ZeRO-1's update buffer in the plan's arena ----
+ * On device buffers ZeRO-1's update reduce-scatters from, and all-gathers
+ * into, dp shards of S floats (S = ceil(n / dp), n the device's
+ * parameters). The plan carves that buffer in the arena beside the
+ * moments, so static_bytes and the peak count it and a cap below the peak
+ * refuses the plan at creation; the host path stages through host memory
+ * and needs none. Each rank of dp 2 on one device compiles zero 1 on the
+ * host path, then on the device path (the same calls on both ranks: plan
+ * creation is collective), then both under a cap 1 byte below the device
+ * path's need: the device path is refused, the host path fits. */
+
+#define Z1_DP 2
+
+typedef struct {
+    int64_t host_static, dev_static, dev_need; /* rank 0's, bytes */
+    pl_status capped, host_capped;             /* rank 0's plans under the cap: device, host path */
+    int64_t n;                                 /* the device's parameters (floats) */
+} z1_mem;
+
+static pl_status z1_plan(hw_engine *e, const graph *g, dist_group *dg, const int64_t *caps, hw_mem_report *mem,
+                         char *err, size_t errlen) {
+    static int pl[256];
+    for (int i = 0; i < g->n_nodes; i++) pl[i] = 0;
+    hw_plan_opts o = {0};
+    o.placement = pl;
+    o.sched = schedule_make(1, SCHED_1F1B);
+    o.seed = 1234;
+    o.adamw = hw_adamw_default();
+    o.caps = caps;
+    o.dp = dg;
+    o.zero = 1;
+    hw_plan *p = NULL;
+    pl_status st = hw_plan_create(e, g, &o, &p, mem, err, errlen);
+    hw_plan_destroy(p);
+    return st;
+}
+
+static int z1_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
+    z1_mem *z = vctx;
+    gpt_config cfg;
+    graph *g = NULL;
+    hw_engine *e = NULL;
+    int first = 0, count = 0, rc = 2;
+    if (gpt_config_parse("tiny", &cfg, err, errlen) != PL_OK) return 2;
+    if (hw_dp_slice(Z1_DP, rank, cfg.batch, &first, &count, err, errlen) != PL_OK) return 2;
+    cfg.batch = count;
+    if (graph_build_gpt(&cfg, &g, err, errlen) != PL_OK) return 2;
+    hw_engine_opts eo = {0};
+    eo.backend = HW_BACKEND_CPU;
+    eo.n_devices = 1;
+    if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
+    hw_mem_report host, dev, capped;
+    unsetenv("PLACER_TEST_DEVICE_COLLECTIVES");
+    if (z1_plan(e, g, grp, NULL, &host, err, errlen) != PL_OK) goto out;
+    setenv("PLACER_TEST_DEVICE_COLLECTIVES", "1", 1);
+    if (z1_plan(e, g, grp, NULL, &dev, err, errlen) != PL_OK) goto out;
+    int64_t caps[HW_MAX_DEVICES] = {dev.need_bytes[0] - 1};
+    char why[256] = "";
+    const pl_status cst = z1_plan(e, g, grp, caps, &capped, why, sizeof why);
+    unsetenv("PLACER_TEST_DEVICE_COLLECTIVES");
+    const pl_status hst = z1_plan(e, g, grp, caps, &capped, why, sizeof why);
+    if (rank == 0) {
+        z->host_static = host.static_bytes[0];
+        z->dev_static = dev.static_bytes[0];
+        z->dev_need = dev.need_bytes[0];
+        z->capped = cst;
+        z->host_capped = hst;
+    }
+    rc = 0;
+out:
+    hw_engine_destroy(e);
+    graph_destroy(g);
+    return rc;
+}
+
+Test(dist_device, zero1_update_buffer_is_in_the_plans_static_bytes_and_peak, .timeout = 60) {
+    z1_mem *z = shared(sizeof *z);
+    graph *g = tiny_graph("tiny");
+    int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
+    z->n = hw_model_param_offsets(g, off);
+    char msg[512] = "";
+    cr_assert_eq(hw_launch(Z1_DP, 20.0, z1_rank, z, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    const int64_t S = hw_dp_shard_floats(z->n, Z1_DP);
+    const int64_t want = (S * Z1_DP * 4 + HW_ARENA_ALIGN - 1) / HW_ARENA_ALIGN * HW_ARENA_ALIGN;
+    cr_expect_eq(z->dev_static - z->host_static, want,
+                 "static bytes %lld on the device path, %lld on the host path: %lld apart, the buffer is %lld",
+                 (long long)z->dev_static, (long long)z->host_static, (long long)(z->dev_static - z->host_static),
+                 (long long)want);
+    cr_expect(z->dev_need >= z->dev_static, "need %lld below static %lld", (long long)z->dev_need,
+              (long long)z->dev_static);
+    cr_expect_eq(z->capped, PL_ERR_DEVICE_OOM, "a cap 1 byte below the need of %lld: status %d",
+                 (long long)z->dev_need, (int)z->capped);
+    cr_expect_eq(z->host_capped, PL_OK, "the host path (no buffer) under the same cap: status %d",
+                 (int)z->host_capped);
+    free(off);
+    graph_destroy(g);
+    munmap(z, sizeof *z);
 }
