@@ -1,5 +1,6 @@
 /*
- * cuda_nodes.h: the node math on a GPU (kernels.cu), for the CUDA backend.
+ * cuda_nodes.h: the node math on a GPU (kernels.cu and the files it names),
+ * for the CUDA backend.
  * Internal to hw/: only CUDA translation units include it.
  *
  * Every function enqueues work on ctx->stream, with matrix products through
@@ -40,7 +41,7 @@ typedef struct {
 } cu_kprof;
 
 struct cu_lt_entry;   /* a cached cuBLASLt matmul of the bf16 mode (kernels_bf16.cu) */
-struct cu_lt32_entry; /* a cached cuBLASLt matmul of the TF32 mode (kernels.cu) */
+struct cu_lt32_entry; /* a cached cuBLASLt matmul of the TF32 mode (gemm_lt32.cu) */
 
 typedef struct {
     cudaStream_t stream;             /* the compute stream */

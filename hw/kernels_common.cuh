@@ -2,8 +2,10 @@
  * kernels_common.cuh: what the fp32 kernels (kernels.cu) and the bf16 mixed
  * mode (kernels_bf16.cu) share: the error and profiling macros, the device
  * helpers (warp and block reductions, GELU, AdamW's bias corrections), the
- * node-call accessors, and the fp32 kernels and launchers the bf16 path
- * reuses (its unfused attention core runs the fp32 one). Internal to hw/.
+ * node-call accessors, the fp32 kernels and launchers the bf16 path reuses
+ * (its unfused attention core runs the fp32 one), and the entry points of
+ * the pieces kernels.cu calls in their own files (gemm_lt32.cu, layernorm.cu).
+ * Internal to hw/.
  */
 #ifndef PLACER_HW_KERNELS_COMMON_CUH
 #define PLACER_HW_KERNELS_COMMON_CUH
@@ -91,6 +93,8 @@ __global__ void unpermute_qkv_k(float *qkv, const float *qkvr, int B, int T, int
 __global__ void heads_tokens_k(float *dst, const float *src, int B, int T, int C, int NH, int to_tokens);
 __global__ void softmax_causal_k(float *att, int64_t rows, int T);
 __global__ void softmax_causal_bwd_k(float *datt, const float *att, int64_t rows, int T);
+__global__ void bias_add_k(float *out, const float *bias, int N, int OC);
+__global__ void bias_gelu_k(float *h, float *g, const float *bias, int N, int OC);
 const char *gemm_name_str(cu_kprof *k, const char *buf);
 pl_status gemm_batched(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
                        const float *A, int lda, long long sa, const float *B, int ldb, long long sb, float beta,
@@ -112,5 +116,18 @@ pl_status cu_adamw16(cu_ctx *ctx, float *p, const float *g, float *m, float *v, 
 /* Per-device setup of the bf16 kernels: the cuBLASLt handle, and the bf16
  * loss's shared-memory limit from smem (the fp32 loss's bytes; 0: none). */
 pl_status cu_init16(cu_ctx *ctx, int smem);
+
+/* The TF32 mode's cuBLASLt GEMM (gemm_lt32.cu), row-major in the
+ * column-major view: D (m x n, ldc) = op(A) op(B) (+ D when accumulate),
+ * then the epilogue E32_BIAS (adds bias, length m) or E32_GELU (adds bias,
+ * stores the sum in aux, D = gelu(sum)). */
+enum { E32_NONE = 0, E32_BIAS, E32_GELU };
+pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *A,
+                    int lda, const float *B, int ldb, float *D, int ldc, int accumulate, int epi, const float *bias,
+                    float *aux);
+
+/* The layernorm node (layernorm.cu): forward, and backward (dw, db accumulate). */
+pl_status cu_layernorm_forward(cu_ctx *ctx, const hw_node_call *c);
+pl_status cu_layernorm_backward(cu_ctx *ctx, const hw_node_call *c);
 
 #endif

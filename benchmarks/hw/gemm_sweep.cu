@@ -38,22 +38,7 @@
 #include <cstring>
 #include <vector>
 
-#define cudaCheck(x)                                                                                   \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));       \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
-#define cublasCheck(x)                                                                                 \
-    do {                                                                                               \
-        cublasStatus_t s_ = (x);                                                                       \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-            fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x, (int)s_);         \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
+#include "bench_check.h"
 
 struct shape {
     const char *set;

@@ -29,22 +29,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                          \
-    do {                                                                                               \
-        cudaError_t e_ = (x);                                                                          \
-        if (e_ != cudaSuccess) {                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));       \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
-#define BK(x)                                                                                          \
-    do {                                                                                               \
-        cublasStatus_t s_ = (x);                                                                       \
-        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                             \
-            fprintf(stderr, "%s:%d: %s: cuBLAS status %d\n", __FILE__, __LINE__, #x, (int)s_);         \
-            exit(1);                                                                                   \
-        }                                                                                              \
-    } while (0)
+#include "bench_check.h"
 
 __global__ void fill_k(float *x, size_t n) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
@@ -79,11 +64,11 @@ template <class F> static double time_us(F f, int reps, cudaEvent_t e0, cudaEven
     for (int w = 0; w < 3; w++) f();
     std::vector<float> ms(reps);
     for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(e0));
+        cudaCheck(cudaEventRecord(e0));
         f();
-        CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        CK(cudaEventElapsedTime(&ms[r], e0, e1));
+        cudaCheck(cudaEventRecord(e1));
+        cudaCheck(cudaEventSynchronize(e1));
+        cudaCheck(cudaEventElapsedTime(&ms[r], e0, e1));
     }
     return median(ms) * 1e3;
 }
@@ -102,37 +87,38 @@ int main(int argc, char **argv) {
         {"qkv", 384, 1152}, {"proj", 384, 384}, {"fc", 384, 1536}, {"fcproj", 1536, 384}, {"head", 384, 50304}};
     size_t maxe = (size_t)N * 50304;
     float *x, *d, *xt, *dt, *w;
-    CK(cudaMalloc(&x, maxe * 4));
-    CK(cudaMalloc(&d, maxe * 4));
-    CK(cudaMalloc(&xt, maxe * 4));
-    CK(cudaMalloc(&dt, maxe * 4));
-    CK(cudaMalloc(&w, (size_t)50304 * 1536 * 4));
+    cudaCheck(cudaMalloc(&x, maxe * 4));
+    cudaCheck(cudaMalloc(&d, maxe * 4));
+    cudaCheck(cudaMalloc(&xt, maxe * 4));
+    cudaCheck(cudaMalloc(&dt, maxe * 4));
+    cudaCheck(cudaMalloc(&w, (size_t)50304 * 1536 * 4));
     fill_k<<<(unsigned)((maxe + 255) / 256), 256>>>(x, maxe);
     fill_k<<<(unsigned)((maxe + 255) / 256), 256>>>(d, maxe);
-    CK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
     void *ws;
     const size_t wsb = 32u << 20;
-    CK(cudaMalloc(&ws, wsb));
+    cudaCheck(cudaMalloc(&ws, wsb));
     cublasHandle_t h;
-    BK(cublasCreate(&h));
-    BK(cublasSetWorkspace(h, ws, wsb));
+    cublasCheck(cublasCreate(&h));
+    cublasCheck(cublasSetWorkspace(h, ws, wsb));
     cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    cudaCheck(cudaEventCreate(&e0));
+    cudaCheck(cudaEventCreate(&e1));
     cudaDeviceProp prop;
-    CK(cudaGetDeviceProperties(&prop, 0));
+    cudaCheck(cudaGetDeviceProperties(&prop, 0));
     printf("# device %s\n", prop.name);
     const float one = 1.0f;
     { /* warm-up: 2 s of the largest shape */
         float spent = 0;
-        CK(cudaEventRecord(e0));
+        cudaCheck(cudaEventRecord(e0));
         while (spent < 2000) {
             for (int i = 0; i < 10; i++)
-                BK(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, 384, 50304, N, &one, x, CUDA_R_32F, 384, d, CUDA_R_32F,
-                                50304, &one, w, CUDA_R_32F, 384, CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT));
-            CK(cudaEventRecord(e1));
-            CK(cudaEventSynchronize(e1));
-            CK(cudaEventElapsedTime(&spent, e0, e1));
+                cublasCheck(cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_T, 384, 50304, N, &one, x, CUDA_R_32F, 384, d,
+                                         CUDA_R_32F, 50304, &one, w, CUDA_R_32F, 384, CUBLAS_COMPUTE_32F_FAST_TF32,
+                                         CUBLAS_GEMM_DEFAULT));
+            cudaCheck(cudaEventRecord(e1));
+            cudaCheck(cudaEventSynchronize(e1));
+            cudaCheck(cudaEventElapsedTime(&spent, e0, e1));
         }
     }
     for (int p = 0; p < 2; p++) {
@@ -145,9 +131,9 @@ int main(int argc, char **argv) {
             for (int v = 0; v < 4; v++) {
                 const int at = v & 1, bt = v >> 1; /* 1: transposed (K-major) */
                 auto f = [&]() {
-                    BK(cublasGemmEx(h, at ? CUBLAS_OP_T : CUBLAS_OP_N, bt ? CUBLAS_OP_N : CUBLAS_OP_T, C, OC, N, &one,
-                                    at ? xt : x, ty, at ? N : C, bt ? dt : d, ty, bt ? N : OC, &one, w, CUDA_R_32F, C,
-                                    ct, CUBLAS_GEMM_DEFAULT));
+                    cublasCheck(cublasGemmEx(h, at ? CUBLAS_OP_T : CUBLAS_OP_N, bt ? CUBLAS_OP_N : CUBLAS_OP_T, C, OC,
+                                             N, &one, at ? xt : x, ty, at ? N : C, bt ? dt : d, ty, bt ? N : OC, &one,
+                                             w, CUDA_R_32F, C, ct, CUBLAS_GEMM_DEFAULT));
                 };
                 double us = time_us(f, reps, e0, e1);
                 printf("%s %s %dx%dx%d %s,%s %.1f us %.1f TFLOP/s\n", bf ? "bf16" : "tf32", s.name, C, OC, N,
@@ -164,6 +150,6 @@ int main(int argc, char **argv) {
         };
         printf("transpose %d %d %.1f us\n", t[0], t[1], time_us(f, reps, e0, e1));
     }
-    CK(cudaGetLastError());
+    cudaCheck(cudaGetLastError());
     return 0;
 }

@@ -1094,6 +1094,20 @@ static int run_steps(hw_engine *e, const graph *g, const int *pl, int m, int ste
     return st;
 }
 
+/* Two runs of `steps` steps against each other: the largest relative loss
+ * difference against loss_tol (named loss_what), and the share of the np
+ * parameters whose final values differ by more than lr (1e-3) against
+ * param_tol (named param_what). */
+static void report_runs(const char *loss_what, const char *param_what, const double *la, const double *lb, int steps,
+                        const float *pa, const float *pb, int64_t np, double loss_tol, double param_tol) {
+    double el = 0;
+    for (int i = 0; i < steps; i++) el = fmax(el, fabs(la[i] - lb[i]) / la[i]);
+    report(loss_what, el, loss_tol);
+    int64_t far = 0;
+    for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
+    report(param_what, (double)far / (double)np, param_tol);
+}
+
 /* runs: 2 (1 GPU tf32, bf16) or 3 (and 2 GPUs tf32); tag ends the names */
 static void test_graphs_on(const char *cfgtext, const char *tag, int runs) {
     graph *g = make_graph(cfgtext);
@@ -1137,29 +1151,25 @@ static void test_graphs_on(const char *cfgtext, const char *tag, int runs) {
             snprintf(detail, sizeof detail, "graph state %d", sb);
             check(what, ok && sb == 1, detail);
             if (!ok) continue;
-            double el = 0;
-            for (int i = 0; i < steps; i++) el = fmax(el, fabs(la[i] - lb[i]) / la[i]);
             /* same kernels; only atomics (and AdamW's step counter path) can differ.
              * bf16 amplifies that: an fp32 master weight that differs in its last
              * bit can round to the other bf16 neighbour in the weight copy, a
              * change of 2^-8 in that weight for the GEMMs. The H200 gave 1.6e-5
              * relative on the 5-step losses (m=1): 1e-4 for bf16, 1e-5 otherwise. */
+            char pwhat[128];
             snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s losses over %d steps", ng, ng > 1 ? "s" : "", m,
                      bf ? " bf16" : "", tag, steps);
-            report(what, el, bf ? 1e-4 : 1e-5);
             /* AdamW moves a parameter by about +-lr per step, whatever the size of
              * its gradient: a gradient that differs by rounding (atomics) can flip
              * the few near zero. Count the parameters whose trajectories differ by
              * more than lr over the 5 steps. */
-            int64_t far = 0;
-            for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
-            snprintf(what, sizeof what, "graphs: %d GPU%s m=%d%s%s params off by > lr", ng, ng > 1 ? "s" : "", m,
+            snprintf(pwhat, sizeof pwhat, "graphs: %d GPU%s m=%d%s%s params off by > lr", ng, ng > 1 ? "s" : "", m,
                      bf ? " bf16" : "", tag);
             /* bf16: 3e-4. A weight whose fp32 master differs in its last bit can
              * round to the other bf16 neighbour, and the change spreads to
              * the parameters near zero; the H200 gave 3.7e-5 to 1.08e-4 of
              * them on this config (third session, calls 1 and 3) */
-            report(what, (double)far / (double)np, bf ? 3e-4 : 1e-4);
+            report_runs(what, pwhat, la, lb, steps, pa, pb, np, bf ? 1e-4 : 1e-5, bf ? 3e-4 : 1e-4);
         }
         hw_engine_destroy(plain);
         hw_engine_destroy(graphed);
@@ -1223,16 +1233,13 @@ static void test_side_on(const char *cfgtext, const char *tag, hw_precision prec
             snprintf(what, sizeof what, "side: %s%s %d device%s m=%d runs", pname, tag, nd, nd > 1 ? "s" : "", m);
             check(what, ok, NULL);
             if (!ok) continue;
-            double el = 0;
-            for (int i = 0; i < steps; i++) el = fmax(el, fabs(la[i] - lb[i]) / la[i]);
+            char pwhat[128];
             snprintf(what, sizeof what, "side: %s%s %d device%s m=%d losses vs one stream", pname, tag, nd,
                      nd > 1 ? "s" : "", m);
-            report(what, el, prec == HW_PREC_BF16 ? 1e-4 : 1e-5);
-            int64_t far = 0;
-            for (int64_t i = 0; i < np; i++) far += !(fabsf(pa[i] - pb[i]) <= 1e-3f);
-            snprintf(what, sizeof what, "side: %s%s %d device%s m=%d params off by > lr", pname, tag, nd,
+            snprintf(pwhat, sizeof pwhat, "side: %s%s %d device%s m=%d params off by > lr", pname, tag, nd,
                      nd > 1 ? "s" : "", m);
-            report(what, (double)far / (double)np, prec == HW_PREC_BF16 ? 3e-4 : 1e-4);
+            const int bf = prec == HW_PREC_BF16;
+            report_runs(what, pwhat, la, lb, steps, pa, pb, np, bf ? 1e-4 : 1e-5, bf ? 3e-4 : 1e-4);
         }
         hw_engine_destroy(side);
         hw_engine_destroy(one);
