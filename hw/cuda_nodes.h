@@ -48,6 +48,7 @@ typedef struct {
     cublasHandle_t blas;             /* bound to stream */
     cublasComputeType_t compute;     /* CUBLAS_COMPUTE_32F or _32F_FAST_TF32 */
     int loss_smem_ok;                /* the loss kernel may keep a row in shared memory */
+    int n_sm;                        /* multiprocessors (the persistent loss's grid) */
     int flash_ok;                    /* the GPU runs the bf16 flash kernels (sm_80 or newer) */
     int loss16_nocache;              /* bf16 loss: re-read rows from L2 (PLACER_LOSS16=l2) */
     char *err;                       /* message buffer */
@@ -63,7 +64,7 @@ typedef struct {
      * unless PLACER_TF32_OFF names it ("epi", "loss", "flash", "ltnn", "tune",
      * "headt", "headlt" or "all"), but for lt, gelu and tdw, off unless PLACER_TF32_ON names them */
     int tf32_epi;                    /* bias / bias+GELU in cuBLASLt epilogues, fused bias gradients */
-    int tf32_loss;                   /* the loss kernel that re-reads rows from L2 */
+    int tf32_loss;                   /* the TF32 loss variant (loss32.h; PLACER_LOSS32=name) */
     int tf32_flash;                  /* the TF32 flash attention (hs 64 or 128) */
     int tf32_ltnn;                   /* "ltnn": the input-gradient GEMMs (N, N) through cuBLASLt */
     int tf32_lt;                     /* opt-in (PLACER_TF32_ON=lt): the other GEMMs through cuBLASLt */

@@ -11,10 +11,7 @@
  *                   the projection GEMM and a bias add
  *   mlp             fc GEMM, a fused bias + GELU-tanh (keeping pre- and post-
  *                   activation), proj GEMM, bias add
- *   loss            one block per row: online max/sum, then the logits
- *                   gradient written in place; the row is kept in shared
- *                   memory when it fits (50,304 floats do on an H100/H200), so
- *                   the 823 MB of logits are read from DRAM once and written once
+ *   loss            loss.cu
  *   AdamW           one pass over the device's flat buffers, float4
  *   layernorm       layernorm.cu
  *
@@ -27,7 +24,7 @@
  *                   16-byte column sums, GELU's backward fused with the fc
  *                   bias gradient (gelu_colsum4_k); the residual backward
  *                   4 elements a thread
- *   loss            lossf_k: the row re-read from L2, not kept in shared memory
+ *   loss            lossf_k or lossr_k (loss.cu; PLACER_LOSS32 picks)
  *   attention       flash_attn_*_tf32 (flash_attention.h) for hs 64 / 128:
  *                   no permutes and no T x T matrix
  *   GEMMs           the input-gradient ones (N, N) and those with an
@@ -289,175 +286,6 @@ __global__ void softmax_causal_bwd_k(float *datt, const float *att, int64_t rows
     for (int s = lane; s <= t; s += WARP) dot += a[s] * d[s];
     dot = warp_sum(dot);
     for (int s = lane; s < T; s += WARP) d[s] = s <= t ? a[s] * (d[s] - dot) : 0.0f;
-}
-
-/* ---------------- loss ---------------- */
-
-
-/* One block per row of logits (stride Vp): loss = logsumexp - logit[target];
- * dlogits = (softmax - onehot) * inv_norm, padding columns zeroed. dlogits
- * may alias logits.
- * CACHE: the row is copied into shared memory while its max is taken, the
- * exponentials are computed once into shared memory with their sum, and the
- * gradient is written from there: the logits are read from DRAM once and
- * written once. Otherwise an online max/sum pass and a second pass over the
- * row (from L2 when it is still there). */
-template <bool CACHE>
-__global__ void __launch_bounds__(1024) loss_k(float *losses, float *dlogits, double *loss_sum, const float *logits,
-                                               const int *targets, float inv_norm, int V, int Vp) {
-    extern __shared__ float row_cache[];
-    __shared__ float red[32];
-    __shared__ float s_xt;
-    const int64_t row = blockIdx.x;
-    const float *x = logits + row * Vp;
-    float *d = dlogits + row * Vp;
-    const int tgt = targets[row];
-    if (threadIdx.x == 0) s_xt = x[tgt];
-    float M, S;
-    if (CACHE) {
-        float m = -INFINITY;
-        /* eight independent loads in flight per thread */
-        for (int base = 0; base < V; base += 8 * blockDim.x) {
-            float v[8];
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = base + u * blockDim.x + threadIdx.x;
-                v[u] = i < V ? x[i] : -INFINITY;
-            }
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = base + u * blockDim.x + threadIdx.x;
-                if (i < V) row_cache[i] = v[u];
-                m = fmaxf(m, v[u]);
-            }
-        }
-        M = block_reduce(m, red, true);
-        float s = 0.0f;
-        for (int i = threadIdx.x; i < V; i += blockDim.x) {
-            float e = __expf(row_cache[i] - M);
-            row_cache[i] = e;
-            s += e;
-        }
-        S = block_reduce(s, red, false);
-    } else {
-        float m = -INFINITY, s = 0.0f;
-        for (int base = 0; base < V; base += 8 * blockDim.x) {
-            float v[8];
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = base + u * blockDim.x + threadIdx.x;
-                v[u] = i < V ? x[i] : -INFINITY;
-            }
-#pragma unroll
-            for (int u = 0; u < 8; u++) {
-                int i = base + u * blockDim.x + threadIdx.x;
-                if (i >= V) continue;
-                if (v[u] > m) {
-                    s = s * __expf(m - v[u]) + 1.0f;
-                    m = v[u];
-                } else {
-                    s += __expf(v[u] - m);
-                }
-            }
-        }
-        M = block_reduce(m, red, true);
-        s = m == -INFINITY ? 0.0f : s * __expf(m - M);
-        S = block_reduce(s, red, false);
-    }
-    /* every read of the row (s_xt included) happened before the last barrier */
-    if (threadIdx.x == 0) {
-        float loss = logf(S) + M - s_xt;
-        losses[row] = loss;
-        if (loss_sum) atomicAdd(loss_sum, (double)loss);
-    }
-    const float inv = 1.0f / S;
-    for (int i = threadIdx.x; i < V; i += blockDim.x) {
-        float p = CACHE ? row_cache[i] * inv : __expf(x[i] - M) * inv;
-        d[i] = (p - (i == tgt ? 1.0f : 0.0f)) * inv_norm;
-    }
-    for (int i = V + threadIdx.x; i < Vp; i += blockDim.x) d[i] = 0.0f;
-}
-
-/* The TF32 mode's loss: one block per row, no copy of the row in shared
- * memory (loss_k<true> copies the 201 KB row there and works in three
- * barrier-separated phases: read, exp, write). Two passes over the row with
- * 16-byte accesses: the first keeps an online max and sum, one rescale per 4
- * elements instead of one per element; the second re-reads the row (mostly
- * from L2, where the first pass left it: the stores are streaming so they do
- * not evict it) and writes dlogits = (softmax - onehot) * inv_norm, padding
- * columns 0. 2 exps and ~8 ALU ops an element. On the H200 (GPU calls 2, 3):
- * loss_k 688 us, this kernel with two 512-thread blocks an SM 553 us, and
- * with one 1024-thread block (the default; probably because fewer rows in
- * flight leave more of them in L2 for the second pass) ~0.1 ms less again
- * in the graph step; the floor (823 MB read and written once) is ~0.4 ms. Vp % 4 == 0
- * (it is a multiple of 64), 16-byte aligned rows. dlogits may alias logits:
- * thread 0 reads the target's logit before the barrier that precedes every
- * write. */
-#define LOSSF_UNROLL 4
-template <int THREADS, int BLOCKS>
-__global__ void __launch_bounds__(THREADS, BLOCKS) lossf_k(float *losses, float *dlogits, double *loss_sum,
-                                                           const float *logits, const int *targets, float inv_norm,
-                                                           int V, int Vp) {
-    __shared__ float red[32];
-    const int64_t row = blockIdx.x;
-    const float4 *x = (const float4 *)(logits + row * Vp);
-    float4 *d = (float4 *)(dlogits + row * Vp);
-    const int tgt = targets[row], nvec = Vp / 4;
-    float m = -INFINITY, s = 0.0f;
-    for (int base = threadIdx.x; base < nvec; base += LOSSF_UNROLL * THREADS) {
-        float4 u[LOSSF_UNROLL];
-#pragma unroll
-        for (int j = 0; j < LOSSF_UNROLL; j++) {
-            int i = base + j * THREADS;
-            if (i < nvec) u[j] = x[i];
-        }
-#pragma unroll
-        for (int j = 0; j < LOSSF_UNROLL; j++) {
-            int i = base + j * THREADS;
-            if (i >= nvec) break;
-            float v[4] = {u[j].x, u[j].y, u[j].z, u[j].w};
-            if (i * 4 + 4 > V) /* the row's last real vector or padding */
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    if (i * 4 + k >= V) v[k] = -INFINITY;
-            const float mx = fmaxf(fmaxf(v[0], v[1]), fmaxf(v[2], v[3]));
-            if (mx == -INFINITY) continue; /* padding only */
-            if (mx > m) {
-                s = m == -INFINITY ? 0.0f : s * __expf(m - mx);
-                m = mx;
-            }
-            s += __expf(v[0] - m) + __expf(v[1] - m) + __expf(v[2] - m) + __expf(v[3] - m);
-        }
-    }
-    const float M = block_reduce(m, red, true);
-    s = m == -INFINITY ? 0.0f : s * __expf(m - M);
-    const float S = block_reduce(s, red, false);
-    if (threadIdx.x == 0) {
-        const float loss = logf(S) + M - logits[row * Vp + tgt];
-        losses[row] = loss;
-        if (loss_sum) atomicAdd(loss_sum, (double)loss);
-    }
-    __syncthreads(); /* thread 0 has read logit[tgt] before anyone overwrites it */
-    const float inv = 1.0f / S, sc = inv * inv_norm;
-    for (int i = threadIdx.x; i < nvec; i += THREADS) {
-        const float4 u = __ldcs(x + i); /* last use of the row */
-        float4 o;
-        if (i * 4 + 4 <= V && (tgt < i * 4 || tgt >= i * 4 + 4)) { /* the common case: no guards, no target */
-            o.x = __expf(u.x - M) * sc;
-            o.y = __expf(u.y - M) * sc;
-            o.z = __expf(u.z - M) * sc;
-            o.w = __expf(u.w - M) * sc;
-        } else {
-            float v[4] = {u.x, u.y, u.z, u.w}, r[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                const int col = i * 4 + k;
-                r[k] = col < V ? (__expf(v[k] - M) * inv - (col == tgt ? 1.0f : 0.0f)) * inv_norm : 0.0f;
-            }
-            o = make_float4(r[0], r[1], r[2], r[3]);
-        }
-        __stcs(d + i, o);
-    }
 }
 
 /* ---------------- AdamW ----------------
@@ -944,31 +772,6 @@ static pl_status mlp_backward(cu_ctx *ctx, const hw_node_call *c) {
     return colsum(ctx, G(c, 1), dg, N, 4 * C);
 }
 
-static pl_status loss_forward(cu_ctx *ctx, const hw_node_call *c) {
-    const int N = c->d.B * c->d.T, V = c->d.V, Vp = c->d.Vp;
-    size_t smem = (size_t)Vp * sizeof(float);
-    if (ctx->tf32_loss && Vp % 4 == 0 && ((uintptr_t)c->in[0] | (uintptr_t)c->din[0]) % 16 == 0) {
-        if (ctx->tf32_loss == 2)
-            lossf_k<1024, 1><<<N, 1024, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
-                                                          c->inv_norm, V, Vp);
-        else
-            lossf_k<512, 2><<<N, 512, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
-                                                        c->inv_norm, V, Vp);
-        LAUNCHED();
-        KM("lossf_k");
-        return PL_OK;
-    }
-    if (ctx->loss_smem_ok && smem <= (size_t)ctx->loss_smem_ok)
-        loss_k<true><<<N, 1024, smem, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
-                                                     c->inv_norm, V, Vp);
-    else
-        loss_k<false><<<N, 1024, 0, ctx->stream>>>(c->out, c->din[0], c->loss_sum, c->in[0], c->targets,
-                                                   c->inv_norm, V, Vp);
-    LAUNCHED();
-    KM("loss_k");
-    return PL_OK;
-}
-
 /* Whether the comma-separated list (an environment variable, or NULL) names tok. */
 static int env_token(const char *list, const char *tok) {
     const size_t n = strlen(tok);
@@ -982,11 +785,9 @@ static int env_token(const char *list, const char *tok) {
 }
 
 pl_status cu_nodes_init(cu_ctx *ctx) {
-    /* let the loss kernel keep a whole row in shared memory where it fits */
-    int dev = 0, optin = 0;
+    RET(cu_loss_init(ctx)); /* the loss kernels' shared memory (loss.cu) */
+    int dev = 0;
     TRY(cudaGetDevice(&dev));
-    TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-    int want = optin - 1024; /* room for the kernel's static shared memory */
     /* the flash kernels use bf16 mma.sync (sm_80+); an older GPU (a T4) takes
      * the unfused attention path, whose scratch the plan always reserves */
     int major = 0;
@@ -997,11 +798,6 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     const char *lnb = getenv("PLACER_LN_BWD"), *ln4 = getenv("PLACER_LN4");
     ctx->ln_bwd_threads = lnb ? atoi(lnb) : 512;
     ctx->ln4 = !(ln4 && !strcmp(ln4, "0"));
-    ctx->loss_smem_ok = 0;
-    if (want > 48 * 1024) {
-        TRY(cudaFuncSetAttribute(loss_k<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, want));
-        ctx->loss_smem_ok = want;
-    }
     /* the TF32 mode's fused paths: PLACER_TF32_OFF=epi,loss,flash,ltnn,tune,headt (or
      * all) turns those off for measurement; PLACER_TF32_ON=tdw turns on the
      * weight gradients from transposed copies (call 5: the step 5.582 ms
@@ -1010,8 +806,10 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
      * cuBLASLt, the weight gradients 51.7 / 50.8 / 40.9 / 30.7 us against
      * cublasGemmEx's 44.2 / 42.7 / 37.4 / 20.1; the fc GEMM with its GELU
      * epilogue 48.5 us against 28.4 plain, call 3: the step 5.688 ms against
-     * 5.637); PLACER_LOSS32=512 picks the loss variant with two 512-thread
-     * blocks an SM (call 3: 5.733 ms against 5.637 with one of 1024).
+     * 5.637); PLACER_LOSS32 picks the loss variant by name (loss32.h; the
+     * default reg12, the one-pass lossr_k: fourth session, call 1,
+     * loss_variants 422 us against lossf_k's 480, a copy of the same bytes
+     * 388; graph step 5.019-5.028 ms against 5.071-5.088 with lossf_k).
      * Measured slower and removed: a split-K of the weight gradients over one
      * batched cuBLASLt GEMM (call 3: 50.7 / 49.6 / 36.6 / 23.4 us), a
      * layernorm backward with two rows a warp in flight (19.6 against 16.1
@@ -1021,7 +819,8 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
         const int all = env_token(off, "all");
         ctx->tf32_epi = !(all || env_token(off, "epi"));
         const char *lv = getenv("PLACER_LOSS32");
-        ctx->tf32_loss = all || env_token(off, "loss") ? 0 : lv && !strcmp(lv, "512") ? 1 : 2;
+        const int lp = cu_loss32_parse(lv);
+        ctx->tf32_loss = all || env_token(off, "loss") ? LOSS32_OFF : lp > LOSS32_OFF ? lp : LOSS32_REG12;
         ctx->tf32_flash = ctx->flash_ok && !(all || env_token(off, "flash")) && !getenv("PLACER_NO_FLASH");
         ctx->tf32_ltnn = !(all || env_token(off, "ltnn"));
         ctx->tf32_tune = !(all || env_token(off, "tune"));
@@ -1071,7 +870,7 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
             return gemm_lt32(ctx, CUBLAS_OP_T, CUBLAS_OP_N, c->d.Vp, N, C, P(c, 0), C, c->in[0], C, c->out, c->d.Vp, 0,
                              E32_NONE, NULL, NULL);
         return linear_fwd(ctx, c->out, c->in[0], P(c, 0), N, C, c->d.Vp, c->d.Vp);
-    case OP_LOSS: return loss_forward(ctx, c);
+    case OP_LOSS: return cu_loss_forward(ctx, c);
     default: return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "cu_node_forward", "unknown node kind", 0);
     }
 }

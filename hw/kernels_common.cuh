@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "cuda_nodes.h"
+#include "loss32.h"
 extern "C" {
 #include "nodes.h"
 }
@@ -125,6 +126,12 @@ enum { E32_NONE = 0, E32_BIAS, E32_GELU };
 pl_status gemm_lt32(cu_ctx *ctx, cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *A,
                     int lda, const float *B, int ldb, float *D, int ldc, int accumulate, int epi, const float *bias,
                     float *aux);
+
+/* The loss node (loss.cu): cu_loss_init sets ctx->loss_smem_ok and n_sm and
+ * the kernels' shared-memory limits; cu_loss_forward writes the losses and
+ * dlogits (in place over the logits). */
+pl_status cu_loss_init(cu_ctx *ctx);
+pl_status cu_loss_forward(cu_ctx *ctx, const hw_node_call *c);
 
 /* The layernorm node (layernorm.cu): forward, and backward (dw, db accumulate). */
 pl_status cu_layernorm_forward(cu_ctx *ctx, const hw_node_call *c);

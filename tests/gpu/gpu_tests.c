@@ -102,6 +102,10 @@ static double relerr(const float *a, const float *ref, int64_t n) {
  * tile), hs 64 and hs 128 */
 #define FLASH_T_CFG "default,vocab=512,d_model=128,heads=2,layers=2,seq=200,batch=4"
 #define FLASH_128_CFG "default,vocab=512,d_model=256,heads=2,layers=2,seq=136,batch=2"
+/* a vocabulary whose padded row (40,064 floats: 10,016 vectors) is more than
+ * the one-pass TF32 loss keeps in registers (8 or 12 x 1,024 vectors), and
+ * not a multiple of 4 (the masked last real vector, then padding) */
+#define VOCAB_CFG "default,vocab=40001,d_model=128,heads=2,layers=2,seq=64,batch=4"
 
 static graph *make_graph(const char *text) {
     gpt_config cfg;
@@ -1303,6 +1307,7 @@ int main(int argc, char **argv) {
         test_kernels(0, FLASH_CFG, "tf32 hs=64");
         test_kernels(0, FLASH_T_CFG, "tf32 hs=64 T=200");
         test_kernels(0, FLASH_128_CFG, "tf32 hs=128 T=136");
+        test_kernels(0, VOCAB_CFG, "tf32 vocab=40001");
     } else if (!strcmp(what, "step") && bf16) test_step_bf16();
     else if (!strcmp(what, "step") && strict) test_step(1, SMALL_CFG, "strict");
     else if (!strcmp(what, "step")) {
