@@ -117,6 +117,7 @@ pl_status profile_data_clone(const profile_data *p, profile_data **out) {
     memcpy(q->machine, p->machine, sizeof q->machine);
     memcpy(q->source, p->source, sizeof q->source);
     memcpy(q->graph_key, p->graph_key, sizeof q->graph_key);
+    q->bf16 = p->bf16;
     memcpy(q->devices, p->devices, sizeof *p->devices * (size_t)p->n_devices);
     memcpy(q->node_mem, p->node_mem, sizeof *p->node_mem * (size_t)p->n_nodes);
     memcpy(q->cost_us, p->cost_us,

@@ -61,6 +61,8 @@ typedef struct {
     int *mb_sizes;                    /* n_mb sizes, ascending */
     double *cost_us;                  /* [dev][mb][node][phase], see profile_cost_index */
     profile_link *links;              /* [src * n_devices + dst]; diagonal unused */
+    int bf16;                         /* measured in the engine's bf16 mode (the store's precision):
+                                         the step keeps its gradients' zero on the compute stream */
 } profile_data;
 
 /* Allocate a zeroed profile. mb_sizes (n_mb entries, ascending, positive) is

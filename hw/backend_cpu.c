@@ -323,6 +323,7 @@ static const hw_backend_ops CPU_OPS = {
     .download = cpu_copy,
     .set_workspace = cpu_set_workspace,
     .zero = cpu_zero,
+    .zero_comm = cpu_zero,
     .node_forward = cpu_forward,
     .node_backward = cpu_backward,
     .add = cpu_add,

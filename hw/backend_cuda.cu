@@ -47,6 +47,8 @@ typedef struct {
     ncclComm_t comms[HW_MAX_DEVICES];/* by rank */
     int have_nccl;
     int distinct;                    /* every logical device is its own GPU */
+    int zero_on_compute;             /* PLACER_ZERO_COMM=0: the gradients' zero on the compute stream
+                                        (for measurement; the plan and the simulator put it on comm) */
 } cu_impl;
 
 static cu_impl *impl(hw_backend *be) { return (cu_impl *)be->impl; }
@@ -183,6 +185,12 @@ static pl_status cuda_mem_free_bytes(hw_backend *be, int d, int64_t *free_bytes)
 static pl_status cuda_zero(hw_backend *be, int d, void *ptr, int64_t bytes) {
     SETDEV(be, d);
     DTRY(be, d, cudaMemsetAsync(ptr, 0, (size_t)bytes, impl(be)->dev[d].stream[0]));
+    return PL_OK;
+}
+
+static pl_status cuda_zero_comm(hw_backend *be, int d, void *ptr, int64_t bytes) {
+    SETDEV(be, d);
+    DTRY(be, d, cudaMemsetAsync(ptr, 0, (size_t)bytes, impl(be)->dev[d].stream[impl(be)->zero_on_compute ? 0 : 1]));
     return PL_OK;
 }
 
@@ -382,6 +390,7 @@ static const hw_backend_ops CUDA_OPS = {
     cuda_download,
     cuda_set_workspace,
     cuda_zero,
+    cuda_zero_comm,
     cuda_forward,
     cuda_backward,
     cuda_add,
@@ -473,6 +482,10 @@ extern "C" pl_status hw_backend_cuda_create(const int *gpus, int n, int strict_f
         c->dev[d].rank = r;
     }
     c->distinct = c->n_gpus == n;
+    {
+        const char *zc = getenv("PLACER_ZERO_COMM");
+        c->zero_on_compute = zc && !strcmp(zc, "0");
+    }
     for (int d = 0; d < n; d++) {
         cu_dev *x = x_ = &c->dev[d];
         CREATE_TRY(cudaSetDevice(x->gpu));

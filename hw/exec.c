@@ -115,7 +115,10 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
     int mark = p->trace_on && traced_kind(in);
     if (mark && (st = ops->mark(be, d, in->stream, 2 * i)) != PL_OK) return st;
     switch ((hi_kind)in->kind) {
-    case HI_ZERO: st = ops->zero(be, d, base + in->a, in->n); break;
+    case HI_ZERO:
+        st = in->stream == HW_STREAM_COMM ? ops->zero_comm(be, d, base + in->a, in->n)
+                                          : ops->zero(be, d, base + in->a, in->n);
+        break;
     case HI_FWD:
     case HI_BWD: {
         hw_node_call c;

@@ -20,7 +20,7 @@
 #include "hw.h"
 
 typedef enum {
-    HI_ZERO = 0, /* zero n bytes at a (compute) */
+    HI_ZERO = 0, /* zero n bytes at a (compute; the parameter gradients' on comm) */
     HI_FWD,      /* node forward, calls[call] (compute) */
     HI_BWD,      /* node backward, calls[call] (compute) */
     HI_ADD,      /* y at a += x at b, n floats (compute) */

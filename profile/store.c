@@ -1118,6 +1118,11 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
         col_text_copy(s, 2, p->source, sizeof p->source);
     }
     stmt_done(s);
+    {
+        char prec[16];
+        if ((st = profile_db_precision(db, prec, sizeof prec)) != PL_OK) goto out;
+        p->bf16 = !strcmp(prec, "bf16");
+    }
 
     /* devices */
     if (!(s = stmt_get(db, S_DEVICE_LIST))) {

@@ -105,6 +105,8 @@ typedef struct {
     int micro_batch;     /* 0..m-1; -1 for AdamW and zero */
     int device;          /* compute device, or source device of a transfer */
     int dst_device;      /* destination of a transfer; -1 for compute */
+    int stream;          /* 0 the device's compute stream; 1 its comm stream (transfers, the
+                            gradients' zero) */
     double start_us;     /* start time */
     double end_us;       /* end time */
 } sim_event;

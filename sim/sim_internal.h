@@ -75,7 +75,8 @@ typedef struct {
 } sim_chain;
 
 /* Op kinds recorded for traces and the critical path. */
-enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO };
+/* op kinds (sim_op.info & 7); OPK_ZERO_COMM: the gradients' ZERO on the comm stream */
+enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO, OPK_ZERO_COMM };
 
 /* What sim_critical_path builds on demand (it takes a const context). */
 typedef struct {
@@ -159,6 +160,8 @@ struct sim_ctx {
     double *lfree;             /* [D*D] ideal links: free time (interleaved) */
     int *llast;                /* [D*D] ideal links: last transfer */
     int *cp, *mp;              /* [D] op that fixed ct / mt */
+    double *zend;              /* [D] end of the gradients' ZERO on the comm stream */
+    int *zop;                  /* [D] that op, until the first backward waited (then -2) */
     double *pend;              /* [D] contention owed by the next compute op */
     double *busy;              /* [D] */
     int64_t *static_b;         /* [D] */

@@ -140,6 +140,27 @@ Test(store, round_trip_preserves_costs_curves_memory_and_devices) {
     cr_assert_str_eq(m.source, "measured");
     cr_assert_eq(strlen(m.created_at), 24, "ISO-8601 with milliseconds: %s", m.created_at);
     profile_db_close(db);
+
+    /* the precision comes back as the profile's bf16 flag (the simulator's rule for the gradients' zero) */
+    q = NULL;
+    db = open_db(path, PROFILE_DB_READ);
+    cr_assert_eq(profile_db_load_profile(db, NULL, &q, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(q->bf16, 0, "no precision recorded: tf32");
+    profile_data_destroy(q);
+    profile_db_close(db);
+    db = open_db(path, PROFILE_DB_WRITE);
+    cr_assert_eq(profile_db_set_precision(db, "bf16"), PL_OK);
+    profile_db_close(db);
+    db = open_db(path, PROFILE_DB_READ);
+    q = NULL;
+    cr_assert_eq(profile_db_load_profile(db, NULL, &q, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(q->bf16, 1);
+    profile_data *c = NULL;
+    cr_assert_eq(profile_data_clone(q, &c), PL_OK);
+    cr_assert_eq(c->bf16, 1, "a clone keeps it");
+    profile_data_destroy(c);
+    profile_data_destroy(q);
+    profile_db_close(db);
     profile_data_destroy(p);
     th_rmtree(dir);
 }

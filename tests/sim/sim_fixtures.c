@@ -258,14 +258,19 @@ int simfix_check_trace(const graph *g, const int *dev, int m, int ideal_links, c
         }
     }
     /* compute tracks: no overlap, no idle without a reason (the end of a
-     * transfer to or from the device counts as one) */
+     * transfer to or from the device counts as one, and the end of its
+     * gradients' zero on the comm stream) */
     {
         int k = 0;
-        for (int e = 0; e < n_ev; e++)
-            if (!is_xfer(&ev[e])) sorted[k++] = &ev[e];
+        for (int e = 0; e < n_ev; e++) {
+            if (ev[e].stream == 1 && !is_xfer(&ev[e]) && ev[e].kind != SIM_EV_ZERO)
+                CHK_FAIL("%s on the comm stream of device %d", sim_event_kind_name(ev[e].kind), ev[e].device);
+            if (is_xfer(&ev[e]) && ev[e].stream != 1) CHK_FAIL("a transfer of node %d on a compute stream", ev[e].node);
+            if (ev[e].stream == 0) sorted[k++] = &ev[e];
+        }
         qsort(sorted, (size_t)k, sizeof *sorted, by_device_start);
         int nt = 0;
-        for (int e = 0; e < n_ev; e++) nt += is_xfer(&ev[e]);
+        for (int e = 0; e < n_ev; e++) nt += ev[e].stream == 1;
         double *ends = calloc((size_t)2 * nt + 1, sizeof *ends);
         int *edev = calloc((size_t)2 * nt + 1, sizeof *edev);
         if (!ends || !edev) {
@@ -280,6 +285,9 @@ int simfix_check_trace(const graph *g, const int *dev, int m, int ideal_links, c
                 edev[ne++] = ev[e].device;
                 ends[ne] = ev[e].end_us;
                 edev[ne++] = ev[e].dst_device;
+            } else if (ev[e].stream == 1) { /* the gradients' zero */
+                ends[ne] = ev[e].end_us;
+                edev[ne++] = ev[e].device;
             }
         for (int e = 0; e < k && ok; e++) {
             const sim_event *x = sorted[e];

@@ -182,8 +182,10 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
     const double slope = 28.0 / 3e12 * 1e6 / 4.0; /* us per parameter byte */
     double pbytes = 0;
     for (int i = 0; i < g->n_nodes; i++) pbytes += (double)p->node_mem[i].param_bytes;
+    for (int bf = 0; bf < 2; bf++)
     for (int m = 1; m <= 16; m *= 2)
         for (int o = 0; o < 2; o++) {
+            p->bf16 = bf; /* a profile measured in bf16 */
             schedule s = schedule_make(m, o ? SCHED_1F1B : SCHED_GPIPE);
             sim_result r;
             cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK);
@@ -195,10 +197,17 @@ Test(sim_time, single_device_step_is_the_sum_of_node_costs_and_overheads) {
                 else sum += m * (f * 1.5 + 3.0) + m * (b * 1.5 + 3.0);
             }
             sum += (4.0 + slope * pbytes) * 1.5 + 3.0;       /* AdamW */
-            sum += slope / 7.0 * pbytes * 1.5 + 3.0;         /* ZERO of the gradients */
             sum += slope / 7.0 * 8.0 * 1.5 + 3.0;            /* ZERO of the loss sum */
-            cr_assert(epsilon_eq(dbl, r.step_us, sum + 100.0, 1e-9 * sum), "m=%d: %.6f vs %.6f", m, r.step_us,
-                      sum + 100.0);
+            /* the gradients' ZERO runs on the comm stream beside the forward,
+             * which is longer: it adds nothing; in bf16 on the compute stream */
+            const double zero = slope / 7.0 * pbytes * 1.5 + 3.0;
+            double fwd = 0.0;
+            for (int i = 0; i < g->n_nodes; i++)
+                if (g->nodes[i].kind != OP_LOSS) fwd += profile_node_cost(p, 2, mb, i, PHASE_FWD) * 1.5 + 3.0;
+            cr_assert(zero < fwd, "m=%d: the zero (%.3f us) outlasts a forward (%.3f us)", m, zero, fwd);
+            if (bf) sum += zero;
+            cr_assert(epsilon_eq(dbl, r.step_us, sum + 100.0, 1e-9 * sum), "bf16 %d m=%d: %.6f vs %.6f", bf, m,
+                      r.step_us, sum + 100.0);
             cr_assert(epsilon_eq(dbl, r.busy_us[2], sum, 1e-9 * sum));
             /* idle is step_us - busy: only the fixed per-step cost */
             cr_assert(epsilon_eq(dbl, r.idle_us[2], 100.0, 1e-9 * sum));
@@ -241,22 +250,36 @@ Test(sim_time, a_cut_edge_costs_its_transfer_both_ways) {
     prm.multi_device_start_us = 100.0;
     prm.multi_device_launch_us = 0.5;
     cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK);
-    /* every launch costs 0.75: ZERO 0.75, F0 1.75, act 11, F1 1.75, B1 2.75,
-     * grad 17, B0 2.75; plus 10 and 100 once */
-    cr_assert(epsilon_eq(dbl, r.step_us, 0.75 + 1.75 + 11 + 1.75 + 2.75 + 17 + 2.75 + 10.0 + 100.0, 1e-9), "%.17g",
+    /* every launch costs 0.75: F0 1.75, act 11, F1 1.75, B1 2.75, grad 17,
+     * B0 2.75; plus 10 and 100 once. Each device's gradient ZERO (0.75)
+     * runs on its comm stream beside F0, before the act transfer */
+    cr_assert(epsilon_eq(dbl, r.step_us, 1.75 + 11 + 1.75 + 2.75 + 17 + 2.75 + 10.0 + 100.0, 1e-9), "%.17g",
               r.step_us);
-    /* critical path: ZERO(dev 0) F0 act F1 B1 grad B0 adamw(dev 0) */
+    /* critical path: F0 act F1 B1 grad B0 adamw(dev 0) */
     int n = 0;
     const sim_event *cp = sim_critical_path(ctx, &n);
-    cr_assert_eq(n, 8);
-    cr_assert_eq(r.critical_path_len, 8);
-    cr_assert_eq(cp[0].kind, SIM_EV_ZERO);
-    cr_assert_eq(cp[2].kind, SIM_EV_SEND_ACT);
-    cr_assert_eq(cp[5].kind, SIM_EV_SEND_GRAD);
-    cr_assert_eq(cp[7].kind, SIM_EV_OPT);
-    cr_assert_eq(cp[7].device, 0);
+    cr_assert_eq(n, 7);
+    cr_assert_eq(r.critical_path_len, 7);
+    cr_assert_eq(cp[0].kind, SIM_EV_FWD);
+    cr_assert_eq(cp[1].kind, SIM_EV_SEND_ACT);
+    cr_assert_eq(cp[4].kind, SIM_EV_SEND_GRAD);
+    cr_assert_eq(cp[6].kind, SIM_EV_OPT);
+    cr_assert_eq(cp[6].device, 0);
     cr_assert(epsilon_eq(dbl, r.critical_transfer_us, 28.0, 1e-9));
-    cr_assert(epsilon_eq(dbl, cp[7].end_us, r.step_us - 110.0, 1e-9));
+    cr_assert(epsilon_eq(dbl, cp[6].end_us, r.step_us - 110.0, 1e-9));
+    /* the zeros are on the comm streams, before the transfers */
+    cr_assert_eq(sim_ctx_set_trace(ctx, 1), PL_OK);
+    cr_assert_eq(sim_run(ctx, dev, &s, NULL, &prm, &r), PL_OK);
+    int nz = 0, ne = 0;
+    const sim_event *ev = sim_events(ctx, &ne);
+    for (int e = 0; e < ne; e++)
+        if (ev[e].kind == SIM_EV_ZERO) {
+            nz++;
+            cr_assert_eq(ev[e].stream, 1);
+            cr_assert(epsilon_eq(dbl, ev[e].start_us, 0.0, 1e-9));
+            cr_assert(epsilon_eq(dbl, ev[e].end_us, 0.75, 1e-9));
+        }
+    cr_assert_eq(nz, 2);
     sim_ctx_destroy(ctx);
     profile_data_destroy(p);
     graph_destroy(g);
