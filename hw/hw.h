@@ -11,10 +11,12 @@
  *              every buffer of a step has its offset in the device's arena,
  *              and each device has its list of instructions. Creating a plan
  *              is where an OOM is found, before any device memory is taken.
- *   step       zero gradients; forward and backward of every micro-batch in
- *              the schedule's order, with activations sent across cut edges
- *              and gradients sent back; AdamW on every device; one host
- *              synchronisation at the end.
+ *   step       zero gradients (on each device's comm stream beside the
+ *              forward, except in bf16: hw/plan.c's setup_device); forward
+ *              and backward of every micro-batch in the schedule's order,
+ *              with activations sent across cut edges and gradients sent
+ *              back; AdamW on every device; one host synchronisation at the
+ *              end.
  *
  * Timing protocol (hw_plan_time): `warmup` untimed steps, then `steps`
  * timed steps. Each timed step starts from idle devices (host sync), is

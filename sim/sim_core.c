@@ -33,10 +33,14 @@
  *    runs the same loop, so its per-device order is the engine's (tests
  *    compare them op by op against the engine's compiled plan).
  * 2. Streams. Every device has a compute stream and a comm stream, each in
- *    order. Compute: ZERO of the gradients (and of the loss accumulator)
- *    first, node forwards and backwards, ADD of gradient contributions
- *    that arrive from other devices for a tensor that already has one,
- *    and one fused AdamW over the device's parameters last.
+ *    order. Compute: ZERO of the loss accumulator first, node forwards and
+ *    backwards, ADD of gradient contributions that arrive from other
+ *    devices for a tensor that already has one, and one fused AdamW over
+ *    the device's parameters last. The ZERO of the parameter gradients runs
+ *    on the comm stream from the step's start (transfers queue behind it)
+ *    and the device's first backward (or, with none, AdamW) waits for it;
+ *    for a bf16 profile (profile_data.bf16) it runs on the compute stream
+ *    first, as the engine does (hw/plan.c's setup_device).
  * 3. Transfers, issued the moment the compiler can: an activation right
  *    after its producer's forward, once per remote device that consumes it;
  *    a gradient right after the last consumer on the sending device ran
