@@ -105,6 +105,7 @@ size_t hw_replay_compute_order(const hw_replay *r, int d, char *buf, size_t len)
     if (len) buf[0] = 0;
     for (int i = 0; i < pd->n_ins; i++) {
         const hw_instr *in = &pd->ins[i];
+        if (in->stream != HW_STREAM_COMPUTE) continue; /* the gradients' zero on the comm stream */
         switch ((hi_kind)in->kind) {
         case HI_FWD: off = put(buf, len, off, "F%d.%d ", in->node, in->mb, 0); break;
         case HI_BWD: off = put(buf, len, off, "B%d.%d ", in->node, in->mb, 0); break;
