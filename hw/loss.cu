@@ -328,13 +328,15 @@ int cu_loss32_fits(int v, int Vp, int smem_max) {
     return loss32_smem(v, Vp) <= (size_t)smem_max;
 }
 
+/* Each kernel may take up to smem_max of dynamic shared memory, which is
+ * what cu_loss32_fits allows it (lossf_k's one-block-an-SM variants only on
+ * a GPU where their LOSS32_F1SM_SMEM fits). */
 cudaError_t cu_loss32_setup(int smem_max) {
-    if (smem_max < LOSS32_F1SM_SMEM) return cudaSuccess; /* those variants do not fit (cu_loss32_fits) */
-    cudaError_t e = cudaFuncSetAttribute(lossf_k<1024, 1>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(lossr_k<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max);
-    if (e == cudaSuccess)
-        e = cudaFuncSetAttribute(lossr_k<12>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_max);
+    const cudaFuncAttribute a = cudaFuncAttributeMaxDynamicSharedMemorySize;
+    cudaError_t e = cudaSuccess;
+    if (smem_max >= LOSS32_F1SM_SMEM) e = cudaFuncSetAttribute(lossf_k<1024, 1>, a, smem_max);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(lossr_k<8>, a, smem_max);
+    if (e == cudaSuccess) e = cudaFuncSetAttribute(lossr_k<12>, a, smem_max);
     return e;
 }
 

@@ -211,6 +211,15 @@ static pl_status join_comm(cctx *c, int d) {
     return st;
 }
 
+/* The compute stream of d waits for its gradients' ZERO on the comm stream
+ * (setup_device), once: before d's first backward, or its AdamW. */
+static pl_status wait_grad_zero(cctx *c, int d) {
+    if (c->zero_ev[d] < 0) return PL_OK;
+    pl_status st = emit_wait(c, d, HW_STREAM_COMPUTE, d, c->zero_ev[d]);
+    c->zero_ev[d] = -1;
+    return st;
+}
+
 static pl_status c_alloc(cctx *c, int d, int64_t bytes, int for_comm, int64_t *off) {
     pl_status st = release_deferred(c, d, for_comm ? INT64_MAX : c->comm_waited[d]);
     if (st != PL_OK) return st;
@@ -529,10 +538,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
             if ((st = c_alloc(c, d, s->mem.bwd_scratch * 4, 0, &scratch_off)) != PL_OK) return st;
             p->calls[ci].scratch = scratch_off;
         }
-        if (c->zero_ev[d] >= 0) { /* the device's first backward: its gradients' ZERO is done */
-            if ((st = emit_wait(c, d, HW_STREAM_COMPUTE, d, c->zero_ev[d])) != PL_OK) return st;
-            c->zero_ev[d] = -1;
-        }
+        if ((st = wait_grad_zero(c, d)) != PL_OK) return st; /* the device's first backward */
         hw_instr in = instr(HI_BWD, HW_STREAM_COMPUTE);
         in.call = ci; in.node = n; in.mb = j;
         if ((st = emit(c, d, in)) != PL_OK) return st;
@@ -575,10 +581,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
 static pl_status issue_tail(cctx *c, int d) {
     pl_status st = c->comm_seq[d] > 0 ? join_comm(c, d) : PL_OK;
     if (st != PL_OK) return st;
-    if (c->zero_ev[d] >= 0) { /* no backward here (the loss alone): AdamW waits for the ZERO */
-        if ((st = emit_wait(c, d, HW_STREAM_COMPUTE, d, c->zero_ev[d])) != PL_OK) return st;
-        c->zero_ev[d] = -1;
-    }
+    if ((st = wait_grad_zero(c, d)) != PL_OK) return st; /* no backward here (the loss alone) */
     if (c->bucketing && (st = dp_bucket_progress(c, d, 1)) != PL_OK) return st;
     hw_instr in = instr(HI_ADAMW, HW_STREAM_COMPUTE);
     return emit(c, d, in);

@@ -425,24 +425,29 @@ static const sim_buf BUF_NONE = {-1, 0, 0.0, 0, -1, 0};
 
 static inline void record_event(run *r, int op) {
     sim_ctx *c = r->c;
-    sim_event *e = &c->events[c->n_events++];
-    int info = c->ops[op].info, k = info & 7;
-    static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
-                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO, SIM_EV_ZERO};
-    e->kind = kinds[k];
-    e->node = c->ops[op].node;
-    e->micro_batch = c->ops[op].mb;
-    e->device = info >> 3;
-    e->dst_device = c->ops[op].dst;
-    e->stream = k == OPK_ACT || k == OPK_GRAD || k == OPK_ZERO_COMM;
-    e->start_us = c->ops[op].t0;
-    e->end_us = c->ops[op].t1;
+    sim_op_event(c, op, &c->events[c->n_events++]);
 }
 
 /* A transfer op's chain: its predecessor's (pr, -1 for none) plus itself,
  * with no compute time. */
 static inline void chain_xfer(sim_ctx *c, int op, int pr) {
     c->chain[op] = (sim_chain){c->chain[pr].ccomp, c->chain[pr].clen + 1, pr};
+}
+
+/* A device op (no transfer) of `dur` us from t0: its record, when the run
+ * keeps them, and its chain (pr's plus dur of compute). */
+static SIM_HOT_INLINE void op_put(run *r, int op, int pr, double t0, double dur, int info, int node, int j) {
+    sim_ctx *c = r->c;
+    if (r->record) {
+        sim_op *o = &c->ops[op];
+        o->t0 = t0;
+        o->t1 = t0 + dur;
+        o->info = info;
+        o->node = node;
+        o->mb = j;
+        o->dst = -1;
+    }
+    c->chain[op] = (sim_chain){c->chain[pr].ccomp + dur, c->chain[pr].clen + 1, pr};
 }
 
 /* Run a compute op of `dur` us on device d's compute stream. */
@@ -453,17 +458,7 @@ static SIM_HOT_INLINE void compute_dur(run *r, int d, int kind, int node, int j,
         c->pend[d] = 0;
     }
     const int op = r->n_ops++;
-    const int pr = c->cp[d];
-    if (r->record) {
-        sim_op *o = &c->ops[op];
-        o->t0 = c->ct[d];
-        o->t1 = c->ct[d] + dur;
-        o->info = kind | d << 3;
-        o->node = node;
-        o->mb = j;
-        o->dst = -1;
-    }
-    c->chain[op] = (sim_chain){c->chain[pr].ccomp + dur, c->chain[pr].clen + 1, pr};
+    op_put(r, op, c->cp[d], c->ct[d], dur, kind | d << 3, node, j);
     c->ct[d] += dur;
     c->cp[d] = op;
     c->busy[d] += dur;
@@ -485,17 +480,7 @@ static void zero_on_comm(run *r, int d, double raw) {
     double dur = raw * r->cs + r->lo;
     if (dur < 0) dur = 0;
     const int op = r->n_ops++;
-    const int pr = c->mp[d];
-    if (r->record) {
-        sim_op *o = &c->ops[op];
-        o->t0 = c->mt[d];
-        o->t1 = c->mt[d] + dur;
-        o->info = OPK_ZERO_COMM | d << 3;
-        o->node = -1;
-        o->mb = -1;
-        o->dst = -1;
-    }
-    c->chain[op] = (sim_chain){c->chain[pr].ccomp + dur, c->chain[pr].clen + 1, pr};
+    op_put(r, op, c->mp[d], c->mt[d], dur, OPK_ZERO_COMM | d << 3, -1, -1);
     c->mt[d] += dur;
     c->mp[d] = op;
     c->zend[d] = c->mt[d];

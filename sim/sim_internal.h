@@ -214,5 +214,8 @@ pl_status sim_order_interleaved(sim_ctx *c, int v);
 /* sim_trace.c: the order of sorted events (start time, compute first,
  * device, end time). */
 int sim_event_cmp(const void *a, const void *b);
+/* The event of op o (its record in c->ops): kind, node, devices, stream,
+ * times (sim_trace.c; the traced run's events and the critical path). */
+void sim_op_event(const sim_ctx *c, int o, sim_event *ev);
 
 #endif

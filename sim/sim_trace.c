@@ -27,7 +27,7 @@ const sim_event *sim_events(const sim_ctx *ctx, int *n) {
     return ctx->events;
 }
 
-static void op_event(const sim_ctx *c, int o, sim_event *ev) {
+void sim_op_event(const sim_ctx *c, int o, sim_event *ev) {
     static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
                                            SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO, SIM_EV_ZERO};
     int info = c->ops[o].info;
@@ -69,7 +69,7 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
         int len = 0;
         for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) len++;
         int w = len;
-        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) op_event(ctx, o, &ctx->crit[--w]);
+        for (int o = ctx->last_op; o >= 0; o = ctx->chain[o].pred) sim_op_event(ctx, o, &ctx->crit[--w]);
         lz->crit_len = len;
         lz->crit_built = 1;
     }

@@ -30,15 +30,7 @@ LOG="$OUT/side.log"
 SUM="$OUT/summary.txt"
 : >"$LOG"
 : >"$SUM"
-step() {
-  local name=$1 t=$2
-  shift 2
-  echo "==== $name: $*" >>"$LOG"
-  local s=$(date +%s)
-  timeout "$t" "$@" >>"$LOG" 2>&1
-  local rc=$?
-  echo "$name rc=$rc $(($(date +%s) - s))s" | tee -a "$SUM"
-}
+. "$(dirname "$0")/ab_step.sh" # step NAME TIMEOUT CMD...
 T="$B/hw/gpu_tests"
 BS="$B/benchmarks/hw/bench_step"
 nvidia-smi -L >>"$LOG" 2>&1
