@@ -122,9 +122,10 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
         printf(",\"kind\":");
         json_string(op_kind_name(g->nodes[i].kind));
         printf(",\"param_bytes\":%lld,\"act_bytes_per_sample\":%lld,\"out_bytes_per_sample\":%lld,"
-               "\"workspace_bytes\":%lld",
+               "\"workspace_bytes\":%lld,\"fwd_workspace_bytes\":%lld,\"bwd_workspace_bytes\":%lld",
                (long long)nm->param_bytes, (long long)nm->act_bytes_per_sample, (long long)nm->out_bytes_per_sample,
-               (long long)nm->workspace_bytes);
+               (long long)nm->workspace_bytes, (long long)profile_node_call_workspace(nm, PHASE_FWD),
+               (long long)profile_node_call_workspace(nm, PHASE_BWD));
         for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
             printf(",\"%s_us\":[", ph == PHASE_FWD ? "fwd" : "bwd");
             for (int d = 0; d < p->n_devices; d++) {
@@ -266,20 +267,21 @@ static void show_text(const char *path, const profile_db_machine_row *m, const p
         snprintf(h2, sizeof h2, "bwd@%d", p->mb_sizes[k]);
         printf(" %9s %9s", h1, h2);
     }
-    printf(" %8s %10s %10s %10s %10s\n", "opt", "params", "act/smp", "out/smp", "workspace");
+    printf(" %8s %10s %10s %10s %10s %10s\n", "opt", "params", "act/smp", "out/smp", "ws fwd", "ws bwd");
     for (int i = 0; i < p->n_nodes; i++) {
         const profile_node_mem *nm = &p->node_mem[i];
         printf("  %3d %-10s %-10s", i, g->nodes[i].name, op_kind_name(g->nodes[i].kind));
         for (int k = 0; k < p->n_mb; k++)
             printf(" %9.1f %9.1f", p->cost_us[profile_cost_index(p, dev, k, i, PHASE_FWD)],
                    p->cost_us[profile_cost_index(p, dev, k, i, PHASE_BWD)]);
-        char m1[32], m2[32], m3[32], m4[32];
+        char m1[32], m2[32], m3[32], m4[32], m5[32];
         pl_format_bytes((double)nm->param_bytes, m1, sizeof m1);
         pl_format_bytes((double)nm->act_bytes_per_sample, m2, sizeof m2);
         pl_format_bytes((double)nm->out_bytes_per_sample, m3, sizeof m3);
-        pl_format_bytes((double)nm->workspace_bytes, m4, sizeof m4);
-        printf(" %8.1f %10s %10s %10s %10s\n", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2, m3,
-               m4);
+        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_FWD), m4, sizeof m4);
+        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_BWD), m5, sizeof m5);
+        printf(" %8.1f %10s %10s %10s %10s %10s\n", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2,
+               m3, m4, m5);
     }
     printf("\ntotals per device (us, sum over all nodes)\n  %3s", "dev");
     for (int k = 0; k < p->n_mb; k++) {

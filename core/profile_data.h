@@ -46,8 +46,19 @@ typedef struct {
     int64_t param_bytes;          /* fp32 parameters; grads and each AdamW moment match */
     int64_t act_bytes_per_sample; /* activations kept for backward, incl. the output */
     int64_t out_bytes_per_sample; /* output tensor, what a cut edge sends */
-    int64_t workspace_bytes;      /* transient peak while the node runs */
+    int64_t workspace_bytes;      /* transient peak while the node runs: the larger of its two calls' */
+    int64_t fwd_workspace_bytes;  /* transient while its forward runs, and while its backward runs: */
+    int64_t bwd_workspace_bytes;  /* both 0 where the profile records one figure (workspace_bytes)
+                                     for both calls (a file of schema 2, a spec profile) */
 } profile_node_mem;
+
+/* The workspace of node memory m during its forward (PHASE_FWD) or backward
+ * call: that call's own figure where the profile records the two, else
+ * workspace_bytes for both. */
+static inline int64_t profile_node_call_workspace(const profile_node_mem *m, cost_phase ph) {
+    if (m->fwd_workspace_bytes == 0 && m->bwd_workspace_bytes == 0) return m->workspace_bytes;
+    return ph == PHASE_BWD ? m->bwd_workspace_bytes : m->fwd_workspace_bytes;
+}
 
 typedef struct {
     char machine[PROFILE_NAME_LEN];   /* machine name, e.g. "h200x2-nvlink" */

@@ -146,8 +146,10 @@ void profiler_node_mem_prec(const graph *g, int i, int max_mb, int64_t ws_bytes,
     m->out_bytes_per_sample = one.out * 4;
     const int64_t act = 4 * (big.saved + (keep_out ? big.out : 0));
     m->act_bytes_per_sample = (act + max_mb - 1) / max_mb;
-    const int64_t scratch = big.fwd_scratch > big.bwd_scratch ? big.fwd_scratch : big.bwd_scratch;
-    m->workspace_bytes = 4 * scratch + ws_bytes;
+    m->fwd_workspace_bytes = 4 * big.fwd_scratch + ws_bytes;
+    m->bwd_workspace_bytes = 4 * big.bwd_scratch + ws_bytes;
+    m->workspace_bytes = m->fwd_workspace_bytes > m->bwd_workspace_bytes ? m->fwd_workspace_bytes
+                                                                         : m->bwd_workspace_bytes;
 }
 
 /* ---- the run ------------------------------------------------------------------ */
@@ -423,8 +425,7 @@ static pl_status write_machine(run_ctx *c, const hw_machine_info *mi, int max_mb
     }
     hw_link_kind *kinds = calloc((size_t)nd * nd, sizeof *kinds);
     int *links = calloc((size_t)nd * nd, sizeof *links);
-    graph *gm = NULL;
-    int64_t *ws = NULL;
+    profile_node_mem *mem = NULL;
     pl_status st = PL_OK;
     if (!kinds || !links) {
         st = pl_fail(c->msg, c->len, PL_ERR_NOMEM, "out of host memory");
@@ -449,24 +450,15 @@ static pl_status write_machine(run_ctx *c, const hw_machine_info *mi, int max_mb
         }
     if (strcmp(mi->backend, "cpu") != 0 && !mi->nvml) TOPO("; NVML unavailable");
 #undef TOPO
-    /* the graph with the engine's memory figures */
-    if ((st = graph_build_gpt(&g->cfg, &gm, msg2, sizeof msg2)) != PL_OK) {
-        pl_fail(c->msg, c->len, st, "%s", msg2);
-        goto out;
-    }
-    ws = malloc(sizeof *ws * (size_t)gm->n_nodes);
-    if (!ws) {
+    /* the engine's memory figures of the graph's nodes */
+    mem = malloc(sizeof *mem * (size_t)g->n_nodes);
+    if (!mem) {
         st = pl_fail(c->msg, c->len, PL_ERR_NOMEM, "out of host memory");
         goto out;
     }
     const int64_t ws_bytes = hw_engine_backend(c->e)->ops->workspace_bytes;
-    for (int i = 0; i < gm->n_nodes; i++) {
-        profile_node_mem m;
-        profiler_node_mem_prec(g, i, max_mb, ws_bytes, hw_engine_precision(c->e) == HW_PREC_BF16, &m);
-        gm->nodes[i].out_bytes_per_sample = m.out_bytes_per_sample;
-        gm->nodes[i].act_bytes_per_sample = m.act_bytes_per_sample;
-        ws[i] = m.workspace_bytes;
-    }
+    for (int i = 0; i < g->n_nodes; i++)
+        profiler_node_mem_prec(g, i, max_mb, ws_bytes, hw_engine_precision(c->e) == HW_PREC_BF16, &mem[i]);
     if ((st = profile_db_begin(c->db)) != PL_OK) {
         db_error(c, st, "starting a transaction");
         goto out;
@@ -493,15 +485,14 @@ static pl_status write_machine(run_ctx *c, const hw_machine_info *mi, int max_mb
                 PL_OK)
                 goto out_rollback;
         }
-    if ((st = profile_db_put_graph(c->db, gm, ws)) != PL_OK) goto out_rollback;
+    if ((st = profile_db_put_graph(c->db, g, mem)) != PL_OK) goto out_rollback;
     if ((st = profile_db_commit(c->db)) != PL_OK) goto out_rollback;
     goto out;
 out_rollback:
     db_error(c, st, "writing the machine");
     profile_db_rollback(c->db);
 out:
-    graph_destroy(gm);
-    free(ws);
+    free(mem);
     free(kinds);
     free(links);
     return st;

@@ -213,8 +213,9 @@ void profiler_fit_link(int n, const double *bytes, const double *us, double *lat
  * it): param_bytes = 4 * parameters; out_bytes_per_sample = its output
  * buffer (the logits with the padded vocabulary); act_bytes_per_sample =
  * its saved tensors plus its output when a consumer reads it again in
- * backward; workspace_bytes = its largest scratch at micro-batch size
- * max_mb plus the backend's matrix workspace (ws_bytes). */
+ * backward; fwd_workspace_bytes and bwd_workspace_bytes = the scratch of
+ * its forward and of its backward call at micro-batch size max_mb plus the
+ * backend's matrix workspace (ws_bytes), workspace_bytes the larger. */
 void profiler_node_mem(const graph *g, int i, int max_mb, int64_t ws_bytes, profile_node_mem *m);
 /* The same in a precision: bf16 != 0 gives the bf16 mode's saved and scratch
  * sizes (layout.h). The bf16 weight copy (2 bytes a parameter) is in none of

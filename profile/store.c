@@ -139,6 +139,12 @@ static const char *const MIGRATIONS[PROFILE_DB_SCHEMA_VERSION] = {
     "  us REAL NOT NULL, spread_us REAL, reps INTEGER NOT NULL,\n"
     "  measured_at TEXT NOT NULL,\n"
     "  PRIMARY KEY(machine_id, op, ranks, transport, bytes));\n",
+    /* 2 -> 3: each node's forward and backward workspace apart (the engine
+     * allocates each call's scratch on its own; workspace_bytes stays the
+     * larger). Rows of an older file read 0, 0: one figure for both calls,
+     * as before. A file of version 2 still opens READ the same way. */
+    "ALTER TABLE node ADD COLUMN fwd_workspace_bytes INTEGER NOT NULL DEFAULT 0;\n"
+    "ALTER TABLE node ADD COLUMN bwd_workspace_bytes INTEGER NOT NULL DEFAULT 0;\n",
 };
 
 /* ---- prepared statements ---------------------------------------------------- */
@@ -183,9 +189,13 @@ static const char *const STMT_SQL[N_STMT] = {
                      "FROM graph g ORDER BY g.id DESC",
     [S_NODE_CLEAR] = "DELETE FROM node WHERE graph_id = ?1",
     [S_NODE_PUT] = "INSERT INTO node(graph_id, idx, name, kind, params, param_bytes, out_bytes_per_sample, "
-                   "act_bytes_per_sample, workspace_bytes) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-    [S_NODE_LIST] = "SELECT idx, param_bytes, out_bytes_per_sample, act_bytes_per_sample, workspace_bytes "
-                    "FROM node WHERE graph_id = ?1 ORDER BY idx",
+                   "act_bytes_per_sample, workspace_bytes, fwd_workspace_bytes, bwd_workspace_bytes) "
+                   "VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+    [S_NODE_LIST] = "SELECT idx, param_bytes, out_bytes_per_sample, act_bytes_per_sample, workspace_bytes, "
+                    "fwd_workspace_bytes, bwd_workspace_bytes FROM node WHERE graph_id = ?1 ORDER BY idx",
+    /* a file of schema 1 or 2 opened READ has one workspace a node */
+    [S_NODE_LIST_V2] = "SELECT idx, param_bytes, out_bytes_per_sample, act_bytes_per_sample, workspace_bytes, "
+                       "0, 0 FROM node WHERE graph_id = ?1 ORDER BY idx",
     [S_COST_CLEAR] = "DELETE FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2",
     [S_COST_PUT] = "INSERT OR REPLACE INTO node_cost(machine_id, graph_id, device, node, phase, mb_size, us, "
                    "spread_us, measured_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
@@ -813,9 +823,8 @@ pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double 
 }
 
 /* Insert or update graph g and replace its nodes. Node memory comes from mem
- * when given, else from the graph with workspace ws (may be NULL). */
-pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem,
-                          const int64_t *ws, int64_t *gid) {
+ * when given, else from the graph with no workspace. */
+pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem, int64_t *gid) {
     char key[PROFILE_NAME_LEN];
     gpt_config_key(&g->cfg, key, sizeof key);
     sqlite3_stmt *s = stmt_get(db, S_GRAPH_UPSERT);
@@ -846,7 +855,9 @@ pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem
         sqlite3_bind_int64(s, 6, mem ? mem[i].param_bytes : graph_param_bytes(n));
         sqlite3_bind_int64(s, 7, mem ? mem[i].out_bytes_per_sample : n->out_bytes_per_sample);
         sqlite3_bind_int64(s, 8, mem ? mem[i].act_bytes_per_sample : n->act_bytes_per_sample);
-        sqlite3_bind_int64(s, 9, mem ? mem[i].workspace_bytes : (ws ? ws[i] : 0));
+        sqlite3_bind_int64(s, 9, mem ? mem[i].workspace_bytes : 0);
+        sqlite3_bind_int64(s, 10, mem ? mem[i].fwd_workspace_bytes : 0);
+        sqlite3_bind_int64(s, 11, mem ? mem[i].bwd_workspace_bytes : 0);
         if ((st = step_done(db, s, "writing a node")) != PL_OK) return st;
     }
     return PL_OK;
@@ -923,7 +934,7 @@ pl_status profile_db_save_profile(profile_db *db, const gpt_config *cfg, const p
             for (int j = 0; j < l->n_points; j++)
                 if ((st = put_point_in_tx(db, mid, a, b, l->bytes[j], l->us[j], NAN)) != PL_OK) goto out;
         }
-    if ((st = put_graph_in_tx(db, g, p->node_mem, NULL, &gid)) != PL_OK) goto out;
+    if ((st = put_graph_in_tx(db, g, p->node_mem, &gid)) != PL_OK) goto out;
     if ((st = exec_id_int(db, S_COST_CLEAR, mid, gid, "clearing node costs")) != PL_OK) goto out;
     for (int d = 0; d < nd; d++)
         for (int i = 0; i < p->n_nodes; i++) {
@@ -1268,7 +1279,8 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
         }
 
     /* node memory */
-    if (!(s = stmt_get(db, S_NODE_LIST))) {
+    const int one_ws = db->mode == PROFILE_DB_READ && db->opened_version >= 0 && db->opened_version < 3;
+    if (!(s = stmt_get(db, one_ws ? S_NODE_LIST_V2 : S_NODE_LIST))) {
         st = PL_ERR_DB;
         goto out;
     }
@@ -1282,6 +1294,8 @@ pl_status profile_db_load_profile(profile_db *db, const gpt_config *cfg, profile
         m->out_bytes_per_sample = sqlite3_column_int64(s, 2);
         m->act_bytes_per_sample = sqlite3_column_int64(s, 3);
         m->workspace_bytes = sqlite3_column_int64(s, 4);
+        m->fwd_workspace_bytes = sqlite3_column_int64(s, 5);
+        m->bwd_workspace_bytes = sqlite3_column_int64(s, 6);
         n_seen_nodes++;
     }
     stmt_done(s);

@@ -9,7 +9,8 @@
  *   link_point(machine_id, src, dst, bytes, us, spread_us)
  *   graph(id, key, vocab, d_model, heads, layers, seq, batch, n_nodes, params)
  *   node(graph_id, idx, name, kind, params, param_bytes, out_bytes_per_sample,
- *        act_bytes_per_sample, workspace_bytes)
+ *        act_bytes_per_sample, workspace_bytes, fwd_workspace_bytes,
+ *        bwd_workspace_bytes; the last two 0 when one figure serves both calls)
  *   node_cost(machine_id, graph_id, device, node, phase, mb_size, us, spread_us, measured_at)
  *        phase is 'fwd', 'bwd' or 'opt'; 'opt' rows have mb_size 0
  *   step_anchor(machine_id, graph_id, device, mb_size, us, spread_us, measured_at)
@@ -53,10 +54,12 @@
 #include "profile_data.h"
 #include "status.h"
 
-#define PROFILE_DB_SCHEMA_VERSION 2
+#define PROFILE_DB_SCHEMA_VERSION 3
 /* The oldest schema a READ open accepts: version 1 lacks only the
  * collective_point table of version 2, and reads as holding no collective
- * points. Older files must be opened for writing once (migrated). */
+ * points; versions 1 and 2 lack the nodes' per-call workspace of version 3,
+ * and read as one workspace for both calls. Older files must be opened for
+ * writing once (migrated). */
 #define PROFILE_DB_MIN_READ_VERSION 1
 
 typedef struct profile_db profile_db;
@@ -203,9 +206,10 @@ pl_status profile_db_has_link_point(profile_db *db, const char *machine, int src
                                     int *has);
 
 /* Insert the graph of g (by gpt_config_key) and its nodes, or replace the
- * node rows of the stored graph of that key. workspace_bytes (g->n_nodes
- * entries) may be NULL for zeros. Costs stored for the graph are kept. */
-pl_status profile_db_put_graph(profile_db *db, const graph *g, const int64_t *workspace_bytes);
+ * node rows of the stored graph of that key. mem (g->n_nodes entries) gives
+ * each node's memory figures; NULL takes the graph's own and no workspace.
+ * Costs stored for the graph are kept. */
+pl_status profile_db_put_graph(profile_db *db, const graph *g, const profile_node_mem *mem);
 
 /* Insert or replace the cost of node on device at micro-batch mb_size for
  * phase: us and spread_us (NaN allowed) in microseconds. For PHASE_OPT

@@ -43,6 +43,7 @@ enum {
     S_NODE_CLEAR,
     S_NODE_PUT,
     S_NODE_LIST,
+    S_NODE_LIST_V2,
     S_COST_CLEAR,
     S_COST_PUT,
     S_COST_HAS,
@@ -117,8 +118,7 @@ pl_status put_link_in_tx(profile_db *db, int64_t mid, int src, int dst, double l
                          const char *kind);
 pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double bytes, double us,
                           double spread);
-pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem,
-                          const int64_t *ws, int64_t *gid);
+pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem, int64_t *gid);
 pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
                          double us, double spread);
 

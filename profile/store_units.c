@@ -77,13 +77,13 @@ pl_status profile_db_has_link_point(profile_db *db, const char *machine, int src
     return st;
 }
 
-pl_status profile_db_put_graph(profile_db *db, const graph *g, const int64_t *workspace_bytes) {
+pl_status profile_db_put_graph(profile_db *db, const graph *g, const profile_node_mem *mem) {
     if (!g) return db_fail(db, PL_ERR_INVALID, "%s: no graph given", db->path);
     int kind;
     int64_t gid;
     pl_status st = wtx_begin(db, &kind);
     if (st != PL_OK) return st;
-    st = put_graph_in_tx(db, g, NULL, workspace_bytes, &gid);
+    st = put_graph_in_tx(db, g, mem, &gid);
     return wtx_end(db, kind, st);
 }
 

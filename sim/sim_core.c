@@ -67,10 +67,11 @@
  *    stream. peak = the arena's high-water mark, as the engine reports it.
  *    Sizes come from the profile: out_bytes and act_bytes per sample (the
  *    saved block is act - out when the output is kept for a backward),
- *    workspace_bytes = backend workspace (the smallest over nodes) + the
- *    node's largest scratch at the largest profiled micro-batch size,
- *    scaled to the run's micro-batch size (used for forward and backward
- *    calls alike, which over-states forward scratch).
+ *    a call's workspace (profile_node_call_workspace: the forward's or
+ *    the backward's, or one figure for both in a profile that records
+ *    one) = backend workspace (the smallest over nodes and calls) + the
+ *    call's scratch at the largest profiled micro-batch size, scaled to
+ *    the run's micro-batch size.
  *
  * Costs (micro-batch size b = batch / m; lo = launch_overhead_us, plus
  * multi_device_launch_us when the step uses more than one device):
@@ -198,7 +199,10 @@ static void ctx_facts(sim_ctx *c) {
         if (k == OP_LOSS && c->loss_node < 0) c->loss_node = i;
         if (k == OP_EMBEDDING && c->emb_node < 0) c->emb_node = i;
         if (k == OP_RESIDUAL && c->res_node < 0) c->res_node = i;
-        if (ws < 0 || p->node_mem[i].workspace_bytes < ws) ws = p->node_mem[i].workspace_bytes;
+        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+            const int64_t w = profile_node_call_workspace(&p->node_mem[i], (cost_phase)ph);
+            if (ws < 0 || w < ws) ws = w;
+        }
     }
     c->ws_bytes = ws > 0 ? ws : 0;
     const double max_mb = p->n_mb > 0 ? p->mb_sizes[p->n_mb - 1] : 1;
@@ -243,8 +247,10 @@ static void ctx_facts(sim_ctx *c) {
         c->param_b[i] = nm->param_bytes;
         int64_t sv = nm->act_bytes_per_sample - (keep ? nm->out_bytes_per_sample : 0);
         c->saved_ps[i] = sv > 0 ? sv : 0;
-        double sc = (double)(nm->workspace_bytes - c->ws_bytes) / max_mb;
-        c->scr_ps[i] = sc > 0 ? sc : 0;
+        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+            double sc = (double)(profile_node_call_workspace(nm, (cost_phase)ph) - c->ws_bytes) / max_mb;
+            c->scr_ps[2 * i + ph] = sc > 0 ? sc : 0;
+        }
     }
     /* AdamW: least squares of per-node cost on parameter bytes */
     for (int d = 0; d < D; d++) {
@@ -314,10 +320,10 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     }
     const long nm = (long)n * M;
     if (ALLOC(c->bwd_reads, n) || ALLOC(c->is_loss, n) || ALLOC(c->out_ps, n) || ALLOC(c->saved_ps, n) ||
-        ALLOC(c->scr_ps, n) || ALLOC(c->opt_a, D) || ALLOC(c->opt_b, D) || ALLOC(c->ucons_start, n + 1) ||
+        ALLOC(c->scr_ps, 2 * n) || ALLOC(c->opt_a, D) || ALLOC(c->opt_b, D) || ALLOC(c->ucons_start, n + 1) ||
         ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
         ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->out_b, n) || ALLOC(c->out_len, n) ||
-        ALLOC(c->saved_len, n) || ALLOC(c->scr_len, n) || ALLOC(c->dev, n) ||
+        ALLOC(c->saved_len, n) || ALLOC(c->scr_len, 2 * n) || ALLOC(c->dev, n) ||
         ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
         ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->dep_init, 2 * nm) ||
         ALLOC(c->param_b, n) || ALLOC(c->xslot, (long)n * D) ||
@@ -388,8 +394,10 @@ static void ensure_costs(sim_ctx *c, int mb) {
         c->out_b[i] = c->out_ps[i] * mb;
         c->out_len[i] = align_len(c->out_b[i]);
         c->saved_len[i] = c->saved_ps[i] > 0 ? align_len(c->saved_ps[i] * mb) : 0;
-        const int64_t scr = (int64_t)(c->scr_ps[i] * mb);
-        c->scr_len[i] = scr > 0 ? align_len(scr) : 0;
+        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+            const int64_t scr = (int64_t)(c->scr_ps[2 * i + ph] * mb);
+            c->scr_len[2 * i + ph] = scr > 0 ? align_len(scr) : 0;
+        }
     }
     for (int k = 0; k < c->n_class; k++)
         for (int s = 0; s < D; s++)
@@ -720,7 +728,7 @@ static void issue_fwd(run *r, int i, int j) {
     const int64_t olen = c->out_len[i], slen = c->saved_len[i];
     const int64_t ooff = c_alloc(c, d, olen, 0);
     const int64_t soff = slen > 0 ? c_alloc(c, d, slen, 0) : -1;
-    if (c->scr_len[i] > 0) scratch(c, d, c->scr_len[i]);
+    if (c->scr_len[2 * i + PHASE_FWD] > 0) scratch(c, d, c->scr_len[2 * i + PHASE_FWD]);
     const double *cr = c->craw + ((size_t)d * r->n + i) * PHASE_COUNT;
     /* the loss's forward also writes its gradient: it has no backward call */
     compute_op(r, d, OPK_FWD, i, j, c->is_loss[i] ? cr[PHASE_FWD] + cr[PHASE_BWD] : cr[PHASE_FWD]);
@@ -796,7 +804,7 @@ static void issue_bwd(run *r, int i, int j) {
                 use_buf(r, d, tg);
             }
         }
-        if (c->scr_len[i] > 0) scratch(c, d, c->scr_len[i]);
+        if (c->scr_len[2 * i + PHASE_BWD] > 0) scratch(c, d, c->scr_len[2 * i + PHASE_BWD]);
         zero_wait(c, d);
         compute_op(r, d, OPK_BWD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD]);
         if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);

@@ -102,7 +102,7 @@ struct sim_ctx {
     int res_node;          /* a residual node (ADD costs), -1 when absent */
     int64_t *out_ps;       /* [n] output bytes per sample */
     int64_t *saved_ps;     /* [n] saved block bytes per sample */
-    double *scr_ps;        /* [n] scratch bytes per sample */
+    double *scr_ps;        /* [n][2] scratch bytes per sample, forward and backward call */
     int64_t ws_bytes;      /* backend workspace carved from each arena */
     double *opt_a, *opt_b; /* [D] AdamW line: us = a + b * param bytes */
     int *ucons_start, *ucons; /* distinct consumers of each node */
@@ -119,8 +119,8 @@ struct sim_ctx {
     double *traw;     /* [n_class][D][D] */
     double *res_fwd;  /* [D] residual forward cost at cached_mb */
     int64_t *out_b;   /* [n] output bytes at cached_mb */
-    int64_t *out_len, *saved_len, *scr_len; /* [n] arena blocks at cached_mb
-                                              (aligned; 0: no saved block or scratch) */
+    int64_t *out_len, *saved_len; /* [n] arena blocks at cached_mb (aligned; 0: no saved block) */
+    int64_t *scr_len;             /* [n][2] the forward's and the backward's scratch (0: none) */
 
     /* the last run */
     int m, mb, S, n_used, n_x, n_ops;

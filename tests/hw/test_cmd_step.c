@@ -1,5 +1,6 @@
 /* test_cmd_step.c: `placer step` on the CPU backend, as CI runs it. */
 #include <criterion/criterion.h>
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -106,6 +107,25 @@ Test(cmd_step, a_profile_records_its_precision_and_refuses_another) {
     snprintf(args, sizeof args, "profile show --db %s --config tiny --json", path);
     rc = run_placer(args, out, sizeof out);
     cr_assert(rc == 0 && strstr(out, "\"precision\":\"bf16\"") != NULL, "%s", out);
+    /* each call's workspace on its own: the bf16 MLP's forward holds the
+     * rounded copy of its input (B T C floats), its backward 7 B T C */
+    json_error_t jerr;
+    json_t *doc = json_loads(out, 0, &jerr);
+    cr_assert_not_null(doc, "%s: %s", jerr.text, out);
+    json_t *nodes = json_object_get(doc, "nodes");
+    int n_mlp = 0;
+    for (size_t i = 0; i < json_array_size(nodes); i++) {
+        json_t *nd = json_array_get(nodes, i);
+        if (strcmp(json_string_value(json_object_get(nd, "kind")), "mlp") != 0) continue;
+        const json_int_t f = json_integer_value(json_object_get(nd, "fwd_workspace_bytes"));
+        const json_int_t b = json_integer_value(json_object_get(nd, "bwd_workspace_bytes"));
+        const json_int_t w = json_integer_value(json_object_get(nd, "workspace_bytes"));
+        cr_assert(f > 0 && f < b && w == b, "node %zu: forward %lld, backward %lld, workspace %lld", i,
+                  (long long)f, (long long)b, (long long)w);
+        n_mlp++;
+    }
+    cr_assert_gt(n_mlp, 0, "%s", out);
+    json_decref(doc);
     /* the same file in tf32: refused, one line, exit 2 */
     snprintf(args, sizeof args, "profile --db %s --cpu 1 --config tiny --micro-batch-sizes 4 --reps 3", path);
     rc = run_placer(args, out, sizeof out);

@@ -208,6 +208,8 @@ Test(profiler, node_memory_is_the_engines_layout) {
         hw_node_mem e;
         hw_node_mem_floats(g, i, 16, &e);
         cr_assert_eq(m.workspace_bytes - ws, 4 * (e.fwd_scratch > e.bwd_scratch ? e.fwd_scratch : e.bwd_scratch));
+        cr_assert_eq(m.fwd_workspace_bytes - ws, 4 * e.fwd_scratch, "node %d: the forward's scratch", i);
+        cr_assert_eq(m.bwd_workspace_bytes - ws, 4 * e.bwd_scratch, "node %d: the backward's scratch", i);
         switch (g->nodes[i].kind) {
         case OP_HEAD:
             cr_assert_eq(m.out_bytes_per_sample, T * hw_padded_vocab(cfg.vocab) * 4, "logits with the padded vocab");

@@ -37,6 +37,8 @@ static profile_data *distinct_profile(const gpt_config *cfg, int n_dev) {
         p->node_mem[i].param_bytes = graph_param_bytes(&g->nodes[i]);
         p->node_mem[i].act_bytes_per_sample = 1000 + i;
         p->node_mem[i].out_bytes_per_sample = 2000 + i;
+        p->node_mem[i].fwd_workspace_bytes = 2500 + i;
+        p->node_mem[i].bwd_workspace_bytes = 3000 + i;
         p->node_mem[i].workspace_bytes = 3000 + i;
     }
     for (int a = 0; a < n_dev; a++)
@@ -81,6 +83,8 @@ static void assert_profiles_equal(const profile_data *a, const profile_data *b) 
         cr_assert_eq(a->node_mem[i].act_bytes_per_sample, b->node_mem[i].act_bytes_per_sample);
         cr_assert_eq(a->node_mem[i].out_bytes_per_sample, b->node_mem[i].out_bytes_per_sample);
         cr_assert_eq(a->node_mem[i].workspace_bytes, b->node_mem[i].workspace_bytes);
+        cr_assert_eq(a->node_mem[i].fwd_workspace_bytes, b->node_mem[i].fwd_workspace_bytes);
+        cr_assert_eq(a->node_mem[i].bwd_workspace_bytes, b->node_mem[i].bwd_workspace_bytes);
     }
     for (int l = 0; l < a->n_devices * a->n_devices; l++) {
         const profile_link *x = &a->links[l], *y = &b->links[l];
@@ -159,6 +163,60 @@ Test(store, round_trip_preserves_costs_curves_memory_and_devices) {
     cr_assert_eq(profile_data_clone(q, &c), PL_OK);
     cr_assert_eq(c->bf16, 1, "a clone keeps it");
     profile_data_destroy(c);
+    profile_data_destroy(q);
+    profile_db_close(db);
+    profile_data_destroy(p);
+    th_rmtree(dir);
+}
+
+static void sql_exec(const char *path, const char *text) {
+    sqlite3 *h = NULL;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    char *e = NULL;
+    cr_assert_eq(sqlite3_exec(h, text, NULL, NULL, &e), SQLITE_OK, "%s", e ? e : "");
+    sqlite3_close(h);
+}
+
+/* A file of schema 2 (one workspace a node, for both calls) reads READ as
+ * that one figure for both calls, untouched; a WRITE open migrates it to 3,
+ * its rows keeping the one figure until a profile is saved again. */
+Test(store, a_schema_2_file_reads_one_workspace_for_both_calls_and_migrates) {
+    char dir[256], path[512], msg[512] = "";
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "v2.db");
+    gpt_config cfg;
+    cr_assert_eq(gpt_config_parse("tiny", &cfg, NULL, 0), PL_OK);
+    profile_data *p = distinct_profile(&cfg, 2);
+    profile_db *db = open_db(path, PROFILE_DB_CREATE);
+    cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
+    profile_db_close(db);
+    /* what a file written before schema 3 looks like */
+    sql_exec(path, "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN "
+                   "bwd_workspace_bytes; UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    for (int pass = 0; pass < 2; pass++) {
+        db = open_db(path, PROFILE_DB_READ);
+        cr_assert_eq(profile_db_opened_version(db), pass ? PROFILE_DB_SCHEMA_VERSION : 2);
+        profile_data *q = NULL;
+        cr_assert_eq(profile_db_load_profile(db, &cfg, &q, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+        for (int i = 0; i < q->n_nodes; i++) {
+            cr_assert_eq(q->node_mem[i].workspace_bytes, 3000 + i);
+            cr_assert_eq(q->node_mem[i].fwd_workspace_bytes, 0, "pass %d node %d", pass, i);
+            cr_assert_eq(q->node_mem[i].bwd_workspace_bytes, 0);
+            cr_assert_eq(profile_node_call_workspace(&q->node_mem[i], PHASE_FWD), 3000 + i, "one figure for both");
+            cr_assert_eq(profile_node_call_workspace(&q->node_mem[i], PHASE_BWD), 3000 + i);
+        }
+        profile_data_destroy(q);
+        profile_db_close(db);
+        if (!pass) profile_db_close(open_db(path, PROFILE_DB_WRITE)); /* migrates */
+    }
+    db = open_db(path, PROFILE_DB_WRITE);
+    cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
+    profile_db_close(db);
+    db = open_db(path, PROFILE_DB_READ);
+    profile_data *q = NULL;
+    cr_assert_eq(profile_db_load_profile(db, &cfg, &q, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    assert_profiles_equal(p, q);
+    cr_assert_eq(profile_node_call_workspace(&q->node_mem[1], PHASE_FWD), 2501, "saved again: the forward's own");
     profile_data_destroy(q);
     profile_db_close(db);
     profile_data_destroy(p);
@@ -592,9 +650,16 @@ Test(store, unit_writes_resume_into_a_loadable_profile) {
     cr_assert_eq(profile_db_put_device(db, M, 0, &dev), PL_OK);
     cr_assert_eq(profile_db_put_device(db, M, 1, &dev), PL_OK);
     cr_assert_eq(profile_db_put_node_cost(db, M, key, 0, 0, PHASE_FWD, 1, 5.0, 0.1), PL_ERR_NOT_FOUND, "graph first");
-    int64_t ws[16] = {0};
-    ws[2] = 32 << 20;
-    cr_assert_eq(profile_db_put_graph(db, g, ws), PL_OK);
+    profile_node_mem mem[16];
+    cr_assert_leq(g->n_nodes, 16);
+    for (int i = 0; i < g->n_nodes; i++)
+        mem[i] = (profile_node_mem){.param_bytes = graph_param_bytes(&g->nodes[i]),
+                                    .out_bytes_per_sample = g->nodes[i].out_bytes_per_sample,
+                                    .act_bytes_per_sample = g->nodes[i].act_bytes_per_sample};
+    mem[2].workspace_bytes = 32 << 20;
+    mem[2].fwd_workspace_bytes = 5 << 20;
+    mem[2].bwd_workspace_bytes = 32 << 20;
+    cr_assert_eq(profile_db_put_graph(db, g, mem), PL_OK);
     cr_assert_eq(profile_db_put_link(db, M, 0, 1, 15.0, 3.9e11, "nvlink"), PL_OK);
     cr_assert_eq(profile_db_put_link(db, M, 1, 0, 15.5, 3.8e11, NULL), PL_OK);
     cr_assert_eq(profile_db_put_link(db, M, 1, 1, 15.5, 3.8e11, NULL), PL_ERR_INVALID);
@@ -651,7 +716,11 @@ Test(store, unit_writes_resume_into_a_loadable_profile) {
     cr_assert(ieee_ulp_eq(dbl, profile_transfer_us(p, 1, 0, 4096), 16.0, 0));
     cr_assert(ieee_ulp_eq(dbl, p->links[1 * 2 + 0].bandwidth, 3.8e11, 0));
     cr_assert_eq(p->node_mem[2].workspace_bytes, 32 << 20);
+    cr_assert_eq(profile_node_call_workspace(&p->node_mem[2], PHASE_FWD), 5 << 20, "the forward's own workspace");
+    cr_assert_eq(profile_node_call_workspace(&p->node_mem[2], PHASE_BWD), 32 << 20);
+    cr_assert_eq(profile_node_call_workspace(&p->node_mem[3], PHASE_FWD), 0);
     cr_assert_eq(p->node_mem[2].param_bytes, graph_param_bytes(&g->nodes[2]));
+    cr_assert_eq(p->node_mem[2].out_bytes_per_sample, g->nodes[2].out_bytes_per_sample);
     cr_assert_eq(p->devices[1].mem_bytes, 143771LL << 20);
     char kind[16];
     cr_assert_eq(profile_db_link_kind(db, 0, 1, kind, sizeof kind), PL_OK);

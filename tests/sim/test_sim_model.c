@@ -77,8 +77,8 @@ Test(sim_memory, one_f_one_b_stashes_fewer_micro_batches_than_gpipe) {
 Test(sim_memory, single_device_arena_follows_the_engine_lifetimes) {
     graph *g = simfix_chain_graph(2, 1);
     profile_data *p = simfix_unit_profile(g, 1, 1, 1.0, 2.0, 0.5, 1LL << 30);
-    p->node_mem[0] = (profile_node_mem){1024, 768, 256, 512};
-    p->node_mem[1] = (profile_node_mem){2048, 512, 256, 0};
+    p->node_mem[0] = (profile_node_mem){1024, 768, 256, 512, 0, 0};
+    p->node_mem[1] = (profile_node_mem){2048, 512, 256, 0, 0, 0};
     sim_ctx *ctx = NULL;
     cr_assert_eq(sim_ctx_create(g, p, 1, &ctx), PL_OK);
     int dev[2] = {0, 0};
