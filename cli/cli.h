@@ -11,6 +11,8 @@
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
+#include <stdio.h>
+
 #include "status.h"
 
 #define CLI_EXIT_OK 0
@@ -21,6 +23,8 @@ int cmd_graph(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 /* `placer profile show` (profile_show.c); argv[0] is "show" */
 int cmd_profile_show(int argc, char **argv);
+/* `placer profile node-memory` (profile_node_memory.c); argv[0] is "node-memory" */
+int cmd_profile_node_memory(int argc, char **argv);
 int cmd_simulate(int argc, char **argv);
 int cmd_layout(int argc, char **argv);
 int cmd_step(int argc, char **argv);
@@ -43,6 +47,10 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Print s on f as a JSON string, quoted, with '"', '\\' and control
+ * characters escaped. */
+void cli_json_string(FILE *f, const char *s);
 
 /* True when stderr is a terminal (progress bars go there only then). */
 int cli_stderr_is_tty(void);

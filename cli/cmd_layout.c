@@ -100,17 +100,6 @@ static int cluster_take(cluster *c, int64_t n, char *msg, size_t len) {
     return 1;
 }
 
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 /* Where a send between GPUs a and b goes: NVLink / the node's fabric, the
  * NIC inside a pod, or across pods. */
 static const char *link_of(const cluster *c, int64_t a, int64_t b) {
@@ -127,9 +116,9 @@ typedef struct {
 
 static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {
     fprintf(f, "    \"%s\": {\"algo\": ", key);
-    json_string(f, e->algo ? e->algo : "none");
+    cli_json_string(f, e->algo ? e->algo : "none");
     fprintf(f, ", \"source\": ");
-    json_string(f, e->source ? e->source : "model");
+    cli_json_string(f, e->source ? e->source : "model");
     fprintf(f,
             ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
             "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f}%s\n",
@@ -293,11 +282,11 @@ int cmd_layout(int argc, char **argv) {
     const char *pp_link = link_of(&clu, r0, r1);
     if (json) {
         printf("{\n  \"model\": ");
-        json_string(stdout, model_name);
+        cli_json_string(stdout, model_name);
         printf(",\n  \"cluster\": ");
-        json_string(stdout, clu.name);
+        cli_json_string(stdout, clu.name);
         printf(",\n  \"layout\": ");
-        json_string(stdout, ltext);
+        cli_json_string(stdout, ltext);
         printf(",\n  \"gpus\": %lld,\n  \"micro_batches\": %d,\n  \"seq_len\": %d,\n", (long long)r.world,
                r.micro_batches, cfg.seq_len);
         printf("  \"step_us\": %.3f,\n  \"tokens_per_s\": %.3f,\n", r.step_us, r.tokens_per_s);
@@ -330,7 +319,7 @@ int cmd_layout(int argc, char **argv) {
         layout_sim_coll_sources(sim, &n_model, &n_fitted, &n_measured);
         printf("  \"collective_sources\": {\"model\": %d, \"fitted\": %d, \"measured\": %d, \"from\": ", n_model,
                n_fitted, n_measured);
-        if (meas) json_string(stdout, meas->source);
+        if (meas) cli_json_string(stdout, meas->source);
         else printf("null");
         printf("},\n  \"dp_buckets\": %d\n}\n", r.dp_buckets);
         rc = CLI_EXIT_OK;

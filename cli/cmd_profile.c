@@ -9,6 +9,8 @@
  *   placer profile show [--db FILE] [--json]    machine, links, node costs, totals
  *   placer profile compare --db A --db B        run-to-run variation of node times
  *   placer profile check [--db FILE]            node sums against whole steps
+ *   placer profile node-memory --db FILE        node memory rows against this engine's
+ *                                               (profile_node_memory.c)
  *
  * Option parsing is shared by both writing modes (profile_opts); measuring
  * runs the profiler (profile/profiler.h), which is resumable: a re-run
@@ -73,7 +75,8 @@ static void profile_usage(FILE *f) {
             "                      [--collective-reps R]] [--portable] [--verbose]\n"
             "       placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n"
             "       placer profile compare --db A --db B [--config CFG] [--min-us US]\n"
-            "       placer profile check [--db FILE] [--config CFG]\n\n"
+            "       placer profile check [--db FILE] [--config CFG]\n"
+            "       placer profile node-memory --db FILE [--config CFG] [--write [--portable]] [--json]\n\n"
             "Writes a profile database: every node's forward, backward and optimizer time per\n"
             "device and micro-batch size, node memory, and a transfer curve per device pair.\n"
             "The simulator, search and training read it; no GPU is needed after this step.\n\n"
@@ -111,7 +114,8 @@ static void profile_usage(FILE *f) {
             "                          read-only anywhere (for files shipped in data/)\n\n"
             "Measuring writes each finished unit (one transfer size, one whole step, one device's\n"
             "AdamW or one device and micro-batch size's node times) in its own transaction.\n"
-            "See placer profile show --help, compare --help and check --help for reading profiles.\n",
+            "See placer profile show --help, compare --help, check --help and node-memory --help for\n"
+            "reading profiles.\n",
             names);
 }
 
@@ -712,6 +716,7 @@ int cmd_profile(int argc, char **argv) {
     if (argc >= 2 && !strcmp(argv[1], "show")) return cmd_profile_show(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "compare")) return profile_compare_cmd(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "check")) return profile_check_cmd(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "node-memory")) return cmd_profile_node_memory(argc - 1, argv + 1);
 
     profile_opts o = {.config = "default"};
     const char *mb_text = NULL;

@@ -90,18 +90,6 @@ static char *read_text_file(const char *path) {
     return buf;
 }
 
-/* Print s as a JSON string (with quotes). */
-static void json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 typedef struct {
     int count;      /* transfers on the link */
     int acts;       /* of which activations */
@@ -344,13 +332,13 @@ int cmd_simulate(int argc, char **argv) {
 
     if (json) {
         printf("{\"db\":");
-        json_string(stdout, db_path);
+        cli_json_string(stdout, db_path);
         printf(",\"machine\":");
-        json_string(stdout, p->machine);
+        cli_json_string(stdout, p->machine);
         printf(",\"source\":");
-        json_string(stdout, p->source);
+        cli_json_string(stdout, p->source);
         printf(",\"graph\":");
-        json_string(stdout, key);
+        cli_json_string(stdout, key);
         printf(",\"n_nodes\":%d,\"placement\":\"%s\",\"schedule\":{\"order\":\"%s\",\"micro_batches\":%d,"
                "\"chunks\":%d,\"micro_batch_size\":%d,\"micro_batch_size_profiled\":%s},",
                g->n_nodes, ptext, schedule_order_name(sched.order), sched.micro_batches, sched.chunks, mb_size,
@@ -367,7 +355,7 @@ int cmd_simulate(int argc, char **argv) {
         printf(",\"devices\":[");
         for (int d = 0; d < D; d++) {
             printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-            json_string(stdout, p->devices[d].name);
+            cli_json_string(stdout, p->devices[d].name);
             printf(",\"used\":%s,\"busy_us\":%.3f,\"idle_us\":%.3f,\"bubble\":%.6f,\"static_bytes\":%lld,"
                    "\"peak_bytes\":%lld,\"cap_bytes\":%lld,\"max_in_flight\":%d,\"oom\":%s,"
                    "\"critical_us\":%.3f}",

@@ -117,14 +117,6 @@ static int parse_devices(const char *text, int *gpus) {
     return n;
 }
 
-/* Print s as a JSON string body (quotes and backslashes escaped). */
-static void json_str(const char *s) {
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\') putchar('\\');
-        if ((unsigned char)*s >= 0x20) putchar(*s);
-    }
-}
-
 /* ---- --procs N: data-parallel ranks (hw/launcher.h, hw/dist_group.h) ---- */
 
 typedef struct {
@@ -631,9 +623,9 @@ int cmd_step(int argc, char **argv) {
     hw_mem_report mem;
     st = hw_plan_create(e, g, &po, &p, &mem, msg, sizeof msg);
     if (st == PL_ERR_DEVICE_OOM && json) {
-        printf("{\"status\":\"oom\",\"oom_device\":%d,\"message\":\"", mem.oom_device);
-        json_str(msg);
-        printf("\",\"memory\":[");
+        printf("{\"status\":\"oom\",\"oom_device\":%d,\"message\":", mem.oom_device);
+        cli_json_string(stdout, msg);
+        printf(",\"memory\":[");
         for (int d = 0; d < nd; d++)
             printf("%s{\"device\":%d,\"need_bytes\":%lld,\"static_bytes\":%lld,\"cap_bytes\":%lld}", d ? "," : "", d,
                    (long long)mem.need_bytes[d], (long long)mem.static_bytes[d], (long long)mem.cap_bytes[d]);

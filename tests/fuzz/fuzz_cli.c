@@ -122,6 +122,9 @@ static const opt_def SHOW_OPTS[] = {{"--db", V_DB},      {"--config", V_CONFIG},
 static const opt_def COMPARE_OPTS[] = {{"--db", V_DB}, {"--config", V_CONFIG}, {"--min-us", V_NUM}, {"--help", V_NONE},
                                        {NULL, 0}};
 static const opt_def CHECK_OPTS[] = {{"--db", V_DB}, {"--config", V_CONFIG}, {"--help", V_NONE}, {NULL, 0}};
+static const opt_def NODE_MEMORY_OPTS[] = {{"--db", V_DB},         {"--config", V_CONFIG}, {"--write", V_NONE},
+                                           {"--portable", V_NONE}, {"--json", V_NONE},     {"--help", V_NONE},
+                                           {NULL, 0}};
 static const opt_def STEP_OPTS[] = {
     {"--placement", V_PLACEMENT}, {"--config", V_CONFIG_SM}, {"--micro-batches", V_MB}, {"--schedule", V_SCHED},
     {"--mem-cap", V_CAP},         {"--devices", V_DEVLIST},  {"--cpu", V_SMALL},        {"--warmup", V_SMALL},
@@ -169,6 +172,7 @@ static const command_def COMMANDS[] = {
     {"profile", "show", cmd_profile, PRE_NONE, SHOW_OPTS},
     {"profile", "compare", cmd_profile, PRE_NONE, COMPARE_OPTS},
     {"profile", "check", cmd_profile, PRE_NONE, CHECK_OPTS},
+    {"profile", "node-memory", cmd_profile, PRE_NONE, NODE_MEMORY_OPTS},
     {"step", NULL, cmd_step, PRE_STEP, STEP_OPTS},
     {"calibrate", NULL, cmd_calibrate, PRE_CALIBRATE, CALIBRATE_OPTS},
     {"confirm", NULL, cmd_confirm, PRE_CONFIRM, CONFIRM_OPTS},

@@ -4,6 +4,7 @@
  */
 #include <criterion/criterion.h>
 #include <fcntl.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 
 #include "helpers.h"
@@ -216,5 +217,96 @@ Test(cmd_profile, hardware_profiling_without_the_engine_says_so) {
     cr_assert(th_has(r.err, "CUDA engine") && th_has(r.err, "--from-spec"), "%s", r.err);
     cr_assert_not(th_exists(path));
     run_free(&r);
+    th_rmtree(dir);
+}
+
+/* `profile node-memory`: a CPU profile whose node rows were made stale (as
+ * a file measured before a layout change is) reports them, --write puts the
+ * engine's back and keeps every cost, a second look finds nothing; a spec
+ * profile, a missing file and --portable without --write are one line,
+ * exit 2, the file as it was. */
+Test(cmd_profile, node_memory_reports_stale_rows_and_write_replaces_them, .timeout = 120) {
+    char dir[256], path[512], spec[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "cpu.db");
+    th_path(spec, sizeof spec, dir, "spec.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--db", path, "--cpu", "1", "--config", "tiny",
+                                                    "--micro-batch-sizes", "2,4", "--reps", "3", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "node-memory", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(th_has(r.out, "0 of ") && !th_has(r.out, "one workspace"), "a fresh profile is the engine's: %s", r.out);
+    run_free(&r);
+
+    /* stale: the MLP rows of an older layout (one workspace, 7 bytes more saved) */
+    sqlite3 *h = NULL;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_exec(h,
+                              "UPDATE node SET act_bytes_per_sample = act_bytes_per_sample + 7, "
+                              "fwd_workspace_bytes = 0, bwd_workspace_bytes = 0 WHERE kind = 'mlp'",
+                              NULL, NULL, NULL),
+                 SQLITE_OK);
+    int changed = sqlite3_changes(h);
+    sqlite3_stmt *s = NULL;
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), total(us) FROM node_cost", -1, &s, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+    const int n_costs = sqlite3_column_int(s, 0);
+    const double sum_costs = sqlite3_column_double(s, 1);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+    cr_assert_gt(changed, 0);
+    cr_assert_gt(n_costs, 0);
+
+    r = run_placer(dir, (const char *[]){"profile", "node-memory", "--db", path, "--json", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    char want[64];
+    snprintf(want, sizeof want, "\"differ\":%d,\"one_workspace_rows\":%d,\"written\":false", changed, changed);
+    cr_assert(th_has(r.out, want), "want %s in %s", want, r.out);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "node-memory", "--db", path, "--write", NULL});
+    cr_assert_eq(r.code, 0, "%s", r.err);
+    cr_assert(th_has(r.out, "node rows replaced, costs kept"), "%s", r.out);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "node-memory", "--db", path, "--json", NULL});
+    cr_assert(r.code == 0 && th_has(r.out, "\"differ\":0,\"one_workspace_rows\":0"), "%s", r.out);
+    run_free(&r);
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), total(us) FROM node_cost", -1, &s, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+    cr_assert_eq(sqlite3_column_int(s, 0), n_costs, "costs kept");
+    cr_assert_eq(sqlite3_column_double(s, 1), sum_costs);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+
+    /* the shipped spec file as it is (an older schema, rollback journal): a
+     * refused --write must neither migrate it nor switch it to WAL */
+    char src[1024];
+    snprintf(src, sizeof src, "%s/data/t4x4-pcie.db", PLACER_SOURCE_DIR);
+    size_t n0, n1;
+    unsigned char *orig = th_read(src, &n0);
+    cr_assert_not_null(orig);
+    FILE *f = fopen(spec, "wb");
+    cr_assert(f && fwrite(orig, 1, n0, f) == n0 && fclose(f) == 0);
+    free(orig);
+    unsigned char *before = th_read(spec, &n0);
+    const char *const bad[][8] = {
+        {"profile", "node-memory", "--db", spec, "--write", NULL},           /* a spec profile */
+        {"profile", "node-memory", NULL},                                    /* no --db */
+        {"profile", "node-memory", "--db", spec, "--portable", NULL},        /* --portable alone */
+        {"profile", "node-memory", "--db", "missing.db", NULL},              /* no such file */
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        r = run_placer(dir, bad[i]);
+        cr_assert_eq(r.code, 2, "case %zu: exit %d, %s", i, r.code, r.err);
+        cr_assert_eq(count_lines(r.err), 1, "case %zu: %s", i, r.err);
+        cr_assert(!strncmp(r.err, "placer profile node-memory: ", 28), "case %zu: %s", i, r.err);
+        run_free(&r);
+    }
+    unsigned char *after = th_read(spec, &n1);
+    cr_assert(n0 == n1 && !memcmp(before, after, n0), "the spec profile is as it was");
+    free(before);
+    free(after);
+    cr_assert_not(th_exists("missing.db"));
     th_rmtree(dir);
 }

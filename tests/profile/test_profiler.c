@@ -677,6 +677,25 @@ static void check_shipped_measured(const char *name, int n_devices) {
                 cr_assert_str_eq(kind, "nvlink", "link %d -> %d", a, b);
             }
     if (n_devices > 1) cr_assert(th_has(m.topology, "NVLink"), "%s", m.topology);
+    /* its node rows are this engine's buffers (a layout change makes them
+     * stale: placer profile node-memory --write brings them up to date) */
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&cfg, &g, NULL, 0), PL_OK);
+    profile_node_mem now[40];
+    cr_assert_eq(profiler_engine_node_mem(g, p, now, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int i = 0; i < 40; i++) {
+        const profile_node_mem *s = &p->node_mem[i];
+        cr_assert(s->act_bytes_per_sample == now[i].act_bytes_per_sample &&
+                      s->out_bytes_per_sample == now[i].out_bytes_per_sample && s->param_bytes == now[i].param_bytes,
+                  "%s node %d (%s): stored bytes are not the engine's", name, i, g->nodes[i].name);
+        cr_assert(s->fwd_workspace_bytes == now[i].fwd_workspace_bytes &&
+                      s->bwd_workspace_bytes == now[i].bwd_workspace_bytes,
+                  "%s node %d (%s): workspace fwd %lld bwd %lld stored, the engine's %lld %lld; run placer profile "
+                  "node-memory --db data/%s --write --portable",
+                  name, i, g->nodes[i].name, (long long)s->fwd_workspace_bytes, (long long)s->bwd_workspace_bytes,
+                  (long long)now[i].fwd_workspace_bytes, (long long)now[i].bwd_workspace_bytes, name);
+    }
+    graph_destroy(g);
     profile_data_destroy(p);
     profile_db_close(db);
     unsigned char *after = th_read(path, &n1);
@@ -688,3 +707,5 @@ static void check_shipped_measured(const char *name, int n_devices) {
 Test(shipped, measured_h200x1_profile_loads_read_only) { check_shipped_measured("h200x1.db", 1); }
 
 Test(shipped, measured_h200x2_profile_loads_read_only) { check_shipped_measured("h200x2.db", 2); }
+
+Test(shipped, measured_h200x1_bf16_profile_loads_read_only) { check_shipped_measured("h200x1-bf16.db", 1); }
