@@ -30,7 +30,7 @@ CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c co
 FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c hw/probe.c
   hw/nodes_cpu.c hw/param_layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
   hw/attention_ref.c hw/dist_group.c hw/launcher.c hw/dist_dp.c hw/dist_mpi.c hw/dist_tp.c hw/dist_device.c
-  $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c cli/step_layout.c cli/profile_show.c
+  $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c cli/step_layout.c cli/profile_show.c cli/profile_node_memory.c
   profile/cluster_file.c"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
