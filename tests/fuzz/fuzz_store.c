@@ -9,7 +9,7 @@
  * search open.
  *
  * Seeds are small valid databases (tests/fuzz/seeds/store/, made by
- * tests/fuzz/make_store_seed.c with 512-byte pages and a rollback journal),
+ * tests/fuzz/make_store_seeds.sh with 512-byte pages and a rollback journal),
  * so that most mutations land in records rather than in the header.
  * A reader may refuse a file (any status) but must not crash, leak, hang or
  * trip a sanitizer; a profile it accepts must simulate without crashing.
