@@ -1,10 +1,10 @@
 /*
  * store_internal.h: what the pieces of the profile store share.
  *
- * Internal to profile/: only store.c, store_units.c, store_runs.c and
- * store_measurements.c include it; everything else goes through store.h.
+ * Internal to profile/: only store.c, store_units.c, store_runs.c,
+ * store_measurements.c and store_schema.c include it; everything else goes through store.h.
  * It holds the handle's layout, the ids of the prepared statements (their
- * SQL is in store.c) and the small helpers that more than one piece calls.
+ * SQL is in store_schema.c) and the small helpers that more than one piece calls.
  * Each helper's contract is the comment at its definition in store.c.
  *
  * Those that can fail record the detail in db->err (db_fail) and return a
@@ -20,7 +20,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* Ids of the prepared statements: index into STMT_SQL and profile_db.stmt. */
+/* The current time as the store writes it (ISO 8601, milliseconds, UTC). */
+#define NOW_SQL "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+/* Ids of the prepared statements: index into store_stmt_sql and profile_db.stmt. */
 enum {
     S_MACHINE_FIRST,
     S_MACHINE_ID,
@@ -87,6 +90,11 @@ struct profile_db {
 
 /* node_cost.phase as stored, by profile phase (defined in store.c). */
 extern const char *const PHASE_TEXT[PHASE_COUNT];
+/* store_schema.c: version 0 (the meta table), the migrations
+ * (store_migrations[v] takes version v to v + 1) and each statement's SQL */
+extern const char store_schema_v0[];
+extern const char *const store_migrations[PROFILE_DB_SCHEMA_VERSION];
+extern const char *const store_stmt_sql[N_STMT];
 
 /* ---- small helpers (store.c) ----------------------------------------------- */
 
