@@ -198,7 +198,11 @@ static inline int64_t align_len(int64_t bytes) {
     return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;
 }
 
-/* Record a one-line failure detail in c->err and return st (sim_core.c). */
+/* sim_ctx.c: fill the cost and block-size caches for micro-batch size mb
+ * (a no-op when they hold it already). */
+void sim_ensure_costs(sim_ctx *c, int mb);
+
+/* Record a one-line failure detail in c->err and return st (sim_ctx.c). */
 pl_status sim_fail(sim_ctx *c, pl_status st, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
