@@ -224,21 +224,10 @@ pl_status coll_file_load(const char *path, coll_measured *out, char *msg, size_t
     return st;
 }
 
-static void put_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}
-
 pl_status coll_file_write(FILE *f, const coll_measured *m, const char *const *fit_json) {
     if (!f || !m || coll_measured_validate(m, NULL, 0) != PL_OK || !m->source[0]) return PL_ERR_INVALID;
     fprintf(f, "{\n  \"format\": \"placer-collectives\",\n  \"version\": 1,\n  \"source\": ");
-    put_string(f, m->source);
+    pl_json_string(f, m->source);
     fprintf(f, ",\n  \"link\": \"intra-node\",\n  \"model\": \"t(S, n) = base_us + steps(n) * alpha_us + frac(n) * S / "
                "busbw; steps = 2(n-1) all_reduce, n-1 all_gather / reduce_scatter; frac = steps / n\",\n"
                "  \"kinds\": {");

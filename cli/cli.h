@@ -11,8 +11,6 @@
 #ifndef PLACER_CLI_H
 #define PLACER_CLI_H
 
-#include <stdio.h>
-
 #include "status.h"
 
 #define CLI_EXIT_OK 0
@@ -47,10 +45,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-
-/* Print s on f as a JSON string, quoted, with '"', '\\' and control
- * characters escaped. */
-void cli_json_string(FILE *f, const char *s);
 
 /* True when stderr is a terminal (progress bars go there only then). */
 int cli_stderr_is_tty(void);

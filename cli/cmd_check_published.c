@@ -37,6 +37,7 @@
 #include "cluster_file.h"
 #include "layout_sim.h"
 #include "published_runs.h"
+#include "util.h"
 
 #define CMD "check-published"
 
@@ -437,13 +438,13 @@ int cmd_check_published(int argc, char **argv) {
     double c_used = coll_scale > 0 ? coll_scale : d.collective_scale;
     if (json) {
         printf("{\"dir\": ");
-        cli_json_string(stdout, dir);
+        pl_json_string(stdout, dir);
         printf(", \"gemm_efficiency\": %.6f, \"zero3_gather_scale\": %.6f, \"collective_scale\": %.6f, "
                "\"fitted\": %s,\n", g_used, z3_scale, c_used, fit ? "true" : "false");
         printf(" \"fit_rows\": [");
-        cli_json_string(stdout, FIT_ROW_GEMM);
+        pl_json_string(stdout, FIT_ROW_GEMM);
         printf(", ");
-        cli_json_string(stdout, FIT_ROW_ZERO3);
+        pl_json_string(stdout, FIT_ROW_ZERO3);
         printf("],\n \"rows\": [");
         int first = 1;
         for (int i = 0; i < PUB_TABLE_COUNT; i++)
@@ -452,7 +453,7 @@ int cmd_check_published(int argc, char **argv) {
                 const row_result *x = &res[i][j];
                 printf("%s\n  {\"label\": ", first ? "" : ",");
                 first = 0;
-                cli_json_string(stdout, r->label);
+                pl_json_string(stdout, r->label);
                 printf(", \"table\": \"%s\", \"gpus\": %lld, \"published_tflops\": %.3f, \"predicted_tflops\": %.3f, "
                        "\"error\": %.6f, \"fitted\": %s, \"step_s\": %.6f, \"mem_peak_bytes\": %lld, \"oom\": %s",
                        pub_table_file(r->table), (long long)r->gpus, r->published_tflops, x->tflops, x->err,
@@ -467,15 +468,15 @@ int cmd_check_published(int argc, char **argv) {
         printf(" \"table2_pairs\": [");
         for (int k = 0; k < np; k++) {
             printf("%s\n  {\"zero3\": ", k ? "," : "");
-            cli_json_string(stdout, t[PUB_T2].rows[pairs[k][0]].label);
+            pl_json_string(stdout, t[PUB_T2].rows[pairs[k][0]].label);
             printf(", \"ptd_p\": ");
-            cli_json_string(stdout, t[PUB_T2].rows[pairs[k][1]].label);
+            pl_json_string(stdout, t[PUB_T2].rows[pairs[k][1]].label);
             printf(", \"same_order\": %s}", order_ok[k] ? "true" : "false");
         }
         printf("\n ], \"table2_same_order\": %d, \"table2_pairs_count\": %d,\n \"memory\": [", same, np);
         for (int k = 0; k < nmc; k++) {
             printf("%s\n  {\"check\": ", k ? "," : "");
-            cli_json_string(stdout, mc[k].what);
+            pl_json_string(stdout, mc[k].what);
             printf(", \"peak_bytes\": %lld, \"cap_bytes\": %lld, \"oom\": %s, \"as_published\": %s}", (long long)mc[k].peak,
                    (long long)mc[k].cap, mc[k].oom ? "true" : "false", mc[k].oom == mc[k].want_oom ? "true" : "false");
         }

@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "graph.h"
 #include "model_config.h"
+#include "util.h"
 
 static void graph_usage(FILE *f) {
     fprintf(f,
@@ -25,16 +26,6 @@ static void graph_usage(FILE *f) {
             "            a shipped model (llama-3-8b, megatron-145b, ...: data/models/), or a\n"
             "            preset; names and files take the same overrides, e.g. llama-3-8b,seq=4096\n"
             "  --json    machine-readable output\n");
-}
-
-/* A string's characters inside JSON quotes (names come from user files). */
-static void print_json_text(const char *t) {
-    for (; *t; t++) {
-        unsigned char ch = (unsigned char)*t;
-        if (ch == '"' || ch == '\\') printf("\\%c", ch);
-        else if (ch < 0x20) printf("\\u%04x", ch);
-        else putchar(ch);
-    }
 }
 
 /* "32 layers, d_model 4096, GQA 32 heads / 8 KV, ..." into buf. */
@@ -97,7 +88,7 @@ int cmd_graph(int argc, char **argv) {
 
     if (json) {
         printf("{\"model\":\"");
-        print_json_text(name);
+        pl_json_text(stdout, name);
         printf("\",\"config\":{\"vocab\":%d,\"d_model\":%d,\"heads\":%d,\"layers\":%d,\"seq\":%d,"
                "\"batch\":%d,\"kv_heads\":%d,\"d_ff\":%d,\"norm\":\"%s\",\"mlp\":\"%s\",\"pos\":\"%s\","
                "\"tied\":%d,\"vocab_padded\":%d,\"bias\":%d,\"qkv_bias\":%d,\"parallel_residual\":%d},"

@@ -34,6 +34,7 @@
 #include "layout.h"
 #include "layout_sim.h"
 #include "model_config.h"
+#include "util.h"
 
 #define CMD "layout"
 
@@ -116,9 +117,9 @@ typedef struct {
 
 static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {
     fprintf(f, "    \"%s\": {\"algo\": ", key);
-    cli_json_string(f, e->algo ? e->algo : "none");
+    pl_json_string(f, e->algo ? e->algo : "none");
     fprintf(f, ", \"source\": ");
-    cli_json_string(f, e->source ? e->source : "model");
+    pl_json_string(f, e->source ? e->source : "model");
     fprintf(f,
             ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
             "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f}%s\n",
@@ -282,11 +283,11 @@ int cmd_layout(int argc, char **argv) {
     const char *pp_link = link_of(&clu, r0, r1);
     if (json) {
         printf("{\n  \"model\": ");
-        cli_json_string(stdout, model_name);
+        pl_json_string(stdout, model_name);
         printf(",\n  \"cluster\": ");
-        cli_json_string(stdout, clu.name);
+        pl_json_string(stdout, clu.name);
         printf(",\n  \"layout\": ");
-        cli_json_string(stdout, ltext);
+        pl_json_string(stdout, ltext);
         printf(",\n  \"gpus\": %lld,\n  \"micro_batches\": %d,\n  \"seq_len\": %d,\n", (long long)r.world,
                r.micro_batches, cfg.seq_len);
         printf("  \"step_us\": %.3f,\n  \"tokens_per_s\": %.3f,\n", r.step_us, r.tokens_per_s);
@@ -319,7 +320,7 @@ int cmd_layout(int argc, char **argv) {
         layout_sim_coll_sources(sim, &n_model, &n_fitted, &n_measured);
         printf("  \"collective_sources\": {\"model\": %d, \"fitted\": %d, \"measured\": %d, \"from\": ", n_model,
                n_fitted, n_measured);
-        if (meas) cli_json_string(stdout, meas->source);
+        if (meas) pl_json_string(stdout, meas->source);
         else printf("null");
         printf("},\n  \"dp_buckets\": %d\n}\n", r.dp_buckets);
         rc = CLI_EXIT_OK;

@@ -332,13 +332,13 @@ int cmd_simulate(int argc, char **argv) {
 
     if (json) {
         printf("{\"db\":");
-        cli_json_string(stdout, db_path);
+        pl_json_string(stdout, db_path);
         printf(",\"machine\":");
-        cli_json_string(stdout, p->machine);
+        pl_json_string(stdout, p->machine);
         printf(",\"source\":");
-        cli_json_string(stdout, p->source);
+        pl_json_string(stdout, p->source);
         printf(",\"graph\":");
-        cli_json_string(stdout, key);
+        pl_json_string(stdout, key);
         printf(",\"n_nodes\":%d,\"placement\":\"%s\",\"schedule\":{\"order\":\"%s\",\"micro_batches\":%d,"
                "\"chunks\":%d,\"micro_batch_size\":%d,\"micro_batch_size_profiled\":%s},",
                g->n_nodes, ptext, schedule_order_name(sched.order), sched.micro_batches, sched.chunks, mb_size,
@@ -355,7 +355,7 @@ int cmd_simulate(int argc, char **argv) {
         printf(",\"devices\":[");
         for (int d = 0; d < D; d++) {
             printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-            cli_json_string(stdout, p->devices[d].name);
+            pl_json_string(stdout, p->devices[d].name);
             printf(",\"used\":%s,\"busy_us\":%.3f,\"idle_us\":%.3f,\"bubble\":%.6f,\"static_bytes\":%lld,"
                    "\"peak_bytes\":%lld,\"cap_bytes\":%lld,\"max_in_flight\":%d,\"oom\":%s,"
                    "\"critical_us\":%.3f}",

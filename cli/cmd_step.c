@@ -624,7 +624,7 @@ int cmd_step(int argc, char **argv) {
     st = hw_plan_create(e, g, &po, &p, &mem, msg, sizeof msg);
     if (st == PL_ERR_DEVICE_OOM && json) {
         printf("{\"status\":\"oom\",\"oom_device\":%d,\"message\":", mem.oom_device);
-        cli_json_string(stdout, msg);
+        pl_json_string(stdout, msg);
         printf(",\"memory\":[");
         for (int d = 0; d < nd; d++)
             printf("%s{\"device\":%d,\"need_bytes\":%lld,\"static_bytes\":%lld,\"cap_bytes\":%lld}", d ? "," : "", d,

@@ -95,14 +95,3 @@ int cli_working_db(const char *cmd, const char **path) {
     *path = work;
     return CLI_EXIT_OK;
 }
-
-void cli_json_string(FILE *f, const char *s) {
-    fputc('"', f);
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-    fputc('"', f);
-}

@@ -72,7 +72,7 @@ static void text_mem(const char *who, const profile_node_mem *m) {
 
 int cmd_profile_node_memory(int argc, char **argv) {
     const char *db_path = NULL, *config = NULL;
-    int write = 0, portable = 0, json = 0;
+    int do_write = 0, portable = 0, json = 0;
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},   {"config", required_argument, 0, 'c'},
                                          {"write", no_argument, 0, 'w'},      {"portable", no_argument, 0, 'p'},
                                          {"json", no_argument, 0, 'j'},       {"help", no_argument, 0, 'h'},
@@ -85,7 +85,7 @@ int cmd_profile_node_memory(int argc, char **argv) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'c': config = optarg; break;
-        case 'w': write = 1; break;
+        case 'w': do_write = 1; break;
         case 'p': portable = 1; break;
         case 'j': json = 1; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
@@ -96,7 +96,7 @@ int cmd_profile_node_memory(int argc, char **argv) {
     }
     if (optind < argc) return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     if (!db_path) return cli_usage_error(cmd, "--db FILE is required; see placer profile node-memory --help");
-    if (portable && !write) return cli_usage_error(cmd, "--portable goes with --write");
+    if (portable && !do_write) return cli_usage_error(cmd, "--portable goes with --write");
     char msg[1024] = "";
     gpt_config cfg, stored;
     if (config && gpt_config_parse(config, &cfg, msg, sizeof msg) != PL_OK) return cli_report(cmd, PL_ERR_INVALID, msg);
@@ -136,7 +136,7 @@ int cmd_profile_node_memory(int argc, char **argv) {
         n_diff += !same_mem(&p->node_mem[i], &now[i]);
         n_one += one_figure(&p->node_mem[i]) && !one_figure(&now[i]);
     }
-    const int replace = write && (n_diff > 0 || n_one > 0);
+    const int replace = do_write && (n_diff > 0 || n_one > 0);
     if (replace) {
         profile_db_close(db);
         db = NULL;
@@ -158,15 +158,15 @@ int cmd_profile_node_memory(int argc, char **argv) {
     }
     if (json) {
         printf("{\"db\":");
-        cli_json_string(stdout, db_path);
+        pl_json_string(stdout, db_path);
         printf(",\"graph\":");
-        cli_json_string(stdout, p->graph_key);
+        pl_json_string(stdout, p->graph_key);
         printf(",\"max_micro_batch\":%d,\"precision\":\"%s\",\"differ\":%d,\"one_workspace_rows\":%d,"
                "\"written\":%s,\"nodes\":[",
                p->mb_sizes[p->n_mb - 1], p->bf16 ? "bf16" : "tf32", n_diff, n_one, replace ? "true" : "false");
         for (int i = 0; i < g->n_nodes; i++) {
             printf("%s{\"index\":%d,\"name\":", i ? "," : "", i);
-            cli_json_string(stdout, g->nodes[i].name);
+            pl_json_string(stdout, g->nodes[i].name);
             printf(",\"differs\":%s,\"stored\":", same_mem(&p->node_mem[i], &now[i]) ? "false" : "true");
             json_mem(&p->node_mem[i]);
             printf(",\"engine\":");
@@ -186,7 +186,7 @@ int cmd_profile_node_memory(int argc, char **argv) {
         text_mem("stored", &p->node_mem[i]);
         text_mem("engine", &now[i]);
     }
-    if (write) printf("%s: %s\n", db_path, replace ? "node rows replaced, costs kept" : "nothing to replace");
+    if (do_write) printf("%s: %s\n", db_path, replace ? "node rows replaced, costs kept" : "nothing to replace");
     else if (n_diff || n_one) printf("--write replaces them (costs are kept)\n");
 out:
     free(now);

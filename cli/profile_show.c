@@ -41,25 +41,25 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
                       const profile_data *p, const gpt_config *cfg,
                       const graph *g, profile_db *db) {
     printf("{\"machine\":{\"name\":");
-    cli_json_string(stdout, m->name);
+    pl_json_string(stdout, m->name);
     printf(",\"source\":");
-    cli_json_string(stdout, m->source);
+    pl_json_string(stdout, m->source);
     char prec[16] = "tf32";
     profile_db_precision(db, prec, sizeof prec);
     printf(",\"precision\":");
-    cli_json_string(stdout, prec);
+    pl_json_string(stdout, prec);
     printf(",\"created_at\":");
-    cli_json_string(stdout, m->created_at);
+    pl_json_string(stdout, m->created_at);
     printf(",\"host\":");
-    cli_json_string(stdout, m->host);
+    pl_json_string(stdout, m->host);
     printf(",\"driver\":");
-    cli_json_string(stdout, m->driver);
+    pl_json_string(stdout, m->driver);
     printf(",\"cuda\":");
-    cli_json_string(stdout, m->cuda);
+    pl_json_string(stdout, m->cuda);
     printf(",\"topology\":");
-    cli_json_string(stdout, m->topology);
+    pl_json_string(stdout, m->topology);
     printf("},\"graph\":{\"key\":");
-    cli_json_string(stdout, p->graph_key);
+    pl_json_string(stdout, p->graph_key);
     printf(",\"vocab\":%d,\"d_model\":%d,\"heads\":%d,\"layers\":%d,\"seq\":%d,\"batch\":%d,\"params\":%lld},",
            cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
            (long long)g->total_params);
@@ -69,7 +69,7 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
     for (int d = 0; d < p->n_devices; d++) {
         const profile_device *v = &p->devices[d];
         printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-        cli_json_string(stdout, v->name);
+        pl_json_string(stdout, v->name);
         printf(",\"mem_bytes\":%lld,\"peak_flops\":", (long long)v->mem_bytes);
         json_number(v->peak_flops);
         printf(",\"mem_bw\":");
@@ -87,7 +87,7 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
             char kind[64] = "";
             profile_db_link_kind(db, a, b, kind, sizeof kind);
             printf("%s{\"src\":%d,\"dst\":%d,\"kind\":", first ? "" : ",", a, b);
-            cli_json_string(stdout, kind);
+            pl_json_string(stdout, kind);
             printf(",\"latency_us\":");
             json_number(l->latency_us);
             printf(",\"bandwidth\":");
@@ -107,9 +107,9 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
     for (int i = 0; i < p->n_nodes; i++) {
         const profile_node_mem *nm = &p->node_mem[i];
         printf("%s{\"index\":%d,\"name\":", i ? "," : "", i);
-        cli_json_string(stdout, g->nodes[i].name);
+        pl_json_string(stdout, g->nodes[i].name);
         printf(",\"kind\":");
-        cli_json_string(stdout, op_kind_name(g->nodes[i].kind));
+        pl_json_string(stdout, op_kind_name(g->nodes[i].kind));
         printf(",\"param_bytes\":%lld,\"act_bytes_per_sample\":%lld,\"out_bytes_per_sample\":%lld,"
                "\"workspace_bytes\":%lld,\"fwd_workspace_bytes\":%lld,\"bwd_workspace_bytes\":%lld",
                (long long)nm->param_bytes, (long long)nm->act_bytes_per_sample, (long long)nm->out_bytes_per_sample,
@@ -158,7 +158,7 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
         const profile_coll_point *c = &coll[i];
         const double algbw = c->bytes / (c->us * 1e-6);
         printf("%s{\"op\":\"%s\",\"ranks\":%d,\"transport\":", i ? "," : "", profile_coll_op_name(c->op), c->ranks);
-        cli_json_string(stdout, c->transport);
+        pl_json_string(stdout, c->transport);
         printf(",\"bytes\":%.0f,\"us\":", c->bytes);
         json_number(c->us);
         printf(",\"spread_us\":");

@@ -135,3 +135,13 @@ pl_status profile_data_clone(const profile_data *p, profile_data **out) {
     *out = q;
     return PL_OK;
 }
+
+int64_t profile_backend_workspace(const profile_data *p) {
+    int64_t ws = -1;
+    for (int i = 0; i < p->n_nodes; i++)
+        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+            const int64_t w = profile_node_call_workspace(&p->node_mem[i], (cost_phase)ph);
+            if (ws < 0 || w < ws) ws = w;
+        }
+    return ws > 0 ? ws : 0;
+}

@@ -92,6 +92,11 @@ static inline size_t profile_cost_index(const profile_data *p, int dev, int k, i
                PHASE_COUNT + (size_t)phase;
 }
 
+/* The backend workspace the profile was measured with: the smallest call
+ * workspace over its nodes (every GPT has nodes without scratch), 0 for a
+ * profile without nodes. What a node's call holds beyond it is scratch. */
+int64_t profile_backend_workspace(const profile_data *p);
+
 /* Index of mb_size in mb_sizes, or -1. */
 int profile_mb_index(const profile_data *p, int mb_size);
 

@@ -209,3 +209,18 @@ int pl_list_json_names(const char *dir, char *buf, size_t len) {
     }
     return nn;
 }
+
+void pl_json_text(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
+        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
+        else fputc(ch, f);
+    }
+}
+
+void pl_json_string(FILE *f, const char *s) {
+    fputc('"', f);
+    pl_json_text(f, s);
+    fputc('"', f);
+}

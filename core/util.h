@@ -9,6 +9,7 @@
 #define PLACER_CORE_UTIL_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 #include "status.h"
@@ -64,5 +65,11 @@ pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, cha
  * truncated to len). Returns how many there are (at most 128 are read);
  * 0 when dir cannot be opened. */
 int pl_list_json_names(const char *dir, char *buf, size_t len);
+
+/* Write s on f as the inside of a JSON string: '"', '\\' and control
+ * characters escaped, no quotes (for text that shares a string). */
+void pl_json_text(FILE *f, const char *s);
+/* Write s on f as a JSON string, in quotes. */
+void pl_json_string(FILE *f, const char *s);
 
 #endif

@@ -157,12 +157,7 @@ pl_status profiler_engine_node_mem(const graph *g, const profile_data *p, profil
     if (!g || !p || !out || p->n_nodes != g->n_nodes || p->n_nodes < 1 || p->n_mb < 1)
         return pl_fail(msg, len, PL_ERR_INVALID, "the profile is not one of this graph (%d nodes against %d)",
                        p ? p->n_nodes : 0, g ? g->n_nodes : 0);
-    int64_t ws = -1;
-    for (int i = 0; i < p->n_nodes; i++)
-        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
-            const int64_t w = profile_node_call_workspace(&p->node_mem[i], (cost_phase)ph);
-            if (ws < 0 || w < ws) ws = w;
-        }
+    const int64_t ws = profile_backend_workspace(p);
     for (int i = 0; i < g->n_nodes; i++)
         profiler_node_mem_prec(g, i, p->mb_sizes[p->n_mb - 1], ws, p->bf16, &out[i]);
     return PL_OK;

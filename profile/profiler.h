@@ -225,8 +225,7 @@ void profiler_node_mem_prec(const graph *g, int i, int max_mb, int64_t ws_bytes,
 /* This engine's memory figures for every node of g (out, g->n_nodes
  * entries) as the profiler would write them into profile p today: at p's
  * largest micro-batch size, in p's precision, with the backend workspace p
- * was measured with (the smallest call workspace a node of p holds; every
- * GPT has nodes without scratch). So a profile measured before the engine's
+ * was measured with (profile_backend_workspace). So a profile measured before the engine's
  * layout changed can have its node rows brought up to date without a GPU.
  * PL_ERR_INVALID (msg) when p is not a profile of g or holds no node. */
 pl_status profiler_engine_node_mem(const graph *g, const profile_data *p, profile_node_mem *out, char *msg,

@@ -80,7 +80,6 @@ static void ctx_facts(sim_ctx *c) {
     const profile_data *p = c->p;
     const int n = c->n, D = c->D;
     c->emb_node = c->loss_node = c->res_node = -1;
-    int64_t ws = -1;
     for (int i = 0; i < n; i++) {
         op_kind k = g->nodes[i].kind;
         c->bwd_reads[i] = (uint8_t)kind_bwd_reads_input(k);
@@ -88,12 +87,8 @@ static void ctx_facts(sim_ctx *c) {
         if (k == OP_LOSS && c->loss_node < 0) c->loss_node = i;
         if (k == OP_EMBEDDING && c->emb_node < 0) c->emb_node = i;
         if (k == OP_RESIDUAL && c->res_node < 0) c->res_node = i;
-        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
-            const int64_t w = profile_node_call_workspace(&p->node_mem[i], (cost_phase)ph);
-            if (ws < 0 || w < ws) ws = w;
-        }
     }
-    c->ws_bytes = ws > 0 ? ws : 0;
+    c->ws_bytes = profile_backend_workspace(p);
     const double max_mb = p->n_mb > 0 ? p->mb_sizes[p->n_mb - 1] : 1;
     /* distinct consumers */
     int w = 0;

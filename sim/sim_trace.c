@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "util.h"
+
 int sim_event_cmp(const void *a, const void *b) {
     const sim_event *x = a, *y = b;
     if (x->start_us != y->start_us) return x->start_us < y->start_us ? -1 : 1;
@@ -77,15 +79,6 @@ const sim_event *sim_critical_path(const sim_ctx *ctx, int *n) {
     return ctx->crit;
 }
 
-static void json_str(FILE *f, const char *s) {
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\') fprintf(f, "\\%c", ch);
-        else if (ch < 0x20) fprintf(f, "\\u%04x", ch);
-        else fputc(ch, f);
-    }
-}
-
 const char *sim_event_kind_name(sim_event_kind k) {
     switch (k) {
     case SIM_EV_FWD: return "F";
@@ -112,7 +105,7 @@ pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f) {
     for (int d = 0; d < D; d++) {
         if (ctx->n_on[d] == 0) continue;
         fprintf(f, ",\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_name\",\"args\":{\"name\":\"gpu%d ", d, d);
-        json_str(f, ctx->p->devices[d].name);
+        pl_json_text(f, ctx->p->devices[d].name);
         fprintf(f, "\"}},\n{\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"name\":\"thread_sort_index\",\"args\":"
                    "{\"sort_index\":%d}}",
                 d, d);
@@ -143,7 +136,7 @@ pl_status sim_write_chrome_trace(const sim_ctx *ctx, FILE *f) {
                     ev->kind == SIM_EV_OPT ? "opt" : "compute");
             continue;
         }
-        json_str(f, g->nodes[ev->node].name);
+        pl_json_text(f, g->nodes[ev->node].name);
         fprintf(f, " %s mb%d\",\"cat\":\"%s\",\"args\":{\"node\":%d,\"mb\":%d", sim_event_kind_name(ev->kind),
                 ev->micro_batch, link ? "transfer" : "compute", ev->node, ev->micro_batch);
         if (link)

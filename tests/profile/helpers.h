@@ -1,12 +1,13 @@
 /*
- * helpers.h: temporary directories and whole-file reads for the profile
- * tests. Every Criterion test runs in its own process, so each test makes
+ * helpers.h: temporary directories, whole-file reads and SQL on a file for
+ * the profile tests. Every Criterion test runs in its own process, so each test makes
  * its own directory under $TMPDIR (or /tmp) and removes it at the end.
  */
 #ifndef PLACER_TESTS_PROFILE_HELPERS_H
 #define PLACER_TESTS_PROFILE_HELPERS_H
 
 #include <ftw.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,6 +84,19 @@ static inline int th_copy(const char *from, const char *to) {
     int rc = th_write(to, b, n);
     free(b);
     return rc;
+}
+
+/* Run SQL text on the database file at path (to make a damaged or older
+ * file by hand): 0 on success, else -1 with SQLite's message on stderr. */
+static inline int th_sql(const char *path, const char *text) {
+    sqlite3 *h = NULL;
+    char *e = NULL;
+    int rc = sqlite3_open(path, &h);
+    if (rc == SQLITE_OK) rc = sqlite3_exec(h, text, NULL, NULL, &e);
+    if (rc != SQLITE_OK) fprintf(stderr, "th_sql %s: %s\n", path, e ? e : sqlite3_errmsg(h));
+    sqlite3_free(e);
+    sqlite3_close(h);
+    return rc == SQLITE_OK ? 0 : -1;
 }
 
 #endif

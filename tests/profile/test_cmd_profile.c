@@ -220,6 +220,19 @@ Test(cmd_profile, hardware_profiling_without_the_engine_says_so) {
     th_rmtree(dir);
 }
 
+/* The node_cost rows of the file at path: how many, and their times' sum. */
+static void cost_rows(const char *path, int *n, double *sum) {
+    sqlite3 *h = NULL;
+    sqlite3_stmt *s = NULL;
+    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
+    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), total(us) FROM node_cost", -1, &s, NULL), SQLITE_OK);
+    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
+    *n = sqlite3_column_int(s, 0);
+    *sum = sqlite3_column_double(s, 1);
+    sqlite3_finalize(s);
+    sqlite3_close(h);
+}
+
 /* `profile node-memory`: a CPU profile whose node rows were made stale (as
  * a file measured before a layout change is) reports them, --write puts the
  * engine's back and keeps every cost, a second look finds nothing; a spec
@@ -248,13 +261,10 @@ Test(cmd_profile, node_memory_reports_stale_rows_and_write_replaces_them, .timeo
                               NULL, NULL, NULL),
                  SQLITE_OK);
     int changed = sqlite3_changes(h);
-    sqlite3_stmt *s = NULL;
-    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), total(us) FROM node_cost", -1, &s, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-    const int n_costs = sqlite3_column_int(s, 0);
-    const double sum_costs = sqlite3_column_double(s, 1);
-    sqlite3_finalize(s);
     sqlite3_close(h);
+    int n_costs = 0, n_after = 0;
+    double sum_costs = 0, sum_after = 0;
+    cost_rows(path, &n_costs, &sum_costs);
     cr_assert_gt(changed, 0);
     cr_assert_gt(n_costs, 0);
 
@@ -271,13 +281,9 @@ Test(cmd_profile, node_memory_reports_stale_rows_and_write_replaces_them, .timeo
     r = run_placer(dir, (const char *[]){"profile", "node-memory", "--db", path, "--json", NULL});
     cr_assert(r.code == 0 && th_has(r.out, "\"differ\":0,\"one_workspace_rows\":0"), "%s", r.out);
     run_free(&r);
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    cr_assert_eq(sqlite3_prepare_v2(h, "SELECT count(*), total(us) FROM node_cost", -1, &s, NULL), SQLITE_OK);
-    cr_assert_eq(sqlite3_step(s), SQLITE_ROW);
-    cr_assert_eq(sqlite3_column_int(s, 0), n_costs, "costs kept");
-    cr_assert_eq(sqlite3_column_double(s, 1), sum_costs);
-    sqlite3_finalize(s);
-    sqlite3_close(h);
+    cost_rows(path, &n_after, &sum_after);
+    cr_assert_eq(n_after, n_costs, "costs kept");
+    cr_assert_eq(sum_after, sum_costs);
 
     /* the shipped spec file as it is (an older schema, rollback journal): a
      * refused --write must neither migrate it nor switch it to WAL */
@@ -286,8 +292,7 @@ Test(cmd_profile, node_memory_reports_stale_rows_and_write_replaces_them, .timeo
     size_t n0, n1;
     unsigned char *orig = th_read(src, &n0);
     cr_assert_not_null(orig);
-    FILE *f = fopen(spec, "wb");
-    cr_assert(f && fwrite(orig, 1, n0, f) == n0 && fclose(f) == 0);
+    cr_assert_eq(th_write(spec, orig, n0), 0);
     free(orig);
     unsigned char *before = th_read(spec, &n0);
     const char *const bad[][8] = {

@@ -53,14 +53,6 @@ static profiler_coll_opts small_opts(void) {
     return o;
 }
 
-static void sql(const char *path, const char *text) {
-    sqlite3 *h = NULL;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    char *e = NULL;
-    cr_assert_eq(sqlite3_exec(h, text, NULL, NULL, &e), SQLITE_OK, "%s", e ? e : "");
-    sqlite3_close(h);
-}
-
 Test(coll_profile, sizes_go_up_by_four_and_keep_the_top) {
     int64_t *v = NULL;
     int n = 0;
@@ -170,7 +162,7 @@ Test(coll_store, a_corrupt_row_is_one_clear_error) {
     cr_assert_eq(th_mkdtemp(dir), 0);
     th_path(path, sizeof path, dir, "bad-row.db");
     file_with_one_point(path);
-    sql(path, "UPDATE collective_point SET us = -5");
+    cr_assert_eq(th_sql(path, "UPDATE collective_point SET us = -5"), 0);
     profile_db *db = NULL;
     cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
     profile_coll_point *p = (profile_coll_point *)1;
@@ -189,7 +181,7 @@ Test(coll_store, a_missing_table_in_a_schema_2_file_is_one_clear_error) {
     cr_assert_eq(th_mkdtemp(dir), 0);
     th_path(path, sizeof path, dir, "no-table.db");
     file_with_one_point(path);
-    sql(path, "DROP TABLE collective_point");
+    cr_assert_eq(th_sql(path, "DROP TABLE collective_point"), 0);
     profile_db *db = NULL;
     cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
     profile_coll_point *p = NULL;
@@ -212,8 +204,8 @@ Test(coll_store, a_schema_1_file_reads_without_points_and_migrates_on_write) {
     th_path(path, sizeof path, dir, "v1.db");
     file_with_one_point(path);
     /* what a file written before schema 2 looks like */
-    sql(path, "DROP TABLE collective_point; ALTER TABLE node DROP COLUMN fwd_workspace_bytes; "
-              "ALTER TABLE node DROP COLUMN bwd_workspace_bytes; UPDATE meta SET value = '1' WHERE key = 'schema_version'");
+    cr_assert_eq(th_sql(path, "DROP TABLE collective_point; ALTER TABLE node DROP COLUMN fwd_workspace_bytes; "
+              "ALTER TABLE node DROP COLUMN bwd_workspace_bytes; UPDATE meta SET value = '1' WHERE key = 'schema_version'"), 0);
     profile_db *db = NULL;
     cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(profile_db_opened_version(db), 1);

@@ -169,14 +169,6 @@ Test(store, round_trip_preserves_costs_curves_memory_and_devices) {
     th_rmtree(dir);
 }
 
-static void sql_exec(const char *path, const char *text) {
-    sqlite3 *h = NULL;
-    cr_assert_eq(sqlite3_open(path, &h), SQLITE_OK);
-    char *e = NULL;
-    cr_assert_eq(sqlite3_exec(h, text, NULL, NULL, &e), SQLITE_OK, "%s", e ? e : "");
-    sqlite3_close(h);
-}
-
 /* A file of schema 2 (one workspace a node, for both calls) reads READ as
  * that one figure for both calls, untouched; a WRITE open migrates it to 3,
  * its rows keeping the one figure until a profile is saved again. */
@@ -191,8 +183,9 @@ Test(store, a_schema_2_file_reads_one_workspace_for_both_calls_and_migrates) {
     cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
     profile_db_close(db);
     /* what a file written before schema 3 looks like */
-    sql_exec(path, "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN "
-                   "bwd_workspace_bytes; UPDATE meta SET value = '2' WHERE key = 'schema_version'");
+    cr_assert_eq(th_sql(path, "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN "
+                              "bwd_workspace_bytes; UPDATE meta SET value = '2' WHERE key = 'schema_version'"),
+                 0);
     for (int pass = 0; pass < 2; pass++) {
         db = open_db(path, PROFILE_DB_READ);
         cr_assert_eq(profile_db_opened_version(db), pass ? PROFILE_DB_SCHEMA_VERSION : 2);
