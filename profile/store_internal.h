@@ -1,8 +1,8 @@
 /*
  * store_internal.h: what the pieces of the profile store share.
  *
- * Internal to profile/: only store.c, store_units.c, store_runs.c,
- * store_measurements.c and store_schema.c include it; everything else goes through store.h.
+ * Internal to profile/: only store.c, store_profile.c, store_units.c,
+ * store_runs.c, store_measurements.c and store_schema.c include it; everything else goes through store.h.
  * It holds the handle's layout, the ids of the prepared statements (their
  * SQL is in store_schema.c) and the small helpers that more than one piece calls.
  * Each helper's contract is the comment at its definition in store.c.
@@ -104,6 +104,7 @@ pl_status db_fail(profile_db *db, pl_status st, const char *fmt, ...)
 #endif
     ;
 pl_status sql_fail(profile_db *db, const char *what);
+pl_status to_msg(profile_db *db, pl_status st, char *msg, size_t len);
 sqlite3_stmt *stmt_get(profile_db *db, int id);
 void stmt_done(sqlite3_stmt *s);
 void bind_text_or_null(sqlite3_stmt *s, int i, const char *t);
