@@ -1,6 +1,6 @@
 /*
  * hw_timer.c: the engine-backed timer (see hw_timer.h). One hw_engine for
- * the timer's life; one hw_plan per timing, destroyed right after, so that
+ * the timer's life; one hw_program per timing, destroyed right after, so that
  * every placement starts from the same free memory and a failed plan leaves
  * nothing behind. The batch is the same deterministic one for every
  * placement (hw_make_batch with the timer's seed), and so are the initial
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "param_layout.h"
+#include "param_memory.h"
 
 struct calib_hw_timer {
     hw_engine *e;       /* owned */
@@ -31,9 +31,9 @@ struct calib_hw_timer {
 /* Compile a plan of node_placement under s and mem_cap, with the batch set.
  * PL_ERR_DEVICE_OOM passes through with mem filled. */
 static pl_status make_plan(calib_hw_timer *t, const int *node_placement, const schedule *s, int64_t mem_cap,
-                           hw_plan **out, hw_mem_report *mem, char *msg, size_t len) {
+                           hw_program **out, hw_mem_report *mem, char *msg, size_t len) {
     for (int d = 0; d < t->n_devices; d++) t->caps[d] = mem_cap;
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = node_placement;
     o.sched = *s;
@@ -41,11 +41,11 @@ static pl_status make_plan(calib_hw_timer *t, const int *node_placement, const s
     o.seed = t->seed;
     o.init_params = t->model;
     o.adamw = hw_adamw_default();
-    pl_status st = hw_plan_create(t->e, t->g, &o, out, mem, msg, len);
+    pl_status st = hw_program_create(t->e, t->g, &o, out, mem, msg, len);
     if (st != PL_OK) return st;
-    st = hw_plan_set_batch(*out, t->tokens, t->targets, msg, len);
+    st = hw_program_set_batch(*out, t->tokens, t->targets, msg, len);
     if (st != PL_OK) {
-        hw_plan_destroy(*out);
+        hw_program_destroy(*out);
         *out = NULL;
     }
     return st;
@@ -54,7 +54,7 @@ static pl_status make_plan(calib_hw_timer *t, const int *node_placement, const s
 static pl_status hw_timer_time(void *self, const int *placement, const schedule *s, int64_t mem_cap, int warmup,
                                int steps, double *out, int64_t *peak, int *oom, char *msg, size_t len) {
     calib_hw_timer *t = self;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     hw_mem_report mem;
     memset(&mem, 0, sizeof mem);
     pl_status st = make_plan(t, placement, s, mem_cap, &p, &mem, msg, len);
@@ -74,7 +74,7 @@ static pl_status hw_timer_time(void *self, const int *placement, const schedule 
     while (done < steps && st == PL_OK) {
         int k = steps - done < 64 ? steps - done : 64;
         hw_timing tm;
-        st = hw_plan_time(p, done ? 0 : warmup, k, &tm, msg, len);
+        st = hw_program_time(p, done ? 0 : warmup, k, &tm, msg, len);
         if (st == PL_OK)
             for (int i = 0; i < k; i++) out[done + i] = tm.step_us[i];
         done += k;
@@ -87,11 +87,11 @@ static pl_status hw_timer_time(void *self, const int *placement, const schedule 
     }
     int64_t mx = 0;
     for (int d = 0; d < t->n_devices; d++) {
-        int64_t b = hw_plan_peak_bytes(p, d);
+        int64_t b = hw_program_peak_bytes(p, d);
         if (b > mx) mx = b;
     }
     *peak = mx;
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     return st;
 }
 
@@ -165,24 +165,24 @@ pl_status calib_hw_timer_trace(calib_hw_timer *t, const int *node_placement, con
                                int warmup, char **json, char *msg, size_t len) {
     if (!t || !node_placement || !s || !json) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
     *json = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     pl_status st = make_plan(t, node_placement, s, mem_cap, &p, NULL, msg, len);
     if (st != PL_OK) return st;
     hw_timing tm;
-    if (warmup > 0) st = hw_plan_time(p, warmup - 1, 1, &tm, msg, len);
-    if (st == PL_OK) st = hw_plan_set_trace(p, 1);
+    if (warmup > 0) st = hw_program_time(p, warmup - 1, 1, &tm, msg, len);
+    if (st == PL_OK) st = hw_program_set_trace(p, 1);
     hw_step_result r;
-    if (st == PL_OK) st = hw_plan_step(p, &r, msg, len);
+    if (st == PL_OK) st = hw_program_step(p, &r, msg, len);
     char *buf = NULL;
     size_t n = 0;
     FILE *f = st == PL_OK ? open_memstream(&buf, &n) : NULL;
     if (st == PL_OK && !f) st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
     if (f) {
-        st = hw_plan_write_chrome_trace(p, f);
+        st = hw_program_write_chrome_trace(p, f);
         if (fclose(f) && st == PL_OK) st = PL_ERR_NOMEM;
         if (st == PL_OK) *json = buf;
         else free(buf);
     }
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     return st;
 }

@@ -5,7 +5,7 @@
  * The engine keeps its devices, streams and communicators across calls;
  * each call compiles the placement into a plan under the cap, runs the
  * warm-up steps, then times each step (device events and a host sync per
- * step, hw_plan_time) and releases the placement's memory again. An engine OOM
+ * step, hw_program_time) and releases the placement's memory again. An engine OOM
  * (PL_ERR_DEVICE_OOM) is reported as an outcome, not a failure.
  */
 #ifndef PLACER_CALIB_HW_TIMER_H

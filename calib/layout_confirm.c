@@ -232,7 +232,7 @@ static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     int first = 0, count = 0, rc = 1, replica = rank;
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *tok = NULL, *tgt = NULL, *pl = NULL;
     dist_group *tg = NULL, *dg = NULL;
     if (j->tp > 1 && hw_tp_dp_groups(grp, j->tp, j->dp, &tg, &dg, &replica, err, errlen) != PL_OK) goto out;
@@ -255,7 +255,7 @@ static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     eo.precision = j->prec;
     eo.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist_device.h) */
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    hw_plan_opts po;
+    hw_program_opts po;
     memset(&po, 0, sizeof po);
     po.placement = pl;
     po.sched = schedule_make(j->micro_batches, SCHED_1F1B);
@@ -265,17 +265,17 @@ static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     po.tp = tg;
     po.seq_parallel = j->sp;
     po.zero = j->zero;
-    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
     hw_make_batch(&j->cfg, j->seed, tok, tgt);
-    if (hw_plan_set_batch(p, tok + (size_t)first * j->cfg.seq_len, tgt + (size_t)first * j->cfg.seq_len, err,
+    if (hw_program_set_batch(p, tok + (size_t)first * j->cfg.seq_len, tgt + (size_t)first * j->cfg.seq_len, err,
                           errlen) != PL_OK)
         goto out;
     hw_timing t;
-    if (hw_plan_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
+    if (hw_program_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
     if (rank == 0) *ctx->shared = t;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     free(pl);

@@ -34,7 +34,7 @@
  * rank), the tp and dp groups of the rank grid (hw_tp_dp_groups), their
  * batch slice (hw_dp_slice), the plan (ZeRO-1 when zero is 1) and time
  * warmup + steps steps; rank 0's timing (the slowest rank's step times,
- * hw_plan_time) comes back through shared memory. pp must be 1: a rank
+ * hw_program_time) comes back through shared memory. pp must be 1: a rank
  * runs its pipeline stages one after another when it is part of a group,
  * which the simulator (stages in parallel) does not model.
  */

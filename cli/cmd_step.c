@@ -129,8 +129,8 @@ typedef struct {
     double lr;
     int tp, sp;              /* tensor-parallel ranks of a replica (1: data parallelism only), sp */
     const char *layout;      /* --layout's canonical text, or NULL */
-    int zero;                /* hw_plan_opts.zero */
-    double bucket_mb;        /* hw_plan_opts.bucket_bytes in MiB, 0: the default */
+    int zero;                /* hw_program_opts.zero */
+    double bucket_mb;        /* hw_program_opts.bucket_bytes in MiB, 0: the default */
     int cuda;                /* ranks on the CUDA backend (--devices), else the CPU one */
     int gpus[HW_MAX_DEVICES];/* with cuda: the GPU of each of a rank's n_dev logical devices */
     int gpu_per_rank;        /* with cuda: rank r adds r * n_dev to every ordinal (one process per GPU) */
@@ -146,7 +146,7 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     int first = 0, count = 0, rc = 1;
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *tok = NULL, *tgt = NULL, *pl = NULL;
     dist_group *tg = NULL, *dg = NULL;
     const int dp = j->procs / j->tp;
@@ -181,7 +181,7 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
         for (int d = 0; d < j->n_dev; d++) eo.gpus[d] = j->gpus[d] + (j->gpu_per_rank ? local * j->n_dev : 0);
     }
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    hw_plan_opts po;
+    hw_program_opts po;
     memset(&po, 0, sizeof po);
     po.placement = pl;
     po.sched = j->sched;
@@ -194,20 +194,20 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     po.zero = j->zero;
     po.bucket_bytes = (int64_t)(j->bucket_mb * 1048576.0);
     hw_mem_report mem;
-    if (hw_plan_create(e, g, &po, &p, &mem, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &po, &p, &mem, err, errlen) != PL_OK) goto out;
     /* the global batch, as the single-process run makes it; this rank's rows */
     hw_make_batch(cfg, (uint64_t)j->seed, tok, tgt);
-    if (hw_plan_set_batch(p, tok + (size_t)first * cfg->seq_len, tgt + (size_t)first * cfg->seq_len, err, errlen) !=
+    if (hw_program_set_batch(p, tok + (size_t)first * cfg->seq_len, tgt + (size_t)first * cfg->seq_len, err, errlen) !=
         PL_OK)
         goto out;
     if (rank == j->kill_rank || rank == j->hang_rank) {
         hw_step_result r;
-        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, errlen) != PL_OK) goto out;
         if (rank == j->kill_rank) raise(SIGKILL);
         pause(); /* until mpirun or the launcher ends it */
     }
     hw_timing t;
-    if (hw_plan_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
+    if (hw_program_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
     if (rank == 0) {
         char key[128], pls[4096];
         gpt_config_key(cfg, key, sizeof key);
@@ -229,11 +229,11 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
             for (int i = 0; i < j->steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
             printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"peak_bytes_rank0\":[", t.first_loss,
                    t.last_loss, tokens_per_s);
-            for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_plan_peak_bytes(p, d));
+            for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)hw_program_peak_bytes(p, d));
             printf("],\"zero\":%d,\"static_bytes_rank0\":[", j->zero);
             for (int d = 0; d < j->n_dev; d++) printf("%s%lld", d ? "," : "", (long long)mem.static_bytes[d]);
             printf("],\"transport\":\"%s\",\"collectives\":\"%s\"}\n", dist_transport_name(grp),
-                   hw_plan_collectives(p));
+                   hw_program_collectives(p));
         } else {
             printf("placer step: %s, %s m=%d, %d processes x %d device%s (%s, %s), %s\n",
                    key, order, j->sched.micro_batches, j->procs, j->n_dev, j->n_dev > 1 ? "s" : "",
@@ -244,7 +244,7 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
                 for (int d = 0; d < j->n_dev; d++) printf("%s%d", d ? "," : " ", eo.gpus[d]);
                 printf("%s; collectives %s\n",
                        j->gpu_per_rank ? " (rank r on its own GPUs)" : " (every rank: logical devices sharing them)",
-                       hw_plan_collectives(p));
+                       hw_program_collectives(p));
             }
             if (j->layout) printf("layout      %s\n", j->layout);
             if (j->tp > 1)
@@ -269,7 +269,7 @@ static int procs_rank(dist_group *grp, int rank, void *vjob, char *err, size_t e
     }
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     free(pl);
@@ -577,7 +577,7 @@ int cmd_step(int argc, char **argv) {
     if ((st = graph_build_gpt(&cfg, &g, msg, sizeof msg)) != PL_OK) return cli_report("step", st, msg);
     int rc = CLI_EXIT_FAIL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *pl = calloc((size_t)g->n_nodes, sizeof(int));
     int *tok = NULL, *tgt = NULL;
     if (!pl) { rc = cli_report("step", PL_ERR_NOMEM, NULL); goto out; }
@@ -612,7 +612,7 @@ int cmd_step(int argc, char **argv) {
         }
     }
 
-    hw_plan_opts po;
+    hw_program_opts po;
     memset(&po, 0, sizeof po);
     po.placement = pl;
     po.sched = sched;
@@ -621,7 +621,7 @@ int cmd_step(int argc, char **argv) {
     po.adamw = hw_adamw_default();
     if (lr > 0) po.adamw.lr = (float)lr;
     hw_mem_report mem;
-    st = hw_plan_create(e, g, &po, &p, &mem, msg, sizeof msg);
+    st = hw_program_create(e, g, &po, &p, &mem, msg, sizeof msg);
     if (st == PL_ERR_DEVICE_OOM && json) {
         printf("{\"status\":\"oom\",\"oom_device\":%d,\"message\":", mem.oom_device);
         pl_json_string(stdout, msg);
@@ -638,9 +638,9 @@ int cmd_step(int argc, char **argv) {
     tgt = malloc(sizeof(int) * (size_t)ntok);
     if (!tok || !tgt) { rc = cli_report("step", PL_ERR_NOMEM, NULL); goto out; }
     hw_make_batch(&cfg, (uint64_t)seed, tok, tgt);
-    if ((st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+    if ((st = hw_program_set_batch(p, tok, tgt, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
     hw_timing t;
-    if ((st = hw_plan_time(p, warmup, steps, &t, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
+    if ((st = hw_program_time(p, warmup, steps, &t, msg, sizeof msg)) != PL_OK) { rc = cli_report("step", st, msg); goto out; }
     if (trace_path) {
         FILE *f = fopen(trace_path, "w");
         if (!f) {
@@ -648,9 +648,9 @@ int cmd_step(int argc, char **argv) {
             goto out;
         }
         hw_step_result r;
-        st = hw_plan_set_trace(p, 1);
-        if (st == PL_OK) st = hw_plan_step(p, &r, msg, sizeof msg);
-        if (st == PL_OK) st = hw_plan_write_chrome_trace(p, f);
+        st = hw_program_set_trace(p, 1);
+        if (st == PL_OK) st = hw_program_step(p, &r, msg, sizeof msg);
+        if (st == PL_OK) st = hw_program_write_chrome_trace(p, f);
         if (fclose(f) != 0 && st == PL_OK) st = PL_ERR_IO;
         if (st != PL_OK) { rc = cli_report("step", st, msg[0] ? msg : "writing the trace failed"); goto out; }
     }
@@ -667,8 +667,8 @@ int cmd_step(int argc, char **argv) {
             const hw_device_info *di = hw_engine_device(e, d);
             printf("%s{\"device\":%d,\"name\":\"%s\",\"physical\":%d,\"peak_bytes\":%lld,\"static_bytes\":%lld,"
                    "\"cap_bytes\":%lld}",
-                   d ? "," : "", d, di->name, di->physical, (long long)hw_plan_peak_bytes(p, d),
-                   (long long)(hw_plan_peak_bytes(p, d) ? mem.static_bytes[d] : 0), (long long)caps[d]);
+                   d ? "," : "", d, di->name, di->physical, (long long)hw_program_peak_bytes(p, d),
+                   (long long)(hw_program_peak_bytes(p, d) ? mem.static_bytes[d] : 0), (long long)caps[d]);
         }
         printf("],\"placement\":\"%s\",\"schedule\":\"%s\",\"micro_batches\":%d,\"strict_fp32\":%s,\"precision\":\"%s\","
                "\"warmup\":%d,\"steps\":%d,\"step_ms\":{\"median\":%.4f,\"min\":%.4f,\"max\":%.4f,\"mean\":%.4f,"
@@ -678,7 +678,7 @@ int cmd_step(int argc, char **argv) {
                t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.mean_us / 1e3, t.sd_us / 1e3);
         for (int i = 0; i < steps && i < 64; i++) printf("%s%.4f", i ? "," : "", t.step_us[i] / 1e3);
         printf("]},\"loss\":{\"first\":%.6f,\"last\":%.6f},\"tokens_per_s\":%.0f,\"reorders\":%d,\"graphs\":%d}\n",
-               t.first_loss, t.last_loss, tokens_per_s, hw_plan_reorders(p), hw_plan_graph_state(p));
+               t.first_loss, t.last_loss, tokens_per_s, hw_program_reorders(p), hw_program_graph_state(p));
     } else {
         printf("placer step: %s, %s m=%d, %d device%s (%s), %s\n", key, schedule_order_name(sched.order), m, nd,
                nd > 1 ? "s" : "", cpu ? "CPU reference backend" : "CUDA", hw_precision_name(hw_engine_precision(e)));
@@ -690,7 +690,7 @@ int cmd_step(int argc, char **argv) {
         printf("throughput  %.0f tokens/s\n", tokens_per_s);
         for (int d = 0; d < nd; d++) {
             const hw_device_info *di = hw_engine_device(e, d);
-            int64_t peak = hw_plan_peak_bytes(p, d);
+            int64_t peak = hw_program_peak_bytes(p, d);
             char a[32], b[32], s2[32];
             pl_format_bytes((double)peak, a, sizeof a);
             pl_format_bytes((double)caps[d], b, sizeof b);
@@ -700,12 +700,12 @@ int cmd_step(int argc, char **argv) {
             else
                 printf("device %-3d  %s %d: unused\n", d, di->name, di->physical);
         }
-        if (hw_plan_reorders(p) > 0)
+        if (hw_program_reorders(p) > 0)
             printf("note        %d operations ran ahead of strict schedule order (non-contiguous placement)\n",
-                   hw_plan_reorders(p));
+                   hw_program_reorders(p));
         if (graphs)
-            printf("graphs      %s\n", hw_plan_graph_state(p) == 1 ? "steps replayed as CUDA graphs"
-                                   : hw_plan_graph_state(p) < 0 ? "capture failed; steps issued op by op"
+            printf("graphs      %s\n", hw_program_graph_state(p) == 1 ? "steps replayed as CUDA graphs"
+                                   : hw_program_graph_state(p) < 0 ? "capture failed; steps issued op by op"
                                                                 : "not used (CPU backend, or one thread issues several devices)");
         if (trace_path) printf("trace       %s\n", trace_path);
     }
@@ -713,7 +713,7 @@ int cmd_step(int argc, char **argv) {
 out:
     free(tok);
     free(tgt);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     free(pl);
     graph_destroy(g);

@@ -4,11 +4,11 @@
  * `placer step --layout` and `placer confirm --layout`.
  *
  *   tp, sp     tensor (and sequence) parallelism over tp processes
- *              (hw_plan_opts.tp, .seq_parallel; hw/dist_tp.h); sp is
+ *              (hw_program_opts.tp, .seq_parallel; hw/dist_tp.h); sp is
  *              dropped when tp is 1 (a no-op, as layout_validate allows)
- *   dp         data-parallel processes (hw_plan_opts.dp); the fork launcher
+ *   dp         data-parallel processes (hw_program_opts.dp); the fork launcher
  *              or mpirun runs tp * dp processes, tp innermost (the rank grid)
- *   zero       0 or 1 (hw_plan_opts.zero: ZeRO-1, sharded AdamW state);
+ *   zero       0 or 1 (hw_program_opts.zero: ZeRO-1, sharded AdamW state);
  *              dropped when dp is 1. 2, 3 and fsdp are refused
  *   pp         a pipeline of pp stages over pp logical devices of each
  *              process: a contiguous split of the graph's nodes, the

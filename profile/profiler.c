@@ -15,7 +15,7 @@
 
 #include "dist_group.h"
 #include "launcher.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "schedule.h"
 #include "util.h"
 
@@ -322,7 +322,7 @@ static pl_status measure_anchor(run_ctx *c, const unit *u, row *w) {
     gpt_config cfg = c->g->cfg;
     cfg.batch = u->mb;
     graph *g = NULL;
-    hw_plan *plan = NULL;
+    hw_program *plan = NULL;
     int *place = NULL, *tok = NULL, *tgt = NULL;
     pl_status st = graph_build_gpt(&cfg, &g, m2, sizeof m2);
     if (st == PL_OK) st = need_model(c);
@@ -335,13 +335,13 @@ static pl_status measure_anchor(run_ctx *c, const unit *u, row *w) {
         goto out;
     }
     for (int i = 0; i < g->n_nodes; i++) place[i] = u->dev;
-    hw_plan_opts po = {.placement = place, .sched = schedule_make(1, SCHED_GPIPE), .caps = NULL,
+    hw_program_opts po = {.placement = place, .sched = schedule_make(1, SCHED_GPIPE), .caps = NULL,
                        .seed = c->o->nodes.seed, .init_params = c->model, .adamw = hw_adamw_default()};
-    if ((st = hw_plan_create(c->e, g, &po, &plan, NULL, m2, sizeof m2)) != PL_OK) goto out;
+    if ((st = hw_program_create(c->e, g, &po, &plan, NULL, m2, sizeof m2)) != PL_OK) goto out;
     hw_make_batch(&cfg, c->o->nodes.seed, tok, tgt);
-    if ((st = hw_plan_set_batch(plan, tok, tgt, m2, sizeof m2)) != PL_OK) goto out;
+    if ((st = hw_program_set_batch(plan, tok, tgt, m2, sizeof m2)) != PL_OK) goto out;
     hw_timing t;
-    if ((st = hw_plan_time(plan, c->o->anchor_warmup, c->o->anchor_steps, &t, m2, sizeof m2)) != PL_OK) goto out;
+    if ((st = hw_program_time(plan, c->o->anchor_warmup, c->o->anchor_steps, &t, m2, sizeof m2)) != PL_OK) goto out;
     int k = t.steps < 64 ? t.steps : 64;
     double v[64];
     memcpy(v, t.step_us, sizeof(double) * (size_t)k);
@@ -352,7 +352,7 @@ static pl_status measure_anchor(run_ctx *c, const unit *u, row *w) {
     w->spread = quantile_sorted(v, k, 0.75) - quantile_sorted(v, k, 0.25);
 out:
     if (st != PL_OK) pl_fail(c->msg, c->len, st, "step on device %d at micro-batch %d: %s", u->dev, u->mb, m2);
-    hw_plan_destroy(plan);
+    hw_program_destroy(plan);
     graph_destroy(g);
     free(place);
     free(tok);

@@ -16,7 +16,7 @@
  *                fitted from its curve (profiler_fit_link).
  *   anchors      per device and micro-batch size b, whole single-device
  *                training steps of a batch of b samples (one micro-batch), on
- *                the engine's plan (hw_plan_time): the sanity anchor.
+ *                the engine's plan (hw_program_time): the sanity anchor.
  *   adamw        per device, every node's AdamW update (hw_probe_adamw).
  *   node costs   per device and micro-batch size, every node's forward and
  *                backward (hw_probe_nodes: device events around each node

@@ -20,17 +20,17 @@ REPLAY="${REPLAY:-0}"
 OUT="$ROOT/build-fuzz"
 mkdir -p "$OUT/obj"
 CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all
-  -Icore -Iprofile -Isim -Ipolicy -Icalib -Ihw -Icli -I$OUT -DPLACER_SOURCE_DIR=\"/nonexistent\"
+  -Icore -Iprofile -Isim/placement -Isim/layout -Isim/collective -Ipolicy -Iplan -Icalib
+  -Ihw -Ihw/kernels -Ihw/exec -Ihw/dist -Icli -I$OUT -DPLACER_SOURCE_DIR=\"/nonexistent\"
   -I/usr/include/x86_64-linux-gnu/openblas-pthread"
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
   core/precision.c core/layout.c core/model_config.c core/cluster.c"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
-FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c hw/probe.c
-  hw/nodes_cpu.c hw/param_layout.c hw/arena.c hw/backend_cpu.c hw/plan.c hw/exec.c hw/engine.c hw/backend_cuda_stub.c
-  hw/attention_ref.c hw/dist_group.c hw/launcher.c hw/dist_dp.c hw/dist_mpi.c hw/dist_tp.c hw/dist_device.c
-  $(ls sim/*.c) $(ls policy/*.c) $(ls calib/*.c) cli/common.c $(ls cli/cmd_*.c) cli/published_runs.c cli/step_layout.c cli/profile_show.c cli/profile_node_memory.c
+FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
+  $(ls hw/kernels/*.c hw/exec/*.c hw/dist/*.c)
+  $(ls sim/*/*.c) $(ls policy/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)
   profile/cluster_file.c"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
@@ -39,7 +39,7 @@ FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
 # Compile a source once into build-fuzz/obj (rebuilt when it or a header changed).
 obj() {
   o="$OUT/obj/$(echo "$1" | tr / _).o"
-  newest=$(ls -t "$1" core/*.h profile/*.h sim/*.h policy/*.h calib/*.h hw/*.h cli/*.h "$OUT/placer_config.h" | head -1)
+  newest=$(ls -t "$1" core/*.h profile/*.h sim/*/*.h policy/*.h plan/*.h calib/*.h hw/*/*.h cli/*.h "$OUT/placer_config.h" | head -1)
   if [ ! -f "$o" ] || [ "$newest" -nt "$o" ]; then
     # shellcheck disable=SC2086
     clang $CFLAGS -fsanitize=fuzzer-no-link -c -o "$o" "$1"
@@ -54,11 +54,11 @@ for t in $targets; do
     model_config) srcs="$CORE"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     layout) srcs="$CORE"; libs="-ljansson -lm"; maxlen=1024; extra_flags="" ;;
     cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
-    collectives) srcs="$CORE sim/collective.c sim/coll_measured.c calib/coll_file.c"; libs="-ljansson -lm"
+    collectives) srcs="$CORE sim/collective/collective.c sim/collective/coll_measured.c calib/coll_file.c"; libs="-ljansson -lm"
       maxlen=16384; extra_flags="" ;;
-    plan) srcs="$CORE $(ls sim/*.c) $(ls policy/plan_*.c policy/export_*.c | grep -v plan_profile)"
+    plan) srcs="$CORE $(ls sim/*/*.c) $(ls plan/*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
-    published) srcs="$CORE sim/compute_model.c sim/layout_memory.c cli/published_runs.c"; libs="-ljansson -lm"
+    published) srcs="$CORE sim/layout/compute_model.c sim/layout/layout_memory.c cli/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;

@@ -27,7 +27,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "placement.h"
 #include "util.h"
 
@@ -134,9 +134,9 @@ static double overlap(const double *s1, const double *e1, int n1, const double *
     return t;
 }
 
-static void breakdown(const hw_plan *p, const graph *g) {
+static void breakdown(const hw_program *p, const graph *g) {
     int n = 0;
-    const hw_trace_event *ev = hw_plan_trace(p, &n);
+    const hw_trace_event *ev = hw_program_trace(p, &n);
     if (!ev) return;
     double by[8][OP_KIND_COUNT + 1];
     memset(by, 0, sizeof by);
@@ -159,31 +159,31 @@ static void breakdown(const hw_plan *p, const graph *g) {
 /* Run one configuration; returns the median ms (or NAN). */
 static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_order ord, int warmup, int steps,
                   const char *name, const char *trace_path, int show_breakdown) {
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = pl;
     o.sched = schedule_make(m, ord);
     o.seed = 1;
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[512];
     row *r = &rows[n_rows++];
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s%s", name, suffix);
     if (use_graphs) trace_path = NULL, show_breakdown = 0; /* traced steps are not captured */
     name = r->name;
-    pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+    pl_status st = hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg);
     const int ntok = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * ntok), *tgt = malloc(sizeof(int) * ntok);
     hw_make_batch(&g->cfg, 1, tok, tgt);
-    if (st == PL_OK) st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_set_batch(p, tok, tgt, msg, sizeof msg);
     free(tok);
     free(tgt);
     hw_timing t;
-    if (st == PL_OK) st = hw_plan_time(p, warmup, steps, &t, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_time(p, warmup, steps, &t, msg, sizeof msg);
     if (st != PL_OK) {
         printf("BENCH {\"name\":\"%s\",\"error\":\"%s\"}\n", name, msg);
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return NAN;
     }
     r->ok = 1;
@@ -191,8 +191,8 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
     r->min_ms = t.min_us / 1e3;
     r->max_ms = t.max_us / 1e3;
     r->loss = t.last_loss;
-    for (int d = 0; d < 2 && d < hw_engine_n_devices(e); d++) r->peak[d] = hw_plan_peak_bytes(p, d);
-    if (use_graphs) printf("GRAPH {\"name\":\"%s\",\"state\":%d}\n", name, hw_plan_graph_state(p));
+    for (int d = 0; d < 2 && d < hw_engine_n_devices(e); d++) r->peak[d] = hw_program_peak_bytes(p, d);
+    if (use_graphs) printf("GRAPH {\"name\":\"%s\",\"state\":%d}\n", name, hw_program_graph_state(p));
     printf("BENCH {\"name\":\"%s\",\"median_ms\":%.4f,\"min_ms\":%.4f,\"max_ms\":%.4f,\"sd_ms\":%.4f,\"steps\":%d,"
            "\"warmup\":%d,\"loss\":%.5f,\"peak_bytes\":[%lld,%lld],\"all_ms\":[",
            name, t.median_us / 1e3, t.min_us / 1e3, t.max_us / 1e3, t.sd_us / 1e3, steps, warmup, t.last_loss,
@@ -202,17 +202,17 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
     fflush(stdout);
     if (trace_path || show_breakdown) {
         hw_step_result sr;
-        if (hw_plan_set_trace(p, 1) == PL_OK && hw_plan_step(p, &sr, msg, sizeof msg) == PL_OK) {
+        if (hw_program_set_trace(p, 1) == PL_OK && hw_program_step(p, &sr, msg, sizeof msg) == PL_OK) {
             if (trace_path) {
                 FILE *f = fopen(trace_path, "w");
                 if (f) {
-                    hw_plan_write_chrome_trace(p, f);
+                    hw_program_write_chrome_trace(p, f);
                     fclose(f);
                 }
             }
             if (show_breakdown) breakdown(p, g);
             int n = 0;
-            const hw_trace_event *ev = hw_plan_trace(p, &n);
+            const hw_trace_event *ev = hw_program_trace(p, &n);
             if (ev && hw_engine_n_devices(e) >= 2 && pl[0] != pl[g->n_nodes - 1]) {
                 double *s1 = malloc(sizeof(double) * n), *e1 = malloc(sizeof(double) * n);
                 double *s2 = malloc(sizeof(double) * n), *e2 = malloc(sizeof(double) * n);
@@ -224,7 +224,7 @@ static double run(hw_engine *e, const graph *g, const int *pl, int m, schedule_o
             }
         }
     }
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     return r->median_ms;
 }
 

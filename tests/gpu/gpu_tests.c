@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "hw.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "nodes.h"
 #include "placement.h"
 #include "util.h"
@@ -227,9 +227,9 @@ static void test_kernels(int strict, const char *cfgtext, const char *mode) {
     for (size_t q = 0; q < sizeof nodes / sizeof nodes[0]; q++) {
         int ni = nodes[q];
         const graph_node *nd = &g->nodes[ni];
-        hw_param_layout pl;
+        hw_param_map pl;
         hw_node_mem mem;
-        hw_node_param_layout(g, ni, &pl);
+        hw_node_param_map(g, ni, &pl);
         hw_node_mem_floats(g, ni, B, &mem);
         size_t mark = (size_t)m.used;
         /* parameters: weights N(0, 0.1), layernorm weights N(1, 0.1) */
@@ -467,9 +467,9 @@ static void test_kernels_bf16(const char *cfgtext, const char *mode) {
         int ni = nodes[q];
         const graph_node *nd = &g->nodes[ni];
         const op_kind kind = nd->kind;
-        hw_param_layout pl;
+        hw_param_map pl;
         hw_node_mem mem;
-        hw_node_param_layout(g, ni, &pl);
+        hw_node_param_map(g, ni, &pl);
         hw_node_mem_floats_prec(g, ni, B, 1, &mem);
         size_t mark = (size_t)m.used;
         pair prm = mkpair(&m, &r, pl.floats, kind == OP_LAYERNORM ? 1.0 : 0.0, 0.1);
@@ -633,15 +633,15 @@ static void free_res(step_res *s) {
 
 static int run_step(hw_engine *e, const graph *g, const int *pl, int m, schedule_order ord, step_res *out,
                     int quiet_oom) {
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = pl;
     o.sched = schedule_make(m, ord);
     o.seed = 5;
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[512];
-    pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+    pl_status st = hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg);
     if (st != PL_OK) {
         if (!quiet_oom) fprintf(stderr, "plan: %s\n", msg);
         return st;
@@ -649,7 +649,7 @@ static int run_step(hw_engine *e, const graph *g, const int *pl, int m, schedule
     int n = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
     hw_make_batch(&g->cfg, 11, tok, tgt);
-    st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg);
+    st = hw_program_set_batch(p, tok, tgt, msg, sizeof msg);
     free(tok);
     free(tgt);
     int64_t *off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
@@ -658,14 +658,14 @@ static int run_step(hw_engine *e, const graph *g, const int *pl, int m, schedule
     out->grads = malloc(sizeof(float) * (size_t)out->n);
     out->before = malloc(sizeof(float) * (size_t)out->n);
     out->after = malloc(sizeof(float) * (size_t)out->n);
-    if (st == PL_OK) st = hw_plan_get_params(p, out->before, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_get_params(p, out->before, msg, sizeof msg);
     hw_step_result r;
-    if (st == PL_OK) st = hw_plan_step(p, &r, msg, sizeof msg);
-    if (st == PL_OK) st = hw_plan_get_grads(p, out->grads, msg, sizeof msg);
-    if (st == PL_OK) st = hw_plan_get_params(p, out->after, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_step(p, &r, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_get_grads(p, out->grads, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_get_params(p, out->after, msg, sizeof msg);
     out->loss = r.loss;
     if (st != PL_OK) fprintf(stderr, "step: %s\n", msg);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     return st;
 }
 
@@ -830,22 +830,22 @@ static void test_train(int steps) {
     for (int k = 0; k < 2; k++) {
         loss[k] = malloc(sizeof(double) * (size_t)steps);
         hw_engine *e = engine_prec(HW_BACKEND_CUDA, 1, gpus, k ? HW_PREC_BF16 : HW_PREC_FP32);
-        hw_plan_opts o;
+        hw_program_opts o;
         memset(&o, 0, sizeof o);
         o.placement = pl;
         o.sched = schedule_make(1, SCHED_1F1B);
         o.seed = 9;
         o.adamw = hw_adamw_default();
         o.adamw.lr = 1e-3f;
-        hw_plan *p = NULL;
+        hw_program *p = NULL;
         char msg[512];
-        pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+        pl_status st = hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg);
         double t0 = pl_now_us();
         for (int s = 0; s < steps && st == PL_OK; s++) {
             const int *w = stream + (int64_t)s * B * T;
             hw_step_result sr;
-            st = hw_plan_set_batch(p, w, w + 1, msg, sizeof msg);
-            if (st == PL_OK) st = hw_plan_step(p, &sr, msg, sizeof msg);
+            st = hw_program_set_batch(p, w, w + 1, msg, sizeof msg);
+            if (st == PL_OK) st = hw_program_step(p, &sr, msg, sizeof msg);
             loss[k][s] = sr.loss;
         }
         secs[k] = (pl_now_us() - t0) / 1e6;
@@ -853,7 +853,7 @@ static void test_train(int steps) {
             fprintf(stderr, "train: %s\n", msg);
             exit(1);
         }
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         hw_engine_destroy(e);
     }
     double worst = 0.0, worst10 = 0.0;
@@ -995,7 +995,7 @@ static void test_oom(int n) {
     double t0 = pl_now_us();
     for (int k = 0; k < n; k++) {
         for (int i = 0; i < nn; i++) pl[i] = pl_rng_int(&r, nd);
-        hw_plan_opts o;
+        hw_program_opts o;
         memset(&o, 0, sizeof o);
         o.placement = pl;
         o.sched = schedule_make(1 << pl_rng_int(&r, 3), (schedule_order)pl_rng_int(&r, 2));
@@ -1014,14 +1014,14 @@ static void test_oom(int n) {
             hw_engine_fail_alloc_at(e, 1 + pl_rng_int(&r, nd));
             injected++;
         }
-        hw_plan *p = NULL;
+        hw_program *p = NULL;
         char msg[512];
-        pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+        pl_status st = hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg);
         hw_engine_fail_alloc_at(e, 0);
         if (st == PL_ERR_DEVICE_OOM) ooms++;
         else if (st == PL_OK) ok_runs++; /* a placement with one device unused can dodge the injection */
         else wrong++;
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         if (hw_engine_live_arenas(e) != 0) wrong++;
     }
     double secs = (pl_now_us() - t0) / 1e6;
@@ -1029,17 +1029,17 @@ static void test_oom(int n) {
      * 50304 floats = 422 GB) exceed the card, under a cap of 1 TB */
     graph *big = make_graph("default,batch=8192");
     int *plb = calloc((size_t)big->n_nodes, sizeof(int));
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = plb;
     o.sched = schedule_make(1, SCHED_GPIPE);
     o.adamw = hw_adamw_default();
     int64_t tb[2] = {1LL << 40, 1LL << 40};
     o.caps = tb;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[512] = "";
-    pl_status st = hw_plan_create(e, big, &o, &p, NULL, msg, sizeof msg);
-    hw_plan_destroy(p);
+    pl_status st = hw_program_create(e, big, &o, &p, NULL, msg, sizeof msg);
+    hw_program_destroy(p);
     check("cudaMalloc failure is an OOM status", st == PL_ERR_DEVICE_OOM, msg);
     /* and the engine still runs a step afterwards */
     for (int i = 0; i < nn; i++) pl[i] = i < nn / 2 ? 0 : nd - 1;
@@ -1070,31 +1070,31 @@ static void test_oom(int n) {
 /* Run `steps` steps; return the losses and the final parameters. */
 static int run_steps(hw_engine *e, const graph *g, const int *pl, int m, int steps, double *loss, float *params,
                      int *graph_state) {
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = pl;
     o.sched = schedule_make(m, SCHED_1F1B);
     o.seed = 5;
     o.adamw = hw_adamw_default();
     o.adamw.lr = 1e-3f;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[512];
-    pl_status st = hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg);
+    pl_status st = hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg);
     int n = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * n), *tgt = malloc(sizeof(int) * n);
     hw_make_batch(&g->cfg, 11, tok, tgt);
-    if (st == PL_OK) st = hw_plan_set_batch(p, tok, tgt, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_set_batch(p, tok, tgt, msg, sizeof msg);
     free(tok);
     free(tgt);
     for (int i = 0; i < steps && st == PL_OK; i++) {
         hw_step_result r;
-        st = hw_plan_step(p, &r, msg, sizeof msg);
+        st = hw_program_step(p, &r, msg, sizeof msg);
         loss[i] = r.loss;
     }
-    if (st == PL_OK) st = hw_plan_get_params(p, params, msg, sizeof msg);
+    if (st == PL_OK) st = hw_program_get_params(p, params, msg, sizeof msg);
     if (st != PL_OK) fprintf(stderr, "graphs: %s\n", msg);
-    *graph_state = p ? hw_plan_graph_state(p) : 0;
-    hw_plan_destroy(p);
+    *graph_state = p ? hw_program_graph_state(p) : 0;
+    hw_program_destroy(p);
     return st;
 }
 

@@ -74,7 +74,7 @@
 #include "graph.h"
 #include "hw.h"
 #include "launcher.h"
-#include "param_layout.h"
+#include "param_memory.h"
 
 #define STEPS 3
 #define LR 1e-3f
@@ -108,7 +108,7 @@ static int rank_fn(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     gpt_config cfg;
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *tok = NULL, *tgt = NULL;
     static int pl[4096];
     if (gpt_config_parse(CFG, &cfg, err, errlen) != PL_OK) return 2;
@@ -131,7 +131,7 @@ static int rank_fn(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     if (!tok || !tgt || hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = pl;
     o.sched = schedule_make(c->m, SCHED_1F1B);
@@ -142,28 +142,28 @@ static int rank_fn(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.dp = dg;
     o.seq_parallel = c->sp;
     o.zero = c->zero;
-    pl_status st = hw_plan_create(e, g, &o, &p, NULL, err, errlen);
+    pl_status st = hw_program_create(e, g, &o, &p, NULL, err, errlen);
     if (st != PL_OK) {
         rc = st == PL_ERR_UNSUPPORTED ? 3 : 2;
         goto out;
     }
-    if (rank == 0 && c->transport) snprintf(c->transport, 64, "%s", hw_plan_collectives(p));
+    if (rank == 0 && c->transport) snprintf(c->transport, 64, "%s", hw_program_collectives(p));
     hw_make_batch(&cfg, 99, tok, tgt);
-    if (hw_plan_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
     float *gv = c->grads + (size_t)me * (size_t)c->n, *pv = c->params + (size_t)me * (size_t)c->n;
     fill_nan(gv, c->n);
     fill_nan(pv, c->n);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
         if (s == 1 && rank == c->kill) raise(SIGKILL); /* its peers wait in step 2's first collective */
-        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, errlen) != PL_OK) goto out;
         c->loss[me * STEPS + s] = r.loss;
-        if (s == 0 && hw_plan_get_grads(p, gv, err, errlen) != PL_OK) goto out;
+        if (s == 0 && hw_program_get_grads(p, gv, err, errlen) != PL_OK) goto out;
     }
-    if (hw_plan_get_params(p, pv, err, errlen) != PL_OK) goto out;
+    if (hw_program_get_params(p, pv, err, errlen) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     dist_group_destroy(tg);

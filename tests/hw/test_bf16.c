@@ -166,23 +166,23 @@ Test(bf16, training_curve_tracks_fp32) {
     for (int k = 0; k < 2; k++) {
         hw_engine *e = engine_prec(1, k ? HW_PREC_BF16 : HW_PREC_FP32);
         int pl[MAXN] = {0};
-        hw_plan_opts o = {0};
+        hw_program_opts o = {0};
         o.placement = pl;
         o.sched = schedule_make(1, SCHED_GPIPE);
         o.seed = 3;
         o.adamw = hw_adamw_default();
         o.adamw.lr = 1e-2f;
-        hw_plan *p = NULL;
+        hw_program *p = NULL;
         char msg[256];
-        cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
         for (int s = 0; s < steps; s++) {
             const int *w = stream + (int64_t)s * B * T;
-            cr_assert_eq(hw_plan_set_batch(p, w, w + 1, msg, sizeof msg), PL_OK, "%s", msg);
+            cr_assert_eq(hw_program_set_batch(p, w, w + 1, msg, sizeof msg), PL_OK, "%s", msg);
             hw_step_result r;
-            cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
+            cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
             loss[k][s] = r.loss;
         }
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         hw_engine_destroy(e);
     }
     double worst = 0.0, worst10 = 0.0;

@@ -201,7 +201,7 @@ static int eng_rank(dist_group *grp, int rank, void *vctx, char *err, size_t err
     gpt_config cfg;
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     static int pl[256];
     int *tok = NULL, *tgt = NULL;
     if (gpt_config_parse("tiny", &cfg, err, errlen) != PL_OK) return 2;
@@ -218,7 +218,7 @@ static int eng_rank(dist_group *grp, int rank, void *vctx, char *err, size_t err
     tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     if (!tok || !tgt || hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(c->m, SCHED_1F1B);
     o.seed = 1234;
@@ -229,24 +229,24 @@ static int eng_rank(dist_group *grp, int rank, void *vctx, char *err, size_t err
     o.seq_parallel = c->sp;
     o.zero = c->zero;
     o.bucket_bytes = c->bucket_bytes;
-    if (hw_plan_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
     const char *want = getenv("PLACER_TEST_DEVICE_COLLECTIVES") ? "host staging" : "host";
-    if (strcmp(hw_plan_collectives(p), want) != 0) {
-        snprintf(err, errlen, "collectives %s, want %s", hw_plan_collectives(p), want);
+    if (strcmp(hw_program_collectives(p), want) != 0) {
+        snprintf(err, errlen, "collectives %s, want %s", hw_program_collectives(p), want);
         goto out;
     }
     hw_make_batch(&cfg, 99, tok, tgt);
-    if (hw_plan_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
-        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, errlen) != PL_OK) goto out;
     }
     float *pv = c->params + (size_t)me * (size_t)c->n;
     for (int64_t i = 0; i < c->n; i++) pv[i] = NAN;
-    if (hw_plan_get_params(p, pv, err, errlen) != PL_OK) goto out;
+    if (hw_program_get_params(p, pv, err, errlen) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     dist_group_destroy(tg);
@@ -308,7 +308,7 @@ static pl_status z1_plan(hw_engine *e, const graph *g, dist_group *dg, const int
                          char *err, size_t errlen) {
     static int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = 0;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(1, SCHED_1F1B);
     o.seed = 1234;
@@ -316,9 +316,9 @@ static pl_status z1_plan(hw_engine *e, const graph *g, dist_group *dg, const int
     o.caps = caps;
     o.dp = dg;
     o.zero = 1;
-    hw_plan *p = NULL;
-    pl_status st = hw_plan_create(e, g, &o, &p, mem, err, errlen);
-    hw_plan_destroy(p);
+    hw_program *p = NULL;
+    pl_status st = hw_program_create(e, g, &o, &p, mem, err, errlen);
+    hw_program_destroy(p);
     return st;
 }
 

@@ -44,7 +44,7 @@
 #include "dist_dp.h"
 #include "helpers.h"
 #include "launcher.h"
-#include "plan_internal.h" /* the bucket test reads the compiled order */
+#include "program_internal.h" /* the bucket test reads the compiled order */
 
 #define STEPS 3
 #define LR 1e-3f
@@ -56,8 +56,8 @@ typedef struct {
     double *loss;           /* [dp][STEPS] (shared mapping) */
     float *params;          /* [dp][n_params] (shared mapping) */
     const char *config;     /* the model ("tiny" unless given) */
-    int zero;               /* hw_plan_opts.zero */
-    int64_t bucket_bytes;   /* hw_plan_opts.bucket_bytes */
+    int zero;               /* hw_program_opts.zero */
+    int64_t bucket_bytes;   /* hw_program_opts.bucket_bytes */
     int64_t *static_bytes;  /* [dp][HW_MAX_DEVICES] (shared mapping) */
     int bf16;               /* 1: the engine in bf16 (the reference stays fp32) */
 } dp_ctx;
@@ -92,7 +92,7 @@ static int dp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) return 2;
     int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * c->n_dev / g->n_nodes;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(c->m, SCHED_1F1B);
     o.seed = 1234;
@@ -101,23 +101,23 @@ static int dp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.dp = c->scale_wrong ? NULL : grp;
     o.zero = c->zero;
     o.bucket_bytes = c->bucket_bytes;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     hw_mem_report mem;
     int rc = 2;
-    if (hw_plan_create(e, g, &o, &p, &mem, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &o, &p, &mem, err, errlen) != PL_OK) goto out;
     if (c->static_bytes)
         for (int d = 0; d < c->n_dev; d++) c->static_bytes[rank * HW_MAX_DEVICES + d] = mem.static_bytes[d];
     const int T = cfg.seq_len;
-    if (hw_plan_set_batch(p, tok + first * T, tgt + first * T, err, errlen) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + first * T, tgt + first * T, err, errlen) != PL_OK) goto out;
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
-        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, errlen) != PL_OK) goto out;
         c->loss[rank * STEPS + s] = r.loss;
     }
-    if (hw_plan_get_params(p, c->params + (size_t)rank * (size_t)c->n_params, err, errlen) != PL_OK) goto out;
+    if (hw_program_get_params(p, c->params + (size_t)rank * (size_t)c->n_params, err, errlen) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     free(tok);
@@ -130,27 +130,27 @@ static void reference(const char *config, double *loss, float *params) {
     graph *g = tiny_graph(config);
     hw_engine *e = cpu_engine(1, HW_ISSUE_SINGLE);
     int pl[256] = {0};
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(1, SCHED_1F1B);
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     int *tok, *tgt;
     full_batch(&g->cfg, &tok, &tgt);
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
-        cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
         loss[s] = r.loss;
     }
-    cr_assert_eq(hw_plan_get_params(p, params, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_get_params(p, params, msg, sizeof msg), PL_OK, "%s", msg);
     free(tok);
     free(tgt);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
 }
@@ -402,15 +402,15 @@ static int bf16_zero_rank(dist_group *grp, int rank, void *vctx, char *err, size
     hw_engine *e = NULL;
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) return 2;
     int pl[256] = {0};
-    hw_plan_opts po = {0};
+    hw_program_opts po = {0};
     po.placement = pl;
     po.sched = schedule_make(1, SCHED_1F1B);
     po.adamw = hw_adamw_default();
     po.dp = grp;
     po.zero = 1;
-    hw_plan *p = NULL;
-    o->status[rank] = hw_plan_create(e, g, &po, &p, NULL, err, errlen);
-    hw_plan_destroy(p);
+    hw_program *p = NULL;
+    o->status[rank] = hw_program_create(e, g, &po, &p, NULL, err, errlen);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     return 0;
@@ -420,23 +420,23 @@ Test(dist_dp, zero_options_are_checked) {
     graph *g = tiny_graph("tiny");
     hw_engine *e = cpu_engine(1, HW_ISSUE_SINGLE);
     int pl[256] = {0};
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(1, SCHED_1F1B);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
     o.zero = 2;
-    cr_expect_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
+    cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect(strstr(msg, "ZeRO 0 or 1") != NULL, "%s", msg);
     o.zero = 0;
     o.bucket_bytes = -1;
-    cr_expect_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
+    cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
     /* zero 1 without dp is a no-op, as layout_validate says */
     o.bucket_bytes = 0;
     o.zero = 1;
-    cr_expect_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
-    hw_plan_destroy(p);
+    cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     opt_out *out = mmap(NULL, sizeof(opt_out), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -471,15 +471,15 @@ static int order_rank(dist_group *grp, int rank, void *vctx, char *err, size_t e
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) return 2;
     int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * 2 / g->n_nodes;
-    hw_plan_opts po = {0};
+    hw_program_opts po = {0};
     po.placement = pl;
     po.sched = schedule_make(2, SCHED_1F1B);
     po.adamw = hw_adamw_default();
     po.dp = grp;
     po.bucket_bytes = o->bucket_bytes;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int rc = 2;
-    if (hw_plan_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
     if (rank == 0)
         for (int d = 0; d < 2; d++) {
             int64_t hi = p->dev[d].param_floats;
@@ -503,14 +503,14 @@ static int order_rank(dist_group *grp, int rank, void *vctx, char *err, size_t e
     full.batch = 4;
     hw_make_batch(&full, 5, tok, tgt);
     hw_step_result r;
-    if (hw_plan_set_batch(p, tok + rank * cfg.batch * cfg.seq_len, tgt + rank * cfg.batch * cfg.seq_len, err,
+    if (hw_program_set_batch(p, tok + rank * cfg.batch * cfg.seq_len, tgt + rank * cfg.batch * cfg.seq_len, err,
                           errlen) == PL_OK &&
-        hw_plan_step(p, &r, err, errlen) == PL_OK)
+        hw_program_step(p, &r, err, errlen) == PL_OK)
         rc = 0;
     free(tok);
     free(tgt);
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     return rc;

@@ -39,7 +39,7 @@
 #include "dist_tp.h"
 #include "helpers.h"
 #include "launcher.h"
-#include "param_layout.h"
+#include "param_memory.h"
 
 #define STEPS 3
 #define LR 1e-3f
@@ -70,7 +70,7 @@ static int ov_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     local.batch = count;
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int *tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int rc = 2;
@@ -81,7 +81,7 @@ static int ov_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
     int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * c->n_dev / g->n_nodes;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(c->m, SCHED_1F1B);
     o.seed = 1234;
@@ -91,14 +91,14 @@ static int ov_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.dp = dg;
     o.seq_parallel = c->sp;
     o.bucket_bytes = BUCKET;
-    if (hw_plan_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
+    if (hw_program_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
     hw_make_batch(&cfg, 99, tok, tgt);
-    if (hw_plan_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
     c->step_st[me] = PL_OK;
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
         if (s == 1 && rank == c->kill) raise(SIGKILL); /* its peers are in step 2's buckets */
-        pl_status st = hw_plan_step(p, &r, c->step_msg[me], sizeof c->step_msg[me]);
+        pl_status st = hw_program_step(p, &r, c->step_msg[me], sizeof c->step_msg[me]);
         if (st != PL_OK) {
             c->step_st[me] = st;
             snprintf(err, errlen, "%s", c->step_msg[me]);
@@ -106,10 +106,10 @@ static int ov_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
         }
     }
     c->overlapped[me] = hw_dp_overlap_get(p, &c->tr[me]);
-    if (hw_plan_get_params(p, c->params + (size_t)me * (size_t)c->n, err, errlen) != PL_OK) goto out;
+    if (hw_program_get_params(p, c->params + (size_t)me * (size_t)c->n, err, errlen) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p); /* joins the comm thread, also after a failed step */
+    hw_program_destroy(p); /* joins the comm thread, also after a failed step */
     hw_engine_destroy(e);
     graph_destroy(g);
     if (tg) dist_group_destroy(tg);

@@ -68,30 +68,30 @@ Test(exec, tiny_gpt_overfits_one_batch) {
     hw_engine *e = cpu_engine(2, HW_ISSUE_AUTO);
     int pl[MAXN];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i < g->n_nodes / 2 ? 0 : 1;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(2, SCHED_1F1B);
     o.seed = 7;
     o.adamw = hw_adamw_default();
     o.adamw.lr = 1e-2f;
     o.adamw.weight_decay = 0.0f;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     int tok[256], tgt[256];
     hw_make_batch(&g->cfg, 3, tok, tgt);
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
     hw_step_result r;
     double first = 0, last = 0;
     for (int i = 0; i < 150; i++) {
-        cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
         if (i == 0) first = r.loss;
         last = r.loss;
     }
     /* 32 random next-token pairs over a vocabulary of 64 can be memorised:
      * the loss must fall far below its ln(64) = 4.16 start */
     cr_assert(last < 0.25 * first, "loss %g -> %g after 150 steps", first, last);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
 }
@@ -215,20 +215,20 @@ Test(invariance, alternating_placement_needs_reordering_under_1f1b_and_still_mat
     inv_setup(&c, 2, HW_ISSUE_AUTO);
     int pl[MAXN];
     for (int i = 0; i < c.g->n_nodes; i++) pl[i] = i % 2;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(4, SCHED_1F1B);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
-    cr_assert_eq(hw_plan_create(c.e, c.g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_gt(hw_plan_reorders(p), 0, "strict 1f1b should deadlock on an alternating placement");
-    hw_plan_destroy(p);
+    cr_assert_eq(hw_program_create(c.e, c.g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(hw_program_reorders(p), 0, "strict 1f1b should deadlock on an alternating placement");
+    hw_program_destroy(p);
     /* contiguous placements never need it */
     for (int i = 0; i < c.g->n_nodes; i++) pl[i] = i < 9 ? 0 : 1;
-    cr_assert_eq(hw_plan_create(c.e, c.g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_eq(hw_plan_reorders(p), 0);
-    hw_plan_destroy(p);
+    cr_assert_eq(hw_program_create(c.e, c.g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_reorders(p), 0);
+    hw_program_destroy(p);
     for (int i = 0; i < c.g->n_nodes; i++) pl[i] = i % 2;
     check_placement(&c, pl);
     inv_teardown(&c);
@@ -238,14 +238,14 @@ Test(invariance, alternating_placement_needs_reordering_under_1f1b_and_still_mat
 
 static pl_status try_plan(hw_engine *e, const graph *g, const int *pl, int m, schedule_order ord,
                           const int64_t *caps, hw_mem_report *mem, char *msg, size_t len) {
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(m, ord);
     o.caps = caps;
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
-    pl_status st = hw_plan_create(e, g, &o, &p, mem, msg, len);
-    hw_plan_destroy(p);
+    hw_program *p = NULL;
+    pl_status st = hw_program_create(e, g, &o, &p, mem, msg, len);
+    hw_program_destroy(p);
     return st;
 }
 
@@ -329,20 +329,20 @@ Test(memory, peaks_are_per_device_and_unused_devices_take_nothing) {
     hw_engine *e = cpu_engine(4, HW_ISSUE_AUTO);
     int pl[MAXN];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i < 8 ? 0 : 2;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(2, SCHED_GPIPE);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     hw_mem_report mem;
     char msg[256];
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, &mem, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_gt(hw_plan_peak_bytes(p, 0), 0);
-    cr_assert_eq(hw_plan_peak_bytes(p, 1), 0);
-    cr_assert_gt(hw_plan_peak_bytes(p, 2), 0);
-    cr_assert_eq(hw_plan_peak_bytes(p, 3), 0);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, &mem, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(hw_program_peak_bytes(p, 0), 0);
+    cr_assert_eq(hw_program_peak_bytes(p, 1), 0);
+    cr_assert_gt(hw_program_peak_bytes(p, 2), 0);
+    cr_assert_eq(hw_program_peak_bytes(p, 3), 0);
     for (int d = 0; d < 4; d++) {
-        cr_assert_eq(hw_plan_peak_bytes(p, d), mem.need_bytes[d]);
+        cr_assert_eq(hw_program_peak_bytes(p, d), mem.need_bytes[d]);
         cr_assert_geq(mem.need_bytes[d], mem.static_bytes[d]);
     }
     /* the static part holds at least params, grads, m and v of the nodes there */
@@ -350,7 +350,7 @@ Test(memory, peaks_are_per_device_and_unused_devices_take_nothing) {
     hw_model_param_offsets(g, off);
     cr_assert_geq(mem.static_bytes[0], 4 * 4 * off[8]);
     free(off);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
 }
@@ -378,21 +378,21 @@ Test(trace, every_node_call_and_transfer_is_recorded_in_stream_order) {
     hw_engine *e = cpu_engine(2, HW_ISSUE_AUTO);
     int pl[MAXN];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i < 8 ? 0 : 1;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(4, SCHED_1F1B);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     int tok[256], tgt[256];
     hw_make_batch(&g->cfg, 1, tok, tgt);
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK);
-    cr_assert_eq(hw_plan_set_trace(p, 1), PL_OK);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK);
+    cr_assert_eq(hw_program_set_trace(p, 1), PL_OK);
     hw_step_result r;
-    cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
     int n = 0;
-    const hw_trace_event *ev = hw_plan_trace(p, &n);
+    const hw_trace_event *ev = hw_program_trace(p, &n);
     cr_assert_not_null(ev);
     int fwd = 0, bwd = 0, opt = 0, send = 0, recv = 0;
     for (int i = 0; i < n; i++) {
@@ -419,14 +419,14 @@ Test(trace, every_node_call_and_transfer_is_recorded_in_stream_order) {
     cr_assert_eq(send, 2 * cut * 4);
     cr_assert_eq(recv, 2 * cut * 4);
     FILE *f = tmpfile();
-    cr_assert_eq(hw_plan_write_chrome_trace(p, f), PL_OK);
+    cr_assert_eq(hw_program_write_chrome_trace(p, f), PL_OK);
     long sz = ftell(f);
     rewind(f);
     char head[64] = "";
     cr_assert(fread(head, 1, sizeof head - 1, f) > 0);
     fclose(f);
     cr_assert(sz > 1000 && strstr(head, "traceEvents"), "%s", head);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
 }
@@ -438,35 +438,35 @@ Test(bad_input, placements_schedules_and_batches_are_checked) {
     hw_engine *e = cpu_engine(2, HW_ISSUE_AUTO);
     int pl[MAXN] = {0};
     char msg[256];
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(3, SCHED_GPIPE);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_SCHEDULE);
+    hw_program *p = NULL;
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_SCHEDULE);
     cr_assert_null(p);
     o.sched = schedule_make(2, SCHED_INTERLEAVED);
     o.sched.chunks = 2;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED);
     o.sched = schedule_make(2, SCHED_GPIPE);
     pl[3] = 2;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_PLACEMENT_RANGE);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_PLACEMENT_RANGE);
     pl[3] = 0;
     int64_t caps[2] = {0, 0};
     o.caps = caps;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
     o.caps = NULL;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     hw_step_result r;
-    cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_ERR_INVALID, "a step without a batch");
+    cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_ERR_INVALID, "a step without a batch");
     int tok[256], tgt[256];
     hw_make_batch(&g->cfg, 1, tok, tgt);
     tok[5] = 64;
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_ERR_INVALID);
     tok[5] = -1;
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_ERR_INVALID);
-    hw_plan_destroy(p);
-    hw_plan_destroy(NULL);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_ERR_INVALID);
+    hw_program_destroy(p);
+    hw_program_destroy(NULL);
     hw_engine_destroy(e);
     hw_engine_destroy(NULL);
     graph_destroy(g);
@@ -503,12 +503,12 @@ Test(bad_input, a_model_the_engine_cannot_run_is_refused) {
         graph *g = tiny_graph(configs[k]);
         int pl[MAXN] = {0};
         char msg[256] = "";
-        hw_plan_opts o = {0};
+        hw_program_opts o = {0};
         o.placement = pl;
         o.sched = schedule_make(1, SCHED_GPIPE);
         o.adamw = hw_adamw_default();
-        hw_plan *p = NULL;
-        cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED, "%s", configs[k]);
+        hw_program *p = NULL;
+        cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED, "%s", configs[k]);
         cr_assert_null(p);
         cr_assert(strstr(msg, "original GPT") != NULL, "%s: %s", configs[k], msg);
         graph_destroy(g);

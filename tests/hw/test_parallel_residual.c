@@ -9,7 +9,7 @@
  * devices. The reference below does not use the graph: it evaluates the
  * definition directly with nodes.h's cpu_* functions over the full batch,
  * forward and backward, and gets the loss and every parameter gradient in
- * the engine's model view (param_layout.h).
+ * the engine's model view (param_memory.h).
  *
  * Tolerances.
  *   Engine (1 device, m = 1) against the reference: the same functions on
@@ -53,8 +53,8 @@ static float *zalloc(int64_t n) {
 
 /* Tensor k of node i's shard in a model-view buffer. */
 static float *tensor(const graph *g, const int64_t *off, float *view, int i, int k) {
-    hw_param_layout pl;
-    hw_node_param_layout(g, i, &pl);
+    hw_param_map pl;
+    hw_node_param_map(g, i, &pl);
     cr_assert_lt(k, pl.n);
     return view + off[i] + pl.off[k];
 }
@@ -285,12 +285,12 @@ Test(parallel_residual, other_extensions_stay_refused) {
     graph *g = tiny_graph("tiny,parallel=1,mlp=swiglu");
     int pl[MAXN] = {0};
     char msg[256] = "";
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(1, SCHED_GPIPE);
     o.adamw = hw_adamw_default();
-    hw_plan *p = NULL;
-    cr_assert_eq(hw_plan_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED);
+    hw_program *p = NULL;
+    cr_assert_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_UNSUPPORTED);
     cr_assert_null(p);
     cr_assert(strstr(msg, "original GPT") != NULL, "%s", msg);
     graph_destroy(g);

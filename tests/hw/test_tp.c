@@ -2,7 +2,7 @@
  * test_tp.c: tensor parallelism across processes on the CPU backend (issue
  * 17, item 1; hw/dist_tp.h). tp ranks forked by hw_launch each hold their
  * slice of the tiny GPT (heads, MLP columns, vocabulary rows) and run the
- * whole batch; the test reassembles the ranks' slices (hw_plan_get_grads /
+ * whole batch; the test reassembles the ranks' slices (hw_program_get_grads /
  * _params write only a rank's own slices into the model view, so each
  * element comes from one rank or, replicated, from all of them) and holds
  * them against the single-process, single-device step.
@@ -74,7 +74,7 @@ typedef struct {
     int dp;            /* data-parallel replicas of the tp group (world = tp * dp ranks) */
     int sp;            /* sequence parallelism */
     int kill;          /* world rank that dies (SIGKILL) after its first step, or -1 */
-    int zero;          /* hw_plan_opts.zero over the dp group */
+    int zero;          /* hw_program_opts.zero over the dp group */
     int bf16;          /* the bf16 mixed mode (the reference too) */
     int64_t n;         /* model view floats */
     double *loss;      /* [dp][tp][STEPS] (shared mapping) */
@@ -87,10 +87,10 @@ static void fill_nan(float *x, int64_t n) {
 }
 
 static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_group *tp, dist_group *dp, int sp,
-                           int zero, hw_plan **p, char *err, size_t errlen) {
+                           int zero, hw_program **p, char *err, size_t errlen) {
     static int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * n_dev / g->n_nodes;
-    hw_plan_opts o = {0};
+    hw_program_opts o = {0};
     o.placement = pl;
     o.sched = schedule_make(m, SCHED_1F1B);
     o.seed = 1234;
@@ -100,7 +100,7 @@ static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_
     o.dp = dp;
     o.seq_parallel = sp;
     o.zero = zero;
-    return hw_plan_create(e, g, &o, p, NULL, err, errlen);
+    return hw_program_create(e, g, &o, p, NULL, err, errlen);
 }
 
 /* One rank: its tp and dp groups from the rank grid, its replica's slice
@@ -124,28 +124,28 @@ static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     eo.n_devices = c->n_dev;
     eo.precision = c->bf16 ? HW_PREC_BF16 : HW_PREC_DEFAULT;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int *tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int *tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int rc = 2;
     if (!tok || !tgt || hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
     if (make_plan(g, e, c->n_dev, c->m, tg, dg, c->sp, c->zero, &p, err, errlen) != PL_OK) goto out;
     hw_make_batch(&cfg, 99, tok, tgt);
-    if (hw_plan_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
     float *gv = c->grads + (size_t)me * (size_t)c->n, *pv = c->params + (size_t)me * (size_t)c->n;
     fill_nan(gv, c->n);
     fill_nan(pv, c->n);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
         if (s == 1 && rank == c->kill) raise(SIGKILL); /* its peers wait in step 2's first collective */
-        if (hw_plan_step(p, &r, err, errlen) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, errlen) != PL_OK) goto out;
         c->loss[me * STEPS + s] = r.loss;
-        if (s == 0 && hw_plan_get_grads(p, gv, err, errlen) != PL_OK) goto out;
+        if (s == 0 && hw_program_get_grads(p, gv, err, errlen) != PL_OK) goto out;
     }
-    if (hw_plan_get_params(p, pv, err, errlen) != PL_OK) goto out;
+    if (hw_program_get_params(p, pv, err, errlen) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     dist_group_destroy(tg);
@@ -164,24 +164,24 @@ static void reference(const char *cfgtext, int bf16, double *loss, float *grads,
     eo.n_devices = 1;
     eo.precision = bf16 ? HW_PREC_BF16 : HW_PREC_DEFAULT;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256];
     cr_assert_eq(hw_engine_create(&eo, &e, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(make_plan(g, e, 1, 1, NULL, NULL, 0, 0, &p, msg, sizeof msg), PL_OK, "%s", msg);
     const int n = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * (size_t)n), *tgt = malloc(sizeof(int) * (size_t)n);
     hw_make_batch(&g->cfg, 99, tok, tgt);
-    cr_assert_eq(hw_plan_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_set_batch(p, tok, tgt, msg, sizeof msg), PL_OK, "%s", msg);
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
-        cr_assert_eq(hw_plan_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(hw_program_step(p, &r, msg, sizeof msg), PL_OK, "%s", msg);
         loss[s] = r.loss;
-        if (s == 0) cr_assert_eq(hw_plan_get_grads(p, grads, msg, sizeof msg), PL_OK, "%s", msg);
+        if (s == 0) cr_assert_eq(hw_program_get_grads(p, grads, msg, sizeof msg), PL_OK, "%s", msg);
     }
-    cr_assert_eq(hw_plan_get_params(p, params, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(hw_program_get_params(p, params, msg, sizeof msg), PL_OK, "%s", msg);
     free(tok);
     free(tgt);
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
 }
@@ -365,7 +365,7 @@ static int refuse_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     eo.backend = HW_BACKEND_CPU;
     eo.n_devices = 1;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     char msg[256] = "";
     int rc = 3;
     if (hw_engine_create(&eo, &e, err, errlen) == PL_OK) {
@@ -373,7 +373,7 @@ static int refuse_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
         if (st == PL_ERR_INVALID && strstr(msg, "tp = 3 must divide the 4 attention heads")) rc = 0;
         else snprintf(err, errlen, "status %d: %s", (int)st, msg);
     }
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     return rc;
@@ -528,8 +528,8 @@ static int64_t engine_rank0_params(const graph *g, int tp, int64_t *layer) {
     int64_t total = 0;
     *layer = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        hw_param_layout pl;
-        hw_node_param_layout_tp(g, i, tp, &pl);
+        hw_param_map pl;
+        hw_node_param_map_tp(g, i, tp, &pl);
         int64_t n = 0;
         for (int k = 0; k < pl.n; k++) n += pl.size[k];
         if (g->nodes[i].kind == OP_HEAD) /* real rows only, not the slice's padding */

@@ -27,7 +27,7 @@
 #include "dist_mpi.h"
 #include "graph.h"
 #include "hw.h"
-#include "param_layout.h"
+#include "param_memory.h"
 
 #define STEPS 3
 #define LR 1e-3f
@@ -48,7 +48,7 @@ static int run_steps(const check_args *a, dist_group *dp, int first, int count, 
     int *tok = malloc(sizeof(int) * (size_t)nt), *tgt = malloc(sizeof(int) * (size_t)nt);
     graph *g = NULL;
     hw_engine *e = NULL;
-    hw_plan *p = NULL;
+    hw_program *p = NULL;
     int rc = 1;
     if (!tok || !tgt) {
         snprintf(err, len, "out of host memory");
@@ -65,7 +65,7 @@ static int run_steps(const check_args *a, dist_group *dp, int first, int count, 
     if (hw_engine_create(&eo, &e, err, len) != PL_OK) goto out;
     int pl[1024];
     for (int i = 0; i < g->n_nodes && i < 1024; i++) pl[i] = i * a->n_dev / g->n_nodes;
-    hw_plan_opts o;
+    hw_program_opts o;
     memset(&o, 0, sizeof o);
     o.placement = pl;
     o.sched = schedule_make(a->m, SCHED_1F1B);
@@ -76,19 +76,19 @@ static int run_steps(const check_args *a, dist_group *dp, int first, int count, 
     o.zero = dp ? a->zero : 0;
     o.bucket_bytes = dp ? a->bucket : 0;
     hw_mem_report mem;
-    if (hw_plan_create(e, g, &o, &p, &mem, err, len) != PL_OK) goto out;
+    if (hw_program_create(e, g, &o, &p, &mem, err, len) != PL_OK) goto out;
     if (static_bytes)
         for (int d = 0; d < a->n_dev; d++) static_bytes[d] = mem.static_bytes[d];
-    if (hw_plan_set_batch(p, tok + (size_t)first * T, tgt + (size_t)first * T, err, len) != PL_OK) goto out;
+    if (hw_program_set_batch(p, tok + (size_t)first * T, tgt + (size_t)first * T, err, len) != PL_OK) goto out;
     for (int s = 0; s < STEPS; s++) {
         hw_step_result r;
-        if (hw_plan_step(p, &r, err, len) != PL_OK) goto out;
+        if (hw_program_step(p, &r, err, len) != PL_OK) goto out;
         loss[s] = r.loss;
     }
-    if (hw_plan_get_params(p, params, err, len) != PL_OK) goto out;
+    if (hw_program_get_params(p, params, err, len) != PL_OK) goto out;
     rc = 0;
 out:
-    hw_plan_destroy(p);
+    hw_program_destroy(p);
     hw_engine_destroy(e);
     graph_destroy(g);
     free(tok);

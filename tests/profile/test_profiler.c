@@ -16,7 +16,7 @@
 #include "graph.h"
 #include "helpers.h"
 #include "hw.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "probe.h"
 #include "profiler.h"
 #include "store.h"

@@ -1,6 +1,6 @@
 /*
  * hw_replay.c: the engine's compiled plan replayed on a clock (see
- * hw_replay.h). Uses the engine's internal plan interface (plan_internal.h)
+ * hw_replay.h). Uses the engine's internal plan interface (program_internal.h)
  * so that the instruction lists are exactly the ones the engine runs.
  */
 #include "hw_replay.h"
@@ -10,16 +10,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan_internal.h"
+#include "program_internal.h"
 
 struct hw_replay {
-    hw_plan *p; /* compiled program only: no device memory */
+    hw_program *p; /* compiled program only: no device memory */
 };
 
 void hw_replay_destroy(hw_replay *r) {
     if (!r) return;
     if (r->p) {
-        hw_plan_free_program(r->p);
+        hw_program_free_code(r->p);
         free(r->p->placement);
         free(r->p->model_off);
         free(r->p->shard_off);
@@ -38,7 +38,7 @@ pl_status hw_replay_compile(hw_engine *e, const graph *g, const int *placement, 
     if (s->micro_batches < 1 || g->cfg.batch % s->micro_batches)
         return pl_fail(msg, len, PL_ERR_SCHEDULE, "bad micro-batch count");
     hw_replay *r = calloc(1, sizeof *r);
-    hw_plan *p = r ? calloc(1, sizeof *p) : NULL;
+    hw_program *p = r ? calloc(1, sizeof *p) : NULL;
     if (!p) {
         free(r);
         return PL_ERR_NOMEM;
@@ -70,7 +70,7 @@ pl_status hw_replay_compile(hw_engine *e, const graph *g, const int *placement, 
     const hw_backend_ops *saved = e->be->ops;
     e->be->ops = &ops;
     int oom = -1;
-    pl_status st = hw_plan_compile(p, cap, &oom, msg, len);
+    pl_status st = hw_program_compile(p, cap, &oom, msg, len);
     e->be->ops = saved;
     if (st != PL_OK) {
         hw_replay_destroy(r);
@@ -100,7 +100,7 @@ static size_t put(char *buf, size_t len, size_t off, const char *fmt, int a, int
 }
 
 size_t hw_replay_compute_order(const hw_replay *r, int d, char *buf, size_t len) {
-    const hw_plan_dev *pd = &r->p->dev[d];
+    const hw_program_dev *pd = &r->p->dev[d];
     size_t off = 0;
     if (len) buf[0] = 0;
     for (int i = 0; i < pd->n_ins; i++) {
@@ -119,7 +119,7 @@ size_t hw_replay_compute_order(const hw_replay *r, int d, char *buf, size_t len)
 }
 
 size_t hw_replay_comm_order(const hw_replay *r, int d, char *buf, size_t len) {
-    const hw_plan_dev *pd = &r->p->dev[d];
+    const hw_program_dev *pd = &r->p->dev[d];
     size_t off = 0;
     if (len) buf[0] = 0;
     for (int i = 0; i < pd->n_ins; i++) {
@@ -222,7 +222,7 @@ pl_status hw_replay_time(const hw_replay *r, const profile_data *p, const sim_pa
 
 pl_status hw_replay_time_dump(const hw_replay *r, const profile_data *p, const sim_params *prm_in,
                               int64_t eager_bytes, double *dev_end_us, double *step_us, FILE *dump) {
-    const hw_plan *pl = r->p;
+    const hw_program *pl = r->p;
     const int nd = pl->n_dev;
     sim_params prm;
     if (prm_in) prm = *prm_in;

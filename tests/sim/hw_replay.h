@@ -46,7 +46,7 @@ typedef struct hw_replay hw_replay;
  * count is the number of logical devices), as if the backend carved
  * ws_bytes of workspace from every arena. caps: per device, NULL = no cap.
  * On success *out owns the replay. PL_ERR_DEVICE_OOM passes through (with
- * msg); other errors as hw_plan_create. */
+ * msg); other errors as hw_program_create. */
 pl_status hw_replay_compile(hw_engine *e, const graph *g, const int *placement, const schedule *s,
                             int64_t ws_bytes, const int64_t *caps, hw_replay **out, char *msg, size_t len);
 

@@ -11,7 +11,7 @@
 
 #include "../core/layout.h"
 #include "dist_device.h"
-#include "plan_internal.h"
+#include "program_internal.h"
 
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len) {
     if (dp < 1 || dp > 1 << 20 || global_batch < 1 || global_batch % dp != 0)
@@ -42,7 +42,7 @@ pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count
 
 int64_t hw_dp_shard_floats(int64_t n, int dp) { return dp > 1 ? (n + dp - 1) / dp : n; }
 
-pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
+pl_status hw_dp_check_opts(const hw_program_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
                            size_t len) {
     *zero = 0;
     *bucket_floats = HW_DP_BUCKET_DEFAULT / 4;
@@ -63,10 +63,10 @@ pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *
  * falls back to the collectives' own scratch, outside the arena. Copies are
  * a zero and an add on the compute stream (the backend has no
  * device-to-device copy op; 0 + x is x). */
-static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, char *msg, size_t len) {
+static pl_status zero1_device(struct hw_program *p, int d, const hw_adamw_args *a, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     dist_device *xd = p->xd_dp[d];
     char *base = pd->base;
     float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
@@ -108,10 +108,10 @@ static pl_status zero1_device(struct hw_plan *p, int d, const hw_adamw_args *a, 
     return PL_OK;
 }
 
-pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len) {
+pl_status hw_dp_update(struct hw_program *p, int d, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     char *base = pd->base;
     float *buf = p->dp_buf;
     float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
@@ -248,7 +248,7 @@ void hw_dp_comm_destroy(hw_dp_comm *c) {
  * switch, or an MPI dp group beside a tp group (dist_mpi.c asks MPI for
  * MPI_THREAD_SERIALIZED only: the main thread's tp calls and the comm
  * thread's dp calls would be concurrent). */
-static int want_overlap(const struct hw_plan *p) {
+static int want_overlap(const struct hw_program *p) {
     const char *e = getenv("PLACER_DP_OVERLAP");
     if (e && !strcmp(e, "0")) return -1;
     for (int d = 0; d < p->n_dev; d++)
@@ -257,7 +257,7 @@ static int want_overlap(const struct hw_plan *p) {
     return 1;
 }
 
-static pl_status comm_create(struct hw_plan *p, char *msg, size_t len) {
+static pl_status comm_create(struct hw_program *p, char *msg, size_t len) {
     hw_dp_comm *c = calloc(1, sizeof *c);
     if (!c) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     int64_t total = 0;
@@ -289,9 +289,9 @@ static pl_status comm_create(struct hw_plan *p, char *msg, size_t len) {
 }
 
 /* The synchronous bucket: all-reduced before the instruction returns. */
-static pl_status reduce_sync(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+static pl_status reduce_sync(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
     hw_backend *be = p->e->be;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     float *grads = (float *)((char *)pd->base + pd->off_grads) + off, *buf = p->dp_buf;
     const float ranks = (float)dist_size(p->dp);
     if (p->xd_dp[d]) /* device buffers (CUDA) */
@@ -303,9 +303,9 @@ static pl_status reduce_sync(struct hw_plan *p, int d, int64_t off, int64_t n, c
     return be->ops->upload(be, d, grads, buf, n * 4);
 }
 
-pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
     hw_backend *be = p->e->be;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     if (off < 0 || n <= 0 || off + n > pd->param_floats)
         return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
                        (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
@@ -344,7 +344,7 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
     return PL_OK;
 }
 
-pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len) {
+pl_status hw_dp_join(struct hw_program *p, int d, char *msg, size_t len) {
     hw_dp_comm *c = p->dp_comm;
     hw_backend *be = p->e->be;
     if (p->dp_overlap == 2) return p->xd_dp[d] ? dist_device_finish(p->xd_dp[d], msg, len) : PL_OK;
@@ -368,7 +368,7 @@ pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len) {
     return st;
 }
 
-void hw_dp_note_bwd(struct hw_plan *p) {
+void hw_dp_note_bwd(struct hw_program *p) {
     hw_dp_comm *c = p->dp_comm;
     if (!c) return;
     pthread_mutex_lock(&c->mu);
@@ -377,7 +377,7 @@ void hw_dp_note_bwd(struct hw_plan *p) {
     pthread_mutex_unlock(&c->mu);
 }
 
-pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len) {
+pl_status hw_dp_drain(struct hw_program *p, char *msg, size_t len) {
     hw_dp_comm *c = p->dp_comm;
     if (p->dp_overlap == 2) {
         pl_status st = PL_OK;
@@ -404,7 +404,7 @@ pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len) {
     return st;
 }
 
-int hw_dp_overlap_get(const struct hw_plan *p, hw_dp_overlap_trace *t) {
+int hw_dp_overlap_get(const struct hw_program *p, hw_dp_overlap_trace *t) {
     memset(t, 0, sizeof *t);
     if (!p->dp_comm) return 0;
     pthread_mutex_lock(&p->dp_comm->mu);

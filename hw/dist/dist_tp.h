@@ -12,7 +12,7 @@
  *   mlp        fc by rows of wfc (F/t hidden units, their bias), proj by the
  *              matching columns of wproj; the same all-reduce, then bproj.
  *   head       vocabulary-parallel: rank r holds rows [r s, (r+1) s) of the
- *              head's weight, s = ceil(V/t) (param_layout.h's
+ *              head's weight, s = ceil(V/t) (param_memory.h's
  *              hw_tp_vocab_slice: rows past V are padding, as Megatron pads
  *              the vocabulary; the slice is padded to a multiple of 64) and
  *              computes those logits only, (N, s).
@@ -82,8 +82,8 @@ typedef struct {
 pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len);
 
 /* The shard of node `node` that tp rank `rank` of `size` holds
- * (hw_node_param_layout_tp), from the node's whole shard `full`
- * (hw_node_param_layout): local gets every float (its padding rows 0). */
+ * (hw_node_param_map_tp), from the node's whole shard `full`
+ * (hw_node_param_map): local gets every float (its padding rows 0). */
 void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local);
 /* The reverse: the rank's slice of local written to its places in full;
  * the rest of full (the other ranks' slices, the vocabulary padding rows)

@@ -11,7 +11,7 @@
  * v), at the device's AdamW instruction, i.e. once backward has finished
  * every node placed on it:
  *   zero 0  the gradients all-reduced over dp in buckets of at least
- *           hw_plan_opts.bucket_bytes (25 MiB by default, PyTorch DDP's;
+ *           hw_program_opts.bucket_bytes (25 MiB by default, PyTorch DDP's;
  *           closed at node boundaries), last parameters first, each
  *           divided by dp; AdamW over all P. The plan issues a bucket as
  *           soon as backward has finished every node in it (its last
@@ -64,10 +64,10 @@ int64_t hw_dp_shard_floats(int64_t n, int dp);
  * bucket. Every precision: in bf16 ZeRO-1 updates the shard's fp32
  * weights and then remakes the whole bf16 copy from the gathered weights
  * (through host memory, one round trip a step), so it gives zero 0's bits. */
-pl_status hw_dp_check_opts(const hw_plan_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
+pl_status hw_dp_check_opts(const hw_program_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
                            size_t len);
 
-struct hw_plan;
+struct hw_program;
 /* The AdamW of device d of plan p, with ZeRO-1's reduce-scatter and
  * all-gather around it (above). For exec.c's HI_ADAMW. Memory: on the host
  * path ZeRO-1 stages through the plan's host buffer (p->dp_buf); with the
@@ -77,10 +77,10 @@ struct hw_plan;
  * which the plan carves in the device's arena beside the moments, so
  * static_bytes and the peak count it and a cap refuses it at plan
  * creation; nothing is allocated at step time. */
-pl_status hw_dp_update(struct hw_plan *p, int d, char *msg, size_t len);
+pl_status hw_dp_update(struct hw_program *p, int d, char *msg, size_t len);
 /* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
  * n) (floats), one bucket. For exec.c's HI_DP_REDUCE. */
-pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *msg, size_t len);
+pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len);
 
 /* ---- overlap (zero 0, host path) ----
  * With overlap (the default; PLACER_DP_OVERLAP=0 gives the synchronous
@@ -90,7 +90,7 @@ pl_status hw_dp_reduce(struct hw_plan *p, int d, int64_t off, int64_t n, char *m
  * communication thread, which runs the dp group's all-reduce and the
  * division by dp on it, buckets in issue order, while the main thread
  * goes on issuing backward. The device's AdamW (hw_dp_join, then
- * hw_dp_update) waits for the device's buckets and uploads them; hw_plan_step drains the queue
+ * hw_dp_update) waits for the device's buckets and uploads them; hw_program_step drains the queue
  * after the step whatever happened (hw_dp_drain), so no collective is in
  * flight between steps. Same bits: the same rank-ordered sums and the
  * same division, on the same floats.
@@ -120,11 +120,11 @@ void hw_dp_comm_destroy(hw_dp_comm *c); /* joins the thread; accepts NULL */
  * synchronous order): wait for d's buckets, upload their means. Once per
  * step (a second call does nothing); PL_OK without a comm thread. A
  * bucket's failure: its status and line. */
-pl_status hw_dp_join(struct hw_plan *p, int d, char *msg, size_t len);
+pl_status hw_dp_join(struct hw_program *p, int d, char *msg, size_t len);
 /* exec.c: after each HI_BWD it issues (for the test hook below). */
-void hw_dp_note_bwd(struct hw_plan *p);
+void hw_dp_note_bwd(struct hw_program *p);
 /* exec.c: end of a step: wait for every queued bucket; its first failure. */
-pl_status hw_dp_drain(struct hw_plan *p, char *msg, size_t len);
+pl_status hw_dp_drain(struct hw_program *p, char *msg, size_t len);
 
 /* The test hook: tickets of one counter (a total order of these events in
  * the last step on this rank, not times). With PLACER_TEST_DP_HOLD=1 the
@@ -144,6 +144,6 @@ typedef struct {
     int held;          /* the hold: 1 it saw the last backward, 2 a join, -1 it timed out, 0 off */
 } hw_dp_overlap_trace;
 /* 1 and *t filled when p's buckets go through the comm thread, else 0. */
-int hw_dp_overlap_get(const struct hw_plan *p, hw_dp_overlap_trace *t);
+int hw_dp_overlap_get(const struct hw_program *p, hw_dp_overlap_trace *t);
 
 #endif

@@ -20,7 +20,7 @@
 #include "../core/layout.h"
 #include "dist_group.h"
 #include "nodes.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "util.h"
 
 pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len) {
@@ -82,9 +82,9 @@ static void copy_block(float *local, int64_t ls, float *full, int64_t fs, int64_
 }
 
 static void map_shard(const graph *g, int node, int rank, int size, float *local, float *full, int to_full) {
-    hw_param_layout fl, ll;
-    hw_node_param_layout(g, node, &fl);
-    hw_node_param_layout_tp(g, node, size, &ll);
+    hw_param_map fl, ll;
+    hw_node_param_map(g, node, &fl);
+    hw_node_param_map_tp(g, node, size, &ll);
     const int64_t C = g->cfg.d_model, Cl = C / size, F = 4 * C, Fl = F / size;
     switch (g->nodes[node].kind) {
     case OP_ATTENTION:
@@ -118,8 +118,8 @@ static void map_shard(const graph *g, int node, int rank, int size, float *local
 }
 
 void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local) {
-    hw_param_layout ll;
-    hw_node_param_layout_tp(g, node, size, &ll);
+    hw_param_map ll;
+    hw_node_param_map_tp(g, node, size, &ll);
     memset(local, 0, sizeof(float) * (size_t)ll.floats); /* alignment padding */
     map_shard(g, node, rank, size, local, (float *)full, 0);
 }
@@ -129,8 +129,8 @@ void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const flo
 }
 
 int hw_tp_replicated(const graph *g, int node, int size, int64_t *off, int64_t *n) {
-    hw_param_layout ll;
-    hw_node_param_layout_tp(g, node, size, &ll);
+    hw_param_map ll;
+    hw_node_param_map_tp(g, node, size, &ll);
     switch (g->nodes[node].kind) {
     case OP_EMBEDDING:
     case OP_LAYERNORM:

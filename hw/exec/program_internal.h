@@ -1,5 +1,5 @@
 /*
- * plan_internal.h: what a compiled plan holds, shared by the compiler
+ * program_internal.h: what a compiled plan holds, shared by the compiler
  * (plan.c) and the runner (exec.c). Not a public interface.
  *
  * A plan is a list of instructions per logical device plus one global issue
@@ -10,8 +10,8 @@
  * (each list is a subsequence of the global order, and the only cross-device
  * dependencies are the transfers, whose two halves sit side by side in it).
  */
-#ifndef PLACER_HW_PLAN_INTERNAL_H
-#define PLACER_HW_PLAN_INTERNAL_H
+#ifndef PLACER_HW_PROGRAM_INTERNAL_H
+#define PLACER_HW_PROGRAM_INTERNAL_H
 
 #include <pthread.h>
 
@@ -49,7 +49,7 @@ typedef struct {
     int node, mb;
     int64_t in[2], out, saved, scratch, dout, din[2], tokens, targets;
     int acc[2];
-    hw_param_layout pl; /* the node's shard layout */
+    hw_param_map pl; /* the node's shard layout */
     hw_node_mem mem;    /* the node's activation sizes for one micro-batch */
 } hw_call_spec;
 
@@ -77,7 +77,7 @@ typedef struct {
     hw_instr *ins;             /* this device's instructions */
     int n_ins, cap_ins;
     int n_events;              /* events used */
-} hw_plan_dev;
+} hw_program_dev;
 
 /* The engine's persistent host threads (exec.c). */
 typedef struct hw_pool hw_pool;
@@ -94,7 +94,7 @@ struct hw_engine {
     hw_pool *pool;       /* host threads, one per device, from the first threaded step; or NULL */
 };
 
-struct hw_plan {
+struct hw_program {
     hw_engine *e;             /* borrowed */
     const graph *g;           /* borrowed */
     int n_dev;                /* logical devices of the engine */
@@ -105,12 +105,12 @@ struct hw_plan {
     int t;                    /* AdamW steps taken */
     int threaded;             /* issue with one thread per used device */
     int bf16;                 /* the engine runs the bf16 mixed mode */
-    int batch_set;            /* hw_plan_set_batch was called */
+    int batch_set;            /* hw_program_set_batch was called */
     int reorders;             /* ops issued out of strict schedule order */
     int steps_run;            /* steps run so far */
     int graph_state;          /* 0 not captured, 1 replaying graphs, -1 capture failed */
     int loss_dev, emb_dev;
-    struct dist_group *dp;    /* data-parallel group (hw_plan_opts.dp) or NULL */
+    struct dist_group *dp;    /* data-parallel group (hw_program_opts.dp) or NULL */
     float *dp_buf;            /* host staging of one device's gradients for the all-reduce
                                  (data parallelism, and the sp all-reduce of replicated ones);
                                  param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
@@ -119,14 +119,14 @@ struct hw_plan {
     int dp_overlap;           /* 0 not decided yet (the first bucket), 1 the comm thread, 2 NCCL's
                                  comm stream, -1 synchronous (dist_dp.c) */
     struct hw_dp_comm *dp_comm; /* overlap: the comm thread and its host buffer (dist_dp.c), or NULL */
-    hw_tp tp;                 /* tensor parallelism (hw_plan_opts.tp): tp.g NULL and size 1
+    hw_tp tp;                 /* tensor parallelism (hw_program_opts.tp): tp.g NULL and size 1
                                  without; the node calls then go through dist_tp.c */
     struct dist_device *xd_tp[HW_MAX_DEVICES]; /* CUDA backend: the tp group's collectives on each used
                                  device's buffers (dist_device.h), else NULL (host buffers) */
     struct dist_device *xd_dp[HW_MAX_DEVICES]; /* CUDA backend: the dp group's, else NULL */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */
-    hw_plan_dev dev[HW_MAX_DEVICES];
+    hw_program_dev dev[HW_MAX_DEVICES];
     hw_call_spec *calls;
     int n_calls, cap_calls;
     hw_order_entry *order;
@@ -141,9 +141,9 @@ struct hw_plan {
  * caps: per device (never NULL here). On PL_ERR_DEVICE_OOM, *oom_dev names
  * the device and p->dev[].need_bytes holds what was reached. Implemented in
  * plan.c. */
-pl_status hw_plan_compile(hw_plan *p, const int64_t *caps, int *oom_dev, char *msg, size_t len);
+pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, char *msg, size_t len);
 
 /* Free the compiled instruction lists (not the device memory). */
-void hw_plan_free_program(hw_plan *p);
+void hw_program_free_code(hw_program *p);
 
 #endif

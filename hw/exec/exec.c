@@ -13,14 +13,14 @@
 #include "dist_dp.h"
 #include "dist_group.h"
 #include "placer_config.h"
-#include "plan_internal.h"
+#include "program_internal.h"
 #include "util.h"
 
 #define PTR(base, off) ((off) >= 0 ? (void *)((char *)(base) + (off)) : NULL)
 
-static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_call *c) {
+static void make_call(const hw_program *p, int d, const hw_call_spec *s, hw_node_call *c) {
     const graph *g = p->g;
-    const hw_plan_dev *pd = &p->dev[d];
+    const hw_program_dev *pd = &p->dev[d];
     char *base = pd->base;
     memset(c, 0, sizeof *c);
     c->kind = g->nodes[s->node].kind;
@@ -59,9 +59,9 @@ static void make_call(const hw_plan *p, int d, const hw_call_spec *s, hw_node_ca
  * embedding's atomics, colsum's chunks) add in no fixed order, so the ranks'
  * bits can differ and the replicas would drift apart: they are averaged
  * over the group (device buffers only; (x + x) / 2 = x when they agree). */
-static pl_status tp_reduce_replicated(hw_plan *p, int d) {
+static pl_status tp_reduce_replicated(hw_program *p, int d) {
     hw_backend *be = p->e->be;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     float *grads = (float *)((char *)pd->base + pd->off_grads);
     int64_t off[HW_MAX_PARAM_TENSORS], cnt[HW_MAX_PARAM_TENSORS], n = 0;
     if (p->xd_tp[d]) {
@@ -105,10 +105,10 @@ static int traced_kind(const hw_instr *in) {
 
 /* Run instruction i of device d. In single-thread mode a SEND runs both
  * halves through xfer_pair (its RECV is the next global entry). */
-static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
+static pl_status run_instr(hw_program *p, int d, int i, int threaded) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     const hw_instr *in = &pd->ins[i];
     char *base = pd->base;
     pl_status st = PL_OK;
@@ -174,7 +174,7 @@ static pl_status run_instr(hw_plan *p, int d, int i, int threaded) {
 }
 
 /* Single-thread transfer: SEND (d, i) with its RECV (t, k). */
-static pl_status run_pair(hw_plan *p, int d, int i, int t, int k) {
+static pl_status run_pair(hw_program *p, int d, int i, int t, int k) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
     const hw_instr *s = &p->dev[d].ins[i], *r = &p->dev[t].ins[k];
@@ -192,7 +192,7 @@ static pl_status run_pair(hw_plan *p, int d, int i, int t, int k) {
     return PL_OK;
 }
 
-static pl_status run_single(hw_plan *p) {
+static pl_status run_single(hw_program *p) {
     const hw_backend_ops *ops = p->e->be->ops;
     for (int o = 0; o < p->n_order; o++) {
         hw_order_entry e = p->order[o];
@@ -216,16 +216,16 @@ static pl_status run_single(hw_plan *p) {
 }
 
 typedef struct {
-    hw_plan *p;
+    hw_program *p;
     int d;
     int capture; /* record the device's work into a graph instead of running it */
     pl_status st;
 } worker;
 
 /* Issue device d's list: run it (and mark the step's end), or capture it. */
-static pl_status device_list(hw_plan *p, int d, int capture, int threaded) {
+static pl_status device_list(hw_program *p, int d, int capture, int threaded) {
     hw_backend *be = p->e->be;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program_dev *pd = &p->dev[d];
     pl_status st = PL_OK;
     if (capture && (st = be->ops->capture_begin(be, d)) != PL_OK) return st;
     for (int i = 0; i < pd->n_ins && st == PL_OK; i++) st = run_instr(p, d, i, threaded);
@@ -321,7 +321,7 @@ static hw_pool *pool_get(hw_engine *e, int n) {
     return pool;
 }
 
-static pl_status run_threads(hw_plan *p, int capture) {
+static pl_status run_threads(hw_program *p, int capture) {
     hw_pool *pool = pool_get(p->e, p->n_dev);
     if (!pool) return PL_ERR_NOMEM;
     pthread_mutex_lock(&pool->mu);
@@ -338,7 +338,7 @@ static pl_status run_threads(hw_plan *p, int capture) {
     return st;
 }
 
-static pl_status collect_trace(hw_plan *p) {
+static pl_status collect_trace(hw_program *p) {
     hw_backend *be = p->e->be;
     int n = 0;
     for (int d = 0; d < p->n_dev; d++)
@@ -371,7 +371,7 @@ static pl_status collect_trace(hw_plan *p) {
     return PL_OK;
 }
 
-pl_status hw_plan_set_trace(hw_plan *p, int on) {
+pl_status hw_program_set_trace(hw_program *p, int on) {
     hw_backend *be = p->e->be;
     if (on)
         for (int d = 0; d < p->n_dev; d++)
@@ -383,15 +383,15 @@ pl_status hw_plan_set_trace(hw_plan *p, int on) {
     return PL_OK;
 }
 
-pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
+pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
-    if (!p->batch_set) return pl_fail(msg, len, PL_ERR_INVALID, "no batch set (hw_plan_set_batch)");
+    if (!p->batch_set) return pl_fail(msg, len, PL_ERR_INVALID, "no batch set (hw_program_set_batch)");
     memset(r, 0, sizeof *r);
     p->t++;
     pl_status st = PL_OK;
     for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
-        hw_plan_dev *pd = &p->dev[d];
+        hw_program_dev *pd = &p->dev[d];
         if (!pd->used) continue;
         st = ops->set_workspace(be, d, pd->off_ws >= 0 ? (char *)pd->base + pd->off_ws : NULL, pd->ws_bytes);
         if (st == PL_OK) st = ops->step_begin(be, d);
@@ -450,7 +450,7 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     r->step_us = step;
     if (st != PL_OK) return pl_fail(msg, len, st, "step failed: %s", be->err);
     double sum = 0.0;
-    hw_plan_dev *ld = &p->dev[p->loss_dev];
+    hw_program_dev *ld = &p->dev[p->loss_dev];
     if ((st = ops->download(be, p->loss_dev, &sum, (char *)ld->base + ld->off_loss, 8)) != PL_OK)
         return pl_fail(msg, len, st, "reading the loss: %s", be->err);
     r->loss = sum / ((double)p->g->cfg.batch * p->g->cfg.seq_len);
@@ -478,7 +478,7 @@ pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len) {
     return PL_OK;
 }
 
-pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *msg, size_t len) {
+pl_status hw_program_time(hw_program *p, int warmup, int steps, hw_timing *t, char *msg, size_t len) {
     memset(t, 0, sizeof *t);
     if (warmup < 0 || steps < 1) return pl_fail(msg, len, PL_ERR_INVALID, "need warmup >= 0 and steps >= 1");
     double *v = malloc(sizeof(double) * (size_t)steps * 2);
@@ -486,7 +486,7 @@ pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *ms
     pl_status st = PL_OK;
     hw_step_result r;
     for (int i = 0; i < warmup + steps && st == PL_OK; i++) {
-        st = hw_plan_step(p, &r, msg, len);
+        st = hw_program_step(p, &r, msg, len);
         if (st != PL_OK) break;
         if (i == 0) t->first_loss = r.loss;
         t->last_loss = r.loss;
@@ -509,12 +509,12 @@ pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *ms
     return st;
 }
 
-const hw_trace_event *hw_plan_trace(const hw_plan *p, int *n) {
+const hw_trace_event *hw_program_trace(const hw_program *p, int *n) {
     *n = p->n_trace;
     return p->n_trace > 0 ? p->trace : NULL;
 }
 
-pl_status hw_plan_write_chrome_trace(const hw_plan *p, FILE *f) {
+pl_status hw_program_write_chrome_trace(const hw_program *p, FILE *f) {
     if (p->n_trace == 0) return PL_ERR_INVALID;
     static const char *kind[] = {"fwd", "bwd", "adamw", "send", "recv", "add", "zero"};
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");

@@ -24,7 +24,7 @@
 #include <stdint.h>
 
 #include "graph.h"
-#include "param_layout.h"
+#include "param_memory.h"
 #include "status.h"
 
 #define HW_MAX_DEVICES 64
@@ -55,7 +55,7 @@ typedef struct {
     int acc[2];                 /* 0: din[k] = ...; 1: din[k] += ... */
     double *loss_sum;           /* loss: running sum of token losses */
     float inv_norm;             /* loss: 1 / (full batch * T) */
-    hw_param_layout pl;         /* the shard's tensor offsets */
+    hw_param_map pl;         /* the shard's tensor offsets */
     hw_node_mem mem;            /* the saved block's tensor offsets */
     int bf16;                   /* the bf16 mixed mode (hw.h) */
     const void *params16;       /* bf16: the shard's weight copy, same offsets in elements

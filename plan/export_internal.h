@@ -9,7 +9,11 @@ pl_status export_check_chunks(const gpt_config *cfg, const layout *l, const int 
                               size_t len);
 
 /* 1 when every chunk holds the same number of layers. */
-int export_chunks_uniform(const layout *l, const int *chunk_layers);
+static inline int export_chunks_uniform(const layout *l, const int *chunk_layers) {
+    for (int c = 1; c < l->pp * l->vp; c++)
+        if (chunk_layers[c] != chunk_layers[0]) return 0;
+    return 1;
+}
 
 /* Layers of pipeline stage s over its vp chunks. */
 static inline int export_stage_layers(const layout *l, const int *chunk_layers, int s) {

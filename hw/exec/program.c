@@ -44,7 +44,7 @@
 #include "arena.h"
 #include "dist_device.h"
 #include "dist_dp.h"
-#include "plan_internal.h"
+#include "program_internal.h"
 #include "util.h"
 
 typedef struct {
@@ -83,7 +83,7 @@ typedef struct {
 } sched_op;
 
 typedef struct {
-    hw_plan *p;
+    hw_program *p;
     const graph *g;
     int nn, m, nd;
     hw_arena *arena[HW_MAX_DEVICES];
@@ -116,8 +116,8 @@ static const pbuf PBUF_NONE = {-1, -1, 0};
 /* ---- instruction emission ---- */
 
 static pl_status emit(cctx *c, int d, hw_instr in) {
-    hw_plan *p = c->p;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program *p = c->p;
+    hw_program_dev *pd = &p->dev[d];
     if (pd->n_ins == pd->cap_ins) {
         int n = pd->cap_ins ? pd->cap_ins * 2 : 256;
         hw_instr *a = realloc(pd->ins, sizeof *a * (size_t)n);
@@ -289,7 +289,7 @@ static pl_status c_xfer(cctx *c, int s, int t, int64_t src_off, int64_t bytes, i
 /* ---- node calls ---- */
 
 static pl_status new_call(cctx *c, int node, int mb, int *idx) {
-    hw_plan *p = c->p;
+    hw_program *p = c->p;
     if (p->n_calls == p->cap_calls) {
         int n = p->cap_calls ? p->cap_calls * 2 : 256;
         hw_call_spec *a = realloc(p->calls, sizeof *a * (size_t)n);
@@ -310,12 +310,12 @@ static pl_status new_call(cctx *c, int node, int mb, int *idx) {
 static int dev_of(const cctx *c, int n) { return c->p->placement[n]; }
 
 /* A node's parameter shard and activation sizes on this plan's rank: the
- * whole node, or its tensor-parallel slice (param_layout.h, dist_tp.h). */
-static void plan_node_layout(const hw_plan *p, int n, hw_param_layout *pl) {
-    hw_node_param_layout_tp(p->g, n, p->tp.size, pl);
+ * whole node, or its tensor-parallel slice (param_memory.h, dist_tp.h). */
+static void plan_node_layout(const hw_program *p, int n, hw_param_map *pl) {
+    hw_node_param_map_tp(p->g, n, p->tp.size, pl);
 }
 
-static void plan_node_mem(const hw_plan *p, int n, hw_node_mem *m) {
+static void plan_node_mem(const hw_program *p, int n, hw_node_mem *m) {
     if (p->tp.size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->bf16, p->tp.size, p->tp.sp, m);
     else hw_node_mem_floats_prec(p->g, n, p->b, p->bf16, m);
 }
@@ -364,7 +364,7 @@ static pbuf *input_buf(cctx *c, int p, int j, int d) {
 
 static pl_status issue_fwd(cctx *c, int n, int j) {
     const graph_node *nd = &c->g->nodes[n];
-    hw_plan *p = c->p;
+    hw_program *p = c->p;
     const int d = dev_of(c, n);
     const int64_t BT = (int64_t)p->b * c->g->cfg.seq_len;
     pl_status st;
@@ -464,7 +464,7 @@ static pbuf *grad_target(cctx *c, int pr, int j, int d) {
  * PyTorch DDP's buckets are. Every rank compiles the same plan, so every
  * rank issues the same collectives in the same order. */
 static pl_status dp_bucket_progress(cctx *c, int d, int flush) {
-    hw_plan *p = c->p;
+    hw_program *p = c->p;
     while (c->cursor[d] >= 0) {
         const int n = c->cursor[d];
         if (dev_of(c, n) == d) {
@@ -486,7 +486,7 @@ frontier_done:;
 
 static pl_status issue_bwd(cctx *c, int n, int j) {
     const graph_node *nd = &c->g->nodes[n];
-    hw_plan *p = c->p;
+    hw_program *p = c->p;
     const int d = dev_of(c, n);
     pl_status st;
     nstate *ns = NS(c, n, j);
@@ -589,14 +589,14 @@ static pl_status issue_tail(cctx *c, int d) {
 
 /* Static buffers of a used device and the step's opening instructions. */
 static pl_status setup_device(cctx *c, int d) {
-    hw_plan *p = c->p;
-    hw_plan_dev *pd = &p->dev[d];
+    hw_program *p = c->p;
+    hw_program_dev *pd = &p->dev[d];
     const graph *g = c->g;
     const int64_t BT = (int64_t)g->cfg.batch * g->cfg.seq_len;
     int64_t floats = 0;
     for (int n = 0; n < c->nn; n++)
         if (dev_of(c, n) == d) {
-            hw_param_layout pl;
+            hw_param_map pl;
             plan_node_layout(p, n, &pl);
             p->shard_off[n] = floats;
             floats += pl.floats;
@@ -721,7 +721,7 @@ static pl_status issue_op(cctx *c, sched_op o) {
     return o.bwd ? issue_bwd(c, o.node, o.mb) : issue_fwd(c, o.node, o.mb);
 }
 
-void hw_plan_free_program(hw_plan *p) {
+void hw_program_free_code(hw_program *p) {
     for (int d = 0; d < HW_MAX_DEVICES; d++) {
         free(p->dev[d].ins);
         p->dev[d].ins = NULL;
@@ -736,7 +736,7 @@ void hw_plan_free_program(hw_plan *p) {
     p->n_order = p->cap_order = 0;
 }
 
-pl_status hw_plan_compile(hw_plan *p, const int64_t *caps, int *oom_dev, char *msg, size_t len) {
+pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, char *msg, size_t len) {
     const graph *g = p->g;
     cctx c;
     memset(&c, 0, sizeof c);
@@ -750,7 +750,7 @@ pl_status hw_plan_compile(hw_plan *p, const int64_t *caps, int *oom_dev, char *m
     c.msg = msg;
     c.len = len;
     *oom_dev = -1;
-    hw_plan_free_program(p);
+    hw_program_free_code(p);
     p->reorders = 0;
     for (int n = 0; n < c.nn; n++) {
         int k = g->cons_start[n + 1] - g->cons_start[n];

@@ -103,9 +103,9 @@ pl_status dist_device_finish(dist_device *x, char *msg, size_t len);
 
 /* A device scratch of at least bytes bytes owned by x (grown, never
  * shrunk; its contents are not kept across a growth). Outside the plan's
- * arena (hw_plan_peak_bytes does not count it), so the engine no longer
+ * arena (hw_program_peak_bytes does not count it), so the engine no longer
  * uses it: ZeRO-1's update runs on a buffer the plan carves in its arena
- * (hw_plan_dev.off_zero1, dist_dp.h). Kept for other callers. */
+ * (hw_program_dev.off_zero1, dist_dp.h). Kept for other callers. */
 pl_status dist_device_scratch(dist_device *x, int64_t bytes, void **ptr, char *msg, size_t len);
 
 /* ---- the NCCL transport (hw/dist_nccl.cu; CUDA builds only) ---- */

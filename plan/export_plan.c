@@ -42,12 +42,6 @@ pl_status export_check_chunks(const gpt_config *cfg, const layout *l, const int 
     return PL_OK;
 }
 
-int export_chunks_uniform(const layout *l, const int *chunk_layers) {
-    for (int c = 1; c < l->pp * l->vp; c++)
-        if (chunk_layers[c] != chunk_layers[0]) return 0;
-    return 1;
-}
-
 pl_status plan_export_write(FILE *f, plan_export_format fmt, const gpt_config *cfg, const layout *l,
                             const int *chunk_layers, const layout_result *res, char *msg, size_t len) {
     pl_status st = export_check_chunks(cfg, l, chunk_layers, msg, len);

@@ -1,5 +1,5 @@
 /*
- * param_layout.h: where each node's parameters and activations live, shared by the
+ * param_memory.h: where each node's parameters and activations live, shared by the
  * executor, both backends and the tests.
  *
  * Parameters: each node owns a "shard" of floats holding its tensors in a
@@ -62,10 +62,10 @@ typedef struct {
     int64_t off[HW_MAX_PARAM_TENSORS];  /* offset of each tensor in the shard (floats) */
     int64_t size[HW_MAX_PARAM_TENSORS]; /* floats in each tensor */
     int64_t floats;                     /* shard size, padding included */
-} hw_param_layout;
+} hw_param_map;
 
 /* The parameter shard layout of node i of g. */
-void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl);
+void hw_node_param_map(const graph *g, int i, hw_param_map *pl);
 
 /* Offsets of every node's shard in the model view: off[i] for node i,
  * off[n_nodes] = total floats. off must hold n_nodes + 1 entries, or be
@@ -96,9 +96,9 @@ typedef struct {
  * wproj (C, F/tp), bproj (C); the head (Vlp, C) with its vocabulary slice
  * (hw_tp_vocab_slice) padded to Vlp = hw_padded_vocab(slice); every other
  * node is whole.
- * tp = 1 gives hw_node_param_layout. The caller has checked that tp divides
+ * tp = 1 gives hw_node_param_map. The caller has checked that tp divides
  * the heads and F (hw_tp_check). */
-void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl);
+void hw_node_param_map_tp(const graph *g, int i, int tp, hw_param_map *pl);
 
 /* Activation sizes of node i for a micro-batch of b samples. */
 void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);

@@ -6,7 +6,7 @@
  *   hw_engine  the devices: a backend (CUDA GPUs, or CPU virtual devices
  *              for CI) with its streams, library handles and NCCL
  *              communicator. Create once, use for many placements.
- *   hw_plan    one placement + schedule + caps compiled for an engine: the
+ *   hw_program    one placement + schedule + caps compiled for an engine: the
  *              parameters live on their devices (flat buffers per device),
  *              every buffer of a step has its offset in the device's arena,
  *              and each device has its list of instructions. Creating a plan
@@ -18,7 +18,7 @@
  *              back; AdamW on every device; one host synchronisation at the
  *              end.
  *
- * Timing protocol (hw_plan_time): `warmup` untimed steps, then `steps`
+ * Timing protocol (hw_program_time): `warmup` untimed steps, then `steps`
  * timed steps. Each timed step starts from idle devices (host sync), is
  * bracketed by device events on every used device's compute stream, and
  * its time is the largest device's elapsed time; the report is the median
@@ -82,7 +82,7 @@
  *   values (stored as floats), so CI tests it (nodes.h: the bf16 reference).
  */
 /*
- * Tensor parallelism (hw_plan_opts.tp; hw/dist_tp.h has the details). A
+ * Tensor parallelism (hw_program_opts.tp; hw/dist_tp.h has the details). A
  * plan with a tp group of t ranks is one rank of the Megatron split: each
  * attention node holds nh/t heads (their columns of the qkv weight and bias
  * and the matching rows of the projection, i.e. wproj's columns in this
@@ -97,7 +97,7 @@
  * blocks are split by token (reduce-scatter / all-gather around the
  * blocks) and the replicated gradients are summed over the group. t must
  * divide the heads and 4 C; the vocabulary is cut in slices of ceil(V/t)
- * rows, the last ones padded. hw_plan_get_params/_grads of
+ * rows, the last ones padded. hw_program_get_params/_grads of
  * a tp rank write only its slices into the model view. The CPU backend
  * runs it on host buffers, the CUDA backend on device buffers
  * (hw/dist_tp_cuda.cu), both in every precision, the CUDA one with its
@@ -152,7 +152,7 @@ typedef struct {
 } hw_engine_opts;
 
 typedef struct hw_engine hw_engine;
-typedef struct hw_plan hw_plan;
+typedef struct hw_program hw_program;
 struct dist_group;
 
 /* Create an engine. On success *out owns it (hw_engine_destroy). Errors:
@@ -176,7 +176,7 @@ hw_backend *hw_engine_backend(hw_engine *e);
 void hw_engine_fail_alloc_at(hw_engine *e, int n);
 
 /* Device arenas currently allocated by this engine's plans (0 once every
- * plan is destroyed, and after every failed hw_plan_create). */
+ * plan is destroyed, and after every failed hw_program_create). */
 int hw_engine_live_arenas(const hw_engine *e);
 
 /* Free memory of a device now (CUDA), or -1 where the backend cannot tell. */
@@ -231,7 +231,7 @@ typedef struct {
                                   collectives run on device buffers: CUDA). Same
                                   bits as zero 0 on the sockets transport; in bf16 the weight
                                   copy is remade from the gathered weights. Without
-                                  dp (or dp of 1) a no-op. hw_plan_get_grads then holds the
+                                  dp (or dp of 1) a no-op. hw_program_get_grads then holds the
                                   replicas' mean gradient only in this rank's shard (the rest
                                   is the rank's own, as reduce-scatter leaves it) */
     int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of at
@@ -242,7 +242,7 @@ typedef struct {
                                   host copies, or NCCL's comm stream) and are waited for at
                                   the device's AdamW, same bits; PLACER_DP_OVERLAP=0 makes
                                   each synchronous (hw/dist_dp.h) */
-} hw_plan_opts;
+} hw_program_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with
  * PL_ERR_DEVICE_OOM. */
@@ -256,20 +256,20 @@ typedef struct {
 } hw_mem_report;
 
 /* Compile a plan. g is borrowed and must outlive the plan. On success *out
- * owns the plan (hw_plan_destroy). Errors: placement and schedule statuses
+ * owns the plan (hw_program_destroy). Errors: placement and schedule statuses
  * (PL_ERR_PLACEMENT_*, PL_ERR_SCHEDULE), PL_ERR_DEVICE_OOM when a device's
  * need exceeds its cap or its memory could not be allocated (everything
  * taken so far is released), PL_ERR_UNSUPPORTED for a graph the executor
  * cannot run, PL_ERR_CUDA, PL_ERR_NOMEM. mem may be NULL. */
-pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw_plan **out,
+pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts *o, hw_program **out,
                          hw_mem_report *mem, char *msg, size_t len);
 
 /* Release a plan and all its device memory. Accepts NULL. */
-void hw_plan_destroy(hw_plan *p);
+void hw_program_destroy(hw_program *p);
 
 /* Set the batch: tokens and targets, batch * seq_len ids each, in [0, vocab).
  * Uploaded to the devices that hold the embedding and the loss. */
-pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, char *msg, size_t len);
+pl_status hw_program_set_batch(hw_program *p, const int *tokens, const int *targets, char *msg, size_t len);
 
 /* Fill tokens and targets with a deterministic batch: random tokens, and
  * targets = the next token (the last one wraps to a random token). */
@@ -283,7 +283,7 @@ typedef struct {
 } hw_step_result;
 
 /* Run one training step. The batch must be set. */
-pl_status hw_plan_step(hw_plan *p, hw_step_result *r, char *msg, size_t len);
+pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t len);
 
 typedef struct {
     int steps;            /* timed steps */
@@ -294,34 +294,34 @@ typedef struct {
 } hw_timing;
 
 /* The timing protocol: warmup steps, then `steps` (>= 1) timed steps. */
-pl_status hw_plan_time(hw_plan *p, int warmup, int steps, hw_timing *t, char *msg, size_t len);
+pl_status hw_program_time(hw_program *p, int warmup, int steps, hw_timing *t, char *msg, size_t len);
 
 /* Each logical device's arena high-water mark (0 for unused devices). */
-int64_t hw_plan_peak_bytes(const hw_plan *p, int dev);
+int64_t hw_program_peak_bytes(const hw_program *p, int dev);
 
 /* Copy the parameters (or the gradients of the last step) of every node into
  * a model view (hw_model_param_offsets floats). */
-pl_status hw_plan_get_params(hw_plan *p, float *model, char *msg, size_t len);
-pl_status hw_plan_get_grads(hw_plan *p, float *model, char *msg, size_t len);
+pl_status hw_program_get_params(hw_program *p, float *model, char *msg, size_t len);
+pl_status hw_program_get_grads(hw_program *p, float *model, char *msg, size_t len);
 
 /* Number of operations issued out of the schedule's strict order to avoid a
  * deadlock (0 for contiguous placements). */
-int hw_plan_reorders(const hw_plan *p);
+int hw_program_reorders(const hw_program *p);
 
 /* 1 when the plan's steps now replay captured CUDA graphs, 0 when they are
  * issued op by op, -1 when capture was tried and failed (the plan then
  * keeps issuing op by op). */
-int hw_plan_graph_state(const hw_plan *p);
+int hw_program_graph_state(const hw_program *p);
 
 /* How the plan's tp and dp collectives move data: "none" (no group),
  * "host" (CPU backend: host buffers), "nccl" or "host staging" (CUDA:
  * hw/dist_device.h; the first used device's, the tp group's if any).
  * Static. */
-const char *hw_plan_collectives(const hw_plan *p);
+const char *hw_program_collectives(const hw_program *p);
 
 /* Tracing: when on, the next steps record a start and end time for every
  * node call, addition, optimizer step and transfer. */
-pl_status hw_plan_set_trace(hw_plan *p, int on);
+pl_status hw_program_set_trace(hw_program *p, int on);
 
 typedef enum { HW_EV_FWD = 0, HW_EV_BWD, HW_EV_OPT, HW_EV_SEND, HW_EV_RECV, HW_EV_ADD, HW_EV_ZERO } hw_event_kind;
 
@@ -340,10 +340,10 @@ typedef struct {
 
 /* Events of the last traced step (owned by the plan, valid until the next
  * step); *n gets their count. NULL when the last step was not traced. */
-const hw_trace_event *hw_plan_trace(const hw_plan *p, int *n);
+const hw_trace_event *hw_program_trace(const hw_program *p, int *n);
 
 /* Write the last traced step as Chrome Trace Event JSON: one process per
  * device, one thread per stream. PL_ERR_INVALID when nothing was traced. */
-pl_status hw_plan_write_chrome_trace(const hw_plan *p, FILE *f);
+pl_status hw_program_write_chrome_trace(const hw_program *p, FILE *f);
 
 #endif

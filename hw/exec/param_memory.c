@@ -1,14 +1,14 @@
 /* layout.c: parameter shards, activation sizes and initial parameters. */
-#include "param_layout.h"
+#include "param_memory.h"
 
 #include <math.h>
 #include <string.h>
 
 #include "util.h"
 
-void hw_node_param_layout(const graph *g, int i, hw_param_layout *pl) { hw_node_param_layout_tp(g, i, 1, pl); }
+void hw_node_param_map(const graph *g, int i, hw_param_map *pl) { hw_node_param_map_tp(g, i, 1, pl); }
 
-void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl) {
+void hw_node_param_map_tp(const graph *g, int i, int tp, hw_param_map *pl) {
     const graph_node *n = &g->nodes[i];
     const int64_t V = g->cfg.vocab, C = g->cfg.d_model, T = g->cfg.seq_len;
     if (tp < 1) tp = 1;
@@ -39,8 +39,8 @@ void hw_node_param_layout_tp(const graph *g, int i, int tp, hw_param_layout *pl)
 int64_t hw_model_param_offsets(const graph *g, int64_t *off) {
     int64_t total = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        hw_param_layout pl;
-        hw_node_param_layout(g, i, &pl);
+        hw_param_map pl;
+        hw_node_param_map(g, i, &pl);
         if (off) off[i] = total;
         total += pl.floats;
     }
@@ -56,8 +56,8 @@ void hw_params_init(const graph *g, uint64_t seed, float *model) {
     const double std = 0.02, proj_std = 0.02 / sqrt(2.0 * g->cfg.n_layers);
     int64_t off = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        hw_param_layout pl;
-        hw_node_param_layout(g, i, &pl);
+        hw_param_map pl;
+        hw_node_param_map(g, i, &pl);
         float *shard = model + off;
         memset(shard, 0, sizeof(float) * (size_t)pl.floats);
         pl_rng r;

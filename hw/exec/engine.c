@@ -13,7 +13,7 @@
 #include "nodes.h"
 #include "placement.h"
 #include "placer_config.h"
-#include "plan_internal.h"
+#include "program_internal.h"
 #include "util.h"
 
 pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, size_t len) {
@@ -138,7 +138,7 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
     return PL_OK;
 }
 
-void hw_plan_destroy(hw_plan *p) {
+void hw_program_destroy(hw_program *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
     hw_dp_comm_destroy(p->dp_comm); /* before the groups it borrows */
@@ -153,7 +153,7 @@ void hw_plan_destroy(hw_plan *p) {
             be->ops->mem_free(be, d, p->dev[d].base);
             p->e->live_arenas--;
         }
-    hw_plan_free_program(p);
+    hw_program_free_code(p);
     free(p->placement);
     free(p->model_off);
     free(p->shard_off);
@@ -165,7 +165,7 @@ void hw_plan_destroy(hw_plan *p) {
 static void format_need(char *buf, size_t n, int64_t bytes) { pl_format_bytes((double)bytes, buf, n); }
 
 /* Gather the model view's shards of device d into host staging. */
-static void gather_shards(const hw_plan *p, int d, const float *model, float *staging) {
+static void gather_shards(const hw_program *p, int d, const float *model, float *staging) {
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
@@ -177,7 +177,7 @@ static void gather_shards(const hw_plan *p, int d, const float *model, float *st
     }
 }
 
-static void scatter_shards(const hw_plan *p, int d, const float *staging, float *model) {
+static void scatter_shards(const hw_program *p, int d, const float *staging, float *model) {
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
@@ -189,19 +189,7 @@ static void scatter_shards(const hw_plan *p, int d, const float *staging, float 
     }
 }
 
-pl_status hw_upload_copy16(hw_backend *be, int d, void *dst, const float *src, int64_t n) {
-    void *tmp = malloc((size_t)n * (size_t)be->copy_bytes);
-    if (!tmp) return pl_fail(be->err, sizeof be->err, PL_ERR_NOMEM, "out of host memory for the bf16 copy");
-    for (int64_t i = 0; i < n; i++) {
-        if (be->copy_bytes == 2) ((uint16_t *)tmp)[i] = hw_bf16_bits(src[i]);
-        else ((float *)tmp)[i] = hw_bf16_round(src[i]);
-    }
-    pl_status st = be->ops->upload(be, d, dst, tmp, n * be->copy_bytes);
-    free(tmp);
-    return st;
-}
-
-pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw_plan **out,
+pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts *o, hw_program **out,
                          hw_mem_report *mem, char *msg, size_t len) {
     *out = NULL;
     hw_backend *be = e->be;
@@ -234,7 +222,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
             return st;
     }
 
-    hw_plan *p = calloc(1, sizeof *p);
+    hw_program *p = calloc(1, sizeof *p);
     if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     p->e = e;
     p->g = g;
@@ -254,7 +242,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
     p->shard_off = calloc((size_t)g->n_nodes, sizeof(int64_t));
     if (!p->placement || !p->model_off || !p->shard_off) {
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     }
     memcpy(p->placement, o->placement, sizeof(int) * (size_t)g->n_nodes);
@@ -268,18 +256,18 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     for (int d = 0; d < nd; d++) {
         caps[d] = o->caps ? o->caps[d] : be->info[d].mem_bytes;
         if (caps[d] <= 0) {
-            hw_plan_destroy(p);
+            hw_program_destroy(p);
             return pl_fail(msg, len, PL_ERR_INVALID, "device %d has a cap of %lld bytes", d, (long long)caps[d]);
         }
     }
     int oom_dev = -1;
-    st = hw_plan_compile(p, caps, &oom_dev, msg, len);
+    st = hw_program_compile(p, caps, &oom_dev, msg, len);
     if (st == PL_ERR_DEVICE_OOM) {
         /* compile again without caps to learn what each device would need */
         int64_t big[HW_MAX_DEVICES];
         for (int d = 0; d < nd; d++) big[d] = INT64_MAX / 4;
         int unused;
-        pl_status st2 = hw_plan_compile(p, big, &unused, NULL, 0);
+        pl_status st2 = hw_program_compile(p, big, &unused, NULL, 0);
         if (mem) {
             mem->oom_device = oom_dev;
             for (int d = 0; d < nd; d++) {
@@ -296,11 +284,11 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
                     oom_dev, need, cap);
         else
             pl_fail(msg, len, PL_ERR_DEVICE_OOM, "device %d is over its cap of %s", oom_dev, cap);
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return PL_ERR_DEVICE_OOM;
     }
     if (st != PL_OK) {
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return st;
     }
     if (mem)
@@ -329,13 +317,13 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
                 pl_fail(msg, len, st, "device %d: %s", d, be->err);
             }
             p->dev[d].base = NULL;
-            hw_plan_destroy(p);
+            hw_program_destroy(p);
             return st;
         }
         e->live_arenas++;
         if ((st = be->ops->events_reserve(be, d, p->dev[d].n_events)) != PL_OK) {
             pl_fail(msg, len, st, "device %d: %s", d, be->err);
-            hw_plan_destroy(p);
+            hw_program_destroy(p);
             return st;
         }
     }
@@ -352,7 +340,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
             if (st == PL_OK && p->dp) st = dist_device_create(p->dp, be, d, &p->xd_dp[d], msg, len);
         }
     if (st != PL_OK) {
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return st;
     }
 
@@ -367,14 +355,14 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     if (!staging || (!o->init_params && !model) || ((p->dp || p->tp.g) && !p->dp_buf)) {
         free(staging);
         free(model);
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory for the parameters");
     }
     if (!o->init_params) hw_params_init(g, o->seed, model);
     const float *src = o->init_params ? o->init_params : model;
     st = PL_OK;
     for (int d = 0; d < nd && st == PL_OK; d++) {
-        hw_plan_dev *pd = &p->dev[d];
+        hw_program_dev *pd = &p->dev[d];
         if (!pd->used) continue;
         char *base = pd->base;
         int64_t bytes = pd->param_floats * 4;
@@ -393,7 +381,7 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     free(staging);
     free(model);
     if (st != PL_OK) {
-        hw_plan_destroy(p);
+        hw_program_destroy(p);
         return st;
     }
     int used = 0;
@@ -407,16 +395,16 @@ pl_status hw_plan_create(hw_engine *e, const graph *g, const hw_plan_opts *o, hw
     return PL_OK;
 }
 
-int64_t hw_plan_peak_bytes(const hw_plan *p, int dev) {
+int64_t hw_program_peak_bytes(const hw_program *p, int dev) {
     if (dev < 0 || dev >= p->n_dev || !p->dev[dev].used) return 0;
     return p->dev[dev].need_bytes;
 }
 
-int hw_plan_reorders(const hw_plan *p) { return p->reorders; }
+int hw_program_reorders(const hw_program *p) { return p->reorders; }
 
-int hw_plan_graph_state(const hw_plan *p) { return p->graph_state; }
+int hw_program_graph_state(const hw_program *p) { return p->graph_state; }
 
-const char *hw_plan_collectives(const hw_plan *p) {
+const char *hw_program_collectives(const hw_program *p) {
     if (!p->tp.g && !p->dp) return "none";
     for (int d = 0; d < p->n_dev; d++) {
         if (p->xd_tp[d]) return dist_device_transport(p->xd_tp[d]);
@@ -435,7 +423,7 @@ void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targe
             targets[b * T + t] = t + 1 < T ? tokens[b * T + t + 1] : pl_rng_int(&r, cfg->vocab);
 }
 
-pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, char *msg, size_t len) {
+pl_status hw_program_set_batch(hw_program *p, const int *tokens, const int *targets, char *msg, size_t len) {
     const gpt_config *c = &p->g->cfg;
     const int64_t n = (int64_t)c->batch * c->seq_len;
     for (int64_t i = 0; i < n; i++)
@@ -443,7 +431,7 @@ pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, c
             return pl_fail(msg, len, PL_ERR_INVALID, "token id out of range [0, %d) at position %lld", c->vocab,
                            (long long)i);
     hw_backend *be = p->e->be;
-    hw_plan_dev *ed = &p->dev[p->emb_dev], *ld = &p->dev[p->loss_dev];
+    hw_program_dev *ed = &p->dev[p->emb_dev], *ld = &p->dev[p->loss_dev];
     pl_status st = be->ops->upload(be, p->emb_dev, (char *)ed->base + ed->off_tokens, tokens, n * 4);
     if (st == PL_OK) st = be->ops->upload(be, p->loss_dev, (char *)ld->base + ld->off_targets, targets, n * 4);
     if (st != PL_OK) return pl_fail(msg, len, st, "uploading the batch: %s", be->err);
@@ -451,7 +439,7 @@ pl_status hw_plan_set_batch(hw_plan *p, const int *tokens, const int *targets, c
     return PL_OK;
 }
 
-static pl_status get_flat(hw_plan *p, int which, float *model, char *msg, size_t len) {
+static pl_status get_flat(hw_program *p, int which, float *model, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     int64_t max_dev = 1;
     for (int d = 0; d < p->n_dev; d++)
@@ -460,7 +448,7 @@ static pl_status get_flat(hw_plan *p, int which, float *model, char *msg, size_t
     if (!staging) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     pl_status st = PL_OK;
     for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
-        hw_plan_dev *pd = &p->dev[d];
+        hw_program_dev *pd = &p->dev[d];
         if (!pd->used || pd->param_floats == 0) continue;
         int64_t off = which ? pd->off_grads : pd->off_params;
         st = be->ops->download(be, d, staging, (char *)pd->base + off, pd->param_floats * 4);
@@ -474,10 +462,10 @@ static pl_status get_flat(hw_plan *p, int which, float *model, char *msg, size_t
     return st;
 }
 
-pl_status hw_plan_get_params(hw_plan *p, float *model, char *msg, size_t len) {
+pl_status hw_program_get_params(hw_program *p, float *model, char *msg, size_t len) {
     return get_flat(p, 0, model, msg, len);
 }
 
-pl_status hw_plan_get_grads(hw_plan *p, float *model, char *msg, size_t len) {
+pl_status hw_program_get_grads(hw_program *p, float *model, char *msg, size_t len) {
     return get_flat(p, 1, model, msg, len);
 }

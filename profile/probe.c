@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "param_layout.h"
+#include "param_memory.h"
 #include "placer_config.h"
 #include "util.h"
 
@@ -219,8 +219,8 @@ static void node_layout(node_probe *p, int64_t pad_bytes) {
     c->used = 0;
     p->param_floats = 0;
     for (int i = 0; i < g->n_nodes; i++) {
-        hw_param_layout pl;
-        hw_node_param_layout(g, i, &pl);
+        hw_param_map pl;
+        hw_node_param_map(g, i, &pl);
         p->shard[i] = p->param_floats;
         p->param_floats += pl.floats;
     }
@@ -273,7 +273,7 @@ static void node_call(const node_probe *p, int i, int bwd, hw_node_call *call) {
     call->scratch = at(c, p->scratch);
     call->loss_sum = at(c, p->loss);
     call->inv_norm = 1.0f / ((float)g->cfg.batch * (float)g->cfg.seq_len);
-    hw_node_param_layout(g, i, &call->pl);
+    hw_node_param_map(g, i, &call->pl);
     hw_node_mem_floats_prec(g, i, p->b, p->bf16, &call->mem);
     if (p->bf16) {
         call->bf16 = 1;
@@ -511,8 +511,8 @@ pl_status hw_probe_adamw(hw_engine *e, const graph *g, int dev, const hw_probe_o
     a.floats = a.off + n;
     int64_t total = 0;
     for (int i = 0; i < n; i++) {
-        hw_param_layout pl;
-        hw_node_param_layout(g, i, &pl);
+        hw_param_map pl;
+        hw_node_param_map(g, i, &pl);
         if (pl.floats > 0) {
             node_of[a.n_ops] = i;
             a.off[a.n_ops] = total;
