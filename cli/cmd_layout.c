@@ -224,8 +224,9 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     const double peak = peak_flops(x);
     const double tflops = a->hw_flops ? r->hw_tflops_per_gpu : r->model_tflops_per_gpu;
     const double mfu_hw = peak > 0 ? r->hw_tflops_per_gpu * 1e12 / peak : 0.0;
-    printf("%s on %s, %lld GPUs: %s; seq %d%s\n", x->model.name, x->clu.name, (long long)r->world,
-           layout_text(&x->lay, lt, sizeof lt), x->model.cfg.seq_len, plan_model_seq_note(&x->model, note, sizeof note));
+    plan_model_seq_note(&x->model, note, sizeof note);
+    printf("%s on %s, %lld GPUs: %s; seq %d%s%s%s\n", x->model.name, x->clu.name, (long long)r->world,
+           layout_text(&x->lay, lt, sizeof lt), x->model.cfg.seq_len, note[0] ? " (" : "", note, note[0] ? ")" : "");
     printf("  step          %12.3f ms   (%d micro-batches per pipeline, seq %d)\n", r->step_us / 1e3, r->micro_batches,
            x->model.cfg.seq_len);
     printf("  tokens/s      %12.0f\n", r->tokens_per_s);

@@ -87,13 +87,13 @@ pl_status plan_model_load(const char *text, int seq, plan_model *m, char *msg, s
 
 const char *plan_model_seq_note(const plan_model *m, char *buf, size_t n) {
     switch (m->seq_source) {
-    case PLAN_SEQ_CONFIG: snprintf(buf, n, " (the config's seq_length)"); break;
-    case PLAN_SEQ_POSITIONS: snprintf(buf, n, " (the config's max_position_embeddings)"); break;
+    case PLAN_SEQ_CONFIG: snprintf(buf, n, "the config's seq_length"); break;
+    case PLAN_SEQ_POSITIONS: snprintf(buf, n, "the config's max_position_embeddings"); break;
     case PLAN_SEQ_CAPPED:
-        snprintf(buf, n, " (default: the config's max_position_embeddings %d capped at %d; --seq sets it)",
-                 m->positions, PLAN_SEQ_DEFAULT_MAX);
+        snprintf(buf, n, "default, the config's max_position_embeddings %d capped at %d; --seq sets it", m->positions,
+                 PLAN_SEQ_DEFAULT_MAX);
         break;
-    case PLAN_SEQ_NONE: snprintf(buf, n, " (default: the config states no length; --seq sets it)"); break;
+    case PLAN_SEQ_NONE: snprintf(buf, n, "default, the config states no length; --seq sets it"); break;
     default: snprintf(buf, n, "%s", "");
     }
     return buf;

@@ -47,8 +47,9 @@ typedef struct {
 pl_status plan_model_load(const char *text, int seq, plan_model *m, char *msg, size_t len);
 
 /* Where the length came from, for the first output line: "" for rules 1
- * and 2, else e.g. " (default: the config's max_position_embeddings 131072
- * capped at 4096; --seq sets it)". Writes buf (NUL-terminated), returns it. */
+ * and 2, else e.g. "default, the config's max_position_embeddings
+ * 131072 capped at 4096; --seq sets it". Writes buf (NUL-terminated),
+ * returns it. */
 const char *plan_model_seq_note(const plan_model *m, char *buf, size_t n);
 
 #endif
