@@ -229,7 +229,7 @@ pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, 
     job.cfg = j->cfg;
     job.sched = schedule_make(j->micro_batches, SCHED_1F1B);
     job.cuda = j->cuda;
-    job.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist_device.h) */
+    job.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist/dist_device.h) */
     job.prec = j->prec;
     job.seed = j->seed;
     job.warmup = j->warmup;

@@ -4,7 +4,7 @@
  * CUDA, and the layout simulator's prediction of it on the profile, for
  * `placer confirm --layout` (issue 17).
  *
- * The prediction is the layout simulator (sim/layout_sim.h) run on a
+ * The prediction is the layout simulator (sim/layout/layout_sim.h) run on a
  * cluster made from the profile:
  *   - one node of world GPUs of one type, the profile's device 0: its name
  *     and memory, SMs 1 (GPU profiles: the device's own count), every GEMM
@@ -90,7 +90,7 @@ typedef struct {
     int micro_batches;     /* per replica */
     hw_precision prec;
     int cuda;              /* 1: the CUDA backend, every rank on GPU `gpu` (shared: host-staged
-                              collectives, hw/dist_device.h); 0: the CPU backend */
+                              collectives, hw/dist/dist_device.h); 0: the CPU backend */
     int gpu;
     int warmup, steps;     /* per timing (steps 1..64) */
     uint64_t seed;

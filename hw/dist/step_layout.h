@@ -4,7 +4,7 @@
  * `placer step --layout` and `placer confirm --layout`.
  *
  *   tp, sp     tensor (and sequence) parallelism over tp processes
- *              (hw_program_opts.tp, .seq_parallel; hw/dist_tp.h); sp is
+ *              (hw_program_opts.tp, .seq_parallel; hw/dist/dist_tp.h); sp is
  *              dropped when tp is 1 (a no-op, as layout_validate allows)
  *   dp         data-parallel processes (hw_program_opts.dp); the fork launcher
  *              or mpirun runs tp * dp processes, tp innermost (the rank grid)
