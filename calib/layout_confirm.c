@@ -218,36 +218,6 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
     return sim_step(cfg, l, p, out->flops, out->mem_bw, out->kernel_us, meas, out, msg, len);
 }
 
-/* ---- the measurement: the engine's runner of a grid's ranks (hw/dist/dist_step.h) ---- */
-
-pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len) {
-    if (!j || !t || j->tp < 1 || j->dp < 1 || j->tp * j->dp > DIST_MAX_RANKS || j->steps < 1 || j->steps > 64 ||
-        j->warmup < 0 || j->micro_batches < 1 || j->cfg.batch % j->dp != 0)
-        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_time: bad job");
-    dist_step_job job;
-    dist_step_job_default(&job);
-    job.cfg = j->cfg;
-    job.sched = schedule_make(j->micro_batches, SCHED_1F1B);
-    job.cuda = j->cuda;
-    job.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist/dist_device.h) */
-    job.prec = j->prec;
-    job.seed = j->seed;
-    job.warmup = j->warmup;
-    job.steps = j->steps;
-    job.procs = j->tp * j->dp;
-    job.tp = j->tp;
-    job.sp = j->sp;
-    job.zero = j->zero;
-    job.one_rank_group = 0; /* a layout of one rank runs as one process would: no groups */
-    if (j->timeout_s > 0) job.timeout_s = j->timeout_s;
-    dist_step_result *r = malloc(sizeof *r);
-    if (!r) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
-    pl_status st = dist_step_run(&job, r, msg, len);
-    if (st == PL_OK) *t = r->t;
-    free(r);
-    return st;
-}
-
 /* ---- several layouts in shuffled rounds ---- */
 
 pl_status calib_layouts_predict(profile_db *db, const calib_model *mo, const step_layout *sl, int n,
@@ -275,33 +245,44 @@ pl_status calib_layouts_predict(profile_db *db, const calib_model *mo, const ste
     return PL_OK;
 }
 
-/* One timing of layout sl as job of o's options. */
+/* One timing of layout sl (pp 1) of model mo over its tp x dp ranks, each
+ * with one logical device, by the engine's runner of a grid
+ * (hw/dist/dist_step.h, as `placer step --layout` runs it): rank 0's
+ * timing in *t. */
 static pl_status time_one(const calib_model *mo, const step_layout *sl, const calib_layouts_opts *o, hw_timing *t,
                           char *msg, size_t len) {
-    calib_layout_job j;
-    memset(&j, 0, sizeof j);
-    j.cfg = mo->cfg;
-    j.tp = sl->tp;
-    j.sp = sl->sp;
-    j.dp = sl->dp;
-    j.zero = sl->zero;
-    j.micro_batches = sl->micro_batches;
-    j.prec = sl->prec;
-    j.cuda = o->cuda;
-    j.gpu = 0;
-    j.warmup = o->warmup;
-    j.steps = o->steps;
-    j.seed = o->seed;
-    j.timeout_s = o->timeout_s;
+    if (sl->world > DIST_MAX_RANKS || mo->cfg.batch % sl->dp != 0 || sl->micro_batches < 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "layout %.200s: not a job for the ranks", sl->text);
+    dist_step_job job;
+    dist_step_job_default(&job);
+    job.cfg = mo->cfg;
+    job.sched = schedule_make(sl->micro_batches, SCHED_1F1B);
+    job.cuda = o->cuda;
+    job.gpus[0] = 0; /* CUDA: every rank on GPU 0 (host-staged collectives, hw/dist/dist_device.h) */
+    job.prec = sl->prec;
+    job.seed = o->seed;
+    job.warmup = o->warmup;
+    job.steps = o->steps;
+    job.procs = sl->world;
+    job.tp = sl->tp;
+    job.sp = sl->sp;
+    job.zero = sl->zero;
+    job.one_rank_group = 0; /* a layout of one rank runs as one process would: no groups */
+    if (o->timeout_s > 0) job.timeout_s = o->timeout_s;
+    dist_step_result *r = malloc(sizeof *r);
+    if (!r) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     char m2[512] = "";
-    pl_status st = calib_layout_time(&j, t, m2, sizeof m2);
-    if (st != PL_OK) pl_fail(msg, len, st, "layout %.200s: %s", sl->text, m2);
+    pl_status st = dist_step_run(&job, r, m2, sizeof m2);
+    if (st == PL_OK) *t = r->t;
+    else pl_fail(msg, len, st, "layout %.200s: %s", sl->text, m2);
+    free(r);
     return st;
 }
 
 pl_status calib_layouts_time(profile_db *db, const calib_model *mo, const step_layout *sl,
                              const calib_layouts_opts *o, calib_layouts_confirm *c, char *msg, size_t len) {
-    if (!db || !mo || !sl || !o || !c || !c->pred || o->rounds < 1 || c->n < 1 || c->n > CALIB_MAX_LAYOUTS)
+    if (!db || !mo || !sl || !o || !c || !c->pred || o->rounds < 1 || o->steps < 1 || o->steps > 64 || o->warmup < 0 ||
+        c->n < 1 || c->n > CALIB_MAX_LAYOUTS)
         return pl_fail(msg, len, PL_ERR_INVALID, "calib_layouts_time: bad arguments");
     const int n = c->n;
     free(c->median_us);
@@ -327,7 +308,7 @@ pl_status calib_layouts_time(profile_db *db, const calib_model *mo, const step_l
         }
         for (int q = 0; q < n; q++) {
             const int i = order[q];
-            hw_timing t;
+            hw_timing t = {0};
             if ((st = time_one(mo, &sl[i], o, &t, msg, len)) != PL_OK) goto out;
             c->median_us[(size_t)i * o->rounds + r] = t.median_us;
             char extra[1536];

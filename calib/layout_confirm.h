@@ -29,7 +29,7 @@
  * collectives), which the simulator (one GPU each) does not see; the
  * figures are printed with that limit.
  *
- * The measurement runs tp * dp ranks through the engine's one runner of a
+ * The measurement (calib_layouts_time) runs tp * dp ranks through the engine's one runner of a
  * grid (hw/dist/dist_step.h, the same as `placer step --layout`): each
  * with one logical device (CUDA: GPU `gpu`, the same for every rank), the
  * tp and dp groups of the rank grid, its batch slice, the plan (ZeRO-1
@@ -84,24 +84,6 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
                                const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
                                size_t len);
 
-typedef struct {
-    gpt_config cfg;        /* the model and the global batch */
-    int tp, sp, dp, zero;  /* the rank grid, as step_layout gives it */
-    int micro_batches;     /* per replica */
-    hw_precision prec;
-    int cuda;              /* 1: the CUDA backend, every rank on GPU `gpu` (shared: host-staged
-                              collectives, hw/dist/dist_device.h); 0: the CPU backend */
-    int gpu;
-    int warmup, steps;     /* per timing (steps 1..64) */
-    uint64_t seed;
-    double timeout_s;      /* the group's collective timeout */
-} calib_layout_job;
-
-/* Time one layout: fork tp * dp ranks (see above). *t is rank 0's timing.
- * PL_ERR_INVALID for a bad job, PL_ERR_INTERRUPTED with the launcher's
- * line when a rank failed, PL_ERR_NOMEM / PL_ERR_IO. */
-pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len);
-
 /* ---- `placer confirm --layout`: several layouts, each over its ranks ---- */
 
 #define CALIB_MAX_LAYOUTS 16
@@ -131,7 +113,7 @@ pl_status calib_layouts_predict(profile_db *db, const calib_model *mo, const ste
                                 calib_layouts_confirm *c, char *msg, size_t len);
 
 /* Time every layout of c in o->rounds rounds, shuffled each round (a
- * seeded Fisher-Yates), one process per rank (calib_layout_time), and store
+ * seeded Fisher-Yates), one process per rank (hw/dist/dist_step.h), and store
  * each timing in db (open for writing) as a measurement of purpose
  * "confirm-layout" (extra: the layout, ranks, round and prediction).
  * PL_ERR_INVALID for bad options, "layout <text>: <why>" when a layout
