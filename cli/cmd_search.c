@@ -3,7 +3,9 @@
  * device, human splits, the DP over contiguous partitions, random search,
  * simulated annealing, local search, exhaustive search, Baechi's m-ETF and
  * m-SCT) against the
- * simulator and prints their best placements side by side.
+ * simulator and prints their best placements side by side: it parses
+ * (search_parse), opens the session, calls search_suite_run
+ * (policy/search_suite.h) and prints the table.
  */
 #include <getopt.h>
 #include <math.h>

@@ -4,7 +4,9 @@
  * GPU. It prints the prediction for people (or as JSON) and can write a
  * Chrome trace of the simulated step.
  *
- * Everything the user typed is checked before the simulator runs: a bad
+ * It parses (simulate_parse), calls policy_predict (policy/predict.h, which
+ * loads, checks, simulates and sums the events) and prints. Everything the
+ * user typed is checked before the simulator runs: a bad
  * placement (empty field, junk, wrong length, device out of range), an
  * unknown schedule, a micro-batch count that does not divide the batch, or a
  * bad memory cap each give one line on stderr and exit 2.
@@ -328,12 +330,9 @@ int cmd_simulate(int argc, char **argv) {
     policy_prediction *r = NULL;
     pl_status st = policy_predict(&a.o, &r, msg, sizeof msg);
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
-    else if (a.trace_path && (rc = simulate_write_trace(r, a.trace_path)) != CLI_EXIT_OK) {
-    } else {
-        if (a.json) simulate_print_json(r, a.o.db_path);
-        else simulate_print_text(r, a.trace_path);
-        rc = CLI_EXIT_OK;
-    }
+    else rc = a.trace_path ? simulate_write_trace(r, a.trace_path) : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK && a.json) simulate_print_json(r, a.o.db_path);
+    else if (rc == CLI_EXIT_OK) simulate_print_text(r, a.trace_path);
     policy_prediction_destroy(r);
     free(file_text);
     return rc;

@@ -5,7 +5,9 @@
  * link), against the simulator, logging every sampled placement and a checkpoint
  * per update into the profile database, and ends with the shortlist next to
  * the baselines. `--resume RUN` continues a stopped or killed run on the
- * identical trajectory.
+ * identical trajectory. The session, the placer, its run row and the
+ * closing shortlist are policy/training.h's; the command parses, resolves a
+ * resume, trains with SIGINT/SIGTERM stopping it cleanly, and prints.
  *
  * A run stores its problem and options as canonical arguments in the run
  * table; a resume re-reads them, so only --updates (a new target) and
