@@ -203,8 +203,20 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     pl_status st = placement_validate(o->placement, g->n_nodes, nd, msg, len);
     if (st != PL_OK) return st;
     if ((st = schedule_validate(&o->sched, g->cfg.batch, msg, len)) != PL_OK) return st;
-    if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B)
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
+    if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B && o->sched.order != SCHED_ZB_H1 &&
+        o->sched.order != SCHED_ZB_H2)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe, 1f1b, zb-h1 and zb-h2 schedules only");
+    if (schedule_splits_backward(o->sched.order)) {
+        /* the split backward (B, then W later): the CPU backend's fp32
+         * kernels, one process, no tensor or data parallelism */
+        if (strcmp(be->ops->name, "cpu") != 0)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                           "%s on the %s backend: its split backward kernels are the CPU backend's only so far",
+                           schedule_order_name(o->sched.order), be->ops->name);
+        if (e->prec == HW_PREC_BF16 || o->tp || o->dp)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s runs in fp32 without tensor or data parallelism only",
+                           schedule_order_name(o->sched.order));
+    }
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
     /* the CPU backend runs tp and dp on host buffers; the CUDA one through
      * the device collectives (dist_device.h) */
