@@ -522,7 +522,16 @@ static void issue_bwd(run *r, int i, int j) {
                 use_buf(r, d, tg);
             }
         }
-        if (c->scr_len[2 * i + PHASE_BWD] > 0) scratch(c, d, c->scr_len[2 * i + PHASE_BWD]);
+        if (split_here) {
+            /* the engine's order: the call's scratch, then the block B
+             * keeps for W, then the scratch is freed */
+            const int64_t sl = c->scr_len[2 * i + PHASE_BWD];
+            const int64_t so = sl > 0 ? c_alloc(c, d, sl, 0) : -1;
+            ns->wst_off = c->wst_len[i] > 0 ? c_alloc(c, d, c->wst_len[i], 0) : -1;
+            if (so >= 0) c_free_block(c, d, so, sl);
+        } else if (c->scr_len[2 * i + PHASE_BWD] > 0) {
+            scratch(c, d, c->scr_len[2 * i + PHASE_BWD]);
+        }
         zero_wait(c, d);
         const double bw = c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD];
         if (split_here) {
@@ -567,6 +576,8 @@ static void issue_w(run *r, int i, int j) {
     const int d = c->dev[i];
     sim_view *ns = VIEW(r, i, j);
     compute_op(r, d, OPK_WGRAD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD] * c->wfrac[i]);
+    if (ns->wst_off >= 0) c_free_block(c, d, ns->wst_off, c->wst_len[i]);
+    ns->wst_off = -1;
     if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);
     ns->saved_off = -1;
     if (ns->grad.off >= 0) c_free(c, d, &ns->grad);
@@ -767,8 +778,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     c->last_sched = *sched;
     c->last_prm = prm;
     /* orders the engine does not run: transfers on ideal per-link queues */
-    r.ideal = (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) || sched->order == SCHED_ZB_H2 ||
-              sched->order == SCHED_ZB_V || sched->order == SCHED_DUALPIPEV;
+    r.ideal = (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) || sched->order == SCHED_ZB_V ||
+              sched->order == SCHED_DUALPIPEV;
     if (r.ideal)
         for (int l = 0; l < D * D; l++) {
             c->lfree[l] = 0;

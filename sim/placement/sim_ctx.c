@@ -63,7 +63,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->cp); free(c->mp); free(c->zend); free(c->zop); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->chain ? c->chain - 1 : NULL); free(c->events); free(c->crit); free(c->lazy);
     free(c->pipe_tmp);
-    free(c->wfrac); free(c->has_w); free(c->nw_on); free(c->sched_ops);
+    free(c->wfrac); free(c->has_w); free(c->nw_on); free(c->sched_ops); free(c->wst_ps); free(c->wst_len);
     free(c);
 }
 
@@ -226,7 +226,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
         ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) || ALLOC(c->pipe_tmp, 3 * nm) ||
         ALLOC(c->lazy, 1) || ALLOC(c->wfrac, n) || ALLOC(c->has_w, n) || ALLOC(c->nw_on, D) ||
-        ALLOC(c->sched_ops, 6L * M))
+        ALLOC(c->sched_ops, 6L * M) || ALLOC(c->wst_ps, n) || ALLOC(c->wst_len, n))
         goto out_nomem;
     for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
     c->chain++; /* chain[-1]: no ops, no compute time */
@@ -235,6 +235,9 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     for (int i = 0; i < n; i++) {
         c->wfrac[i] = c->is_loss[i] ? 0.0 : profile_w_frac(p, g, i);
         c->has_w[i] = c->wfrac[i] > 0.0;
+        const op_kind k = g->nodes[i].kind;
+        const int64_t tc = (int64_t)g->cfg.seq_len * g->cfg.d_model * 4;
+        c->wst_ps[i] = !c->has_w[i] ? 0 : k == OP_ATTENTION ? 3 * tc : k == OP_MLP ? 4 * tc : 0;
     }
     c->last_op = -1;
     *out = c;
@@ -284,6 +287,7 @@ void sim_ensure_costs(sim_ctx *c, int mb) {
         c->out_b[i] = c->out_ps[i] * mb;
         c->out_len[i] = align_len(c->out_b[i]);
         c->saved_len[i] = c->saved_ps[i] > 0 ? align_len(c->saved_ps[i] * mb) : 0;
+        c->wst_len[i] = c->wst_ps[i] > 0 ? align_len(c->wst_ps[i] * mb) : 0;
         for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
             const int64_t scr = (int64_t)(c->scr_ps[2 * i + ph] * mb);
             c->scr_len[2 * i + ph] = scr > 0 ? align_len(scr) : 0;

@@ -50,6 +50,7 @@ typedef struct {
     int grad_left;    /* pair slot: consumers here whose backward is to come */
     int n_temps;      /* node slot: received gradient contributions to add */
     int64_t saved_off, saved_len; /* node slot: the saved block */
+    int64_t wst_off;  /* node slot, split orders: what B keeps for W (-1 none) */
 } sim_view;
 
 /* A freed block whose last send was still outstanding. */
@@ -190,6 +191,9 @@ struct sim_ctx {
     uint8_t *has_w;            /* [n] the node has a W op of its own (wfrac > 0, not the loss) */
     int *nw_on;                /* [D] such nodes on each device */
     schedule_op *sched_ops;    /* [6M] one rank's order (schedule_rank_ops) */
+    int64_t *wst_ps;           /* [n] bytes per sample B keeps for W: the engine's
+                                  (attention dqkv 3TC floats, MLP dh 4TC, else 0) */
+    int64_t *wst_len;          /* [n] that block at cached_mb (aligned; 0: none) */
     sim_event *events;
     int n_events;
     int have_events;
