@@ -207,14 +207,14 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
         o->sched.order != SCHED_ZB_H2)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe, 1f1b, zb-h1 and zb-h2 schedules only");
     if (schedule_splits_backward(o->sched.order)) {
-        /* the split backward (B, then W later): the CPU backend's fp32
-         * kernels, one process, no tensor or data parallelism */
-        if (strcmp(be->ops->name, "cpu") != 0)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                           "%s on the %s backend: its split backward kernels are the CPU backend's only so far",
+        /* the split backward (B, then W later): the fp32 kernels (CPU; CUDA
+         * strict fp32, the plain paths), no tensor or data parallelism */
+        if (strcmp(be->ops->name, "cpu") != 0 && strcmp(be->ops->name, "cuda") != 0)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s does not run on the %s backend",
                            schedule_order_name(o->sched.order), be->ops->name);
-        if (e->prec == HW_PREC_BF16 || o->tp || o->dp)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s runs in fp32 without tensor or data parallelism only",
+        if (e->prec != HW_PREC_FP32 || o->tp || o->dp)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                           "%s runs in fp32 (on CUDA: --strict-fp32) without tensor or data parallelism only",
                            schedule_order_name(o->sched.order));
     }
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
