@@ -1,5 +1,6 @@
 /* test_schedule.c: schedule parsing and validation. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "schedule.h"
