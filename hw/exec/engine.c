@@ -212,7 +212,8 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
         if (strcmp(be->ops->name, "cpu") != 0 && strcmp(be->ops->name, "cuda") != 0)
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s does not run on the %s backend",
                            schedule_order_name(o->sched.order), be->ops->name);
-        if (e->prec != HW_PREC_FP32 || o->tp || o->dp)
+        const int fp32 = e->prec == HW_PREC_FP32 || (strcmp(be->ops->name, "cpu") == 0 && e->prec == HW_PREC_TF32);
+        if (!fp32 || o->tp || o->dp) /* the CPU backend computes tf32 as fp32 */
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                            "%s runs in fp32 (on CUDA: --strict-fp32) without tensor or data parallelism only",
                            schedule_order_name(o->sched.order));
