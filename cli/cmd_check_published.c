@@ -182,6 +182,10 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             printf("%-28s %7lld %10.1f %10.1f %+7.1f%% %9.2f %7.1f%s%s\n", w->label, (long long)w->gpus,
                    w->published_tflops, x->tflops, 100 * x->err, x->step_us * 1e-6, cli_gb(x->mem_peak),
                    x->oom ? " OOM" : "", x->fitted ? "  (fitted)" : "");
+            if (x->oom)
+                printf("    memory: predicted OOM (%.1f of %.1f GB), but this run ran: NOT as published; the audit of "
+                       "why is in docs/published-runs.md (Memory)\n",
+                       cli_gb(x->mem_peak), cli_gb(x->mem_cap));
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
