@@ -71,7 +71,14 @@ void framework_stage_memory(const framework_profile *f, const gpt_config *cfg, c
     /* low-precision weight copies held from forward to backward (autocast's casts) */
     int64_t copies = 0;
     if (f->weight_copy_bytes > 0) {
-        const int64_t n = layer_params_per_gpu(cfg, l) * layers + stage_extra_params_per_gpu(cfg, l, stage);
+        /* the matmul weights autocast casts: each layer's (not under full
+         * recomputation: a checkpointed layer's casts are dropped with its
+         * other saved tensors and redone in backward) and the head's; the
+         * embedding is a lookup, not cast */
+        int64_t V = cfg->vocab;
+        if (cfg->vocab_multiple > 0) V = (V + cfg->vocab_multiple - 1) / cfg->vocab_multiple * cfg->vocab_multiple;
+        const int64_t head = stage == pp - 1 ? (V + t - 1) / t * (int64_t)cfg->d_model : 0;
+        const int64_t n = (l->recompute == RECOMPUTE_FULL ? 0 : layer_params_per_gpu(cfg, l) * layers) + head;
         copies = (int64_t)llround((double)n * f->weight_copy_bytes);
         out->params += copies;
     }
