@@ -62,7 +62,15 @@ Test(framework, fp32_params_and_lazy_grads_move_the_parts_they_name) {
     f.weight_copy_bytes = 2;
     framework_stage_memory(&f, &c, &l, NULL, 0, 8, 1, &b);
     const int64_t copies = b.params - 2 * a.params;
-    cr_assert_eq(copies, a.params, "bf16 copies of every weight: as many bytes as Megatron's bf16 weights");
+    const int64_t head = (int64_t)c.vocab * c.d_model; /* Llama 3's vocabulary needs no padding at tp 1 */
+    cr_assert_eq(copies, 2 * (layer_params_per_gpu(&c, &l) * 8 + head),
+                 "bf16 copies of the layers' and the head's matrices, not of the embedding lookup");
+    layout full = l;
+    full.recompute = RECOMPUTE_FULL;
+    layout_memory fa, fb;
+    layout_stage_memory_p(&c, &full, NULL, 0, 8, 1, &fa);
+    framework_stage_memory(&f, &c, &full, NULL, 0, 8, 1, &fb);
+    cr_assert_eq(fb.params - 2 * fa.params, 2 * head, "full recompute: the layers' casts are redone, the head's kept");
     const int64_t fwd = copies + b.activations + b.embedding_head;
     cr_assert_eq(b.total, 2 * a.params + b.optimizer + b.buffers + (fwd > b.grads ? fwd : b.grads));
     f.k[FW_K_ACT] = 2.0;
