@@ -30,7 +30,8 @@ static void usage(FILE *f) {
             "reserved_<unit>, run, split) are in docs/frameworks.md.\n\n"
             "  --framework NAME  the runs to fit (needed when FILE names several frameworks)\n"
             "  --base NAME|FILE  the profile whose memory conventions the fit starts from\n"
-            "                    (default: the shipped profile of the framework's name, else megatron)\n"
+            "                    (default: the shipped profile of the framework's name; a name with\n"
+            "                    no shipped profile needs --base)\n"
             "  --write OUT.json  write the fitted profile, which placer layout / plan --framework OUT.json\n"
             "                    take\n\n"
             "Exit status: 0 ok, 1 runtime failure, 2 bad input (a missing column, a unit it cannot\n"
@@ -69,6 +70,11 @@ static void print_result(const layout_run *runs, const layout_fit_result *r, con
 }
 
 int calibrate_layout_runs(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return CLI_EXIT_OK;
+        }
     const char *path = NULL, *fw_name = NULL, *base_name = NULL, *write_path = NULL;
     static const struct option opts[] = {{"layout-runs", required_argument, 0, 'L'}, {"framework", required_argument, 0, 'F'},
                                          {"base", required_argument, 0, 'B'},        {"write", required_argument, 0, 'W'},
@@ -100,10 +106,12 @@ int calibrate_layout_runs(int argc, char **argv) {
     framework_profile base;
     const char *bn = base_name ? base_name : fw_name;
     st = framework_load(bn, &base, msg, sizeof msg);
-    if (st != PL_OK && !base_name) { /* an unshipped name: Megatron's conventions */
-        framework_default(&base);
-        bn = "megatron";
-        st = PL_OK;
+    if (st != PL_OK && !base_name) { /* a framework the tool does not know: its conventions must be named */
+        rc = cli_usage_error(CMD,
+                             "unknown framework '%.60s' in %s: give --base megatron|torchtitan|hf|FILE for its memory "
+                             "conventions",
+                             fw_name, path);
+        goto out;
     }
     if (st != PL_OK) {
         rc = cli_usage_error(CMD, "--base: %s", msg);

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "framework_file.h"
 #include "layout_memory.h"
@@ -207,4 +209,36 @@ Test(layout_runs, fit_on_synthetic_runs_recovers_known_constants, .timeout = 120
               fit.mem_max[1]);
     cr_assert_str_eq(fit.fitted.name, "synthetic");
     layout_fit_free(&fit);
+}
+
+/* The command: an unknown framework, a missing column and an unknown unit
+ * are one line on stderr and exit 2. */
+Test(layout_runs, command_refuses_bad_files_with_one_line_and_exit_2, .timeout = 60) {
+    static const struct {
+        const char *csv, *want;
+    } bad[] = {
+        {HDR "a,\"llama-3-8b,layers=2\",h200x2,1,\"mbs=1,gbs=1\",1024,mystack,10,5\n", "unknown framework 'mystack'"},
+        {"run,model,cluster,gpus,layout,seq,framework,peak_gib\n" "a,m,c,1,l,1,hf,5\n", "missing column 'step_<unit>'"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_fortnights\n" "a,m,c,1,l,1,hf,5\n", "unknown unit 'fortnights'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char csv[] = "/tmp/placer-runs-XXXXXX", err[] = "/tmp/placer-runs-err-XXXXXX", cmd[1024], line[1024] = "";
+        int fd = mkstemp(csv), fe = mkstemp(err);
+        cr_assert(fd >= 0 && fe >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(bad[i].csv, f);
+        fclose(f);
+        close(fe);
+        snprintf(cmd, sizeof cmd, "%s calibrate --layout-runs %s > /dev/null 2> %s", PLACER_BIN, csv, err);
+        int rc = system(cmd);
+        FILE *e = fopen(err, "r");
+        int lines = 0;
+        while (e && fgets(line + strlen(line), (int)(sizeof line - strlen(line)), e)) lines++;
+        if (e) fclose(e);
+        remove(csv);
+        remove(err);
+        cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "case %zu: status %d", i, rc);
+        cr_assert_eq(lines, 1, "case %zu: %d lines: %s", i, lines, line);
+        cr_assert(strstr(line, bad[i].want), "case %zu: '%s'", i, line);
+    }
 }
