@@ -29,7 +29,9 @@ static void calibrate_usage(FILE *f) {
             "                        [--steps 10] [--warmup 2] [--from-measurements] [--timer cuda|cpu|synthetic]\n"
             "                        [--config NAME] [--no-save] [--graphs] [--fit NAMES]\n"
             "       placer calibrate --collectives --db FILE [--transport NAME] [--write FILE] [--json]\n"
-            "                        (the collective model; see placer calibrate --collectives --help)\n\n"
+            "                        (the collective model; see placer calibrate --collectives --help)\n"
+            "       placer calibrate --layout-runs FILE [--framework NAME] [--write OUT.json]\n"
+            "                        (a framework profile from measured runs; see --layout-runs --help)\n\n"
             "Times --count placements (random, single devices, contiguous pipelines, even layer splits;\n"
             "m in {1,2,4}, gpipe and 1f1b) on the engine and stores every timing; fits the simulator's\n"
             "parameters (launch overhead, transfer latency, contention, per-step cost, compute and transfer\n"
@@ -455,6 +457,8 @@ static void calibrate_print(const calib_run_options *a, const calib_run_result *
 int cmd_calibrate(int argc, char **argv) {
     for (int i = 1; i < argc; i++)
         if (!strcmp(argv[i], "--collectives")) return calibrate_collectives(argc, argv);
+        else if (!strcmp(argv[i], "--layout-runs") || !strncmp(argv[i], "--layout-runs=", 14))
+            return calibrate_layout_runs(argc, argv);
     calib_run_options a;
     int help = 0, rc = calibrate_parse(argc, argv, &a, &help);
     if (help) calibrate_usage(stdout);

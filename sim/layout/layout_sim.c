@@ -98,6 +98,7 @@ void layout_sim_params_default(layout_sim_params *p) {
     p->emb_head_scale = 1.0;
     p->zero3_prefetch = 1;
     p->zero3_gather_scale = 1.0;
+    p->framework = NULL;
 }
 
 const char *layout_time_part_name(layout_time_part p) {
@@ -493,7 +494,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
         const int L = s->stage_layers[r];
-        layout_stage_memory_p(s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
+        framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
         res->stage_mem[r] = mem.total;
         if (r == 0 || mem.total > res->stage_mem[worst]) {
             worst = r;

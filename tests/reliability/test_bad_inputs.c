@@ -229,6 +229,15 @@ static const bad_case CASES[] = {
     {"confirm --db {DB} --run 0 --timer synthetic --confirm-rounds 1", 2, "--confirm-rounds must be an integer",
      "in [2, 1000]"},
     {"confirm --db {DB} --run x", 2, "--run takes a run id", "got 'x'"},
+    /* ---- framework profiles and calibrate --layout-runs (issue 29) ---- */
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework nope", 2, "unknown framework 'nope'",
+     "megatron, torchtitan, hf, or a profile file path"},
+    {"plan --model gpt12 --cluster h200x2 --framework nope", 2, "unknown framework 'nope'", "or a profile file path"},
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {TEXT}", 2, "framework file: JSON error",
+     "line 1"},
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {MISSING}", 2, "framework file", "No such file"},
+    {"calibrate --layout-runs {EMPTY}", 2, "empty", "header"},
+    {"calibrate --layout-runs {TEXT}", 2, "column", "step_<us|ms|s>"},
     /* ---- placer plan ---- */
     {"plan --cluster h200x2", 2, "--model is required", "a preset such as gpt12"},
     {"plan --model gpt12", 2, "--cluster is required", "a name in data/clusters"},
