@@ -45,6 +45,7 @@ step kernels_bf16 90 "$T" kernels bf16
 step step_strict 90 "$T" step strict
 step step_tf32 90 "$T" step tf32
 step step_bf16 90 "$T" step bf16
+step zero_bubble 120 "$T" zero-bubble
 step train_bf16 150 "$T" train 200
 step invariance 150 "$T" invariance 20
 step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
