@@ -425,7 +425,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                          void *ctx, char *msg, size_t len) {
     const int64_t N = o->gpus;
     const int L = cfg->n_layers, B = o->global_batch;
-    int max_tp = o->max_tp > 0 ? o->max_tp : c->gpus_per_node;
+    int max_tp = o->max_tp > 0 ? o->max_tp : (int)cluster_domain_gpus(c); /* tp stays on NVLink */
     int max_cp = o->max_cp;
     if (max_cp <= 0)
         for (max_cp = 1; cfg->seq_len / (2 * max_cp) >= 4096; max_cp *= 2) {

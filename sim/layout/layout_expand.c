@@ -141,11 +141,12 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     s->cfg = cfg;
     s->l = l;
     s->meas = meas;
-    /* A one-node cluster may have no network at all (h200x2: nics 0); the
-     * cost model asks for one even for groups inside the node, so give it
-     * the node's own fabric, which no transfer can then use. */
+    /* A cluster of one NVLink domain may have no network at all (h200x2:
+     * nics 0); the cost model asks for one even for groups inside the
+     * domain, so give it the domain's own fabric, which no transfer can
+     * then use. */
     s->cl = *c;
-    if (cluster_n_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
+    if (cluster_n_gpus(c) <= cluster_domain_gpus(c) && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
         s->cl.nics_per_node = 1;
         s->cl.nic_bw = c->intra_bw;
     }
