@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp8.h"
 #include "layout_internal.h"
 #include "model_config.h"
 
@@ -190,9 +191,17 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
     }
     (void)world;
+    /* FP8: every stage's GPU must run the recipe (MXFP8 needs Blackwell) */
+    if (l->prec == PRECISION_FP8)
+        for (int r = 0; r < pp; r++)
+            if (fp8_check_gpu(s->gpu[r], l->fp8, m2, sizeof m2) != PL_OK) {
+                ls_msg(msg, len, "%s", m2);
+                st = PL_ERR_INVALID;
+                goto fail;
+            }
 
-    /* message sizes */
-    const double ab = precision_act_bytes(l->prec);
+    /* message sizes (FP8 runs send and reduce their activations in bf16: fp8.h) */
+    const double ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
     const double tok = (double)l->micro_batch * cfg->seq_len / l->cp; /* tokens per micro-batch on one GPU */
     const double act = tok * cfg->d_model * ab;
     const double hd = (double)cfg->d_model / cfg->n_heads;
