@@ -204,7 +204,8 @@ static pl_status parse_gpu(json_t *g, const char *path, cluster_gpu *out, const 
 
 /* intra_node / inter_node objects (cluster-wide, or a group's override). */
 static pl_status parse_intra(json_t *o, const char *path, double *bw, double *lat, int require, errbuf *e) {
-    static const char *const keys[] = {"fabric", "source", "gb_s_per_direction", "latency_us", NULL};
+    static const char *const keys[] = {"fabric", "source", "gb_s_per_direction", "latency_us",
+                                       "reported_gb_s_per_direction", NULL};
     pl_status st = PL_OK;
     if ((st = only_keys(o, path, keys, e)) != PL_OK) return st;
     if ((st = need_source(o, path, e)) != PL_OK) return st;
@@ -215,12 +216,16 @@ static pl_status parse_intra(json_t *o, const char *path, double *bw, double *la
     if (r < 0) return st;
     if (r) *bw = x * 1e9;
     if (get_num(o, path, "latency_us", require, lat, e, &st) < 0) return st;
+    /* a bandwidth a publication reports as usable (DeepSeek's 160 GB/s on
+     * H800), beside the datasheet's: informational, checked, not used */
+    double rep = 0;
+    if (get_num(o, path, "reported_gb_s_per_direction", 0, &rep, e, &st) < 0) return st;
     return PL_OK;
 }
 
 static pl_status parse_inter(json_t *o, const char *path, cluster *c, cluster_group *gr, errbuf *e) {
     static const char *const keys[] = {"fabric", "source", "nics_per_node", "nic_gbit_s", "latency_us",
-                                       "pod_gpus", "pod_oversubscription", NULL};
+                                       "pod_gpus", "pod_oversubscription", "reported_gb_s_per_gpu", NULL};
     static const char *const group_keys[] = {"fabric", "source", "nics_per_node", "nic_gbit_s", NULL};
     pl_status st = PL_OK;
     if ((st = only_keys(o, path, gr ? group_keys : keys, e)) != PL_OK) return st;
@@ -239,6 +244,8 @@ static pl_status parse_inter(json_t *o, const char *path, cluster *c, cluster_gr
     }
     c->nics_per_node = (int)nics;
     c->nic_bw = gbit * 1e9 / 8;
+    double rep = 0; /* a publication's usable figure (DeepSeek's 50 GB/s a GPU): informational */
+    if (get_num(o, path, "reported_gb_s_per_gpu", 0, &rep, e, &st) < 0) return st;
     if (get_num(o, path, "latency_us", 1, &c->inter_latency_us, e, &st) < 0) return st;
     long long pod = 0;
     if (get_count(o, path, "pod_gpus", 0, 0, (long long)1 << 40, &pod, e, &st) < 0) return st;
