@@ -129,6 +129,15 @@ static const struct {
     {"H800", 0.738, 0.687}, /* the H100 SXM's die, clocks and 700 W; NVLink cut to 400 GB/s only */
 };
 
+/* The base of Blackwell GPUs (B200, GB200, GB300): nothing measured here,
+ * so it is the one constant fitted for FP8 (placer check-published --fit,
+ * its FP8 section: docs/published-runs.md names the row). */
+#define BLACKWELL_GEMM_EFFICIENCY 0.5918 /* placer check-published --fit */
+
+static int is_blackwell(const cluster_gpu *gpu) {
+    return strstr(gpu->name, "B200") || strstr(gpu->name, "B300") || strstr(gpu->name, "Blackwell");
+}
+
 typedef struct {
     int tm, tn;
     double w;
@@ -148,6 +157,7 @@ void compute_params_default(compute_params *p) {
     p->attention = ATTENTION_FLASH;
     p->dropout = -1;
     p->no_tiles = 0;
+    p->blackwell_gemm_efficiency = BLACKWELL_GEMM_EFFICIENCY;
 }
 
 int compute_model_dropout(const gpt_config *cfg, const compute_params *p) {
@@ -175,6 +185,7 @@ double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const comput
         for (size_t i = 0; i < sizeof GEMM_MEASURED / sizeof GEMM_MEASURED[0]; i++)
             if (strstr(gpu->name, GEMM_MEASURED[i].name))
                 return (prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low;
+    if (p->use_measured && p->blackwell_gemm_efficiency > 0 && is_blackwell(gpu)) return p->blackwell_gemm_efficiency;
     return p->gemm_efficiency;
 }
 
