@@ -195,11 +195,15 @@ static void print_json(const layout_args *a, const layout_eval_result *x, const 
     cli_print_parts_json(stdout, r->parts_us, 1.0, 3);
     printf(",\n  \"memory\": {\"worst_stage\": %d, \"total\": %lld, \"params\": %lld, \"grads\": %lld, "
            "\"optimizer\": %lld, \"activations\": %lld, \"act_per_layer\": %lld, \"buffers\": %lld, "
-           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,\n    \"per_stage\": [",
+           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,",
            r->worst_stage, (long long)r->mem.total, (long long)r->mem.params, (long long)r->mem.grads,
            (long long)r->mem.optimizer, (long long)r->mem.activations, (long long)r->mem.act_per_layer,
            (long long)r->mem.buffers, (long long)r->mem.embedding_head, (long long)r->mem_cap, r->stash_layers,
            r->oom ? "true" : "false");
+    if (x->lay.prec == PRECISION_FP8) /* FP8's own parts (bf16 output unchanged) */
+        printf(" \"fp8_weights\": %lld, \"fp8_act_per_layer\": %lld,", (long long)r->mem.fp8_weights,
+               (long long)r->mem.fp8_act_per_layer);
+    printf("\n    \"per_stage\": [");
     for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
     printf("]},\n  \"collectives\": {\n");
     print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
@@ -253,6 +257,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     printf("  activations  %9.2f GB   (peak stash: %d layers' activations of in-flight micro-batches; %.3f GB a layer)\n",
            cli_gb(r->mem.activations), r->stash_layers, cli_gb(r->mem.act_per_layer));
     printf("  emb./head    %9.2f GB\n  buffers      %9.2f GB\n", cli_gb(r->mem.embedding_head), cli_gb(r->mem.buffers));
+    if (r->mem.fp8_weights > 0 || r->mem.fp8_act_per_layer > 0)
+        printf("  fp8 weights  %9.2f GB   (FP8 copies of the linear layers' weights, row-wise + transposed)\n"
+               "  of which fp8 %9.3f GB a layer of the activations (the linear layers' inputs saved in FP8)\n",
+               cli_gb(r->mem.fp8_weights), cli_gb(r->mem.fp8_act_per_layer));
 }
 
 typedef struct {
