@@ -15,8 +15,9 @@
  *   tensorwise, delayed   forward R_FAST, backward R_SPLIT (per-tensor
  *                         scales: the same GEMM, the recipes differ in the
  *                         casts only)
- *   blockwise             R_BLOCK (cuBLASLt's 1 x 128 / 128 x 128 block
- *                         scales, applied in the main loop)
+ *   blockwise             R_BLOCK forward, R_BLOCK_BWD backward (cuBLASLt's
+ *                         1 x 128 / 128 x 128 block scales, applied in the
+ *                         main loop; weight gradients 1 x 128 on both sides)
  *   mxfp8                 R_FAST / R_SPLIT as tensorwise: Blackwell's
  *                         tensor cores apply the E8M0 block scales
  *                         themselves (ASSUMED: no Blackwell measured here)
@@ -30,10 +31,10 @@
  *
  * Casts. Bytes per element: read the bf16 tensor (2), write the row-wise
  * and the transposed / column-wise FP8 copies (1 + 1); tensorwise reads it
- * once more for the amax first (+2, one kernel more). The kernels reach
- * CAST_FRAC of the memory model's bandwidth (a plain copy's), measured by
- * the same sweep's cast set on the H200 (a transposing kernel reaches less
- * than a copy).
+ * once more for the amax first (+2, one kernel more). The cast reaches
+ * CAST_FRAC of the memory model's bandwidth (a plain copy's), the amax read
+ * AMAX_FRAC, measured by the same sweep's cast set on the H200 (a
+ * transposing kernel reaches less than a copy).
  *
  * Memory. FP8 weight copies: row-wise + transposed, 2 bytes per parameter,
  * plus the scales: blockwise one fp32 per 128 x 128 block (4 / 16384
@@ -46,14 +47,22 @@
 
 #include <string.h>
 
-/* FP8 / bf16 GEMM efficiency ratios (see above): benchmarks/hw/fp8_gemm_sweep.cu
- * on one H200, docs/fp8.md. */
-#define R_FAST 0.90  /* tensorwise, fast accumulation (forward) */
-#define R_SPLIT 0.85 /* tensorwise, split accumulation (data / weight gradients) */
-#define R_BLOCK 0.75 /* 1 x 128 / 128 x 128 block scales */
+/* FP8 / bf16 GEMM efficiency ratios (see above), fitted to
+ * benchmarks/hw/fp8_gemm_sweep.cu on one H200 (results/fp8_gemm_sweep_h200.txt,
+ * docs/fp8.md): each kind's base over its 144 forward or 288 backward
+ * shapes of Llama 3 8B / 70B / 405B (tp 1-8, 4,096-16,384 tokens) with the
+ * compute model's shape factor, over the bf16 base of the same run's 432
+ * shapes (0.730) */
+#define R_FAST 0.946       /* tensorwise, fast accumulation, forward: base 0.690, rms 7.6% */
+#define R_SPLIT 0.921      /* tensorwise, split accumulation, data / weight gradients: 0.672, 7.3% */
+#define R_BLOCK 0.807      /* 1 x 128 / 128 x 128 block scales, forward: 0.588, 7.7% */
+#define R_BLOCK_BWD 0.700  /* the same, data / weight gradients: 0.511, 15.4% */
 
-/* cast kernels against a copy (the same sweep's cast set) */
-#define CAST_FRAC 0.85
+/* Cast kernels against a plain bf16 copy (the same sweep's cast set,
+ * medians over 4 shapes): cast + transposed cast with the amax fused 0.842;
+ * a separate amax pass (reads only) 1.027 */
+#define CAST_FRAC 0.842
+#define AMAX_FRAC 1.027
 
 pl_status fp8_check_gpu(const cluster_gpu *gpu, fp8_recipe r, char *msg, size_t len) {
     if ((unsigned)r >= FP8_RECIPE_COUNT) return pl_fail(msg, len, PL_ERR_INVALID, "unknown FP8 recipe %d", (int)r);
@@ -75,7 +84,7 @@ double fp8_gemm_peak(const cluster_gpu *gpu, fp8_recipe r) {
 
 double fp8_gemm_base(const cluster_gpu *gpu, fp8_recipe r, double bf16_base, int backward) {
     (void)gpu; /* the ratio carries to every GPU (above) */
-    double R = r == FP8_RECIPE_BLOCKWISE ? R_BLOCK : backward ? R_SPLIT : R_FAST;
+    double R = r == FP8_RECIPE_BLOCKWISE ? (backward ? R_BLOCK_BWD : R_BLOCK) : backward ? R_SPLIT : R_FAST;
     double b = bf16_base * R;
     return b > 1.0 ? 1.0 : b;
 }
@@ -85,7 +94,8 @@ double fp8_cast_bytes_per_elem(fp8_recipe r) { return r == FP8_RECIPE_TENSORWISE
 int fp8_cast_kernels(fp8_recipe r) { return r == FP8_RECIPE_TENSORWISE ? 2 : 1; }
 
 double fp8_cast_bandwidth_fraction(fp8_recipe r) {
-    (void)r;
+    /* tensorwise: its 2-byte amax read at AMAX_FRAC, then the 4-byte cast */
+    if (r == FP8_RECIPE_TENSORWISE) return 6.0 / (2.0 / AMAX_FRAC + 4.0 / CAST_FRAC);
     return CAST_FRAC;
 }
 
