@@ -157,9 +157,12 @@ static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, in
     pl_json_string(f, e->source ? e->source : "model");
     fprintf(f,
             ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
-            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f}%s\n",
+            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f",
             e->time_us, e->algbw * e->time_us * 1e-6, e->n_ranks, e->n_nodes, e->n_pods, e->algbw / 1e9,
-            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us, last ? "" : ",");
+            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us);
+    if (e->n_domains > 0 && e->n_domains != e->n_nodes) /* a domain wider than a node (bf16 clusters unchanged) */
+        fprintf(f, ", \"n_domains\": %d", e->n_domains);
+    fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 /* The layout as text (layout_format) into buf. */
@@ -292,9 +295,12 @@ static void print_explain(const layout_eval_result *x, const coll_measured *meas
         if ((i == 0 && !sp && l->pp == 1) || (i == 1 && !sp) || (i == 2 && sp) || (i == 5 && l->zero == ZERO_NONE))
             continue;
         const char *src = e->source ? e->source : "model";
-        printf("  %s\n    %s over %d ranks (%d nodes, %d pods): %.1f MB in %.3f ms; algbw %.1f GB/s, busbw %.1f "
+        char dom[48] = ""; /* an NVLink domain wider than a node: say how many the group spans */
+        if (e->n_domains > 0 && e->n_domains != e->n_nodes)
+            snprintf(dom, sizeof dom, ", %d NVLink domain%s", e->n_domains, e->n_domains == 1 ? "" : "s");
+        printf("  %s\n    %s over %d ranks (%d nodes%s, %d pods): %.1f MB in %.3f ms; algbw %.1f GB/s, busbw %.1f "
                "GB/s, %s %.1f GB/s, latency %.1f us; from %s\n",
-               ex[i].what, e->algo, e->n_ranks, e->n_nodes, e->n_pods, e->algbw * e->time_us * 1e-6 / 1e6,
+               ex[i].what, e->algo, e->n_ranks, e->n_nodes, dom, e->n_pods, e->algbw * e->time_us * 1e-6 / 1e6,
                e->time_us / 1e3, e->algbw / 1e9, e->busbw / 1e9,
                strcmp(src, "model") ? "fitted busbw" : "slowest link", e->link_bw / 1e9, e->latency_us,
                !strcmp(src, "measured") ? "a measured curve"

@@ -206,6 +206,13 @@ Test(layout_cli, fp8_and_domain_bad_input_is_one_line_and_exit_2) {
         free(err);
         free(out);
     }
+    /* --gpus on a rack keeps its whole NVLink domain; a send between two of
+     * its trays is NVLink, not the network */
+    cr_assert_eq(layout_cmd("--model default --cluster gb200-nvl72 --gpus 12 --layout tp=6,pp=2,mbs=1,gbs=8 --json"), 0,
+                 "%s", slurp(err_path));
+    char *js = slurp(out_path);
+    cr_assert(strstr(js, "\"link\": \"nvlink-domain\"") != NULL, "%s", js);
+    free(js);
     cr_assert_eq(layout_cmd("--model default --cluster dgx-h100 --layout tp=1,mbs=1,gbs=1,fp8=tensorwise"), 0);
     char *out = slurp(out_path);
     cr_assert(strstr(out, "precision=fp8,fp8=tensorwise") != NULL, "%s", out);
