@@ -121,3 +121,29 @@ Test(nvlink_domain, a_domain_of_one_node_changes_nothing) {
         cr_assert_eq(x.n_domains, x.n_nodes);
     }
 }
+
+/* The same two groups on the shipped files (data/clusters/gb200-nvl72.json,
+ * dgx-b200.json): NVLink at 900 GB/s x the file's efficiency inside the
+ * rack, the hierarchical algorithm at a 400 Gb/s NIC share across the two
+ * DGX B200 nodes. */
+#include "cluster_file.h"
+
+Test(nvlink_domain, the_shipped_rack_and_dgx_b200_files) {
+    cluster rack, dgx;
+    char msg[512] = "";
+    cr_assert_eq(cluster_load("gb200-nvl72", NULL, &rack, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(cluster_load("dgx-b200", NULL, &dgx, msg, sizeof msg), PL_OK, "%s", msg);
+    int64_t r[16];
+    for (int i = 0; i < 16; i++) r[i] = i;
+    const double S = 256e6;
+    coll_estimate a, b;
+    cr_assert_eq(coll_time(&rack, COLL_ALL_REDUCE, r, 16, S, &a), PL_OK);
+    cr_assert_eq(coll_time(&dgx, COLL_ALL_REDUCE, r, 16, S, &b), PL_OK);
+    const double eff = rack.collective_efficiency;
+    double want = 2.0 * 15 / 16 * S / (900e9 * eff) * 1e6 + rack.coll_base_latency_us + 30 * rack.intra_latency_us;
+    cr_assert(ieee_ulp_eq(dbl, a.time_us, want, 16), "%.9g vs %.9g", a.time_us, want);
+    cr_assert(a.n_domains == 1 && a.n_nodes == 4);
+    cr_assert_eq(b.n_domains, 2);
+    cr_assert(ieee_ulp_eq(dbl, b.link_bw, 50e9 * dgx.collective_efficiency, 4), "%.6g", b.link_bw);
+    cr_assert(b.time_us > 1.5 * a.time_us, "network %.1f us, NVLink %.1f us", b.time_us, a.time_us);
+}
