@@ -300,10 +300,10 @@ static attn_cost attention_core(const cluster_gpu *gpu, precision prec, int64_t 
 
 /* One FP8 GEMM m x n x k: the recipe's peak, the GPU's bf16 base times the
  * recipe's FP8 / bf16 ratio, the shape factor of any GEMM. */
-static double fp8_gemm_us(const cluster_gpu *gpu, fp8_recipe r, int backward, int64_t m, int64_t n, int64_t k,
+static double fp8_gemm_us(const cluster_gpu *gpu, fp8_recipe r, fp8_gemm_pass pass, int64_t m, int64_t n, int64_t k,
                           const compute_params *p) {
     if (m < 1 || n < 1 || k < 1) return 0.0;
-    double base = fp8_gemm_base(gpu, r, gemm_base_efficiency(gpu, PRECISION_BF16, p), backward);
+    double base = fp8_gemm_base(gpu, r, gemm_base_efficiency(gpu, PRECISION_BF16, p), pass);
     double eff = base * gemm_shape_factor(gpu, 1, m, n, k, p), peak = fp8_gemm_peak(gpu, r);
     if (!(peak > 0)) peak = peak_of(gpu, PRECISION_BF16);
     return 2.0 * (double)m * (double)n * (double)k / (peak * eff) * 1e6 + p->kernel_overhead_us;
@@ -324,9 +324,9 @@ static double fp8_cast_us(const cluster_gpu *gpu, fp8_recipe r, double elems, co
  * spread over its `mb` micro-batches. */
 static void fp8_linear(const cluster_gpu *gpu, fp8_recipe r, int64_t m, int64_t n, int64_t k, int64_t in_tokens,
                        int mb, const compute_params *p, layer_cost *c) {
-    c->fwd_us += fp8_gemm_us(gpu, r, 0, m, n, k, p) + fp8_cast_us(gpu, r, (double)in_tokens * (double)k, p) +
+    c->fwd_us += fp8_gemm_us(gpu, r, FP8_GEMM_FWD, m, n, k, p) + fp8_cast_us(gpu, r, (double)in_tokens * (double)k, p) +
                  fp8_cast_us(gpu, r, (double)n * (double)k, p) / (mb > 0 ? mb : 1);
-    c->bwd_us += fp8_gemm_us(gpu, r, 1, m, k, n, p) + fp8_gemm_us(gpu, r, 1, k, n, m, p) +
+    c->bwd_us += fp8_gemm_us(gpu, r, FP8_GEMM_DGRAD, m, k, n, p) + fp8_gemm_us(gpu, r, FP8_GEMM_WGRAD, k, n, m, p) +
                  fp8_cast_us(gpu, r, (double)m * (double)n, p);
     c->fwd_flops += 2.0 * (double)m * (double)n * (double)k;
 }

@@ -15,9 +15,10 @@
  *   tensorwise, delayed   forward R_FAST, backward R_SPLIT (per-tensor
  *                         scales: the same GEMM, the recipes differ in the
  *                         casts only)
- *   blockwise             R_BLOCK forward, R_BLOCK_BWD backward (cuBLASLt's
- *                         1 x 128 / 128 x 128 block scales, applied in the
- *                         main loop; weight gradients 1 x 128 on both sides)
+ *   blockwise             R_BLOCK forward and data gradient, R_BLOCK_WGRAD
+ *                         the weight gradient (cuBLASLt's 1 x 128 / 128 x 128
+ *                         block scales, applied in the main loop; the weight
+ *                         gradient scales both operands 1 x 128)
  *   mxfp8                 R_FAST / R_SPLIT as tensorwise: Blackwell's
  *                         tensor cores apply the E8M0 block scales
  *                         themselves (ASSUMED: no Blackwell measured here)
@@ -53,10 +54,10 @@
  * shapes of Llama 3 8B / 70B / 405B (tp 1-8, 4,096-16,384 tokens) with the
  * compute model's shape factor, over the bf16 base of the same run's 432
  * shapes (0.730) */
-#define R_FAST 0.946       /* tensorwise, fast accumulation, forward: base 0.690, rms 7.6% */
-#define R_SPLIT 0.921      /* tensorwise, split accumulation, data / weight gradients: 0.672, 7.3% */
-#define R_BLOCK 0.807      /* 1 x 128 / 128 x 128 block scales, forward: 0.588, 7.7% */
-#define R_BLOCK_BWD 0.700  /* the same, data / weight gradients: 0.511, 15.4% */
+#define R_FAST 0.946        /* tensorwise, fast accumulation, forward: base 0.690, rms 7.6% */
+#define R_SPLIT 0.921       /* tensorwise, split accumulation, data / weight gradients: 0.672, 7.3% */
+#define R_BLOCK 0.805       /* 1 x 128 / 128 x 128 block scales, forward and data gradient: 0.587, 7.2% */
+#define R_BLOCK_WGRAD 0.610 /* the same, weight gradient (1 x 128 on both operands): 0.445, 5.4% */
 
 /* Cast kernels against a plain bf16 copy (the same sweep's cast set,
  * medians over 4 shapes): cast + transposed cast with the amax fused 0.842;
@@ -82,9 +83,11 @@ double fp8_gemm_peak(const cluster_gpu *gpu, fp8_recipe r) {
     return gpu->peak_flops[PRECISION_FP8];
 }
 
-double fp8_gemm_base(const cluster_gpu *gpu, fp8_recipe r, double bf16_base, int backward) {
+double fp8_gemm_base(const cluster_gpu *gpu, fp8_recipe r, double bf16_base, fp8_gemm_pass pass) {
     (void)gpu; /* the ratio carries to every GPU (above) */
-    double R = r == FP8_RECIPE_BLOCKWISE ? (backward ? R_BLOCK_BWD : R_BLOCK) : backward ? R_SPLIT : R_FAST;
+    double R = r == FP8_RECIPE_BLOCKWISE ? (pass == FP8_GEMM_WGRAD ? R_BLOCK_WGRAD : R_BLOCK)
+               : pass == FP8_GEMM_FWD    ? R_FAST
+                                         : R_SPLIT;
     double b = bf16_base * R;
     return b > 1.0 ? 1.0 : b;
 }

@@ -58,12 +58,15 @@ pl_status fp8_check_gpu(const cluster_gpu *gpu, fp8_recipe r, char *msg, size_t 
  * own where the file gives it). */
 double fp8_gemm_peak(const cluster_gpu *gpu, fp8_recipe r);
 
+/* Which GEMM of a linear layer: the forward (fast accumulation in TE), the
+ * data gradient or the weight gradient (split accumulation; under
+ * blockwise the weight gradient scales both operands 1 x 128). */
+typedef enum { FP8_GEMM_FWD = 0, FP8_GEMM_DGRAD, FP8_GEMM_WGRAD } fp8_gemm_pass;
+
 /* The base efficiency (fraction of fp8_gemm_peak before the shape
- * factors) of recipe r's GEMMs on gpu: its bf16 base times the measured
- * FP8 / bf16 ratio of the recipe (fp8.c). wgrad_or_dgrad: 1 for the
- * backward's GEMMs (split accumulation in TE), 0 for the forward (fast
- * accumulation). */
-double fp8_gemm_base(const cluster_gpu *gpu, fp8_recipe r, double bf16_base, int backward);
+ * factors) of recipe r's GEMMs of pass `pass` on gpu: its bf16 base times
+ * the measured FP8 / bf16 ratio of the recipe and pass (fp8.c). */
+double fp8_gemm_base(const cluster_gpu *gpu, fp8_recipe r, double bf16_base, fp8_gemm_pass pass);
 
 /* Bytes moved per element by the cast of one tensor (input, gradient or
  * weight) under recipe r, its amax pass included, and the kernels it

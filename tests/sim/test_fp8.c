@@ -61,9 +61,9 @@ static layout fp8_layout(int tp, fp8_recipe r) {
 
 /* With no tiles and no launch overhead, a layer's FP8 forward is its bf16
  * forward with each linear GEMM 2mnk / (peak16 base) replaced by
- * 2mnk / (peak8 base R_fast) and the input and weight casts added
- * (bytes x elements / (hbm x eff x frac)); backward likewise with R_split
- * and the gradients' casts. Everything else (attention core, norms,
+ * 2mnk / (peak8 base R_fwd) and the input and weight casts added
+ * (bytes x elements / (hbm x eff x frac)); backward likewise with the data
+ * and weight gradients' ratios and the gradients' casts. Everything else (attention core, norms,
  * activations) is the same bf16 kernel, so the difference is exact. */
 Test(fp8, a_layer_is_its_bf16_layer_with_fp8_linears_and_casts) {
     cluster_gpu g = hopper();
@@ -81,7 +81,9 @@ Test(fp8, a_layer_is_its_bf16_layer_with_fp8_linears_and_casts) {
         layer_compute_cost(&g, &cfg, &l8, &p, &a);
         layer_compute_cost(&g, &cfg, &l16, &p, &b);
         const double base = gemm_base_efficiency(&g, PRECISION_BF16, &p);
-        const double Rf = fp8_gemm_base(&g, r, base, 0) / base, Rs = fp8_gemm_base(&g, r, base, 1) / base;
+        const double Rf = fp8_gemm_base(&g, r, base, FP8_GEMM_FWD) / base;
+        const double Rd = fp8_gemm_base(&g, r, base, FP8_GEMM_DGRAD) / base;
+        const double Rw = fp8_gemm_base(&g, r, base, FP8_GEMM_WGRAD) / base;
         const double T = 8192, h = 4096, t = 2, qkv = (32 + 16) * 128 / t, f2 = 2 * 14336 / t, f = 14336 / t;
         const double mn[4][2] = {{qkv, h}, {h, 4096 / t}, {f2, h}, {h, f}}; /* n, k */
         const double mb = 16, bw = 3350e9 * 0.85 * fp8_cast_bandwidth_fraction(r), cb = fp8_cast_bytes_per_elem(r);
@@ -90,7 +92,7 @@ Test(fp8, a_layer_is_its_bf16_layer_with_fp8_linears_and_casts) {
             const double n = mn[i][0], k = mn[i][1], fl = 2 * T * n * k;
             dfwd += fl / (1979e12 * base * Rf) * 1e6 - fl / (989e12 * base) * 1e6;
             dfwd += cb * T * k / bw * 1e6 + cb * n * k / bw * 1e6 / mb; /* input, weight (once in 16) */
-            dbwd += 2 * (fl / (1979e12 * base * Rs) * 1e6 - fl / (989e12 * base) * 1e6);
+            dbwd += fl / (1979e12 * base * Rd) * 1e6 + fl / (1979e12 * base * Rw) * 1e6 - 2 * fl / (989e12 * base) * 1e6;
             dbwd += cb * T * n / bw * 1e6; /* output gradient */
         }
         cr_assert(ieee_ulp_eq(dbl, a.fwd_us - b.fwd_us, dfwd, 4096), "%s fwd %.9g vs %.9g", fp8_recipe_name(r),
