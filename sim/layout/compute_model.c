@@ -132,7 +132,7 @@ static const struct {
 /* The base of Blackwell GPUs (B200, GB200, GB300): nothing measured here,
  * so it is the one constant fitted for FP8 (placer check-published --fit,
  * its FP8 section: docs/published-runs.md names the row). */
-#define BLACKWELL_GEMM_EFFICIENCY 0.5633 /* placer check-published --fit */
+#define BLACKWELL_GEMM_EFFICIENCY 0.5595 /* placer check-published --fit */
 
 static int is_blackwell(const cluster_gpu *gpu) {
     return strstr(gpu->name, "B200") || strstr(gpu->name, "B300") || strstr(gpu->name, "Blackwell");

@@ -16,7 +16,10 @@
  * embedding, the output layer and loss (Megatron's output layer is not a
  * TE module; torchtitan's float8 filter leaves "output" out), the
  * optimizer (fp32 master weights and moments) and the gradients'
- * reduction.
+ * reduction. Messages stay bf16 too, except that with sequence
+ * parallelism the forward's two layer-input all-gathers (the QKV and MLP-in
+ * inputs, the norms' outputs) move FP8: TE casts the norm output before
+ * gathering it (layout_expand.c).
  *
  * The passes FP8 adds (per linear layer; bytes per element of the tensor):
  *   input cast     forward, the layer's input X (T x k) to FP8, row-wise

@@ -71,7 +71,7 @@ void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, d
 void layout_sim_destroy(layout_sim *s) {
     if (!s) return;
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
-    free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs);
+    free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs); free(s->tp_ag8);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
     free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
     free(s->buckets); free(s->bk_start); free(s->cost); free(s->farr); free(s->barr); free(s->pos);
@@ -214,6 +214,14 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     if (cfg->tied && pp == 1) head_held = s->head_params;
     s->head_held = head_held;
     s->param_bytes_used = ab < 2 ? 2 : ab; /* fp8 keeps bf16 weights */
+    /* FP8 with sequence parallelism: Transformer Engine casts the two norm
+     * outputs (the QKV and MLP-in inputs) to FP8 before their all-gather
+     * (its LayerNormLinear / LayerNormMLP), so those gathers move 1 byte an
+     * element; the reduce-scatters and the backward's collectives stay bf16 */
+    if (l->prec == PRECISION_FP8 && l->sp && l->tp > 1 && LS_ALLOC(s->tp_ag8, pp)) {
+        st = PL_ERR_NOMEM;
+        goto fail;
+    }
 
     for (int r = 0; r < pp; r++) {
         const int64_t rank = s->stage_rank[r];
@@ -224,6 +232,11 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act, s->grp, &e)) != PL_OK) goto coll_fail;
         s->tp_ag[r] = e.time_us;
         if (r == 0) s->est_tp_ag = e;
+        if (s->tp_ag8) { /* FP8: the norm outputs gathered as FP8, 1 byte an element */
+            if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act / ab, s->grp, &e)) != PL_OK)
+                goto coll_fail;
+            s->tp_ag8[r] = e.time_us;
+        }
         if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_REDUCE_SCATTER, act, s->grp, &e)) != PL_OK) goto coll_fail;
         s->tp_rs[r] = e.time_us;
         if (r == 0) s->est_tp_rs = e;
@@ -388,8 +401,10 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             head_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &hc);
             last_gpu = s->gpu[r];
         }
-        const double tp_f = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
-        const double tp_b = tp_f + (full ? tp_f : 0.0);
+        const double tp_f16 = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
+        /* FP8 (fp8.h): the forward's two gathers in FP8; the backward as bf16 */
+        const double tp_f = (sp && s->tp_ag8) ? cs * 2.0 * (s->tp_ag8[r] + s->tp_rs[r]) : tp_f16;
+        const double tp_b = tp_f16 + (full ? tp_f : 0.0);
         const double cp_f = cs * s->cp_ag[r], cp_b = cs * s->cp_rs[r] + (full ? cp_f : 0.0);
         /* a pipeline message arrives as 1/tp of the activation; without sp it is all-gathered */
         const double recv_ag = (!sp && l->tp > 1 && pp > 1) ? cs * s->tp_ag[r] : 0.0;

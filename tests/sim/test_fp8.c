@@ -14,6 +14,7 @@
 #include "cost_fixtures.h"
 #include "fp8.h"
 #include "layout_memory.h"
+#include "collective.h"
 #include "layout_sim.h"
 
 static cluster_gpu hopper(void) {
@@ -202,4 +203,48 @@ Test(fp8, memory_parts_against_their_closed_forms) {
     layout l = fp8_layout(1, FP8_RECIPE_DELAYED);
     l.recompute = RECOMPUTE_FULL;
     cr_assert_eq(layer_fp8_activation_bytes(&cfg, &l, NULL), 0);
+}
+
+/* Messages: FP8 runs send and reduce activations in bf16, except that with
+ * sequence parallelism the forward's two layer-input all-gathers move FP8
+ * (Transformer Engine quantizes the norm output before gathering it). So
+ * without sp the TP time is bf16's to the bit, and with sp it is bf16's
+ * less m L x 2 (AG(S) - AG(S/2)), S the activation's bytes. */
+Test(fp8, tp_messages_bf16_but_the_sp_gathers) {
+    cluster c = costfix_a100(2);
+    c.gpus[0] = hopper();
+    gpt_config cfg = llama8b();
+    cfg.n_layers = 4;
+    cfg.seq_len = 4096;
+    char msg[256];
+    for (int sp = 0; sp <= 1; sp++) {
+        layout l8 = fp8_layout(4, FP8_RECIPE_DELAYED), l16;
+        l8.dp = 4;
+        l8.global_batch = 16;
+        l8.sp = sp;
+        l16 = l8;
+        l16.prec = PRECISION_BF16;
+        layout_result r8, r16;
+        layout_sim *s = NULL;
+        cr_assert_eq(layout_sim_create(&cfg, &l8, &c, &s, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(layout_sim_run(s, NULL, 0, &r8, msg, sizeof msg), PL_OK, "%s", msg);
+        layout_sim_destroy(s);
+        cr_assert_eq(layout_sim_create(&cfg, &l16, &c, &s, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(layout_sim_run(s, NULL, 0, &r16, msg, sizeof msg), PL_OK, "%s", msg);
+        layout_sim_destroy(s);
+        cr_assert(r8.pp_send_bytes == r16.pp_send_bytes);
+        if (!sp) {
+            cr_assert(r8.parts_us[LAYOUT_T_TP] == r16.parts_us[LAYOUT_T_TP], "%.6f vs %.6f", r8.parts_us[LAYOUT_T_TP],
+                      r16.parts_us[LAYOUT_T_TP]);
+            continue;
+        }
+        int64_t g[4] = {0, 1, 2, 3};
+        const double S = 1.0 * 4096 * 4096 * 2; /* mbs 1 x seq x h x 2 bytes */
+        coll_estimate a16, a8;
+        cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, g, 4, S, &a16), PL_OK);
+        cr_assert_eq(coll_time(&c, COLL_ALL_GATHER, g, 4, S / 2, &a8), PL_OK);
+        const double m = 4, L = 4, want = m * L * 2.0 * (a16.time_us - a8.time_us);
+        const double got = r16.parts_us[LAYOUT_T_TP] - r8.parts_us[LAYOUT_T_TP];
+        cr_assert(fabs(got - want) <= 1e-6 * want, "%.6f vs %.6f", got, want);
+    }
 }
