@@ -55,6 +55,7 @@
 
 #include "graph.h"
 #include "precision.h"
+#include "schedule.h"
 #include "status.h"
 
 #define LAYOUT_MAX_CHUNKS 1024 /* pp * vp at most */
@@ -77,6 +78,9 @@ typedef struct {
     int global_batch;       /* sequences per step over all replicas, >= 1 */
     recompute_kind recompute; /* activation recomputation */
     precision prec;         /* GEMM / activation precision */
+    schedule_order sched;   /* pipeline order: 1f1b (default; interleaved when vp > 1), zb-h1,
+                               zb-h2 (vp 1), zb-v or dualpipev (vp 2: a V of 2 pp stages);
+                               text key sched, written only when not 1f1b */
     int n_stage_layers;     /* 0: uniform; else pp * vp entries below */
     int stage_layers[LAYOUT_MAX_CHUNKS]; /* layers per chunk, pipeline order */
     /* FP8 (precision fp8 only; precision.h): text key fp8=RECIPE, written
@@ -104,6 +108,7 @@ typedef enum {
     LAYOUT_KEY_TP = 0, LAYOUT_KEY_SP, LAYOUT_KEY_CP, LAYOUT_KEY_PP, LAYOUT_KEY_VP, LAYOUT_KEY_DP,
     LAYOUT_KEY_ZERO, LAYOUT_KEY_MBS, LAYOUT_KEY_GBS, LAYOUT_KEY_RECOMPUTE, LAYOUT_KEY_PRECISION, LAYOUT_KEY_STAGES,
     LAYOUT_KEY_FP8, /* FP8 recipe */
+    LAYOUT_KEY_SCHED,
     LAYOUT_KEY_COUNT
 } layout_key;
 

@@ -158,6 +158,7 @@ void compute_params_default(compute_params *p) {
     p->dropout = -1;
     p->no_tiles = 0;
     p->blackwell_gemm_efficiency = BLACKWELL_GEMM_EFFICIENCY;
+    p->gemm_scale = 1.0;
 }
 
 int compute_model_dropout(const gpt_config *cfg, const compute_params *p) {
@@ -184,9 +185,11 @@ double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const comput
     if (p->use_measured)
         for (size_t i = 0; i < sizeof GEMM_MEASURED / sizeof GEMM_MEASURED[0]; i++)
             if (strstr(gpu->name, GEMM_MEASURED[i].name))
-                return (prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low;
-    if (p->use_measured && p->blackwell_gemm_efficiency > 0 && is_blackwell(gpu)) return p->blackwell_gemm_efficiency;
-    return p->gemm_efficiency;
+                return p->gemm_scale *
+                       ((prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low);
+    if (p->use_measured && p->blackwell_gemm_efficiency > 0 && is_blackwell(gpu))
+        return p->gemm_scale * p->blackwell_gemm_efficiency;
+    return p->gemm_scale * p->gemm_efficiency;
 }
 
 /* The shape factor of gemm_efficiency: everything but the base. */

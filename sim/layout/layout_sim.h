@@ -35,6 +35,7 @@
 #include "graph.h"
 #include "layout.h"
 #include "layout_memory.h"
+#include "framework.h"
 #include "status.h"
 
 typedef struct {
@@ -61,6 +62,10 @@ typedef struct {
                                     Table 2 measured it) */
     double zero3_gather_scale;   /* multiplies zero 3's per-micro-batch parameter gathers
                                     (1 = the collective model's time) */
+    const struct framework_profile *framework; /* the stack's memory conventions (framework.h,
+                                    borrowed); NULL: Megatron's. Its time constants are
+                                    applied to compute / step_fixed_us by the caller
+                                    (framework_apply_time) */
 } layout_sim_params;
 
 /* Defaults: compute_params_default, scales 1, fixed 0, buckets of 25e6
