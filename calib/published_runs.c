@@ -161,7 +161,7 @@ static int parse_line(const char *t, size_t n, size_t *pos, char f[][PUB_CSV_MAX
 
 pl_status pub_csv_parse(const char *text, size_t n, pub_csv *out, char *msg, size_t len) {
     if (!text || !out) return pl_fail(msg, len, PL_ERR_INVALID, "no CSV text");
-    char f[PUB_CSV_MAX_COLS][PUB_CSV_MAX_FIELD]; /* 8 KiB: one line's fields */
+    char f[PUB_CSV_MAX_COLS][PUB_CSV_MAX_FIELD]; /* 32 KiB: one line's fields */
     pub_csv c = {0, 0, NULL};
     size_t pos = 0, cap = 0, used = 0;
     int line = 0;

@@ -17,6 +17,7 @@
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "published_check.h"
+#include "published_fp8.h"
 #include "util.h"
 
 #define CMD "check-published"
@@ -45,6 +46,9 @@ static void usage(FILE *f) {
             "  --breakdown         under each row, the critical stage's time parts (compute,\n"
             "                      recompute, exposed tp / cp / dp / pp, bubble, optimizer)\n"
             "  --json              print the results as JSON\n\n"
+            "FP8 section: the FP8 pre-training rows of " PUB_FP8_FILE " (--dir, else the source\n"
+            "tree's data/published-runs) on their clusters, tokens/s per GPU; --fit also fits\n"
+            "the Blackwell GEMM base on '" PUB_FP8_FIT_ROW "'.\n\n"
             "\n" CLI_UNITS_HELP
             "Exit status: 0 ok, 1 runtime failure, 2 bad input (missing or malformed files).\n");
 }
@@ -121,7 +125,9 @@ static int parse_args(int argc, char **argv, cp_args *a) {
     return 0;
 }
 
-static void print_json(const pub_check_options *o, const pub_check_result *r) {
+static void print_fp8_json(const pub_fp8_result *f);
+
+static void print_json(const pub_check_options *o, const pub_check_result *r, const pub_fp8_result *f) {
     printf("{\"dir\": ");
     pl_json_string(stdout, o->dir);
     printf(", \"gemm_efficiency\": %.6f, \"zero3_gather_scale\": %.6f, \"collective_scale\": %.6f, "
@@ -168,7 +174,12 @@ static void print_json(const pub_check_options *o, const pub_check_result *r) {
         printf(", \"peak_bytes\": %lld, \"cap_bytes\": %lld, \"oom\": %s, \"as_published\": %s}", (long long)m->peak,
                (long long)m->cap, m->oom ? "true" : "false", m->oom == m->want_oom ? "true" : "false");
     }
-    printf("\n ]}\n");
+    printf("\n ]");
+    if (f) {
+        printf(",\n \"fp8\": ");
+        print_fp8_json(f);
+    }
+    printf("}\n");
 }
 
 static const char *const_source(pub_const_source s) {
@@ -223,6 +234,61 @@ static void print_text(const pub_check_result *r, int breakdown) {
     }
 }
 
+/* The FP8 section's file: --dir's, else the source tree's data/published-runs. */
+static const char *fp8_dir(const char *dir, char *buf, size_t n) {
+    snprintf(buf, n, "%s/" PUB_FP8_FILE, dir);
+    struct stat st;
+    if (stat(buf, &st) == 0) return dir;
+    snprintf(buf, n, "%s/data/published-runs", PLACER_SOURCE_DIR);
+    return buf;
+}
+
+static void print_fp8_text(const pub_fp8_result *f) {
+    printf("\nFP8 (%s): tokens/s per GPU, predicted against published; Blackwell GEMM base %.4f (%s on '%s')\n",
+           PUB_FP8_FILE, f->blackwell_gemm_efficiency, f->fitted ? "fitted now" : "stored default", PUB_FP8_FIT_ROW);
+    printf("%-34s %6s %-8s %10s %10s %8s %7s\n", "row", "GPUs", "recipe", "published", "predicted", "error", "mem GB");
+    for (int i = 0; i < f->n; i++) {
+        const pub_fp8_row *w = &f->rows[i];
+        if (w->skipped[0]) continue;
+        printf("%-34s %6lld %-8s %10.1f %10.1f %+7.1f%% %7.1f%s%s\n", w->run_id, (long long)w->gpus,
+               fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, 100 * w->err,
+               cli_gb(w->res.mem.total), w->res.oom ? " OOM" : "", w->fitted ? "  (fitted)" : "");
+    }
+    printf("FP8, %d rows not fitted on: mean |error| %.1f%%, max %.1f%%; Hopper's %d: mean %.1f%%, max %.1f%%\n",
+           f->rows_scored, 100 * f->mean_abs_error, 100 * f->max_abs_error, f->rows_h100,
+           100 * f->mean_abs_error_h100, 100 * f->max_abs_error_h100);
+    int skipped = 0;
+    for (int i = 0; i < f->n; i++) skipped += f->rows[i].skipped[0] != 0;
+    printf("skipped %d rows (no shipped model the loader reads, or fine-tuning; --json says why):", skipped);
+    for (int i = 0, k = 0; i < f->n; i++)
+        if (f->rows[i].skipped[0]) printf("%s %s", k++ ? "," : "", f->rows[i].run_id);
+    printf("\n");
+}
+
+static void print_fp8_json(const pub_fp8_result *f) {
+    printf("{\"blackwell_gemm_efficiency\": %.6f, \"fitted\": %s, \"fit_row\": ", f->blackwell_gemm_efficiency,
+           f->fitted ? "true" : "false");
+    pl_json_string(stdout, PUB_FP8_FIT_ROW);
+    printf(", \"mean_abs_error\": %.6f, \"max_abs_error\": %.6f, \"rows_scored\": %d, \"rows\": [",
+           f->mean_abs_error, f->max_abs_error, f->rows_scored);
+    for (int i = 0, k = 0; i < f->n; i++) {
+        const pub_fp8_row *w = &f->rows[i];
+        printf("%s\n  {\"run_id\": ", k++ ? "," : "");
+        pl_json_string(stdout, w->run_id);
+        if (w->skipped[0]) {
+            printf(", \"skipped\": ");
+            pl_json_string(stdout, w->skipped);
+            printf("}");
+            continue;
+        }
+        printf(", \"gpus\": %lld, \"recipe\": \"%s\", \"published_tokens_per_gpu\": %.3f, "
+               "\"predicted_tokens_per_gpu\": %.3f, \"error\": %.6f, \"fitted\": %s, \"blackwell\": %s}",
+               (long long)w->gpus, fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, w->err,
+               w->fitted ? "true" : "false", w->blackwell ? "true" : "false");
+    }
+    printf("\n ]}");
+}
+
 int cmd_check_published(int argc, char **argv) {
     cp_args a;
     int rc = parse_args(argc, argv, &a);
@@ -234,9 +300,24 @@ int cmd_check_published(int argc, char **argv) {
     pub_check_result r;
     char msg[512] = "";
     pl_status st = pub_check_run(&a.check, &r, msg, sizeof msg);
+    /* the FP8 section (absent file: no section) */
+    pub_fp8_result f;
+    memset(&f, 0, sizeof f);
+    char fbuf[4200];
+    int have_fp8 = 0;
+    if (st == PL_OK) {
+        pl_status fs = pub_fp8_check_run(fp8_dir(a.check.dir, fbuf, sizeof fbuf), a.check.fit, 0, &f, msg, sizeof msg);
+        if (fs == PL_OK) have_fp8 = 1;
+        else if (fs != PL_ERR_NOT_FOUND) st = fs;
+    }
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
-    else if (a.json) print_json(&a.check, &r);
-    else print_text(&r, a.breakdown);
+    else if (a.json) {
+        print_json(&a.check, &r, have_fp8 ? &f : NULL);
+    } else {
+        print_text(&r, a.breakdown);
+        if (have_fp8) print_fp8_text(&f);
+    }
     pub_check_free(&r);
+    pub_fp8_free(&f);
     return rc;
 }

@@ -157,9 +157,12 @@ static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, in
     pl_json_string(f, e->source ? e->source : "model");
     fprintf(f,
             ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
-            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f}%s\n",
+            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f",
             e->time_us, e->algbw * e->time_us * 1e-6, e->n_ranks, e->n_nodes, e->n_pods, e->algbw / 1e9,
-            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us, last ? "" : ",");
+            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us);
+    if (e->n_domains > 0 && e->n_domains != e->n_nodes) /* a domain wider than a node (bf16 clusters unchanged) */
+        fprintf(f, ", \"n_domains\": %d", e->n_domains);
+    fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 /* The layout as text (layout_format) into buf. */
@@ -195,11 +198,15 @@ static void print_json(const layout_args *a, const layout_eval_result *x, const 
     cli_print_parts_json(stdout, r->parts_us, 1.0, 3);
     printf(",\n  \"memory\": {\"worst_stage\": %d, \"total\": %lld, \"params\": %lld, \"grads\": %lld, "
            "\"optimizer\": %lld, \"activations\": %lld, \"act_per_layer\": %lld, \"buffers\": %lld, "
-           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,\n    \"per_stage\": [",
+           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,",
            r->worst_stage, (long long)r->mem.total, (long long)r->mem.params, (long long)r->mem.grads,
            (long long)r->mem.optimizer, (long long)r->mem.activations, (long long)r->mem.act_per_layer,
            (long long)r->mem.buffers, (long long)r->mem.embedding_head, (long long)r->mem_cap, r->stash_layers,
            r->oom ? "true" : "false");
+    if (x->lay.prec == PRECISION_FP8) /* FP8's own parts (bf16 output unchanged) */
+        printf(" \"fp8_weights\": %lld, \"fp8_act_per_layer\": %lld,", (long long)r->mem.fp8_weights,
+               (long long)r->mem.fp8_act_per_layer);
+    printf("\n    \"per_stage\": [");
     for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
     printf("]},\n  \"collectives\": {\n");
     print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
@@ -253,6 +260,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     printf("  activations  %9.2f GB   (peak stash: %d layers' activations of in-flight micro-batches; %.3f GB a layer)\n",
            cli_gb(r->mem.activations), r->stash_layers, cli_gb(r->mem.act_per_layer));
     printf("  emb./head    %9.2f GB\n  buffers      %9.2f GB\n", cli_gb(r->mem.embedding_head), cli_gb(r->mem.buffers));
+    if (r->mem.fp8_weights > 0 || r->mem.fp8_act_per_layer > 0)
+        printf("  fp8 weights  %9.2f GB   (FP8 copies of the linear layers' weights, row-wise + transposed)\n"
+               "  of which fp8 %9.3f GB a layer of the activations (the linear layers' inputs saved in FP8)\n",
+               cli_gb(r->mem.fp8_weights), cli_gb(r->mem.fp8_act_per_layer));
 }
 
 typedef struct {
@@ -284,9 +295,12 @@ static void print_explain(const layout_eval_result *x, const coll_measured *meas
         if ((i == 0 && !sp && l->pp == 1) || (i == 1 && !sp) || (i == 2 && sp) || (i == 5 && l->zero == ZERO_NONE))
             continue;
         const char *src = e->source ? e->source : "model";
-        printf("  %s\n    %s over %d ranks (%d nodes, %d pods): %.1f MB in %.3f ms; algbw %.1f GB/s, busbw %.1f "
+        char dom[48] = ""; /* an NVLink domain wider than a node: say how many the group spans */
+        if (e->n_domains > 0 && e->n_domains != e->n_nodes)
+            snprintf(dom, sizeof dom, ", %d NVLink domain%s", e->n_domains, e->n_domains == 1 ? "" : "s");
+        printf("  %s\n    %s over %d ranks (%d nodes%s, %d pods): %.1f MB in %.3f ms; algbw %.1f GB/s, busbw %.1f "
                "GB/s, %s %.1f GB/s, latency %.1f us; from %s\n",
-               ex[i].what, e->algo, e->n_ranks, e->n_nodes, e->n_pods, e->algbw * e->time_us * 1e-6 / 1e6,
+               ex[i].what, e->algo, e->n_ranks, e->n_nodes, dom, e->n_pods, e->algbw * e->time_us * 1e-6 / 1e6,
                e->time_us / 1e3, e->algbw / 1e9, e->busbw / 1e9,
                strcmp(src, "model") ? "fitted busbw" : "slowest link", e->link_bw / 1e9, e->latency_us,
                !strcmp(src, "measured") ? "a measured curve"

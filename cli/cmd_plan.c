@@ -40,7 +40,9 @@ static void plan_usage(FILE *f) {
             "  --global-batch  sequences per step (default: the preset's batch)\n"
             "  --seq           sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
-            "  --precision     bf16 (default), fp16, fp8, tf32 or fp32\n"
+            "  --precision     bf16 (default), fp16, fp8, tf32 or fp32, or a list searched over:\n"
+            "                  fp8 alone tries every FP8 recipe the GPUs run (delayed, tensorwise,\n"
+            "                  blockwise, mxfp8), fp8=R1|R2 names recipes, bf16,fp8 both precisions\n"
             "  --top           layouts to print (default 5, at most %d)\n"
             "  --max-tp        largest tensor-parallel size tried (default: GPUs per node)\n"
             "  --max-cp        largest context-parallel size (default: keeps seq / cp >= 4096)\n"
@@ -91,7 +93,11 @@ static void layout_short(const layout *l, char *buf, size_t n) {
     static const char *zn[] = {"z0", "z1", "z2", "z3", "fsdp"};
     int off = snprintf(buf, n, "tp%d cp%d pp%d", l->tp, l->cp, l->pp);
     if (l->vp > 1) off += snprintf(buf + off, n - (size_t)off, "x%d", l->vp);
-    snprintf(buf + off, n - (size_t)off, " dp%d mbs%d %s %s", l->dp, l->micro_batch, rc[l->recompute], zn[l->zero]);
+    off += snprintf(buf + off, n - (size_t)off, " dp%d mbs%d %s %s", l->dp, l->micro_batch, rc[l->recompute],
+                    zn[l->zero]);
+    if (l->prec != PRECISION_BF16 && off > 0 && (size_t)off < n) /* a precision search's rows differ in it */
+        snprintf(buf + off, n - (size_t)off, " %s%s%s", precision_name(l->prec), l->prec == PRECISION_FP8 ? ":" : "",
+                 l->prec == PRECISION_FP8 ? fp8_recipe_name(l->fp8) : "");
 }
 
 /* "3/4/5" or "uniform" */
@@ -169,7 +175,7 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
     case 'b': rc = cli_long_arg(CMD, "--global-batch", arg, 1, 1L << 30, &v); a->run.global_batch = (int)v; break;
     case 's': rc = cli_long_arg(CMD, "--seq", arg, 1, 1L << 24, &v); a->run.seq = (int)v; break;
     case 'p':
-        if (precision_parse(arg, &o->prec, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "%s", msg);
+        if (plan_parse_precisions(arg, o, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "%s", msg);
         break;
     case 'k': rc = cli_long_arg(CMD, "--top", arg, 1, PLAN_MAX_TOP, &v); o->top_k = (int)v; break;
     case 'T': rc = cli_long_arg(CMD, "--max-tp", arg, 1, 1024, &v); o->max_tp = (int)v; break;
@@ -405,11 +411,20 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
     const plan_result *res = x->res;
     const gpt_config *cfg = &x->model.cfg;
     const plan_options *so = &x->search;
-    char note[160];
+    char note[160], precs[256] = "";
     plan_model_seq_note(&x->model, note, sizeof note);
+    if (so->n_prec > 0) /* a precision search: the list, fp8 with its recipe */
+        for (int i = 0, off = 0; i < so->n_prec && off < (int)sizeof precs; i++)
+            off += snprintf(precs + off, sizeof precs - (size_t)off, "%s%s%s%s", i ? "," : "",
+                            precision_name(so->precs[i]), so->precs[i] == PRECISION_FP8 ? "=" : "",
+                            so->precs[i] == PRECISION_FP8 ? fp8_recipe_name(so->fp8s[i]) : "");
+    else if (so->prec == PRECISION_FP8)
+        snprintf(precs, sizeof precs, "fp8=%s", fp8_recipe_name(so->fp8));
+    else
+        snprintf(precs, sizeof precs, "%s", precision_name(so->prec));
     printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
            x->model.name, cfg->n_layers, cfg->d_model, x->clu.name, (long long)so->gpus, so->global_batch, cfg->seq_len,
-           note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precision_name(so->prec), so->framework ? ", layouts " : "",
+           note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precs, so->framework ? ", layouts " : "",
            so->framework ? plan_framework_name((plan_framework)so->framework) : "");
     printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
            "(%lld runs, %lld OOM; %lld runs refining the top splits) in %.2f s\n\n",

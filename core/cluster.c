@@ -18,6 +18,15 @@ int64_t cluster_n_gpus(const cluster *c) { return cluster_n_nodes(c) * c->gpus_p
 
 int64_t cluster_node_of(const cluster *c, int64_t g) { return c->gpus_per_node > 0 ? g / c->gpus_per_node : 0; }
 
+int64_t cluster_domain_gpus(const cluster *c) {
+    return c->nvlink_domain_gpus > 0 ? c->nvlink_domain_gpus : c->gpus_per_node;
+}
+
+int64_t cluster_domain_of(const cluster *c, int64_t g) {
+    int64_t d = cluster_domain_gpus(c);
+    return d > 0 ? g / d : 0;
+}
+
 int cluster_group_of(const cluster *c, int64_t g) {
     int64_t node = cluster_node_of(c, g), first = 0;
     int last = 0;
@@ -83,6 +92,9 @@ pl_status cluster_validate(const cluster *c, char *msg, size_t len) {
             return pl_fail(msg, len, PL_ERR_INVALID, "GPU type %d (%s): sm_count must be at least 1", i, g->name);
         if (!nonneg(g->clock_ghz))
             return pl_fail(msg, len, PL_ERR_INVALID, "GPU type %d (%s): clock must be >= 0", i, g->name);
+        if (!nonneg(g->peak_mxfp8) || !nonneg(g->peak_fp4))
+            return pl_fail(msg, len, PL_ERR_INVALID, "GPU type %d (%s): peak mxfp8 / fp4 must be finite and >= 0", i,
+                           g->name);
     }
     int64_t nodes = 0;
     for (int i = 0; i < c->n_groups; i++) {
@@ -106,15 +118,26 @@ pl_status cluster_validate(const cluster *c, char *msg, size_t len) {
         return pl_fail(msg, len, PL_ERR_INVALID, "latencies must be finite and >= 0");
     if (c->nics_per_node < 0 || !nonneg(c->nic_bw))
         return pl_fail(msg, len, PL_ERR_INVALID, "nics_per_node and nic bandwidth must be >= 0");
-    if (nodes > 1) {
+    /* NVLink domains: whole nodes, never straddling two node groups */
+    const int64_t dom = cluster_domain_gpus(c);
+    if (c->nvlink_domain_gpus < 0 || c->nvlink_domain_gpus % c->gpus_per_node != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "nvlink_domain_gpus (%d) must be 0 (one node) or a multiple of gpus_per_node (%d)",
+                       c->nvlink_domain_gpus, c->gpus_per_node);
+    for (int i = 0; i < c->n_groups; i++)
+        if (((int64_t)c->groups[i].n_nodes * c->gpus_per_node) % dom != 0)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "nvlink_domain_gpus (%lld) does not divide the GPUs of node group %d (%lld)",
+                           (long long)dom, i, (long long)c->groups[i].n_nodes * c->gpus_per_node);
+    if (nodes * c->gpus_per_node > dom) {
         for (int i = 0; i < c->n_groups; i++) {
             const cluster_group *gr = &c->groups[i];
             int nics = gr->nics_per_node > 0 ? gr->nics_per_node : c->nics_per_node;
             double bw = gr->nic_bw > 0 ? gr->nic_bw : c->nic_bw;
             if (nics < 1 || !(bw > 0))
                 return pl_fail(msg, len, PL_ERR_INVALID,
-                               "a cluster of %lld nodes needs inter-node adapters (node group %d has %d at %g B/s)",
-                               (long long)nodes, i, nics, bw);
+                               "a cluster of %lld NVLink domains needs inter-node adapters (node group %d has %d at %g B/s)",
+                               (long long)(nodes * c->gpus_per_node / dom), i, nics, bw);
         }
     }
     if (c->pod_gpus < 0 || (c->pod_gpus > 0 && c->pod_gpus % c->gpus_per_node != 0))

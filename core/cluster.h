@@ -11,11 +11,18 @@
  *
  * Topology: GPUs are numbered node by node (gpus_per_node consecutive ranks
  * per node); nodes are numbered pod by pod (pod_gpus consecutive GPUs per
- * pod). Within a node every GPU reaches every other at intra_bw (a switch:
- * NVSwitch). Between nodes each GPU has nics_per_node / gpus_per_node
- * adapters' worth of nic_bw (rail-optimised fat tree: full bisection inside
- * a pod); traffic that leaves a pod shares uplinks oversubscribed by
- * pod_oversubscription (7 for Llama 3's 1:7).
+ * pod). Two groupings of GPUs, kept apart:
+ *   node           a host (server, or a compute tray of a rack): it owns
+ *                  the network adapters, nics_per_node of them
+ *   NVLink domain  the GPUs that reach each other over NVLink switches:
+ *                  one node (a DGX H100 or B200: 8 GPUs) or several (a
+ *                  GB200 NVL72 rack: 18 trays of 4 GPUs = 72), whole nodes,
+ *                  nvlink_domain_gpus consecutive GPUs (0: one node)
+ * Within a domain every GPU reaches every other at intra_bw (a switch:
+ * NVSwitch; "intra" means inside the domain). Between domains each GPU has
+ * nics_per_node / gpus_per_node adapters' worth of nic_bw (rail-optimised
+ * fat tree: full bisection inside a pod); traffic that leaves a pod shares
+ * uplinks oversubscribed by pod_oversubscription (7 for Llama 3's 1:7).
  *
  * Node groups: a cluster is a list of node groups, each of one GPU type
  * (n_gpu_types >= 1), so a mixed cluster (8 x H100 nodes and 8 x A100 nodes)
@@ -41,6 +48,10 @@ typedef struct {
     int64_t hbm_bytes;                  /* memory per GPU, bytes */
     int sm_count;                       /* streaming multiprocessors (wave quantisation) */
     double clock_ghz;                   /* boost clock (informational) */
+    /* block-scaled formats beyond precision.h's list (FP8 recipes: sim/layout/fp8.h);
+     * dense FLOP/s, 0: the GPU's tensor cores lack the format */
+    double peak_mxfp8;                  /* MXFP8 (an E8M0 scale per 32 elements): Blackwell */
+    double peak_fp4;                    /* NVFP4 / MXFP4: Blackwell; recorded, no recipe uses it */
 } cluster_gpu;
 
 typedef struct {
@@ -60,9 +71,11 @@ typedef struct {
     cluster_gpu gpus[CLUSTER_MAX_GPU_TYPES];
     int n_groups;                       /* entries of groups, >= 1 */
     cluster_group groups[CLUSTER_MAX_GROUPS];
-    int gpus_per_node;                  /* GPUs in one node (server) */
-    double intra_bw;                    /* per GPU per direction inside a node, bytes/s */
-    double intra_latency_us;            /* per message / per collective step inside a node */
+    int gpus_per_node;                  /* GPUs in one node (host: a server or a rack's tray) */
+    int nvlink_domain_gpus;             /* GPUs of one NVLink domain, a multiple of gpus_per_node
+                                           (72 for an NVL72 rack); 0: one node */
+    double intra_bw;                    /* per GPU per direction inside an NVLink domain, bytes/s */
+    double intra_latency_us;            /* per message / per collective step inside a domain */
     int nics_per_node;                  /* inter-node adapters per node */
     double nic_bw;                      /* per adapter per direction, bytes/s */
     double inter_latency_us;            /* per message / per collective step across nodes */
@@ -85,8 +98,14 @@ const cluster_gpu *cluster_gpu_of(const cluster *c, int64_t g);
 int cluster_group_of(const cluster *c, int64_t g);
 int64_t cluster_node_of(const cluster *c, int64_t g);
 
+/* GPUs of one NVLink domain (nvlink_domain_gpus, or gpus_per_node when 0),
+ * and the domain index of GPU g (g / that). Two GPUs talk over NVLink iff
+ * they share a domain; otherwise over the network. */
+int64_t cluster_domain_gpus(const cluster *c);
+int64_t cluster_domain_of(const cluster *c, int64_t g);
+
 /* The fabric figures that apply to GPU g: its group's where set, else the
- * cluster's. intra: per GPU per direction inside the node (bytes/s) and its
+ * cluster's. intra: per GPU per direction inside the NVLink domain (bytes/s) and its
  * latency (us); nic: inter-node bandwidth per GPU per direction, i.e.
  * nics_per_node * nic_bw / gpus_per_node (bytes/s; 0 on a cluster of one
  * node without adapters). */
@@ -98,8 +117,11 @@ double cluster_nic_bw_per_gpu_of(const cluster *c, int64_t g);
  * range, efficiencies in (0,1], oversubscription >= 1, every figure finite.
  * Allowed: intra_bw 0 with one GPU per node; nics_per_node 0 and nic_bw 0
  * on a cluster of one node; a peak of 0 for a precision the GPU lacks (at
- * least one must be positive); pod_gpus a multiple of gpus_per_node. One
- * message naming the first bad field. PL_OK or PL_ERR_INVALID. */
+ * least one must be positive); pod_gpus a multiple of gpus_per_node;
+ * nvlink_domain_gpus 0 or a multiple of gpus_per_node that divides every
+ * node group's GPUs (a domain is whole nodes of one type); adapters needed
+ * only with more than one domain. One message naming the first bad field.
+ * PL_OK or PL_ERR_INVALID. */
 pl_status cluster_validate(const cluster *c, char *msg, size_t len);
 
 #endif

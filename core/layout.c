@@ -46,6 +46,7 @@ void layout_default(layout *l) {
     l->recompute = RECOMPUTE_NONE;
     l->prec = PRECISION_BF16;
     l->n_stage_layers = 0;
+    l->fp8 = FP8_RECIPE_DELAYED;
     l->sched = SCHED_1F1B;
 }
 
@@ -71,7 +72,7 @@ static char *trim(char *s) {
 }
 
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
-                                   "zero", "mbs", "gbs", "recompute", "precision", "stages", "sched"};
+                                   "zero", "mbs", "gbs", "recompute", "precision", "stages", "fp8", "sched"};
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] == LAYOUT_KEY_COUNT, "KEYS follows layout_key");
 
@@ -109,7 +110,7 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         if (k == N_KEYS) {
             st = pl_fail(msg, len, PL_ERR_INVALID,
                          "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
-                         "precision, stages, sched)", key);
+                         "precision, stages, fp8, sched)", key);
             goto out;
         }
         if (seen[k]++) {
@@ -170,6 +171,12 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
                 st = pl_fail(msg, len, PL_ERR_INVALID, "layout precision: %s", pm);
                 goto out;
             }
+        } else if (!strcmp(kn, "fp8")) {
+            char pm[160];
+            if (fp8_recipe_parse(val, &l->fp8, pm, sizeof pm) != PL_OK) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout fp8: %s", pm);
+                goto out;
+            }
         } else if (!strcmp(kn, "sched")) {
             schedule_order o;
             if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
@@ -217,6 +224,15 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
             l->n_stage_layers = cnt;
         }
     }
+    if (seen[LAYOUT_KEY_FP8]) { /* a recipe means fp8; beside another precision it is a contradiction */
+        if (!seen[LAYOUT_KEY_PRECISION]) {
+            l->prec = PRECISION_FP8;
+        } else if (l->prec != PRECISION_FP8) {
+            st = pl_fail(msg, len, PL_ERR_INVALID, "layout fp8=%s needs precision=fp8, not precision=%s",
+                         fp8_recipe_name(l->fp8), precision_name(l->prec));
+            goto out;
+        }
+    }
     *out = *l;
     if (given) {
         *given = 0;
@@ -236,6 +252,12 @@ int layout_format(const layout *l, char *buf, size_t len) {
                          l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, z, l->micro_batch, l->global_batch,
                          recompute_kind_name(l->recompute), precision_name(l->prec));
     if (total < 0) return total;
+    if (l->prec == PRECISION_FP8) {
+        size_t off = (size_t)total < len ? (size_t)total : len;
+        int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",fp8=%s", fp8_recipe_name(l->fp8));
+        if (w < 0) return w;
+        total += w;
+    }
     if (l->sched != SCHED_1F1B) {
         size_t off = (size_t)total < len ? (size_t)total : len;
         int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",sched=%s", schedule_order_name(l->sched));
@@ -274,8 +296,8 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
                        LAYOUT_MAX_CHUNKS);
     if (l->sp != 0 && l->sp != 1) return pl_fail(msg, len, PL_ERR_INVALID, "sp must be 0 or 1");
     if ((unsigned)l->zero > ZERO_FSDP || (unsigned)l->recompute > RECOMPUTE_FULL ||
-        (unsigned)l->prec >= PRECISION_COUNT)
-        return pl_fail(msg, len, PL_ERR_INVALID, "zero, recompute or precision is not a known kind");
+        (unsigned)l->prec >= PRECISION_COUNT || (unsigned)l->fp8 >= FP8_RECIPE_COUNT)
+        return pl_fail(msg, len, PL_ERR_INVALID, "zero, recompute, precision or fp8 recipe is not a known kind");
     if (l->micro_batch < 1 || l->global_batch < 1)
         return pl_fail(msg, len, PL_ERR_INVALID, "mbs and gbs must be at least 1");
     if (l->vp > 1 && l->pp < 2)

@@ -31,7 +31,9 @@
  *   "tp=8,sp=1,cp=1,pp=16,vp=2,dp=64,zero=1,mbs=1,gbs=2048,recompute=full,
  *    precision=bf16,stages=7/8/8/.../7"
  * keys: tp sp cp pp vp dp zero (0|1|2|3|fsdp) mbs gbs recompute precision
- * stages (slash-separated layer counts). Unknown keys, a key given twice,
+ * stages (slash-separated layer counts), fp8 (tensorwise|delayed|blockwise|
+ * mxfp8: the FP8 recipe; implies precision=fp8 when precision is not given,
+ * an error beside another precision). Unknown keys, a key given twice,
  * junk values and out-of-range values are errors naming the key. Spaces
  * around keys and values are ignored. layout_format writes zero as
  * 0|1|2|3|fsdp (parse also takes "none" for 0).
@@ -81,6 +83,9 @@ typedef struct {
                                text key sched, written only when not 1f1b */
     int n_stage_layers;     /* 0: uniform; else pp * vp entries below */
     int stage_layers[LAYOUT_MAX_CHUNKS]; /* layers per chunk, pipeline order */
+    /* FP8 (precision fp8 only; precision.h): text key fp8=RECIPE, written
+     * by layout_format only when precision is fp8 */
+    fp8_recipe fp8;         /* scaling recipe (default delayed: Megatron's --fp8-recipe default) */
 } layout;
 
 /* Coordinates of a rank in the grid, indexed by layout_dim. */
@@ -102,6 +107,7 @@ pl_status layout_parse(const char *text, layout *out, char *msg, size_t len);
 typedef enum {
     LAYOUT_KEY_TP = 0, LAYOUT_KEY_SP, LAYOUT_KEY_CP, LAYOUT_KEY_PP, LAYOUT_KEY_VP, LAYOUT_KEY_DP,
     LAYOUT_KEY_ZERO, LAYOUT_KEY_MBS, LAYOUT_KEY_GBS, LAYOUT_KEY_RECOMPUTE, LAYOUT_KEY_PRECISION, LAYOUT_KEY_STAGES,
+    LAYOUT_KEY_FP8, /* FP8 recipe */
     LAYOUT_KEY_SCHED,
     LAYOUT_KEY_COUNT
 } layout_key;

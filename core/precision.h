@@ -7,7 +7,19 @@
  *   bf16  mixed: bf16 GEMM inputs and activations, fp32 master weights,
  *         optimizer state, softmax / norm statistics and loss
  *   fp16  mixed like bf16 (with a loss scale: Megatron SC21)
- *   fp8   mixed: fp8 GEMM inputs (Transformer Engine style), bf16 elsewhere
+ *   fp8   mixed: fp8 GEMM inputs (Transformer Engine style), bf16 elsewhere,
+ *         under one of the FP8 recipes below (how the scales are kept)
+ *
+ * FP8 recipes (Transformer Engine's names in brackets; the cost of each in
+ * sim/layout/fp8.c):
+ *   tensorwise  one scale per tensor from the tensor's own amax, computed
+ *               before the cast (current scaling) [Float8CurrentScaling]
+ *   delayed     one scale per tensor from the amax history of earlier steps;
+ *               the amax of this step is taken inside the cast [DelayedScaling]
+ *   blockwise   DeepSeek-V3's: a scale per 1 x 128 block of activations and
+ *               gradients and per 128 x 128 block of weights [Float8BlockScaling]
+ *   mxfp8       OCP microscaling: an E8M0 scale per 32 elements, in the
+ *               tensor cores of Blackwell and later [MXFP8BlockScaling]
  */
 #ifndef PLACER_CORE_PRECISION_H
 #define PLACER_CORE_PRECISION_H
@@ -24,6 +36,21 @@ typedef enum {
     PRECISION_FP8,
     PRECISION_COUNT
 } precision;
+
+typedef enum {
+    FP8_RECIPE_DELAYED = 0, /* the default: a zeroed layout gets it */
+    FP8_RECIPE_TENSORWISE,
+    FP8_RECIPE_BLOCKWISE,
+    FP8_RECIPE_MXFP8,
+    FP8_RECIPE_COUNT
+} fp8_recipe;
+
+/* "delayed", "tensorwise", "blockwise", "mxfp8"; "unknown" out of range. Static. */
+const char *fp8_recipe_name(fp8_recipe r);
+
+/* Parse a recipe name above (case-sensitive). PL_ERR_INVALID with a
+ * message listing them; *out untouched then. */
+pl_status fp8_recipe_parse(const char *text, fp8_recipe *out, char *msg, size_t len);
 
 /* "fp32", "tf32", "bf16", "fp16", "fp8"; "unknown" out of range. Static. */
 const char *precision_name(precision p);

@@ -83,7 +83,14 @@ int plan_export_megatron(FILE *f, const gpt_config *cfg, const layout *l, const 
     switch (l->prec) {
     case PRECISION_BF16: rc |= fprintf(f, "--bf16%s", nl) < 0; break;
     case PRECISION_FP16: rc |= fprintf(f, "--fp16%s", nl) < 0; break;
-    case PRECISION_FP8: rc |= fprintf(f, "--bf16%s--fp8-format hybrid%s", nl, nl) < 0; break;
+    case PRECISION_FP8:
+        /* --fp8-recipe takes exactly this project's recipe names (arguments.py:
+         * tensorwise, delayed, mxfp8, blockwise); blockwise runs E4M3 in both
+         * passes (Transformer Engine's Float8BlockScaling), the others hybrid
+         * (E4M3 forward, E5M2 gradients) */
+        rc |= fprintf(f, "--bf16%s--fp8-format %s%s--fp8-recipe %s%s", nl,
+                      l->fp8 == FP8_RECIPE_BLOCKWISE ? "e4m3" : "hybrid", nl, fp8_recipe_name(l->fp8), nl) < 0;
+        break;
     default: break; /* fp32 / tf32: Megatron's default */
     }
     rc |= fprintf(f, "--micro-batch-size %d%s--global-batch-size %d\n", l->micro_batch, nl, l->global_batch) < 0;

@@ -21,7 +21,8 @@
  *               --recompute-granularity (full with --recompute-method
  *               uniform --recompute-num-layers 1, or selective),
  *               --use-distributed-optimizer (zero 1 / 2), --use-torch-fsdp2
- *               (zero 3 / fsdp), --bf16 / --fp16 / --fp8-format hybrid, and
+ *               (zero 3 / fsdp), --bf16 / --fp16 / --fp8-format hybrid|e4m3
+ *               with --fp8-recipe delayed|tensorwise|blockwise|mxfp8, and
  *               the model's --num-layers, --hidden-size, --ffn-hidden-size,
  *               --num-attention-heads, --group-query-attention
  *               --num-query-groups, --seq-length,
@@ -36,7 +37,11 @@
  *               (the first module of every chunk after the first),
  *               pipeline_parallel_microbatch_size; [training]
  *               local_batch_size (per data-parallel rank), global_batch_size,
- *               seq_len, mixed_precision_param; [activation_checkpoint] mode.
+ *               seq_len, mixed_precision_param; [activation_checkpoint] mode;
+ *               FP8: [model] converters ["float8"] with [float8] recipe_name,
+ *               enable_fsdp_float8_all_gather,
+ *               precompute_float8_dynamic_scale_for_fsdp, filter_fqns, or
+ *               ["mx"] with [mx] recipe_name "mxfp8", filter_fqns.
  *   deepspeed   JSON: "ds_config" with DeepSpeed's config keys
  *               (train_batch_size, train_micro_batch_size_per_gpu,
  *               gradient_accumulation_steps, bf16 / fp16 enabled,

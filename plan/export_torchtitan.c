@@ -21,6 +21,31 @@
 
 #include "export_internal.h"
 
+/* FP8 as torchtitan's model converters (JobConfig's [float8] and [mx]
+ * sections, torchtitan/config/job_config.py): tensorwise is the "float8"
+ * converter's dynamic tensorwise recipe, with float8 all-gathers and
+ * precomputed scales under FSDP; mxfp8 the "mx" converter. torchtitan has
+ * no delayed scaling and no DeepSeek blockwise recipe: the note says what
+ * is written instead (tensorwise; rowwise, torchao's finer-grained one).
+ * Both converters skip the output layer ("output"), as the simulator does. */
+static int write_fp8(FILE *f, const layout *l, int sharded) {
+    int rc = 0;
+    if (l->fp8 == FP8_RECIPE_DELAYED)
+        rc |= fprintf(f, "\n# fp8=delayed: torchtitan has no delayed scaling; tensorwise (current scaling) written\n") < 0;
+    if (l->fp8 == FP8_RECIPE_BLOCKWISE)
+        rc |= fprintf(f, "\n# fp8=blockwise: torchtitan has no 128 x 128 block scaling; rowwise written (the closest)\n") < 0;
+    if (l->fp8 == FP8_RECIPE_MXFP8) {
+        rc |= fprintf(f, "\n[model]\nconverters = [\"mx\"]\n\n[mx]\nrecipe_name = \"mxfp8\"\nfilter_fqns = [\"output\"]\n") < 0;
+        return rc ? -1 : 0;
+    }
+    const int rowwise = l->fp8 == FP8_RECIPE_BLOCKWISE, tw = !rowwise;
+    rc |= fprintf(f, "\n[model]\nconverters = [\"float8\"]\n\n[float8]\nrecipe_name = \"%s\"\n", rowwise ? "rowwise" : "tensorwise") < 0;
+    if (tw && sharded)
+        rc |= fprintf(f, "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n") < 0;
+    rc |= fprintf(f, "filter_fqns = [\"output\"]\n") < 0;
+    return rc ? -1 : 0;
+}
+
 int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, const int *ch) {
     int rc = 0;
     const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
@@ -67,7 +92,7 @@ int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, cons
     rc |= fprintf(f, "seq_len = %d\n", cfg->seq_len) < 0;
     rc |= fprintf(f, "mixed_precision_param = \"%s\"\n",
                   l->prec == PRECISION_FP32 || l->prec == PRECISION_TF32 ? "float32" : "bfloat16") < 0;
-    if (l->prec == PRECISION_FP8) rc |= fprintf(f, "\n[model]\nconverters = [\"float8\"]\n") < 0;
+    if (l->prec == PRECISION_FP8) rc |= write_fp8(f, l, sharded) < 0;
     rc |= fprintf(f, "\n[activation_checkpoint]\n") < 0;
     rc |= fprintf(f, "mode = \"%s\"\n", l->recompute == RECOMPUTE_FULL        ? "full"
                                         : l->recompute == RECOMPUTE_SELECTIVE ? "selective"

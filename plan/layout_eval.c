@@ -20,6 +20,10 @@ static pl_status cluster_take(cluster *c, int64_t n, char *msg, size_t len) {
         return pl_fail(msg, len, PL_ERR_INVALID, "--gpus %lld is not a whole number of %d-GPU nodes", (long long)n,
                        c->gpus_per_node);
     int64_t nodes = (n + c->gpus_per_node - 1) / c->gpus_per_node;
+    /* whole NVLink domains (8 GPUs of an NVL72 rack are 2 trays of a 72-GPU
+     * domain: the rack stays, the layout uses 8 of it) */
+    const int64_t dom_nodes = cluster_domain_gpus(c) / c->gpus_per_node;
+    if (dom_nodes > 1) nodes = (nodes + dom_nodes - 1) / dom_nodes * dom_nodes;
     int g = 0;
     for (; g < c->n_groups && nodes > 0; g++) {
         if (c->groups[g].n_nodes > nodes) c->groups[g].n_nodes = (int)nodes;
@@ -29,11 +33,13 @@ static pl_status cluster_take(cluster *c, int64_t n, char *msg, size_t len) {
     return PL_OK;
 }
 
-/* Where a send between GPUs a and b goes: NVLink / the node's fabric, the
- * NIC inside a pod, or across pods. */
+/* Where a send between GPUs a and b goes: NVLink / the node's fabric, NVLink
+ * between the nodes of one NVLink domain (an NVL72 rack's trays), the NIC
+ * inside a pod, or across pods. */
 static const char *link_of(const cluster *c, int64_t a, int64_t b) {
     if (a == b) return "none";
     if (a / c->gpus_per_node == b / c->gpus_per_node) return "intra-node";
+    if (cluster_domain_of(c, a) == cluster_domain_of(c, b)) return "nvlink-domain";
     if (c->pod_gpus > 0 && a / c->pod_gpus != b / c->pod_gpus) return "inter-pod";
     return "inter-node";
 }

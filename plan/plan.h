@@ -88,6 +88,7 @@
 #include "status.h"
 
 #define PLAN_MAX_TOP 32
+#define PLAN_MAX_PRECISIONS 8
 
 /* What a training framework can run, as a filter on the layout space
  * (the exports write any layout, with notes for what the framework lacks;
@@ -130,6 +131,14 @@ typedef struct {
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
     int fix_recompute, fix_zero;                          /* -1: searched */
     const layout_sim_params *sim; /* NULL: layout_sim_params_default */
+    /* precisions and FP8 recipes (plan_parse_precisions): with n_prec > 0
+     * the search runs once per entry (precs[i], with recipe fp8s[i] when
+     * fp8) that every GPU type of the cluster runs, and keeps the fastest
+     * layouts over all of them; 0: prec alone, with recipe fp8 when fp8 */
+    fp8_recipe fp8;          /* the recipe of prec = fp8 (default delayed) */
+    int n_prec;
+    precision precs[PLAN_MAX_PRECISIONS];
+    fp8_recipe fp8s[PLAN_MAX_PRECISIONS];
     unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
                                 1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
                                 0 (default): none */
@@ -145,6 +154,15 @@ void plan_options_default(plan_options *o);
  * or value; *o untouched then. */
 pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len);
 
+/* The precisions the search may use, from text: a comma-separated list of
+ * precision names (bf16, fp16, fp8, tf32, fp32), where "fp8" means every
+ * FP8 recipe (delayed, tensorwise, blockwise, mxfp8: those a GPU cannot run
+ * are dropped by the search) and "fp8=R" or "fp8=R1|R2" names recipes. One
+ * entry sets o->prec (and o->fp8) with n_prec = 0, as a plain precision;
+ * several fill precs / fp8s. PL_ERR_INVALID naming the bad item (an
+ * unknown name, a duplicate, more than PLAN_MAX_PRECISIONS); *o untouched
+ * then. */
+pl_status plan_parse_precisions(const char *text, plan_options *o, char *msg, size_t len);
 /* The best layout's step with each pipeline order beside its own: 1f1b
  * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev (vp 2),
  * the rest of the layout kept (uniform stages). A row whose layout is

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "compute_model.h"
+#include "fp8.h"
 #include "layout_memory.h"
 #include "util.h"
 
@@ -399,6 +400,7 @@ static void cand_layout(const plan_cand *k, const plan_options *o, layout *l) {
     l->recompute = (recompute_kind)k->recompute;
     l->zero = (zero_kind)k->zero;
     l->prec = o->prec;
+    l->fp8 = o->fp8;
     l->sched = (schedule_order)k->sched;
 }
 
@@ -432,7 +434,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                          void *ctx, char *msg, size_t len) {
     const int64_t N = o->gpus;
     const int L = cfg->n_layers, B = o->global_batch;
-    int max_tp = o->max_tp > 0 ? o->max_tp : c->gpus_per_node;
+    int max_tp = o->max_tp > 0 ? o->max_tp : (int)cluster_domain_gpus(c); /* tp stays on NVLink */
     int max_cp = o->max_cp;
     if (max_cp <= 0)
         for (max_cp = 1; cfg->seq_len / (2 * max_cp) >= 4096; max_cp *= 2) {
@@ -478,6 +480,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                 l->recompute = (recompute_kind)rc;
                                 l->zero = (zero_kind)z;
                                 l->prec = o->prec;
+                                l->fp8 = o->fp8;
                                 /* 1F1B (interleaved with vp > 1), then the orders of
                                  * sched_mask that take this vp (schedule.h) */
                                 for (int so = SCHED_1F1B; so < SCHED_ORDER_COUNT; so++) {
@@ -590,8 +593,9 @@ out:
     return st;
 }
 
-pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
-                      void *progress_ctx, plan_result *res, char *msg, size_t len) {
+/* The search for one precision (o->prec, o->fp8). */
+static pl_status search_one(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
+                            void *progress_ctx, plan_result *res, char *msg, size_t len) {
     memset(res, 0, sizeof *res);
     res->min_mem_bytes = INT64_MAX;
     const double t0 = pl_now_us();
@@ -614,6 +618,9 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     const cluster_gpu *fast = fastest_gpu(c, o->prec);
     if (!fast || fast->peak_flops[o->prec] <= 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "no GPU of cluster %s runs %s", c->name, precision_name(o->prec));
+    if (o->prec == PRECISION_FP8)
+        for (int t = 0; t < c->n_gpu_types; t++)
+            if (fp8_check_gpu(&c->gpus[t], o->fp8, msg, len) != PL_OK) return PL_ERR_INVALID;
     const int64_t cap_all = largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0);
 
     search_ctx sc = {cfg, c, prm, res, NULL, 0, 0, cap_all};
@@ -706,6 +713,124 @@ out:
     free(cands);
     if (res->min_mem_bytes == INT64_MAX) res->min_mem_bytes = 0;
     res->wall_s = (pl_now_us() - t0) / 1e6;
+    return st;
+}
+
+/* ---- precisions (plan_parse_precisions; issue 27) ------------------------ */
+
+pl_status plan_parse_precisions(const char *text, plan_options *o, char *msg, size_t len) {
+    if (!text || !*text) return pl_fail(msg, len, PL_ERR_INVALID, "no precision given (e.g. bf16, fp8 or bf16,fp8)");
+    if (strlen(text) > 512) return pl_fail(msg, len, PL_ERR_INVALID, "precision list is too long");
+    char buf[520];
+    snprintf(buf, sizeof buf, "%s", text);
+    precision precs[PLAN_MAX_PRECISIONS];
+    fp8_recipe recs[PLAN_MAX_PRECISIONS];
+    int n = 0;
+    char *save = NULL;
+    for (char *item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(item, '=');
+        if (eq) *eq = 0;
+        precision p;
+        char m[200];
+        if (precision_parse(item, &p, m, sizeof m) != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "%s", m);
+        fp8_recipe want[FP8_RECIPE_COUNT];
+        int nw = 0;
+        if (p != PRECISION_FP8) {
+            if (eq) return pl_fail(msg, len, PL_ERR_INVALID, "'%.32s=...': only fp8 takes recipes", item);
+            want[nw++] = FP8_RECIPE_DELAYED;
+        } else if (!eq) {
+            for (int r = 0; r < FP8_RECIPE_COUNT; r++) want[nw++] = (fp8_recipe)r;
+        } else {
+            char *save2 = NULL;
+            for (char *r = strtok_r(eq + 1, "|", &save2); r; r = strtok_r(NULL, "|", &save2)) {
+                if (nw == FP8_RECIPE_COUNT) return pl_fail(msg, len, PL_ERR_INVALID, "fp8 recipe named twice");
+                if (fp8_recipe_parse(r, &want[nw], m, sizeof m) != PL_OK)
+                    return pl_fail(msg, len, PL_ERR_INVALID, "%s", m);
+                nw++;
+            }
+            if (!nw) return pl_fail(msg, len, PL_ERR_INVALID, "fp8= needs a recipe (delayed, tensorwise, blockwise, mxfp8)");
+        }
+        for (int w = 0; w < nw; w++) {
+            for (int i = 0; i < n; i++)
+                if (precs[i] == p && (p != PRECISION_FP8 || recs[i] == want[w]))
+                    return pl_fail(msg, len, PL_ERR_INVALID, "precision %s%s%s is named twice", precision_name(p),
+                                   p == PRECISION_FP8 ? " recipe " : "", p == PRECISION_FP8 ? fp8_recipe_name(want[w]) : "");
+            if (n == PLAN_MAX_PRECISIONS)
+                return pl_fail(msg, len, PL_ERR_INVALID, "more than %d precisions", PLAN_MAX_PRECISIONS);
+            precs[n] = p;
+            recs[n++] = want[w];
+        }
+    }
+    if (n == 0) return pl_fail(msg, len, PL_ERR_INVALID, "no precision given (e.g. bf16, fp8 or bf16,fp8)");
+    if (n == 1) {
+        o->prec = precs[0];
+        o->fp8 = recs[0];
+        o->n_prec = 0;
+        return PL_OK;
+    }
+    o->n_prec = n;
+    memcpy(o->precs, precs, sizeof precs[0] * (size_t)n);
+    memcpy(o->fp8s, recs, sizeof recs[0] * (size_t)n);
+    o->prec = precs[0];
+    o->fp8 = recs[0];
+    return PL_OK;
+}
+
+/* Every GPU type of c runs precision p (recipe r when fp8). */
+static int cluster_runs(const cluster *c, precision p, fp8_recipe r) {
+    for (int t = 0; t < c->n_gpu_types; t++) {
+        if (!(c->gpus[t].peak_flops[p] > 0)) return 0;
+        if (p == PRECISION_FP8 && fp8_check_gpu(&c->gpus[t], r, NULL, 0) != PL_OK) return 0;
+    }
+    return 1;
+}
+
+pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
+                      void *progress_ctx, plan_result *res, char *msg, size_t len) {
+    if (o->n_prec <= 0) return search_one(cfg, c, o, progress, progress_ctx, res, msg, len);
+    /* one search per precision the cluster runs; the top lists merged */
+    if (o->n_prec > PLAN_MAX_PRECISIONS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "more than %d precisions", PLAN_MAX_PRECISIONS);
+    plan_result *one = malloc(sizeof *one);
+    plan_options *oi = malloc(sizeof *oi);
+    if (!one || !oi) {
+        free(one);
+        free(oi);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    }
+    memset(res, 0, sizeof *res);
+    res->min_mem_bytes = INT64_MAX;
+    pl_status st = PL_OK;
+    int ran = 0;
+    for (int i = 0; i < o->n_prec && st == PL_OK; i++) {
+        if (!cluster_runs(c, o->precs[i], o->fp8s[i])) continue;
+        *oi = *o;
+        oi->n_prec = 0;
+        oi->prec = o->precs[i];
+        oi->fp8 = o->fp8s[i];
+        st = search_one(cfg, c, oi, progress, progress_ctx, one, msg, len);
+        if (st != PL_OK) break;
+        ran++;
+        res->considered += one->considered;
+        res->pruned_memory += one->pruned_memory;
+        res->pruned_bound += one->pruned_bound;
+        res->simulated += one->simulated;
+        res->sim_runs += one->sim_runs;
+        res->sim_oom += one->sim_oom;
+        res->refine_runs += one->refine_runs;
+        res->wall_s += one->wall_s;
+        for (int k = 0; k < one->n_top; k++) top_insert(res, o->top_k, &one->top[k]);
+        if (one->have_oom_best && (!res->have_oom_best || one->oom_best.res.step_us < res->oom_best.res.step_us)) {
+            res->oom_best = one->oom_best;
+            res->have_oom_best = 1;
+        }
+        if (one->min_mem_bytes > 0 && one->min_mem_bytes < res->min_mem_bytes) res->min_mem_bytes = one->min_mem_bytes;
+    }
+    free(one);
+    free(oi);
+    if (res->min_mem_bytes == INT64_MAX) res->min_mem_bytes = 0;
+    if (st == PL_OK && ran == 0)
+        st = pl_fail(msg, len, PL_ERR_INVALID, "no GPU of cluster %s runs any of the precisions asked", c->name);
     return st;
 }
 

@@ -167,13 +167,21 @@ static pl_status parse_gpu(json_t *g, const char *path, cluster_gpu *out, const 
     snprintf(pp, sizeof pp, "%s.peak_tflops", path);
     json_t *peak = get_obj(g, path, "peak_tflops", 1, e, &st);
     if (!peak) return st;
-    if ((st = only_keys(peak, pp, (const char *const[]){"fp32", "tf32", "bf16", "fp16", "fp8", NULL}, e)) != PL_OK)
+    if ((st = only_keys(peak, pp,
+                        (const char *const[]){"fp32", "tf32", "bf16", "fp16", "fp8", "mxfp8", "fp4", NULL}, e)) !=
+        PL_OK)
         return st;
     for (int p = 0; p < PRECISION_COUNT; p++) {
         double t = 0;
         if (get_num(peak, pp, PREC_KEYS[p], 0, &t, e, &st) < 0) return st;
         out->peak_flops[p] = t * 1e12;
     }
+    /* block-scaled formats (Blackwell): absent = the GPU lacks them */
+    double mx = 0, f4 = 0;
+    if (get_num(peak, pp, "mxfp8", 0, &mx, e, &st) < 0) return st;
+    if (get_num(peak, pp, "fp4", 0, &f4, e, &st) < 0) return st;
+    out->peak_mxfp8 = mx * 1e12;
+    out->peak_fp4 = f4 * 1e12;
     double bw = 0;
     if (get_num(g, path, "hbm_gb_s", 1, &bw, e, &st) < 0) return st;
     out->hbm_bw = bw * 1e9;
@@ -196,7 +204,8 @@ static pl_status parse_gpu(json_t *g, const char *path, cluster_gpu *out, const 
 
 /* intra_node / inter_node objects (cluster-wide, or a group's override). */
 static pl_status parse_intra(json_t *o, const char *path, double *bw, double *lat, int require, errbuf *e) {
-    static const char *const keys[] = {"fabric", "source", "gb_s_per_direction", "latency_us", NULL};
+    static const char *const keys[] = {"fabric", "source", "gb_s_per_direction", "latency_us",
+                                       "reported_gb_s_per_direction", NULL};
     pl_status st = PL_OK;
     if ((st = only_keys(o, path, keys, e)) != PL_OK) return st;
     if ((st = need_source(o, path, e)) != PL_OK) return st;
@@ -207,12 +216,16 @@ static pl_status parse_intra(json_t *o, const char *path, double *bw, double *la
     if (r < 0) return st;
     if (r) *bw = x * 1e9;
     if (get_num(o, path, "latency_us", require, lat, e, &st) < 0) return st;
+    /* a bandwidth a publication reports as usable (DeepSeek's 160 GB/s on
+     * H800), beside the datasheet's: informational, checked, not used */
+    double rep = 0;
+    if (get_num(o, path, "reported_gb_s_per_direction", 0, &rep, e, &st) < 0) return st;
     return PL_OK;
 }
 
 static pl_status parse_inter(json_t *o, const char *path, cluster *c, cluster_group *gr, errbuf *e) {
     static const char *const keys[] = {"fabric", "source", "nics_per_node", "nic_gbit_s", "latency_us",
-                                       "pod_gpus", "pod_oversubscription", NULL};
+                                       "pod_gpus", "pod_oversubscription", "reported_gb_s_per_gpu", NULL};
     static const char *const group_keys[] = {"fabric", "source", "nics_per_node", "nic_gbit_s", NULL};
     pl_status st = PL_OK;
     if ((st = only_keys(o, path, gr ? group_keys : keys, e)) != PL_OK) return st;
@@ -231,6 +244,8 @@ static pl_status parse_inter(json_t *o, const char *path, cluster *c, cluster_gr
     }
     c->nics_per_node = (int)nics;
     c->nic_bw = gbit * 1e9 / 8;
+    double rep = 0; /* a publication's usable figure (DeepSeek's 50 GB/s a GPU): informational */
+    if (get_num(o, path, "reported_gb_s_per_gpu", 0, &rep, e, &st) < 0) return st;
     if (get_num(o, path, "latency_us", 1, &c->inter_latency_us, e, &st) < 0) return st;
     long long pod = 0;
     if (get_count(o, path, "pod_gpus", 0, 0, (long long)1 << 40, &pod, e, &st) < 0) return st;
@@ -262,7 +277,8 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
         goto out;
     }
     static const char *const keys[] = {"name", "description", "source", "gpu_types", "node_groups",
-                                       "gpus_per_node", "intra_node", "inter_node", "collectives", NULL};
+                                       "gpus_per_node", "nvlink_domain_gpus", "intra_node", "inter_node",
+                                       "collectives", NULL};
     if ((st = only_keys(root, "", keys, &e)) != PL_OK) goto out;
     st = PL_ERR_INVALID;
     const char *name = NULL, *desc = NULL;
@@ -294,6 +310,9 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
     long long gpn = 0;
     if (get_count(root, "", "gpus_per_node", 1, 1, 1024, &gpn, &e, &st) < 0) goto out;
     c->gpus_per_node = (int)gpn;
+    long long dom = 0; /* absent: the NVLink domain is one node */
+    if (get_count(root, "", "nvlink_domain_gpus", 0, 1, 1 << 20, &dom, &e, &st) < 0) goto out;
+    c->nvlink_domain_gpus = (int)dom;
 
     /* fabrics */
     json_t *intra = get_obj(root, "", "intra_node", 1, &e, &st);

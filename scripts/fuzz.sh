@@ -58,7 +58,7 @@ for t in $targets; do
       maxlen=16384; extra_flags="" ;;
     plan) srcs="$CORE $(ls sim/*/*.c) $(ls plan/*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
-    published) srcs="$CORE sim/layout/compute_model.c sim/layout/layout_memory.c calib/published_runs.c"; libs="-ljansson -lm"
+    published) srcs="$CORE sim/layout/compute_model.c sim/layout/fp8.c sim/layout/layout_memory.c calib/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $(ls sim/*/*.c) plan/layout_eval.c plan/plan_model.c profile/cluster_file.c
       calib/published_runs.c calib/framework_file.c calib/layout_runs.c"

@@ -138,7 +138,7 @@ PyObject *mod_plan(PyObject *mod, PyObject *args, PyObject *kwds) {
         goto out;
     }
     if (load_model_cluster(model, seq, cluster_name, &cfg, c) != 0) goto out;
-    pl_status st = precision_parse(prec, &o.prec, msg, sizeof msg);
+    pl_status st = plan_parse_precisions(prec, &o, msg, sizeof msg); /* "bf16", "fp8", "bf16,fp8=delayed" */
     if (st == PL_OK && fix) st = plan_parse_fixed(fix, &o, msg, sizeof msg);
     if (st == PL_OK) {
         o.framework = -1;

@@ -4,10 +4,17 @@
  * algorithms NCCL picks from (ring, tree, hierarchical); collective.h gives
  * the figures' definitions (nccl-tests' algbw and busbw).
  *
- * Where a group lives. GPU g sits on node g / gpus_per_node and in pod
- * g / pod_gpus (pod_gpus = 0: one pod). A group's shape is its member
- * count n, the nodes N it touches, the pods P it touches and the most
- * members it has on one node (ppn).
+ * Where a group lives. GPU g sits on node (host) g / gpus_per_node, in
+ * NVLink domain g / cluster_domain_gpus (a node, or a rack of several such
+ * as an NVL72) and in pod g / pod_gpus (pod_gpus = 0: one pod). The links
+ * follow the domains, not the hosts: members of one domain talk over
+ * NVLink whichever tray they sit in, members of two domains over the
+ * network. So below, "node" in the algorithms means the NVLink domain: a
+ * group's shape is its member count n, the domains N it touches, the pods
+ * P it touches and the most members it has in one domain (ppn); the hosts
+ * it touches are counted for the report (coll_estimate.n_nodes) only. The
+ * NIC share per GPU is its host's: nics_per_node * nic_bw / gpus_per_node,
+ * so a domain's egress is ppn NIC shares whatever its host count.
  *
  * The links a ring uses, per direction, as bandwidth per member:
  *   intra  intra_bw (NVSwitch: every GPU reaches every other at it)
@@ -75,7 +82,8 @@ static int cmp_i64(const void *a, const void *b) {
 
 typedef struct {
     int n, n_nodes, n_pods;
-    int ppn_max, ppn_min; /* members on the fullest / emptiest node touched */
+    int n_domains;        /* NVLink domains touched: what decides the links (below) */
+    int ppn_max, ppn_min; /* members on the fullest / emptiest domain touched */
     double intra_bw;      /* slowest member's intra-node bandwidth */
     double intra_lat;     /* largest member's intra-node latency */
     double nic;           /* smallest member's NIC share (bytes/s per GPU) */
@@ -86,25 +94,30 @@ typedef struct {
 static void shape_of(const cluster *c, const int64_t *r, int n, group_shape *s) {
     s->n = n;
     s->n_nodes = 0;
+    s->n_domains = 0;
     s->n_pods = 0;
     s->ppn_max = 0;
     s->ppn_min = n;
     s->intra_bw = INFINITY;
     s->intra_lat = 0;
     s->nic = INFINITY;
-    int64_t gpn = c->gpus_per_node, pod = c->pod_gpus > 0 ? c->pod_gpus : INT64_MAX;
-    int64_t last_node = -1, last_pod = -1;
+    int64_t gpn = c->gpus_per_node, dom = cluster_domain_gpus(c), pod = c->pod_gpus > 0 ? c->pod_gpus : INT64_MAX;
+    int64_t last_node = -1, last_dom = -1, last_pod = -1;
     int run = 0;
     for (int i = 0; i < n; i++) {
-        int64_t node = r[i] / gpn, p = r[i] / pod;
+        int64_t node = r[i] / gpn, d = r[i] / dom, p = r[i] / pod;
         if (node != last_node) {
+            s->n_nodes++;
+            last_node = node;
+        }
+        if (d != last_dom) {
             if (run > 0) {
                 if (run > s->ppn_max) s->ppn_max = run;
                 if (run < s->ppn_min) s->ppn_min = run;
             }
-            s->n_nodes++;
+            s->n_domains++;
             run = 0;
-            last_node = node;
+            last_dom = d;
             double bw = cluster_intra_bw_of(c, r[i]), lat = cluster_intra_latency_of(c, r[i]);
             double nic = cluster_nic_bw_per_gpu_of(c, r[i]);
             if (bw < s->intra_bw) s->intra_bw = bw;
@@ -138,6 +151,7 @@ static void finish(coll_estimate *e, coll_kind k, double bytes, double time_us, 
     e->source = "model";
     e->n_ranks = s->n;
     e->n_nodes = s->n_nodes;
+    e->n_domains = s->n_domains;
     e->n_pods = s->n_pods;
     e->algbw = time_us > 0 ? bytes / (time_us * 1e-6) : 0.0;
     double f = (k == COLL_ALL_REDUCE ? 2.0 : 1.0) * (s->n - 1) / s->n;
@@ -172,7 +186,7 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
     if (st != PL_OK) return st;
     /* a link the group needs must exist: NVSwitch for two members on a
      * node, a network for two nodes */
-    if ((s.ppn_max > 1 && !(s.intra_bw > 0)) || (s.n_nodes > 1 && !(s.nic > 0))) return PL_ERR_INVALID;
+    if ((s.ppn_max > 1 && !(s.intra_bw > 0)) || (s.n_domains > 1 && !(s.nic > 0))) return PL_ERR_INVALID;
 
     if (n == 1) {
         *out = (coll_estimate){0};
@@ -186,7 +200,7 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
     const double steps = (ar ? 2.0 : 1.0) * (n - 1); /* ring steps */
     const double frac = steps / n;                    /* of S through each member / each egress */
 
-    if (s.n_nodes == 1) { /* one node: a ring over NVSwitch */
+    if (s.n_domains == 1) { /* one NVLink domain (a node, or a rack): a ring over NVSwitch */
         double lat = base + steps * lat_intra;
         finish(out, k, bytes, frac * bytes / intra * 1e6 + lat, lat, intra, "ring", &s);
         return PL_OK;
@@ -203,12 +217,12 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
 
     if (ar) { /* double binary tree */
         double tbw = ring_bw;
-        double tlat = base + 2.0 * (ceil(log2((double)s.n_nodes)) * lat_inter + (s.ppn_max - 1) * lat_intra);
+        double tlat = base + 2.0 * (ceil(log2((double)s.n_domains)) * lat_inter + (s.ppn_max - 1) * lat_intra);
         double t = 2.0 * bytes / tbw * 1e6 + tlat;
         if (t < best) best = t, best_lat = tlat, best_bw = tbw, algo = "tree";
     }
     if (s.ppn_max > 1) { /* hierarchical: intra RS, inter over shards, intra AG */
-        int ppn = s.ppn_max, N = s.n_nodes;
+        int ppn = s.ppn_max, N = s.n_domains;
         double intra_steps = (ppn - 1.0), inter_steps = (ar ? 2.0 : 1.0) * (N - 1);
         double intra_half = (ppn - 1.0) / ppn * bytes / intra * 1e6 + intra_steps * lat_intra;
         /* each member's shard S/ppn goes over its own NIC share */
@@ -226,8 +240,7 @@ pl_status coll_time(const cluster *c, coll_kind k, const int64_t *ranks, int n, 
 double p2p_time_us(const cluster *c, int64_t src, int64_t dst, double bytes) {
     if (!c || src == dst || c->gpus_per_node < 1) return 0.0;
     double eff = c->p2p_efficiency > 0 ? c->p2p_efficiency : 1.0;
-    int64_t gpn = c->gpus_per_node;
-    if (src / gpn == dst / gpn) {
+    if (cluster_domain_of(c, src) == cluster_domain_of(c, dst)) { /* NVLink */
         double bw = cluster_intra_bw_of(c, src), lat = cluster_intra_latency_of(c, src);
         return lat + bytes / (bw * eff) * 1e6;
     }

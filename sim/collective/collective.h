@@ -48,7 +48,8 @@ typedef struct {
     double link_bw;       /* bandwidth of the slowest link used, bytes/s */
     double latency_us;    /* the latency part of time_us */
     int n_ranks;          /* group size */
-    int n_nodes;          /* nodes the group spans */
+    int n_nodes;          /* nodes (hosts) the group spans */
+    int n_domains;        /* NVLink domains the group spans (1: NVLink only) */
     int n_pods;           /* pods the group spans */
     const char *source;   /* where time_us came from: "model" (the cluster's figures, here),
                              "measured" or "fitted" (sim/coll_measured.h); static */

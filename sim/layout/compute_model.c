@@ -98,12 +98,21 @@
  *                          H200 sweep's shapes fit as above (without split-k:
  *                          6.3% rms, 37% worst)
  *   the SM count, peaks and HBM bandwidth: the cluster file (datasheets)
+ *
+ * FP8 (precision fp8 under l->fp8, the recipe): the four linear layers'
+ * GEMMs at the recipe's peak and base (fp8.h / fp8.c: the bf16 base times
+ * a measured FP8 / bf16 ratio), each with its input cast in forward, its
+ * output gradient's cast in backward and its weight's cast once a step;
+ * the attention core and the head's GEMM in bf16; every other kernel as
+ * in bf16 (2-byte activations).
  */
 #include "compute_model.h"
 
 #include <math.h>
 
 #include <string.h>
+
+#include "fp8.h"
 
 #define SPLIT_K_MAX 8
 #define SPLIT_K_MIN 1024.0
@@ -117,7 +126,17 @@ static const struct {
 } GEMM_MEASURED[] = {
     {"H200", 0.738, 0.687},
     {"H100", 0.738, 0.687},
+    {"H800", 0.738, 0.687}, /* the H100 SXM's die, clocks and 700 W; NVLink cut to 400 GB/s only */
 };
+
+/* The base of Blackwell GPUs (B200, GB200, GB300): nothing measured here,
+ * so it is the one constant fitted for FP8 (placer check-published --fit,
+ * its FP8 section: docs/published-runs.md names the row). */
+#define BLACKWELL_GEMM_EFFICIENCY 0.5595 /* placer check-published --fit */
+
+static int is_blackwell(const cluster_gpu *gpu) {
+    return strstr(gpu->name, "B200") || strstr(gpu->name, "B300") || strstr(gpu->name, "Blackwell");
+}
 
 typedef struct {
     int tm, tn;
@@ -138,6 +157,7 @@ void compute_params_default(compute_params *p) {
     p->attention = ATTENTION_FLASH;
     p->dropout = -1;
     p->no_tiles = 0;
+    p->blackwell_gemm_efficiency = BLACKWELL_GEMM_EFFICIENCY;
     p->gemm_scale = 1.0;
 }
 
@@ -167,6 +187,8 @@ double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const comput
             if (strstr(gpu->name, GEMM_MEASURED[i].name))
                 return p->gemm_scale *
                        ((prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low);
+    if (p->use_measured && p->blackwell_gemm_efficiency > 0 && is_blackwell(gpu))
+        return p->gemm_scale * p->blackwell_gemm_efficiency;
     return p->gemm_scale * p->gemm_efficiency;
 }
 
@@ -277,6 +299,41 @@ static attn_cost attention_core(const cluster_gpu *gpu, precision prec, int64_t 
     return a;
 }
 
+/* ---- FP8 (fp8.h: what runs in FP8, what it adds) ------------------------ */
+
+/* One FP8 GEMM m x n x k: the recipe's peak, the GPU's bf16 base times the
+ * recipe's FP8 / bf16 ratio, the shape factor of any GEMM. */
+static double fp8_gemm_us(const cluster_gpu *gpu, fp8_recipe r, fp8_gemm_pass pass, int64_t m, int64_t n, int64_t k,
+                          const compute_params *p) {
+    if (m < 1 || n < 1 || k < 1) return 0.0;
+    double base = fp8_gemm_base(gpu, r, gemm_base_efficiency(gpu, PRECISION_BF16, p), pass);
+    double eff = base * gemm_shape_factor(gpu, 1, m, n, k, p), peak = fp8_gemm_peak(gpu, r);
+    if (!(peak > 0)) peak = peak_of(gpu, PRECISION_BF16);
+    return 2.0 * (double)m * (double)n * (double)k / (peak * eff) * 1e6 + p->kernel_overhead_us;
+}
+
+/* One cast of `elems` bf16 elements to FP8 (amax, row-wise and transposed
+ * copies) under recipe r. */
+static double fp8_cast_us(const cluster_gpu *gpu, fp8_recipe r, double elems, const compute_params *p) {
+    if (!(elems > 0)) return 0.0;
+    return memory_time_us(gpu, fp8_cast_bytes_per_elem(r) * elems / fp8_cast_bandwidth_fraction(r), p) +
+           (fp8_cast_kernels(r) - 1) * p->kernel_overhead_us;
+}
+
+/* A linear layer in FP8, accumulated into c: forward GEMM (m x n x k, m the
+ * tokens) after its input's cast (in_tokens x k: the local shard before a
+ * sequence-parallel gather), backward's data and weight gradients after the
+ * output gradient's cast (m x n), and the weight's cast (n x k) once a step,
+ * spread over its `mb` micro-batches. */
+static void fp8_linear(const cluster_gpu *gpu, fp8_recipe r, int64_t m, int64_t n, int64_t k, int64_t in_tokens,
+                       int mb, const compute_params *p, layer_cost *c) {
+    c->fwd_us += fp8_gemm_us(gpu, r, FP8_GEMM_FWD, m, n, k, p) + fp8_cast_us(gpu, r, (double)in_tokens * (double)k, p) +
+                 fp8_cast_us(gpu, r, (double)n * (double)k, p) / (mb > 0 ? mb : 1);
+    c->bwd_us += fp8_gemm_us(gpu, r, FP8_GEMM_DGRAD, m, k, n, p) + fp8_gemm_us(gpu, r, FP8_GEMM_WGRAD, k, n, m, p) +
+                 fp8_cast_us(gpu, r, (double)m * (double)n, p);
+    c->fwd_flops += 2.0 * (double)m * (double)n * (double)k;
+}
+
 void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                         const compute_params *p, layer_cost *out) {
     compute_params tmp;
@@ -295,13 +352,22 @@ void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const lay
     const double e = act_bytes(prec);
 
     /* GEMMs */
-    gemm_fwd_bwd(gpu, prec, T, (a + 2 * g) * d / t, h, p, out);
-    gemm_fwd_bwd(gpu, prec, T, h, a * d / t, p, out);
-    gemm_fwd_bwd(gpu, prec, T, (swiglu ? 2 : 1) * f / t, h, p, out);
-    gemm_fwd_bwd(gpu, prec, T, h, f / t, p, out);
+    if (prec == PRECISION_FP8) { /* the linear layers in FP8 with their casts (fp8.h) */
+        const int mb = layout_micro_batches(l);
+        fp8_linear(gpu, l->fp8, T, (a + 2 * g) * d / t, h, Tn, mb, p, out);
+        fp8_linear(gpu, l->fp8, T, h, a * d / t, T, mb, p, out);
+        fp8_linear(gpu, l->fp8, T, (swiglu ? 2 : 1) * f / t, h, Tn, mb, p, out);
+        fp8_linear(gpu, l->fp8, T, h, f / t, T, mb, p, out);
+    } else {
+        gemm_fwd_bwd(gpu, prec, T, (a + 2 * g) * d / t, h, p, out);
+        gemm_fwd_bwd(gpu, prec, T, h, a * d / t, p, out);
+        gemm_fwd_bwd(gpu, prec, T, (swiglu ? 2 : 1) * f / t, h, p, out);
+        gemm_fwd_bwd(gpu, prec, T, h, f / t, p, out);
+    }
 
-    /* attention core */
-    attn_cost ac = attention_core(gpu, prec, b, a / t, d, tq, cfg->seq_len, drop, p);
+    /* attention core (FP8 runs keep it in bf16: fp8.h) */
+    attn_cost ac = attention_core(gpu, prec == PRECISION_FP8 ? PRECISION_BF16 : prec, b, a / t, d, tq, cfg->seq_len,
+                                  drop, p);
     out->fwd_us += ac.fwd_us;
     out->bwd_us += ac.bwd_us;
     out->fwd_flops += ac.flops;
@@ -365,7 +431,7 @@ void head_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layo
     const double Tn = (l->sp && t > 1) ? (double)ceil_div(T, t) : (double)T;
     out->fwd_us = memory_time_us(gpu, 2.0 * e * Tn * (double)h, p); /* final norm */
     out->bwd_us = memory_time_us(gpu, 3.0 * e * Tn * (double)h, p);
-    gemm_fwd_bwd(gpu, l->prec, T, Vl, h, p, out);
+    gemm_fwd_bwd(gpu, l->prec == PRECISION_FP8 ? PRECISION_BF16 : l->prec, T, Vl, h, p, out); /* FP8: bf16 head */
     double logits = (double)T * (double)Vl;
     out->fwd_us += memory_time_us(gpu, (e + 4.0 * 4.0) * logits, p); /* cast, max, exp-sum, normalise */
     out->bwd_us += memory_time_us(gpu, (4.0 + e) * logits, p);        /* softmax - one-hot */

@@ -48,6 +48,8 @@ typedef struct {
                                  0: every GPU uses gemm_efficiency */
     attention_impl attention; /* fused or unfused attention core */
     int dropout;              /* -1: by model family (compute_model_dropout), 0 off, 1 on */
+    double blackwell_gemm_efficiency; /* base of Blackwell GPUs (name holds "B200", "B300" or
+                                 "Blackwell"), FITTED on one FP8 row (compute_model.c); 0: gemm_efficiency */
     int no_tiles;             /* 1: no tile, wave or short-k factors, every GEMM at the base
                                  efficiency (a CPU's loops, for calib/layout_confirm.c);
                                  0 (default): a GPU's */

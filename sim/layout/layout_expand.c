@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fp8.h"
 #include "layout_internal.h"
 #include "model_config.h"
 
@@ -71,7 +72,7 @@ void layout_sim_destroy(layout_sim *s) {
     if (!s) return;
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
     free(s->n_ops_r); free(s->overlap); free(s->w_us);
-    free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs);
+    free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs); free(s->tp_ag8);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
     free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
     free(s->buckets); free(s->bk_start); free(s->cost); free(s->farr); free(s->barr); free(s->pos);
@@ -142,11 +143,12 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     s->cfg = cfg;
     s->l = l;
     s->meas = meas;
-    /* A one-node cluster may have no network at all (h200x2: nics 0); the
-     * cost model asks for one even for groups inside the node, so give it
-     * the node's own fabric, which no transfer can then use. */
+    /* A cluster of one NVLink domain may have no network at all (h200x2:
+     * nics 0); the cost model asks for one even for groups inside the
+     * domain, so give it the domain's own fabric, which no transfer can
+     * then use. */
     s->cl = *c;
-    if (cluster_n_gpus(c) <= c->gpus_per_node && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
+    if (cluster_n_gpus(c) <= cluster_domain_gpus(c) && (s->cl.nics_per_node < 1 || !(s->cl.nic_bw > 0))) {
         s->cl.nics_per_node = 1;
         s->cl.nic_bw = c->intra_bw;
     }
@@ -220,9 +222,17 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         free(ops);
     }
     (void)world;
+    /* FP8: every stage's GPU must run the recipe (MXFP8 needs Blackwell) */
+    if (l->prec == PRECISION_FP8)
+        for (int r = 0; r < pp; r++)
+            if (fp8_check_gpu(s->gpu[r], l->fp8, m2, sizeof m2) != PL_OK) {
+                ls_msg(msg, len, "%s", m2);
+                st = PL_ERR_INVALID;
+                goto fail;
+            }
 
-    /* message sizes */
-    const double ab = precision_act_bytes(l->prec);
+    /* message sizes (FP8 runs send and reduce their activations in bf16: fp8.h) */
+    const double ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
     const double tok = (double)l->micro_batch * cfg->seq_len / l->cp; /* tokens per micro-batch on one GPU */
     const double act = tok * cfg->d_model * ab;
     const double hd = (double)cfg->d_model / cfg->n_heads;
@@ -235,6 +245,14 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     if (cfg->tied && pp == 1) head_held = s->head_params;
     s->head_held = head_held;
     s->param_bytes_used = ab < 2 ? 2 : ab; /* fp8 keeps bf16 weights */
+    /* FP8 with sequence parallelism: Transformer Engine casts the two norm
+     * outputs (the QKV and MLP-in inputs) to FP8 before their all-gather
+     * (its LayerNormLinear / LayerNormMLP), so those gathers move 1 byte an
+     * element; the reduce-scatters and the backward's collectives stay bf16 */
+    if (l->prec == PRECISION_FP8 && l->sp && l->tp > 1 && LS_ALLOC(s->tp_ag8, pp)) {
+        st = PL_ERR_NOMEM;
+        goto fail;
+    }
 
     for (int r = 0; r < pp; r++) {
         const int64_t rank = s->stage_rank[r];
@@ -245,6 +263,11 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act, s->grp, &e)) != PL_OK) goto coll_fail;
         s->tp_ag[r] = e.time_us;
         if (r == 0) s->est_tp_ag = e;
+        if (s->tp_ag8) { /* FP8: the norm outputs gathered as FP8, 1 byte an element */
+            if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act / ab, s->grp, &e)) != PL_OK)
+                goto coll_fail;
+            s->tp_ag8[r] = e.time_us;
+        }
         if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_REDUCE_SCATTER, act, s->grp, &e)) != PL_OK) goto coll_fail;
         s->tp_rs[r] = e.time_us;
         if (r == 0) s->est_tp_rs = e;
@@ -409,8 +432,10 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             head_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &hc);
             last_gpu = s->gpu[r];
         }
-        const double tp_f = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
-        const double tp_b = tp_f + (full ? tp_f : 0.0);
+        const double tp_f16 = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
+        /* FP8 (fp8.h): the forward's two gathers in FP8; the backward as bf16 */
+        const double tp_f = (sp && s->tp_ag8) ? cs * 2.0 * (s->tp_ag8[r] + s->tp_rs[r]) : tp_f16;
+        const double tp_b = tp_f16 + (full ? tp_f : 0.0);
         const double cp_f = cs * s->cp_ag[r], cp_b = cs * s->cp_rs[r] + (full ? cp_f : 0.0);
         /* a pipeline message arrives as 1/tp of the activation; without sp it is all-gathered */
         const double recv_ag = (!sp && l->tp > 1 && pp > 1) ? cs * s->tp_ag[r] : 0.0;

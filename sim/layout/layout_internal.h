@@ -62,6 +62,7 @@ struct layout_sim {
     int n_ops_stage;            /* 2 vp m */
     /* collectives (unscaled us), per stage */
     double *tp_ar, *tp_ag, *tp_rs, *tp_ce, *cp_ag, *cp_rs; /* [pp] */
+    double *tp_ag8;             /* [pp] FP8 with sp: a layer input's all-gather in FP8 (fp8.h); else NULL */
     double *send_fwd, *send_bwd; /* [pp] a send from s to the next / previous chunk's stage */
     double *opt_params;          /* [pp] parameters the optimizer updates on s */
     int64_t *stage_params;       /* [pp] parameters of s's chunks (after tp) */

@@ -61,10 +61,25 @@
  *       sp: the all-gathered layer input and the reduce-scatter's input,
  *       2 e s'bh. Allocator fragmentation, the CUDA context and library
  *       workspaces are not counted.
+ *
+ * FP8 (precision fp8; a block of its own, fp8.h for what and why):
+ *   fp8_weights  the FP8 copies (row-wise + transposed, with the recipe's
+ *       scales: fp8_weight_copy_bytes a parameter) of the four linear
+ *       layers' weights, (h (a + 2g) d + a d h + (1|2) h f + f h) / t per
+ *       layer, for every layer of the stage (zero 3: the one layer gathered);
+ *       added to total
+ *   fp8_act_per_layer  of act_per_layer, the linear layers' saved inputs
+ *       held in FP8 (q = fp8_saved_input_bytes: 1 + scales) instead of e:
+ *       q s'bh (QKV input) + q s'bh (MLP input), x R, plus q s'bh / t (the
+ *       attention projection's input) + q s'b f / t (MLP out's input: the
+ *       GELU output or SwiGLU's product); 0 under full recompute (only
+ *       the bf16 layer input is kept)
  */
 #include "layout_memory.h"
 
 #include <math.h>
+
+#include "fp8.h"
 
 #define DDP_BUCKET_BYTES (25.0 * 1024 * 1024)
 
@@ -84,6 +99,9 @@ typedef struct {
     double replicated; /* bytes of the parts tp does not split (before R) */
     double split;      /* bytes of the parts split by tp (already / t) */
     double core;       /* the attention core's part (already / t) */
+    /* FP8 (0 otherwise): the linear layers' inputs saved in FP8, included above */
+    double fp8_replicated; /* QKV and MLP inputs (the norms' outputs), before R */
+    double fp8_split;      /* attention output projection and MLP-out inputs (already / t) */
 } act_parts;
 
 static act_parts layer_act_parts(const gpt_config *cfg, const layout *l, const compute_params *p) {
@@ -93,9 +111,20 @@ static act_parts layer_act_parts(const gpt_config *cfg, const layout *l, const c
     const int drop = compute_model_dropout(cfg, p);
     const int flash = p ? p->attention == ATTENTION_FLASH : 1;
     const double sbh = sl * b * h;
-    act_parts r;
-    r.replicated = 2 * e * sbh + e * sbh + e * sbh + (drop ? 2 * sbh : 0);
-    r.split = (e * sbh * (1 + 2 * g / a) + e * sbh + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * e * sl * b * f) / t;
+    act_parts r = {0};
+    if (l->prec == PRECISION_FP8) {
+        /* FP8 (fp8.h): the four linear layers keep their inputs for the
+         * weight gradient as FP8 copies (q bytes an element); the norms'
+         * inputs, Q K V (bf16 attention) and the MLP's pre-activations stay bf16 */
+        const double q = fp8_saved_input_bytes(l->fp8);
+        r.fp8_replicated = q * sbh + q * sbh;
+        r.fp8_split = (q * sbh + q * sl * b * f) / t;
+        r.replicated = 2 * e * sbh + r.fp8_replicated + (drop ? 2 * sbh : 0);
+        r.split = (e * sbh * (1 + 2 * g / a) + (cfg->mlp == MLP_SWIGLU ? 2 : 1) * e * sl * b * f) / t + r.fp8_split;
+    } else {
+        r.replicated = 2 * e * sbh + e * sbh + e * sbh + (drop ? 2 * sbh : 0);
+        r.split = (e * sbh * (1 + 2 * g / a) + e * sbh + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * e * sl * b * f) / t;
+    }
     if (flash)
         r.core = 4 * a * sl * b / t;
     else
@@ -119,6 +148,20 @@ int64_t layer_activation_bytes_p(const gpt_config *cfg, const layout *l, const c
     default: bytes = a.replicated * R + a.split + a.core; break;
     }
     return (int64_t)llround(bytes);
+}
+
+int64_t layer_fp8_activation_bytes(const gpt_config *cfg, const layout *l, const compute_params *p) {
+    if (l->prec != PRECISION_FP8 || l->recompute == RECOMPUTE_FULL) return 0;
+    act_parts a = layer_act_parts(cfg, l, p);
+    return (int64_t)llround(a.fp8_replicated * rep_factor(l) + a.fp8_split);
+}
+
+int64_t layer_fp8_weight_bytes(const gpt_config *cfg, const layout *l) {
+    if (l->prec != PRECISION_FP8) return 0;
+    const int64_t t = l->tp > 0 ? l->tp : 1, h = cfg->d_model, a = cfg->n_heads, g = kv_heads(cfg);
+    const int64_t d = h / a, f = mlp_width(cfg), up = cfg->mlp == MLP_SWIGLU ? 2 : 1;
+    const double w = (double)(h * (a + 2 * g) * d / t + a * d * h / t + up * h * f / t + f * h / t);
+    return (int64_t)llround(w * fp8_weight_copy_bytes(l->fp8));
 }
 
 int64_t layer_activation_bytes(const gpt_config *cfg, const layout *l) {
@@ -224,6 +267,16 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
     if (t > 1 && l->sp) buf += 2 * e * sbh;
     out->buffers = (int64_t)llround(buf);
     out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers;
+
+    /* FP8 (fp8.h): the weight copies are added; the activations already
+     * hold their FP8 part (reported apart). Zero 3 gathers and casts one
+     * layer at a time, so only that layer's copies exist at once. */
+    if (l->prec == PRECISION_FP8) {
+        const int64_t one = layer_fp8_weight_bytes(cfg, l);
+        out->fp8_weights = (dp > 1 && l->zero == ZERO_3) ? (layers > 0 ? one : 0) : one * layers;
+        out->fp8_act_per_layer = layer_fp8_activation_bytes(cfg, l, p);
+        out->total += out->fp8_weights;
+    }
 }
 
 void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int layers, int in_flight,

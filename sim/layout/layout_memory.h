@@ -33,6 +33,9 @@ typedef struct {
     int64_t buffers;         /* communication buckets, gathered fsdp weights, workspace */
     int64_t embedding_head;  /* logits and the embedding's / head's extra activations */
     int64_t total;           /* sum of the parts */
+    /* FP8 (precision fp8; 0 otherwise: layout_memory.c, fp8.h) */
+    int64_t fp8_weights;     /* FP8 copies of the linear layers' weights, bytes (in total) */
+    int64_t fp8_act_per_layer; /* of act_per_layer: the linear layers' inputs saved in FP8 */
 } layout_memory;
 
 /* Activation bytes of one transformer layer for one micro-batch under l
@@ -55,6 +58,12 @@ void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int 
 int64_t layer_activation_bytes_p(const gpt_config *cfg, const layout *l, const compute_params *p);
 void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute_params *p, int stage, int layers,
                            int in_flight, layout_memory *out);
+
+/* FP8 parts (layout_memory.c's formulas; 0 unless l->prec is fp8): the
+ * bytes of one layer's FP8 weight copies on one GPU, and of one layer's
+ * activations (one micro-batch) held as FP8 saved inputs. p as above. */
+int64_t layer_fp8_weight_bytes(const gpt_config *cfg, const layout *l);
+int64_t layer_fp8_activation_bytes(const gpt_config *cfg, const layout *l, const compute_params *p);
 
 /* Parameters one GPU holds of one transformer layer (its 1/tp share of the
  * GEMM weights and biases, the norms whole), and of the embedding (stage 0)

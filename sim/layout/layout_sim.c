@@ -483,7 +483,8 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     else res->dp_reduce.algo = "none", res->dp_reduce.n_ranks = 1;
     res->pp_send_bytes = s->pp_bytes;
     res->pp_send_us = pp > 1 ? s->send_fwd[0] : 0.0;
-    res->pp_send_nodes = pp > 1 && s->stage_rank[0] / s->c->gpus_per_node != s->stage_rank[1] / s->c->gpus_per_node ? 2 : 1;
+    res->pp_send_nodes =
+        pp > 1 && cluster_domain_of(s->c, s->stage_rank[0]) != cluster_domain_of(s->c, s->stage_rank[1]) ? 2 : 1;
     {
         int nb = 0;
         for (int k = crit; k < s->K; k += pp) nb += s->bk_start[k + 1] - s->bk_start[k];

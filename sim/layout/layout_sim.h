@@ -110,7 +110,8 @@ typedef struct {
     coll_estimate dp_allgather;        /* zero >= 1: stage 0's parameter all-gather */
     double pp_send_us;                 /* one pipeline message stage 0 -> 1 */
     double pp_send_bytes;              /* its bytes */
-    int pp_send_nodes;                 /* 1: stages 0 and 1 share a node, 2: they do not */
+    int pp_send_nodes;                 /* 1: stages 0 and 1 share an NVLink domain (a node unless
+                                          the cluster's domain is wider), 2: they do not */
     int dp_buckets;                    /* gradient buckets per step on the critical stage */
     int stash_layers;                  /* most layer activations of micro-batches stashed on worst_stage */
     int64_t stage_mem[LAYOUT_MAX_CHUNKS]; /* total memory per stage (pp entries) */

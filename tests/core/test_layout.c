@@ -248,6 +248,37 @@ Test(layout, parse_given_names_the_keys_the_text_gave) {
     cr_assert_eq(given, 7u, "untouched on failure");
 }
 
+/* The FP8 recipe key (a block of its own in layout.h): it implies
+ * precision=fp8, contradicts any other precision, round-trips through the
+ * text form, and is written only for fp8 layouts (bf16 text unchanged). */
+Test(layout, fp8_recipe_key) {
+    layout l;
+    char msg[256], buf[512];
+    cr_assert_eq(layout_parse("tp=2,mbs=1,gbs=8", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(l.fp8, FP8_RECIPE_DELAYED, "Megatron's default recipe");
+    layout_format(&l, buf, sizeof buf);
+    cr_assert_null(strstr(buf, "fp8"), "%s", buf);
+    cr_assert_eq(layout_parse("tp=2,fp8=blockwise", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(l.prec, PRECISION_FP8);
+    cr_assert_eq(l.fp8, FP8_RECIPE_BLOCKWISE);
+    layout_format(&l, buf, sizeof buf);
+    cr_assert(strstr(buf, "precision=fp8,fp8=blockwise") != NULL, "%s", buf);
+    layout back;
+    cr_assert_eq(layout_parse(buf, &back, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(back.fp8, FP8_RECIPE_BLOCKWISE);
+    cr_assert_eq(layout_parse("precision=fp8,fp8=mxfp8", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(l.fp8, FP8_RECIPE_MXFP8);
+    memset(&back, 0x5a, sizeof back);
+    cr_assert_eq(layout_parse("precision=bf16,fp8=delayed", &back, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "needs precision=fp8") != NULL, "%s", msg);
+    cr_assert_eq(back.tp, 0x5a5a5a5a, "untouched");
+    cr_assert_eq(layout_parse("fp8=e5m2", &back, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "unknown FP8 recipe 'e5m2'") != NULL, "%s", msg);
+    cr_assert_eq(layout_parse("fp8=delayed,fp8=mxfp8", &back, msg, sizeof msg), PL_ERR_INVALID);
+    l.fp8 = (fp8_recipe)9;
+    cr_assert_eq(layout_validate(&l, NULL, 0, msg, sizeof msg), PL_ERR_INVALID);
+}
+
 /* sched=: the pipeline order in the layout text, written only when not 1f1b,
  * and what each order needs of vp, pp and the micro-batches */
 Test(layout, sched_parses_formats_and_validates) {

@@ -86,7 +86,7 @@ static const char *const MEGATRON_ARGS[] = {
     "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
     "--decoder-last-pipeline-num-layers", "--pipeline-model-parallel-layout", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16",
-    "--fp16", "--fp8-format", "--micro-batch-size", "--global-batch-size", NULL};
+    "--fp16", "--fp8-format", "--fp8-recipe", "--micro-batch-size", "--global-batch-size", NULL};
 static const char *const MEGATRON_FLAGS[] = {"--group-query-attention", "--sequence-parallel",
                                              "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16",
                                              NULL};
@@ -292,12 +292,15 @@ static const char *const TT_TRAINING[] = {"local_batch_size", "global_batch_size
                                           NULL};
 static const char *const TT_AC[] = {"mode", "selective_ac_option", NULL};
 static const char *const TT_MODEL[] = {"converters", NULL};
+static const char *const TT_FLOAT8[] = {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp",
+                                        "force_recompute_fp8_weight_in_bwd", "recipe_name", "filter_fqns", NULL};
+static const char *const TT_MX[] = {"use_fp8_dim1_cast_triton_kernel", "recipe_name", "filter_fqns", NULL};
 
 typedef struct {
     char section[32], key[64], value[512];
 } toml_kv;
 
-/* A strict TOML subset: [section], key = int | "string" | ["s", ...]. */
+/* A strict TOML subset: [section], key = int | true | false | "string" | ["s", ...]. */
 static int parse_toml(char *text, toml_kv *out, int cap) {
     char section[32] = "";
     int n = 0;
@@ -319,7 +322,8 @@ static int parse_toml(char *text, toml_kv *out, int cap) {
         const char *v = eq + 3;
         if (v[0] == '"') cr_assert(strlen(v) >= 2 && v[strlen(v) - 1] == '"' && !strchr(v + 1, '"')[1], "%s", v);
         else if (v[0] == '[') cr_assert(v[strlen(v) - 1] == ']', "%s", v);
-        else {
+        else if (!strcmp(v, "true") || !strcmp(v, "false")) {
+        } else {
             char *end;
             strtol(v, &end, 10);
             cr_assert(*v && !*end, "'%s' is neither an integer, a string nor a list", v);
@@ -329,6 +333,8 @@ static int parse_toml(char *text, toml_kv *out, int cap) {
                                    : !strcmp(section, "training")              ? TT_TRAINING
                                    : !strcmp(section, "activation_checkpoint") ? TT_AC
                                    : !strcmp(section, "model")                 ? TT_MODEL
+                                   : !strcmp(section, "float8")                ? TT_FLOAT8
+                                   : !strcmp(section, "mx")                    ? TT_MX
                                                                                : NULL;
         cr_assert(names, "section [%s] is not a JobConfig section the export should write", section);
         cr_assert(in_list(names, out[n].key), "[%s] %s is not a torchtitan option", section, out[n].key);
@@ -392,6 +398,63 @@ Test(export, torchtitan_round_trips) {
         }
         free(s);
     }
+}
+
+/* ---- FP8 options ---------------------------------------------------------- */
+
+/* FP8 layouts carry their recipe in each framework's own names, checked
+ * against the frameworks' sources: Megatron-LM's arguments.py
+ * (--fp8-format e4m3|hybrid, --fp8-recipe tensorwise|delayed|mxfp8|blockwise)
+ * and torchtitan's job_config.py (converters "float8" with [float8]
+ * recipe_name tensorwise|rowwise|rowwise_with_gw_hp,
+ * enable_fsdp_float8_all_gather, precompute_float8_dynamic_scale_for_fsdp,
+ * filter_fqns; converter "mx" with [mx] recipe_name "mxfp8"). */
+Test(export, fp8_options_in_each_frameworks_names) {
+    static const char *const want_format[FP8_RECIPE_COUNT] = {"hybrid", "hybrid", "e4m3", "hybrid"};
+    static const char *const want_tt[FP8_RECIPE_COUNT] = {"\"tensorwise\"", "\"tensorwise\"", "\"rowwise\"", "\"mxfp8\""};
+    for (int r = 0; r < FP8_RECIPE_COUNT; r++) {
+        gpt_config cfg;
+        layout l;
+        int ch[16];
+        build_case(&CASES[0], &cfg, &l, ch);
+        l.prec = PRECISION_FP8;
+        l.fp8 = (fp8_recipe)r;
+        l.dp = 4;
+        l.zero = ZERO_FSDP;
+        char *s = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
+        arg_kv a[64];
+        int n = parse_megatron(s, a, 64);
+        cr_assert_str_eq(arg_get(a, n, "--fp8-format"), want_format[r], "%s", fp8_recipe_name(l.fp8));
+        cr_assert_str_eq(arg_get(a, n, "--fp8-recipe"), fp8_recipe_name(l.fp8));
+        cr_assert_not_null(arg_get(a, n, "--bf16"), "FP8 runs keep bf16 elsewhere");
+        for (int i = 0; i < n; i++) cr_assert(in_list(MEGATRON_ARGS, a[i].name), "unknown argument %s", a[i].name);
+        free(s);
+        s = export_of(PLAN_EXPORT_TORCHTITAN, &cfg, &l, ch, NULL);
+        const int noted = strstr(s, "# fp8=") != NULL;
+        toml_kv t[64];
+        n = parse_toml(s, t, 64);
+        const int mx = r == FP8_RECIPE_MXFP8;
+        cr_assert_str_eq(toml_get(t, n, "model", "converters"), mx ? "[\"mx\"]" : "[\"float8\"]");
+        cr_assert_str_eq(toml_get(t, n, mx ? "mx" : "float8", "recipe_name"), want_tt[r]);
+        cr_assert_str_eq(toml_get(t, n, mx ? "mx" : "float8", "filter_fqns"), "[\"output\"]", "the head stays bf16");
+        cr_assert_eq(noted, r == FP8_RECIPE_DELAYED || r == FP8_RECIPE_BLOCKWISE,
+                     "a note where torchtitan lacks the recipe (%s)", fp8_recipe_name(l.fp8));
+        if (r == FP8_RECIPE_TENSORWISE)
+            cr_assert_str_eq(toml_get(t, n, "float8", "enable_fsdp_float8_all_gather"), "true");
+        free(s);
+    }
+    /* a bf16 layout carries none of it */
+    gpt_config cfg;
+    layout l;
+    int ch[16];
+    build_case(&CASES[0], &cfg, &l, ch);
+    l.prec = PRECISION_BF16;
+    char *s = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
+    cr_assert_null(strstr(s, "fp8"), "%s", s);
+    free(s);
+    s = export_of(PLAN_EXPORT_TORCHTITAN, &cfg, &l, ch, NULL);
+    cr_assert_null(strstr(s, "float8"), "%s", s);
+    free(s);
 }
 
 /* ---- DeepSpeed ----------------------------------------------------------- */

@@ -501,3 +501,86 @@ Test(plan, refinement_only_improves_the_top) {
     free(a);
     free(b);
 }
+
+/* ---- precisions (issue 27) ------------------------------------------------ */
+
+Test(plan, precision_lists_parse_and_bad_ones_are_refused) {
+    plan_options o;
+    char msg[256];
+    plan_options_default(&o);
+    cr_assert_eq(plan_parse_precisions("bf16", &o, msg, sizeof msg), PL_OK);
+    cr_assert(o.n_prec == 0 && o.prec == PRECISION_BF16, "one precision is a plain one");
+    cr_assert_eq(plan_parse_precisions("fp8=blockwise", &o, msg, sizeof msg), PL_OK);
+    cr_assert(o.n_prec == 0 && o.prec == PRECISION_FP8 && o.fp8 == FP8_RECIPE_BLOCKWISE);
+    cr_assert_eq(plan_parse_precisions("fp8", &o, msg, sizeof msg), PL_OK);
+    cr_assert_eq(o.n_prec, FP8_RECIPE_COUNT, "fp8 alone: every recipe");
+    cr_assert_eq(plan_parse_precisions("bf16,fp8=delayed|mxfp8", &o, msg, sizeof msg), PL_OK);
+    cr_assert_eq(o.n_prec, 3);
+    cr_assert(o.precs[0] == PRECISION_BF16 && o.precs[1] == PRECISION_FP8 && o.fp8s[1] == FP8_RECIPE_DELAYED &&
+              o.fp8s[2] == FP8_RECIPE_MXFP8);
+    static const char *const bad[] = {"", "bf17", "fp8=e4m3", "bf16=delayed", "fp8,fp8=delayed", "bf16,bf16", "fp8="};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        plan_options_default(&o);
+        msg[0] = 0;
+        cr_assert_eq(plan_parse_precisions(bad[i], &o, msg, sizeof msg), PL_ERR_INVALID, "'%s'", bad[i]);
+        cr_assert(msg[0] && !strchr(msg, '\n'), "'%s': %s", bad[i], msg);
+        cr_assert_eq(o.n_prec, 0, "'%s' left the options untouched", bad[i]);
+        cr_assert_eq(o.prec, PRECISION_BF16);
+    }
+}
+
+/* A search over bf16 and every FP8 recipe keeps the fastest layouts of all:
+ * its best is no slower than each precision searched alone, and it equals
+ * the best of those; an H100 never gets MXFP8 layouts (no MXFP8 tensor
+ * cores), a Blackwell-like GPU does. */
+Test(plan, a_precision_search_keeps_the_fastest_over_all, .timeout = 120) {
+    gpt_config cfg = model("gpt12,layers=8,d_model=1024,heads=16,seq=2048,batch=32");
+    cluster c = make_cluster(1, 80);
+    c.gpus[0].peak_flops[PRECISION_FP8] = 2 * 989e12;
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 8;
+    o.global_batch = 32;
+    o.top_k = 8;
+    char msg[256];
+    cr_assert_eq(plan_parse_precisions("bf16,fp8", &o, msg, sizeof msg), PL_OK);
+    plan_result *all = calloc(1, sizeof *all), *one = calloc(1, sizeof *one);
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, all, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(all->n_top, 0);
+    double best_alone = INFINITY;
+    int64_t considered = 0;
+    for (int i = 0; i < o.n_prec; i++) {
+        plan_options oi = o;
+        oi.n_prec = 0;
+        oi.prec = o.precs[i];
+        oi.fp8 = o.fp8s[i];
+        pl_status st = plan_search(&cfg, &c, &oi, NULL, NULL, one, msg, sizeof msg);
+        if (o.fp8s[i] == FP8_RECIPE_MXFP8 && o.precs[i] == PRECISION_FP8) {
+            cr_assert_eq(st, PL_ERR_INVALID, "mxfp8 on an H100");
+            continue;
+        }
+        cr_assert_eq(st, PL_OK, "%s", msg);
+        considered += one->considered;
+        if (one->n_top && one->top[0].res.step_us < best_alone) best_alone = one->top[0].res.step_us;
+    }
+    cr_assert_eq(all->considered, considered, "the merged counts are the sums");
+    cr_assert(all->top[0].res.step_us == best_alone, "%.3f vs %.3f", all->top[0].res.step_us, best_alone);
+    cr_assert_eq(all->top[0].l.prec, PRECISION_FP8, "FP8 wins at this size");
+    for (int i = 0; i < all->n_top; i++) {
+        cr_assert_neq(all->top[i].l.fp8 == FP8_RECIPE_MXFP8 && all->top[i].l.prec == PRECISION_FP8, 1);
+        if (i) cr_assert_geq(all->top[i].res.step_us, all->top[i - 1].res.step_us);
+    }
+    /* with MXFP8 tensor cores the mxfp8 searches run too */
+    c.gpus[0].peak_mxfp8 = 2 * 989e12;
+    cr_assert_eq(plan_parse_precisions("fp8=mxfp8|delayed", &o, msg, sizeof msg), PL_OK);
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, all, msg, sizeof msg), PL_OK, "%s", msg);
+    int mx = 0;
+    for (int i = 0; i < all->n_top; i++) mx += all->top[i].l.fp8 == FP8_RECIPE_MXFP8;
+    cr_assert_gt(mx, 0);
+    /* nothing the cluster runs: one line */
+    c.gpus[0].peak_flops[PRECISION_FP8] = 0;
+    cr_assert_eq(plan_search(&cfg, &c, &o, NULL, NULL, all, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "runs any of the precisions") != NULL, "%s", msg);
+    free(all);
+    free(one);
+}

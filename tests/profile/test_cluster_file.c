@@ -141,6 +141,14 @@ Test(cluster_file, malformed_files_are_refused_naming_the_key) {
         {"\"gb_s_per_direction\":300", "\"gb_s_per_direction\":0", "intra-node bandwidth must be positive"},
         {"\"nics_per_node\":8", "\"nics_per_node\":0", "needs inter-node adapters"},
         {"\"pod_gpus\":0", "\"pod_gpus\":12", "must be 0 (one pod) or a multiple of gpus_per_node"},
+        {"\"gpus_per_node\":8", "\"gpus_per_node\":8,\"nvlink_domain_gpus\":12", "must be 0 (one node) or a multiple of gpus_per_node"},
+        {"\"gpus_per_node\":8", "\"gpus_per_node\":8,\"nvlink_domain_gpus\":24", "does not divide the GPUs of node group 0 (16)"},
+        {"\"gpus_per_node\":8", "\"gpus_per_node\":8,\"nvlink_domain_gpus\":0", "'nvlink_domain_gpus' must be an integer from 1"},
+        {"\"gpus_per_node\":8", "\"gpus_per_node\":8,\"nvlink_domain_gpus\":\"rack\"", "'nvlink_domain_gpus' must be an integer"},
+        {"\"bf16\":100", "\"bf16\":100,\"mxfp8\":-1", "'gpu_types[0].peak_tflops.mxfp8' must be a number >= 0"},
+        {"\"bf16\":100", "\"bf16\":100,\"fp4\":\"x\"", "'gpu_types[0].peak_tflops.fp4' must be a number"},
+        {"\"latency_us\":3", "\"latency_us\":3,\"reported_gb_s_per_direction\":-1", "'intra_node.reported_gb_s_per_direction' must be a number >= 0"},
+        {"\"latency_us\":9", "\"latency_us\":9,\"reported_gb_s_per_gpu\":\"50\"", "'inter_node.reported_gb_s_per_gpu' must be a number"},
         {"\"pod_gpus\":0", "\"pod_gpus\":0,\"pod_oversubscription\":0.5", "pod_oversubscription must be >= 1"},
         {"\"collective_efficiency\":0.8", "\"collective_efficiency\":1.2", "collective_efficiency must be in (0, 1]"},
         {"\"p2p_efficiency\":0.8", "\"p2p_efficiency\":0", "p2p_efficiency must be in (0, 1]"},
@@ -164,6 +172,73 @@ Test(cluster_file, malformed_files_are_refused_naming_the_key) {
     }
     cr_assert_eq(cluster_parse_json("[]", 2, &c, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert(strstr(msg, "must be a JSON object"), "%s", msg);
+}
+
+/* An NVLink domain wider than a node (an NVL72 rack: 18 trays of 4 GPUs)
+ * parses, the block-scaled peaks come in FLOP/s, and the domain decides
+ * which GPUs share NVLink while the node stays the host. One rack needs no
+ * network; two do. */
+Test(cluster_file, an_nvlink_domain_of_several_nodes) {
+    cluster c;
+    char msg[512] = "";
+    cr_assert_eq(parse_with("\"gpus_per_node\":8", "\"gpus_per_node\":8,\"nvlink_domain_gpus\":16", &c, msg, sizeof msg),
+                 PL_OK, "two nodes in one domain: %s", msg);
+    cr_assert_eq(cluster_domain_of(&c, 15), 0);
+    cr_assert_eq(cluster_node_of(&c, 15), 1);
+    const char *rack = "{\"name\":\"r\",\"gpu_types\":[{\"id\":\"b\",\"name\":\"B\",\"source\":\"s\","
+                       "\"peak_tflops\":{\"bf16\":2250,\"fp8\":4500,\"mxfp8\":4500,\"fp4\":9000},\"hbm_gb_s\":8000,"
+                       "\"hbm_gib\":180,\"sm_count\":148}],\"node_groups\":[{\"gpu\":\"b\",\"nodes\":36}],"
+                       "\"gpus_per_node\":4,\"nvlink_domain_gpus\":72,"
+                       "\"intra_node\":{\"source\":\"s\",\"gb_s_per_direction\":900,\"latency_us\":3},"
+                       "\"inter_node\":{\"source\":\"s\",\"nics_per_node\":4,\"nic_gbit_s\":400,\"latency_us\":9},"
+                       "\"collectives\":{\"source\":\"s\",\"collective_efficiency\":0.8,\"p2p_efficiency\":0.8}}";
+    cr_assert_eq(cluster_parse_json(rack, strlen(rack), &c, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(cluster_n_gpus(&c), 144);
+    cr_assert_eq(cluster_domain_gpus(&c), 72);
+    cr_assert(c.gpus[0].peak_mxfp8 == 4500e12 && c.gpus[0].peak_fp4 == 9000e12);
+    cr_assert_eq(cluster_node_of(&c, 71), 17, "GPU 71 is on tray 17");
+    cr_assert_eq(cluster_domain_of(&c, 71), 0, "... and in rack 0");
+    cr_assert_eq(cluster_domain_of(&c, 72), 1);
+    /* one rack alone needs no adapters; two racks do */
+    cluster one = c;
+    one.groups[0].n_nodes = 18;
+    one.nics_per_node = 0;
+    cr_assert_eq(cluster_validate(&one, msg, sizeof msg), PL_OK, "%s", msg);
+    one.groups[0].n_nodes = 36;
+    cr_assert_eq(cluster_validate(&one, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "2 NVLink domains needs inter-node adapters"), "%s", msg);
+    /* 20 trays (80 GPUs) are not whole racks of 72 */
+    one.nics_per_node = 4;
+    one.groups[0].n_nodes = 20;
+    cr_assert_eq(cluster_validate(&one, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "nvlink_domain_gpus (72) does not divide the GPUs of node group 0 (80)"), "%s", msg);
+}
+
+/* The Blackwell and H800 clusters (data/published-runs/MOE-FP8.md says
+ * where each figure comes from): NVLink domains of 8 and 72, per-precision
+ * peaks with MXFP8 and FP4 where the GPU has them, the H800's cut NVLink. */
+Test(cluster_file, blackwell_and_h800_clusters_load) {
+    cluster c = load("dgx-b200");
+    cr_assert_eq(cluster_domain_gpus(&c), 8);
+    cr_assert(c.gpus[0].peak_flops[PRECISION_BF16] == 2250e12 && c.gpus[0].peak_flops[PRECISION_FP8] == 4500e12);
+    cr_assert(c.gpus[0].peak_mxfp8 == 4500e12 && c.gpus[0].peak_fp4 == 9000e12);
+    cr_assert(c.intra_bw == 900e9);
+    c = load("gb200-nvl72");
+    cr_assert_eq(c.gpus_per_node, 4, "a compute tray");
+    cr_assert_eq(cluster_domain_gpus(&c), 72, "the rack's NVLink domain");
+    cr_assert_eq(cluster_n_gpus(&c), 576);
+    cr_assert(c.gpus[0].peak_mxfp8 == 5000e12);
+    cr_assert(cluster_nic_bw_per_gpu_of(&c, 0) == 50e9, "one 400 Gb/s adapter a GPU");
+    c = load("gb300-nvl72");
+    cr_assert_eq(cluster_domain_gpus(&c), 72);
+    cr_assert(c.gpus[0].peak_fp4 == 15000e12);
+    cr_assert(cluster_nic_bw_per_gpu_of(&c, 0) == 100e9, "ConnectX-8 at 800 Gb/s");
+    c = load("dgx-h200");
+    cr_assert(c.gpus[0].peak_mxfp8 == 0, "Hopper has no MXFP8");
+    cr_assert_eq(c.gpus[0].hbm_bytes, 143771LL << 20);
+    c = load("h800-deepseek");
+    cr_assert(c.intra_bw == 200e9, "H800 NVLink: 400 GB/s bidirectional");
+    cr_assert_eq(cluster_n_gpus(&c), 2048);
 }
 
 Test(cluster_file, validate_checks_structs_built_in_code) {

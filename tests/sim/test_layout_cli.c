@@ -170,6 +170,56 @@ Test(layout_cli, bad_input_is_one_stderr_line_and_exit_2) {
     drop();
 }
 
+/* FP8 and NVLink domains (issue 27): a recipe the GPU cannot run (MXFP8 on
+ * Hopper, any FP8 on an A100), a bad or contradictory recipe, and a cluster
+ * file whose NVLink domain does not divide its GPUs: exit 2, one line. */
+Test(layout_cli, fp8_and_domain_bad_input_is_one_line_and_exit_2) {
+    paths();
+    FILE *f = fopen(tmp_path, "w");
+    cr_assert_not_null(f);
+    fputs("{\"name\":\"bad-rack\",\"gpu_types\":[{\"id\":\"b\",\"name\":\"B200\",\"source\":\"s\","
+          "\"peak_tflops\":{\"bf16\":2250,\"fp8\":4500,\"mxfp8\":4500},\"hbm_gb_s\":8000,\"hbm_gib\":180,"
+          "\"sm_count\":148}],\"node_groups\":[{\"gpu\":\"b\",\"nodes\":20}],\"gpus_per_node\":4,"
+          "\"nvlink_domain_gpus\":72,"
+          "\"intra_node\":{\"source\":\"s\",\"gb_s_per_direction\":900,\"latency_us\":3},"
+          "\"inter_node\":{\"source\":\"s\",\"nics_per_node\":4,\"nic_gbit_s\":400,\"latency_us\":9},"
+          "\"collectives\":{\"source\":\"s\",\"collective_efficiency\":0.8,\"p2p_efficiency\":0.8}}",
+          f);
+    fclose(f);
+    char bad_rack[256];
+    snprintf(bad_rack, sizeof bad_rack, "--model default --cluster '%s' --layout tp=1,mbs=1,gbs=1", tmp_path);
+    const char *cases[] = {
+        "--model default --cluster dgx-h100 --layout tp=1,mbs=1,gbs=1,fp8=mxfp8",
+        "--model default --cluster dgx-a100-80gb --layout tp=1,mbs=1,gbs=1,precision=fp8",
+        "--model default --cluster dgx-h100 --layout tp=1,mbs=1,gbs=1,fp8=e4m3",
+        "--model default --cluster dgx-h100 --layout tp=1,mbs=1,gbs=1,precision=bf16,fp8=delayed",
+        bad_rack,
+    };
+    const char *want[] = {"cannot run the FP8 recipe mxfp8", "cannot run FP8", "unknown FP8 recipe 'e4m3'",
+                          "needs precision=fp8", "does not divide the GPUs of node group 0"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(layout_cmd(cases[i]), 2, "'%s' should exit 2", cases[i]);
+        char *err = slurp(err_path), *out = slurp(out_path);
+        cr_assert_eq(lines_of(err), 1, "'%s': stderr %s", cases[i], err);
+        cr_assert(strstr(err, want[i]) != NULL, "'%s': %s", cases[i], err);
+        cr_assert_eq(out[0], 0, "'%s': stdout %s", cases[i], out);
+        free(err);
+        free(out);
+    }
+    /* --gpus on a rack keeps its whole NVLink domain; a send between two of
+     * its trays is NVLink, not the network */
+    cr_assert_eq(layout_cmd("--model default --cluster gb200-nvl72 --gpus 12 --layout tp=6,pp=2,mbs=1,gbs=8 --json"), 0,
+                 "%s", slurp(err_path));
+    char *js = slurp(out_path);
+    cr_assert(strstr(js, "\"link\": \"nvlink-domain\"") != NULL, "%s", js);
+    free(js);
+    cr_assert_eq(layout_cmd("--model default --cluster dgx-h100 --layout tp=1,mbs=1,gbs=1,fp8=tensorwise"), 0);
+    char *out = slurp(out_path);
+    cr_assert(strstr(out, "precision=fp8,fp8=tensorwise") != NULL, "%s", out);
+    free(out);
+    drop();
+}
+
 /* The number that follows `after` in text (strtod), or NAN when absent. */
 static double num_after(const char *text, const char *after) {
     const char *p = strstr(text, after);
