@@ -20,7 +20,7 @@
 static const char *const ZERO_NAMES[] = {"none", "1", "2", "3", "fsdp"};
 static const char *const RECOMPUTE_NAMES[] = {"none", "selective", "full"};
 static const char *const PART_NAMES[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp",
-                                                       "dp",      "pp",        "bubble", "optimizer"};
+                                                       "dp",      "pp",        "bubble", "optimizer", "ep"};
 
 static double finite_or_zero(double x) { return isfinite(x) ? x : 0.0; }
 
