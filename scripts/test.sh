@@ -21,6 +21,9 @@ UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ASAN_OPTIONS=detect_leaks=1 \
 echo "== build (CUDA objects when the toolkit is present) =="
 ./scripts/build.sh
 if ls build/hw/*.p/*.cu.o >/dev/null 2>&1; then echo "CUDA engine objects built: $(ls build/hw/*.p/*.cu.o | wc -l)"; else echo "CUDA toolkit not found: CPU-only build"; fi
+echo "== layering and documents =="
+python3 scripts/check-layering.py --objects build
+python3 scripts/check-docs-index.py
 echo "== python package (pip install . in build-python/venv, pytest) =="
 ./scripts/test-python.sh
 echo "== tests =="

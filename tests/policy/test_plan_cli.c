@@ -4,10 +4,13 @@
  * parsed back, each --export parsed by the same reading as test_export.c's
  * (here only its key names), the profile path against the exhaustive
  * search, nothing fitting (exit 1 with the memory needed) and bad input
- * (one line, exit 2).
+ * (one line, exit 2); the memory unit against placer layout's on the same
+ * layout (GB = 10^9 bytes in both), and the sequence length a config file
+ * defaults to, said on the first line.
  */
 #include <criterion/criterion.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +159,9 @@ Test(plan_cli, bad_input_is_one_line_and_exit_2) {
         "plan --model gpt12 --cluster h200x2 --precision fp4",
         "plan --model gpt12 --cluster h200x2 --compare tp=x",
         "plan --model gpt12 --cluster h200x2 --attention sparse",
+        "plan --model gpt12 --cluster h200x2 --dp-overlap 2",
+        "plan --model gpt12 --cluster h200x2 --grad-bytes 9",
+        "plan --model gpt12 --cluster h200x2 --reserve -1",
         "plan --model gpt12 --cluster h200x2 --json --export json",
         "plan --model gpt12 --cluster h200x2 --bogus",
         "plan --model gpt12 --cluster h200x2 extra",
@@ -189,6 +195,73 @@ Test(plan_cli, trace_of_the_winner_is_chrome_json) {
     cr_assert(json_is_array(ev) && json_array_size(ev) > 10, "no trace events");
     json_decref(j);
     unlink(path);
+    free(out);
+    free(err);
+}
+
+/* The two numbers "X GB of Y GB" that follow `after` in text. */
+static int gb_of(const char *text, const char *after, double *x, double *y) {
+    const char *p = strstr(text, after);
+    return p && sscanf(p + strlen(after), "%lf GB of %lf GB", x, y) == 2;
+}
+
+/* plan and layout print one memory unit: the same layout (every dimension
+ * fixed) shows the same GB, peak and capacity, in both; neither says GiB,
+ * and both --help texts state GB = 10^9 bytes. */
+Test(plan_cli, memory_unit_agrees_with_placer_layout) {
+    char *out, *err, *lo, *le;
+    int rc = run_plan("plan --model gpt12 --cluster h200x2 --global-batch 16 "
+                      "--fix tp=1,cp=1,pp=1,vp=1,dp=2,mbs=8,recompute=none,zero=0",
+                      &out, &err);
+    cr_assert_eq(rc, 0, "%s", err);
+    int rl = run_plan("layout --model gpt12 --cluster h200x2 "
+                      "--layout tp=1,pp=1,dp=2,mbs=8,gbs=16,zero=0,recompute=none,precision=bf16",
+                      &lo, &le);
+    cr_assert_eq(rl, 0, "%s", le);
+    double pt = 0, pc = 0, lt = 0, lc = 0;
+    /* "  memory (stage 0 of the worst): params ... = 3.94 GB of 150.75 GB" */
+    const char *mem = strstr(out, "memory (stage");
+    cr_assert(mem && gb_of(mem, " = ", &pt, &pc), "%s", out);
+    cr_assert(gb_of(lo, "the largest): ", &lt, &lc), "%s", lo);
+    cr_assert(pt > 0 && pc > 100, "plan %.2f of %.2f", pt, pc);
+    cr_assert(fabs(pt - lt) < 1e-9 && fabs(pc - lc) < 1e-9, "plan %.2f GB of %.2f GB, layout %.2f GB of %.2f GB", pt, pc,
+              lt, lc);
+    cr_assert(!strstr(out, "GiB") && !strstr(lo, "GiB"));
+    free(out);
+    free(err);
+    free(lo);
+    free(le);
+    const char *helps[] = {"plan --help", "layout --help", "check-published --help"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(run_plan(helps[i], &out, &err), 0);
+        cr_assert(strstr(out, "GB = 10^9 bytes"), "%s:\n%s", helps[i], out);
+        free(out);
+        free(err);
+    }
+}
+
+/* A config with only max_position_embeddings (llama-3-8b: 8192) is planned
+ * at 4096 without --seq, and the first line says why; --seq 8192 plans
+ * 8192 tokens and the note goes. */
+Test(plan_cli, config_length_default_is_said_on_the_first_line) {
+    char *out, *err;
+    int rc = run_plan("plan --model llama-3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 --top 1", &out, &err);
+    cr_assert_eq(rc, 0, "%s", err);
+    char first[512];
+    snprintf(first, sizeof first, "%.*s", (int)strcspn(out, "\n"), out);
+    cr_assert(strstr(first, "512 x 4096 tokens per step (seq: default, the config's max_position_embeddings 8192 "
+                            "capped at 4096; --seq sets it)"),
+              "%s", first);
+    free(out);
+    free(err);
+    rc = run_plan("plan --model llama-3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 --top 1 --seq 8192 --json",
+                  &out, &err);
+    cr_assert_eq(rc, 0, "%s", err);
+    json_t *j = json_loads(out, 0, NULL);
+    cr_assert_not_null(j, "%s", out);
+    const long long seq = json_integer_value(json_object_get(j, "seq_len"));
+    json_decref(j);
+    cr_assert_eq(seq, 8192);
     free(out);
     free(err);
 }

@@ -5,7 +5,10 @@
  * error <= 10% and max <= 15% over the rows of Megatron SC21 Table 1 and
  * Llama 3 Table 4 not fitted on, recomputed here from the per-row
  * figures), the two memory verdicts, and the CSV reader and row builder
- * (quotes, line ends, wrong shapes, bad cells) on texts of its own.
+ * (quotes, line ends, wrong shapes, bad cells) on texts of its own; the
+ * text's summary worded for users (the target, not the issue's bar) and
+ * every row at the sequence length its table gives (not placer layout's
+ * default for config files).
  * Table 2's orderings are printed, not asserted: the simulator does not
  * reproduce them yet (docs/published-runs.md says why).
  */
@@ -277,4 +280,53 @@ Test(check_published, rows_from_tables) {
     cr_assert_eq(pub_rows_from_csv(PUB_T2, &c, &rows, &n, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert(strstr(msg, "100.0B") != NULL, "%s", msg);
     pub_csv_free(&c);
+}
+
+/* The summary line names the target in plain words; memory in GB. */
+Test(check_published, text_states_the_target_in_plain_words, .timeout = 60) {
+    char args[1024], *out = NULL, err_path[] = "/tmp/placer-cp-err-XXXXXX";
+    int fd = mkstemp(err_path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    snprintf(args, sizeof args, "--dir '%s'", DIR);
+    int rc = check_published(args, &out, err_path);
+    unlink(err_path);
+    const int target = strstr(out, "rows not fitted on: mean |error| ") &&
+                       strstr(out, "(target: mean within 10%, worst within 15%)");
+    const int internal = strstr(out, "issue") != NULL || strstr(out, "bar ") != NULL;
+    const int gb = strstr(out, "mem GB") && strstr(out, " GB of ") && !strstr(out, "GiB");
+    free(out);
+    cr_assert_eq(rc, 0);
+    cr_assert(target, "no plain target line");
+    cr_assert(internal == 0, "internal words in the output");
+    cr_assert(gb);
+}
+
+/* Each row runs at its table's sequence length: Table 1 at 2048 (SC21's),
+ * Llama 3 at the seq_len column; a config's default (4096) never enters. */
+Test(check_published, rows_keep_their_own_sequence_length) {
+    char path[512], msg[256];
+    snprintf(path, sizeof path, "%s/%s", DIR, pub_table_file(PUB_LLAMA));
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "%s", path);
+    static char text[1 << 16];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    pub_csv c;
+    cr_assert_eq(pub_csv_parse(text, n, &c, msg, sizeof msg), PL_OK, "%s", msg);
+    pub_row *rows = NULL;
+    int nr = 0;
+    cr_assert_eq(pub_rows_from_csv(PUB_LLAMA, &c, &rows, &nr, msg, sizeof msg), PL_OK, "%s", msg);
+    const int col = pub_csv_col(&c, "seq_len");
+    cr_assert_geq(col, 0);
+    cr_assert_eq(nr, c.n_rows);
+    int long_rows = 0;
+    for (int i = 0; i < nr; i++) {
+        cr_assert_eq(rows[i].model.seq_len, atoi(pub_csv_cell(&c, i, col)), "row %d", i);
+        long_rows += rows[i].model.seq_len > 4096;
+    }
+    free(rows);
+    pub_csv_free(&c);
+    cr_assert_eq(long_rows, nr, "every Llama 3 row is 8K or 128K");
 }

@@ -19,8 +19,8 @@
  * and PUB_CSV_MAX_FIELD bytes per field; anything else is PL_ERR_INVALID
  * naming the line.
  */
-#ifndef PLACER_CLI_PUBLISHED_RUNS_H
-#define PLACER_CLI_PUBLISHED_RUNS_H
+#ifndef PLACER_CALIB_PUBLISHED_RUNS_H
+#define PLACER_CALIB_PUBLISHED_RUNS_H
 
 #include <stddef.h>
 #include <stdint.h>

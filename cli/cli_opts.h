@@ -1,0 +1,55 @@
+/*
+ * cli_opts.h: option parsing shared by the subcommands of the layout path
+ * (placer layout, placer plan, placer check-published): numbers in a range
+ * with one message form, and the software-stack options that describe how
+ * the layout simulator models the framework (--attention, --dp-overlap,
+ * --grad-bytes), declared once so that both commands take the same flags,
+ * with the same help text and the same messages.
+ *
+ * Each helper that reports prints one line "placer <cmd>: ..." on stderr
+ * (cli_usage_error) and returns CLI_EXIT_USAGE; 0 means parsed.
+ */
+#ifndef PLACER_CLI_OPTS_H
+#define PLACER_CLI_OPTS_H
+
+#include <getopt.h>
+
+#include "layout_sim.h"
+
+/* text as a decimal integer in lo..hi into *out: 0, or CLI_EXIT_USAGE after
+ * "<name> must be an integer in lo..hi, not '<text>'". */
+int cli_long_arg(const char *cmd, const char *name, const char *text, long lo, long hi, long *out);
+
+/* text as a whole decimal number (no trailing junk, no overflow) into *out:
+ * 1, else 0 (nothing printed: each option words its own range). */
+int cli_double_arg(const char *text, double *out);
+
+/* getopt_long codes of the stack options (outside the ASCII range, so any
+ * command's short codes stay free). */
+enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES };
+
+/* The three entries for a command's struct option table. */
+#define CLI_STACK_OPTIONS                                                                                            \
+    {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
+        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}
+
+/* Their --help lines (16-column option field, as the commands' own). */
+#define CLI_STACK_HELP                                                                                               \
+    "  --attention     flash (default) or unfused attention kernels (2021's Megatron)\n"                              \
+    "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
+    "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+
+/* The stack as the options describe it. */
+typedef struct {
+    layout_sim_params params; /* layout_sim_params_default, then the options */
+    int set;                  /* 1: a stack option was given */
+} cli_stack;
+
+void cli_stack_default(cli_stack *s);
+
+/* If ch is a stack option code, parse arg into s: 0 parsed, CLI_EXIT_USAGE
+ * after one line for a bad value. -1 when ch is no stack option. */
+int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s);
+
+#endif
