@@ -246,6 +246,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
             printf("   (of which recomputation %.3f ms)", r->parts_us[LAYOUT_T_RECOMPUTE] / 1e3);
         printf("\n");
     }
+    if (r->parts_us[LAYOUT_T_EP] > 0)
+        printf("  %-12s %12.3f ms  %5.1f%%   (MoE dispatch and combine; %.0f tokens per local expert)\n",
+               "ep dispatch", r->parts_us[LAYOUT_T_EP] / 1e3, r->step_us > 0 ? 100 * r->parts_us[LAYOUT_T_EP] / r->step_us : 0.0,
+               r->ep_tokens_per_expert);
     printf("\nmemory per GPU (stage %d, the largest): %.2f GB of %.2f GB: %s\n", r->worst_stage, cli_gb(r->mem.total),
            cli_gb(r->mem_cap), r->oom ? "OOM" : "fits");
     printf("  parameters   %9.2f GB\n  gradients    %9.2f GB\n  optimizer    %9.2f GB\n", cli_gb(r->mem.params),
@@ -253,6 +257,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     printf("  activations  %9.2f GB   (peak stash: %d layers' activations of in-flight micro-batches; %.3f GB a layer)\n",
            cli_gb(r->mem.activations), r->stash_layers, cli_gb(r->mem.act_per_layer));
     printf("  emb./head    %9.2f GB\n  buffers      %9.2f GB\n", cli_gb(r->mem.embedding_head), cli_gb(r->mem.buffers));
+    if (r->mem.expert_params > 0)
+        printf("  experts: parameters %.2f GB, gradients %.2f, optimizer %.2f; routed activations %.2f; dispatcher "
+               "buffers %.2f GB\n", cli_gb(r->mem.expert_params), cli_gb(r->mem.expert_grads),
+               cli_gb(r->mem.expert_optimizer), cli_gb(r->mem.moe_activations), cli_gb(r->mem.moe_buffers));
 }
 
 typedef struct {

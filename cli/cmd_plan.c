@@ -130,10 +130,11 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers) {
 
 static void print_breakdown(const layout_result *r) {
     printf("  time:");
-    for (int p = 0; p < LAYOUT_T_COUNT; p++)
-        if (p != LAYOUT_T_RECOMPUTE || r->parts_us[p] > 0)
-            printf(" %s %.2f ms%s", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3,
-                   p + 1 < LAYOUT_T_COUNT ? "," : "");
+    for (int p = 0, first = 1; p < LAYOUT_T_COUNT; p++)
+        if ((p != LAYOUT_T_RECOMPUTE && p != LAYOUT_T_EP) || r->parts_us[p] > 0) {
+            printf("%s %s %.2f ms", first ? "" : ",", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3);
+            first = 0;
+        }
     printf("\n  memory (stage %d of the worst): params %.2f GB, grads %.2f, optimizer %.2f, activations %.2f, "
            "buffers %.2f, embedding/head %.2f = %.2f GB of %.2f GB\n",
            r->worst_stage, cli_gb(r->mem.params), cli_gb(r->mem.grads), cli_gb(r->mem.optimizer),
