@@ -208,7 +208,17 @@ double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const l
     layer_cost lc;
     layer_compute_cost(gpu, cfg, l, &prm->compute, &lc);
     if (gpt_is_moe(cfg)) layer_compute_cost_mlp(gpu, cfg, l, &prm->compute, 0, &lc); /* attention only: a bound */
-    const double busy = (double)m * ((double)cfg->n_layers * layer + embed + head) / l->pp;
+    double busy = (double)m * ((double)cfg->n_layers * layer + embed + head) / l->pp;
+    if (gpt_is_moe(cfg) && l->ep > 1 && l->ep <= 4096) {
+        /* the MoE dispatch: at least 2 forward + 2 backward all-to-alls per MoE layer and micro-batch, over the
+         * first stage's ep group (every stage's has its shape), spread over the stages */
+        int64_t g[4096];
+        double t = 0;
+        const int n = layout_expert_group_ranks(l, 0, LAYOUT_EDIM_EP, g);
+        if (l->dispatcher == MOE_DISPATCH_ALLTOALL && n > 1 &&
+            moe_all_to_all_us(c, g, n, moe_dispatch_bytes(cfg, l, &prm->moe), &t, NULL) == PL_OK)
+            busy += (double)m * gpt_moe_layers_in(cfg, 0, cfg->n_layers) * 4.0 * prm->collective_scale * t / l->pp;
+    }
     const double idle = 0.5 * (l->pp - 1) * (lc.fwd_us + lc.bwd_us);
     return busy + idle + prm->step_fixed_us;
 }
