@@ -201,7 +201,15 @@ static void print_json(const layout_args *a, const layout_eval_result *x, const 
            (long long)r->mem.buffers, (long long)r->mem.embedding_head, (long long)r->mem_cap, r->stash_layers,
            r->oom ? "true" : "false");
     for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
-    printf("]},\n  \"collectives\": {\n");
+    printf("]");
+    if (r->mem.expert_params > 0) /* MoE models only: a dense layout's JSON is as it was */
+        printf(",\n    \"expert_params\": %lld, \"expert_grads\": %lld, \"expert_optimizer\": %lld, "
+               "\"moe_activations\": %lld, \"moe_buffers\": %lld, \"ep_dispatch_us\": %.3f, "
+               "\"ep_tokens_per_expert\": %.1f",
+               (long long)r->mem.expert_params, (long long)r->mem.expert_grads, (long long)r->mem.expert_optimizer,
+               (long long)r->mem.moe_activations, (long long)r->mem.moe_buffers, r->ep_dispatch.time_us,
+               r->ep_tokens_per_expert);
+    printf("},\n  \"collectives\": {\n");
     print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
     print_coll_json(stdout, "tp_allgather", &r->tp_allgather, 0);
     print_coll_json(stdout, "tp_reduce_scatter", &r->tp_reduce_scatter, 0);

@@ -82,13 +82,16 @@ static void on_progress(void *ctx, int64_t done, int64_t total) {
             "##############################", width - fill, "", (long long)done, (long long)total);
 }
 
-/* "tp8 cp1 pp16x2 dp64 mbs1 full z1" */
+/* "tp8 cp1 pp16x2 dp64 mbs1 full z1"; an MoE layout adds " ep8" (or " ep8/2" with etp 2) after dp */
 static void layout_short(const layout *l, char *buf, size_t n) {
     static const char *rc[] = {"none", "sel", "full"};
     static const char *zn[] = {"z0", "z1", "z2", "z3", "fsdp"};
     int off = snprintf(buf, n, "tp%d cp%d pp%d", l->tp, l->cp, l->pp);
     if (l->vp > 1) off += snprintf(buf + off, n - (size_t)off, "x%d", l->vp);
-    snprintf(buf + off, n - (size_t)off, " dp%d mbs%d %s %s", l->dp, l->micro_batch, rc[l->recompute], zn[l->zero]);
+    off += snprintf(buf + off, n - (size_t)off, " dp%d", l->dp);
+    if (l->ep > 1 || l->etp > 1) off += snprintf(buf + off, n - (size_t)off, " ep%d", l->ep); /* MoE only */
+    if (l->etp > 1) off += snprintf(buf + off, n - (size_t)off, "/%d", l->etp);
+    snprintf(buf + off, n - (size_t)off, " mbs%d %s %s", l->micro_batch, rc[l->recompute], zn[l->zero]);
 }
 
 /* "3/4/5" or "uniform" */
