@@ -58,7 +58,7 @@ for t in $targets; do
       maxlen=16384; extra_flags="" ;;
     plan) srcs="$CORE $(ls sim/*/*.c) $(ls plan/*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
-    published) srcs="$CORE sim/layout/compute_model.c sim/layout/layout_memory.c calib/published_runs.c"; libs="-ljansson -lm"
+    published) srcs="$CORE sim/layout/compute_model.c sim/layout/layout_memory.c sim/layout/moe.c sim/collective/collective.c calib/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
