@@ -29,7 +29,6 @@
  * does not encode that replica; the simulator adds it from cfg->tied.
  */
 #include "graph.h"
-#include "model_params.h"
 
 #include <limits.h>
 #include <stdio.h>

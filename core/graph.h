@@ -178,6 +178,12 @@ int gpt_config_is_plain(const gpt_config *cfg);
  * graph_build_gpt refuses (PL_ERR_UNSUPPORTED). */
 int gpt_config_is_extended(const gpt_config *cfg);
 
+/* Defined in core/model_params.c (declared there too), called by the
+ * closed form and the validation here: total and active parameters, and
+ * the checks of the extended fields. */
+void gpt_param_counts(const gpt_config *c, int with_embedding, int64_t *total, int64_t *active);
+pl_status gpt_config_validate_ext(const gpt_config *c, char *msg, size_t len);
+
 /* Build the GPT graph for cfg. On success *out owns a new graph that the
  * caller frees with graph_destroy. On failure *out is NULL. */
 pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t len);
