@@ -51,7 +51,10 @@ void layout_default(layout *l) {
 }
 
 const char *moe_dispatcher_name(moe_dispatcher d) {
-    return d == MOE_DISPATCH_ALLGATHER ? "allgather" : d == MOE_DISPATCH_ALLTOALL ? "alltoall" : "unknown";
+    return d == MOE_DISPATCH_ALLGATHER ? "allgather"
+           : d == MOE_DISPATCH_ALLTOALL ? "alltoall"
+           : d == MOE_DISPATCH_FLEX     ? "flex"
+                                        : "unknown";
 }
 
 /* A decimal integer in [lo, hi] filling all of s (no sign, no spaces). */
@@ -135,9 +138,10 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         } else if (!strcmp(kn, "dispatcher")) {
             if (!strcmp(val, "alltoall")) l->dispatcher = MOE_DISPATCH_ALLTOALL;
             else if (!strcmp(val, "allgather")) l->dispatcher = MOE_DISPATCH_ALLGATHER;
+            else if (!strcmp(val, "flex")) l->dispatcher = MOE_DISPATCH_FLEX;
             else {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout dispatcher must be alltoall or allgather, not '%.32s'",
-                             val);
+                st = pl_fail(msg, len, PL_ERR_INVALID,
+                             "layout dispatcher must be alltoall, allgather or flex, not '%.32s'", val);
                 goto out;
             }
         } else if (!strcmp(kn, "tp") || !strcmp(kn, "cp") || !strcmp(kn, "pp") || !strcmp(kn, "dp") ||
@@ -307,7 +311,7 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
         return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
                        l->n_stage_layers, chunks);
     if (l->ep < 1 || l->etp < 1 || l->ep > LAYOUT_MAX_DIM || l->etp > LAYOUT_MAX_DIM ||
-        (unsigned)l->dispatcher > MOE_DISPATCH_ALLGATHER)
+        (unsigned)l->dispatcher > MOE_DISPATCH_FLEX)
         return pl_fail(msg, len, PL_ERR_INVALID, "ep and etp must be from 1 to %d, the dispatcher a known kind",
                        LAYOUT_MAX_DIM);
     {

@@ -63,9 +63,11 @@
 
 typedef enum { ZERO_NONE = 0, ZERO_1, ZERO_2, ZERO_3, ZERO_FSDP } zero_kind;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_kind;
-/* Megatron's --moe-token-dispatcher-type: all-to-all over the ep group, or
- * all-gather of every token over it (each rank keeps its experts' share). */
-typedef enum { MOE_DISPATCH_ALLTOALL = 0, MOE_DISPATCH_ALLGATHER } moe_dispatcher;
+/* Megatron's --moe-token-dispatcher-type: all-to-all over the ep group,
+ * all-gather of every token over it (each rank keeps its experts' share),
+ * or flex (DeepEP: a token crosses the network once per destination node,
+ * then NVLink to its experts' GPUs). */
+typedef enum { MOE_DISPATCH_ALLTOALL = 0, MOE_DISPATCH_ALLGATHER, MOE_DISPATCH_FLEX } moe_dispatcher;
 
 /* The expert grid's dimensions (innermost first): etp, ep, edp (expert
  * data parallel = tp * cp * dp / (etp * ep)), pp. */
@@ -179,7 +181,7 @@ int layout_group_ranks(const layout *l, int64_t rank, layout_dim d, int64_t *out
 int layout_expert_dim_size(const layout *l, layout_edim d);
 int layout_expert_group_ranks(const layout *l, int64_t rank, layout_edim d, int64_t *out);
 
-/* "alltoall", "allgather". Static. */
+/* "alltoall", "allgather", "flex". Static. */
 const char *moe_dispatcher_name(moe_dispatcher d);
 
 /* "none", "1", "2", "3", "fsdp"; "none", "selective", "full". Static. */

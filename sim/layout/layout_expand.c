@@ -173,6 +173,10 @@ static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *
         if (l->dispatcher == MOE_DISPATCH_ALLGATHER) {
             if ((st = sim_coll(s, COLL_ALL_GATHER, s->egrp, n, bytes, &e)) != PL_OK) return st;
             t = e.time_us;
+        } else if (l->dispatcher == MOE_DISPATCH_FLEX) {
+            const double row = (double)cfg->d_model * (l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec));
+            if ((st = moe_flex_dispatch_us(s->c, cfg, s->egrp, n, moe_tokens_in(cfg, l), row, 1.0, &t, &e)) != PL_OK)
+                return st;
         } else {
             if ((st = moe_all_to_all_us(s->c, s->egrp, n, bytes, &t, &e)) != PL_OK) return st;
             if (l->etp > 1) { /* the routed tokens all-gathered over etp (then reduce-scattered back) */

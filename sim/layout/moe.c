@@ -234,3 +234,37 @@ int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int 
     if (have == layers) return moe;
     return (int)llround((double)layers * gpt_moe_layers_in(cfg, 0, cfg->n_layers) / cfg->n_layers);
 }
+
+pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
+                               double row_bytes, double load_factor, double *us, coll_estimate *out) {
+    double t0 = 0;
+    coll_estimate e;
+    /* the group's shape (nodes, links) from the plain all-to-all's estimate */
+    pl_status st = moe_all_to_all_us(c, ranks, n, 0.0, &t0, &e);
+    if (st != PL_OK) return st;
+    const double G = e.n_nodes > 0 ? e.n_nodes : 1, k = cfg->top_k > 0 ? cfg->top_k : 1;
+    double Gr = G;
+    if (cfg->router_topk_groups > 0 && cfg->router_topk_groups < Gr) Gr = cfg->router_topk_groups;
+    const double hit = Gr * (1.0 - pow(1.0 - 1.0 / Gr, k)); /* distinct nodes per token */
+    const double remote = G > 1 ? hit * (G - 1) / G : 0.0;
+    const double eff = c->collective_efficiency, base = c->coll_base_latency_us > 0 ? c->coll_base_latency_us : 0;
+    const double nv = cluster_intra_bw_of(c, ranks[0]) * eff;
+    const double nic = e.n_nodes > 1 ? e.link_bw : 0.0; /* the NIC share at the collective efficiency */
+    const double on = load_factor * tokens * k * row_bytes, off = load_factor * tokens * remote * row_bytes;
+    double t = 0, lat = 0;
+    if (n > 1) {
+        const double t_on = on > 0 && nv > 0 ? on / nv * 1e6 : 0.0, t_off = off > 0 && nic > 0 ? off / nic * 1e6 : 0.0;
+        lat = base + (e.n_nodes > 1 ? c->inter_latency_us : cluster_intra_latency_of(c, ranks[0]));
+        t = lat + (t_on > t_off ? t_on : t_off);
+    }
+    *us = t;
+    if (out) {
+        *out = e;
+        out->algo = n > 1 ? "flex" : "none";
+        out->time_us = t;
+        out->latency_us = lat;
+        out->algbw = t > 0 ? on / (t * 1e-6) : 0.0;
+        out->busbw = out->algbw * (n > 1 ? (double)(n - 1) / n : 0.0);
+    }
+    return PL_OK;
+}

@@ -84,6 +84,17 @@ double moe_tokens_per_expert(const gpt_config *cfg, const layout *l, const moe_p
 pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, double bytes_per_rank, double *us,
                             coll_estimate *out);
 
+/* The flex (DeepEP) dispatch over ranks[0..n): each of a rank's `tokens`
+ * token states (row_bytes each, times the load factor f) crosses the
+ * network once per distinct remote node its top-k experts sit on, D =
+ * (G - 1)/G x G (1 - (1 - 1/G)^k) per token with the k experts uniform
+ * over G = the group's nodes (G capped at topk_groups with group-limited
+ * routing, one group a node: DeepSeek-V3's node-limited routing), and
+ * every routed copy crosses NVLink once: t = base + lat + max(f tokens k
+ * row / (intra eff), f tokens D row / (nic eff)). */
+pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
+                               double row_bytes, double load_factor, double *us, coll_estimate *out);
+
 /* Compute of one MoE layer's MLP block on one GPU (router, permutations,
  * grouped expert GEMMs and their activation, shared experts), without
  * communication; recompute_us under l->recompute (full: the forward). */

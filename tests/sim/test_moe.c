@@ -237,3 +237,30 @@ Test(moe, deepseek_v3_layout_fits_and_an_impossible_one_is_oom) {
     cr_assert(r.oom);
     cr_assert_gt(r.mem.expert_params, 10 * r.mem_cap, "all 256 experts of 58 layers on every GPU");
 }
+
+/* flex (DeepEP): a token crosses the network once per distinct remote node
+ * of its top-k experts, each copy NVLink once; node-limited routing caps
+ * the nodes (DeepSeek-V3: topk_group 4). */
+Test(moe, flex_dispatch_sends_a_token_once_per_remote_node) {
+    cluster c = costfix_a100(8);
+    gpt_config cfg = model("deepseek-v3");
+    int64_t g[64];
+    for (int i = 0; i < 64; i++) g[i] = i; /* 8 nodes */
+    const double tokens = 4096, row = 7168 * 2.0;
+    double t;
+    coll_estimate e;
+    cr_assert_eq(moe_flex_dispatch_us(&c, &cfg, g, 64, tokens, row, 1.0, &t, &e), PL_OK);
+    const double hit = 4 * (1 - pow(0.75, 8)), remote = hit * 7 / 8; /* 4 of 8 nodes reachable */
+    const double nic = c.nic_bw * c.nics_per_node / c.gpus_per_node * c.collective_efficiency;
+    const double t_off = tokens * remote * row / nic * 1e6, t_on = tokens * 8 * row / (c.intra_bw * c.collective_efficiency) * 1e6;
+    const double want = c.coll_base_latency_us + c.inter_latency_us + (t_off > t_on ? t_off : t_on);
+    cr_assert(fabs(t - want) <= 1e-9 * want, "flex %.3f vs %.3f", t, want);
+    /* the plain all-to-all sends all 8 copies, 7/8 of them off the node: slower */
+    double ta;
+    cr_assert_eq(moe_all_to_all_us(&c, g, 64, tokens * 8 * row, &ta, NULL), PL_OK);
+    cr_assert_gt(ta, 2.0 * t);
+    layout l = lay("tp=1,dp=64,ep=64,gbs=64,dispatcher=flex");
+    char buf[256];
+    layout_format(&l, buf, sizeof buf);
+    cr_assert(strstr(buf, "dispatcher=flex"), "%s", buf);
+}
