@@ -358,16 +358,21 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
     const double v[] = {p->collective_scale, p->step_fixed_us, p->p2p_scale, p->dp_bucket_bytes,
                         p->grad_comm_bytes, p->emb_head_scale, p->compute.gemm_efficiency,
                         p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale,
-                        p->moe.imbalance, p->moe.capacity_factor, p->moe.grouped_m_half};
+                        p->moe.imbalance, p->moe.capacity_factor, p->moe.grouped_m_half, p->moe.grouped_e_inf};
     static const char *const names[] = {"collective_scale", "step_fixed_us", "p2p_scale", "dp_bucket_bytes",
                                         "grad_comm_bytes", "emb_head_scale", "gemm_efficiency",
                                         "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale",
-                                        "moe imbalance", "moe capacity_factor", "moe grouped_m_half"};
+                                        "moe imbalance", "moe capacity_factor", "moe grouped_m_half",
+                                        "moe grouped_e_inf"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
             return PL_ERR_INVALID;
         }
+    if (!(p->moe.grouped_e_inf > 0) || p->moe.grouped_e_inf > 1) {
+        ls_msg(msg, len, "layout simulator parameter moe grouped_e_inf is %g; it must be in (0, 1]", p->moe.grouped_e_inf);
+        return PL_ERR_INVALID;
+    }
     if (p->moe.imbalance < 1.0) {
         ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced)",
                p->moe.imbalance);

@@ -5,12 +5,19 @@
  * terms.
  *
  * Where the constants come from:
- *   grouped_m_half 32      tokens per expert at which a grouped GEMM runs at
- *                          half the efficiency the dense model gives its
- *                          shape: an assumed default (CUTLASS / Transformer
- *                          Engine grouped GEMMs lose most at a few dozen rows
- *                          per expert), to be replaced by the H200 grouped-
- *                          GEMM sweep's fit (benchmarks/hw/grouped_gemm_sweep)
+ *   grouped_e_inf 0.785, grouped_m_half 235 (q = 2)
+ *                          the expert layer's efficiency against the bf16
+ *                          peak, eff(m) = e_inf m / sqrt(m^2 + m_half^2), m
+ *                          tokens per expert: one curve fitted to the H200
+ *                          grouped-GEMM sweep (benchmarks/hw/grouped_gemm_sweep.md,
+ *                          the best cuBLAS method of the six training GEMMs
+ *                          of Mixtral 8x7B, Qwen3-30B-A3B and DeepSeek-V3
+ *                          shapes, m = 16 .. 4,096: 15% rms over all five
+ *                          configurations, 2-3% per model); carried to other
+ *                          GPUs as the dense figure is, in proportion to
+ *                          their base GEMM efficiency (gemm_base_efficiency /
+ *                          the H200's 0.738), and to other precisions at
+ *                          their peak
  *   imbalance 1.0          balanced routing (DeepSeek-V3's auxiliary-loss-free
  *                          balancing keeps experts near even); a measured
  *                          per-run figure may be given
@@ -25,7 +32,8 @@
 void moe_params_default(moe_params *p) {
     p->imbalance = 1.0;
     p->capacity_factor = 0.0;
-    p->grouped_m_half = 32.0;
+    p->grouped_e_inf = 0.785;
+    p->grouped_m_half = 235.0;
 }
 
 double moe_load_factor(const moe_params *p) {
@@ -112,15 +120,27 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
     return PL_OK;
 }
 
-/* `groups` GEMMs of m x n x k as one grouped kernel at the dense model's
- * shape efficiency times g(m). */
+/* The grouped expert GEMMs' efficiency at m tokens per expert (the sweep's
+ * curve, see the opening comment). */
+double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
+                                 const moe_params *mp) {
+    const double scale = gemm_base_efficiency(gpu, prec, cp) / 0.738; /* the H200's measured base */
+    return mp->grouped_e_inf * scale * m / sqrt(m * m + mp->grouped_m_half * mp->grouped_m_half);
+}
+
+static double peak(const cluster_gpu *gpu, precision prec) {
+    double pk = (prec >= 0 && prec < PRECISION_COUNT) ? gpu->peak_flops[prec] : 0.0;
+    if (!(pk > 0)) pk = gpu->peak_flops[PRECISION_BF16];
+    return pk > 0 ? pk : 1e12;
+}
+
+/* `groups` GEMMs of m x n x k (m the tokens per expert; for a weight
+ * gradient the reduction) as one grouped kernel at grouped_efficiency(m). */
 static double grouped_gemm_us(const cluster_gpu *gpu, precision prec, int64_t groups, double m, int64_t n, int64_t k,
                               const compute_params *cp, const moe_params *mp) {
     if (groups < 1 || !(m > 0)) return 0.0;
-    const int64_t mi = (int64_t)ceil(m);
-    const double t = gemm_batched_time_us(gpu, prec, groups, mi, n, k, cp) - cp->kernel_overhead_us;
-    const double g = m / (m + mp->grouped_m_half);
-    return t / g + cp->kernel_overhead_us;
+    const double flops = 2.0 * m * (double)n * (double)k * (double)groups;
+    return flops / (peak(gpu, prec) * moe_grouped_efficiency(gpu, prec, m, cp, mp)) * 1e6 + cp->kernel_overhead_us;
 }
 
 void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
@@ -151,15 +171,9 @@ void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const
     out->fwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, h, Fl, cpp, mpp);
     out->bwd_us += grouped_gemm_us(gpu, prec, El, m, h, up, cpp, mpp) + /* data gradients */
                    grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
-    /* weight gradients: (h x up) and (Fl x h) per expert, reduced over its m tokens */
-    {
-        const int64_t mi = (int64_t)ceil(m);
-        const double g = m / (m + mpp->grouped_m_half);
-        if (mi > 0)
-            out->bwd_us += (gemm_batched_time_us(gpu, prec, El, h, up, mi, cpp) - cpp->kernel_overhead_us) / g +
-                           (gemm_batched_time_us(gpu, prec, El, Fl, h, mi, cpp) - cpp->kernel_overhead_us) / g +
-                           2.0 * cpp->kernel_overhead_us;
-    }
+    /* weight gradients: (h x up) and (Fl x h) per expert, reduced over its m tokens (the same FLOPs and,
+     * in the sweep's fit, the same curve: the six GEMMs were fitted together) */
+    out->bwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
     out->fwd_flops += 2.0 * n * k * h * (double)(up + Fl) * l->etp; /* this rank's tokens' share, all of F */
     /* the activation over the experts' rows */
     const double tf = El * m * (double)Fl;

@@ -35,11 +35,10 @@
  * and the network's across nodes; eff the cluster's collective_efficiency.
  *
  * Expert compute: grouped GEMMs, E / ep problems of (f m) x (width) x h at
- * once; each at the dense GEMM model's efficiency of its shape (tiles, waves,
- * short k: compute_model.h, batch = the local experts) times the grouped
- * factor g(m) = m / (m + grouped_m_half), the loss of a grouped kernel's
- * per-expert prologue, scheduling and ragged tiles at few tokens per
- * expert. Gated (SwiGLU) experts: gate+up (f m, 2F/etp, h), down (f m, h,
+ * once, at the efficiency of the H200 grouped-GEMM sweep's fit, a roofline
+ * in the tokens per expert: eff(m) = e_inf m / sqrt(m^2 + m_half^2) of the
+ * peak (weight-read bound below the knee, compute bound above; moe.c says
+ * where the constants come from). Gated (SwiGLU) experts: gate+up (f m, 2F/etp, h), down (f m, h,
  * F/etp); non-gated: (f m, F/etp, h), (f m, h, F/etp); backward a data and a
  * weight gradient each. Router: the (n, E, h) GEMM and its softmax / sigmoid
  * top-k (3 fp32 passes over n E); permutation and un-permutation: a gather
@@ -62,11 +61,11 @@
 typedef struct {
     double imbalance;       /* tokens on the busiest expert rank / the mean, >= 1 (1: balanced) */
     double capacity_factor; /* 0: dropless (imbalance applies); > 0: capacity = this x the mean, padded */
-    double grouped_m_half;  /* tokens per expert at which a grouped GEMM reaches half the dense shape's
-                               efficiency */
+    double grouped_e_inf;   /* the expert GEMMs' efficiency at many tokens per expert (of the bf16 peak, H200) */
+    double grouped_m_half;  /* tokens per expert at the roofline's knee: eff(m) = e_inf m / sqrt(m^2 + m_half^2) */
 } moe_params;
 
-/* Defaults: balanced dropless routing, grouped_m_half as in moe.c. */
+/* Defaults: balanced dropless routing, the grouped-GEMM curve of moe.c (fitted to the H200 sweep). */
 void moe_params_default(moe_params *p);
 
 /* The load factor f of moe.h: capacity_factor when > 0, else imbalance. */
@@ -94,6 +93,11 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
  * row / (intra eff), f tokens D row / (nic eff)). */
 pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
                                double row_bytes, double load_factor, double *us, coll_estimate *out);
+
+/* The expert GEMMs' fraction of gpu's peak in prec at m tokens per expert
+ * (cp, mp: NULL not accepted). */
+double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
+                              const moe_params *mp);
 
 /* Compute of one MoE layer's MLP block on one GPU (router, permutations,
  * grouped expert GEMMs and their activation, shared experts), without

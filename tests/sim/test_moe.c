@@ -264,3 +264,29 @@ Test(moe, flex_dispatch_sends_a_token_once_per_remote_node) {
     layout_format(&l, buf, sizeof buf);
     cr_assert(strstr(buf, "dispatcher=flex"), "%s", buf);
 }
+
+/* The grouped-GEMM curve against the H200 sweep it was fitted to
+ * (benchmarks/hw/grouped_gemm_sweep.md, table of the expert layer, best
+ * cuBLAS method, DeepSeek-V3 shapes E = 8, TFLOP/s of 989): within the
+ * one-curve fit's spread (15% rms, so 25% per point) at 64, 128, 1,024 and
+ * 4,096 tokens per expert; and an A100 (no measured base) scaled by its
+ * base efficiency. */
+Test(moe, grouped_gemm_efficiency_follows_the_h200_sweep) {
+    cluster c = h800(); /* the H100 / H800 die: measured base as the H200's */
+    compute_params cp;
+    compute_params_default(&cp);
+    moe_params mp;
+    moe_params_default(&mp);
+    static const struct { double m, tflops; } sweep[] = {{64, 219}, {128, 411}, {1024, 715}, {4096, 732}};
+    for (size_t i = 0; i < sizeof sweep / sizeof sweep[0]; i++) {
+        const double e = moe_grouped_efficiency(&c.gpus[0], PRECISION_BF16, sweep[i].m, &cp, &mp);
+        const double measured = sweep[i].tflops / 989.0;
+        cr_assert(fabs(e - measured) <= 0.25 * measured, "m %.0f: %.3f vs measured %.3f", sweep[i].m, e, measured);
+    }
+    /* the knee: half the long-m efficiency near m_half / sqrt(3) */
+    const double hi = moe_grouped_efficiency(&c.gpus[0], PRECISION_BF16, 1e6, &cp, &mp);
+    cr_assert_float_eq(hi, 0.785, 1e-4);
+    cluster a = costfix_a100(1);
+    const double ea = moe_grouped_efficiency(&a.gpus[0], PRECISION_BF16, 1e6, &cp, &mp);
+    cr_assert_float_eq(ea, 0.785 * cp.gemm_efficiency / 0.738, 1e-4);
+}
