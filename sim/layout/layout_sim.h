@@ -18,7 +18,12 @@
  *   - pipeline sends over the link the two ranks share (the rank grid
  *     decides: layout_rank_of);
  *   - memory per GPU as layout_memory parts, with the stash from the
- *     simulated order, and an OOM verdict against the GPU's memory.
+ *     simulated order, and an OOM verdict against the GPU's memory;
+ *   - for mixture-of-experts models (moe.h): the MoE layers' router,
+ *     permutations, grouped expert GEMMs and shared experts, the token
+ *     dispatch and combine over the expert grid's ep group (the "ep" part,
+ *     on the compute stream), the experts' gradients reduced over edp and
+ *     their optimizer shard, and the MoE memory parts.
  * A placement is the special case tp = cp = dp = 1; there the placement
  * simulator's results are bit-identical to what they were (sim_checksum).
  */
