@@ -1,5 +1,5 @@
 /*
- * coll_file.h: a collectives file, the JSON form of sim/coll_measured.h
+ * coll_file.h: a collectives file, the JSON form of sim/collective/coll_measured.h
  * that `placer calibrate --collectives --write FILE` writes and
  * `placer layout --collectives-from FILE` reads (docs/layouts.md,
  * "Collectives from measurements"):

@@ -13,13 +13,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
-#include "dist_dp.h"
+#include "calib_db.h"
+#include "coll_fit.h"
 #include "dist_group.h"
-#include "dist_tp.h"
-#include "graph.h"
-#include "launcher.h"
+#include "dist_step.h"
+#include "placement.h"
 
 pl_status calib_cpu_cluster(const profile_data *p, int64_t world, double flops, double mem_bw,
                             const coll_measured *meas, cluster *out, char *msg, size_t len) {
@@ -219,86 +218,121 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
     return sim_step(cfg, l, p, out->flops, out->mem_bw, out->kernel_us, meas, out, msg, len);
 }
 
-/* ---- the measurement ---- */
+/* ---- several layouts in shuffled rounds ---- */
 
-typedef struct {
-    const calib_layout_job *j;
-    hw_timing *shared;       /* rank 0 writes its timing here (MAP_SHARED) */
-} rank_ctx;
-
-static int layout_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errlen) {
-    const rank_ctx *ctx = vctx;
-    const calib_layout_job *j = ctx->j;
-    int first = 0, count = 0, rc = 1, replica = rank;
-    graph *g = NULL;
-    hw_engine *e = NULL;
-    hw_program *p = NULL;
-    int *tok = NULL, *tgt = NULL, *pl = NULL;
-    dist_group *tg = NULL, *dg = NULL;
-    if (j->tp > 1 && hw_tp_dp_groups(grp, j->tp, j->dp, &tg, &dg, &replica, err, errlen) != PL_OK) goto out;
-    if (hw_dp_slice(j->dp, replica, j->cfg.batch, &first, &count, err, errlen) != PL_OK) goto out;
-    gpt_config local = j->cfg;
-    local.batch = count;
-    if (graph_build_gpt(&local, &g, err, errlen) != PL_OK) goto out;
-    const int ntok = j->cfg.batch * j->cfg.seq_len;
-    pl = calloc((size_t)g->n_nodes, sizeof *pl);
-    tok = malloc(sizeof *tok * (size_t)ntok);
-    tgt = malloc(sizeof *tgt * (size_t)ntok);
-    if (!pl || !tok || !tgt) {
-        snprintf(err, errlen, "out of host memory");
-        goto out;
+pl_status calib_layouts_predict(profile_db *db, const calib_model *mo, const step_layout *sl, int n,
+                                calib_layouts_confirm *c, char *msg, size_t len) {
+    if (!c) return pl_fail(msg, len, PL_ERR_INVALID, "calib_layouts_predict: NULL result");
+    memset(c, 0, sizeof *c);
+    if (!db || !mo || !sl || n < 1 || n > CALIB_MAX_LAYOUTS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layouts_predict: bad arguments");
+    c->n = n;
+    c->meas = calloc(1, sizeof *c->meas);
+    c->pred = calloc((size_t)n, sizeof *c->pred);
+    if (!c->meas || !c->pred) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    calib_coll_fit_result fr;
+    pl_status st = calib_coll_fit_db(db, NULL, c->meas, &fr, msg, len);
+    if (st != PL_OK) {
+        c->fit_failed = 1;
+        return st;
     }
-    hw_engine_opts eo;
-    memset(&eo, 0, sizeof eo);
-    eo.backend = j->cuda ? HW_BACKEND_CUDA : HW_BACKEND_CPU;
-    eo.n_devices = 1;
-    eo.precision = j->prec;
-    eo.gpus[0] = j->gpu; /* CUDA: every rank on this GPU (host-staged collectives, hw/dist_device.h) */
-    if (hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    hw_program_opts po;
-    memset(&po, 0, sizeof po);
-    po.placement = pl;
-    po.sched = schedule_make(j->micro_batches, SCHED_1F1B);
-    po.seed = j->seed;
-    po.adamw = hw_adamw_default();
-    po.dp = j->tp > 1 ? dg : (j->dp > 1 ? grp : NULL);
-    po.tp = tg;
-    po.seq_parallel = j->sp;
-    po.zero = j->zero;
-    if (hw_program_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;
-    hw_make_batch(&j->cfg, j->seed, tok, tgt);
-    if (hw_program_set_batch(p, tok + (size_t)first * j->cfg.seq_len, tgt + (size_t)first * j->cfg.seq_len, err,
-                          errlen) != PL_OK)
-        goto out;
-    hw_timing t;
-    if (hw_program_time(p, j->warmup, j->steps, &t, err, errlen) != PL_OK) goto out;
-    if (rank == 0) *ctx->shared = t;
-    rc = 0;
-out:
-    hw_program_destroy(p);
-    hw_engine_destroy(e);
-    graph_destroy(g);
-    free(pl);
-    free(tok);
-    free(tgt);
-    dist_group_destroy(tg);
-    dist_group_destroy(dg);
-    return rc;
+    calib_coll_fit_free(&fr);
+    c->meas->use_curves = 1;
+    for (int i = 0; i < n; i++)
+        if ((st = calib_layout_predict(db, mo->key, mo->p, &mo->cfg, &sl[i].l, c->meas, &c->pred[i], msg, len)) !=
+            PL_OK)
+            return st;
+    return PL_OK;
 }
 
-pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len) {
-    if (!j || !t || j->tp < 1 || j->dp < 1 || j->tp * j->dp > DIST_MAX_RANKS || j->steps < 1 || j->steps > 64 ||
-        j->warmup < 0 || j->micro_batches < 1 || j->cfg.batch % j->dp != 0)
-        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layout_time: bad job");
-    hw_timing *shared = mmap(NULL, sizeof *shared, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (shared == MAP_FAILED) return pl_fail(msg, len, PL_ERR_NOMEM, "cannot map memory for the ranks' timing");
-    memset(shared, 0, sizeof *shared);
-    rank_ctx ctx = {j, shared};
-    pl_status st = hw_launch(j->tp * j->dp, j->timeout_s > 0 ? j->timeout_s : 30.0, layout_rank, &ctx, NULL, msg, len);
-    if (st == PL_OK) {
-        *t = *shared;
-        if (!(t->median_us > 0)) st = pl_fail(msg, len, PL_ERR_IO, "rank 0 returned no timing");
-    }
-    munmap(shared, sizeof *shared);
+/* One timing of layout sl (pp 1) of model mo over its tp x dp ranks, each
+ * with one logical device, by the engine's runner of a grid
+ * (hw/dist/dist_step.h, as `placer step --layout` runs it): rank 0's
+ * timing in *t. */
+static pl_status time_one(const calib_model *mo, const step_layout *sl, const calib_layouts_opts *o, hw_timing *t,
+                          char *msg, size_t len) {
+    if (sl->world > DIST_MAX_RANKS || mo->cfg.batch % sl->dp != 0 || sl->micro_batches < 1)
+        return pl_fail(msg, len, PL_ERR_INVALID, "layout %.200s: not a job for the ranks", sl->text);
+    dist_step_job job;
+    dist_step_job_default(&job);
+    job.cfg = mo->cfg;
+    job.sched = schedule_make(sl->micro_batches, SCHED_1F1B);
+    job.cuda = o->cuda;
+    job.gpus[0] = 0; /* CUDA: every rank on GPU 0 (host-staged collectives, hw/dist/dist_device.h) */
+    job.prec = sl->prec;
+    job.seed = o->seed;
+    job.warmup = o->warmup;
+    job.steps = o->steps;
+    job.procs = sl->world;
+    job.tp = sl->tp;
+    job.sp = sl->sp;
+    job.zero = sl->zero;
+    job.one_rank_group = 0; /* a layout of one rank runs as one process would: no groups */
+    if (o->timeout_s > 0) job.timeout_s = o->timeout_s;
+    dist_step_result *r = malloc(sizeof *r);
+    if (!r) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
+    char m2[512] = "";
+    pl_status st = dist_step_run(&job, r, m2, sizeof m2);
+    if (st == PL_OK) *t = r->t;
+    else pl_fail(msg, len, st, "layout %.200s: %s", sl->text, m2);
+    free(r);
     return st;
+}
+
+pl_status calib_layouts_time(profile_db *db, const calib_model *mo, const step_layout *sl,
+                             const calib_layouts_opts *o, calib_layouts_confirm *c, char *msg, size_t len) {
+    if (!db || !mo || !sl || !o || !c || !c->pred || o->rounds < 1 || o->steps < 1 || o->steps > 64 || o->warmup < 0 ||
+        c->n < 1 || c->n > CALIB_MAX_LAYOUTS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "calib_layouts_time: bad arguments");
+    const int n = c->n;
+    free(c->median_us);
+    c->median_us = calloc((size_t)n * (size_t)o->rounds, sizeof *c->median_us);
+    char *pl_text = malloc(16384);
+    int *zeros = calloc((size_t)mo->g->n_nodes, sizeof *zeros);
+    pl_status st = PL_OK;
+    if (!c->median_us || !pl_text || !zeros) {
+        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+        goto out;
+    }
+    c->rounds = o->rounds;
+    placement_format(zeros, mo->g->n_nodes, pl_text, 16384);
+    int order[CALIB_MAX_LAYOUTS];
+    for (int i = 0; i < n; i++) order[i] = i;
+    uint64_t rng = o->seed * 0x9E3779B97F4A7C15ull + 1;
+    for (int r = 0; r < o->rounds; r++) {
+        for (int i = n - 1; i > 0; i--) { /* a seeded Fisher-Yates shuffle per round */
+            rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+            int k = (int)((rng >> 33) % (uint64_t)(i + 1)), tmp = order[i];
+            order[i] = order[k];
+            order[k] = tmp;
+        }
+        for (int q = 0; q < n; q++) {
+            const int i = order[q];
+            hw_timing t = {0};
+            if ((st = time_one(mo, &sl[i], o, &t, msg, len)) != PL_OK) goto out;
+            c->median_us[(size_t)i * o->rounds + r] = t.median_us;
+            char extra[1536];
+            snprintf(extra, sizeof extra, "{\"layout\": \"%.1024s\", \"ranks\": %d, \"round\": %d, \"predicted_us\": %.3f}",
+                     sl[i].text, sl[i].world, r, c->pred[i].step_us);
+            profile_measurement pm = {.graph_key = mo->key, .placement = pl_text, .micro_batches = sl[i].micro_batches,
+                                      .schedule = "1f1b", .step_us = t.median_us, .spread_us = t.sd_us,
+                                      .purpose = "confirm-layout", .extra = extra};
+            if ((st = profile_db_add_measurement(db, &pm, NULL)) != PL_OK) {
+                pl_fail(msg, len, st, "%s", profile_db_last_error(db));
+                goto out;
+            }
+        }
+    }
+out:
+    free(pl_text);
+    free(zeros);
+    return st;
+}
+
+void calib_layouts_confirm_free(calib_layouts_confirm *c) {
+    if (!c) return;
+    free(c->meas);
+    free(c->pred);
+    free(c->median_us);
+    memset(c, 0, sizeof *c);
 }

@@ -4,7 +4,7 @@
  * CUDA, and the layout simulator's prediction of it on the profile, for
  * `placer confirm --layout` (issue 17).
  *
- * The prediction is the layout simulator (sim/layout_sim.h) run on a
+ * The prediction is the layout simulator (sim/layout/layout_sim.h) run on a
  * cluster made from the profile:
  *   - one node of world GPUs of one type, the profile's device 0: its name
  *     and memory, SMs 1 (GPU profiles: the device's own count), every GEMM
@@ -29,12 +29,12 @@
  * collectives), which the simulator (one GPU each) does not see; the
  * figures are printed with that limit.
  *
- * The measurement forks tp * dp ranks (hw/launcher.h) that each build the
- * engine with one logical device (CUDA: GPU `gpu`, the same for every
- * rank), the tp and dp groups of the rank grid (hw_tp_dp_groups), their
- * batch slice (hw_dp_slice), the plan (ZeRO-1 when zero is 1) and time
- * warmup + steps steps; rank 0's timing (the slowest rank's step times,
- * hw_program_time) comes back through shared memory. pp must be 1: a rank
+ * The measurement (calib_layouts_time) runs tp * dp ranks through the engine's one runner of a
+ * grid (hw/dist/dist_step.h, the same as `placer step --layout`): each
+ * with one logical device (CUDA: GPU `gpu`, the same for every rank), the
+ * tp and dp groups of the rank grid, its batch slice, the plan (ZeRO-1
+ * when zero is 1), warmup + steps steps; rank 0's timing (the slowest
+ * rank's step times, hw_program_time) comes back. pp must be 1: a rank
  * runs its pipeline stages one after another when it is part of a group,
  * which the simulator (stages in parallel) does not model.
  */
@@ -43,12 +43,15 @@
 
 #include <stddef.h>
 
+#include "calib_db.h"
 #include "cluster.h"
 #include "coll_measured.h"
 #include "hw.h"
 #include "layout.h"
 #include "layout_sim.h"
+#include "step_layout.h"
 #include "store.h"
+
 
 #define CPU_PEAK_FLOPS 50e9 /* reference rates the fit scales (their values cancel) */
 #define CPU_MEM_BW 10e9
@@ -81,22 +84,44 @@ pl_status calib_layout_predict(profile_db *db, const char *key, const profile_da
                                const layout *l, const coll_measured *meas, calib_layout_prediction *out, char *msg,
                                size_t len);
 
-typedef struct {
-    gpt_config cfg;        /* the model and the global batch */
-    int tp, sp, dp, zero;  /* the rank grid, as step_layout gives it */
-    int micro_batches;     /* per replica */
-    hw_precision prec;
-    int cuda;              /* 1: the CUDA backend, every rank on GPU `gpu` (shared: host-staged
-                              collectives, hw/dist_device.h); 0: the CPU backend */
-    int gpu;
-    int warmup, steps;     /* per timing (steps 1..64) */
-    uint64_t seed;
-    double timeout_s;      /* the group's collective timeout */
-} calib_layout_job;
+/* ---- `placer confirm --layout`: several layouts, each over its ranks ---- */
 
-/* Time one layout: fork tp * dp ranks (see above). *t is rank 0's timing.
- * PL_ERR_INVALID for a bad job, PL_ERR_INTERRUPTED with the launcher's
- * line when a rank failed, PL_ERR_NOMEM / PL_ERR_IO. */
-pl_status calib_layout_time(const calib_layout_job *j, hw_timing *t, char *msg, size_t len);
+#define CALIB_MAX_LAYOUTS 16
+
+typedef struct {
+    int rounds, steps, warmup; /* confirmation rounds; steps (1..64) and warm-up per timing */
+    uint64_t seed;             /* the rounds' shuffles and every timing's seed */
+    double timeout_s;          /* the ranks' collective timeout */
+    int cuda;                  /* 1: the CUDA backend, every rank on GPU 0; 0: the CPU backend */
+} calib_layouts_opts;
+
+typedef struct {
+    int n;                           /* layouts */
+    int rounds;                      /* as timed (0 before calib_layouts_time) */
+    int fit_failed;                  /* calib_layouts_predict: the profile's collective curves would not fit */
+    coll_measured *meas;             /* the collectives the prediction used (owned) */
+    calib_layout_prediction *pred;   /* n predictions (owned) */
+    double *median_us;               /* n x rounds: layout i's round r at [i * rounds + r] (owned) */
+} calib_layouts_confirm;
+
+/* Predict each of the n (1..CALIB_MAX_LAYOUTS) layouts sl of model mo
+ * (the profile in db, read only) with the collectives fitted to its
+ * curves; *c owns the result (calib_layouts_confirm_free, also on error).
+ * When the curves do not fit, c->fit_failed is set and that status is
+ * returned (one line in msg); else calib_layout_predict's errors. */
+pl_status calib_layouts_predict(profile_db *db, const calib_model *mo, const step_layout *sl, int n,
+                                calib_layouts_confirm *c, char *msg, size_t len);
+
+/* Time every layout of c in o->rounds rounds, shuffled each round (a
+ * seeded Fisher-Yates), one process per rank (hw/dist/dist_step.h), and store
+ * each timing in db (open for writing) as a measurement of purpose
+ * "confirm-layout" (extra: the layout, ranks, round and prediction).
+ * PL_ERR_INVALID for bad options, "layout <text>: <why>" when a layout
+ * could not be timed, the store's error when a row could not be written. */
+pl_status calib_layouts_time(profile_db *db, const calib_model *mo, const step_layout *sl,
+                             const calib_layouts_opts *o, calib_layouts_confirm *c, char *msg, size_t len);
+
+/* Free what c owns. Accepts NULL and a zeroed value. */
+void calib_layouts_confirm_free(calib_layouts_confirm *c);
 
 #endif

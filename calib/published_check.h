@@ -8,7 +8,11 @@
  * beside the PTD-P row of the same model at the same position, in the
  * published order or not; two memory verdicts (Table 1's 1T layout against
  * 80 GB, and Table 2's note that ZeRO-3 530B on 560 GPUs at micro-batch 4
- * did not fit).
+ * did not fit), and for each Llama 3 row its memory under the paper's
+ * chunking (one layer a chunk: vp 8, the first chunk only the embedding and
+ * the last only the head, Llama 3 section 3.3.2), which must fit. A row that
+ * ran but is predicted OOM carries the reason (pub_row_result.mem_why):
+ * docs/published-runs.md has the audit.
  *
  * Throughput is counted the way each table counts it (pub_step_flops):
  * predicted TFLOP/s per GPU = the table's FLOPs per step / (predicted step
@@ -74,6 +78,7 @@ typedef struct {
     int64_t mem_peak;    /* bytes, worst stage */
     int64_t mem_cap;     /* bytes */
     layout_result res;   /* the whole simulation */
+    const char *mem_why; /* a run that ran, predicted OOM: why (static text); NULL otherwise */
 } pub_row_result;
 
 /* A memory verdict against what the paper reports. */
@@ -99,7 +104,7 @@ typedef struct {
     int pairs[PUB_CSV_MAX_ROWS][2];        /* indices into rows[PUB_T2] */
     int same_order[PUB_CSV_MAX_ROWS];      /* 1: predicted in the published order */
     int n_same;
-    pub_mem_check mem[2];
+    pub_mem_check mem[2 + PUB_CSV_MAX_ROWS];
     int n_mem;
 } pub_check_result;
 

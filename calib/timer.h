@@ -4,9 +4,9 @@
  *   - the real CUDA engine (hw_timer.c),
  *   - the engine's CPU reference backend on virtual devices (hw_timer.c),
  *   - a synthetic timer built on the simulator with known "true" parameters
- *     and seeded multiplicative noise (sim_timer.c), which lets CI check the
+ *     and seeded multiplicative noise (calib_sim_timer in timer.c), which lets CI check the
  *     protocol and the fit against a known answer,
- *   - a table of known times (table_timer.c), for logic tests that must not
+ *   - a table of known times (calib_table_timer in timer.c), for logic tests that must not
  *     depend on the simulator.
  *
  * A timer is a value: a function pointer and the object it acts on. Timers

@@ -31,6 +31,8 @@ int cmd_search(int argc, char **argv);
 int cmd_plan(int argc, char **argv);
 int cmd_confirm(int argc, char **argv);
 int cmd_calibrate(int argc, char **argv);
+/* placer calibrate --layout-runs (cmd_calibrate_layout.c), dispatched by cmd_calibrate. */
+int calibrate_layout_runs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check_published(int argc, char **argv);
 

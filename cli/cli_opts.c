@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "framework_file.h"
 
 int cli_long_arg(const char *cmd, const char *name, const char *text, long lo, long hi, long *out) {
     char *end = NULL;
@@ -29,6 +30,8 @@ int cli_double_arg(const char *text, double *out) {
 void cli_stack_default(cli_stack *s) {
     layout_sim_params_default(&s->params);
     s->set = 0;
+    framework_default(&s->fw);
+    s->fw_set = 0;
 }
 
 int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
@@ -47,6 +50,15 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
         if (cli_long_arg(cmd, "--grad-bytes", arg, 1, 8, &v)) return CLI_EXIT_USAGE;
         s->params.grad_comm_bytes = (double)v;
         break;
+    case CLI_OPT_FRAMEWORK: {
+        char msg[512] = "";
+        if (s->fw_set) return cli_usage_error(cmd, "--framework given twice");
+        if (framework_load(arg, &s->fw, msg, sizeof msg) != PL_OK) return cli_usage_error(cmd, "--framework: %s", msg);
+        framework_apply_time(&s->fw, &s->params.compute, &s->params.step_fixed_us);
+        s->params.framework = &s->fw;
+        s->fw_set = 1;
+        break;
+    }
     default: return -1;
     }
     s->set = 1;

@@ -14,6 +14,7 @@
 
 #include <getopt.h>
 
+#include "framework.h"
 #include "layout_sim.h"
 
 /* text as a decimal integer in lo..hi into *out: 0, or CLI_EXIT_USAGE after
@@ -26,24 +27,29 @@ int cli_double_arg(const char *text, double *out);
 
 /* getopt_long codes of the stack options (outside the ASCII range, so any
  * command's short codes stay free). */
-enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES };
+enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK };
 
 /* The three entries for a command's struct option table. */
 #define CLI_STACK_OPTIONS                                                                                            \
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
-        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}
+        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}
 
 /* Their --help lines (16-column option field, as the commands' own). */
 #define CLI_STACK_HELP                                                                                               \
     "  --attention     flash (default) or unfused attention kernels (2021's Megatron)\n"                              \
     "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
     "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
-    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                          \
+    "  --framework F   the software stack: megatron (default), torchtitan, hf, or a profile\n"              \
+    "                  file (placer calibrate --layout-runs writes one; docs/frameworks.md)\n"
 
 /* The stack as the options describe it. */
 typedef struct {
     layout_sim_params params; /* layout_sim_params_default, then the options */
     int set;                  /* 1: a stack option was given */
+    framework_profile fw;     /* --framework (framework_default when none); params.framework
+                                 points here once given, so the struct must not move after */
+    int fw_set;               /* 1: --framework was given */
 } cli_stack;
 
 void cli_stack_default(cli_stack *s);

@@ -149,6 +149,9 @@ static void print_json(const pub_check_options *o, const pub_check_result *r) {
                    "\"error\": %.6f, \"fitted\": %s, \"step_s\": %.6f, \"mem_peak_bytes\": %lld, \"oom\": %s",
                    pub_table_file(w->table), (long long)w->gpus, w->published_tflops, x->tflops, x->err,
                    x->fitted ? "true" : "false", x->step_us * 1e-6, (long long)x->mem_peak, x->oom ? "true" : "false");
+            printf(", \"mem_verdict\": \"%s\", \"mem_why\": ", x->oom ? "OOM, NOT as published" : "fits, as published");
+            if (x->mem_why) pl_json_string(stdout, x->mem_why);
+            else printf("null");
             printf(", \"parts_s\": ");
             cli_print_parts_json(stdout, x->res.parts_us, 1e-6, 6);
             printf("}");
@@ -188,6 +191,9 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             printf("%-28s %7lld %10.1f %10.1f %+7.1f%% %9.2f %7.1f%s%s\n", w->label, (long long)w->gpus,
                    w->published_tflops, x->tflops, 100 * x->err, x->step_us * 1e-6, cli_gb(x->mem_peak),
                    x->oom ? " OOM" : "", x->fitted ? "  (fitted)" : "");
+            if (x->oom)
+                printf("    memory: predicted OOM (%.1f of %.1f GB) for a run that ran, NOT as published: %s\n",
+                       cli_gb(x->mem_peak), cli_gb(x->mem_cap), x->mem_why ? x->mem_why : "not audited");
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
@@ -219,7 +225,7 @@ static void print_text(const pub_check_result *r, int breakdown) {
     printf("\nMemory:\n");
     for (int k = 0; k < r->n_mem; k++) {
         const pub_mem_check *m = &r->mem[k];
-        printf("  %-46s peak %6.1f GB of %5.1f GB: %s (%s)\n", m->what, cli_gb(m->peak), cli_gb(m->cap),
+        printf("  %-48s peak %6.1f GB of %5.1f GB: %s (%s)\n", m->what, cli_gb(m->peak), cli_gb(m->cap),
                m->oom ? "OOM" : "fits", m->oom == m->want_oom ? "as published" : "NOT as published");
     }
 }

@@ -52,6 +52,9 @@ static void plan_usage(FILE *f) {
             "                  pp vp dp mbs recompute zero)\n"
             "  --compare       also simulate this layout (placer layout's text form, e.g. a\n"
             "                  published one: tp=8,pp=4,vp=3,dp=32,mbs=2,gbs=1792,recompute=full)\n"
+            "  --schedules     search the pipeline orders too: all, or a list of zb-h1, zb-h2,\n"
+            "                  zb-v, dualpipev (beside 1F1B and interleaved), and print the best\n"
+            "                  layout's step under each order side by side\n"
             "  --splits        for the best layout: its stage split against the uniform split,\n"
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
@@ -199,6 +202,24 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
         if (plan_parse_fixed(arg, o, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "--fix: %s", msg);
         break;
     case 'S': a->run.splits = 1; break;
+    case 'Q': /* --schedules all|LIST */
+        a->run.schedules = 1;
+        for (const char *q = arg; q && *q;) {
+            const char *e = strchr(q, ',');
+            char name[32];
+            const size_t w = e ? (size_t)(e - q) : strlen(q);
+            snprintf(name, sizeof name, "%.*s", (int)(w < sizeof name ? w : sizeof name - 1), q);
+            schedule_order so;
+            char sm[160];
+            if (!strcmp(name, "all")) o->sched_mask |= 1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V |
+                                                       1u << SCHED_DUALPIPEV;
+            else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
+                o->sched_mask |= 1u << so;
+            else
+                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev", name);
+            q = e ? e + 1 : NULL;
+        }
+        break;
     case 'j': a->json = 1; break;
     case 't': a->run.trace_path = arg; break;
     case 'e':
@@ -224,6 +245,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         {"max-cp", required_argument, 0, 'C'},   {"max-vp", required_argument, 0, 'V'},
         {"max-mbs", required_argument, 0, 'M'},  {"compare", required_argument, 0, 'x'},
         {"splits", no_argument, 0, 'S'},         {"json", no_argument, 0, 'j'},
+        {"schedules", required_argument, 0, 'Q'},
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
         CLI_STACK_OPTIONS,                       {"for", required_argument, 0, 'W'},
@@ -419,6 +441,19 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
                x->cmp.res.step_us / 1e3, 100 * (x->cmp.res.step_us / x->best->res.step_us - 1),
                x->cmp.res.oom ? ", which is OOM" : "");
     if (x->n_splits) print_splits_text(x);
+    if (x->n_sched) {
+        printf("\nthe best layout under each pipeline order (same simulator, uniform chunks):\n");
+        for (int i = 0; i < x->n_sched; i++) {
+            const plan_sched_row *w = &x->sched[i];
+            const char *name = w->sched == SCHED_INTERLEAVED ? "interleaved (vp 2)" : schedule_order_name(w->sched);
+            if (!w->ok) {
+                printf("  %-18s  n/a (%s)\n", name, w->why);
+                continue;
+            }
+            printf("  %-18s %10.2f ms  bubble %8.2f ms  %7.2f GB %s\n", name, w->step_us / 1e3, w->bubble_us / 1e3,
+                   cli_gb(w->peak_bytes), w->fits ? "fits" : "OOM");
+        }
+    }
     if (o->trace_path) printf("  trace: %s\n", o->trace_path);
 }
 

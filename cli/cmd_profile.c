@@ -91,7 +91,7 @@ static void profile_usage(FILE *f) {
             "  --cpu N                 measure N virtual devices of the CPU reference backend instead\n"
             "  --machine NAME          machine name to record (default: from the devices, e.g. h200x2)\n"
             "  --precision P           the engine's precision for every measurement: fp32, tf32 (default)\n"
-            "                          or bf16 (mixed, hw/hw.h); recorded in the file, and a file\n"
+            "                          or bf16 (mixed, hw/exec/hw.h); recorded in the file, and a file\n"
             "                          measured in another precision is refused\n"
             "  --force                 measure again what the file already holds (a re-run without\n"
             "                          it measures only what is missing, e.g. after a kill)\n"

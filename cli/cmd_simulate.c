@@ -4,7 +4,9 @@
  * GPU. It prints the prediction for people (or as JSON) and can write a
  * Chrome trace of the simulated step.
  *
- * Everything the user typed is checked before the simulator runs: a bad
+ * It parses (simulate_parse), calls policy_predict (policy/predict.h, which
+ * loads, checks, simulates and sums the events) and prints. Everything the
+ * user typed is checked before the simulator runs: a bad
  * placement (empty field, junk, wrong length, device out of range), an
  * unknown schedule, a micro-batch count that does not divide the batch, or a
  * bad memory cap each give one line on stderr and exit 2.
@@ -16,12 +18,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_output.h"
 #include "graph.h"
-#include "placement.h"
-#include "profile_data.h"
+#include "predict.h"
 #include "schedule.h"
 #include "sim.h"
-#include "store.h"
 #include "util.h"
 
 #define CMD "simulate"
@@ -90,18 +91,19 @@ static char *read_text_file(const char *path) {
     return buf;
 }
 
+/* What the user typed, checked as far as it can be without the database. */
 typedef struct {
-    int count;      /* transfers on the link */
-    int acts;       /* of which activations */
-    double bytes;   /* bytes carried */
-    double busy_us; /* time the link was busy */
-} link_sum;
+    policy_predict_options o; /* for the library */
+    gpt_config config;        /* o.config points here when --config was given */
+    const char *placement_file;
+    const char *trace_path;
+    int json;
+} simulate_args;
 
-int cmd_simulate(int argc, char **argv) {
-    const char *db_path = NULL, *placement_text = NULL, *placement_file = NULL, *mb_text = "1";
-    const char *sched_text = "1f1b", *chunks_text = "1", *cap_text = NULL, *config = NULL;
-    const char *params_text = NULL, *trace_path = NULL;
-    int json = 0;
+/* Parse and check argv into a. Returns -1 after printing the usage error
+ * (its exit code in *rc), 1 for --help, 0 to go on. */
+static int simulate_parse(int argc, char **argv, simulate_args *a, int *rc) {
+    const char *mb_text = "1", *sched_text = "1f1b", *chunks_text = "1", *config = NULL, *params_text = NULL;
     static const struct option opts[] = {
         {"db", required_argument, 0, 'd'},          {"placement", required_argument, 0, 'p'},
         {"placement-file", required_argument, 0, 'P'}, {"micro-batches", required_argument, 0, 'm'},
@@ -110,341 +112,228 @@ int cmd_simulate(int argc, char **argv) {
         {"params", required_argument, 0, 'r'},      {"trace", required_argument, 0, 't'},
         {"json", no_argument, 0, 'j'},              {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
+    memset(a, 0, sizeof *a);
+    a->o.sched = (schedule){1, SCHED_1F1B, 1};
+    a->o.params = -1;
     optind = 1;
     opterr = 0;
     int ch;
     while ((ch = getopt_long(argc, argv, "d:p:P:m:s:v:c:g:r:t:jh", opts, NULL)) != -1) {
         switch (ch) {
-        case 'd': db_path = optarg; break;
-        case 'p': placement_text = optarg; break;
-        case 'P': placement_file = optarg; break;
+        case 'd': a->o.db_path = optarg; break;
+        case 'p': a->o.placement = optarg; break;
+        case 'P': a->placement_file = optarg; break;
         case 'm': mb_text = optarg; break;
         case 's': sched_text = optarg; break;
         case 'v': chunks_text = optarg; break;
-        case 'c': cap_text = optarg; break;
+        case 'c': a->o.mem_cap = optarg; break;
         case 'g': config = optarg; break;
         case 'r': params_text = optarg; break;
-        case 't': trace_path = optarg; break;
-        case 'j': json = 1; break;
-        case 'h': simulate_usage(stdout); return CLI_EXIT_OK;
+        case 't': a->trace_path = optarg; break;
+        case 'j': a->json = 1; break;
+        case 'h': return 1;
         default:
-            return cli_usage_error(CMD, "unknown or incomplete option '%s'; see placer simulate --help",
-                                   argv[optind - 1]);
+            *rc = cli_usage_error(CMD, "unknown or incomplete option '%s'; see placer simulate --help",
+                                  argv[optind - 1]);
+            return -1;
         }
     }
-    if (optind < argc)
-        return cli_usage_error(CMD, "unexpected argument '%s'; see placer simulate --help", argv[optind]);
-
-    /* ---- everything that needs no database ---- */
     char msg[512] = "";
-    schedule sched = {1, SCHED_1F1B, 1};
-    pl_status st = schedule_parse_order(sched_text, &sched.order, msg, sizeof msg);
-    if (st != PL_OK) return cli_report(CMD, st, msg);
-    st = schedule_parse_micro_batches(mb_text, &sched.micro_batches, msg, sizeof msg);
-    if (st != PL_OK) return cli_report(CMD, st, msg);
-    {
-        char *end = NULL;
-        errno = 0;
-        long v = strtol(chunks_text, &end, 10);
-        if (!*chunks_text || *end || errno || v < 1 || v > 1024)
-            return cli_usage_error(CMD, "chunks '%s' is not a positive integer", chunks_text);
-        sched.chunks = (int)v;
+    pl_status st;
+    long chunks = 1;
+    schedule *sc = &a->o.sched;
+    if (optind < argc)
+        *rc = cli_usage_error(CMD, "unexpected argument '%s'; see placer simulate --help", argv[optind]);
+    else if ((st = schedule_parse_order(sched_text, &sc->order, msg, sizeof msg)) != PL_OK ||
+             (st = schedule_parse_micro_batches(mb_text, &sc->micro_batches, msg, sizeof msg)) != PL_OK)
+        *rc = cli_report(CMD, st, msg);
+    else if (!cli_parse_int(chunks_text, 1, 1024, &chunks))
+        *rc = cli_usage_error(CMD, "chunks '%s' is not a positive integer", chunks_text);
+    else if ((sc->chunks = (int)chunks) > 1 && sc->order != SCHED_INTERLEAVED)
+        *rc = cli_usage_error(CMD, "--chunks %d needs --schedule interleaved", sc->chunks);
+    else if (params_text && strcmp(params_text, "neutral") && strcmp(params_text, "calibrated"))
+        *rc = cli_usage_error(CMD, "unknown --params '%s' (use neutral or calibrated)", params_text);
+    else if (!a->o.placement && !a->placement_file)
+        *rc = cli_usage_error(CMD, "no placement: pass --placement 0,0,1,... or --placement-file FILE");
+    else if (a->o.placement && a->placement_file)
+        *rc = cli_usage_error(CMD, "pass either --placement or --placement-file, not both");
+    else if (config && (st = gpt_config_parse(config, &a->config, msg, sizeof msg)) != PL_OK)
+        *rc = cli_report(CMD, st, msg);
+    else if (!a->o.db_path && !(a->o.db_path = cli_default_db()))
+        *rc = cli_usage_error(CMD, "no profile database: pass --db FILE or set PLACER_DB "
+                                   "(placer profile --spec NAME --out FILE makes one)");
+    else {
+        if (params_text) a->o.params = !strcmp(params_text, "calibrated");
+        if (config) a->o.config = &a->config;
+        return 0;
     }
-    if (sched.chunks > 1 && sched.order != SCHED_INTERLEAVED)
-        return cli_usage_error(CMD, "--chunks %d needs --schedule interleaved", sched.chunks);
-    int want_params = -1; /* -1 default, 0 neutral, 1 calibrated */
-    if (params_text) {
-        if (!strcmp(params_text, "neutral")) want_params = 0;
-        else if (!strcmp(params_text, "calibrated")) want_params = 1;
-        else return cli_usage_error(CMD, "unknown --params '%s' (use neutral or calibrated)", params_text);
+    return -1;
+}
+
+/* Write the simulated step's Chrome trace to path; the exit code. */
+static int simulate_write_trace(const policy_prediction *r, const char *path) {
+    FILE *tf = fopen(path, "w");
+    char msg[512];
+    if (!tf) {
+        snprintf(msg, sizeof msg, "cannot write trace '%s': %s", path, strerror(errno));
+        return cli_report(CMD, PL_ERR_IO, msg);
     }
-    if (!placement_text && !placement_file)
-        return cli_usage_error(CMD, "no placement: pass --placement 0,0,1,... or --placement-file FILE");
-    if (placement_text && placement_file)
-        return cli_usage_error(CMD, "pass either --placement or --placement-file, not both");
-    gpt_config want_cfg;
-    if (config && (st = gpt_config_parse(config, &want_cfg, msg, sizeof msg)) != PL_OK)
+    pl_status st = sim_write_chrome_trace(r->ctx, tf);
+    if (fclose(tf) != 0 && st == PL_OK) st = PL_ERR_IO;
+    if (st != PL_OK) {
+        snprintf(msg, sizeof msg, "cannot write trace '%s'", path);
         return cli_report(CMD, st, msg);
-    if (!db_path) db_path = cli_default_db();
-    if (!db_path)
-        return cli_usage_error(CMD, "no profile database: pass --db FILE or set PLACER_DB "
-                                    "(placer profile --spec NAME --out FILE makes one)");
+    }
+    return CLI_EXIT_OK;
+}
 
-    int rc = CLI_EXIT_FAIL;
-    char *file_text = NULL;
-    profile_db *db = NULL;
-    profile_data *p = NULL;
-    graph *g = NULL;
-    sim_ctx *ctx = NULL;
-    int *dev = NULL;
-    int64_t *caps = NULL;
-    link_sum *links = NULL;
-    char *ptext = NULL;
-
-    if (placement_file) {
-        file_text = read_text_file(placement_file);
-        if (!file_text) {
-            rc = cli_usage_error(CMD, "cannot read placement file '%s': %s", placement_file, strerror(errno));
-            goto out;
-        }
-        placement_text = file_text;
-    }
-
-    /* ---- profile ---- */
-    st = profile_db_open(db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, msg);
-        goto out;
-    }
-    gpt_config cfg;
-    st = profile_db_load_profile(db, config ? &want_cfg : NULL, &p, &cfg, msg, sizeof msg);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, msg);
-        goto out;
-    }
-    st = graph_build_gpt(&cfg, &g, msg, sizeof msg);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, msg);
-        goto out;
-    }
-    if (g->n_nodes != p->n_nodes) {
-        rc = cli_report(CMD, PL_ERR_INVALID, "the stored profile does not match its graph's node count");
-        goto out;
-    }
-    char key[PROFILE_NAME_LEN];
-    gpt_config_key(&cfg, key, sizeof key);
-
-    /* ---- placement, schedule, caps ---- */
-    dev = malloc(sizeof *dev * (size_t)g->n_nodes);
-    caps = malloc(sizeof *caps * (size_t)p->n_devices);
-    links = calloc((size_t)p->n_devices * p->n_devices, sizeof *links);
-    if (!dev || !caps || !links) {
-        rc = cli_report(CMD, PL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    st = placement_parse(placement_text, g->n_nodes, p->n_devices, dev, msg, sizeof msg);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, msg);
-        goto out;
-    }
-    st = schedule_validate(&sched, cfg.batch, msg, sizeof msg);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, msg);
-        goto out;
-    }
-    for (int d = 0; d < p->n_devices; d++) {
-        caps[d] = p->devices[d].mem_bytes;
-        if (cap_text && (st = pl_parse_mem_cap(cap_text, p->devices[d].mem_bytes, &caps[d], msg, sizeof msg)) != PL_OK) {
-            rc = cli_report(CMD, st, msg);
-            goto out;
-        }
-    }
-
-    /* ---- simulator parameters ---- */
-    sim_params prm;
-    sim_params_default(&prm);
-    int calibrated = 0;
-    if (want_params != 0) {
-        const char *names[SIM_N_PARAMS];
-        double vals[SIM_N_PARAMS];
-        for (int i = 0; i < SIM_N_PARAMS; i++) {
-            names[i] = sim_param_name(i);
-            vals[i] = *sim_param_ptr(&prm, i);
-        }
-        int found = 0;
-        st = profile_db_load_sim_params(db, key, SIM_N_PARAMS, names, vals, &found);
-        if (st != PL_OK) {
-            rc = cli_report(CMD, st, profile_db_last_error(db));
-            goto out;
-        }
-        if (found > 0) {
-            for (int i = 0; i < SIM_N_PARAMS; i++) *sim_param_ptr(&prm, i) = vals[i];
-            calibrated = 1;
-        } else if (want_params == 1) {
-            rc = cli_usage_error(CMD, "no calibrated simulator parameters stored for %s in %s; run placer "
-                                      "calibrate, or use --params neutral",
-                                 key, db_path);
-            goto out;
-        }
-    }
-
-    /* ---- simulate ---- */
-    st = sim_ctx_create(g, p, sched.micro_batches, &ctx);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, "cannot create the simulator for this profile");
-        goto out;
-    }
-    st = sim_ctx_set_trace(ctx, 1);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, "out of memory for the simulator's event trace");
-        goto out;
-    }
-    sim_result res;
-    st = sim_run(ctx, dev, &sched, caps, &prm, &res);
-    if (st != PL_OK) {
-        rc = cli_report(CMD, st, sim_last_error(ctx));
-        goto out;
-    }
-    if (trace_path) {
-        FILE *tf = fopen(trace_path, "w");
-        if (!tf) {
-            snprintf(msg, sizeof msg, "cannot write trace '%s': %s", trace_path, strerror(errno));
-            rc = cli_report(CMD, PL_ERR_IO, msg);
-            goto out;
-        }
-        st = sim_write_chrome_trace(ctx, tf);
-        if (fclose(tf) != 0 && st == PL_OK) st = PL_ERR_IO;
-        if (st != PL_OK) {
-            snprintf(msg, sizeof msg, "cannot write trace '%s'", trace_path);
-            rc = cli_report(CMD, st, msg);
-            goto out;
-        }
-    }
-
-    /* per-link and critical-path summaries from the events */
+/* The prediction as one JSON document on one line. */
+static void simulate_print_json(const policy_prediction *r, const char *db_path) {
+    const profile_data *p = r->p;
+    const sim_result *res = &r->res;
+    const schedule *sc = &r->sched;
     const int D = p->n_devices;
-    int used[SIM_MAX_DEVICES] = {0};
-    for (int i = 0; i < g->n_nodes; i++) used[dev[i]] = 1;
-    int n_ev = 0;
-    const sim_event *ev = sim_events(ctx, &n_ev);
-    for (int e = 0; e < n_ev; e++) {
-        if (ev[e].dst_device < 0) continue;
-        link_sum *l = &links[ev[e].device * D + ev[e].dst_device];
-        l->count++;
-        l->acts += ev[e].kind == SIM_EV_SEND_ACT;
-        l->bytes += (double)p->node_mem[ev[e].node].out_bytes_per_sample * (cfg.batch / sched.micro_batches);
-        l->busy_us += ev[e].end_us - ev[e].start_us;
+    printf("{\"db\":");
+    pl_json_string(stdout, db_path);
+    printf(",\"machine\":");
+    pl_json_string(stdout, p->machine);
+    printf(",\"source\":");
+    pl_json_string(stdout, p->source);
+    printf(",\"graph\":");
+    pl_json_string(stdout, r->key);
+    printf(",\"n_nodes\":%d,\"placement\":\"%s\",\"schedule\":{\"order\":\"%s\",\"micro_batches\":%d,"
+           "\"chunks\":%d,\"micro_batch_size\":%d,\"micro_batch_size_profiled\":%s},",
+           r->g->n_nodes, r->placement_text, schedule_order_name(sc->order), sc->micro_batches, sc->chunks, r->mb_size,
+           cli_json_bool(r->mb_profiled));
+    sim_params prm = r->prm; /* sim_param_ptr takes a mutable one */
+    printf("\"params\":{\"source\":\"%s\"", r->calibrated ? "calibrated" : "neutral");
+    for (int i = 0; i < SIM_N_PARAMS; i++) printf(",\"%s\":%.17g", sim_param_name(i), *sim_param_ptr(&prm, i));
+    /* step_us_exact round-trips the double (the Python tests compare bit for bit) */
+    printf("},\"step_us\":%.3f,\"step_us_exact\":%.17g,\"bubble_fraction\":%.6f,\"devices_used\":%d,"
+           "\"stages\":%d,\"oom\":%s,\"oom_device\":",
+           res->step_us, res->step_us, res->bubble_fraction, res->n_used_devices, res->n_stages, cli_json_bool(res->oom));
+    if (res->oom) printf("%d", res->oom_device);
+    else printf("null");
+    printf(",\"devices\":[");
+    for (int d = 0; d < D; d++) {
+        printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
+        pl_json_string(stdout, p->devices[d].name);
+        printf(",\"used\":%s,\"busy_us\":%.3f,\"idle_us\":%.3f,\"bubble\":%.6f,\"static_bytes\":%lld,"
+               "\"peak_bytes\":%lld,\"cap_bytes\":%lld,\"max_in_flight\":%d,\"oom\":%s,"
+               "\"critical_us\":%.3f}",
+               cli_json_bool(r->used[d]), res->busy_us[d], res->idle_us[d], res->bubble[d],
+               (long long)res->static_bytes[d], (long long)res->peak_bytes[d], (long long)res->cap_bytes[d],
+               res->max_in_flight[d], cli_json_bool(res->cap_bytes[d] > 0 && res->peak_bytes[d] > res->cap_bytes[d]),
+               r->crit_dev_us[d]);
     }
-    double crit_dev[SIM_MAX_DEVICES] = {0};
-    int n_crit = 0;
-    const sim_event *cp = sim_critical_path(ctx, &n_crit);
-    for (int k = 0; k < n_crit; k++)
-        if (cp[k].dst_device < 0) crit_dev[cp[k].device] += cp[k].end_us - cp[k].start_us;
-    int mb_size = cfg.batch / sched.micro_batches;
-    int mb_profiled = profile_mb_index(p, mb_size) >= 0;
-    size_t plen = (size_t)placement_format(dev, g->n_nodes, NULL, 0) + 1;
-    ptext = malloc(plen);
-    if (!ptext) {
-        rc = cli_report(CMD, PL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    placement_format(dev, g->n_nodes, ptext, plen);
-
-    if (json) {
-        printf("{\"db\":");
-        pl_json_string(stdout, db_path);
-        printf(",\"machine\":");
-        pl_json_string(stdout, p->machine);
-        printf(",\"source\":");
-        pl_json_string(stdout, p->source);
-        printf(",\"graph\":");
-        pl_json_string(stdout, key);
-        printf(",\"n_nodes\":%d,\"placement\":\"%s\",\"schedule\":{\"order\":\"%s\",\"micro_batches\":%d,"
-               "\"chunks\":%d,\"micro_batch_size\":%d,\"micro_batch_size_profiled\":%s},",
-               g->n_nodes, ptext, schedule_order_name(sched.order), sched.micro_batches, sched.chunks, mb_size,
-               mb_profiled ? "true" : "false");
-        printf("\"params\":{\"source\":\"%s\"", calibrated ? "calibrated" : "neutral");
-        for (int i = 0; i < SIM_N_PARAMS; i++) printf(",\"%s\":%.17g", sim_param_name(i), *sim_param_ptr(&prm, i));
-        /* step_us_exact round-trips the double (the Python tests compare bit for bit) */
-        printf("},\"step_us\":%.3f,\"step_us_exact\":%.17g,\"bubble_fraction\":%.6f,\"devices_used\":%d,"
-               "\"stages\":%d,\"oom\":%s,\"oom_device\":",
-               res.step_us, res.step_us, res.bubble_fraction, res.n_used_devices, res.n_stages,
-               res.oom ? "true" : "false");
-        if (res.oom) printf("%d", res.oom_device);
-        else printf("null");
-        printf(",\"devices\":[");
-        for (int d = 0; d < D; d++) {
-            printf("%s{\"index\":%d,\"name\":", d ? "," : "", d);
-            pl_json_string(stdout, p->devices[d].name);
-            printf(",\"used\":%s,\"busy_us\":%.3f,\"idle_us\":%.3f,\"bubble\":%.6f,\"static_bytes\":%lld,"
-                   "\"peak_bytes\":%lld,\"cap_bytes\":%lld,\"max_in_flight\":%d,\"oom\":%s,"
-                   "\"critical_us\":%.3f}",
-                   used[d] ? "true" : "false", res.busy_us[d], res.idle_us[d], res.bubble[d],
-                   (long long)res.static_bytes[d], (long long)res.peak_bytes[d], (long long)res.cap_bytes[d],
-                   res.max_in_flight[d],
-                   res.cap_bytes[d] > 0 && res.peak_bytes[d] > res.cap_bytes[d] ? "true" : "false", crit_dev[d]);
+    printf("],\"transfers\":{\"count\":%d,\"bytes\":%.0f,\"links\":[", res->n_transfers, res->transfer_bytes);
+    int first = 1;
+    for (int s = 0; s < D; s++)
+        for (int t = 0; t < D; t++) {
+            const policy_link_sum *l = &r->links[s * D + t];
+            if (!l->count) continue;
+            printf("%s{\"src\":%d,\"dst\":%d,\"count\":%d,\"activations\":%d,\"gradients\":%d,\"bytes\":%.0f,"
+                   "\"busy_us\":%.3f}",
+                   first ? "" : ",", s, t, l->count, l->acts, l->count - l->acts, l->bytes, l->busy_us);
+            first = 0;
         }
-        printf("],\"transfers\":{\"count\":%d,\"bytes\":%.0f,\"links\":[", res.n_transfers, res.transfer_bytes);
-        int first = 1;
-        for (int s = 0; s < D; s++)
-            for (int t = 0; t < D; t++) {
-                const link_sum *l = &links[s * D + t];
-                if (!l->count) continue;
-                printf("%s{\"src\":%d,\"dst\":%d,\"count\":%d,\"activations\":%d,\"gradients\":%d,\"bytes\":%.0f,"
-                       "\"busy_us\":%.3f}",
-                       first ? "" : ",", s, t, l->count, l->acts, l->count - l->acts, l->bytes, l->busy_us);
-                first = 0;
-            }
-        printf("]},\"critical_path\":{\"items\":%d,\"compute_us\":%.3f,\"transfer_us\":%.3f}}\n",
-               res.critical_path_len, res.critical_compute_us, res.critical_transfer_us);
+    printf("]},\"critical_path\":{\"items\":%d,\"compute_us\":%.3f,\"transfer_us\":%.3f}}\n", res->critical_path_len,
+           res->critical_compute_us, res->critical_transfer_us);
+}
+
+/* Profile, placement, schedule and parameters: the text's opening lines. */
+static void simulate_print_setup(const policy_prediction *r) {
+    const sim_result *res = &r->res;
+    const schedule *sc = &r->sched;
+    printf("profile    %s (%s), graph %s, %d nodes\n", r->p->machine, r->p->source, r->key, r->g->n_nodes);
+    printf("placement  %s\n", r->placement_text);
+    printf("           %d device%s used, %d stage%s (runs of consecutive nodes on one device)\n", res->n_used_devices,
+           cli_plural(res->n_used_devices), res->n_stages, cli_plural(res->n_stages));
+    printf("schedule   %s, %d micro-batch%s of %d sample%s", schedule_order_name(sc->order), sc->micro_batches,
+           sc->micro_batches == 1 ? "" : "es", r->mb_size, cli_plural(r->mb_size));
+    if (sc->order == SCHED_INTERLEAVED) printf(", %d chunk%s per device", sc->chunks, cli_plural(sc->chunks));
+    printf("%s\n", r->mb_profiled ? "" : " (size not profiled: costs interpolated)");
+    sim_params prm = r->prm; /* sim_param_ptr takes a mutable one */
+    printf("params     %s", r->calibrated ? "calibrated:" : "neutral");
+    if (r->calibrated)
+        for (int i = 0; i < SIM_N_PARAMS; i++) printf(" %s=%.4g", sim_param_name(i), *sim_param_ptr(&prm, i));
+    printf("\n\nstep time  %.3f ms (predicted)\n\n", res->step_us / 1000.0);
+}
+
+/* The prediction for a person: setup, per-device table, transfers per link,
+ * the critical path and the memory verdict. */
+static void simulate_print_text(const policy_prediction *r, const char *trace_path) {
+    const sim_result *res = &r->res;
+    const int D = r->p->n_devices;
+    char b1[32], b2[32], b3[32];
+    simulate_print_setup(r);
+    printf("%-6s %-20s %10s %10s %8s %9s %12s %12s  %s\n", "device", "name", "busy ms", "idle ms", "bubble",
+           "in flight", "peak memory", "cap", "memory");
+    for (int d = 0; d < D; d++) {
+        char name[24];
+        snprintf(name, sizeof name, "%.20s", r->p->devices[d].name);
+        if (!r->used[d]) {
+            printf("gpu%-3d %-20s %10s\n", d, name, "unused");
+            continue;
+        }
+        pl_format_bytes((double)res->peak_bytes[d], b1, sizeof b1);
+        if (res->cap_bytes[d] > 0) pl_format_bytes((double)res->cap_bytes[d], b2, sizeof b2);
+        else snprintf(b2, sizeof b2, "none");
+        int over = res->cap_bytes[d] > 0 && res->peak_bytes[d] > res->cap_bytes[d];
+        printf("gpu%-3d %-20s %10.3f %10.3f %8.3f %9d %12s %12s  %s\n", d, name, res->busy_us[d] / 1000.0,
+               res->idle_us[d] / 1000.0, res->bubble[d], res->max_in_flight[d], b1, b2, over ? "OOM" : "ok");
+    }
+    printf("\nbubble     %.3f (mean idle / busy over used devices)\n", res->bubble_fraction);
+    pl_format_bytes(res->transfer_bytes, b1, sizeof b1);
+    printf("transfers  %d (%s)\n", res->n_transfers, b1);
+    for (int s = 0; s < D; s++)
+        for (int t = 0; t < D; t++) {
+            const policy_link_sum *l = &r->links[s * D + t];
+            if (!l->count) continue;
+            pl_format_bytes(l->bytes, b3, sizeof b3);
+            printf("           gpu%d -> gpu%d: %d activations, %d gradients, %s, busy %.3f ms\n", s, t, l->acts,
+                   l->count - l->acts, b3, l->busy_us / 1000.0);
+        }
+    printf("critical   %d items: %.3f ms compute, %.3f ms transfer", res->critical_path_len,
+           res->critical_compute_us / 1000.0, res->critical_transfer_us / 1000.0);
+    if (r->prm.step_fixed_us != 0) printf(", %.3f ms fixed per step", r->prm.step_fixed_us / 1000.0);
+    printf("\n          ");
+    for (int d = 0; d < D; d++)
+        if (r->crit_dev_us[d] > 0) printf(" gpu%d %.3f ms", d, r->crit_dev_us[d] / 1000.0);
+    printf("\n");
+    if (res->oom) {
+        pl_format_bytes((double)res->peak_bytes[res->oom_device], b1, sizeof b1);
+        pl_format_bytes((double)res->cap_bytes[res->oom_device], b2, sizeof b2);
+        printf("verdict    OOM: gpu%d needs %s, cap %s\n", res->oom_device, b1, b2);
     } else {
-        char b1[32], b2[32], b3[32];
-        printf("profile    %s (%s), graph %s, %d nodes\n", p->machine, p->source, key, g->n_nodes);
-        printf("placement  %s\n", ptext);
-        printf("           %d device%s used, %d stage%s (runs of consecutive nodes on one device)\n",
-               res.n_used_devices, res.n_used_devices == 1 ? "" : "s", res.n_stages, res.n_stages == 1 ? "" : "s");
-        printf("schedule   %s, %d micro-batch%s of %d sample%s", schedule_order_name(sched.order),
-               sched.micro_batches, sched.micro_batches == 1 ? "" : "es", mb_size, mb_size == 1 ? "" : "s");
-        if (sched.order == SCHED_INTERLEAVED) printf(", %d chunk%s per device", sched.chunks, sched.chunks == 1 ? "" : "s");
-        printf("%s\n", mb_profiled ? "" : " (size not profiled: costs interpolated)");
-        printf("params     %s", calibrated ? "calibrated:" : "neutral");
-        if (calibrated)
-            for (int i = 0; i < SIM_N_PARAMS; i++) printf(" %s=%.4g", sim_param_name(i), *sim_param_ptr(&prm, i));
-        printf("\n\nstep time  %.3f ms (predicted)\n\n", res.step_us / 1000.0);
-        printf("%-6s %-20s %10s %10s %8s %9s %12s %12s  %s\n", "device", "name", "busy ms", "idle ms", "bubble",
-               "in flight", "peak memory", "cap", "memory");
-        for (int d = 0; d < D; d++) {
-            char name[24];
-            snprintf(name, sizeof name, "%.20s", p->devices[d].name);
-            if (!used[d]) {
-                printf("gpu%-3d %-20s %10s\n", d, name, "unused");
-                continue;
-            }
-            pl_format_bytes((double)res.peak_bytes[d], b1, sizeof b1);
-            if (res.cap_bytes[d] > 0) pl_format_bytes((double)res.cap_bytes[d], b2, sizeof b2);
-            else snprintf(b2, sizeof b2, "none");
-            int over = res.cap_bytes[d] > 0 && res.peak_bytes[d] > res.cap_bytes[d];
-            printf("gpu%-3d %-20s %10.3f %10.3f %8.3f %9d %12s %12s  %s\n", d, name, res.busy_us[d] / 1000.0,
-                   res.idle_us[d] / 1000.0, res.bubble[d], res.max_in_flight[d], b1, b2, over ? "OOM" : "ok");
-        }
-        printf("\nbubble     %.3f (mean idle / busy over used devices)\n", res.bubble_fraction);
-        pl_format_bytes(res.transfer_bytes, b1, sizeof b1);
-        printf("transfers  %d (%s)\n", res.n_transfers, b1);
-        for (int s = 0; s < D; s++)
-            for (int t = 0; t < D; t++) {
-                const link_sum *l = &links[s * D + t];
-                if (!l->count) continue;
-                pl_format_bytes(l->bytes, b3, sizeof b3);
-                printf("           gpu%d -> gpu%d: %d activations, %d gradients, %s, busy %.3f ms\n", s, t, l->acts,
-                       l->count - l->acts, b3, l->busy_us / 1000.0);
-            }
-        printf("critical   %d items: %.3f ms compute, %.3f ms transfer", res.critical_path_len,
-               res.critical_compute_us / 1000.0, res.critical_transfer_us / 1000.0);
-        if (prm.step_fixed_us != 0) printf(", %.3f ms fixed per step", prm.step_fixed_us / 1000.0);
-        printf("\n          ");
-        for (int d = 0; d < D; d++)
-            if (crit_dev[d] > 0) printf(" gpu%d %.3f ms", d, crit_dev[d] / 1000.0);
-        printf("\n");
-        if (res.oom) {
-            pl_format_bytes((double)res.peak_bytes[res.oom_device], b1, sizeof b1);
-            pl_format_bytes((double)res.cap_bytes[res.oom_device], b2, sizeof b2);
-            printf("verdict    OOM: gpu%d needs %s, cap %s\n", res.oom_device, b1, b2);
-        } else {
-            printf("verdict    fits in memory\n");
-        }
-        if (trace_path) printf("trace      %s\n", trace_path);
+        printf("verdict    fits in memory\n");
     }
-    rc = CLI_EXIT_OK;
+    if (trace_path) printf("trace      %s\n", trace_path);
+}
 
-out:
-    free(ptext);
-    free(links);
-    free(caps);
-    free(dev);
-    sim_ctx_destroy(ctx);
-    graph_destroy(g);
-    profile_data_destroy(p);
-    profile_db_close(db);
+int cmd_simulate(int argc, char **argv) {
+    simulate_args a;
+    int rc = CLI_EXIT_USAGE;
+    int pr = simulate_parse(argc, argv, &a, &rc);
+    if (pr < 0) return rc;
+    if (pr > 0) {
+        simulate_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    char *file_text = NULL;
+    if (a.placement_file) {
+        if (!(file_text = read_text_file(a.placement_file)))
+            return cli_usage_error(CMD, "cannot read placement file '%s': %s", a.placement_file, strerror(errno));
+        a.o.placement = file_text;
+    }
+    char msg[512] = "";
+    policy_prediction *r = NULL;
+    pl_status st = policy_predict(&a.o, &r, msg, sizeof msg);
+    if (st != PL_OK) rc = cli_report(CMD, st, msg);
+    else rc = a.trace_path ? simulate_write_trace(r, a.trace_path) : CLI_EXIT_OK;
+    if (rc == CLI_EXIT_OK && a.json) simulate_print_json(r, a.o.db_path);
+    else if (rc == CLI_EXIT_OK) simulate_print_text(r, a.trace_path);
+    policy_prediction_destroy(r);
     free(file_text);
     return rc;
 }

@@ -5,7 +5,9 @@
  * link), against the simulator, logging every sampled placement and a checkpoint
  * per update into the profile database, and ends with the shortlist next to
  * the baselines. `--resume RUN` continues a stopped or killed run on the
- * identical trajectory.
+ * identical trajectory. The session, the placer, its run row and the
+ * closing shortlist are policy/training.h's; the command parses, resolves a
+ * resume, trains with SIGINT/SIGTERM stopping it cleanly, and prints.
  *
  * A run stores its problem and options as canonical arguments in the run
  * table; a resume re-reads them, so only --updates (a new target) and
@@ -20,8 +22,10 @@
 
 #include "cli.h"
 #include "reinforce.h"
+#include "cli_output.h"
 #include "search.h"
 #include "session.h"
+#include "training.h"
 #include "util.h"
 
 /* Set by SIGINT/SIGTERM; the progress callback stops training after the
@@ -237,34 +241,6 @@ static void defaults(train_args *a) {
     reinforce_options_default(&a->ro);
 }
 
-/* The canonical arguments stored with a run (everything but --db, --resume
- * and --threads), from which a resume rebuilds the same problem. */
-static void canonical_args(const train_args *a, const gpt_config *cfg, char *buf, size_t len) {
-    char devs[32] = "", pipe[192] = "";
-    if (a->so.devices > 0) snprintf(devs, sizeof devs, " --devices %d", a->so.devices);
-    size_t pn = 0;
-    if (a->ro.pipe_prior > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-prior %.17g", a->ro.pipe_prior);
-    if (a->ro.pipe_devices != PIPE_DEVICES_ALL)
-        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-devices %s",
-                               reinforce_pipe_devices_name(a->ro.pipe_devices));
-    if (a->ro.pipe_anneal) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-anneal");
-    if (a->ro.lr_decay > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --lr-decay %.17g", a->ro.lr_decay);
-    if (a->ro.entropy_decay > 0)
-        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --entropy-decay %.17g", a->ro.entropy_decay);
-    snprintf(buf, len,
-             "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s --groups %s "
-             "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
-             "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
-             "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s%s",
-             cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
-             cfg->parallel_residual ? ",parallel=1" : "", grouping_mode_name(a->so.groups), a->so.micro_batches, schedule_order_name(a->so.order),
-             a->mem_cap_text ? " --mem-cap " : "", a->mem_cap_text ? a->mem_cap_text : "", devs,
-             a->ro.updates, a->ro.samples, reinforce_baseline_name(a->ro.baseline), a->ro.entropy, a->ro.lr,
-             (unsigned long long)a->ro.seed, a->ro.stay, a->ro.logit_clip, a->ro.hidden, a->ro.top_k,
-             reinforce_algo_name(a->ro.algo), a->ro.ppo_epochs, a->ro.ppo_clip, a->ro.n_groups, a->ro.group_prior,
-             a->ro.link_hidden, pipe, a->so.calibrated ? "" : " --uncalibrated");
-}
-
 typedef struct {
     int64_t id;
     int found;
@@ -298,6 +274,115 @@ static int on_progress(void *ud, const reinforce_progress *p) {
     return g_stop ? 1 : 0;
 }
 
+/* With --resume: replace a's problem and options by the run's stored
+ * arguments (keeping --db, --threads and, when given, --updates). The exit
+ * code after an error, or -1 to go on. l keeps the arguments a points into. */
+static int train_resolve_resume(train_args *a, run_lookup *l) {
+    char msg[512] = "";
+    profile_db *db = NULL;
+    if (a->problem_given)
+        return cli_usage_error("train", "with --resume only --updates and --threads may be given (the run keeps "
+                                        "its own problem and options)");
+    /* read the run's stored arguments and parse them as if given */
+    pl_status st = profile_db_open(a->so.db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("train", st, msg);
+    memset(l, 0, sizeof *l);
+    l->id = a->resume;
+    st = profile_db_runs(db, find_run, l);
+    profile_db_close(db);
+    if (st != PL_OK) return cli_report("train", st, "cannot list the runs of the database");
+    if (!l->found)
+        return cli_usage_error("train", "run %ld is not in %s; give the id placer train printed ('run N: ...')",
+                               a->resume, a->so.db_path);
+    if (strcmp(l->method, "reinforce") != 0)
+        return cli_usage_error("train", "run %ld is a '%s' run, not a placer training run", a->resume, l->method);
+    char *words[64];
+    int n = 0;
+    words[n++] = "train";
+    char *save = NULL;
+    for (char *t = strtok_r(l->args, " ", &save); t && n < 63; t = strtok_r(NULL, " ", &save)) words[n++] = t;
+    words[n] = NULL;
+    train_args s;
+    defaults(&s);
+    if (parse_args(n, words, &s) != 0) return cli_usage_error("train", "run %ld has unreadable arguments", a->resume);
+    s.so.db_path = a->so.db_path;
+    s.threads = a->threads;
+    s.resume = a->resume;
+    if (a->updates_given) s.ro.updates = a->ro.updates;
+    *a = s;
+    return -1;
+}
+
+/* The run's opening lines: problem, options, the decays and the pipeline
+ * prior's devices. */
+static void train_print_header(const policy_training *t, const train_args *a) {
+    const policy_session *ss = t->ss;
+    char prefix[64];
+    snprintf(prefix, sizeof prefix, "run %lld%s: ", (long long)t->run_id, a->resume ? " (resumed)" : "");
+    cli_print_session_header(ss, &a->so, prefix);
+    const reinforce_options *ro = reinforce_get_options(t->r);
+    printf("updates %d (from %d), samples %d, %s, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n",
+           ro->updates, t->start_update, ro->samples, reinforce_algo_name(ro->algo),
+           reinforce_baseline_name(ro->baseline), ro->entropy, ro->lr, (unsigned long long)ro->seed, ro->stay);
+    if (ro->lr_decay > 0 || ro->entropy_decay > 0)
+        printf("lr falls to %g and entropy to %g by the last update\n", ro->lr * (1 - ro->lr_decay),
+               ro->entropy * (1 - ro->entropy_decay));
+    if (ro->pipe_prior > 0) {
+        int mask[64];
+        printf("pipeline prior %g%s, devices %s: stages on", ro->pipe_prior, ro->pipe_anneal ? " falling to 0" : "",
+               reinforce_pipe_devices_name(ro->pipe_devices));
+        const int nd = policy_devices(policy_evaluator_problem(ss->ev));
+        if (nd <= 64) {
+            reinforce_pipe_stage_devices(t->r, mask);
+            for (int d = 0; d < nd; d++)
+                if (mask[d]) printf(" %d", d);
+        }
+        printf("\n");
+    }
+    printf("\n");
+    fflush(stdout);
+}
+
+/* Train, SIGINT/SIGTERM stopping after the update in flight is committed;
+ * *wall the seconds it took. */
+static pl_status train_with_signals(policy_training *t, double *wall, char *msg, size_t len) {
+    struct sigaction sa, old_int, old_term;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    progress_state ps = {cli_stderr_is_tty(), 0};
+    double t0 = pl_now_us();
+    pl_status st = reinforce_train(t->r, t->ss->db, t->run_id, on_progress, &ps, msg, len);
+    *wall = (pl_now_us() - t0) * 1e-6;
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    if (ps.tty) fprintf(stderr, "\r\033[K");
+    return st;
+}
+
+/* After training: mark the run finished, print the shortlist against the
+ * baselines and the closing line; the exit code. */
+static int train_finish(policy_training *t, double wall) {
+    char msg[512] = "";
+    pl_status st = profile_db_run_finish(t->ss->db, t->run_id);
+    if (st != PL_OK) return cli_report("train", st, profile_db_last_error(t->ss->db));
+    policy_cands *rows = NULL;
+    double ref = NAN;
+    if ((st = policy_training_shortlist(t, &rows, &ref, msg, sizeof msg)) != PL_OK) return cli_report("train", st, msg);
+    char *table = policy_format_table(rows, ref);
+    policy_cands_destroy(rows);
+    if (!table) return cli_report("train", PL_ERR_NOMEM, "out of memory");
+    fputs(table, stdout);
+    free(table);
+    if (isnan(ref)) printf("\nevery single device runs out of memory: no speed-up reference\n");
+    const int done = reinforce_updates_done(t->r);
+    printf("\n%d updates x %d samples in %.2f s (this process: %d updates); samples and checkpoint in run %lld\n", done,
+           reinforce_get_options(t->r)->samples, wall, done - t->start_update, (long long)t->run_id);
+    return CLI_EXIT_OK;
+}
+
 int cmd_train(int argc, char **argv) {
     train_args a;
     defaults(&a);
@@ -311,180 +396,34 @@ int cmd_train(int argc, char **argv) {
         int wrc = cli_working_db("train", &a.so.db_path);
         if (wrc != CLI_EXIT_OK) return wrc;
     }
-    char msg[512] = "";
-    pl_status st;
-    int rc = CLI_EXIT_OK;
-    policy_session *ss = NULL;
-    reinforce *r = NULL;
-    policy_cands *rows = NULL, *base = NULL;
-    void *blob = NULL;
-    profile_db *db = NULL;
-    int64_t run_id = 0;
     /* a resume's options point into the stored arguments: keep them for the
      * whole command */
     run_lookup l;
     memset(&l, 0, sizeof l);
-
-    if (a.resume) {
-        if (a.problem_given)
-            return cli_usage_error("train", "with --resume only --updates and --threads may be given (the run keeps "
-                                            "its own problem and options)");
-        /* read the run's stored arguments and parse them as if given */
-        st = profile_db_open(a.so.db_path, PROFILE_DB_READ, &db, msg, sizeof msg);
-        if (st != PL_OK) return cli_report("train", st, msg);
-        memset(&l, 0, sizeof l);
-        l.id = a.resume;
-        st = profile_db_runs(db, find_run, &l);
-        profile_db_close(db);
-        db = NULL;
-        if (st != PL_OK) return cli_report("train", st, "cannot list the runs of the database");
-        if (!l.found)
-            return cli_usage_error("train", "run %ld is not in %s; give the id placer train printed ('run N: ...')",
-                                   a.resume, a.so.db_path);
-        if (strcmp(l.method, "reinforce") != 0)
-            return cli_usage_error("train", "run %ld is a '%s' run, not a placer training run", a.resume, l.method);
-        char *words[64];
-        int n = 0;
-        words[n++] = "train";
-        char *save = NULL;
-        for (char *t = strtok_r(l.args, " ", &save); t && n < 63; t = strtok_r(NULL, " ", &save)) words[n++] = t;
-        words[n] = NULL;
-        train_args s;
-        defaults(&s);
-        if (parse_args(n, words, &s) != 0) return cli_usage_error("train", "run %ld has unreadable arguments", a.resume);
-        s.so.db_path = a.so.db_path;
-        s.threads = a.threads;
-        s.resume = a.resume;
-        if (a.updates_given) s.ro.updates = a.ro.updates;
-        a = s;
-    }
+    int rc;
+    if (a.resume && (rc = train_resolve_resume(&a, &l)) >= 0) return rc;
     a.ro.grouper = a.so.groups == GROUPING_LEARNED ? GROUPER_HIER
                    : a.so.groups == GROUPING_EAGLE ? GROUPER_EAGLE
                                                    : GROUPER_NONE;
     a.so.config = a.config_text;
     a.so.mem_cap = a.mem_cap_text;
     a.so.threads = (int)a.threads;
-    /* check the problem on a read-only open first: a write open switches a
-     * portable (rollback-journal) file to WAL, and bad options must leave
-     * the file as it was */
-    a.so.write = 0;
-    st = policy_session_open(&a.so, &ss, msg, sizeof msg);
+    char msg[512] = "";
+    policy_training *t = NULL;
+    pl_status st = policy_training_start(&a.so, &a.ro, a.resume, a.ro.updates, &t, msg, sizeof msg);
     if (st != PL_OK) return cli_report("train", st, msg);
-    policy_session_close(ss);
-    ss = NULL;
-    a.so.write = 1;
-    st = policy_session_open(&a.so, &ss, msg, sizeof msg);
-    if (st != PL_OK) return cli_report("train", st, msg);
-    db = ss->db;
-    int start_update = 0;
-    if (a.resume) {
-        size_t n = 0;
-        int upd = -1;
-        st = reinforce_load_checkpoint(db, a.resume, &blob, &n, &upd, msg, sizeof msg);
-        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
-        st = reinforce_create_from_checkpoint(ss->ev, blob, n, a.ro.updates, &r, msg, sizeof msg);
-        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
-        run_id = a.resume;
-        start_update = reinforce_updates_done(r);
-    } else {
-        st = reinforce_create(ss->ev, &a.ro, &r, msg, sizeof msg);
-        if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
-        char args[2048];
-        canonical_args(&a, &ss->cfg, args, sizeof args);
-        st = profile_db_run_create(db, "reinforce", args, &run_id);
-        if (st != PL_OK) {
-            rc = cli_report("train", st, profile_db_last_error(db));
-            goto out;
-        }
-    }
-    char key[128];
-    gpt_config_key(&ss->cfg, key, sizeof key);
-    char capbuf[32] = "device memory";
-    if (ss->cap_bytes > 0) pl_format_bytes((double)ss->cap_bytes, capbuf, sizeof capbuf);
-    printf("run %lld%s: profile %s (%s, %d device%s), graph %s\n", (long long)run_id,
-           a.resume ? " (resumed)" : "", ss->p->machine, ss->p->source, ss->p->n_devices,
-           ss->p->n_devices == 1 ? "" : "s", key);
-    printf("%d units (%s grouping), m=%d %s, cap %s, simulator parameters %s\n", ss->gr->n_groups,
-           grouping_mode_name(ss->gr->mode), a.so.micro_batches, schedule_order_name(a.so.order), capbuf,
-           ss->n_sim_params ? "calibrated" : "neutral");
-    const reinforce_options *ro = reinforce_get_options(r);
-    printf("updates %d (from %d), samples %d, %s, baseline %s, entropy %g, lr %g, seed %llu, prior-stay %g\n",
-           ro->updates, start_update, ro->samples, reinforce_algo_name(ro->algo), reinforce_baseline_name(ro->baseline),
-           ro->entropy, ro->lr, (unsigned long long)ro->seed, ro->stay);
-    if (ro->lr_decay > 0 || ro->entropy_decay > 0)
-        printf("lr falls to %g and entropy to %g by the last update\n", ro->lr * (1 - ro->lr_decay),
-               ro->entropy * (1 - ro->entropy_decay));
-    if (ro->pipe_prior > 0) {
-        int mask[64];
-        printf("pipeline prior %g%s, devices %s: stages on", ro->pipe_prior, ro->pipe_anneal ? " falling to 0" : "",
-               reinforce_pipe_devices_name(ro->pipe_devices));
-        const int nd = policy_devices(policy_evaluator_problem(ss->ev));
-        if (nd <= 64) {
-            reinforce_pipe_stage_devices(r, mask);
-            for (int d = 0; d < nd; d++)
-                if (mask[d]) printf(" %d", d);
-        }
-        printf("\n");
-    }
-    printf("\n");
-    fflush(stdout);
-
-    struct sigaction sa, old_int, old_term;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    progress_state ps = {cli_stderr_is_tty(), 0};
-    double t0 = pl_now_us();
-    st = reinforce_train(r, db, run_id, on_progress, &ps, msg, sizeof msg);
-    double wall = (pl_now_us() - t0) * 1e-6;
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-    if (ps.tty) fprintf(stderr, "\r\033[K");
+    train_print_header(t, &a);
+    double wall = 0;
+    st = train_with_signals(t, &wall, msg, sizeof msg);
     if (st == PL_ERR_INTERRUPTED) {
         fprintf(stderr, "placer train: %s; resume with: placer train --db %s --resume %lld\n", msg, a.so.db_path,
-                (long long)run_id);
+                (long long)t->run_id);
         rc = CLI_EXIT_FAIL;
-        goto out;
+    } else if (st != PL_OK) {
+        rc = cli_report("train", st, msg);
+    } else {
+        rc = train_finish(t, wall);
     }
-    if (st != PL_OK) { rc = cli_report("train", st, msg); goto out; }
-    st = profile_db_run_finish(db, run_id);
-    if (st != PL_OK) { rc = cli_report("train", st, profile_db_last_error(db)); goto out; }
-
-    /* shortlist and baselines */
-    if (policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, &rows) != PL_OK ||
-        policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, &base) != PL_OK) {
-        rc = cli_report("train", PL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-    if ((st = reinforce_shortlist(r, rows)) != PL_OK || (st = search_single(ss->ev, base)) != PL_OK ||
-        (st = search_human(ss->ev, base)) != PL_OK || (st = search_dp(ss->ev, base, NULL)) != PL_OK) {
-        rc = cli_report("train", st, "cannot evaluate the baselines");
-        goto out;
-    }
-    const char *prefixes[] = {"single", "human", "dp (", NULL};
-    for (int i = 0; prefixes[i] && st == PL_OK; i++) {
-        int j = policy_cands_best_with_prefix(base, prefixes[i]);
-        if (j >= 0)
-            st = policy_cands_add(rows, ss->gr, base->items[j].label, base->items[j].node_dev, base->items[j].unit_dev,
-                                  &base->items[j].ev, 0);
-    }
-    int bs = policy_cands_best_with_prefix(base, "single");
-    double ref = bs >= 0 && !base->items[bs].ev.oom ? base->items[bs].ev.step_us : NAN;
-    char *table = st == PL_OK ? policy_format_table(rows, ref) : NULL;
-    if (!table) { rc = cli_report("train", PL_ERR_NOMEM, "out of memory"); goto out; }
-    fputs(table, stdout);
-    free(table);
-    if (isnan(ref)) printf("\nevery single device runs out of memory: no speed-up reference\n");
-    printf("\n%d updates x %d samples in %.2f s (this process: %d updates); samples and checkpoint in run %lld\n",
-           reinforce_updates_done(r), ro->samples, wall, reinforce_updates_done(r) - start_update,
-           (long long)run_id);
-out:
-    free(blob);
-    policy_cands_destroy(rows);
-    policy_cands_destroy(base);
-    reinforce_destroy(r);
-    policy_session_close(ss);
+    policy_training_close(t);
     return rc;
 }

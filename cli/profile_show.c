@@ -1,7 +1,11 @@
 /*
  * profile_show.c: `placer profile show`, a profile database printed for a
- * person (machine, devices, links, the node cost table, totals, collective
- * curves) or as JSON. The writing and checking subcommands are
+ * person or as JSON. The text puts the summary first (machine, devices,
+ * links, collectives, totals), so that its first twenty lines read whole
+ * when piped into head, then the node cost table and the collective curves;
+ * --summary stops before them. A figure the profile does not hold (a
+ * measured profile stores no peak FLOP/s, memory bandwidth or launch time)
+ * is printed as "not measured", never as 0. The writing and checking subcommands are
  * cmd_profile.c's.
  */
 #include <getopt.h>
@@ -18,14 +22,17 @@
 
 static void show_usage(FILE *f) {
     fprintf(f,
-            "usage: placer profile show [--db FILE] [--config CFG] [--device N] [--json]\n\n"
-            "Prints a profile database: machine, devices, links (latency, bandwidth, curve\n"
-            "points), the per-node cost table (forward and backward at each micro-batch size,\n"
-            "optimizer, memory), totals per device, and the collective curves when measured\n"
-            "(placer profile --collectives N: time, algorithm and bus bandwidth per size).\n\n"
+            "usage: placer profile show [--db FILE] [--config CFG] [--device N] [--summary] [--json]\n\n"
+            "Prints a profile database, summary first: machine, devices (what the profile stores, \"not\n"
+            "measured\" where it holds nothing, and the fastest node's FLOP/s from the profiled times),\n"
+            "links (latency, bandwidth, curve points), the collective curves measured (placer profile\n"
+            "--collectives N), totals per device; then the per-node cost table (forward and backward at\n"
+            "each micro-batch size, optimizer, memory) and each collective curve (time, algorithm and\n"
+            "bus bandwidth per size).\n\n"
             "  --db FILE     the profile database (default: $PLACER_DB or the shipped profile)\n"
             "  --config CFG  which graph to show when the file holds several (default: the latest)\n"
             "  --device N    device whose node costs are tabled (default 0; totals cover all)\n"
+            "  --summary     the summary only: no node table, no collective curves\n"
             "  --json        machine-readable output with every device's costs\n");
 }
 
@@ -186,10 +193,6 @@ static void format_size_exact(double bytes, char *buf, size_t len) {
 
 /* The collective curves, one table per (op, ranks, transport). */
 static void show_collectives_text(const profile_coll_point *coll, int n_coll) {
-    if (n_coll == 0) {
-        printf("\ncollectives: none measured (placer profile --cpu N --collectives R measures them)\n");
-        return;
-    }
     for (int i = 0; i < n_coll; i++) {
         const profile_coll_point *c = &coll[i];
         if (i == 0 || c->op != coll[i - 1].op || c->ranks != coll[i - 1].ranks ||
@@ -206,9 +209,45 @@ static void show_collectives_text(const profile_coll_point *coll, int n_coll) {
     }
 }
 
-static void show_text(const char *path, const profile_db_machine_row *m, const profile_data *p,
-                      const gpt_config *cfg, const graph *g, profile_db *db, int dev) {
-    char b1[32], b2[32], b3[32];
+/* FLOP/s with a decimal prefix: "329 T", "6.21 G". */
+static void format_flops(double v, char *buf, size_t len) {
+    if (v >= 1e12) snprintf(buf, len, "%.3g T", v / 1e12);
+    else if (v >= 1e9) snprintf(buf, len, "%.3g G", v / 1e9);
+    else snprintf(buf, len, "%.3g M", v / 1e6);
+}
+
+/* Device d's fastest node, in FLOP/s: the graph's forward or backward FLOPs
+ * over the profiled time, at the largest micro-batch size (where kernels run
+ * fullest). Writes "-" when no node has FLOPs and a time. */
+static void best_node_rate(const profile_data *p, const graph *g, int d, char *buf, size_t len) {
+    const int k = p->n_mb - 1, mb = p->mb_sizes[k];
+    double best = 0;
+    int at = -1, at_ph = PHASE_FWD;
+    for (int i = 0; i < p->n_nodes; i++)
+        for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+            const double flops = ph == PHASE_FWD ? g->nodes[i].fwd_flops_per_sample : g->nodes[i].bwd_flops_per_sample;
+            const double us = p->cost_us[profile_cost_index(p, d, k, i, ph)];
+            if (!(flops > 0) || !(us > 0)) continue;
+            const double rate = flops * mb / (us * 1e-6);
+            if (rate > best) {
+                best = rate;
+                at = i;
+                at_ph = ph;
+            }
+        }
+    char rate[32];
+    if (at < 0) {
+        snprintf(buf, len, "-");
+        return;
+    }
+    format_flops(best, rate, sizeof rate);
+    snprintf(buf, len, "%s (%s %s@%d)", rate, g->nodes[at].name, at_ph == PHASE_FWD ? "fwd" : "bwd", mb);
+}
+
+/* Machine, graph and micro-batch sizes. */
+static void show_header(const char *path, const profile_db_machine_row *m, const profile_data *p,
+                        const gpt_config *cfg, const graph *g, profile_db *db) {
+    char b1[32];
     printf("profile %s\n", path);
     char prec[16] = "tf32";
     profile_db_precision(db, prec, sizeof prec);
@@ -222,56 +261,84 @@ static void show_text(const char *path, const profile_db_machine_row *m, const p
            (long long)g->total_params, b1, cfg->batch, cfg->seq_len);
     printf("micro-batch sizes:");
     for (int k = 0; k < p->n_mb; k++) printf(" %d", p->mb_sizes[k]);
-    printf("\n\ndevices\n  %3s  %-20s %10s %12s %12s %9s %5s\n", "idx", "name", "memory", "peak FLOP/s", "mem bw",
-           "launch", "SMs");
+    putchar('\n');
+}
+
+/* One line per device: the stored figures ("not measured" where the profile
+ * holds 0: a measured profile times nodes and probes no peaks) and the best
+ * rate its profiled nodes reached. */
+static void show_devices(const profile_data *p, const graph *g) {
+    char b1[32], b2[32], b3[32], b4[32], b5[96];
+    printf("\ndevices (best node: the fastest node's FLOP/s, graph FLOPs over its profiled time)\n"
+           "  %3s  %-20s %10s %13s %13s %13s %4s  %s\n",
+           "idx", "name", "memory", "peak FLOP/s", "mem bw", "launch", "SMs", "best node");
     for (int d = 0; d < p->n_devices; d++) {
         const profile_device *v = &p->devices[d];
         pl_format_bytes((double)v->mem_bytes, b1, sizeof b1);
-        snprintf(b2, sizeof b2, "%.3g T", v->peak_flops / 1e12);
-        pl_format_bytes(v->mem_bw, b3, sizeof b3);
-        printf("  %3d  %-20s %10s %12s %10s/s %6.1f us %5d\n", d, v->name, b1, v->peak_flops > 0 ? b2 : "-", b3,
-               v->launch_us, v->sm_count);
+        if (v->peak_flops > 0 && isfinite(v->peak_flops)) format_flops(v->peak_flops, b2, sizeof b2);
+        else snprintf(b2, sizeof b2, "not measured");
+        if (v->mem_bw > 0 && isfinite(v->mem_bw)) {
+            pl_format_bytes(v->mem_bw, b3, sizeof b3);
+            strcat(b3, "/s");
+        } else {
+            snprintf(b3, sizeof b3, "not measured");
+        }
+        if (v->launch_us > 0 && isfinite(v->launch_us)) snprintf(b4, sizeof b4, "%.1f us", v->launch_us);
+        else snprintf(b4, sizeof b4, "not measured");
+        best_node_rate(p, g, d, b5, sizeof b5);
+        printf("  %3d  %-20s %10s %13s %13s %13s %4d  %s\n", d, v->name, b1, b2, b3, b4, v->sm_count, b5);
     }
-    if (p->n_devices > 1) {
-        printf("\nlinks (transfer time from the stored curve)\n  %3s %3s  %-12s %10s %12s %6s %10s %10s %10s\n",
-               "src", "dst", "kind", "latency", "bandwidth", "points", "4 KiB", "1 MiB", "100 MiB");
-        for (int a = 0; a < p->n_devices; a++)
-            for (int b = 0; b < p->n_devices; b++) {
-                if (a == b) continue;
-                const profile_link *l = &p->links[a * p->n_devices + b];
-                char kind[64] = "";
-                profile_db_link_kind(db, a, b, kind, sizeof kind);
-                pl_format_bytes(l->bandwidth, b1, sizeof b1);
-                printf("  %3d %3d  %-12s %7.1f us %10s/s %6d %7.1f us %7.1f us %7.1f us\n", a, b, kind[0] ? kind : "-",
-                       l->latency_us, b1, l->n_points, profile_transfer_us(p, a, b, 4096.0),
-                       profile_transfer_us(p, a, b, 1048576.0), profile_transfer_us(p, a, b, 104857600.0));
-            }
+}
+
+/* Each directed link: kind, fitted latency and bandwidth, and the stored
+ * curve's time at three sizes. */
+static void show_links(const profile_data *p, profile_db *db) {
+    if (p->n_devices < 2) return;
+    char b1[32];
+    printf("\nlinks (transfer time from the stored curve)\n  %3s %3s  %-12s %10s %12s %6s %10s %10s %10s\n", "src",
+           "dst", "kind", "latency", "bandwidth", "points", "4 KiB", "1 MiB", "100 MiB");
+    for (int a = 0; a < p->n_devices; a++)
+        for (int b = 0; b < p->n_devices; b++) {
+            if (a == b) continue;
+            const profile_link *l = &p->links[a * p->n_devices + b];
+            char kind[64] = "";
+            profile_db_link_kind(db, a, b, kind, sizeof kind);
+            pl_format_bytes(l->bandwidth, b1, sizeof b1);
+            printf("  %3d %3d  %-12s %7.1f us %10s/s %6d %7.1f us %7.1f us %7.1f us\n", a, b, kind[0] ? kind : "-",
+                   l->latency_us, b1, l->n_points, profile_transfer_us(p, a, b, 4096.0),
+                   profile_transfer_us(p, a, b, 1048576.0), profile_transfer_us(p, a, b, 104857600.0));
+        }
+}
+
+/* One line per collective curve (op, ranks, transport): its sizes and the
+ * best bus bandwidth; the full curves come last (show_collectives_text). */
+static void show_collectives_summary(const profile_coll_point *coll, int n_coll) {
+    if (n_coll == 0) {
+        printf("\ncollectives: none measured (placer profile --cpu N --collectives R measures them)\n");
+        return;
     }
-    printf("\nnode costs on device %d (us; forward and backward per micro-batch size, optimizer once per step)\n",
-           dev);
-    printf("  %3s %-10s %-10s", "idx", "name", "kind");
-    for (int k = 0; k < p->n_mb; k++) {
-        char h1[16], h2[16];
-        snprintf(h1, sizeof h1, "fwd@%d", p->mb_sizes[k]);
-        snprintf(h2, sizeof h2, "bwd@%d", p->mb_sizes[k]);
-        printf(" %9s %9s", h1, h2);
+    printf("\ncollectives (curves at the end)\n");
+    for (int i = 0; i < n_coll;) {
+        int j = i;
+        double best = 0;
+        for (; j < n_coll && coll[j].op == coll[i].op && coll[j].ranks == coll[i].ranks &&
+               !strcmp(coll[j].transport, coll[i].transport);
+             j++) {
+            const double busbw = coll[j].bytes / (coll[j].us * 1e-6) * profile_coll_busbw_factor(coll[j].op, coll[j].ranks);
+            if (busbw > best) best = busbw;
+        }
+        char lo[32], hi[32], bw[32];
+        format_size_exact(coll[i].bytes, lo, sizeof lo);
+        format_size_exact(coll[j - 1].bytes, hi, sizeof hi);
+        pl_format_bytes(best, bw, sizeof bw);
+        printf("  %-15s %2d ranks  %-8s %3d sizes, %s .. %s, best busbw %s/s\n", profile_coll_op_name(coll[i].op),
+               coll[i].ranks, coll[i].transport, j - i, lo, hi, bw);
+        i = j;
     }
-    printf(" %8s %10s %10s %10s %10s %10s\n", "opt", "params", "act/smp", "out/smp", "ws fwd", "ws bwd");
-    for (int i = 0; i < p->n_nodes; i++) {
-        const profile_node_mem *nm = &p->node_mem[i];
-        printf("  %3d %-10s %-10s", i, g->nodes[i].name, op_kind_name(g->nodes[i].kind));
-        for (int k = 0; k < p->n_mb; k++)
-            printf(" %9.1f %9.1f", p->cost_us[profile_cost_index(p, dev, k, i, PHASE_FWD)],
-                   p->cost_us[profile_cost_index(p, dev, k, i, PHASE_BWD)]);
-        char m1[32], m2[32], m3[32], m4[32], m5[32];
-        pl_format_bytes((double)nm->param_bytes, m1, sizeof m1);
-        pl_format_bytes((double)nm->act_bytes_per_sample, m2, sizeof m2);
-        pl_format_bytes((double)nm->out_bytes_per_sample, m3, sizeof m3);
-        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_FWD), m4, sizeof m4);
-        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_BWD), m5, sizeof m5);
-        printf(" %8.1f %10s %10s %10s %10s %10s\n", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2,
-               m3, m4, m5);
-    }
+}
+
+/* Forward, backward and optimizer sums per device, and the 1-device step. */
+static void show_totals(const profile_data *p, const gpt_config *cfg) {
     printf("\ntotals per device (us, sum over all nodes)\n  %3s", "dev");
     for (int k = 0; k < p->n_mb; k++) {
         char h1[16], h2[16];
@@ -299,25 +366,72 @@ static void show_text(const char *path, const profile_db_machine_row *m, const p
         putchar('\n');
     }
     int64_t params = 0;
+    char b1[32], b2[32];
     for (int i = 0; i < p->n_nodes; i++) params += p->node_mem[i].param_bytes;
     pl_format_bytes((double)params, b1, sizeof b1);
     pl_format_bytes(4.0 * (double)params, b2, sizeof b2);
     printf("\nparameters: %s fp32; with gradients and AdamW m and v: %s\n", b1, b2);
 }
 
+/* The per-node cost table of device dev. */
+static void show_nodes(const profile_data *p, const graph *g, int dev) {
+    printf("\nnode costs on device %d (us; forward and backward per micro-batch size, optimizer once per step)\n",
+           dev);
+    printf("  %3s %-10s %-10s", "idx", "name", "kind");
+    for (int k = 0; k < p->n_mb; k++) {
+        char h1[16], h2[16];
+        snprintf(h1, sizeof h1, "fwd@%d", p->mb_sizes[k]);
+        snprintf(h2, sizeof h2, "bwd@%d", p->mb_sizes[k]);
+        printf(" %9s %9s", h1, h2);
+    }
+    printf(" %8s %10s %10s %10s %10s %10s\n", "opt", "params", "act/smp", "out/smp", "ws fwd", "ws bwd");
+    for (int i = 0; i < p->n_nodes; i++) {
+        const profile_node_mem *nm = &p->node_mem[i];
+        printf("  %3d %-10s %-10s", i, g->nodes[i].name, op_kind_name(g->nodes[i].kind));
+        for (int k = 0; k < p->n_mb; k++)
+            printf(" %9.1f %9.1f", p->cost_us[profile_cost_index(p, dev, k, i, PHASE_FWD)],
+                   p->cost_us[profile_cost_index(p, dev, k, i, PHASE_BWD)]);
+        char m1[32], m2[32], m3[32], m4[32], m5[32];
+        pl_format_bytes((double)nm->param_bytes, m1, sizeof m1);
+        pl_format_bytes((double)nm->act_bytes_per_sample, m2, sizeof m2);
+        pl_format_bytes((double)nm->out_bytes_per_sample, m3, sizeof m3);
+        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_FWD), m4, sizeof m4);
+        pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_BWD), m5, sizeof m5);
+        printf(" %8.1f %10s %10s %10s %10s %10s\n", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2,
+               m3, m4, m5);
+    }
+}
+
+/* The text form, summary first so that its head reads whole: machine,
+ * devices, links, collectives, totals; then (unless summary) the node table
+ * and the collective curves. */
+static void show_text(const char *path, const profile_db_machine_row *m, const profile_data *p,
+                      const gpt_config *cfg, const graph *g, profile_db *db, int dev,
+                      const profile_coll_point *coll, int n_coll, int summary) {
+    show_header(path, m, p, cfg, g, db);
+    show_devices(p, g);
+    show_links(p, db);
+    show_collectives_summary(coll, n_coll);
+    show_totals(p, cfg);
+    if (summary) return;
+    show_nodes(p, g, dev);
+    if (n_coll > 0) show_collectives_text(coll, n_coll);
+}
+
 int cmd_profile_show(int argc, char **argv) {
     const char *db_path = NULL, *config = NULL;
-    int json = 0, dev = 0;
+    int json = 0, dev = 0, summary = 0;
     static const struct option opts[] = {{"db", required_argument, 0, 'd'},
                                          {"config", required_argument, 0, 'c'},
                                          {"device", required_argument, 0, 'D'},
                                          {"json", no_argument, 0, 'j'},
+                                         {"summary", no_argument, 0, 's'},
                                          {"help", no_argument, 0, 'h'},
                                          {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
     int c;
-    while ((c = getopt_long(argc, argv, "d:c:D:jh", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "d:c:D:jsh", opts, NULL)) != -1) {
         switch (c) {
         case 'd': db_path = optarg; break;
         case 'c': config = optarg; break;
@@ -330,6 +444,7 @@ int cmd_profile_show(int argc, char **argv) {
             break;
         }
         case 'j': json = 1; break;
+        case 's': summary = 1; break;
         case 'h': show_usage(stdout); return CLI_EXIT_OK;
         default:
             return cli_usage_error("profile show", "unknown or incomplete option '%s'; see placer profile show --help",
@@ -339,6 +454,8 @@ int cmd_profile_show(int argc, char **argv) {
     if (optind < argc)
         return cli_usage_error("profile show", "unexpected argument '%s'; see placer profile show --help",
                                argv[optind]);
+    if (summary && json)
+        return cli_usage_error("profile show", "--summary shortens the text; --json always prints every part, pass one");
     if (!db_path) db_path = cli_default_db();
     if (!db_path)
         return cli_usage_error("profile show", "no profile database found; give --db FILE or set PLACER_DB");
@@ -385,8 +502,7 @@ int cmd_profile_show(int argc, char **argv) {
     if (json) {
         show_json(coll, n_coll, &m, p, &stored, g, db);
     } else {
-        show_text(db_path, &m, p, &stored, g, db, dev);
-        show_collectives_text(coll, n_coll);
+        show_text(db_path, &m, p, &stored, g, db, dev, coll, n_coll, summary);
     }
 out:
     free(coll);

@@ -46,6 +46,7 @@ void layout_default(layout *l) {
     l->recompute = RECOMPUTE_NONE;
     l->prec = PRECISION_BF16;
     l->n_stage_layers = 0;
+    l->sched = SCHED_1F1B;
     l->ep = l->etp = 1;
     l->dispatcher = MOE_DISPATCH_ALLTOALL;
 }
@@ -79,7 +80,7 @@ static char *trim(char *s) {
 }
 
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
-                                   "zero", "mbs", "gbs", "recompute", "precision", "stages",
+                                   "zero", "mbs", "gbs", "recompute", "precision", "stages", "sched",
                                    "ep",  "etp", "dispatcher"};
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] == LAYOUT_KEY_COUNT, "KEYS follows layout_key");
@@ -118,7 +119,7 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         if (k == N_KEYS) {
             st = pl_fail(msg, len, PL_ERR_INVALID,
                          "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
-                         "precision, stages, ep, etp, dispatcher)", key);
+                         "precision, stages, sched, ep, etp, dispatcher)", key);
             goto out;
         }
         if (seen[k]++) {
@@ -196,6 +197,17 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
                 st = pl_fail(msg, len, PL_ERR_INVALID, "layout precision: %s", pm);
                 goto out;
             }
+        } else if (!strcmp(kn, "sched")) {
+            schedule_order o;
+            if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
+                (o != SCHED_1F1B && o != SCHED_ZB_H1 && o != SCHED_ZB_H2 && o != SCHED_ZB_V && o != SCHED_DUALPIPEV)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID,
+                             "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev, not '%.32s' (interleaved "
+                             "is vp > 1)",
+                             val);
+                goto out;
+            }
+            l->sched = o;
         } else { /* stages: slash-separated layer counts */
             int cnt = 0;
             const char *p = val;
@@ -251,6 +263,12 @@ int layout_format(const layout *l, char *buf, size_t len) {
                          l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, z, l->micro_batch, l->global_batch,
                          recompute_kind_name(l->recompute), precision_name(l->prec));
     if (total < 0) return total;
+    if (l->sched != SCHED_1F1B) {
+        size_t off = (size_t)total < len ? (size_t)total : len;
+        int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",sched=%s", schedule_order_name(l->sched));
+        if (w < 0) return w;
+        total += w;
+    }
     if (l->ep != 1 || l->etp != 1 || l->dispatcher != MOE_DISPATCH_ALLTOALL) {
         size_t off = (size_t)total < len ? (size_t)total : len;
         int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",ep=%d,etp=%d,dispatcher=%s", l->ep, l->etp,
@@ -302,10 +320,21 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
                        "dp * mbs (%d * %d = %lld) must divide the global batch (gbs = %d)", l->dp, l->micro_batch,
                        (long long)per, l->global_batch);
     int m = (int)(l->global_batch / per);
-    if (l->vp > 1 && m % l->pp != 0)
+    if (l->vp > 1 && l->sched == SCHED_1F1B && m % l->pp != 0)
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "interleaving needs the micro-batches per pipeline (%d = gbs / (dp * mbs)) to be a multiple "
                        "of pp (%d)", m, l->pp);
+    if (l->sched != SCHED_1F1B) { /* the pipeline orders of schedule.h */
+        const int v = schedule_v_chunks(l->sched);
+        if (l->vp != v)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "sched=%s needs vp=%d (%s), not vp=%d: %d stages over pp=%d", schedule_order_name(l->sched),
+                           v, v == 2 ? "two stages per pipeline rank in a V" : "one stage per rank", l->vp,
+                           l->pp * l->vp, l->pp);
+        char sm[200];
+        if (schedule_check_pipeline(l->sched, l->pp, m, l->pp * l->vp, sm, sizeof sm) != PL_OK)
+            return pl_fail(msg, len, PL_ERR_INVALID, "%s", sm);
+    }
     int chunks = l->pp * l->vp;
     if (l->n_stage_layers != 0 && l->n_stage_layers != chunks)
         return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",

@@ -57,6 +57,7 @@
 
 #include "graph.h"
 #include "precision.h"
+#include "schedule.h"
 #include "status.h"
 
 #define LAYOUT_MAX_CHUNKS 1024 /* pp * vp at most */
@@ -88,6 +89,9 @@ typedef struct {
     int global_batch;       /* sequences per step over all replicas, >= 1 */
     recompute_kind recompute; /* activation recomputation */
     precision prec;         /* GEMM / activation precision */
+    schedule_order sched;   /* pipeline order: 1f1b (default; interleaved when vp > 1), zb-h1,
+                               zb-h2 (vp 1), zb-v or dualpipev (vp 2: a V of 2 pp stages);
+                               text key sched, written only when not 1f1b */
     int n_stage_layers;     /* 0: uniform; else pp * vp entries below */
     /* mixture of experts (Megatron-Core's parallel folding, see above): */
     int ep;                 /* expert-parallel size, >= 1 (1: every rank holds every expert) */
@@ -115,6 +119,7 @@ pl_status layout_parse(const char *text, layout *out, char *msg, size_t len);
 typedef enum {
     LAYOUT_KEY_TP = 0, LAYOUT_KEY_SP, LAYOUT_KEY_CP, LAYOUT_KEY_PP, LAYOUT_KEY_VP, LAYOUT_KEY_DP,
     LAYOUT_KEY_ZERO, LAYOUT_KEY_MBS, LAYOUT_KEY_GBS, LAYOUT_KEY_RECOMPUTE, LAYOUT_KEY_PRECISION, LAYOUT_KEY_STAGES,
+    LAYOUT_KEY_SCHED,
     LAYOUT_KEY_EP, LAYOUT_KEY_ETP, LAYOUT_KEY_DISPATCHER,
     LAYOUT_KEY_COUNT
 } layout_key;

@@ -41,6 +41,7 @@ void profile_data_destroy(profile_data *p) {
     free(p->node_mem);
     free(p->mb_sizes);
     free(p->cost_us);
+    free(p->w_frac);
     free(p);
 }
 
@@ -122,6 +123,14 @@ pl_status profile_data_clone(const profile_data *p, profile_data **out) {
     memcpy(q->node_mem, p->node_mem, sizeof *p->node_mem * (size_t)p->n_nodes);
     memcpy(q->cost_us, p->cost_us,
            sizeof *p->cost_us * (size_t)p->n_devices * p->n_mb * p->n_nodes * PHASE_COUNT);
+    if (p->w_frac) {
+        q->w_frac = malloc(sizeof *q->w_frac * (size_t)p->n_nodes);
+        if (!q->w_frac) {
+            profile_data_destroy(q);
+            return PL_ERR_NOMEM;
+        }
+        memcpy(q->w_frac, p->w_frac, sizeof *q->w_frac * (size_t)p->n_nodes);
+    }
     for (int i = 0; i < p->n_devices * p->n_devices; i++) {
         const profile_link *a = &p->links[i];
         profile_link *b = &q->links[i];
@@ -144,4 +153,14 @@ int64_t profile_backend_workspace(const profile_data *p) {
             if (ws < 0 || w < ws) ws = w;
         }
     return ws > 0 ? ws : 0;
+}
+
+double profile_w_frac(const profile_data *p, const graph *g, int i) {
+    if (p && p->w_frac && i >= 0 && i < p->n_nodes) return p->w_frac[i];
+    if (!g || i < 0 || i >= g->n_nodes) return 0.0;
+    const graph_node *nd = &g->nodes[i];
+    if (nd->kind != OP_ATTENTION && nd->kind != OP_MLP && nd->kind != OP_HEAD) return 0.0;
+    if (nd->params <= 0 || nd->bwd_flops_per_sample <= 0) return 0.0;
+    const double w = 2.0 * (double)nd->params * (double)g->cfg.seq_len / nd->bwd_flops_per_sample;
+    return w < 1.0 ? w : 1.0;
 }

@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "graph.h"
 #include "status.h"
 
 typedef enum { PHASE_FWD = 0, PHASE_BWD, PHASE_OPT, PHASE_COUNT } cost_phase;
@@ -74,6 +75,9 @@ typedef struct {
     profile_link *links;              /* [src * n_devices + dst]; diagonal unused */
     int bf16;                         /* measured in the engine's bf16 mode (the store's precision):
                                          the step keeps its gradients' zero on the compute stream */
+    double *w_frac;                   /* [n_nodes] the share of each node's backward cost that is
+                                         its weight gradient (W; the rest is the input gradient B),
+                                         as measured; NULL: derived from the graph (profile_w_frac) */
 } profile_data;
 
 /* Allocate a zeroed profile. mb_sizes (n_mb entries, ascending, positive) is
@@ -85,6 +89,15 @@ pl_status profile_data_create(int n_devices, int n_nodes, int n_mb, const int *m
 
 /* Free a profile and its curves. Accepts NULL. */
 void profile_data_destroy(profile_data *p);
+
+/* The share of node i's backward cost that is its weight gradient (W),
+ * 0..1: the profile's measured split (w_frac) where it has one, else from
+ * the node's GEMM FLOPs: a node whose parameters are GEMM weights
+ * (attention, MLP, head) spends 2 * params * T FLOPs per sample on their
+ * gradients (dW = dY^T X), the rest of its backward FLOPs on the input
+ * gradient and elementwise work; the embedding, norms, residuals and the
+ * loss have no W of their own (0: their backward stays one call). */
+double profile_w_frac(const profile_data *p, const graph *g, int i);
 
 /* Index of (dev, mb index k, node, phase) in cost_us. */
 static inline size_t profile_cost_index(const profile_data *p, int dev, int k, int node, int phase) {

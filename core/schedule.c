@@ -10,6 +10,10 @@ const char *schedule_order_name(schedule_order o) {
     case SCHED_GPIPE: return "gpipe";
     case SCHED_1F1B: return "1f1b";
     case SCHED_INTERLEAVED: return "interleaved";
+    case SCHED_ZB_H1: return "zb-h1";
+    case SCHED_ZB_H2: return "zb-h2";
+    case SCHED_ZB_V: return "zb-v";
+    case SCHED_DUALPIPEV: return "dualpipev";
     default: return "unknown";
     }
 }
@@ -21,7 +25,7 @@ pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg,
             return PL_OK;
         }
     return pl_fail(msg, len, PL_ERR_SCHEDULE,
-                   "unknown schedule '%s' (use gpipe, 1f1b or interleaved)", text ? text : "");
+                   "unknown schedule '%s' (use gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or dualpipev)", text ? text : "");
 }
 
 pl_status schedule_parse_micro_batches(const char *text, int *out, char *msg, size_t len) {
@@ -50,4 +54,286 @@ pl_status schedule_validate(const schedule *s, int batch, char *msg, size_t len)
     if (s->chunks != 1 && s->order != SCHED_INTERLEAVED)
         return pl_fail(msg, len, PL_ERR_SCHEDULE, "chunks > 1 needs the interleaved schedule");
     return PL_OK;
+}
+
+/* ---- the per-rank orders ------------------------------------------------- */
+
+int schedule_splits_backward(schedule_order o) {
+    return o == SCHED_ZB_H1 || o == SCHED_ZB_H2 || o == SCHED_ZB_V || o == SCHED_DUALPIPEV;
+}
+
+int schedule_v_chunks(schedule_order o) { return o == SCHED_ZB_V || o == SCHED_DUALPIPEV ? 2 : 1; }
+
+int schedule_stage_of(schedule_order o, int p, int r, int chunk) {
+    if (schedule_v_chunks(o) == 2 && chunk == 1) return 2 * p - 1 - r;
+    return r;
+}
+
+pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, char *msg, size_t len) {
+    if (p < 1 || m < 1) return pl_fail(msg, len, PL_ERR_SCHEDULE, "a pipeline needs at least one rank and one micro-batch");
+    if (o == SCHED_DUALPIPEV && m < 2 * p)
+        return pl_fail(msg, len, PL_ERR_SCHEDULE,
+                       "dualpipev needs at least 2 micro-batches per pipeline rank: %d micro-batches over %d ranks "
+                       "(use %d or more)",
+                       m, p, 2 * p);
+    if (schedule_v_chunks(o) == 2 && stages > 0 && stages != 2 * p)
+        return pl_fail(msg, len, PL_ERR_SCHEDULE,
+                       "%s needs two stages per rank in a V (stage r and stage 2p-1-r on rank r): %d stages over %d "
+                       "ranks, expected %d%s",
+                       schedule_order_name(o), stages, p, 2 * p, stages % 2 ? " (an odd stage count cannot fold)" : "");
+    return PL_OK;
+}
+
+static int put(schedule_op *out, int k, int kind, int chunk, int mb, int overlap) {
+    out[k] = (schedule_op){kind, chunk, mb, overlap};
+    return k + 1;
+}
+
+/* 1f1b (fused backwards) and zb-h1: w = min(m, p-1-r) warm-up forwards,
+ * then one forward and one backward; zb-h1 splits each backward and keeps
+ * r W passes pending (the drain's B passes of rank r arrive r B-times after
+ * the last rank's, which the pending W passes fill), running the rest. */
+static int order_one_f_one_b(int p, int r, int m, int zb, schedule_op *out) {
+    int w = p - 1 - r;
+    if (w > m) w = m;
+    int k = 0, nf = 0, nb = 0, nw = 0;
+    while (nf < w) k = put(out, k, SOP_F, 0, nf++, 0);
+    while (nb < m) {
+        if (nf < m) k = put(out, k, SOP_F, 0, nf++, 0);
+        if (!zb) {
+            k = put(out, k, SOP_BW, 0, nb++, 0);
+            continue;
+        }
+        k = put(out, k, SOP_B, 0, nb++, 0);
+        if (nb - nw > r) k = put(out, k, SOP_W, 0, nw++, 0);
+    }
+    while (nw < m && zb) k = put(out, k, SOP_W, 0, nw++, 0);
+    return k;
+}
+
+/* DeepSeek's DualPipeV, phase by phase (dualpipe/dualpipev.py's step):
+ * chunk c's forwards and backwards each take micro-batches in order; a
+ * split backward queues its W, which a later W op runs (first in, first out). */
+typedef struct {
+    schedule_op *out;
+    int k, nf[2], nb[2], wq[64 * 1024], wh, wt; /* wq: queued W (chunk << 24 | mb) */
+} dpv;
+
+static void dpv_f(dpv *s, int c, int overlap) { s->k = put(s->out, s->k, SOP_F, c, s->nf[c]++, overlap); }
+static void dpv_b(dpv *s, int c, int zb) {
+    if (zb) s->wq[s->wt++] = c << 24 | s->nb[c];
+    s->k = put(s->out, s->k, zb ? SOP_B : SOP_BW, c, s->nb[c]++, 0);
+}
+static void dpv_w(dpv *s) {
+    const int e = s->wq[s->wh++];
+    s->k = put(s->out, s->k, SOP_W, e >> 24, e & 0xffffff, 0);
+}
+
+static int order_dualpipev(int p, int r, int m, schedule_op *out) {
+    if (m < 2 * p || 2 * m > (int)(sizeof ((dpv *)0)->wq / sizeof(int))) return -1;
+    dpv *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    s->out = out;
+    for (int i = 0; i < 2 * (p - r - 1); i++) dpv_f(s, 0, 0);        /* 1: nF0 */
+    for (int i = 0; i < r + 1; i++) { dpv_f(s, 0, 0); dpv_f(s, 1, 0); } /* 2: nF0F1 */
+    for (int i = 0; i < p - r - 1; i++) { dpv_b(s, 1, 1); dpv_w(s); dpv_f(s, 1, 0); } /* 3: nB1W1F1 */
+    for (int i = 0; i < m - 2 * p + r + 1; i++) { /* 4: nF0B1F1B0, overlapped pairs */
+        /* the last rank's first pair runs apart (DeepSeek: a smaller bubble) */
+        dpv_f(s, 0, !(i == 0 && r == p - 1));
+        dpv_b(s, 1, 0);
+        dpv_f(s, 1, 1);
+        dpv_b(s, 0, 0);
+    }
+    for (int i = 0; i < p - r - 1; i++) { dpv_b(s, 1, 0); dpv_f(s, 1, 1); dpv_b(s, 0, 0); } /* 5: nB1F1B0 */
+    int zb = 0;
+    for (int i = 0; i < r + 1; i++) { /* 6: nB1B0, the second half split */
+        if (i == (r + 1) / 2 && r % 2 == 1) zb = 1;
+        dpv_b(s, 1, zb);
+        if (i == (r + 1) / 2 && r % 2 == 0) zb = 1;
+        dpv_b(s, 0, zb);
+    }
+    for (int i = 0; i < p - r - 1; i++) { dpv_w(s); dpv_b(s, 0, 1); } /* 7: nWB0 */
+    while (s->wh < s->wt) dpv_w(s); /* 8: nW (rank + 1 of them) */
+    const int k = s->k;
+    free(s);
+    return k;
+}
+
+/* zb-h2 and zb-v: a list schedule at unit costs (F = B = W = 1, free
+ * transfers) over all p ranks at once, each rank taking, whenever it is
+ * free, the op ready earliest, ties broken B before F before W (B before
+ * F is 1F1B's rule; W fills what is left), a later stage's op first;
+ * a forward only while the rank holds fewer than lim_b micro-batches
+ * between F and B and fewer than lim_w between F and W (the memory rule).
+ * zb-h2: lim_b = 2(p-r)-1, lim_w = 2p-1 (one chunk); zb-v: two chunks,
+ * lim_b unbounded, lim_w = 2p chunk activations. */
+static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out) {
+    const int v = schedule_v_chunks(o), S = v * p;
+    double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
+    int *cnt = calloc((size_t)p * 6, sizeof *cnt); /* per rank: nf[2], nb[2], inb, inw */
+    double *fr = calloc((size_t)p, sizeof *fr);
+    int *wq = malloc(sizeof *wq * (size_t)p * v * m), *wh = calloc((size_t)p * 2, sizeof *wh);
+    int k = -1;
+    if (!fd || !bd || !cnt || !fr || !wq || !wh) goto out;
+    for (size_t i = 0; i < (size_t)S * m; i++) fd[i] = bd[i] = -1;
+    k = 0;
+    const int total = 3 * S * m;
+    for (int done = 0; done < total; done++) {
+        /* the rank and op that can start first (lowest rank on a tie) */
+        double bt = 0;
+        int br = -1, bkind = 0, bc = 0, bj = 0;
+        for (int r = 0; r < p; r++) {
+            int *c = cnt + 6 * r;
+            const int lim_b = o == SCHED_ZB_H2 ? 2 * (p - r) - 1 : 1 << 30, lim_w = o == SCHED_ZB_H2 ? 2 * p - 1 : 2 * p;
+            double t = 0;
+            int kind = -1, ch = 0, j = 0, pri = 9, sg = 0;
+            for (int cc = 0; cc < v; cc++) {
+                const int s = schedule_stage_of(o, p, r, cc);
+                if (c[2 + cc] < m) { /* B */
+                    const int jj = c[2 + cc];
+                    double d1 = fd[(size_t)s * m + jj], d2 = s < S - 1 ? bd[(size_t)(s + 1) * m + jj] : 0;
+                    if (d1 >= 0 && d2 >= 0) {
+                        double tt = fr[r];
+                        if (d1 > tt) tt = d1;
+                        if (d2 > tt) tt = d2;
+                        if (kind < 0 || tt < t || (tt == t && (0 < pri || (0 == pri && s > sg)))) {
+                            t = tt; kind = SOP_B; ch = cc; j = jj; pri = 0; sg = s;
+                        }
+                    }
+                }
+                if (c[cc] < m && c[4] < lim_b && c[5] < lim_w) { /* F */
+                    const int jj = c[cc];
+                    double d1 = s > 0 ? fd[(size_t)(s - 1) * m + jj] : 0;
+                    if (d1 >= 0) {
+                        double tt = fr[r] > d1 ? fr[r] : d1;
+                        if (kind < 0 || tt < t || (tt == t && (1 < pri || (1 == pri && s > sg)))) {
+                            t = tt; kind = SOP_F; ch = cc; j = jj; pri = 1; sg = s;
+                        }
+                    }
+                }
+            }
+            if (wh[2 * r] < wh[2 * r + 1] && (kind < 0 || fr[r] < t)) { /* W: ready now, last on ties */
+                const int e = wq[(size_t)r * v * m + wh[2 * r]];
+                t = fr[r]; kind = SOP_W; ch = e >> 24; j = e & 0xffffff;
+            }
+            if (kind >= 0 && (br < 0 || t < bt)) {
+                bt = t; br = r; bkind = kind; bc = ch; bj = j;
+            }
+        }
+        if (br < 0) { k = -1; goto out; } /* cannot happen: some op is always ready */
+        int *c = cnt + 6 * br;
+        const int s = schedule_stage_of(o, p, br, bc);
+        fr[br] = bt + 1;
+        if (bkind == SOP_F) {
+            fd[(size_t)s * m + bj] = bt + 1;
+            c[bc]++; c[4]++; c[5]++;
+        } else if (bkind == SOP_B) {
+            bd[(size_t)s * m + bj] = bt + 1;
+            c[2 + bc]++; c[4]--;
+            wq[(size_t)br * v * m + wh[2 * br + 1]++] = bc << 24 | bj;
+        } else {
+            wh[2 * br]++; c[5]--;
+        }
+        if (br == rank) k = put(out, k, bkind, bc, bj, 0);
+    }
+out:
+    free(fd); free(bd); free(cnt); free(fr); free(wq); free(wh);
+    return k;
+}
+
+int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out) {
+    if (p < 1 || r < 0 || r >= p || m < 1 || !out || m > 0xffffff) return -1;
+    switch (o) {
+    case SCHED_GPIPE: {
+        int k = 0;
+        for (int j = 0; j < m; j++) k = put(out, k, SOP_F, 0, j, 0);
+        for (int j = 0; j < m; j++) k = put(out, k, SOP_BW, 0, j, 0);
+        return k;
+    }
+    case SCHED_1F1B: return order_one_f_one_b(p, r, m, 0, out);
+    case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, out);
+    case SCHED_ZB_H2:
+    case SCHED_ZB_V: return order_list(o, p, r, m, out);
+    case SCHED_DUALPIPEV: return order_dualpipev(p, r, m, out);
+    default: return -1;
+    }
+}
+
+int schedule_peak_stash_rule(schedule_order o, int p, int r, int m) {
+    int v;
+    switch (o) {
+    case SCHED_GPIPE: return m;
+    case SCHED_1F1B: v = p - r; return v < m ? v : m;
+    case SCHED_ZB_H1: return p < m ? p : m;
+    case SCHED_ZB_H2: v = 2 * p - 1; return v < m ? v : m;
+    case SCHED_ZB_V: return 2 * p < 2 * m ? 2 * p : 2 * m;
+    case SCHED_DUALPIPEV: return 2 * p + 1 < 2 * m ? 2 * p + 1 : 2 * m;
+    default: return -1;
+    }
+}
+
+double schedule_eval_ideal(schedule_order o, int p, int m, double F, double B, double W, double *busy,
+                           double *first, double *last, int *peak) {
+    const int v = schedule_v_chunks(o), S = v * p, cap = schedule_max_ops(o, m);
+    schedule_op *ops = malloc(sizeof *ops * (size_t)cap * p);
+    int *n = calloc((size_t)p, sizeof *n), *pos = calloc((size_t)p, sizeof *pos), *held = calloc((size_t)p, sizeof *held);
+    double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
+    double *fr = calloc((size_t)p, sizeof *fr), step = -1;
+    if (!ops || !n || !pos || !held || !fd || !bd || !fr) goto out;
+    int left = 0;
+    for (int r = 0; r < p; r++) {
+        n[r] = schedule_rank_ops(o, p, r, m, ops + (size_t)r * cap);
+        if (n[r] < 0) goto out;
+        left += n[r];
+        if (busy) busy[r] = 0;
+        if (first) first[r] = -1;
+        if (peak) peak[r] = 0;
+    }
+    for (size_t i = 0; i < (size_t)S * m; i++) fd[i] = bd[i] = -1;
+    while (left > 0) {
+        int progress = 0;
+        for (int r = 0; r < p; r++)
+            while (pos[r] < n[r]) {
+                const schedule_op *q = ops + (size_t)r * cap + pos[r];
+                const int s = schedule_stage_of(o, p, r, q->chunk), j = q->mb;
+                double dep = 0, d2 = 0, dur;
+                if (q->kind == SOP_F) {
+                    dep = s > 0 ? fd[(size_t)(s - 1) * m + j] : 0;
+                    dur = F;
+                } else if (q->kind == SOP_W) {
+                    dep = bd[(size_t)s * m + j];
+                    dur = W;
+                } else {
+                    dep = fd[(size_t)s * m + j];
+                    d2 = s < S - 1 ? bd[(size_t)(s + 1) * m + j] : 0;
+                    dur = q->kind == SOP_BW ? B + W : B;
+                }
+                if (dep < 0 || d2 < 0) break;
+                double t = fr[r];
+                if (dep > t) t = dep;
+                if (d2 > t) t = d2;
+                if (first && first[r] < 0) first[r] = t;
+                fr[r] = t + dur;
+                if (busy) busy[r] += dur;
+                if (q->kind == SOP_F) {
+                    fd[(size_t)s * m + j] = t + dur;
+                    if (++held[r] > 0 && peak && held[r] > peak[r]) peak[r] = held[r];
+                } else {
+                    if (q->kind != SOP_W) bd[(size_t)s * m + j] = t + dur;
+                    if (q->kind != SOP_B) held[r]--;
+                }
+                pos[r]++;
+                left--;
+                progress = 1;
+            }
+        if (!progress) goto out; /* a deadlocked order */
+    }
+    step = 0;
+    for (int r = 0; r < p; r++) {
+        if (last) last[r] = fr[r];
+        if (fr[r] > step) step = fr[r];
+    }
+out:
+    free(ops); free(n); free(pos); free(held); free(fd); free(bd); free(fr);
+    return step;
 }

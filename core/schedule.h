@@ -6,6 +6,24 @@
  *   1f1b         PipeDream-Flush: warm-up forwards, then alternate one
  *                forward and one backward, then drain the backwards
  *   interleaved  1F1B with v chunks per device (contiguous chunk placements)
+ *   zb-h1        zero bubble H1 (Qi et al., ICLR 2024): 1F1B's forwards and
+ *                input-gradient backwards (B), each weight-gradient pass (W)
+ *                deferred: rank r keeps r of them pending and runs them in
+ *                the drain. Memory: min(m, p) micro-batches held on every
+ *                rank (1F1B's rank 0); bubble (p-1)(F+B-W) (m >= p)
+ *   zb-h2        zero bubble H2: 2(p-1-r)+1 in-flight forwards, W filling
+ *                the rest; min(m, 2p-1) micro-batches held on every rank;
+ *                no bubble inside a rank's span for m >= 2p (F = B = W)
+ *   zb-v         the V-shaped zero-bubble order (NeurIPS 2024): two chunks
+ *                per rank, chunk 0 = stage r, chunk 1 = stage 2p-1-r, at
+ *                most 2p chunk activations held (1F1B's p micro-batches)
+ *   dualpipev    DeepSeek's DualPipeV (the V half of DualPipe): the same V
+ *                stages, eight phases, overlapped pairs of one chunk's
+ *                forward with the other chunk's backward; m >= 2p
+ *
+ * B and W: the orders after interleaved split a backward into B (the
+ * input gradient) and W (the weight gradient) where they say so (see
+ * schedule_rank_ops); a fused backward (SOP_BW) is B then W in one call.
  *
  * The optimizer step (AdamW) runs on each device, for the parameters placed
  * there, after that device's last backward.
@@ -17,7 +35,16 @@
 
 #include "status.h"
 
-typedef enum { SCHED_GPIPE = 0, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ORDER_COUNT } schedule_order;
+typedef enum {
+    SCHED_GPIPE = 0,
+    SCHED_1F1B,
+    SCHED_INTERLEAVED,
+    SCHED_ZB_H1,
+    SCHED_ZB_H2,
+    SCHED_ZB_V,
+    SCHED_DUALPIPEV,
+    SCHED_ORDER_COUNT
+} schedule_order;
 
 typedef struct {
     int micro_batches;    /* m; divides the batch */
@@ -25,7 +52,7 @@ typedef struct {
     int chunks;           /* v, chunks per device for interleaved; 1 otherwise */
 } schedule;
 
-/* "gpipe", "1f1b", "interleaved". */
+/* "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev". */
 const char *schedule_order_name(schedule_order o);
 
 /* Parse an order name (case-sensitive). PL_ERR_SCHEDULE with a message
@@ -44,5 +71,68 @@ static inline schedule schedule_make(int m, schedule_order o) {
     schedule s = {m, o, 1};
     return s;
 }
+
+/* ---- the per-rank orders (one description for both simulators and the engine) ---- */
+
+typedef enum {
+    SOP_F = 0, /* forward */
+    SOP_B,     /* input-gradient backward (its W comes later) */
+    SOP_W,     /* weight-gradient backward of an earlier B */
+    SOP_BW     /* the whole backward in one call (B then W) */
+} schedule_op_kind;
+
+typedef struct {
+    int kind;    /* schedule_op_kind */
+    int chunk;   /* the rank's chunk: 0, or 1 for the V orders' second chunk */
+    int mb;      /* micro-batch 0..m-1 */
+    int overlap; /* dualpipev: this op and the next run as one overlapped
+                    pair (a forward of one chunk beside a backward of the
+                    other); 0 otherwise */
+} schedule_op;
+
+/* The order splits backwards into B and W (zb-h1, zb-h2, zb-v, dualpipev). */
+int schedule_splits_backward(schedule_order o);
+
+/* Chunks per rank: 2 for the V orders (zb-v, dualpipev), 1 otherwise
+ * (interleaved's v is the schedule's own chunks field). */
+int schedule_v_chunks(schedule_order o);
+
+/* The pipeline stage (0 .. chunks*p-1, model order) of a rank's chunk:
+ * the V orders put chunk 0 at stage r and chunk 1 at stage 2p-1-r; the
+ * others stage r (chunk 0 only). */
+int schedule_stage_of(schedule_order o, int p, int r, int chunk);
+
+/* What an order needs of p ranks and m micro-batches, as one line:
+ * dualpipev m >= 2p (DeepSeek's assertion: its eight phases need 2p
+ * micro-batches; the others take any m >= 1); and where stages (the pipeline's stage count, 0 to skip the
+ * check) is given, the V orders need stages == 2p (an even count, two per
+ * rank). PL_ERR_SCHEDULE on failure. */
+pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, char *msg, size_t len);
+
+/* The most ops rank's order has: 3 * chunks * m. */
+static inline int schedule_max_ops(schedule_order o, int m) { return 3 * schedule_v_chunks(o) * m; }
+
+/* Rank r's order (0 <= r < p) of gpipe, 1f1b, zb-h1, zb-h2, zb-v or
+ * dualpipev for m micro-batches into out[0 .. schedule_max_ops): every
+ * (chunk, mb) has one F and either one BW or one B and one W after it.
+ * Returns the count, or -1 for interleaved (its order is the simulator's
+ * pipe_order_rank), a bad argument, or no memory (zb-h2 and zb-v are built
+ * by a list schedule at unit costs; see schedule.c). */
+int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out);
+
+/* Peak stashed activations on rank r by the order's memory rule, in
+ * chunk activations (a micro-batch's activations of one chunk, held from
+ * its F to its W or BW): gpipe m; 1f1b min(m, p-r); zb-h1 min(m, p);
+ * zb-h2 min(m, 2p-1); zb-v min(2m, 2p); dualpipev min(2m, 2p+1) (DeepSeek's
+ * PP+1 activations of the V's double stages). */
+int schedule_peak_stash_rule(schedule_order o, int p, int r, int m);
+
+/* The order run on an ideal pipeline of p ranks: ops take F, B, W (a BW
+ * takes B + W; an overlapped pair takes its two ops' sum), transfers are
+ * free. Per rank (arrays of p, any may be NULL): busy time, first start,
+ * last end, peak stashed chunk activations. Returns the step (the last
+ * end), or -1 on failure (bad argument, no memory, a deadlocked order). */
+double schedule_eval_ideal(schedule_order o, int p, int m, double F, double B, double W, double *busy,
+                           double *first, double *last, int *peak);
 
 #endif

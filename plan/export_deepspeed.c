@@ -88,6 +88,9 @@ int plan_export_deepspeed(FILE *f, const gpt_config *cfg, const layout *l, const
              l->zero == ZERO_FSDP ? "fsdp" : l->zero == ZERO_3 ? "3" : "2");
     if (l->vp > 1)
         NOTE("DeepSpeed has no interleaved schedule: vp=%d written as one chunk per stage with the same layers", l->vp);
+    if (l->sched != SCHED_1F1B)
+        NOTE("DeepSpeed's pipeline engine has no zero-bubble or DualPipe schedule: sched=%s written as its 1F1B",
+             schedule_order_name(l->sched));
     if (l->tp > 1)
         NOTE("tensor parallelism tp=%d%s comes from Megatron-DeepSpeed (--tensor-model-parallel-size), not the config",
              l->tp, l->sp ? " with sequence parallelism" : "");

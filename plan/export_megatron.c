@@ -86,6 +86,15 @@ int plan_export_megatron(FILE *f, const gpt_config *cfg, const layout *l, const 
     if (l->zero == ZERO_2 && l->dp > 1)
         rc |= fprintf(f, "# zero=2: Megatron-LM's distributed optimizer shards the optimizer state and "
                          "reduce-scatters the gradients (ZeRO-1 memory, ZeRO-2 traffic)\n") < 0;
+    if (l->sched != SCHED_1F1B && l->pp > 1) /* the split orders: none in Megatron-LM itself */
+        rc |= fprintf(f,
+                      "# sched=%s: Megatron-LM has no zero-bubble or DualPipe schedule option; written as %s. "
+                      "The zero-bubble authors' fork (sail-sg/zero-bubble-pipeline-parallelism) runs %s\n",
+                      schedule_order_name(l->sched),
+                      schedule_v_chunks(l->sched) == 2 ? "interleaved 1F1B with 2 chunks a stage (not a V)" : "1F1B",
+                      l->sched == SCHED_ZB_V      ? "ZB-V with --zero-bubble-v-schedule"
+                      : l->sched == SCHED_DUALPIPEV ? "no DualPipeV (DeepSeek's DualPipe repository does)"
+                                                    : "ZB-H1/H2 with --enable-zero-bubble") < 0;
     rc |= fprintf(f, "--num-layers %d%s--hidden-size %d%s--ffn-hidden-size %d%s--num-attention-heads %d%s",
                   cfg->n_layers, nl, cfg->d_model, nl, dff, nl, cfg->n_heads, nl) < 0;
     if (kv != cfg->n_heads) rc |= fprintf(f, "--group-query-attention%s--num-query-groups %d%s", nl, kv, nl) < 0;

@@ -11,7 +11,11 @@
  * sequence (sp). Split points name the first module of every chunk after
  * the first, "layers.N" in the model's own numbering, so the embedding sits
  * in the first chunk and the final norm, head and loss in the last; with
- * vp > 1 the looped schedule Interleaved1F1B takes pp * vp chunks.
+ * vp > 1 the looped schedule Interleaved1F1B takes pp * vp chunks. The
+ * layout's sched: zb-v is ZBVZeroBubble and dualpipev DualPipeV (both V
+ * schedules of two stages per rank: pp * 2 chunks, the split points in
+ * model order; torchtitan places them in a V itself), zb-h1 and zb-h2
+ * InterleavedZeroBubble with one stage per rank (a comment says so).
  */
 #include <stdio.h>
 
@@ -43,7 +47,18 @@ int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, cons
         rc |= fprintf(f, "expert_tensor_parallel_degree = %d\n", l->etp > 1 ? l->etp : 1) < 0;
     }
     if (l->pp > 1) {
-        rc |= fprintf(f, "pipeline_parallel_schedule = \"%s\"\n", l->vp > 1 ? "Interleaved1F1B" : "1F1B") < 0;
+        /* the split orders (layout sched=): torchtitan's names where it runs them */
+        const char *ps = l->vp > 1 ? "Interleaved1F1B" : "1F1B";
+        if (l->sched == SCHED_ZB_V) ps = "ZBVZeroBubble";
+        else if (l->sched == SCHED_DUALPIPEV) ps = "DualPipeV";
+        else if (l->sched == SCHED_ZB_H1 || l->sched == SCHED_ZB_H2) {
+            ps = "InterleavedZeroBubble";
+            rc |= fprintf(f, "# sched=%s: torchtitan has no single-stage zero-bubble schedule; InterleavedZeroBubble "
+                             "(its looped zero-bubble schedule: B and W apart) with one stage per rank%s\n",
+                          schedule_order_name(l->sched),
+                          l->sched == SCHED_ZB_H2 ? ", at ZB-H1's memory (no ZB-H2 memory setting)" : "") < 0;
+        }
+        rc |= fprintf(f, "pipeline_parallel_schedule = \"%s\"\n", ps) < 0;
         rc |= fprintf(f, "pipeline_parallel_split_points = [") < 0;
         int first = 0;
         for (int c = 0; c + 1 < l->pp * l->vp; c++) {

@@ -130,6 +130,9 @@ typedef struct {
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
     int fix_recompute, fix_zero;                          /* -1: searched */
     const layout_sim_params *sim; /* NULL: layout_sim_params_default */
+    unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
+                                1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
+                                0 (default): none */
 } plan_options;
 
 /* Defaults above; gpus and global_batch 0 (the caller sets them), bf16,
@@ -141,6 +144,23 @@ void plan_options_default(plan_options *o);
  * order; the layout text form's keys). PL_ERR_INVALID naming the bad key
  * or value; *o untouched then. */
 pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len);
+
+/* The best layout's step with each pipeline order beside its own: 1f1b
+ * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev (vp 2),
+ * the rest of the layout kept (uniform stages). A row whose layout is
+ * invalid (dualpipev with m < 2pp, pp 1, ...) has ok 0 and why. */
+typedef struct {
+    schedule_order sched;    /* SCHED_INTERLEAVED: 1f1b with vp 2 */
+    int ok;                  /* simulated */
+    char why[120];           /* when not */
+    layout l;
+    double step_us, bubble_us;
+    int64_t peak_bytes;
+    int fits;
+} plan_sched_row;
+#define PLAN_SCHED_ROWS 6
+pl_status plan_schedule_rows(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *best,
+                             plan_sched_row rows[PLAN_SCHED_ROWS], char *msg, size_t len);
 
 /* One simulated layout. */
 typedef struct {

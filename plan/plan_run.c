@@ -139,6 +139,11 @@ pl_status plan_run(const plan_run_options *o, plan_run_result *out, char *msg, s
     }
     out->best = out->res->n_top > 0 ? &out->res->top[0] : NULL;
     if (out->best && o->splits) compare_splits(out, so->sim);
+    if (out->best && o->schedules) {
+        st = plan_schedule_rows(&out->model.cfg, &out->clu, so->sim, &out->best->l, out->sched, msg, len);
+        if (st != PL_OK) return st;
+        out->n_sched = PLAN_SCHED_ROWS;
+    }
     if (out->best && o->trace_path) st = write_trace(out, so->sim, o->trace_path, msg, len);
     return st;
 }

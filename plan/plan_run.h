@@ -32,6 +32,8 @@ typedef struct {
     plan_options search;      /* the search's options; gpus and global_batch are set here */
     const char *compare;      /* a layout text to simulate too, or NULL */
     int splits;               /* 1: compare the best layout's stage splits */
+    int schedules;            /* 1: the best layout's step under each pipeline order (search.sched_mask
+                                 says which orders the search itself tries) */
     const char *trace_path;   /* the best layout's Chrome trace, or NULL */
     plan_progress_fn progress; /* may be NULL */
     void *progress_ctx;
@@ -56,6 +58,8 @@ typedef struct {
     plan_entry cmp;           /* its layout and result */
     int n_splits;             /* PLAN_SPLIT_ROWS with --splits and a best layout, else 0 */
     plan_split_row splits[PLAN_SPLIT_ROWS];
+    int n_sched;              /* PLAN_SCHED_ROWS with schedules and a best layout, else 0 */
+    plan_sched_row sched[PLAN_SCHED_ROWS];
 } plan_run_result;
 
 /* Run the plan o into *out (free with plan_run_free, also after a failure).

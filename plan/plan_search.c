@@ -169,6 +169,7 @@ static int64_t largest_memory(const cluster *c) {
  * of layout_stage_memory): 1F1B min(m, pp - s); interleaved Megatron's
  * warm-up 2 (pp - s - 1) + (vp - 1) pp + 1, at most m vp. */
 static int stage_in_flight(const layout *l, int m, int s) {
+    if (l->sched != SCHED_1F1B) return schedule_peak_stash_rule(l->sched, l->pp, s, m); /* schedule.h's rules */
     if (l->vp == 1) return m < l->pp - s ? m : l->pp - s;
     int64_t n = 2 * (int64_t)(l->pp - s - 1) + (int64_t)(l->vp - 1) * l->pp + 1, cap = (int64_t)m * l->vp;
     return (int)(n < cap ? n : cap);
@@ -219,7 +220,9 @@ double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const l
             moe_all_to_all_us(c, g, n, moe_dispatch_bytes(cfg, l, &prm->moe), &t, NULL) == PL_OK)
             busy += (double)m * gpt_moe_layers_in(cfg, 0, cfg->n_layers) * 4.0 * prm->collective_scale * t / l->pp;
     }
-    const double idle = 0.5 * (l->pp - 1) * (lc.fwd_us + lc.bwd_us);
+    /* the split orders' idle can be far less (ZB-H2 none inside a stage's
+     * span): no idle bound for them */
+    const double idle = l->sched != SCHED_1F1B ? 0.0 : 0.5 * (l->pp - 1) * (lc.fwd_us + lc.bwd_us);
     return busy + idle + prm->step_fixed_us;
 }
 
@@ -234,6 +237,9 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
     }
     const int S = l->pp, V = l->vp, L = cfg->n_layers, m = layout_micro_batches(l);
     if ((int64_t)S * V > L || m < 1) return pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers into %d chunks", L, S * V);
+    if (schedule_v_chunks(l->sched) == 2) /* the split assigns chunk v * pp + s to stage s: not a V */
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the stage split does not place the chunks of a V (sched=%s)",
+                       schedule_order_name(l->sched));
     const int64_t R = (int64_t)l->tp * l->cp * l->dp;
     double *cost = malloc(sizeof *cost * (size_t)S * (size_t)(L + 1));
     double *per_layer = malloc(sizeof *per_layer * (size_t)S), embed0 = 0, head_last = 0;
@@ -391,7 +397,7 @@ pl_status plan_simulate(const gpt_config *cfg, const cluster *c0, const layout *
 
 typedef struct {
     int tp, cp, pp, vp, dp, mbs;
-    signed char recompute, zero;
+    signed char recompute, zero, sched;
     int ep, etp;    /* the expert grid (1, 1 for a dense model) */
     double lb_us;   /* step-time bound */
     int64_t order;  /* enumeration index, for a stable sort */
@@ -417,6 +423,7 @@ static void cand_layout(const plan_cand *k, const plan_options *o, layout *l) {
     l->recompute = (recompute_kind)k->recompute;
     l->zero = (zero_kind)k->zero;
     l->prec = o->prec;
+    l->sched = (schedule_order)k->sched;
     l->ep = k->ep;
     l->etp = k->etp;
 }
@@ -505,11 +512,20 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                 l->prec = o->prec;
                                 l->ep = ep;
                                 l->etp = etp;
-                                if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
-                                if (!plan_framework_accepts((plan_framework)o->framework, l)) continue;
-                                if (fn(ctx, l, index++) != 0) {
-                                    st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
-                                    goto out;
+                                /* 1F1B (interleaved with vp > 1), then the orders of
+                                 * sched_mask that take this vp (schedule.h) */
+                                for (int so = SCHED_1F1B; so < SCHED_ORDER_COUNT; so++) {
+                                    if (so == SCHED_GPIPE || so == SCHED_INTERLEAVED) continue;
+                                    if (so != SCHED_1F1B && (!(o->sched_mask >> so & 1u) ||
+                                                             schedule_v_chunks((schedule_order)so) != vp))
+                                        continue;
+                                    l->sched = (schedule_order)so;
+                                    if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
+                                    if (!plan_framework_accepts((plan_framework)o->framework, l)) continue;
+                                    if (fn(ctx, l, index++) != 0) {
+                                        st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
+                                        goto out;
+                                    }
                                 }
                             }
                     }
@@ -558,6 +574,7 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
                                      l->micro_batch,
                                      (signed char)l->recompute,
                                      (signed char)l->zero,
+                                     (signed char)l->sched,
                                      l->ep,
                                      l->etp,
                                      plan_step_lower_bound_us(sc->cfg, sc->c, sc->prm, l),
@@ -734,4 +751,33 @@ out:
     if (res->min_mem_bytes == INT64_MAX) res->min_mem_bytes = 0;
     res->wall_s = (pl_now_us() - t0) / 1e6;
     return st;
+}
+
+/* ---- the best layout under each pipeline order --------------------------- */
+
+pl_status plan_schedule_rows(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *best,
+                             plan_sched_row rows[PLAN_SCHED_ROWS], char *msg, size_t len) {
+    static const schedule_order ord[PLAN_SCHED_ROWS] = {SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1,
+                                                        SCHED_ZB_H2, SCHED_ZB_V, SCHED_DUALPIPEV};
+    const int64_t N = layout_world_size(best);
+    for (int i = 0; i < PLAN_SCHED_ROWS; i++) {
+        plan_sched_row *w = &rows[i];
+        memset(w, 0, sizeof *w);
+        w->sched = ord[i];
+        w->l = *best;
+        w->l.sched = ord[i] == SCHED_INTERLEAVED ? SCHED_1F1B : ord[i];
+        w->l.vp = ord[i] == SCHED_INTERLEAVED ? 2 : schedule_v_chunks(ord[i]);
+        if (w->l.vp != best->vp || w->l.sched != best->sched) w->l.n_stage_layers = 0; /* uniform chunks */
+        if (layout_validate(&w->l, cfg, N, w->why, sizeof w->why) != PL_OK) continue;
+        layout_result r;
+        pl_status st = plan_simulate(cfg, c, &w->l, prm, &r, w->why, sizeof w->why);
+        if (st == PL_ERR_NOMEM) return pl_fail(msg, len, st, "%s", w->why);
+        if (st != PL_OK) continue;
+        w->ok = 1;
+        w->step_us = r.step_us;
+        w->bubble_us = r.parts_us[LAYOUT_T_BUBBLE];
+        w->peak_bytes = r.mem.total;
+        w->fits = !r.oom;
+    }
+    return PL_OK;
 }

@@ -294,7 +294,7 @@ static double stage_opt(const dp_tables *t, int j0, int j1, int d) {
 }
 
 /* Estimated peak bytes of stage s of k holding units [j0, j1), after the
- * simulator's memory model (sim.c): static state (4 x parameter bytes),
+ * simulator's memory model (sim/placement/sim_core.c): static state (4 x parameter bytes),
  * activations and received inputs of the micro-batches in flight (m for
  * GPipe, min(m, k - s) for 1F1B), the output gradients received during one
  * backward, and the largest workspace. */

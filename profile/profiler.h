@@ -125,10 +125,10 @@ pl_status profiler_run(hw_engine *e, profile_db *db, const gpt_config *cfg, cons
                        profiler_result *r, char *msg, size_t len);
 
 /* ---- collective curves (issue 17) -------------------------------------------
- * All-reduce, all-gather and reduce-scatter (float32, hw/dist_group.h)
+ * All-reduce, all-gather and reduce-scatter (float32, hw/dist/dist_group.h)
  * over a group of N processes of this host, over a sweep of buffer sizes,
  * into the store's collective_point table (store.h) next to the transfer
- * curves. profiler_collectives forks its group (hw/launcher.h: sockets,
+ * curves. profiler_collectives forks its group (hw/dist/launcher.h: sockets,
  * the transport of the CPU backend's data and tensor parallelism);
  * profiler_collectives_group runs on a group that exists, e.g. the MPI
  * world under mpirun. NCCL is not measured here yet. Sizes are the nccl-tests buffer

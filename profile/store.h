@@ -336,7 +336,7 @@ pl_status profile_db_measurements(profile_db *db, const char *purpose, profile_m
  * bytes / ranks). us is the median over the timed repetitions of the
  * slowest rank's time, spread_us their interquartile range. transport says
  * which group carried it: "sockets" (the fork launcher's AF_UNIX
- * sockets, hw/dist_group.h), "mpi", "nccl". */
+ * sockets, hw/dist/dist_group.h), "mpi", "nccl". */
 
 typedef enum {
     PROFILE_COLL_ALL_REDUCE = 0,

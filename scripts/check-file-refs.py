@@ -28,7 +28,7 @@ for p in tracked:
                 # a bare header may be a system one; a path must start in one of our folders
                 if "/" in ref and top not in TOPS:
                     continue
-                if "/" not in ref and (ref.endswith(".h") or len(ref.split(".")[0]) < 4 or ref in OTHERS):
+                if "/" not in ref and (ref.endswith(".h") or len(ref.split(".")[0]) < 3 or ref in OTHERS):
                     continue  # a system header, a member access (r.c), or another project's file
                 if "/" in ref:
                     ok = ref in paths or any(q.endswith("/" + ref) for q in paths)

@@ -5,7 +5,7 @@
 # add each to tests/fuzz/regressions/<target>/ (replayed here before every
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
-#                                         model_config cluster layout plan collectives
+#                                         model_config cluster layout plan collectives frameworks
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -47,7 +47,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published collectives}"
+targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -60,9 +60,12 @@ for t in $targets; do
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
     published) srcs="$CORE sim/layout/compute_model.c sim/layout/layout_memory.c sim/layout/moe.c sim/collective/collective.c calib/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
+    frameworks) srcs="$CORE $(ls sim/*/*.c) plan/layout_eval.c plan/plan_model.c profile/cluster_file.c
+      calib/published_runs.c calib/framework_file.c calib/layout_runs.c"
+      libs="/usr/lib/x86_64-linux-gnu/libgsl.a /usr/lib/x86_64-linux-gnu/libgslcblas.a -ljansson -lm"; maxlen=8192; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

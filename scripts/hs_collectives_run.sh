@@ -48,7 +48,7 @@ step() { # name, command...
   step confirm-layouts "$P" confirm --db "$DB" --timer cpu --layout tp=1,mbs=1 --layout dp=2,mbs=1 \
     --layout tp=2,mbs=1 --layout dp=4,mbs=1 --layout tp=2,dp=2,mbs=1 --layout tp=2,dp=2,zero=1,mbs=1 \
     --confirm-rounds 4 --steps 20 --warmup 3
-  # the CUDA path of tp / dp (hw/dist_device.h): every rank on GPU 0, host-staged collectives
+  # the CUDA path of tp / dp (hw/dist/dist_device.h): every rank on GPU 0, host-staged collectives
   if "$P" --version | grep -q "CUDA engine built" && command -v nvidia-smi >/dev/null 2>&1; then
     GDB="$OUT/hs-gpu.db"
     rm -f "$GDB" "$GDB-wal" "$GDB-shm"

@@ -24,7 +24,7 @@ rm -f "$WORK" "$WORK-wal" "$WORK-shm"
 cp "$DB" "$WORK"
 chmod u+w "$WORK"
 echo "== profile: $DB (working copy $WORK) =="
-$P profile show --db "$WORK" | head -20
+$P profile show --db "$WORK" --summary
 DB="$WORK"
 for setting in "A 1 gpipe" "B 4 1f1b"; do
   set -- $setting

@@ -2,7 +2,7 @@
  * bench_check.h: the standalone GPU benchmarks' error checks (gemm_sweep.cu,
  * wgrad_layouts.cu): a failed CUDA or cuBLAS call prints "file:line: call:
  * error" on stderr and exits 1. Benchmarks only: the engine returns status
- * codes (hw/cuda_nodes.h).
+ * codes (hw/kernels/cuda_nodes.h).
  */
 #ifndef PLACER_BENCH_CHECK_H
 #define PLACER_BENCH_CHECK_H

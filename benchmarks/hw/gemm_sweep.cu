@@ -1,6 +1,6 @@
 /*
  * gemm_sweep.cu: a cuBLAS GEMM sweep over the shapes the layout
- * simulator's compute model (sim/compute_model.c) prices, in bf16 and TF32,
+ * simulator's compute model (sim/layout/compute_model.c) prices, in bf16 and TF32,
  * to check its base efficiency, tile / wave quantisation and short-k
  * factor against a measurement.
  *

@@ -1,5 +1,5 @@
 /*
- * loss_variants.cu: the TF32 mode's loss kernels (hw/loss32.h) on the 49M
+ * loss_variants.cu: the TF32 mode's loss kernels (hw/kernels/loss32.h) on the 49M
  * GPT's logits (4,096 rows of 50,304: 823 MB), each timed alone, in place as
  * the engine runs them, and checked.
  *

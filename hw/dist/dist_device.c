@@ -1,6 +1,6 @@
 /* dist_device.c: collectives on device buffers (dist_device.h): the
  * transport choice, the host-staging transport, the device scratch; the
- * NCCL transport is hw/dist_nccl.cu. */
+ * NCCL transport is hw/dist/dist_nccl.cu. */
 #include "dist_device.h"
 
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /*
- * dist_device.h: collectives over a process group (hw/dist_group.h) on
+ * dist_device.h: collectives over a process group (hw/dist/dist_group.h) on
  * buffers in one logical device's memory (issue 17: the CUDA path of tensor
  * and data parallelism). One API, two transports, chosen when the
  * collectives are made:
@@ -108,7 +108,7 @@ pl_status dist_device_finish(dist_device *x, char *msg, size_t len);
  * (hw_program_dev.off_zero1, dist_dp.h). Kept for other callers. */
 pl_status dist_device_scratch(dist_device *x, int64_t bytes, void **ptr, char *msg, size_t len);
 
-/* ---- the NCCL transport (hw/dist_nccl.cu; CUDA builds only) ---- */
+/* ---- the NCCL transport (hw/dist/dist_nccl.cu; CUDA builds only) ---- */
 #if PLACER_HAVE_CUDA
 /* Whether this process should use NCCL for group g on logical device dev:
  * *use 1 when be is the CUDA backend, every rank's GPU UUID differs and

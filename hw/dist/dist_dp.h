@@ -19,7 +19,7 @@
  *           and the rest at the device's tail. The host path (CPU
  *           backend, CUDA host staging) overlaps them with the rest of
  *           backward on a comm thread (below, "overlap"); over NCCL each
- *           goes through hw/dist_device.h on the compute stream, waited
+ *           goes through hw/dist/dist_device.h on the compute stream, waited
  *           for (bounded) before backward goes on. Bucket size and overlap
  *           do not change the bits (the sum is elementwise).
  *   zero 1  the buffer is cut into dp equal shards of S = ceil(P / dp)

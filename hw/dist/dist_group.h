@@ -1,14 +1,14 @@
 /*
  * dist_group.h: a process group for tensor and data parallelism (issue 17;
- * host buffers: NCCL and device buffers are hw/dist_device.h, which uses a
+ * host buffers: NCCL and device buffers are hw/dist/dist_device.h, which uses a
  * group to hand out NCCL's id). n ranks, each its own process, behind
  * one API and two transports:
  *   sockets  AF_UNIX stream sockets made by the fork launcher
- *            (hw/launcher.h): a full mesh (a socket between every pair of
+ *            (hw/dist/launcher.h): a full mesh (a socket between every pair of
  *            ranks) for up to DIST_MESH_MAX ranks, a star around rank 0
  *            beyond that (rank 0 holds a socket to every rank, rank r > 0
  *            one socket to rank 0)
- *   MPI      MPI_COMM_WORLD and MPI_Comm_split (hw/dist_mpi.h, when the
+ *   MPI      MPI_COMM_WORLD and MPI_Comm_split (hw/dist/dist_mpi.h, when the
  *            build found MPI); it plugs in through dist_transport below
  * Callers never see which one they have.
  *
@@ -103,7 +103,7 @@ pl_status dist_allgather_f32(dist_group *g, const float *in, float *out, int64_t
 /* root's bytes of buf to every rank. */
 pl_status dist_broadcast(dist_group *g, void *buf, int64_t bytes, int root, char *msg, size_t len);
 
-/* ---- for transports (hw/dist_mpi.c) ----
+/* ---- for transports (hw/dist/dist_mpi.c) ----
  * A transport implements the collectives for one group; the group keeps
  * the rank, size and broken state and calls these only while not broken.
  * Each returns PL_OK or a status with one line in msg (the group is then

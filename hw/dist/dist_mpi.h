@@ -1,5 +1,5 @@
 /*
- * dist_mpi.h: the MPI transport of hw/dist_group.h (issue 17): a process
+ * dist_mpi.h: the MPI transport of hw/dist/dist_group.h (issue 17): a process
  * group over MPI_COMM_WORLD (duplicated), sub-groups by MPI_Comm_split,
  * the collectives by MPI's own (non-blocking, so every wait is bounded).
  * Built when meson found MPI (Debian's Open MPI: libopenmpi-dev); without
@@ -14,7 +14,7 @@
  *     "no word from the group for 5.0 s during all-reduce (MPI)", and the
  *     group is broken. MPI cannot cancel a started collective, so the
  *     caller's only way on is to exit (non-zero, without MPI_Finalize):
- *     mpirun then stops the job (hw/launcher.h, hw_launch_mpi);
+ *     mpirun then stops the job (hw/dist/launcher.h, hw_launch_mpi);
  *   - MPI_Init and MPI_Comm_split are blocking and cannot be bounded; a
  *     rank dying there is handled by mpirun alone.
  * Reduction order: MPI's (the same on every rank for one communicator and

@@ -43,14 +43,14 @@
  * residuals run on Ns tokens. The replicated parameters' gradients are then
  * partial sums over the token slices and are all-reduced (sum) over the
  * group before AdamW. The reduce-scatter and all-gather are the group's
- * (hw/dist_group.h): its shard r is bit for bit the all-reduce's elements
+ * (hw/dist/dist_group.h): its shard r is bit for bit the all-reduce's elements
  * of rank r, so with and without sp the block outputs get the same sums.
  *
  * Rules: t divides the heads and F = 4C (hw_tp_check says which does
  * not); with sp, t also divides each micro-batch's tokens. Two
  * implementations of the calls: hw_tp_forward/_backward on host buffers
  * (the CPU backend, below) and hw_tp_forward_cuda/_backward_cuda on device
- * buffers (hw/dist_tp_cuda.cu; the collectives through hw/dist_device.h).
+ * buffers (hw/dist/dist_tp_cuda.cu; the collectives through hw/dist/dist_device.h).
  * In the bf16 mode (hw.h) the slices round what the whole nodes
  * round (nodes.h's _heads_bf16 / _cols_bf16 forms); the biases of the
  * projections are added in fp32 after the all-reduce, and the loss rounds
@@ -117,7 +117,7 @@ pl_status hw_tp_forward(const hw_tp *tp, const hw_node_call *c, char *msg, size_
 pl_status hw_tp_backward(const hw_tp *tp, const hw_node_call *c, char *msg, size_t len);
 
 struct dist_device;
-/* The same calls on the CUDA backend (hw/dist_tp_cuda.cu, CUDA builds
+/* The same calls on the CUDA backend (hw/dist/dist_tp_cuda.cu, CUDA builds
  * only): c's pointers are memory of logical device dev of be, and the
  * collectives run through xd (dist_device.h: NCCL across distinct GPUs, or
  * host staging), in the engine's precision (fp32, tf32, bf16). */

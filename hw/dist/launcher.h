@@ -1,6 +1,6 @@
 /*
  * launcher.h: fork N ranks of one job on this host, each with its process
- * group (hw/dist_group.h), and supervise them (`placer step --procs N`).
+ * group (hw/dist/dist_group.h), and supervise them (`placer step --procs N`).
  *
  * hw_launch flushes stdio, makes the sockets (a full mesh, one socketpair
  * per pair of ranks, up to DIST_MESH_MAX ranks, so that sub-groups from
@@ -52,7 +52,7 @@ pl_status hw_launch(int n, double timeout_s, hw_rank_fn fn, void *ctx, hw_launch
                     size_t len);
 
 /* Under mpirun (dist_mpi_launched): this process is one rank of the job.
- * Makes the MPI world group (hw/dist_mpi.h), runs fn on it once, and on
+ * Makes the MPI world group (hw/dist/dist_mpi.h), runs fn on it once, and on
  * success destroys the group and calls MPI_Finalize. *rank gets the MPI
  * rank (-1 before it is known), *rc fn's return value. Returns PL_OK when
  * fn returned 0; PL_ERR_INTERRUPTED with "rank R: <fn's reason>" when it

@@ -60,7 +60,22 @@ typedef struct {
     int bf16;                   /* the bf16 mixed mode (hw.h) */
     const void *params16;       /* bf16: the shard's weight copy, same offsets in elements
                                    (CUDA: __nv_bfloat16; CPU: floats rounded to bf16) */
+    int part;                   /* backward: HW_BWD_WHOLE, HW_BWD_INPUT (B: din, keeping
+                                   wstash) or HW_BWD_WEIGHT (W: the grads from wstash) */
+    float *wstash;              /* B to W: what W needs beyond dout, in and saved
+                                   (hw_bwd_wstash_floats), or NULL */
 } hw_node_call;
+
+/* The parts of a backward call (orders that split it: schedule.h). */
+enum { HW_BWD_WHOLE = 0, HW_BWD_INPUT, HW_BWD_WEIGHT };
+
+/* The node kinds whose backward splits into B and W (GEMM weights), and
+ * the floats their B keeps for W: attention dqkv 3NC, MLP dh 4NC, head 0
+ * (N = B*T tokens). */
+static inline int hw_bwd_splits(op_kind k) { return k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD; }
+static inline int64_t hw_bwd_wstash_floats(op_kind k, int64_t N, int64_t C) {
+    return k == OP_ATTENTION ? 3 * N * C : k == OP_MLP ? 4 * N * C : 0;
+}
 
 typedef struct {
     float lr, beta1, beta2, eps, weight_decay; /* AdamW hyper-parameters */

@@ -165,6 +165,28 @@ static pl_status cpu_backward(hw_backend *be, int dev, const hw_node_call *c) {
     (void)dev;
     const hw_dims *d = &c->d;
     const int N = d->B * d->T;
+    if (c->part != HW_BWD_WHOLE) {
+        const int w = c->part == HW_BWD_WEIGHT;
+        if (c->bf16 || !hw_bwd_splits(c->kind))
+            return pl_fail(be->err, sizeof be->err, PL_ERR_UNSUPPORTED,
+                           "a split backward (B and W) needs fp32 and a node with weight GEMMs");
+        switch (c->kind) {
+        case OP_ATTENTION:
+            if (w) cpu_attention_backward_weight(G(c, 0), G(c, 1), G(c, 2), G(c, 3), c->dout, c->in[0], S(c, 2), c->wstash, N, d->C);
+            else cpu_attention_backward_input(c->din[0], c->wstash, c->scratch, c->dout, S(c, 0), S(c, 1), P(c, 0), P(c, 2),
+                                              d->B, d->T, d->C, d->NH, c->acc[0]);
+            break;
+        case OP_MLP:
+            if (w) cpu_mlp_backward_weight(G(c, 0), G(c, 1), G(c, 2), G(c, 3), c->dout, c->in[0], S(c, 1), c->wstash, N, d->C);
+            else cpu_mlp_backward_input(c->din[0], c->wstash, c->dout, S(c, 0), P(c, 0), P(c, 2), N, d->C, c->acc[0]);
+            break;
+        default: /* OP_HEAD */
+            if (w) cpu_matmul_backward(NULL, G(c, 0), NULL, c->dout, c->in[0], NULL, N, d->C, d->V, d->Vp, 0);
+            else cpu_matmul_backward(c->din[0], NULL, NULL, c->dout, NULL, P(c, 0), N, d->C, d->V, d->Vp, c->acc[0]);
+            break;
+        }
+        return PL_OK;
+    }
     if (c->bf16 && cpu_backward_bf16(c)) return PL_OK;
     switch (c->kind) {
     case OP_EMBEDDING: cpu_embedding_backward(G(c, 0), G(c, 1), c->dout, c->tokens, d->B, d->T, d->C); break;

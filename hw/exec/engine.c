@@ -203,8 +203,21 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     pl_status st = placement_validate(o->placement, g->n_nodes, nd, msg, len);
     if (st != PL_OK) return st;
     if ((st = schedule_validate(&o->sched, g->cfg.batch, msg, len)) != PL_OK) return st;
-    if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B)
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe and 1f1b schedules only");
+    if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B && o->sched.order != SCHED_ZB_H1 &&
+        o->sched.order != SCHED_ZB_H2)
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe, 1f1b, zb-h1 and zb-h2 schedules only");
+    if (schedule_splits_backward(o->sched.order)) {
+        /* the split backward (B, then W later): the fp32 kernels (CPU; CUDA
+         * strict fp32, the plain paths), no tensor or data parallelism */
+        if (strcmp(be->ops->name, "cpu") != 0 && strcmp(be->ops->name, "cuda") != 0)
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s does not run on the %s backend",
+                           schedule_order_name(o->sched.order), be->ops->name);
+        const int fp32 = e->prec == HW_PREC_FP32 || (strcmp(be->ops->name, "cpu") == 0 && e->prec == HW_PREC_TF32);
+        if (!fp32 || o->tp || o->dp) /* the CPU backend computes tf32 as fp32 */
+            return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                           "%s runs in fp32 (on CUDA: --strict-fp32) without tensor or data parallelism only",
+                           schedule_order_name(o->sched.order));
+    }
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
     /* the CPU backend runs tp and dp on host buffers; the CUDA one through
      * the device collectives (dist_device.h) */

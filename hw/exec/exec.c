@@ -40,6 +40,8 @@ static void make_call(const hw_program *p, int d, const hw_call_spec *s, hw_node
     c->din[1] = PTR(base, s->din[1]);
     c->acc[0] = s->acc[0];
     c->acc[1] = s->acc[1];
+    c->part = s->part;
+    c->wstash = PTR(base, s->wstash);
     c->loss_sum = PTR(base, pd->off_loss);
     c->inv_norm = 1.0f / ((float)g->cfg.batch * (float)g->cfg.seq_len);
     c->pl = s->pl;
@@ -356,6 +358,7 @@ static pl_status collect_trace(hw_program *p) {
             static const hw_event_kind kinds[] = {HW_EV_ZERO, HW_EV_FWD, HW_EV_BWD, HW_EV_ADD, HW_EV_OPT,
                                                   HW_EV_ZERO, HW_EV_ZERO, HW_EV_SEND, HW_EV_RECV, HW_EV_OPT};
             ev->kind = kinds[in->kind];
+            if (in->kind == HI_BWD && p->calls[in->call].part == HW_BWD_WEIGHT) ev->kind = HW_EV_WGRAD;
             ev->node = in->node;
             ev->micro_batch = in->mb;
             ev->device = d;
@@ -516,7 +519,7 @@ const hw_trace_event *hw_program_trace(const hw_program *p, int *n) {
 
 pl_status hw_program_write_chrome_trace(const hw_program *p, FILE *f) {
     if (p->n_trace == 0) return PL_ERR_INVALID;
-    static const char *kind[] = {"fwd", "bwd", "adamw", "send", "recv", "add", "zero"};
+    static const char *kind[] = {"fwd", "bwd", "adamw", "send", "recv", "add", "zero", "wgrad"};
     fprintf(f, "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     int first = 1;
     for (int d = 0; d < p->n_dev; d++) {

@@ -323,7 +323,9 @@ const char *hw_program_collectives(const hw_program *p);
  * node call, addition, optimizer step and transfer. */
 pl_status hw_program_set_trace(hw_program *p, int on);
 
-typedef enum { HW_EV_FWD = 0, HW_EV_BWD, HW_EV_OPT, HW_EV_SEND, HW_EV_RECV, HW_EV_ADD, HW_EV_ZERO } hw_event_kind;
+/* HW_EV_WGRAD: a weight-gradient call (W) of an order that splits the
+ * backward (zb-h1, zb-h2); HW_EV_BWD is then the input-gradient call (B). */
+typedef enum { HW_EV_FWD = 0, HW_EV_BWD, HW_EV_OPT, HW_EV_SEND, HW_EV_RECV, HW_EV_ADD, HW_EV_ZERO, HW_EV_WGRAD } hw_event_kind;
 
 typedef struct {
     hw_event_kind kind; /* what ran */

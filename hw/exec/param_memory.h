@@ -47,7 +47,7 @@ static inline int64_t hw_align_floats(int64_t n) {
 /* Padded vocabulary: V rounded up to a multiple of 64. */
 static inline int hw_padded_vocab(int V) { return (V + 63) / 64 * 64; }
 
-/* Tensor parallelism's vocabulary split (hw/dist_tp.h): each of tp ranks
+/* Tensor parallelism's vocabulary split (hw/dist/dist_tp.h): each of tp ranks
  * holds a slice of ceil(V / tp) head rows, rank r the rows from r times
  * that; the last slices may hold fewer real rows (their tail is padding,
  * like rows V..Vp-1 of the whole head) or none. */
@@ -89,7 +89,7 @@ typedef struct {
     int64_t bwd_scratch;           /* backward scratch floats */
 } hw_node_mem;
 
-/* Tensor parallelism (hw.h, hw/dist_tp.h): the shard one of tp ranks holds
+/* Tensor parallelism (hw.h, hw/dist/dist_tp.h): the shard one of tp ranks holds
  * of node i. Attention keeps nh/tp heads: wqkv (3 Cl, C) with Cl = C/tp
  * (q, k, v rows of its heads), bqkv (3 Cl), wproj (C, Cl) (the columns that
  * read its heads), bproj (C) whole; the MLP wfc (F/tp, C), bfc (F/tp),
@@ -111,7 +111,7 @@ void hw_node_mem_floats_prec(const graph *g, int i, int b, int bf16, hw_node_mem
  * residual and MLP (Ns, C); head (N, Vlp); loss (N). Saved: the rank's
  * heads (qkvr 3 N Cl, att b nh T T, y N Cl) and its MLP columns (h, g:
  * N F/tp each). Scratch adds the full-width partial products and, with sp,
- * the gathered inputs (hw/dist_tp.c says which). */
+ * the gathered inputs (hw/dist/dist_tp.c says which). */
 void hw_node_mem_floats_tp(const graph *g, int i, int b, int bf16, int tp, int sp, hw_node_mem *m);
 
 /* Whether a consumer of kind k reads its input again in backward (layernorm,

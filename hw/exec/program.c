@@ -59,6 +59,7 @@ typedef struct {
     int64_t saved; /* saved[n][j] */
     pbuf grad;     /* grad[n][j] */
     int n_temps;   /* received gradient contributions waiting to be added */
+    int64_t wstash; /* split backward: what B kept for W, -1 none */
 } nstate;
 
 typedef struct {
@@ -78,7 +79,7 @@ typedef struct {
 } fence_list;
 
 typedef struct {
-    uint8_t bwd; /* 0 forward, 1 backward */
+    uint8_t bwd; /* 0 forward, 1 backward (B alone where the order splits it), 2 its W */
     int node, mb;
 } sched_op;
 
@@ -86,6 +87,7 @@ typedef struct {
     hw_program *p;
     const graph *g;
     int nn, m, nd;
+    int split; /* the order splits backwards into B and W (zb-h1, zb-h2) */
     hw_arena *arena[HW_MAX_DEVICES];
     int64_t comm_seq[HW_MAX_DEVICES];
     int64_t comm_waited[HW_MAX_DEVICES];
@@ -302,7 +304,7 @@ static pl_status new_call(cctx *c, int node, int mb, int *idx) {
     s->node = node;
     s->mb = mb;
     s->in[0] = s->in[1] = s->out = s->saved = s->scratch = s->dout = -1;
-    s->din[0] = s->din[1] = s->tokens = s->targets = -1;
+    s->din[0] = s->din[1] = s->tokens = s->targets = s->wstash = -1;
     *idx = p->n_calls++;
     return PL_OK;
 }
@@ -490,6 +492,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
     const int d = dev_of(c, n);
     pl_status st;
     nstate *ns = NS(c, n, j);
+    const int split = c->split && hw_bwd_splits(nd->kind); /* its W comes later (issue_w) */
     if (nd->kind != OP_LOSS) {
         int ci;
         if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
@@ -538,15 +541,27 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
             if ((st = c_alloc(c, d, s->mem.bwd_scratch * 4, 0, &scratch_off)) != PL_OK) return st;
             p->calls[ci].scratch = scratch_off;
         }
+        if (split) {
+            /* B: what W needs beyond the saved block, the inputs and dout,
+             * which all stay to W */
+            const int64_t wf = hw_bwd_wstash_floats(nd->kind, (int64_t)p->b * c->g->cfg.seq_len, c->g->cfg.d_model);
+            int64_t woff = -1;
+            if (wf > 0 && (st = c_alloc(c, d, wf * 4, 0, &woff)) != PL_OK) return st;
+            p->calls[ci].part = HW_BWD_INPUT;
+            p->calls[ci].wstash = woff;
+            ns->wstash = woff;
+        }
         if ((st = wait_grad_zero(c, d)) != PL_OK) return st; /* the device's first backward */
         hw_instr in = instr(HI_BWD, HW_STREAM_COMPUTE);
         in.call = ci; in.node = n; in.mb = j;
         if ((st = emit(c, d, in)) != PL_OK) return st;
         if (scratch_off >= 0 && (st = c_free(c, d, scratch_off)) != PL_OK) return st;
-        if (ns->saved >= 0 && (st = c_free(c, d, ns->saved)) != PL_OK) return st;
-        ns->saved = -1;
-        if ((st = c_free(c, d, ns->grad.off)) != PL_OK) return st;
-        ns->grad.off = -1;
+        if (!split) {
+            if (ns->saved >= 0 && (st = c_free(c, d, ns->saved)) != PL_OK) return st;
+            ns->saved = -1;
+            if ((st = c_free(c, d, ns->grad.off)) != PL_OK) return st;
+            ns->grad.off = -1;
+        }
     }
     c->bwd_done[(size_t)n * c->m + j] = 1;
     if (c->bucketing && (st = dp_bucket_progress(c, d, 0)) != PL_OK) return st;
@@ -554,7 +569,7 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
     for (int k = 0; k < nd->n_inputs; k++) {
         int pr = nd->inputs[k];
         if (k == 1 && pr == nd->inputs[0]) continue;
-        if (nd->kind != OP_LOSS && hw_kind_bwd_reads_input(nd->kind))
+        if (nd->kind != OP_LOSS && hw_kind_bwd_reads_input(nd->kind) && !split)
             if ((st = release_use(c, pr, j, d)) != PL_OK) return st;
         int src = dev_of(c, pr);
         if (src == d) continue;
@@ -572,6 +587,44 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
         if ((st = c_free(c, d, r->rg.off)) != PL_OK) return st;
         r->rg.off = -1;
     }
+    return PL_OK;
+}
+
+/* W of node n for micro-batch j (orders that split backwards): the weight
+ * gradients from what B kept, then B's holdings are released: the saved
+ * block, the output gradient, the stash and the inputs the backward reads.
+ * Micro-batches' W of one node run in micro-batch order, as their whole
+ * backwards did: the gradients accumulate in the same order. */
+static pl_status issue_w(cctx *c, int n, int j) {
+    const graph_node *nd = &c->g->nodes[n];
+    hw_program *p = c->p;
+    const int d = dev_of(c, n);
+    nstate *ns = NS(c, n, j);
+    int ci;
+    pl_status st = new_call(c, n, j, &ci);
+    if (st != PL_OK) return st;
+    hw_call_spec *s = &p->calls[ci];
+    plan_node_layout(p, n, &s->pl);
+    plan_node_mem(p, n, &s->mem);
+    s->part = HW_BWD_WEIGHT;
+    s->dout = ns->grad.off;
+    s->saved = ns->saved;
+    s->wstash = ns->wstash;
+    for (int k = 0; k < nd->n_inputs; k++) s->in[k] = input_buf(c, nd->inputs[k], j, d)->off;
+    hw_instr in = instr(HI_BWD, HW_STREAM_COMPUTE);
+    in.call = ci; in.node = n; in.mb = j;
+    if ((st = emit(c, d, in)) != PL_OK) return st;
+    if (ns->wstash >= 0 && (st = c_free(c, d, ns->wstash)) != PL_OK) return st;
+    ns->wstash = -1;
+    if (ns->saved >= 0 && (st = c_free(c, d, ns->saved)) != PL_OK) return st;
+    ns->saved = -1;
+    if ((st = c_free(c, d, ns->grad.off)) != PL_OK) return st;
+    ns->grad.off = -1;
+    if (hw_kind_bwd_reads_input(nd->kind))
+        for (int k = 0; k < nd->n_inputs; k++) {
+            if (k == 1 && nd->inputs[1] == nd->inputs[0]) continue;
+            if ((st = release_use(c, nd->inputs[k], j, d)) != PL_OK) return st;
+        }
     return PL_OK;
 }
 
@@ -667,9 +720,39 @@ static pl_status build_sequence(cctx *c, int d, int rank, int S, sched_op **out,
     int nodes = 0;
     for (int n = 0; n < c->nn; n++) nodes += dev_of(c, n) == d;
     const int m = c->m;
-    sched_op *a = malloc(sizeof *a * (size_t)(2 * m * nodes + 1));
+    sched_op *a = malloc(sizeof *a * (size_t)(3 * m * nodes + 1));
     if (!a) return PL_ERR_NOMEM;
     int k = 0;
+    if (c->split) {
+        /* core/schedule.c's order for this rank: F over the device's nodes
+         * in node order, B in reverse, W in reverse over the nodes that
+         * split (a fused BW: B then W) */
+        const schedule_order o = c->p->sched.order;
+        schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(o, m));
+        const int n_ops = ops ? schedule_rank_ops(o, S, rank, m, ops) : -1;
+        if (n_ops < 0) {
+            free(ops);
+            free(a);
+            return PL_ERR_NOMEM;
+        }
+        for (int t = 0; t < n_ops; t++) {
+            const int j = ops[t].mb, kind = ops[t].kind;
+            if (kind == SOP_F)
+                for (int n = 0; n < c->nn; n++) {
+                    if (dev_of(c, n) == d) a[k++] = (sched_op){0, n, j};
+                }
+            if (kind == SOP_B || kind == SOP_BW)
+                for (int n = c->nn - 1; n >= 0; n--)
+                    if (dev_of(c, n) == d) a[k++] = (sched_op){1, n, j};
+            if (kind == SOP_W || kind == SOP_BW)
+                for (int n = c->nn - 1; n >= 0; n--)
+                    if (dev_of(c, n) == d && hw_bwd_splits(c->g->nodes[n].kind)) a[k++] = (sched_op){2, n, j};
+        }
+        free(ops);
+        *out = a;
+        *len = k;
+        return PL_OK;
+    }
     /* units: F(j) or B(j) */
     int n_units = 2 * m;
     for (int u = 0; u < n_units; u++) {
@@ -711,6 +794,7 @@ static int op_ready(const cctx *c, sched_op o) {
             if (!c->fwd_done[(size_t)nd->inputs[k] * c->m + o.mb]) return 0;
         return 1;
     }
+    if (o.bwd == 2) return c->bwd_done[(size_t)o.node * c->m + o.mb];
     if (!c->fwd_done[(size_t)o.node * c->m + o.mb]) return 0;
     for (int i = g->cons_start[o.node]; i < g->cons_start[o.node + 1]; i++)
         if (!c->bwd_done[(size_t)g->cons[i] * c->m + o.mb]) return 0;
@@ -718,7 +802,7 @@ static int op_ready(const cctx *c, sched_op o) {
 }
 
 static pl_status issue_op(cctx *c, sched_op o) {
-    return o.bwd ? issue_bwd(c, o.node, o.mb) : issue_fwd(c, o.node, o.mb);
+    return o.bwd == 2 ? issue_w(c, o.node, o.mb) : o.bwd ? issue_bwd(c, o.node, o.mb) : issue_fwd(c, o.node, o.mb);
 }
 
 void hw_program_free_code(hw_program *p) {
@@ -770,8 +854,9 @@ pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, c
     if (!c.ns || !c.temps || !c.rs || !c.fwd_done || !c.bwd_done) goto out;
     for (size_t i = 0; i < nm; i++) {
         c.ns[i].out = c.ns[i].grad = PBUF_NONE;
-        c.ns[i].saved = -1;
+        c.ns[i].saved = c.ns[i].wstash = -1;
     }
+    c.split = schedule_splits_backward(p->sched.order);
     for (size_t i = 0; i < nm * (size_t)c.nd; i++) c.rs[i].rin = c.rs[i].rg = PBUF_NONE;
 
     /* ranks for 1f1b: used devices ordered by their first node */

@@ -49,6 +49,8 @@ typedef struct {
     int node, mb;
     int64_t in[2], out, saved, scratch, dout, din[2], tokens, targets;
     int acc[2];
+    int part;        /* backward: HW_BWD_WHOLE, HW_BWD_INPUT (B) or HW_BWD_WEIGHT (W) */
+    int64_t wstash;  /* B to W: what W needs (hw_bwd_wstash_floats), -1 none */
     hw_param_map pl; /* the node's shard layout */
     hw_node_mem mem;    /* the node's activation sizes for one micro-batch */
 } hw_call_spec;

@@ -875,8 +875,88 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c) {
     }
 }
 
+/* The backward split into B (input gradient) and W (weight gradients) of an
+ * order that splits it (zb-h1, zb-h2: nodes.h, schedule.h), in strict fp32
+ * (the plain paths, which every TF32 flag leaves): the whole backward's
+ * kernels on the same operands, in two calls; B keeps attention's dqkv and
+ * the MLP's dh in c->wstash. The head's weight gradient runs on the side
+ * stream as in the whole backward (the same cuBLAS handle and workspace). */
+static pl_status node_backward_part(cu_ctx *ctx, const hw_node_call *c) {
+    if (ctx->compute == CUBLAS_COMPUTE_32F_FAST_TF32 || c->bf16)
+        return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "node_backward_part",
+                       "a split backward (B and W) runs in strict fp32 only", 0);
+    const int B = c->d.B, T = c->d.T, C = c->d.C, NH = c->d.NH, hs = C / NH, N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    const int w = c->part == HW_BWD_WEIGHT;
+    switch (c->kind) {
+    case OP_ATTENTION: {
+        const float *y = S(c, 2);
+        float *dqkv = c->wstash;
+        if (w) {
+            RET(linear_bwd_w(ctx, G(c, 2), c->dout, y, N, C, C, C));
+            RET(colsum(ctx, G(c, 3), c->dout, N, C));
+            RET(linear_bwd_w(ctx, G(c, 0), dqkv, c->in[0], N, C, 3 * C, 3 * C));
+            return colsum(ctx, G(c, 1), dqkv, N, 3 * C);
+        }
+        float *dy = c->scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *datt = dqkvr + 6 * NC;
+        const float *qkvr = S(c, 0), *att = S(c, 1);
+        const float *q = qkvr, *k = qkvr + NC, *v = qkvr + 2 * NC;
+        float *dq = dqkvr, *dk = dqkvr + NC, *dv = dqkvr + 2 * NC;
+        const float scale = 1.0f / sqrtf((float)hs);
+        const long long sT = (long long)T * hs, sTT = (long long)T * T;
+        RET(linear_bwd_inp(ctx, dy, c->dout, P(c, 2), N, C, C, C, 0));
+        heads_tokens_k<<<permute_grid(T, hs, B * NH), 256, 0, ctx->stream>>>(dyp, dy, B, T, C, NH, 0);
+        LAUNCHED();
+        KM("heads_tokens_k");
+        RET(gemm_batched(ctx, CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, hs, sT, dyp, hs, sT, 0.0f, datt, T, sTT,
+                         B * NH));
+        RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyp, hs, sT, att, T, sTT, 0.0f, dv, hs, sT,
+                         B * NH));
+        int64_t rows = (int64_t)B * NH * T;
+        softmax_causal_bwd_k<<<ceil_div(rows * WARP, 256), 256, 0, ctx->stream>>>(datt, att, rows, T);
+        LAUNCHED();
+        KM("softmax_causal_bwd_k");
+        RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, scale, k, hs, sT, datt, T, sTT, 0.0f, dq, hs, sT,
+                         B * NH));
+        RET(gemm_batched(ctx, CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, scale, q, hs, sT, datt, T, sTT, 0.0f, dk, hs, sT,
+                         B * NH));
+        unpermute_qkv_k<<<permute_grid(T, hs, 3 * B * NH), 256, 0, ctx->stream>>>(dqkv, dqkvr, B, T, C, NH);
+        LAUNCHED();
+        KM("unpermute_qkv_k");
+        return linear_bwd_inp(ctx, c->din[0], dqkv, P(c, 0), N, C, 3 * C, 3 * C, c->acc[0]);
+    }
+    case OP_MLP: {
+        const float *h = S(c, 0), *g = S(c, 1);
+        float *dg = c->wstash;
+        if (w) {
+            RET(linear_bwd_w(ctx, G(c, 2), c->dout, g, N, 4 * C, C, C));
+            RET(colsum(ctx, G(c, 3), c->dout, N, C));
+            RET(linear_bwd_w(ctx, G(c, 0), dg, c->in[0], N, C, 4 * C, 4 * C));
+            return colsum(ctx, G(c, 1), dg, N, 4 * C);
+        }
+        RET(linear_bwd_inp(ctx, dg, c->dout, P(c, 2), N, 4 * C, C, C, 0));
+        gelu_bwd_k<<<ceil_div((int64_t)N * 4 * C, 256), 256, 0, ctx->stream>>>(dg, h, (int64_t)N * 4 * C);
+        LAUNCHED();
+        KM("gelu_bwd_k");
+        return linear_bwd_inp(ctx, c->din[0], dg, P(c, 0), N, C, 4 * C, 4 * C, c->acc[0]);
+    }
+    case OP_HEAD:
+        if (w) {
+            RET(cu_side_fork(ctx));
+            RET(linear_bwd_w(ctx, G(c, 0), c->dout, c->in[0], N, C, c->d.Vp, c->d.Vp));
+            cu_side_back(ctx);
+            return PL_OK;
+        }
+        return linear_bwd_inp(ctx, c->din[0], c->dout, P(c, 0), N, C, c->d.Vp, c->d.Vp, c->acc[0]);
+    default:
+        return cu_fail(ctx->err, ctx->err_len, __FILE__, __LINE__, "node_backward_part",
+                       "a split backward needs a node with weight GEMMs (attention, MLP, head)", 0);
+    }
+}
+
 static pl_status node_backward(cu_ctx *ctx, const hw_node_call *c) {
     KM(NULL);
+    if (c->part != HW_BWD_WHOLE) return node_backward_part(ctx, c);
     if (c->bf16) {
         int done = 0;
         pl_status st = cu_node16(ctx, c, 1, &done);

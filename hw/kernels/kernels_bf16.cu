@@ -12,7 +12,7 @@
  * cuBLASLt epilogue has no algorithm for a shape, the same result comes
  * from cublasGemmEx and a separate kernel.
  *
- * Attention uses the flash kernel (hw/flash_attention.h) when it is built
+ * Attention uses the flash kernel (hw/kernels/flash_attention.h) when it is built
  * in (PLACER_HAVE_FLASH): it reads qkv (B,T,3C) with its bias and writes
  * y (B,T,C) and the rows' log-sum-exp, so neither the T x T matrix nor the
  * permutes exist. Without it, the attention core runs as in the fp32 path

@@ -47,7 +47,8 @@ void cpu_matmul_forward(float *out, const float *inp, const float *w, const floa
 
 /* dinp (N, C) (= or += by acc) = dout @ w; dw (OC, C) += dout^T @ inp;
  * dbias (OC) += column sums of dout (skipped when NULL). dout has row
- * stride ldd. dinp may be NULL (no input gradient wanted). */
+ * stride ldd. dinp may be NULL (no input gradient wanted), dw may be NULL
+ * (no weight gradient: inp unused; the split backward's B). */
 void cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout, const float *inp,
                          const float *w, int N, int C, int OC, int ldd, int acc);
 
@@ -206,5 +207,23 @@ void cpu_head_backward_bf16(float *dinp, float *dw, float *scratch, const float 
                             const float *w16, int N, int C, int V, int Vp, int acc);
 void cpu_loss_forward_bf16(float *losses, float *dlogits, double *loss_sum, const float *logits, const int *targets,
                            float inv_norm, int N, int V, int Vp);
+
+/* ---- the backward split into B and W (zero-bubble orders, schedule.h) ----
+ * B computes the input gradient and keeps what the weight gradients need
+ * beyond the saved block, the input and dout: attention dqkv (N, 3C), the
+ * MLP dh (N, 4C); W computes the weight and bias gradients (+=) from them.
+ * B then W gives the whole backward's bits (the same loops on the same
+ * operands). The head needs nothing kept: B is cpu_matmul_backward with
+ * dw NULL, W with dinp NULL. fp32 only. Attention's scratch is the whole
+ * backward's. */
+void cpu_attention_backward_input(float *dinp, float *dqkv, float *scratch, const float *dout, const float *qkvr,
+                                  const float *att, const float *wqkv, const float *wproj, int B, int T, int C,
+                                  int NH, int acc);
+void cpu_attention_backward_weight(float *dwqkv, float *dbqkv, float *dwproj, float *dbproj, const float *dout,
+                                   const float *inp, const float *y, const float *dqkv, int N, int C);
+void cpu_mlp_backward_input(float *dinp, float *dh, const float *dout, const float *h, const float *wfc,
+                            const float *wproj, int N, int C, int acc);
+void cpu_mlp_backward_weight(float *dwfc, float *dbfc, float *dwproj, float *dbproj, const float *dout,
+                             const float *inp, const float *g, const float *dh, int N, int C);
 
 #endif

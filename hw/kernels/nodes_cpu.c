@@ -39,7 +39,7 @@ void cpu_matmul_backward(float *dinp, float *dw, float *dbias, const float *dout
         }
     }
     for (int oc = 0; oc < OC; oc++) {
-        for (int c = 0; c < C; c++) {
+        for (int c = 0; c < C && dw; c++) {
             double s = 0.0;
             for (int n = 0; n < N; n++) s += (double)dout[(int64_t)n * ldd + oc] * inp[(int64_t)n * C + c];
             dw[(int64_t)oc * C + c] += (float)s;
@@ -575,4 +575,43 @@ void cpu_loss_forward_bf16(float *losses, float *dlogits, double *loss_sum, cons
                            float inv_norm, int N, int V, int Vp) {
     cpu_loss_forward(losses, dlogits, loss_sum, logits, targets, inv_norm, N, V, Vp);
     for (int n = 0; n < N; n++) cpu_round_bf16(dlogits + (int64_t)n * Vp, dlogits + (int64_t)n * Vp, V);
+}
+
+/* ---- the backward split into B (input gradient) and W (weight gradient) ----
+ * The same arithmetic as the whole backward, in two calls: every weight
+ * gradient comes from the same operands by the same loops, so B then W
+ * (micro-batches' W in the same order) gives the whole backward's bits. */
+
+void cpu_attention_backward_input(float *dinp, float *dqkv, float *scratch, const float *dout, const float *qkvr,
+                                  const float *att, const float *wqkv, const float *wproj, int B, int T, int C,
+                                  int NH, int acc) {
+    const int N = B * T;
+    const int64_t NC = (int64_t)N * C;
+    float *dy = scratch, *dyp = dy + NC, *dqkvr = dyp + NC, *datt = dqkvr + 6 * NC; /* the whole call's layout */
+    cpu_matmul_backward(dy, NULL, NULL, dout, NULL, wproj, N, C, C, C, 0);
+    tokens_to_heads(dyp, dy, B, T, C, NH);
+    attn_core_bwd(dqkvr, datt, dyp, qkvr, att, B, T, C, NH);
+    unpermute_qkv(dqkv, dqkvr, B, T, C, NH);
+    cpu_matmul_backward(dinp, NULL, NULL, dqkv, NULL, wqkv, N, C, 3 * C, 3 * C, acc);
+}
+
+void cpu_attention_backward_weight(float *dwqkv, float *dbqkv, float *dwproj, float *dbproj, const float *dout,
+                                   const float *inp, const float *y, const float *dqkv, int N, int C) {
+    cpu_matmul_backward(NULL, dwproj, dbproj, dout, y, NULL, N, C, C, C, 0);
+    cpu_matmul_backward(NULL, dwqkv, dbqkv, dqkv, inp, NULL, N, C, 3 * C, 3 * C, 0);
+}
+
+void cpu_mlp_backward_input(float *dinp, float *dh, const float *dout, const float *h, const float *wfc,
+                            const float *wproj, int N, int C, int acc) {
+    const int F = 4 * C;
+    cpu_matmul_backward(dh, NULL, NULL, dout, NULL, wproj, N, F, C, C, 0);
+    for (int64_t i = 0; i < (int64_t)N * F; i++) dh[i] *= gelu_tanh_grad(h[i]);
+    cpu_matmul_backward(dinp, NULL, NULL, dh, NULL, wfc, N, C, F, F, acc);
+}
+
+void cpu_mlp_backward_weight(float *dwfc, float *dbfc, float *dwproj, float *dbproj, const float *dout,
+                             const float *inp, const float *g, const float *dh, int N, int C) {
+    const int F = 4 * C;
+    cpu_matmul_backward(NULL, dwproj, dbproj, dout, g, NULL, N, F, C, C, 0);
+    cpu_matmul_backward(NULL, dwfc, dbfc, dh, inp, NULL, N, C, F, F, 0);
 }

@@ -140,6 +140,7 @@ void compute_params_default(compute_params *p) {
     p->attention = ATTENTION_FLASH;
     p->dropout = -1;
     p->no_tiles = 0;
+    p->gemm_scale = 1.0;
 }
 
 int compute_model_dropout(const gpt_config *cfg, const compute_params *p) {
@@ -166,8 +167,9 @@ double gemm_base_efficiency(const cluster_gpu *gpu, precision prec, const comput
     if (p->use_measured)
         for (size_t i = 0; i < sizeof GEMM_MEASURED / sizeof GEMM_MEASURED[0]; i++)
             if (strstr(gpu->name, GEMM_MEASURED[i].name))
-                return (prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low;
-    return p->gemm_efficiency;
+                return p->gemm_scale *
+                       ((prec == PRECISION_FP32 || prec == PRECISION_TF32) ? GEMM_MEASURED[i].tf32 : GEMM_MEASURED[i].low);
+    return p->gemm_scale * p->gemm_efficiency;
 }
 
 /* The shape factor of gemm_efficiency: everything but the base. */

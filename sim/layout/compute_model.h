@@ -51,6 +51,8 @@ typedef struct {
     int no_tiles;             /* 1: no tile, wave or short-k factors, every GEMM at the base
                                  efficiency (a CPU's loops, for calib/layout_confirm.c);
                                  0 (default): a GPU's */
+    double gemm_scale;        /* multiplies the base efficiency, measured or not (1: Megatron's
+                                 cuBLAS GEMMs; a framework profile's fitted figure, framework.h) */
 } compute_params;
 
 /* Defaults with their sources in compute_model.c's comment. */

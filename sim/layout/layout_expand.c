@@ -105,6 +105,7 @@ void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, d
 void layout_sim_destroy(layout_sim *s) {
     if (!s) return;
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
+    free(s->n_ops_r); free(s->overlap); free(s->w_us);
     free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
     free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
@@ -242,7 +243,9 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     s->vp = vp;
     s->K = K;
     s->m = m;
-    s->n_ops_stage = 2 * vp * m;
+    s->split = schedule_splits_backward(l->sched);
+    s->vshape = schedule_v_chunks(l->sched) == 2;
+    s->n_ops_stage = (s->split ? 3 : 2) * vp * m;
     const int64_t world = layout_world_size(l);
     const int gmax = l->tp > l->dp ? (l->tp > l->cp ? l->tp : l->cp) : (l->dp > l->cp ? l->dp : l->cp);
     pl_status st = PL_ERR_NOMEM;
@@ -259,21 +262,49 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         LS_ALLOC(s->p_dp, pp) || LS_ALLOC(s->p_wait, pp) || LS_ALLOC(s->p_opt, pp) || LS_ALLOC(s->end, pp) ||
         LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
         LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
-        LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp))
+        LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp) ||
+        LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->overlap, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->w_us, K))
         goto fail;
     st = layout_chunk_layers(l, cfg->n_layers, s->chunk_layers, m2, sizeof m2);
     if (st != PL_OK) {
         ls_msg(msg, len, "%s", m2);
         goto fail;
     }
-    for (int k = 0; k < K; k++) s->stage_layers[k % pp] += s->chunk_layers[k];
+    for (int k = 0; k < K; k++) s->stage_layers[ls_rank_of(s, k)] += s->chunk_layers[k];
     for (int r = 0; r < pp; r++) {
         layout_coords co;
         memset(&co, 0, sizeof co);
         co.c[LAYOUT_DIM_PP] = r;
         s->stage_rank[r] = layout_rank_of(l, &co);
         s->gpu[r] = cluster_gpu_of(c, s->stage_rank[r]);
-        pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
+        s->n_ops_r[r] = 2 * vp * m;
+        if (!s->split) pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
+    }
+    if (s->split) { /* ---- the split orders: core/schedule.c's per-rank orders ---- */
+        schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(l->sched, m));
+        for (int r = 0; r < pp && ops; r++) {
+            const int n = schedule_rank_ops(l->sched, pp, r, m, ops);
+            if (n < 0 || n > s->n_ops_stage) {
+                free(ops);
+                ops = NULL;
+                break;
+            }
+            pipe_op *o = s->order + (size_t)r * s->n_ops_stage;
+            uint8_t *ov = s->overlap + (size_t)r * s->n_ops_stage;
+            for (int q = 0; q < n; q++) {
+                const int code = ops[q].kind == SOP_F ? 0 : ops[q].kind == SOP_BW ? 1 : ops[q].kind == SOP_B ? 2 : 3;
+                o[q] = (pipe_op){ops[q].chunk, ops[q].mb, code};
+                ov[q] = (uint8_t)ops[q].overlap;
+            }
+            s->n_ops_r[r] = n;
+        }
+        if (!ops) {
+            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
+                   schedule_order_name(l->sched), pp, m);
+            st = PL_ERR_SCHEDULE;
+            goto fail;
+        }
+        free(ops);
     }
     (void)world;
 
@@ -331,7 +362,7 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         if (k == 0) p += s->emb_params;
         if (k == K - 1) p += head_held;
         chunk_params[k] = p / l->tp;
-        s->stage_params[k % pp] += chunk_params[k];
+        s->stage_params[ls_rank_of(s, k)] += chunk_params[k];
     }
     const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
     for (int r = 0; r < pp; r++)
@@ -346,7 +377,7 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     /* parameter gathers over the dp group (zero >= 1, fsdp) */
     for (int k = 0; k < K; k++) {
         coll_estimate e;
-        if ((st = group_coll(s, s->stage_rank[k % pp], LAYOUT_DIM_DP, COLL_ALL_GATHER,
+        if ((st = group_coll(s, s->stage_rank[ls_rank_of(s, k)], LAYOUT_DIM_DP, COLL_ALL_GATHER,
                              (double)chunk_params[k] * s->param_bytes_used, s->grp, &e)) != PL_OK)
             goto coll_fail;
         s->ag_chunk[k] = e.time_us;
@@ -411,7 +442,7 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
         int last_stage = -1;
         for (int k = 0; k < K; k++) {
             if (pass) s->bk_start[k] = n;
-            const int L = s->chunk_layers[k], r = k % s->pp;
+            const int L = s->chunk_layers[k], r = ls_rank_of(s, k);
             double acc = 0;
             int last_unit = 0;
             for (int u = 0; u <= L + 1; u++) {
@@ -527,7 +558,7 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     layer_cost lc = {0}, ec = {0}, hc = {0};
     const cluster_gpu *last_gpu = NULL;
     for (int k = 0; k < K; k++) {
-        const int r = k % pp, L = s->chunk_layers[k];
+        const int r = ls_rank_of(s, k), L = s->chunk_layers[k];
         if (s->gpu[r] != last_gpu) {
             layer_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &lc);
             embedding_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &ec);
@@ -561,6 +592,24 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
         c->b_lcp = cp_b;
         c->f_us = c->f_comp + c->f_tp + c->f_cp;
         c->b_us = c->b_comp + c->b_recomp + c->b_tp + c->b_cp;
+        /* ---- split orders: the layer's backward GEMMs split into input- and
+         * weight-gradient GEMMs. A layer's weight-gradient GEMMs (dW = dY^T X
+         * for qkv, the projection, the MLP's) repeat its forward GEMMs' FLOPs;
+         * its backward also has the input-gradient GEMMs (as many) and the
+         * attention core's backward (2.5x its forward: dS, dQ, dK, dV and the
+         * softmax): W = G / (2G + 2.5A) of the layer's backward compute, G and
+         * A the forward FLOPs of the GEMMs and of the causal core; the head
+         * splits in halves; TP and CP collectives, recomputation and the
+         * embedding stay in B. */
+        s->w_us[k] = 0.0;
+        if (s->split) {
+            const gpt_config *cf = s->cfg;
+            const double C = cf->d_model, T = cf->seq_len, hd = C / cf->n_heads;
+            const double kv = gpt_kv_heads(cf) * hd, F = cf->d_ff > 0 ? cf->d_ff : 4.0 * C;
+            const double G = 2.0 * (C * (C + 2.0 * kv) + C * C + (cf->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * F);
+            const double A = 2.0 * T * C; /* QK^T and AV, causal half, per token */
+            s->w_us[k] = L * lc.bwd_us * G / (2.0 * G + 2.5 * A) + (k == K - 1 ? 0.5 * e * hc.bwd_us : 0.0);
+        }
     }
     if (s->moe) moe_chunk_costs(s, p);
 }

@@ -106,7 +106,24 @@ struct layout_sim {
     int n_ev, cap_ev;
     int have_trace;
     int trace_failed;
+    /* ---- split orders (l->sched: zb-h1, zb-h2, zb-v, dualpipev; schedule.h) ----
+     * order then holds op codes in pipe_op.bwd: 0 F, 1 the whole backward,
+     * 2 B (input gradients), 3 W (weight gradients), pipe_op.chunk the
+     * rank's chunk (the V orders: chunk 1 is stage 2pp-1-r) */
+    int split;                   /* l->sched splits backwards */
+    int vshape;                  /* the V orders */
+    int *n_ops_r;                /* [pp] ops in each rank's order (<= n_ops_stage) */
+    uint8_t *overlap;            /* [pp * n_ops_stage] DualPipe: op and the next run as one overlapped pair */
+    double *w_us;                /* [K] a chunk's W: its layers' weight-gradient GEMMs (and the head's) */
 };
+
+/* The stage of rank r's chunk, and the rank of stage k, for the layout's order. */
+static inline int ls_stage_of(const layout_sim *s, int r, int chunk) {
+    return s->vshape ? (chunk ? 2 * s->pp - 1 - r : r) : chunk * s->pp + r;
+}
+static inline int ls_rank_of(const layout_sim *s, int k) {
+    return s->vshape ? (k < s->pp ? k : 2 * s->pp - 1 - k) : k % s->pp;
+}
 
 /* Write a one-line message into msg (NULL or len 0: nothing). */
 void ls_msg(char *msg, size_t len, const char *fmt, ...)

@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include "layout_internal.h"
+#include "model_params.h"
 
 void layout_sim_params_default(layout_sim_params *p) {
     compute_params_default(&p->compute);
@@ -98,6 +99,7 @@ void layout_sim_params_default(layout_sim_params *p) {
     p->emb_head_scale = 1.0;
     p->zero3_prefetch = 1;
     p->zero3_gather_scale = 1.0;
+    p->framework = NULL;
     moe_params_default(&p->moe);
 }
 
@@ -223,15 +225,36 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
         s->stash[r] = s->stash_max[r] = s->nstash[r] = s->nstash_max[r] = 0;
         if (s->moe) s->p_ep[r] = 0;
     }
-    long remaining = (long)pp * nops;
+    long remaining = 0;
+    for (int r = 0; r < pp; r++) remaining += s->n_ops_r[r];
+    double pair_comm[LAYOUT_MAX_CHUNKS] = {0}, pair_comp[LAYOUT_MAX_CHUNKS] = {0}; /* DualPipe: a pair's first op */
     while (remaining > 0) {
         int progress = 0;
         for (int r = 0; r < pp; r++) {
             const pipe_op *ord = s->order + (size_t)r * nops;
-            while (s->pos[r] < nops) {
+            while (s->pos[r] < s->n_ops_r[r]) {
                 const pipe_op op = ord[s->pos[r]];
-                const int k = op.chunk * pp + r, j = op.mb;
+                const int k = ls_stage_of(s, r, op.chunk), j = op.mb;
                 const size_t idx = (size_t)k * m + j;
+                if (op.bwd == 3) { /* ---- W (split orders): after its B on this rank, no message ---- */
+                    double t = s->ct[r];
+                    const double w = s->w_us[k], end = t + w;
+                    s->p_comp[r] += w;
+                    s->stash[r] -= s->chunk_layers[k];
+                    s->nstash[r]--;
+                    trace_push(s, r, 0, k, j, -1, 'W', t, end);
+                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1))
+                        for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) { /* the gradients final at W's end */
+                            const double bs = end > s->dpr[r] ? end : s->dpr[r];
+                            s->dpr[r] = bs + cs * s->buckets[b].us;
+                            trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
+                        }
+                    s->ct[r] = end;
+                    s->pos[r]++;
+                    remaining--;
+                    progress = 1;
+                    continue;
+                }
                 const double arr = op.bwd ? (k == K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
                 if (arr < 0) break;
                 double t = s->ct[r];
@@ -264,45 +287,67 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     trace_push(s, r, 0, k, j, -1, 'F', t, end);
                     if (s->tracing) trace_layers(s, c, r, k, j, 0, t);
                     if (k < K - 1) {
-                        const int nx = (k + 1) % pp;
+                        const int nx = ls_rank_of(s, k + 1);
                         if (nx == r) {
                             s->farr[idx + m] = end;
                         } else {
-                            const double st = end > s->lf[r] ? end : s->lf[r], x = xs * s->send_fwd[r];
+                            /* the V's second half sends to the previous rank */
+                            const double st = end > s->lf[r] ? end : s->lf[r],
+                                         x = xs * (nx == (r + 1) % pp ? s->send_fwd[r] : s->send_bwd[r]);
                             s->lf[r] = st + x;
                             s->farr[idx + m] = st + x;
                             trace_push(s, r, 1, k, j, -1, 'a', st, st + x);
                         }
                     }
                 } else {
-                    end = t + c->b_us + gwait;
-                    s->p_comp[r] += c->b_comp;
+                    /* op.bwd 2: B alone (split orders), its W later */
+                    const double wpart = op.bwd == 2 ? s->w_us[k] : 0.0;
+                    end = t + c->b_us - wpart + gwait;
+                    s->p_comp[r] += c->b_comp - wpart;
                     s->p_recomp[r] += c->b_recomp;
                     s->p_tp[r] += c->b_tp;
                     s->p_cp[r] += c->b_cp;
                     if (s->moe) s->p_ep[r] += c->b_ep;
-                    s->stash[r] -= s->chunk_layers[k];
-                    s->nstash[r]--;
+                    if (op.bwd != 2) {
+                        s->stash[r] -= s->chunk_layers[k];
+                        s->nstash[r]--;
+                    }
                     trace_push(s, r, 0, k, j, -1, 'B', t, end);
                     if (s->tracing) trace_layers(s, c, r, k, j, 1, t);
                     if (k > 0) {
-                        const int pv = (k - 1) % pp;
+                        const int pv = ls_rank_of(s, k - 1);
                         if (pv == r) {
                             s->barr[idx - m] = end;
                         } else {
-                            const double st = end > s->lb[r] ? end : s->lb[r], x = xs * s->send_bwd[r];
+                            const double st = end > s->lb[r] ? end : s->lb[r],
+                                         x = xs * (pv == (r + pp - 1) % pp ? s->send_bwd[r] : s->send_fwd[r]);
                             s->lb[r] = st + x;
                             s->barr[idx - m] = st + x;
                             trace_push(s, r, 2, k, j, -1, 'g', st, st + x);
                         }
                     }
-                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1))
+                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1) && op.bwd != 2)
                         for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
                             const double rdy = t + bucket_offset(s, c, &s->buckets[b], k);
                             const double bs = rdy > s->dpr[r] ? rdy : s->dpr[r];
                             s->dpr[r] = bs + cs * s->buckets[b].us;
                             trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
                         }
+                }
+                /* DualPipe's overlapped pair (one micro-batch's forward beside
+                 * another's backward): each op's TP and CP collectives run
+                 * under the other's compute, so the pair's second op ends
+                 * earlier by what the first's collectives hid */
+                const double comm = op.bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
+                const double comp = op.bwd ? c->b_comp : c->f_comp;
+                if (s->overlap[(size_t)r * nops + s->pos[r]]) {
+                    pair_comm[r] = comm;
+                    pair_comp[r] = comp;
+                } else if (s->pos[r] > 0 && s->overlap[(size_t)r * nops + s->pos[r] - 1]) {
+                    const double h1 = pair_comm[r] < comp ? pair_comm[r] : comp;
+                    const double h2 = comm < pair_comp[r] ? comm : pair_comp[r];
+                    const double hide = h1 + h2 < end - t ? h1 + h2 : end - t;
+                    end -= hide;
                 }
                 s->ct[r] = end;
                 s->pos[r]++;
@@ -319,7 +364,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
     for (int r = 0; r < pp; r++) {
         if (dp && !p->dp_overlap_grad)
             for (int k = K - 1; k >= 0; k--) {
-                if (k % pp != r) continue;
+                if (ls_rank_of(s, k) != r) continue;
                 const int nb = reduce_every ? m : 1;
                 for (int q = 0; q < nb; q++)
                     for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
@@ -471,7 +516,10 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
         const int L = s->stage_layers[r];
-        layout_stage_memory_moe(s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
+        if (gpt_is_moe(s->cfg)) /* MoE: Megatron's conventions with the expert parts (moe.h) */
+            layout_stage_memory_moe(s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
+        else
+            framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
         res->stage_mem[r] = mem.total;
         if (r == 0 || mem.total > res->stage_mem[worst]) {
             worst = r;

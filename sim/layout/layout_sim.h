@@ -40,6 +40,7 @@
 #include "graph.h"
 #include "layout.h"
 #include "layout_memory.h"
+#include "framework.h"
 #include "moe.h"
 #include "status.h"
 
@@ -67,6 +68,10 @@ typedef struct {
                                     Table 2 measured it) */
     double zero3_gather_scale;   /* multiplies zero 3's per-micro-batch parameter gathers
                                     (1 = the collective model's time) */
+    const struct framework_profile *framework; /* the stack's memory conventions (framework.h,
+                                    borrowed); NULL: Megatron's. Its time constants are
+                                    applied to compute / step_fixed_us by the caller
+                                    (framework_apply_time) */
     moe_params moe;              /* mixture of experts: load factor, grouped GEMMs (moe.h) */
 } layout_sim_params;
 

@@ -96,7 +96,9 @@ typedef enum {
     SIM_EV_SEND_ACT,  /* an activation transfer */
     SIM_EV_SEND_GRAD, /* a gradient transfer */
     SIM_EV_ADD,       /* a received gradient added to the node's output gradient */
-    SIM_EV_ZERO       /* gradients (or the loss accumulator) zeroed at the start */
+    SIM_EV_ZERO,      /* gradients (or the loss accumulator) zeroed at the start */
+    SIM_EV_WGRAD      /* a node's weight-gradient pass (W), apart from its input-gradient
+                         backward (SIM_EV_BWD) in orders that split them (zb-h1, ...) */
 } sim_event_kind;
 
 typedef struct {
@@ -113,7 +115,7 @@ typedef struct {
 
 typedef struct sim_ctx sim_ctx;
 
-/* Short name of an event kind: "F", "B", "adamw", "act", "grad", "add", "zero". */
+/* Short name of an event kind: "F", "B", "adamw", "act", "grad", "add", "zero", "W". */
 const char *sim_event_kind_name(sim_event_kind k);
 
 /* Create a simulator context for graph g and profile p (both borrowed: they

@@ -1,5 +1,5 @@
 /*
- * sim_arena.h: the simulator's model of an engine arena (hw/arena.c):
+ * sim_arena.h: the simulator's model of an engine arena (hw/exec/arena.c):
  * first fit over a sorted list of free ranges below `top`, with [top, inf)
  * free too (no cap here: the OOM verdict compares the high-water mark with
  * the cap). Header-only: the three operations sit on sim_run's hot path

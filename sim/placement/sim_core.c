@@ -183,7 +183,7 @@ static SIM_HOT_INLINE void compute_dur(run *r, int d, int kind, int node, int j,
         c->pend[d] = 0;
     }
     const int op = r->n_ops++;
-    op_put(r, op, c->cp[d], c->ct[d], dur, kind | d << 3, node, j);
+    op_put(r, op, c->cp[d], c->ct[d], dur, kind | d << OPK_BITS, node, j);
     c->ct[d] += dur;
     c->cp[d] = op;
     c->busy[d] += dur;
@@ -205,7 +205,7 @@ static void zero_on_comm(run *r, int d, double raw) {
     double dur = raw * r->cs + r->lo;
     if (dur < 0) dur = 0;
     const int op = r->n_ops++;
-    op_put(r, op, c->mp[d], c->mt[d], dur, OPK_ZERO_COMM | d << 3, -1, -1);
+    op_put(r, op, c->mp[d], c->mt[d], dur, OPK_ZERO_COMM | d << OPK_BITS, -1, -1);
     c->mt[d] += dur;
     c->mp[d] = op;
     c->zend[d] = c->mt[d];
@@ -338,7 +338,7 @@ static void ideal_xfer(run *r, int s, int t, int node, int j, int grad, int64_t 
         if (r->record) {
             c->ops[op + k].t0 = st;
             c->ops[op + k].t1 = st + x;
-            c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+            c->ops[op + k].info = (grad ? OPK_GRAD : OPK_ACT) | s << OPK_BITS;
             c->ops[op + k].dst = t;
             c->ops[op + k].node = node;
             c->ops[op + k].mb = j;
@@ -391,7 +391,7 @@ static void xfer(run *r, int s, int t, sim_buf *src, int node, int j, int grad, 
         c->ops[op + 1].t0 = s0;
         c->ops[op + 1].t1 = s0 + x;
         /* events name a transfer by the data's source and destination */
-        c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << 3;
+        c->ops[op].info = c->ops[op + 1].info = (grad ? OPK_GRAD : OPK_ACT) | s << OPK_BITS;
         c->ops[op].dst = c->ops[op + 1].dst = t;
         c->ops[op].node = c->ops[op + 1].node = node;
         c->ops[op].mb = c->ops[op + 1].mb = j;
@@ -490,6 +490,7 @@ static void issue_fwd(run *r, int i, int j) {
 static void issue_bwd(run *r, int i, int j) {
     sim_ctx *c = r->c;
     const int d = c->dev[i], mb = r->mb, e0 = c->in_start[i], e1 = c->in_start[i + 1];
+    const int split_here = c->split && c->has_w[i]; /* a W op follows (never the loss) */
     sim_view *ns = VIEW(r, i, j);
     if (!c->is_loss[i]) {
         /* the output gradient: wait for it and add what other devices sent
@@ -521,17 +522,34 @@ static void issue_bwd(run *r, int i, int j) {
                 use_buf(r, d, tg);
             }
         }
-        if (c->scr_len[2 * i + PHASE_BWD] > 0) scratch(c, d, c->scr_len[2 * i + PHASE_BWD]);
+        if (split_here) {
+            /* the engine's order: the call's scratch, then the block B
+             * keeps for W, then the scratch is freed */
+            const int64_t sl = c->scr_len[2 * i + PHASE_BWD];
+            const int64_t so = sl > 0 ? c_alloc(c, d, sl, 0) : -1;
+            ns->wst_off = c->wst_len[i] > 0 ? c_alloc(c, d, c->wst_len[i], 0) : -1;
+            if (so >= 0) c_free_block(c, d, so, sl);
+        } else if (c->scr_len[2 * i + PHASE_BWD] > 0) {
+            scratch(c, d, c->scr_len[2 * i + PHASE_BWD]);
+        }
         zero_wait(c, d);
-        compute_op(r, d, OPK_BWD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD]);
-        if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);
-        ns->saved_off = -1;
-        if (ns->grad.off >= 0) c_free(c, d, &ns->grad);
-        ns->grad.off = -1;
+        const double bw = c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD];
+        if (split_here) {
+            /* B: the input gradient; the saved block, the output gradient
+             * and the inputs stay for W */
+            compute_op(r, d, OPK_BWD, i, j, bw * (1.0 - c->wfrac[i]));
+        } else {
+            compute_op(r, d, OPK_BWD, i, j, bw);
+            if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);
+            ns->saved_off = -1;
+            if (ns->grad.off >= 0) c_free(c, d, &ns->grad);
+            ns->grad.off = -1;
+        }
     }
     for (int e = c->uin_start[i]; e < c->uin_start[i + 1]; e++) dep_done(c, OPKEY(r->m, c->uin[e], j, 1), c->uin[e]);
-    stash(c, d, j, r->m, -1);
-    const int reads = !c->is_loss[i] && c->bwd_reads[i];
+    if (split_here) dep_done(c, OPKEY_W(r->n, r->m, i, j), i);
+    else stash(c, d, j, r->m, -1);
+    const int reads = !c->is_loss[i] && c->bwd_reads[i] && !split_here;
     for (int e = e0; e < e1; e++) {
         const int sl = c->in_slot[e];
         sim_view *q = VIEW(r, sl, j);
@@ -548,6 +566,25 @@ static void issue_bwd(run *r, int i, int j) {
         c_free(c, d, &q->grad);
         q->grad.off = -1;
     }
+}
+
+/* W of node i for micro-batch j (orders that split backwards): the weight
+ * gradient, after its B; then what B kept for it is released: the saved
+ * block, the output gradient and the inputs the backward reads. */
+static void issue_w(run *r, int i, int j) {
+    sim_ctx *c = r->c;
+    const int d = c->dev[i];
+    sim_view *ns = VIEW(r, i, j);
+    compute_op(r, d, OPK_WGRAD, i, j, c->craw[((size_t)d * r->n + i) * PHASE_COUNT + PHASE_BWD] * c->wfrac[i]);
+    if (ns->wst_off >= 0) c_free_block(c, d, ns->wst_off, c->wst_len[i]);
+    ns->wst_off = -1;
+    if (ns->saved_off >= 0) c_free_block(c, d, ns->saved_off, ns->saved_len);
+    ns->saved_off = -1;
+    if (ns->grad.off >= 0) c_free(c, d, &ns->grad);
+    ns->grad.off = -1;
+    if (c->bwd_reads[i])
+        for (int e = c->in_start[i]; e < c->in_start[i + 1]; e++) release_use(c, d, VIEW(r, c->in_slot[e], j));
+    stash(c, d, j, r->m, -1);
 }
 
 /* After a device's last operation: join its comm stream, then AdamW. */
@@ -631,7 +668,8 @@ static void build_pairs(sim_ctx *c) {
 
 static inline void issue_op(run *r, uint32_t o) {
     const int i = (int)(o & 0xffff), j = (int)((o >> 16) & 0x7fff);
-    if (o >> 31) issue_bwd(r, i, j);
+    if (o & OPW) issue_w(r, i, j & 0x3fff); /* only ever set on a backward */
+    else if (o >> 31) issue_bwd(r, i, j);
     else issue_fwd(r, i, j);
 }
 
@@ -664,6 +702,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         return sim_fail(c, PL_ERR_SCHEDULE, "unknown schedule order %d", (int)sched->order);
     if (sched->chunks < 1 || (sched->chunks != 1 && sched->order != SCHED_INTERLEAVED))
         return sim_fail(c, PL_ERR_SCHEDULE, "chunks per device must be 1, or more with the interleaved schedule");
+    const int split = schedule_splits_backward(sched->order);
     sim_params prm;
     if (prm_in) prm = *prm_in;
     else sim_params_default(&prm);
@@ -689,9 +728,13 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     for (int d = 0; d < D; d++)
         if (c->rank[d] >= 0) c->used[c->n_used++] = d;
     int off = 0;
+    c->split = split;
+    for (int d = 0; d < D; d++) c->nw_on[d] = 0;
+    if (split)
+        for (int i = 0; i < n; i++) c->nw_on[c->dev[i]] += c->has_w[i];
     for (int d = 0; d < D; d++) {
         c->dstart[d] = off;
-        off += 2 * m * c->n_on[d];
+        off += 2 * m * c->n_on[d] + m * c->nw_on[d];
         c->dn_start[d + 1] = c->dn_start[d] + c->n_on[d];
         c->next[d] = c->dn_start[d]; /* scratch: fill position */
         c->pbytes[d] = 0;
@@ -710,6 +753,9 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
             const uint32_t o = c->seq[k];
             c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
         }
+    } else if (split) {
+        pl_status st = sim_order_split(c, sched->order); /* fills pos_of too */
+        if (st != PL_OK) return st;
     } else {
         sim_order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
     }
@@ -731,7 +777,9 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     r.record = r.tracing || c->force_record;
     c->last_sched = *sched;
     c->last_prm = prm;
-    r.ideal = sched->order == SCHED_INTERLEAVED && sched->chunks > 1;
+    /* orders the engine does not run: transfers on ideal per-link queues */
+    r.ideal = (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) || sched->order == SCHED_ZB_V ||
+              sched->order == SCHED_DUALPIPEV;
     if (r.ideal)
         for (int l = 0; l < D * D; l++) {
             c->lfree[l] = 0;
@@ -754,9 +802,10 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
                 dp[2 * j + 1] = db;
             }
         }
+        for (size_t k = 2 * (size_t)n * m; k < 3 * (size_t)n * m; k++) c->dep_init[k] = 1; /* W: its B */
         c->dep_init_m = m;
     }
-    memcpy(c->dep, c->dep_init, sizeof *c->dep * 2 * (size_t)n * m);
+    memcpy(c->dep, c->dep_init, sizeof *c->dep * (split ? 3 : 2) * (size_t)n * m);
     for (int i = 0; i < n; i++)
         if (c->uin_start[i + 1] == c->uin_start[i]) /* no inputs: its forwards are ready */
             for (int j = 0; j < m; j++) {

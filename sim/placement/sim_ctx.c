@@ -63,6 +63,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->cp); free(c->mp); free(c->zend); free(c->zop); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->chain ? c->chain - 1 : NULL); free(c->events); free(c->crit); free(c->lazy);
     free(c->pipe_tmp);
+    free(c->wfrac); free(c->has_w); free(c->nw_on); free(c->sched_ops); free(c->wst_ps); free(c->wst_len);
     free(c);
 }
 
@@ -186,7 +187,7 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
     for (int i = 0; i < n; i++)
         if (g->cons_start[i + 1] - g->cons_start[i] > mc) mc = g->cons_start[i + 1] - g->cons_start[i];
     c->max_cons = mc;
-    long ops = 2L * n * M + 3L * D + 5L * xmax * M + 4;
+    long ops = 3L * n * M + 3L * D + 5L * xmax * M + 4;
     long live = 16 + (long)n * M * (4 + mc) + 2L * xmax * M;
     if (ops > 200000000L || live * D > 200000000L) {
         free(c);
@@ -208,12 +209,12 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->ucons, E) || ALLOC(c->craw, (long)D * n * PHASE_COUNT) ||
         ALLOC(c->traw, (long)c->n_class * D * D) || ALLOC(c->res_fwd, D) || ALLOC(c->out_b, n) || ALLOC(c->out_len, n) ||
         ALLOC(c->saved_len, n) || ALLOC(c->scr_len, 2 * n) || ALLOC(c->dev, n) ||
-        ALLOC(c->st_lo, n) || ALLOC(c->st_hi, n) || ALLOC(c->st_dev, n) ||
-        ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->dep_init, 2 * nm) ||
+        ALLOC(c->st_lo, n + 1) || ALLOC(c->st_hi, n + 1) || ALLOC(c->st_dev, n + 1) ||
+        ALLOC(c->n_on, D) || ALLOC(c->used, D) || ALLOC(c->rank, D) || ALLOC(c->dep_init, 3 * nm) ||
         ALLOC(c->param_b, n) || ALLOC(c->xslot, (long)n * D) ||
-        ALLOC(c->ucnt, (long)n * D) || ALLOC(c->xmask, n) || ALLOC(c->local_uses, n) || ALLOC(c->seq, 2 * nm) ||
-        ALLOC(c->issued, 2 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->left, D) || ALLOC(c->dep, 2 * nm) ||
-        ALLOC(c->pos_of, 2 * nm) || ALLOC(c->rbits, 2 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
+        ALLOC(c->ucnt, (long)n * D) || ALLOC(c->xmask, n) || ALLOC(c->local_uses, n) || ALLOC(c->seq, 3 * nm) ||
+        ALLOC(c->issued, 3 * nm) || ALLOC(c->dstart, D + 1) || ALLOC(c->next, D) || ALLOC(c->left, D) || ALLOC(c->dep, 3 * nm) ||
+        ALLOC(c->pos_of, 3 * nm) || ALLOC(c->rbits, 3 * nm / 64 + 2) || ALLOC(c->dn_start, D + 1) ||
         ALLOC(c->dnodes, n) || ALLOC(c->pbytes, D) || ALLOC(c->uin_start, n + 1) ||
         ALLOC(c->uin, (long)n * GRAPH_MAX_INPUTS) ||
         ALLOC(c->views, (n + xmax) * M) || ALLOC(c->in_start, n + 1) ||
@@ -223,13 +224,21 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->zend, D) || ALLOC(c->zop, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
-        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) || ALLOC(c->pipe_tmp, 2 * nm) ||
-        ALLOC(c->lazy, 1))
+        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) || ALLOC(c->pipe_tmp, 3 * nm) ||
+        ALLOC(c->lazy, 1) || ALLOC(c->wfrac, n) || ALLOC(c->has_w, n) || ALLOC(c->nw_on, D) ||
+        ALLOC(c->sched_ops, 6L * M) || ALLOC(c->wst_ps, n) || ALLOC(c->wst_len, n))
         goto out_nomem;
     for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
     c->chain++; /* chain[-1]: no ops, no compute time */
     c->chain[-1] = (sim_chain){0.0, 0, -1};
     ctx_facts(c);
+    for (int i = 0; i < n; i++) {
+        c->wfrac[i] = c->is_loss[i] ? 0.0 : profile_w_frac(p, g, i);
+        c->has_w[i] = c->wfrac[i] > 0.0;
+        const op_kind k = g->nodes[i].kind;
+        const int64_t tc = (int64_t)g->cfg.seq_len * g->cfg.d_model * 4;
+        c->wst_ps[i] = !c->has_w[i] ? 0 : k == OP_ATTENTION ? 3 * tc : k == OP_MLP ? 4 * tc : 0;
+    }
     c->last_op = -1;
     *out = c;
     return PL_OK;
@@ -278,6 +287,7 @@ void sim_ensure_costs(sim_ctx *c, int mb) {
         c->out_b[i] = c->out_ps[i] * mb;
         c->out_len[i] = align_len(c->out_b[i]);
         c->saved_len[i] = c->saved_ps[i] > 0 ? align_len(c->saved_ps[i] * mb) : 0;
+        c->wst_len[i] = c->wst_ps[i] > 0 ? align_len(c->wst_ps[i] * mb) : 0;
         for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
             const int64_t scr = (int64_t)(c->scr_ps[2 * i + ph] * mb);
             c->scr_len[2 * i + ph] = scr > 0 ? align_len(scr) : 0;

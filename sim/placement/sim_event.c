@@ -26,14 +26,14 @@ const sim_event *sim_events(const sim_ctx *ctx, int *n) {
 
 void sim_op_event(const sim_ctx *c, int o, sim_event *ev) {
     static const sim_event_kind kinds[] = {SIM_EV_FWD,      SIM_EV_BWD, SIM_EV_OPT, SIM_EV_SEND_ACT,
-                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO, SIM_EV_ZERO};
+                                           SIM_EV_SEND_GRAD, SIM_EV_ADD, SIM_EV_ZERO, SIM_EV_ZERO, SIM_EV_WGRAD};
     int info = c->ops[o].info;
-    ev->kind = kinds[info & 7];
+    ev->kind = kinds[info & OPK_MASK];
     ev->node = c->ops[o].node;
     ev->micro_batch = c->ops[o].mb;
-    ev->device = info >> 3;
+    ev->device = info >> OPK_BITS;
     ev->dst_device = c->ops[o].dst;
-    ev->stream = (info & 7) == OPK_ACT || (info & 7) == OPK_GRAD || (info & 7) == OPK_ZERO_COMM;
+    ev->stream = (info & OPK_MASK) == OPK_ACT || (info & OPK_MASK) == OPK_GRAD || (info & OPK_MASK) == OPK_ZERO_COMM;
     ev->start_us = c->ops[o].t0;
     ev->end_us = c->ops[o].t1;
 }
@@ -47,6 +47,7 @@ const char *sim_event_kind_name(sim_event_kind k) {
     case SIM_EV_SEND_GRAD: return "grad";
     case SIM_EV_ADD: return "add";
     case SIM_EV_ZERO: return "zero";
+    case SIM_EV_WGRAD: return "W";
     default: return "?";
     }
 }

@@ -50,6 +50,7 @@ typedef struct {
     int grad_left;    /* pair slot: consumers here whose backward is to come */
     int n_temps;      /* node slot: received gradient contributions to add */
     int64_t saved_off, saved_len; /* node slot: the saved block */
+    int64_t wst_off;  /* node slot, split orders: what B keeps for W (-1 none) */
 } sim_view;
 
 /* A freed block whose last send was still outstanding. */
@@ -75,8 +76,12 @@ typedef struct {
 } sim_chain;
 
 /* Op kinds recorded for traces and the critical path. */
-/* op kinds (sim_op.info & 7); OPK_ZERO_COMM: the gradients' ZERO on the comm stream */
-enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO, OPK_ZERO_COMM };
+/* op kinds (sim_op.info & OPK_MASK, the device above OPK_BITS); OPK_ZERO_COMM: the
+ * gradients' ZERO on the comm stream; OPK_WGRAD: a weight-gradient pass (W) of
+ * an order that splits the backward */
+enum { OPK_FWD = 0, OPK_BWD, OPK_OPT, OPK_ACT, OPK_GRAD, OPK_ADD, OPK_ZERO, OPK_ZERO_COMM, OPK_WGRAD };
+#define OPK_BITS 4
+#define OPK_MASK 15
 
 /* What sim_critical_path builds on demand (it takes a const context). */
 typedef struct {
@@ -179,7 +184,16 @@ struct sim_ctx {
     schedule last_sched;       /* the last run's schedule and parameters, */
     sim_params last_prm;       /* to run it again (its placement is in dev) */
 
-    pipe_op *pipe_tmp;         /* [2nM] one rank's interleaved order (sim_order.c) */
+    pipe_op *pipe_tmp;         /* [3nM] one rank's interleaved order (sim_order.c) */
+    /* orders that split backwards (zb-h1, zb-h2, zb-v, dualpipev): */
+    int split;                 /* the last run's order has W ops */
+    double *wfrac;             /* [n] the W share of each node's backward (profile_w_frac) */
+    uint8_t *has_w;            /* [n] the node has a W op of its own (wfrac > 0, not the loss) */
+    int *nw_on;                /* [D] such nodes on each device */
+    schedule_op *sched_ops;    /* [6M] one rank's order (schedule_rank_ops) */
+    int64_t *wst_ps;           /* [n] bytes per sample B keeps for W: the engine's
+                                  (attention dqkv 3TC floats, MLP dh 4TC, else 0) */
+    int64_t *wst_len;          /* [n] that block at cached_mb (aligned; 0: none) */
     sim_event *events;
     int n_events;
     int have_events;
@@ -187,10 +201,14 @@ struct sim_ctx {
     sim_lazy *lazy;
 };
 
-/* Op codes in a device's order: node (16 bits), micro-batch (15), backward (1). */
+/* Op codes in a device's order: node (16 bits), micro-batch (15), backward (1);
+ * a W op (orders that split backwards, m < 2^14) is a backward with OPW set. */
 #define OPC(i, j, b) ((uint32_t)(i) | (uint32_t)(j) << 16 | (uint32_t)(b) << 31)
-/* Op keys: (node, mb, bwd) -> index into dep and pos_of. */
+#define OPW (1u << 30)
+/* Op keys: (node, mb, bwd) -> index into dep and pos_of; W ops after all of
+ * those: 2nm + node * m + mb. */
 #define OPKEY(m, i, j, b) ((((size_t)(i) * (m) + (j)) << 1) | (size_t)(b))
+#define OPKEY_W(n, m, i, j) (2 * (size_t)(n) * (m) + (size_t)(i) * (m) + (size_t)(j))
 
 /* An arena block's length for a request of `bytes` (hw/arena.c). */
 static inline int64_t align_len(int64_t bytes) {
@@ -214,6 +232,10 @@ void sim_count_stages(sim_ctx *c);
 void sim_build_stages(sim_ctx *c);
 void sim_order_engine(sim_ctx *c, int gpipe);
 pl_status sim_order_interleaved(sim_ctx *c, int v);
+/* zb-h1, zb-h2 (any placement: a device's nodes in node order, as 1f1b),
+ * zb-v and dualpipev (a V of 2p runs of nodes) from core/schedule.c's
+ * per-rank orders, W ops for the nodes that have one; fills pos_of. */
+pl_status sim_order_split(sim_ctx *c, schedule_order o);
 
 /* sim_trace.c: the order of sorted events (start time, compute first,
  * device, end time). */

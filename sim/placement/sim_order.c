@@ -172,3 +172,100 @@ int pipe_order_rank(int p, int r, int v, int m, pipe_op *out) {
 #undef BWD_ONE
     return k;
 }
+
+/* Expand one op of a rank's order over the nodes lo..hi of a stage (or,
+ * lo < 0, over device d's nodes): F in node order, B and W in reverse, W
+ * only for nodes with a W op. */
+static int expand_split(sim_ctx *c, uint32_t *a, int w, const schedule_op *op, int lo, int hi, int d) {
+    const int *nl = NULL;
+    int nn = 0;
+    if (lo < 0) {
+        nl = c->dnodes + c->dn_start[d];
+        nn = c->dn_start[d + 1] - c->dn_start[d];
+    } else {
+        nn = hi - lo + 1;
+    }
+#define NODE(q) (nl ? nl[q] : lo + (q))
+    const int j = op->mb;
+    if (op->kind == SOP_F)
+        for (int q = 0; q < nn; q++) a[w++] = OPC(NODE(q), j, 0);
+    else if (op->kind == SOP_W)
+        for (int q = nn - 1; q >= 0; q--) {
+            if (c->has_w[NODE(q)]) a[w++] = OPC(NODE(q), j, 1) | OPW;
+        }
+    else { /* B, or a fused BW: the B ops, then (BW) their W ops right after */
+        for (int q = nn - 1; q >= 0; q--) a[w++] = OPC(NODE(q), j, 1);
+        if (op->kind == SOP_BW)
+            for (int q = nn - 1; q >= 0; q--)
+                if (c->has_w[NODE(q)]) a[w++] = OPC(NODE(q), j, 1) | OPW;
+    }
+#undef NODE
+    return w;
+}
+
+pl_status sim_order_split(sim_ctx *c, schedule_order o) {
+    const int m = c->m, p = c->n_used, v = schedule_v_chunks(o);
+    if (m > 0x3fff)
+        return sim_fail(c, PL_ERR_SCHEDULE, "%s takes at most %d micro-batches in the simulator", schedule_order_name(o),
+                        0x3fff);
+    char msg[160];
+    if (schedule_check_pipeline(o, p, m, 0, msg, sizeof msg) != PL_OK) return sim_fail(c, PL_ERR_SCHEDULE, "%s", msg);
+    if (v == 2) {
+        /* a V: runs 0..p-1 on p devices, then back; the turn's two chunks
+         * are one run (2p-1 runs), split in halves (chunk 1 may be empty) */
+        sim_build_stages(c);
+        const int S = c->S;
+        if (S != 2 * p - 1)
+            return sim_fail(c, PL_ERR_SCHEDULE,
+                            "%s needs a V placement: %d runs of nodes over %d devices, expected %d (devices 0..p-1 "
+                            "and back, the turn's two chunks on one device)",
+                            schedule_order_name(o), S, p, 2 * p - 1);
+        for (int k = 0; k < p - 1; k++)
+            if (c->st_dev[2 * p - 2 - k] != c->st_dev[k])
+                return sim_fail(c, PL_ERR_SCHEDULE,
+                                "%s needs a V placement: run %d is on device %d, run %d on device %d (expected the "
+                                "same device)",
+                                schedule_order_name(o), k, c->st_dev[k], 2 * p - 2 - k, c->st_dev[2 * p - 2 - k]);
+        /* stages 0..2p-1 in the st_ arrays: the turn split, the rest moved up */
+        for (int k = S - 1; k >= p; k--) {
+            c->st_lo[k + 1] = c->st_lo[k];
+            c->st_hi[k + 1] = c->st_hi[k];
+            c->st_dev[k + 1] = c->st_dev[k];
+        }
+        const int lo = c->st_lo[p - 1], hi = c->st_hi[p - 1], mid = lo + (hi - lo) / 2;
+        c->st_hi[p - 1] = mid;
+        c->st_lo[p] = mid + 1;
+        c->st_hi[p] = hi;
+        c->st_dev[p] = c->st_dev[p - 1];
+    }
+    for (int u = 0; u < p; u++) {
+        /* rank: 1f1b's (devices by first node) for one chunk; the V's
+         * position of the device's first run for two (the same here:
+         * the V's first p runs are the p devices in first-node order) */
+        const int d = c->used[u], r = c->rank[d];
+        const int n_ops = schedule_rank_ops(o, p, r, m, c->sched_ops);
+        if (n_ops < 0) return sim_fail(c, PL_ERR_NOMEM, "%s: no order for rank %d", schedule_order_name(o), r);
+        uint32_t *a = c->seq + c->dstart[d];
+        int w = 0;
+        for (int k = 0; k < n_ops; k++) {
+            const schedule_op *op = &c->sched_ops[k];
+            if (v == 2) {
+                const int st = schedule_stage_of(o, p, r, op->chunk);
+                w = expand_split(c, a, w, op, c->st_lo[st], c->st_hi[st], d);
+            } else {
+                w = expand_split(c, a, w, op, -1, -1, d);
+            }
+        }
+        if (w != c->dstart[d + 1] - c->dstart[d])
+            return sim_fail(c, PL_ERR_SCHEDULE, "%s: rank %d's order has %d ops, expected %d", schedule_order_name(o), r,
+                            w, c->dstart[d + 1] - c->dstart[d]);
+        for (int k = 0; k < w; k++) {
+            const uint32_t q = a[k];
+            const int i = (int)(q & 0xffff);
+            const size_t key = q & OPW ? OPKEY_W(c->n, m, i, (q >> 16) & 0x3fff)
+                                       : OPKEY(m, i, (q >> 16) & 0x7fff, q >> 31);
+            c->pos_of[key] = c->dstart[d] + k;
+        }
+    }
+    return PL_OK;
+}

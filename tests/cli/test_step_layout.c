@@ -1,6 +1,6 @@
 /*
  * test_step_layout.c: `placer step --layout TEXT` on the CPU backend
- * (issue 17, item 5; cli/step_layout.c). A layout is the same run as the
+ * (issue 17, item 5; hw/dist/step_layout.c). A layout is the same run as the
  * options it stands for: pp stages as an explicit contiguous placement
  * over pp devices, tp x dp as forked ranks, gbs / (dp x mbs) micro-batches,
  * so the printed losses match the single-process step to the printed digit

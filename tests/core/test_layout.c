@@ -247,3 +247,33 @@ Test(layout, parse_given_names_the_keys_the_text_gave) {
     cr_assert_eq(layout_parse_given("tp=2,tp=2", &l, &given, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert_eq(given, 7u, "untouched on failure");
 }
+
+/* sched=: the pipeline order in the layout text, written only when not 1f1b,
+ * and what each order needs of vp, pp and the micro-batches */
+Test(layout, sched_parses_formats_and_validates) {
+    layout l;
+    char msg[256], buf[512];
+    cr_assert_eq(layout_parse("pp=4,mbs=1,gbs=16,sched=zb-h1", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(l.sched, SCHED_ZB_H1);
+    layout_format(&l, buf, sizeof buf);
+    cr_assert_not_null(strstr(buf, ",sched=zb-h1"), "%s", buf);
+    cr_assert_eq(layout_parse("pp=4,mbs=1,gbs=16", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(l.sched, SCHED_1F1B);
+    layout_format(&l, buf, sizeof buf);
+    cr_assert_null(strstr(buf, "sched"), "%s", buf);
+    cr_assert_eq(layout_parse("pp=4,sched=gpipe", &l, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_not_null(strstr(msg, "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev"), "%s", msg);
+    gpt_config cfg;
+    cr_assert_eq(gpt_config_parse("default,layers=8", &cfg, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_parse("pp=4,mbs=1,gbs=16,sched=zb-v", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &cfg, 4, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_not_null(strstr(msg, "sched=zb-v needs vp=2"), "%s", msg);
+    cr_assert_eq(layout_parse("pp=4,vp=2,mbs=1,gbs=4,sched=dualpipev", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &cfg, 4, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_not_null(strstr(msg, "4 micro-batches over 4 ranks (use 8 or more)"), "%s", msg);
+    cr_assert_eq(layout_parse("pp=4,vp=2,mbs=1,gbs=8,sched=dualpipev", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &cfg, 4, msg, sizeof msg), PL_OK, "%s", msg);
+    /* the V orders skip interleaving's m % pp rule */
+    cr_assert_eq(layout_parse("pp=4,vp=2,mbs=1,gbs=10,sched=zb-v", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &cfg, 4, msg, sizeof msg), PL_OK, "%s", msg);
+}

@@ -1,5 +1,6 @@
 /* test_schedule.c: schedule parsing and validation. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "schedule.h"
@@ -45,4 +46,161 @@ Test(schedule, chunks_need_interleaved) {
     cr_assert_eq(schedule_validate(&s, 16, NULL, 0), PL_OK);
     s.chunks = 0;
     cr_assert_eq(schedule_validate(&s, 16, NULL, 0), PL_ERR_SCHEDULE);
+}
+
+/* ---- the zero-bubble and DualPipeV orders against their closed forms ---- */
+
+#include <criterion/parameterized.h>
+
+typedef struct {
+    int order, p, m;
+    double F, B, W;
+} zb_case;
+
+static int zb_cases(zb_case *out, int order, int m_min_per_p) {
+    static const int P[5] = {2, 3, 4, 8, 16};
+    static const double C[3][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1}};
+    int k = 0;
+    for (int a = 0; a < 5; a++)
+        for (int m = m_min_per_p * P[a]; m <= 64; m += P[a])
+            for (int c = 0; c < 3; c++) out[k++] = (zb_case){order, P[a], m, C[c][0], C[c][1], C[c][2]};
+    return k;
+}
+
+/* Run the order on the ideal pipeline; the largest idle time inside a
+ * rank's own span (first start to last end: the zero-bubble papers'
+ * bubble, each rank's optimizer step running after its own last W) and the
+ * step's. Every rank's busy time is the whole work, peaks match the
+ * order's memory rule. */
+static void zb_run(const zb_case *c, double *span_idle, double *step) {
+    double busy[16], first[16], last[16];
+    int peak[16];
+    const schedule_order o = (schedule_order)c->order;
+    *step = schedule_eval_ideal(o, c->p, c->m, c->F, c->B, c->W, busy, first, last, peak);
+    cr_assert_geq(*step, 0, "%s p=%d m=%d did not run", schedule_order_name(o), c->p, c->m);
+    const int v = schedule_v_chunks(o);
+    *span_idle = 0;
+    for (int r = 0; r < c->p; r++) {
+        cr_assert_eq(busy[r], v * c->m * (c->F + c->B + c->W));
+        const double idle = last[r] - first[r] - busy[r];
+        if (idle > *span_idle) *span_idle = idle;
+        cr_assert_eq(peak[r], schedule_peak_stash_rule(o, c->p, r, c->m), "%s p=%d m=%d rank %d: peak %d, rule %d",
+                     schedule_order_name(o), c->p, c->m, r, peak[r], schedule_peak_stash_rule(o, c->p, r, c->m));
+    }
+}
+
+ParameterizedTestParameters(schedule_bubble, one_f_one_b) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)zb_cases(cs, SCHED_1F1B, 1));
+}
+/* 1F1B: (p-1)(F+B+W) idle, the bubble (p-1)/m of the step */
+ParameterizedTest(zb_case *c, schedule_bubble, one_f_one_b) {
+    double idle, step;
+    zb_run(c, &idle, &step);
+    cr_assert_eq(idle, (c->p - 1) * (c->F + c->B + c->W));
+    cr_assert_eq(step, (c->m + c->p - 1) * (c->F + c->B + c->W) + 0 * c->F);
+}
+
+ParameterizedTestParameters(schedule_bubble, zb_h1) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)zb_cases(cs, SCHED_ZB_H1, 1));
+}
+/* ZB-H1 (m >= p): (p-1)(F+B-W) idle, a third of 1F1B's at F = B = W */
+ParameterizedTest(zb_case *c, schedule_bubble, zb_h1) {
+    double idle, step;
+    zb_run(c, &idle, &step);
+    cr_assert_eq(idle, (c->p - 1) * (c->F + c->B - c->W), "p=%d m=%d F=%g B=%g W=%g: idle %g", c->p, c->m, c->F,
+                 c->B, c->W, idle);
+    cr_assert_eq(step, c->m * (c->F + c->B + c->W) + (c->p - 1) * (c->F + c->B - c->W) + 0.0 * c->F);
+}
+
+ParameterizedTestParameters(schedule_bubble, zb_h2) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)zb_cases(cs, SCHED_ZB_H2, 2));
+}
+/* ZB-H2 (m >= 2p, F = B = W; its list schedule is built at unit costs):
+ * no idle time inside any rank's span, at 2p-1 micro-batches held */
+ParameterizedTest(zb_case *c, schedule_bubble, zb_h2) {
+    if (c->F != c->B || c->B != c->W) return;
+    double idle, step;
+    zb_run(c, &idle, &step);
+    cr_assert_eq(idle, 0.0, "p=%d m=%d: idle %g", c->p, c->m, idle);
+    cr_assert_eq(step, c->m * 3 * c->F + (c->p - 1) * c->F); /* the ranks' staggered starts */
+}
+
+ParameterizedTestParameters(schedule_bubble, dualpipev) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)zb_cases(cs, SCHED_DUALPIPEV, 2));
+}
+/* DualPipeV (m >= 2p): DeepSeek's (PP/2-1)(F&B + B - 3W) over PP = 2p
+ * stages, an overlapped pair F&B counted as its two ops' sum here
+ * (F + B + W: the compute itself does not overlap on one stream), at
+ * 2p+1 chunk activations held (PP+1) */
+ParameterizedTest(zb_case *c, schedule_bubble, dualpipev) {
+    double idle, step;
+    zb_run(c, &idle, &step);
+    const double fb = c->F + c->B + c->W;
+    if (c->F == c->B && c->B == c->W)
+        cr_assert_eq(idle, (c->p - 1) * (fb + c->B - 3 * c->W), "p=%d m=%d: idle %g", c->p, c->m, idle);
+    /* with pairs run one op after the other and F = B, the drain's idle is
+     * ZB-H1's per rank: (p-1)(F+B-W), half ZB-H1's share of a step (two
+     * chunks); with B > F more (p = 3, F 1, B 2, W 1: 5 where that gives 4),
+     * always under 1F1B's (p-1)(F+B+W) */
+    cr_assert_lt(idle, (c->p - 1) * fb);
+    if (c->F == c->B)
+        cr_assert_eq(idle, (c->p - 1) * (c->F + c->B - c->W), "p=%d m=%d F=%g B=%g W=%g: idle %g", c->p, c->m, c->F, c->B,
+                 c->W, idle);
+}
+
+ParameterizedTestParameters(schedule_bubble, zb_v) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)zb_cases(cs, SCHED_ZB_V, 2));
+}
+/* ZB-V (m >= 2p, F = B = W): 2p chunk activations held (1F1B's p
+ * micro-batches); its idle is below ZB-H1's (p-1)(F+B-W) per pair of chunks
+ * but not the paper's zero (see schedule.c: a list schedule, not the
+ * paper's search) */
+ParameterizedTest(zb_case *c, schedule_bubble, zb_v) {
+    if (c->F != c->B || c->B != c->W) return;
+    double idle, step;
+    zb_run(c, &idle, &step);
+    cr_assert_leq(idle, 2 * (c->p - 1) * (c->F + c->B - c->W), "p=%d m=%d: idle %g", c->p, c->m, idle);
+}
+
+Test(schedule, pipeline_requirements_are_one_line_each) {
+    char msg[256];
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPEV, 4, 7, 0, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, "7 micro-batches over 4 ranks") && strstr(msg, "8 or more") && !strchr(msg, '\n'), "%s", msg);
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPEV, 4, 8, 8, msg, sizeof msg), PL_OK);
+    cr_assert_eq(schedule_check_pipeline(SCHED_ZB_V, 4, 8, 7, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, "7 stages over 4 ranks") && strstr(msg, "odd"), "%s", msg);
+    cr_assert_eq(schedule_check_pipeline(SCHED_ZB_H1, 4, 1, 4, msg, sizeof msg), PL_OK);
+    schedule_order o;
+    cr_assert_eq(schedule_parse_order("zb-h1", &o, NULL, 0), PL_OK);
+    cr_assert_eq(o, SCHED_ZB_H1);
+    cr_assert_eq(schedule_parse_order("dualpipev", &o, NULL, 0), PL_OK);
+    cr_assert_eq(o, SCHED_DUALPIPEV);
+    schedule_op ops[96];
+    cr_assert_eq(schedule_rank_ops(SCHED_DUALPIPEV, 4, 0, 7, ops), -1);
+}
+
+/* Every order runs each (chunk, mb)'s F before its backward, and B before
+ * its W; zb-h1 on rank 0 of 4 with m = 6 is 1F1B's skeleton with each W
+ * right after its B (rank 0 keeps none pending) */
+Test(schedule, zb_h1_rank_orders) {
+    schedule_op ops[64];
+    char buf[256];
+    const int want_w[4] = {0, 1, 2, 3};
+    for (int r = 0; r < 4; r++) {
+        int n = schedule_rank_ops(SCHED_ZB_H1, 4, r, 6, ops), off = 0, pend = 0, maxp = 0;
+        cr_assert_eq(n, 18);
+        for (int k = 0; k < n; k++) {
+            off += snprintf(buf + off, sizeof buf - (size_t)off, "%c%d ", "FBWX"[ops[k].kind], ops[k].mb);
+            pend += ops[k].kind == SOP_B ? 1 : ops[k].kind == SOP_W ? -1 : 0;
+            if (ops[k].kind == SOP_B && pend - 1 > maxp) maxp = pend - 1;
+        }
+        cr_assert_eq(maxp, want_w[r], "rank %d keeps %d W pending: %s", r, maxp, buf);
+        if (r == 0) cr_assert_str_eq(buf, "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5 ");
+        if (r == 3) cr_assert_str_eq(buf, "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 W3 W4 W5 ");
+    }
 }

@@ -3,7 +3,9 @@
  * n = 0, 1, ... up to every allocation of the call: loading the model from
  * the store, then a whole calibration (24 synthetic timings stored as
  * measurements, the GSL fit, the evaluation, the fit and the parameters
- * stored), and a refit from the stored measurements.
+ * stored), a refit from the stored measurements, and a head-to-head
+ * confirmation (calib/confirm_session.h: sides, predictions, the synthetic
+ * timer, the protocol, the stored confirmation).
  *
  * Each failure must come back as PL_ERR_NOMEM with nothing leaked (GSL is
  * linked statically, so its allocations are swept too), and leave the
@@ -14,6 +16,7 @@
 
 #include "calib_db.h"
 #include "calibrate.h"
+#include "confirm_session.h"
 #include "fault_db.h"
 #include "fault_sweep.h"
 #include "timer.h"
@@ -96,4 +99,54 @@ Test(faults_calib, refit_from_stored_measurements_fails_cleanly_at_every_allocat
     from = 1;
     long n = fault_sweep("calib: refit from stored measurements", op_calibrate, check_calib, &from);
     cr_assert_gt(n, 20);
+}
+
+/* ---- a head-to-head confirmation (calib/confirm_session.h) ---- */
+
+/* Prepare (sides, predictions, the synthetic timer) and run (protocol,
+ * stored confirmation) a small confirmation of the single and human
+ * sides, as `placer confirm --run 0 --timer synthetic --no-dp --no-search`. */
+static pl_status op_session(void *ctx) {
+    (void)ctx;
+    profile_db *db = NULL;
+    calib_model m;
+    memset(&m, 0, sizeof m);
+    calib_session s;
+    memset(&s, 0, sizeof s);
+    char msg[512] = "";
+    pl_status st = profile_db_open(F.path, PROFILE_DB_WRITE, &db, msg, sizeof msg);
+    if (st == PL_OK) st = calib_model_load(db, NULL, &m, msg, sizeof msg);
+    if (st == PL_OK) {
+        calib_session_opts o;
+        memset(&o, 0, sizeof o);
+        calib_confirm_config_default(&o.cfg);
+        o.cfg.selection_rounds = 1;
+        o.cfg.confirm_rounds = 2;
+        o.cfg.steps = 1;
+        o.cfg.warmup = 0;
+        o.cfg.sched = schedule_make(1, SCHED_GPIPE);
+        calib_sides_options_default(&o.so);
+        o.so.dp = o.so.search = 0;
+        o.so.threads = 1;
+        int gpus[PLACEMENT_MAX_DEVICES];
+        for (int i = 0; i < m.p->n_devices; i++) gpus[i] = i;
+        o.gpus = gpus;
+        o.n_gpus = m.p->n_devices;
+        o.timer_kind = "synthetic";
+        st = calib_session_prepare(db, &m, &o, &s, msg, sizeof msg);
+        if (st == PL_OK) st = calib_session_run(&s, db, &m, &o, msg, sizeof msg);
+        if (st != PL_OK && st != PL_ERR_NOMEM && getenv("PLACER_FAULTS_VERBOSE")) fprintf(stderr, "session: %s\n", msg);
+    }
+    calib_session_free(&s);
+    calib_model_free(&m);
+    profile_db_close(db);
+    return st;
+}
+
+Test(faults_calib, a_confirmation_session_fails_cleanly_at_every_allocation, .init = setup, .fini = teardown,
+     .timeout = 600) {
+    long n = fault_sweep("calib: confirm session (sides, predict, synthetic timer, protocol, store)", op_session,
+                         check_calib, NULL);
+    cr_assert_gt(n, 20);
+    cr_assert_geq(fault_db_query(F.path, "SELECT count(*) FROM measurement WHERE purpose = 'confirm'"), 2);
 }

@@ -1,7 +1,7 @@
 """flash_sdpa.py: PyTorch's causal scaled_dot_product_attention in bf16 on the
 shapes flash_tests bench times, under the same protocol (10 warm-up calls,
 then the median of 50, one CUDA event pair per call), for comparison with
-the engine's kernels (hw/flash_attention.cu).
+the engine's kernels (hw/kernels/flash_attention.cu).
 
 Two inputs per shape: "layout", q/k/v as views of one (B, T, 3C) tensor and
 the output made (B, T, C) contiguous, which is what the engine's kernels

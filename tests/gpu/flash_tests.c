@@ -1,6 +1,6 @@
 /*
- * flash_tests.c: the flash-attention kernels (hw/flash_attention.h), bf16
- * and TF32, against the double-precision reference (hw/attention_ref.h),
+ * flash_tests.c: the flash-attention kernels (hw/kernels/flash_attention.h), bf16
+ * and TF32, against the double-precision reference (hw/kernels/attention_ref.h),
  * and their timing. Runs on the device machine; needs no Criterion.
  *
  *   flash_tests check      every shape the engine uses (GPT default B = 16, 8,

@@ -1284,10 +1284,67 @@ static void test_sanitize(int bf16, const char *cfgtext) {
     graph_destroy(g);
 }
 
+/* ---------------- zero bubble ---------------- */
+
+/* zb-h1 (B and W apart, W deferred: schedule.h) against 1f1b on the GPU in
+ * strict fp32: the same loss, gradients and updated parameters bit for
+ * bit, over contiguous and scattered placements on logical devices of one
+ * GPU (and of two where there are two), m = 2, 4, 8. */
+static void test_zero_bubble(void) {
+    graph *g = make_graph(MID_CFG);
+    const int nn = g->n_nodes;
+    int same[4] = {0, 0, 0, 0}, two[4] = {0, 1, 0, 1};
+    hw_engine *es = cuda_engine(4, same, 1), *e2 = n_gpus >= 2 ? cuda_engine(4, two, 1) : NULL;
+    if (!e2) skip("zero bubble: logical devices over GPUs 0,1");
+    int *pl = calloc((size_t)nn, sizeof(int));
+    pl_rng r;
+    pl_rng_seed(&r, 28);
+    char what[700], pls[512];
+    for (int t = 0; t < 6; t++) {
+        const int k = 2 + t % 3;
+        for (int i = 0; i < nn; i++) pl[i] = t < 3 ? (i * k) / nn : pl_rng_int(&r, k);
+        placement_format(pl, nn, pls, sizeof pls);
+        for (int ei = 0; ei < 2; ei++) {
+            hw_engine *e = ei ? e2 : es;
+            if (!e) continue;
+            for (int m = 2; m <= 8; m *= 2) {
+                step_res a, b;
+                if (run_step(e, g, pl, m, SCHED_1F1B, &a, 0) != PL_OK) {
+                    check("zero bubble: 1f1b run", 0, pls);
+                    continue;
+                }
+                if (run_step(e, g, pl, m, SCHED_ZB_H1, &b, 0) != PL_OK) {
+                    check("zero bubble: zb-h1 run", 0, pls);
+                    free_res(&a);
+                    continue;
+                }
+                int dg = 0, dp = 0;
+                for (int64_t i = 0; i < a.n; i++) {
+                    dg += memcmp(&a.grads[i], &b.grads[i], sizeof(float)) != 0;
+                    dp += memcmp(&a.after[i], &b.after[i], sizeof(float)) != 0;
+                }
+                const int same_loss = memcmp(&a.loss, &b.loss, sizeof a.loss) == 0;
+                char detail[160];
+                snprintf(detail, sizeof detail, "loss %.9g vs %.9g, %d gradients and %d parameters differ", b.loss,
+                         a.loss, dg, dp);
+                snprintf(what, sizeof what, "zero bubble: zb-h1 = 1f1b bit for bit, %s m=%d %s",
+                         ei ? "GPUs 0,1,0,1" : "GPU 0 x4", m, pls);
+                check(what, same_loss && dg == 0 && dp == 0, detail);
+                free_res(&a);
+                free_res(&b);
+            }
+        }
+    }
+    free(pl);
+    hw_engine_destroy(es);
+    if (e2) hw_engine_destroy(e2);
+    graph_destroy(g);
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
         fprintf(stderr, "usage: gpu_tests kernels|step [strict|tf32|bf16] | invariance [N] | oom [N] | graphs | "
-                        "train [STEPS] | sanitize [bf16|hs64] | side\n");
+                        "train [STEPS] | sanitize [bf16|hs64] | side | zero-bubble\n");
         return 2;
     }
     const char *what = argv[1];
@@ -1327,6 +1384,7 @@ int main(int argc, char **argv) {
     }
     else if (!strcmp(what, "graphs")) test_graphs();
     else if (!strcmp(what, "side")) test_side();
+    else if (!strcmp(what, "zero-bubble")) test_zero_bubble();
     else {
         fprintf(stderr, "gpu_tests: unknown test '%s'\n", what);
         return 2;

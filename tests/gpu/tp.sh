@@ -1,7 +1,7 @@
 #!/bin/bash
 # tests/gpu/tp.sh: tensor and data parallelism on the CUDA backend (issue
 # 17), on the one-H200 machine: several processes share GPU 0, so their
-# collectives are staged through host memory (hw/dist_device.h; NCCL
+# collectives are staged through host memory (hw/dist/dist_device.h; NCCL
 # refuses two ranks on one GPU and is not exercised here).
 #   1. build-gpu/hw/tp_check (tests/gpu/tp_check.c): tp {1,2} x dp {1,2} x
 #      zero {0,1} x sp in fp32 and tf32, a 2-logical-device pipeline inside

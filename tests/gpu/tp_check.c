@@ -4,10 +4,10 @@
  * checks with logical devices on the one H200"). Run by tests/gpu/tp.sh on
  * the device machine; no Criterion (the device image has none).
  *
- * Every rank is a process forked by hw_launch (hw/launcher.h) running the
+ * Every rank is a process forked by hw_launch (hw/dist/launcher.h) running the
  * CUDA backend with its logical devices on GPU 0: several processes share
  * the one GPU, so the device collectives take the host-staging transport
- * (hw/dist_device.h; NCCL refuses two ranks on one GPU). The reference runs
+ * (hw/dist/dist_device.h; NCCL refuses two ranks on one GPU). The reference runs
  * in a forked process too: CUDA does not survive fork, so this parent never
  * touches the GPU.
  *

@@ -1,6 +1,6 @@
 /*
  * test_attention_ref.c: the reference of the fused attention kernels
- * (hw/attention_ref.h), which CI can run without a GPU:
+ * (hw/kernels/attention_ref.h), which CI can run without a GPU:
  *   - exact mode against the existing node reference (cpu_attention_forward /
  *     cpu_attention_backward, fp32 storage, double sums), on the pre-projection
  *     output y and the qkv gradient;

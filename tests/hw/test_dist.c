@@ -1,6 +1,6 @@
 /*
- * test_dist.c: the process group (hw/dist_group.h) and the fork launcher
- * (hw/launcher.h) on the CPU: collectives agree on every rank, a killed or
+ * test_dist.c: the process group (hw/dist/dist_group.h) and the fork launcher
+ * (hw/dist/launcher.h) on the CPU: collectives agree on every rank, a killed or
  * hung rank makes the others fail within the timeout with a line naming
  * it, and no rank outlives hw_launch.
  *

@@ -1,5 +1,5 @@
 /*
- * test_dist_device.c: the collectives on device buffers (hw/dist_device.h)
+ * test_dist_device.c: the collectives on device buffers (hw/dist/dist_device.h)
  * on the CPU backend, where "device" memory is host memory and the
  * transport is host staging: the same code path the one-GPU machine runs
  * (download, the group's collective, upload), so CI checks it bit for bit

@@ -1,6 +1,6 @@
 /*
  * test_dist_dp_overlap.c: data parallelism's gradient buckets overlapped
- * with backward (issue 17 item 2; hw/dist_dp.h "overlap"). CPU backend,
+ * with backward (issue 17 item 2; hw/dist/dist_dp.h "overlap"). CPU backend,
  * ranks forked by hw_launch.
  *
  * Bits: the overlapped buckets run the same rank-ordered sums and the same

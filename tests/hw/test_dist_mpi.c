@@ -1,6 +1,6 @@
 /*
  * test_dist_mpi.c: `mpirun -np N placer step` (Open MPI, the MPI transport
- * of hw/dist_group.h): 2 and 4 ranks (4 oversubscribed on a 2-core
+ * of hw/dist/dist_group.h): 2 and 4 ranks (4 oversubscribed on a 2-core
  * machine) report the single-process loss; a rank killed or hung mid-run
  * makes the job exit non-zero within 30 s, every surviving rank saying one
  * line, and no rank is left (the ranks carry a marker in their

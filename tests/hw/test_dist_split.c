@@ -1,6 +1,6 @@
 /*
  * test_dist_split.c: sub-groups (dist_group_split), reduce-scatter and
- * all-gather of hw/dist_group.h on the sockets transport, under the fork
+ * all-gather of hw/dist/dist_group.h on the sockets transport, under the fork
  * launcher: the tp and dp groups of a rank grid (core/layout.h) carry
  * their own collectives interleaved with the world's; reduce-scatter and
  * all-gather give, bit for bit, the all-reduce's result (the contract:

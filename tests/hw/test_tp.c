@@ -1,6 +1,6 @@
 /*
  * test_tp.c: tensor parallelism across processes on the CPU backend (issue
- * 17, item 1; hw/dist_tp.h). tp ranks forked by hw_launch each hold their
+ * 17, item 1; hw/dist/dist_tp.h). tp ranks forked by hw_launch each hold their
  * slice of the tiny GPT (heads, MLP columns, vocabulary rows) and run the
  * whole batch; the test reassembles the ranks' slices (hw_program_get_grads /
  * _params write only a rank's own slices into the model view, so each
@@ -256,7 +256,7 @@ static tp_cmp run_and_compare(tp_ctx c) {
     const size_t group_bytes = sizeof(float) * (size_t)c.tp * (size_t)n;
     r.replicas_equal = 1;
     /* ZeRO-1 leaves each replica the reduced gradients of its own shard only
-     * (hw/dist_dp.h): its gradient buffers are not the model's gradient, so
+     * (hw/dist/dist_dp.h): its gradient buffers are not the model's gradient, so
      * with zero the check is the loss and the parameters */
     const int check_grads = !c.zero;
     for (int k = 1; k < c.dp; k++)
@@ -348,7 +348,7 @@ Test(tp, tp4_with_a_rank_holding_no_vocabulary_matches, .timeout = 120) {
 /* tp x dp grids from the layout's rank grid (hw_tp_dp_groups): each replica its half of the batch */
 Test(tp, tp2_dp2_matches_the_full_batch, .timeout = 120) { expect_match_dp("tiny", 2, 2, 1, 1, 0); }
 Test(tp, tp2_dp2_sp_over_two_devices_matches, .timeout = 120) { expect_match_dp("tiny", 2, 2, 2, 2, 1); }
-/* ZeRO-1 over the dp group of each tp rank (hw/dist_dp.h): AdamW's state sharded, the same math */
+/* ZeRO-1 over the dp group of each tp rank (hw/dist/dist_dp.h): AdamW's state sharded, the same math */
 Test(tp, tp2_dp2_zero1_matches, .timeout = 120) { expect_match_zero("tiny", 2, 2, 1, 1, 0, 1); }
 Test(tp, tp2_dp2_sp_zero1_over_two_devices_matches, .timeout = 120) { expect_match_zero("tiny", 2, 2, 2, 2, 1, 1); }
 
@@ -516,12 +516,12 @@ Test(tp, tp2_bf16_matches_the_single_device_bf16_step, .timeout = 120) { expect_
 Test(tp, tp2_bf16_with_sequence_parallelism_matches, .timeout = 120) { expect_bf16(2, 1); }
 
 /* ---- the slices against the simulator's memory model ----
- * sim/layout_memory.c counts what one GPU holds under a layout; the
+ * sim/layout/layout_memory.c counts what one GPU holds under a layout; the
  * engine's slices are an independent implementation of the same split.
  * A transformer layer's parameters must agree exactly (heads' and MLP
  * columns' 1/tp shares, the row-parallel biases and the norms whole). The
  * embedding does not: the simulator models Megatron's vocabulary-parallel
- * embedding (V/tp rows a GPU), the engine replicates it (hw/dist_tp.h), so
+ * embedding (V/tp rows a GPU), the engine replicates it (hw/dist/dist_tp.h), so
  * a rank of the engine holds exactly V C - ceil(V/tp) C more, which this
  * test pins down so that the difference stays known. */
 static int64_t engine_rank0_params(const graph *g, int tp, int64_t *layer) {

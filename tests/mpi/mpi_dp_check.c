@@ -5,7 +5,7 @@
  *   mpirun -np N mpi_dp_check [--zero 0|1] [--devices D] [--micro-batches M]
  *                             [--bucket-bytes B] [--config TEXT]
  * Every rank runs its 1/N of the batch for 3 AdamW steps (lr 1e-3) with
- * the plan's dp group from MPI_COMM_WORLD (hw/dist_mpi.h); then rank 0
+ * the plan's dp group from MPI_COMM_WORLD (hw/dist/dist_mpi.h); then rank 0
  * broadcasts its parameters and every rank compares its own bit for bit
  * (replicas must stay identical), and rank 0 runs the same 3 steps in one
  * process on the full batch and compares. Rank 0 prints one line:

@@ -1,6 +1,6 @@
 /*
- * mpi_group_check.c: the collectives and sub-groups of hw/dist_group.h
- * over the MPI transport (hw/dist_mpi.h), under mpirun (the Criterion test
+ * mpi_group_check.c: the collectives and sub-groups of hw/dist/dist_group.h
+ * over the MPI transport (hw/dist/dist_mpi.h), under mpirun (the Criterion test
  * tests/hw/test_dist_mpi.c runs it with 1 to 6 ranks):
  *   - world barrier, all-reduce (sum, max; float, double), broadcast from
  *     the last rank;

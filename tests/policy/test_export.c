@@ -531,6 +531,35 @@ Test(export, bad_chunks_and_formats_are_refused) {
     cr_assert(strstr(msg, "megatron"), "%s", msg);
 }
 
+/* The layout's pipeline order (sched=): torchtitan names its own schedules,
+ * Megatron-LM and DeepSpeed say plainly they have none. */
+Test(export, split_orders_are_named_where_the_framework_runs_them) {
+    gpt_config cfg;
+    char msg[256];
+    cr_assert_eq(gpt_config_parse("default,layers=8", &cfg, msg, sizeof msg), PL_OK, "%s", msg);
+    static const struct {
+        const char *text, *tt, *mg;
+    } cases[] = {
+        {"pp=4,vp=2,mbs=1,gbs=16,sched=zb-v", "pipeline_parallel_schedule = \"ZBVZeroBubble\"", "--zero-bubble-v-schedule"},
+        {"pp=4,vp=2,mbs=1,gbs=16,sched=dualpipev", "pipeline_parallel_schedule = \"DualPipeV\"", "no DualPipeV"},
+        {"pp=4,mbs=1,gbs=16,sched=zb-h1", "pipeline_parallel_schedule = \"InterleavedZeroBubble\"", "--enable-zero-bubble"},
+        {"pp=4,mbs=1,gbs=16,sched=zb-h2", "no ZB-H2 memory setting", "--enable-zero-bubble"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        layout l;
+        cr_assert_eq(layout_parse(cases[i].text, &l, msg, sizeof msg), PL_OK, "%s", msg);
+        int ch[LAYOUT_MAX_CHUNKS];
+        cr_assert_eq(layout_chunk_layers(&l, cfg.n_layers, ch, msg, sizeof msg), PL_OK, "%s", msg);
+        char *tt = export_of(PLAN_EXPORT_TORCHTITAN, &cfg, &l, ch, NULL);
+        cr_assert_not_null(strstr(tt, cases[i].tt), "%s: torchtitan export lacks %s:\n%s", cases[i].text, cases[i].tt, tt);
+        char *mg = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
+        cr_assert_not_null(strstr(mg, "Megatron-LM has no zero-bubble or DualPipe schedule option"), "%s", mg);
+        cr_assert_not_null(strstr(mg, cases[i].mg), "%s: megatron export lacks %s:\n%s", cases[i].text, cases[i].mg, mg);
+        free(tt);
+        free(mg);
+    }
+}
+
 /* Mixture-of-experts layouts: the expert grid, dispatcher and the model's
  * MoE and MLA shapes parsed back from each export; a dense model's exports
  * carry none of them (the cases above). */

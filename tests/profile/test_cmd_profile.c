@@ -315,3 +315,101 @@ Test(cmd_profile, node_memory_reports_stale_rows_and_write_replaces_them, .timeo
     cr_assert_not(th_exists("missing.db"));
     th_rmtree(dir);
 }
+
+/* Index of the first occurrence of needle in hay, or -1. */
+static long at(const char *hay, const char *needle) {
+    const char *p = strstr(hay, needle);
+    return p ? (long)(p - hay) : -1;
+}
+
+/* The first n lines of s (what `| head -n` shows) into a new string. */
+static char *head_lines(const char *s, int n) {
+    const char *e = s;
+    for (int i = 0; i < n && *e; i++) {
+        const char *nl = strchr(e, '\n');
+        e = nl ? nl + 1 : e + strlen(e);
+    }
+    char *h = strndup(s, (size_t)(e - s));
+    cr_assert(h);
+    return h;
+}
+
+Test(cmd_profile, show_puts_the_summary_first_so_its_head_reads_whole) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--from-spec", "h200x2-nvlink", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    run_free(&r);
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    /* machine, devices, links, collectives, totals, then the node table */
+    long dev = at(r.out, "\ndevices"), links = at(r.out, "\nlinks"), coll = at(r.out, "\ncollectives"),
+         tot = at(r.out, "\ntotals per device"), nodes = at(r.out, "\nnode costs on device 0");
+    cr_assert(dev > 0 && links > dev && coll > links && tot > coll && nodes > tot, "order: %s", r.out);
+    /* what `placer profile show | head -20` shows holds the whole summary of
+     * a two-device profile: both devices, both links, the collectives line */
+    char *h = head_lines(r.out, 20);
+    cr_assert(th_has(h, "machine   h200x2-nvlink (spec)"), "%s", h);
+    cr_assert(th_has(h, "    1  NVIDIA H200"), "both devices in the head: %s", h);
+    cr_assert(th_has(h, "    1   0  nvlink"), "both links in the head: %s", h);
+    cr_assert(th_has(h, "collectives: none measured"), "%s", h);
+    cr_assert_not(th_has(h, "node costs"), "the node table comes after the summary: %s", h);
+    free(h);
+    run_free(&r);
+
+    /* --summary stops before the node table */
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, "--summary", NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    cr_assert(th_has(r.out, "totals per device") && th_has(r.out, "\nlinks"), "%s", r.out);
+    cr_assert_not(th_has(r.out, "node costs"), "%s", r.out);
+    cr_assert_not(th_has(r.out, "embedding"), "no node rows: %s", r.out);
+    run_free(&r);
+
+    /* --summary with --json is refused in one line */
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, "--summary", "--json", NULL});
+    cr_assert_eq(r.code, 2);
+    cr_assert_eq(count_lines(r.err), 1, "%s", r.err);
+    cr_assert(th_has(r.err, "placer profile show: --summary"), "%s", r.err);
+    cr_assert_str_eq(r.out, "");
+    run_free(&r);
+    th_rmtree(dir);
+}
+
+Test(cmd_profile, show_says_not_measured_for_figures_a_measured_profile_lacks) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "x.db");
+    run_result r = run_placer(dir, (const char *[]){"profile", "--from-spec", "h200x2-nvlink", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    run_free(&r);
+    /* the spec's figures are shown as stored */
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, "--summary", NULL});
+    cr_assert(th_has(r.out, "400 T") && th_has(r.out, "4.8 TB/s") && th_has(r.out, "4.0 us"), "%s", r.out);
+    cr_assert_not(th_has(r.out, "not measured"), "%s", r.out);
+    run_free(&r);
+    /* a measured profile stores 0 for what it did not probe (as the shipped
+     * h200x2.db does): words, never 0 B/s or a dash */
+    cr_assert_eq(th_sql(path, "UPDATE device SET peak_flops = 0, mem_bw = 0, launch_us = 0"), 0);
+    r = run_placer(dir, (const char *[]){"profile", "show", "--db", path, NULL});
+    cr_assert_eq(r.code, 0, "stderr: %s", r.err);
+    long dev = at(r.out, "\ndevices"), links = at(r.out, "\nlinks");
+    cr_assert(dev > 0 && links > dev);
+    char *table = strndup(r.out + dev, (size_t)(links - dev));
+    cr_assert(table);
+    cr_assert_not(th_has(table, " 0 B/s"), "no zero bandwidth: %s", table);
+    cr_assert_not(th_has(table, "0.0 us"), "no zero launch time: %s", table);
+    const char *row = strstr(table, "    0  NVIDIA H200");
+    cr_assert(row, "%s", table);
+    int words = 0;
+    for (const char *q = row; (q = strstr(q, "not measured")) && q < strchr(row, '\n'); q++) words++;
+    cr_assert_eq(words, 3, "peak FLOP/s, memory bandwidth and launch say not measured: %s", table);
+    /* the profiled times still give a rate: the best node's, below the
+     * spec's 400 TFLOP/s peak and above a tenth of it */
+    double tflops = 0;
+    cr_assert_eq(sscanf(strstr(row, "132  ") + 5, "%lf T", &tflops), 1, "%s", row);
+    cr_assert(tflops > 40 && tflops <= 400, "best node %g TFLOP/s", tflops);
+    free(table);
+    run_free(&r);
+    th_rmtree(dir);
+}

@@ -108,7 +108,10 @@ size_t hw_replay_compute_order(const hw_replay *r, int d, char *buf, size_t len)
         if (in->stream != HW_STREAM_COMPUTE) continue; /* the gradients' zero on the comm stream */
         switch ((hi_kind)in->kind) {
         case HI_FWD: off = put(buf, len, off, "F%d.%d ", in->node, in->mb, 0); break;
-        case HI_BWD: off = put(buf, len, off, "B%d.%d ", in->node, in->mb, 0); break;
+        case HI_BWD:
+            off = put(buf, len, off, r->p->calls[in->call].part == HW_BWD_WEIGHT ? "W%d.%d " : "B%d.%d ", in->node,
+                      in->mb, 0);
+            break;
         case HI_ADD: off = put(buf, len, off, "A%d.%d ", in->node, in->mb, 0); break;
         case HI_ZERO: off = put(buf, len, off, "Z ", 0, 0, 0); break;
         case HI_ADAMW: off = put(buf, len, off, "O ", 0, 0, 0); break;
@@ -251,7 +254,19 @@ pl_status hw_replay_time_dump(const hw_replay *r, const profile_data *p, const s
         switch ((hi_kind)in->kind) {
         case HI_ZERO: *t += zero_us(&c, d, in->n); break;
         case HI_FWD: *t += node_us(&c, d, in->node, PHASE_FWD); break;
-        case HI_BWD: *t += node_us(&c, d, in->node, PHASE_BWD); break;
+        case HI_BWD: {
+            /* a split backward: B and W share the backward's cost by the
+             * profile's split (profile_w_frac), each with its own launch */
+            const int part = pl->calls[in->call].part;
+            if (part == HW_BWD_WHOLE) {
+                *t += node_us(&c, d, in->node, PHASE_BWD);
+                break;
+            }
+            const double w = profile_w_frac(p, pl->g, in->node);
+            const double raw = profile_node_cost(c.p, d, c.mb, in->node, PHASE_BWD) * (part == HW_BWD_WEIGHT ? w : 1.0 - w);
+            *t += clamp0(raw * c.cs + c.lo);
+            break;
+        }
         case HI_ADD: *t += add_us(&c, d, in->n); break;
         case HI_ADAMW: *t += adamw_dev_us(&c, pl->placement, d); break;
         case HI_RECORD: evt[d][in->ev] = *t; break;

@@ -2,7 +2,7 @@
  * hw_replay.h: the engine's own plan, replayed on a clock. A test oracle
  * for the simulator and the core of benchmarks/sim/sim_fidelity.
  *
- * hw_replay_compile runs the engine's plan compiler (hw/plan.c, through its
+ * hw_replay_compile runs the engine's plan compiler (hw/exec/program.c, through its
  * internal interface) for a placement and schedule on an engine of the CPU
  * backend, with the arena workspace of the backend being modelled (the
  * CUDA backend carves 32 MiB of cuBLAS workspace from every arena), and
@@ -22,7 +22,7 @@
  *     (rendezvous);
  *   - compute instructions last their modelled cost.
  * It walks the global order once: each instruction's dependencies come
- * earlier in it. This is written independently of sim.c, so that a test
+ * earlier in it. This is written independently of sim_core.c, so that a test
  * comparing the two checks the simulator's ordering, transfer and memory
  * logic against the engine's.
  */
@@ -73,7 +73,7 @@ size_t hw_replay_compute_order(const hw_replay *r, int d, char *buf, size_t len)
 size_t hw_replay_comm_order(const hw_replay *r, int d, char *buf, size_t len);
 
 /* Replay the step on a clock with profile p and simulator parameters prm
- * (the simulator's cost model, see sim.c). eager_bytes: largest message a
+ * (the simulator's cost model, see sim_ctx.c). eager_bytes: largest message a
  * send completes without its receiver. dev_end_us (n devices) gets each
  * used device's compute-stream end (0 for unused); *step_us the largest
  * plus prm->step_fixed_us. */

@@ -143,9 +143,10 @@ Test(check_published, meets_the_issue_bar_on_rows_not_fitted_on, .timeout = 60) 
     cr_assert_leq(c.worst, 0.15, "max |error| %.4f", c.worst);
     cr_assert(fabs(c.mean - c.reported_mean) < 1e-5);
     cr_assert(fabs(c.worst - c.reported_worst) < 1e-5);
-    /* the memory verdicts: 1T fits, ZeRO-3 530B on 560 GPUs at mbs 4 does not */
-    cr_assert_eq(c.n_mem, 2);
-    cr_assert_eq(c.mem_as_published, 2);
+    /* the memory verdicts: 1T fits, ZeRO-3 530B on 560 GPUs at mbs 4 does
+     * not, and the three Llama 3 runs fit with the paper's one-layer chunks */
+    cr_assert_eq(c.n_mem, 5);
+    cr_assert_eq(c.mem_as_published, 5);
     cr_assert(c.fits_1t);
     cr_assert(c.oom_530b);
     cr_assert_eq(c.pairs, 6);

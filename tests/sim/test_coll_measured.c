@@ -1,6 +1,6 @@
 /*
  * test_coll_measured.c: the layout simulator following measured
- * collectives (sim/coll_measured.h, issue 17 item 7). Interpolation hits
+ * collectives (sim/collective/coll_measured.h, issue 17 item 7). Interpolation hits
  * the measured points exactly, is log-log between them and continuous into
  * the fitted model's extrapolation; the fitted model at a group's size is
  * the closed form; a group inside one node takes its time from the

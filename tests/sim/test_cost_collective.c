@@ -1,5 +1,5 @@
 /*
- * test_cost_collective.c: the collective model (sim/collective.c) against
+ * test_cost_collective.c: the collective model (sim/collective/collective.c) against
  * its closed forms: the ring formula on one node, nccl-tests' bus
  * bandwidth definitions, the pod oversubscription where bandwidth-bound,
  * and the group checks.

@@ -1,5 +1,5 @@
 /*
- * test_cost_compute.c: the per-kernel compute model (sim/compute_model.c):
+ * test_cost_compute.c: the per-kernel compute model (sim/layout/compute_model.c):
  * GEMM tile and wave quantisation, the model FLOPs of a layer against the
  * closed forms (Megatron's 24 b s h^2 + 4 b s^2 h per layer forward, GQA,
  * SwiGLU), the tp split, recomputation and sequence parallelism.

@@ -1,5 +1,5 @@
 /*
- * test_cost_memory.c: memory parts of a layout (sim/layout_memory.c)
+ * test_cost_memory.c: memory parts of a layout (sim/layout/layout_memory.c)
  * against their closed forms: Korthikanti et al. 2022's activations per
  * layer (no parallelism, tp with and without sequence parallelism,
  * selective and full recomputation), 16 bytes per parameter of mixed

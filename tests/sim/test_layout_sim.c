@@ -429,3 +429,42 @@ Test(layout_sim, random_layouts_run_and_their_parts_sum_to_the_step) {
 #undef RND
     cr_assert(ran >= 100, "only %d random layouts were valid", ran);
 }
+
+/* The split pipeline orders (layout sched=, core/schedule.c): the same
+ * compute as 1F1B (B and W are the backward in two parts), a smaller
+ * bubble (ZB-H1 defers W into 1F1B's drain; the V orders halve the stage
+ * times), ZB-H2 buying its bubble with more activations held, DualPipeV at
+ * 2p+1 chunk activations; free sends, no embedding or head. */
+Test(layout_sim, split_orders_keep_the_compute_and_shrink_the_bubble) {
+    cluster c = costfix_a100(8);
+    gpt_config g = small_vocab_model(16);
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    p.p2p_scale = 0;
+    p.emb_head_scale = 0;
+    layout l1 = parse_layout("pp=4,mbs=1,gbs=16"), lh1 = parse_layout("pp=4,mbs=1,gbs=16,sched=zb-h1");
+    layout lh2 = parse_layout("pp=4,mbs=1,gbs=16,sched=zb-h2"), lv = parse_layout("pp=4,vp=2,mbs=1,gbs=16,sched=zb-v");
+    layout ld = parse_layout("pp=4,vp=2,mbs=1,gbs=16,sched=dualpipev");
+    layout_result r1 = run(&g, &l1, &c, &p), rh1 = run(&g, &lh1, &c, &p), rh2 = run(&g, &lh2, &c, &p);
+    layout_result rv = run(&g, &lv, &c, &p), rd = run(&g, &ld, &c, &p);
+    const double comp = r1.parts_us[LAYOUT_T_COMPUTE];
+    const layout_result *all[4] = {&rh1, &rh2, &rv, &rd};
+    for (int i = 0; i < 4; i++) {
+        cr_assert(fabs(all[i]->parts_us[LAYOUT_T_COMPUTE] - comp) <= 1e-9 * comp, "order %d: compute %.6f vs 1f1b %.6f",
+                  i, all[i]->parts_us[LAYOUT_T_COMPUTE], comp);
+        cr_assert_lt(all[i]->step_us, r1.step_us, "order %d: step %.3f not below 1f1b's %.3f", i, all[i]->step_us,
+                     r1.step_us);
+        /* ZB-V: under 1F1B's, not half (its list schedule is not the paper's: schedule.c) */
+        cr_assert_lt(all[i]->parts_us[LAYOUT_T_BUBBLE], (i == 2 ? 1.0 : 0.5) * r1.parts_us[LAYOUT_T_BUBBLE], "order %d: bubble %.3f, 1f1b %.3f", i, all[i]->parts_us[LAYOUT_T_BUBBLE], r1.parts_us[LAYOUT_T_BUBBLE]);
+    }
+    /* in flight on the worst stage: 1F1B 4 micro-batches (16 layers a stage:
+     * 4 x 4 layers), ZB-H1 the same 4 on every stage, ZB-H2 2p-1 = 7 */
+    cr_assert_eq(r1.stash_layers, 16);
+    cr_assert_eq(rh1.stash_layers, 16);
+    cr_assert_eq(rh2.stash_layers, 28);
+    cr_assert_gt(rh2.mem.total, rh1.mem.total);
+    /* V orders: 2 chunks of 2 layers a rank, 2p = 8 chunk activations (16
+     * layers) for ZB-V, 2p+1 = 9 (18 layers) for DualPipeV */
+    cr_assert_eq(rv.stash_layers, 16);
+    cr_assert_eq(rd.stash_layers, 18);
+}

@@ -14,6 +14,8 @@
 #include "sim.h"
 #include "sim_fixtures.h"
 
+#include <stdlib.h>
+
 typedef struct {
     int order; /* schedule_order */
     int p;     /* devices */
@@ -155,3 +157,122 @@ Test(sim_order, interleaved_is_megatron_order) {
     profile_data_destroy(p);
     graph_destroy(g);
 }
+
+/* ---- orders that split the backward: B and W apart ---------------------- */
+
+/* Unit costs with the backward split in halves (F 1, B 1, W 1 per node, a
+ * profile that records the split: w_frac 0.5) on a chain of p stages (or 2p
+ * in a V for the two-chunk orders), free transfers: every device's busy
+ * time is the whole work, and the largest idle time inside a device's own
+ * span (first op to last, the zero-bubble papers' bubble) and the step are
+ * the order's closed forms (core/schedule.c's ideal pipeline gives the
+ * same, tests/core/test_schedule.c checks those against the papers):
+ *   zb-h1      step (3m + p - 1) F, idle (p-1) F: (p-1)/(3m) of the busy time
+ *   zb-h2      idle 0 for m >= 2p, step (3m + p - 1) F
+ *   dualpipev  idle (p-1) F per chunk-pair of F, B, W (DeepSeek's
+ *              (PP/2-1)(F&B + B - 3W) at F = B = W), m >= 2p
+ * and each device's peak of micro-batches in flight is the order's rule. */
+typedef struct {
+    int order, p, m, nps;
+} split_case;
+
+static int split_cases(split_case *out, int order, int mmin) {
+    static const int P[3] = {2, 4, 8};
+    int k = 0;
+    for (int a = 0; a < 3; a++)
+        for (int m = mmin * P[a]; m <= 32; m += P[a]) out[k++] = (split_case){order, P[a], m, 1 + (m / P[a]) % 3};
+    return k;
+}
+
+static void check_split(const split_case *c) {
+    const schedule_order o = (schedule_order)c->order;
+    const int v = schedule_v_chunks(o), S = c->p * v, n = S * c->nps;
+    graph *g = simfix_chain_graph(n, c->m);
+    cr_assert_not_null(g);
+    profile_data *p = simfix_unit_profile(g, c->p, 1, 1.0, 2.0, 0.0, 0);
+    cr_assert_not_null(p);
+    p->w_frac = malloc(sizeof *p->w_frac * (size_t)n);
+    for (int i = 0; i < n; i++) p->w_frac[i] = 0.5;
+    sim_ctx *ctx = NULL;
+    cr_assert_eq(sim_ctx_create(g, p, c->m, &ctx), PL_OK);
+    sim_ctx_set_trace(ctx, 1);
+    int dev[1024];
+    for (int i = 0; i < n; i++) {
+        const int k = i / c->nps;
+        dev[i] = k < c->p ? k : 2 * c->p - 1 - k;
+    }
+    schedule s = schedule_make(c->m, o);
+    sim_result r;
+    cr_assert_eq(sim_run(ctx, dev, &s, NULL, NULL, &r), PL_OK, "%s", sim_last_error(ctx));
+    const double F = c->nps;
+    double busy[16], first[16], last[16];
+    int peak[16];
+    const double ideal = schedule_eval_ideal(o, c->p, c->m, F, F, F, busy, first, last, peak);
+    /* zb-h2 runs on the engine's comm streams (the engine runs it): with
+     * one node per stage a receive posted behind the receiver's issued
+     * work can idle a device (p=4, m=12: 2 F; p=8, m=24: 6 F), bounded by
+     * ZB-H1's (p-1) F; with two or more nodes per stage the ideal holds */
+    const int hol = o == SCHED_ZB_H2 && c->nps == 1;
+    if (!hol)
+        cr_assert(ieee_ulp_eq(dbl, r.step_us, ideal, 0), "%s p=%d m=%d nps=%d: step %.1f, ideal pipeline %.1f",
+                  schedule_order_name(o), c->p, c->m, c->nps, r.step_us, ideal);
+    int ne = 0;
+    const sim_event *ev = sim_events(ctx, &ne);
+    double t0[16], t1[16];
+    int nw = 0;
+    for (int d = 0; d < c->p; d++) t0[d] = 1e300, t1[d] = 0;
+    for (int e = 0; e < ne; e++) {
+        if (ev[e].kind != SIM_EV_FWD && ev[e].kind != SIM_EV_BWD && ev[e].kind != SIM_EV_WGRAD) continue;
+        nw += ev[e].kind == SIM_EV_WGRAD;
+        const int d = ev[e].device;
+        if (ev[e].start_us < t0[d]) t0[d] = ev[e].start_us;
+        if (ev[e].end_us > t1[d]) t1[d] = ev[e].end_us;
+    }
+    cr_assert_eq(nw, n * c->m, "every node's W is an event of its own");
+    double idle = 0, want = 0;
+    for (int d = 0; d < c->p; d++) {
+        cr_assert(ieee_ulp_eq(dbl, r.busy_us[d], 3.0 * F * v * c->m, 0));
+        const double id = t1[d] - t0[d] - r.busy_us[d];
+        if (id > idle) idle = id;
+        const double iw = last[d] - first[d] - busy[d];
+        if (iw > want) want = iw;
+        /* micro-batches held from F to W: the rule's count with one chunk;
+         * with two, at most the rule's chunk activations */
+        const int rule = schedule_peak_stash_rule(o, c->p, d, c->m);
+        if (v == 1) cr_assert_eq(r.max_in_flight[d], rule, "device %d: %d in flight, rule %d", d, r.max_in_flight[d], rule);
+        else cr_assert_leq(r.max_in_flight[d], rule);
+    }
+    if (hol) cr_assert_leq(idle, F * (c->p - 1), "zb-h2 p=%d m=%d: idle %.1f", c->p, c->m, idle);
+    else
+        cr_assert(ieee_ulp_eq(dbl, idle, want, 0), "%s p=%d m=%d: idle %.1f, ideal pipeline %.1f",
+                  schedule_order_name(o), c->p, c->m, idle, want);
+    if (o == SCHED_ZB_H1) {
+        cr_assert(ieee_ulp_eq(dbl, r.step_us, F * (3 * c->m + c->p - 1), 0));
+        for (int d = 0; d < c->p; d++)
+            cr_assert(ieee_ulp_eq(dbl, r.bubble[d], (double)(c->p - 1) / (3.0 * c->m), 1), "device %d: %.17g", d,
+                      r.bubble[d]);
+    }
+    if (o == SCHED_ZB_H2 && !hol) cr_assert_eq(idle, 0.0);
+    if (o == SCHED_DUALPIPEV) cr_assert(ieee_ulp_eq(dbl, idle, F * (c->p - 1), 0));
+    sim_ctx_destroy(ctx);
+    profile_data_destroy(p);
+    graph_destroy(g);
+}
+
+ParameterizedTestParameters(sim_bubble, zb_h1_matches_closed_form) {
+    static split_case cs[64];
+    return cr_make_param_array(split_case, cs, (size_t)split_cases(cs, SCHED_ZB_H1, 1));
+}
+ParameterizedTest(split_case *c, sim_bubble, zb_h1_matches_closed_form) { check_split(c); }
+
+ParameterizedTestParameters(sim_bubble, zb_h2_matches_closed_form) {
+    static split_case cs[64];
+    return cr_make_param_array(split_case, cs, (size_t)split_cases(cs, SCHED_ZB_H2, 2));
+}
+ParameterizedTest(split_case *c, sim_bubble, zb_h2_matches_closed_form) { check_split(c); }
+
+ParameterizedTestParameters(sim_bubble, dualpipev_matches_closed_form) {
+    static split_case cs[64];
+    return cr_make_param_array(split_case, cs, (size_t)split_cases(cs, SCHED_DUALPIPEV, 2));
+}
+ParameterizedTest(split_case *c, sim_bubble, dualpipev_matches_closed_form) { check_split(c); }

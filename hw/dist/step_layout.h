@@ -4,7 +4,7 @@
  * `placer step --layout` and `placer confirm --layout`.
  *
  *   tp, sp     tensor (and sequence) parallelism over tp processes
- *              (hw_program_opts.tp, .seq_parallel; hw/dist_tp.h); sp is
+ *              (hw_program_opts.tp, .seq_parallel; hw/dist/dist_tp.h); sp is
  *              dropped when tp is 1 (a no-op, as layout_validate allows)
  *   dp         data-parallel processes (hw_program_opts.dp); the fork launcher
  *              or mpirun runs tp * dp processes, tp innermost (the rank grid)
@@ -25,9 +25,14 @@
  * Refused, one line each: cp > 1 ("the engine does not run context
  * parallelism yet"), vp > 1, recompute other than none, zero 2/3/fsdp,
  * precision fp16/fp8; and every layout_validate error against the model.
+ *
+ * It lives in hw/dist/ beside the runner of those processes (dist_step.h):
+ * which parts of a layout the engine runs, and how, is the engine's
+ * knowledge, and both commands that take a layout (and calib/) sit above
+ * hw.
  */
-#ifndef PLACER_CLI_STEP_LAYOUT_H
-#define PLACER_CLI_STEP_LAYOUT_H
+#ifndef PLACER_HW_STEP_LAYOUT_H
+#define PLACER_HW_STEP_LAYOUT_H
 
 #include <stddef.h>
 

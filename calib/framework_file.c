@@ -1,0 +1,211 @@
+/*
+ * framework_file.c: framework profiles as JSON files (framework_file.h).
+ */
+#include "framework_file.h"
+
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef PLACER_SOURCE_DIR
+#define PLACER_SOURCE_DIR "."
+#endif
+
+#define FRAMEWORK_FILE_MAX (1 << 20)
+
+/* One line: control characters echoed from the input become '?'. */
+static pl_status one_line(pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg)
+        for (size_t i = 0; i < len && msg[i]; i++)
+            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
+    return st;
+}
+
+typedef struct {
+    const char *key;
+    double lo, hi;  /* allowed range, inclusive (lo_open: exclusive lower end) */
+    int lo_open;
+    size_t off;     /* offset of the double in framework_profile; (size_t)-1: handled apart */
+} num_key;
+
+static const num_key NUM_KEYS[] = {
+    {"gemm_scale", 0, 1.35, 1, offsetof(framework_profile, k) + FW_K_GEMM * sizeof(double)},
+    {"memory_scale", 0, 20, 1, offsetof(framework_profile, k) + FW_K_MEMORY * sizeof(double)},
+    {"act_scale", 0, 20, 1, offsetof(framework_profile, k) + FW_K_ACT * sizeof(double)},
+    {"logits_bytes", 0, 64, 0, offsetof(framework_profile, logits_bytes)},
+    {"weight_copy_bytes", 0, 8, 0, offsetof(framework_profile, weight_copy_bytes)},
+    {"reserve_factor", 1, 4, 0, offsetof(framework_profile, reserve_factor)},
+    {"step_fixed_ms", 0, 1e6, 0, (size_t)-1},
+};
+#define N_NUM_KEYS (sizeof NUM_KEYS / sizeof NUM_KEYS[0])
+
+static const char *const TEXT_KEYS[] = {"name", "attention", "fp32_params", "grads_lazy", "description", "sources", "fit"};
+
+static pl_status parse_obj(json_t *root, framework_profile *f, char *msg, size_t len) {
+    if (!json_is_object(root)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: the top level must be an object");
+    const char *k;
+    json_t *v;
+    json_object_foreach(root, k, v) {
+        int known = 0;
+        for (size_t i = 0; i < N_NUM_KEYS && !known; i++) known = !strcmp(k, NUM_KEYS[i].key);
+        for (size_t i = 0; i < sizeof TEXT_KEYS / sizeof TEXT_KEYS[0] && !known; i++) known = !strcmp(k, TEXT_KEYS[i]);
+        if (!known) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: unknown key '%.60s'", k);
+    }
+    json_t *name = json_object_get(root, "name");
+    if (!name) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: missing 'name'");
+    if (!json_is_string(name) || json_string_length(name) < 1 || json_string_length(name) >= FRAMEWORK_NAME_LEN)
+        return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'name' must be a string of 1 to %d characters",
+                       FRAMEWORK_NAME_LEN - 1);
+    if (strlen(json_string_value(name)) != json_string_length(name))
+        return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'name' holds a NUL character");
+    snprintf(f->name, sizeof f->name, "%s", json_string_value(name));
+    json_t *att = json_object_get(root, "attention");
+    if (att) {
+        const char *a = json_is_string(att) ? json_string_value(att) : "";
+        if (!strcmp(a, "flash")) f->attention = ATTENTION_FLASH;
+        else if (!strcmp(a, "unfused")) f->attention = ATTENTION_UNFUSED;
+        else return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'attention' must be \"flash\" or \"unfused\"");
+    }
+    json_t *fp = json_object_get(root, "fp32_params");
+    if (fp) {
+        if (!json_is_boolean(fp)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'fp32_params' must be true or false");
+        f->fp32_params = json_is_true(fp);
+    }
+    json_t *gl = json_object_get(root, "grads_lazy");
+    if (gl) {
+        if (!json_is_boolean(gl)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'grads_lazy' must be true or false");
+        f->grads_lazy = json_is_true(gl);
+    }
+    json_t *d = json_object_get(root, "description");
+    if (d && !json_is_string(d)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'description' must be a string");
+    json_t *s = json_object_get(root, "sources");
+    if (s && !json_is_object(s)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'sources' must be an object");
+    json_t *fit = json_object_get(root, "fit");
+    if (fit && !json_is_object(fit)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'fit' must be an object");
+    for (size_t i = 0; i < N_NUM_KEYS; i++) {
+        const num_key *nk = &NUM_KEYS[i];
+        json_t *x = json_object_get(root, nk->key);
+        if (!x) continue;
+        double val = json_is_number(x) ? json_number_value(x) : NAN;
+        int ok = isfinite(val) && (nk->lo_open ? val > nk->lo : val >= nk->lo) && val <= nk->hi;
+        if (ok && !strcmp(nk->key, "logits_bytes") && val > 0 && val < 1) ok = 0;
+        if (!ok)
+            return pl_fail(msg, len, PL_ERR_INVALID, "framework file: '%s' must be a number in %s%g, %g]", nk->key,
+                           nk->lo_open ? "(" : "[", nk->lo, nk->hi);
+        if (nk->off == (size_t)-1) f->step_fixed_us = val * 1e3;
+        else *(double *)((char *)f + nk->off) = val;
+    }
+    return PL_OK;
+}
+
+pl_status framework_parse_json(const char *text, size_t n, framework_profile *out, char *msg, size_t len) {
+    if (!text || !out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_parse_json: NULL argument");
+    json_error_t err;
+    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
+    if (!root)
+        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "framework file: JSON error at line %d, column %d: %s",
+                                err.line, err.column, err.text),
+                        msg, len);
+    framework_profile f;
+    framework_default(&f);
+    pl_status st = parse_obj(root, &f, msg, len);
+    json_decref(root);
+    if (st == PL_OK) *out = f;
+    return one_line(st, msg, len);
+}
+
+const char *const *framework_default_dirs(int *n) {
+    static const char *dirs[3];
+    int k = 0;
+    const char *env = getenv("PLACER_FRAMEWORKS");
+    if (env && *env) dirs[k++] = env;
+    dirs[k++] = PLACER_SOURCE_DIR "/data/frameworks";
+    dirs[k++] = "data/frameworks";
+    *n = k;
+    return dirs;
+}
+
+static pl_status load_path(const char *path, framework_profile *out, char *msg, size_t len) {
+    FILE *fp = fopen(path, "rb");
+    if (!fp) return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "framework file '%s': %s", path, strerror(errno));
+    char *buf = malloc(FRAMEWORK_FILE_MAX + 1);
+    if (!buf) {
+        fclose(fp);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    }
+    size_t n = fread(buf, 1, FRAMEWORK_FILE_MAX + 1, fp);
+    int rerr = ferror(fp);
+    fclose(fp);
+    pl_status st;
+    char m2[400] = "";
+    if (rerr) st = pl_fail(msg, len, PL_ERR_IO, "framework file '%s': read error", path);
+    else if (n > FRAMEWORK_FILE_MAX) st = pl_fail(msg, len, PL_ERR_INVALID, "framework file '%s': larger than 1 MiB", path);
+    else if ((st = framework_parse_json(buf, n, out, m2, sizeof m2)) != PL_OK)
+        pl_fail(msg, len, st, "'%s': %s", path, m2);
+    free(buf);
+    return st;
+}
+
+static int is_name(const char *s) {
+    if (!*s) return 0;
+    for (; *s; s++)
+        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'))
+            return 0;
+    return 1;
+}
+
+pl_status framework_load(const char *name_or_path, framework_profile *out, char *msg, size_t len) {
+    if (!name_or_path || !out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_load: NULL argument");
+    const size_t n = strlen(name_or_path);
+    if (strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".json")))
+        return one_line(load_path(name_or_path, out, msg, len), msg, len);
+    if (!strcmp(name_or_path, "megatron")) {
+        framework_default(out);
+        return PL_OK;
+    }
+    if (is_name(name_or_path)) {
+        int nd;
+        const char *const *dirs = framework_default_dirs(&nd);
+        for (int i = 0; i < nd; i++) {
+            char path[4096];
+            if (snprintf(path, sizeof path, "%s/%s.json", dirs[i], name_or_path) >= (int)sizeof path) continue;
+            FILE *fp = fopen(path, "rb");
+            if (!fp) continue;
+            fclose(fp);
+            return one_line(load_path(path, out, msg, len), msg, len);
+        }
+    }
+    return one_line(pl_fail(msg, len, PL_ERR_NOT_FOUND,
+                            "unknown framework '%.60s' (megatron, torchtitan, hf, or a profile file path)", name_or_path),
+                    msg, len);
+}
+
+pl_status framework_write_json(const framework_profile *f, const char *description, const char *fit_json,
+                               const char *path, char *msg, size_t len) {
+    FILE *fp = fopen(path, "w");
+    if (!fp) return pl_fail(msg, len, PL_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
+    json_t *root = json_object();
+    json_object_set_new(root, "name", json_string(f->name));
+    if (description) json_object_set_new(root, "description", json_string(description));
+    json_object_set_new(root, "attention", json_string(f->attention == ATTENTION_UNFUSED ? "unfused" : "flash"));
+    for (int i = 0; i < FW_K_COUNT; i++) json_object_set_new(root, framework_const_name((framework_const)i), json_real(f->k[i]));
+    json_object_set_new(root, "logits_bytes", json_real(f->logits_bytes));
+    json_object_set_new(root, "weight_copy_bytes", json_real(f->weight_copy_bytes));
+    json_object_set_new(root, "fp32_params", json_boolean(f->fp32_params));
+    json_object_set_new(root, "grads_lazy", json_boolean(f->grads_lazy));
+    json_object_set_new(root, "reserve_factor", json_real(f->reserve_factor));
+    json_object_set_new(root, "step_fixed_ms", json_real(f->step_fixed_us / 1e3));
+    if (fit_json) {
+        json_error_t e;
+        json_t *fit = json_loads(fit_json, 0, &e);
+        if (fit) json_object_set_new(root, "fit", fit);
+    }
+    int rc = json_dumpf(root, fp, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(root);
+    fputc('\n', fp);
+    if (fclose(fp) != 0 || rc != 0) return pl_fail(msg, len, PL_ERR_IO, "writing '%s' failed", path);
+    return PL_OK;
+}

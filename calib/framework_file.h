@@ -1,0 +1,53 @@
+/*
+ * framework_file.h (calib): framework profiles (sim/layout/framework.h) as JSON
+ * data files (jansson). The format, every key and its unit, is documented
+ * in docs/frameworks.md; shipped files live in data/frameworks/NAME.json
+ * (megatron, torchtitan, hf), and `placer calibrate --layout-runs` writes
+ * fitted ones in the same format.
+ *
+ *   { "name": "hf",                       required, 1..63 characters
+ *     "attention": "flash" | "unfused",   default flash
+ *     "gemm_scale": 1.0,                  (0, 1.35], default 1
+ *     "memory_scale": 1.0,                (0, 20], default 1
+ *     "act_scale": 1.0,                   (0, 20], default 1
+ *     "logits_bytes": 0,                  0 or [1, 64], bytes per logit element
+ *     "weight_copy_bytes": 0,             [0, 8], bytes per parameter
+ *     "fp32_params": false,               true: fp32 weights + grads in the model
+ *     "grads_lazy": false,                true: gradients allocated during backward
+ *     "reserve_factor": 1.0,              [1, 4]
+ *     "step_fixed_ms": 0,                 [0, 1e6]
+ *     "description": "...", "sources": {...}, "fit": {...}   free text / objects, kept
+ *   }                                     for the reader, not read
+ * Any other key, a wrong type or a value out of range is one line naming
+ * the key.
+ */
+#ifndef PLACER_PROFILE_FRAMEWORK_FILE_H
+#define PLACER_PROFILE_FRAMEWORK_FILE_H
+
+#include <stddef.h>
+
+#include "framework.h"
+#include "status.h"
+
+/* Parse a JSON text of n bytes into *out. PL_OK, or PL_ERR_INVALID with a
+ * one-line message; *out untouched on failure. */
+pl_status framework_parse_json(const char *text, size_t n, framework_profile *out, char *msg, size_t len);
+
+/* Load a profile by name (megatron, torchtitan, hf: NAME.json in the
+ * directories of framework_default_dirs; "megatron" needs no file) or by
+ * path (anything containing '/' or ending ".json"). PL_ERR_NOT_FOUND for
+ * an unknown name (the message lists the shipped ones), PL_ERR_IO for an
+ * unreadable file, else as framework_parse_json; the message names the
+ * file. */
+pl_status framework_load(const char *name_or_path, framework_profile *out, char *msg, size_t len);
+
+/* $PLACER_FRAMEWORKS, the source tree's data/frameworks, ./data/frameworks. */
+const char *const *framework_default_dirs(int *n);
+
+/* Write f as a profile file (the format above) with a free-text
+ * description (may be NULL) and a "fit" object of the caller's JSON text
+ * (may be NULL). PL_ERR_IO when the file cannot be written. */
+pl_status framework_write_json(const framework_profile *f, const char *description, const char *fit_json,
+                               const char *path, char *msg, size_t len);
+
+#endif

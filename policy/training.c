@@ -1,0 +1,125 @@
+/*
+ * training.c: a `placer train` run set up and closed around reinforce_train
+ * (training.h).
+ */
+#include "training.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "search.h"
+
+void policy_training_close(policy_training *t) {
+    if (!t) return;
+    reinforce_destroy(t->r);
+    policy_session_close(t->ss);
+    free(t);
+}
+
+/* The canonical arguments stored with a run (everything but --db, --resume
+ * and --threads), from which a resume rebuilds the same problem. */
+static void canonical_args(const policy_session_options *so, const reinforce_options *ro, const gpt_config *cfg,
+                           char *buf, size_t len) {
+    char devs[32] = "", pipe[192] = "";
+    if (so->devices > 0) snprintf(devs, sizeof devs, " --devices %d", so->devices);
+    size_t pn = 0;
+    if (ro->pipe_prior > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-prior %.17g", ro->pipe_prior);
+    if (ro->pipe_devices != PIPE_DEVICES_ALL)
+        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-devices %s",
+                               reinforce_pipe_devices_name(ro->pipe_devices));
+    if (ro->pipe_anneal) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --pipe-anneal");
+    if (ro->lr_decay > 0) pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --lr-decay %.17g", ro->lr_decay);
+    if (ro->entropy_decay > 0)
+        pn += (size_t)snprintf(pipe + pn, sizeof pipe - pn, " --entropy-decay %.17g", ro->entropy_decay);
+    snprintf(buf, len,
+             "--config default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s --groups %s "
+             "--micro-batches %d --schedule %s%s%s%s --updates %d --samples %d --baseline %s "
+             "--entropy %.17g --lr %.17g --seed %llu --prior-stay %.17g --logit-clip %.17g --hidden %d --top-k %d "
+             "--algo %s --ppo-epochs %d --ppo-clip %.17g --n-groups %d --group-prior %.17g --link-hidden %d%s%s",
+             cfg->vocab, cfg->d_model, cfg->n_heads, cfg->n_layers, cfg->seq_len, cfg->batch,
+             cfg->parallel_residual ? ",parallel=1" : "", grouping_mode_name(so->groups), so->micro_batches, schedule_order_name(so->order),
+             so->mem_cap ? " --mem-cap " : "", so->mem_cap ? so->mem_cap : "", devs,
+             ro->updates, ro->samples, reinforce_baseline_name(ro->baseline), ro->entropy, ro->lr,
+             (unsigned long long)ro->seed, ro->stay, ro->logit_clip, ro->hidden, ro->top_k,
+             reinforce_algo_name(ro->algo), ro->ppo_epochs, ro->ppo_clip, ro->n_groups, ro->group_prior,
+             ro->link_hidden, pipe, so->calibrated ? "" : " --uncalibrated");
+}
+
+
+/* The placer from run resume's last checkpoint. */
+static pl_status restore(policy_training *t, int64_t resume, int updates, char *msg, size_t len) {
+    size_t n = 0;
+    int upd = -1;
+    void *blob = NULL;
+    pl_status st = reinforce_load_checkpoint(t->ss->db, resume, &blob, &n, &upd, msg, len);
+    if (st == PL_OK) st = reinforce_create_from_checkpoint(t->ss->ev, blob, n, updates, &t->r, msg, len);
+    free(blob);
+    if (st != PL_OK) return st;
+    t->run_id = resume;
+    t->start_update = reinforce_updates_done(t->r);
+    return PL_OK;
+}
+
+pl_status policy_training_start(policy_session_options *so, const reinforce_options *ro, int64_t resume, int updates, policy_training **out, char *msg, size_t len) {
+    *out = NULL;
+    policy_training *t = calloc(1, sizeof *t);
+    if (!t) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    so->write = 0;
+    pl_status st = policy_session_open(so, &t->ss, msg, len);
+    if (st != PL_OK) goto fail;
+    policy_session_close(t->ss);
+    t->ss = NULL;
+    so->write = 1;
+    if ((st = policy_session_open(so, &t->ss, msg, len)) != PL_OK) goto fail;
+    if (resume) {
+        st = restore(t, resume, updates, msg, len);
+    } else if ((st = reinforce_create(t->ss->ev, ro, &t->r, msg, len)) == PL_OK) {
+        char args[2048];
+        canonical_args(so, ro, &t->ss->cfg, args, sizeof args);
+        if ((st = profile_db_run_create(t->ss->db, "reinforce", args, &t->run_id)) != PL_OK)
+            pl_fail(msg, len, st, "%s", profile_db_last_error(t->ss->db));
+    }
+    if (st != PL_OK) goto fail;
+    *out = t;
+    return PL_OK;
+fail:
+    policy_training_close(t);
+    return st;
+}
+
+pl_status policy_training_shortlist(policy_training *t, policy_cands **rows, double *ref_us, char *msg, size_t len) {
+    policy_session *ss = t->ss;
+    policy_cands *base = NULL;
+    *rows = NULL;
+    *ref_us = NAN;
+    if (policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, rows) != PL_OK ||
+        policy_cands_create(ss->g->n_nodes, ss->gr->n_groups, &base) != PL_OK) {
+        policy_cands_destroy(*rows);
+        *rows = NULL;
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    }
+    pl_status st;
+    if ((st = reinforce_shortlist(t->r, *rows)) != PL_OK || (st = search_single(ss->ev, base)) != PL_OK ||
+        (st = search_human(ss->ev, base)) != PL_OK || (st = search_dp(ss->ev, base, NULL)) != PL_OK) {
+        pl_fail(msg, len, st, "cannot evaluate the baselines");
+        goto out;
+    }
+    static const char *const prefixes[] = {"single", "human", "dp ("};
+    for (int i = 0; i < 3 && st == PL_OK; i++) {
+        int j = policy_cands_best_with_prefix(base, prefixes[i]);
+        if (j >= 0)
+            st = policy_cands_add(*rows, ss->gr, base->items[j].label, base->items[j].node_dev,
+                                  base->items[j].unit_dev, &base->items[j].ev, 0);
+    }
+    int bs = policy_cands_best_with_prefix(base, "single");
+    *ref_us = bs >= 0 && !base->items[bs].ev.oom ? base->items[bs].ev.step_us : NAN;
+    if (st != PL_OK) pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+out:
+    policy_cands_destroy(base);
+    if (st != PL_OK) {
+        policy_cands_destroy(*rows);
+        *rows = NULL;
+    }
+    return st;
+}

@@ -1,0 +1,98 @@
+/*
+ * framework.c: a software stack's differences from the Megatron-like stack
+ * the layout simulator describes (framework.h): its time constants applied
+ * to the compute model, its memory conventions applied to a stage's parts.
+ */
+#include "framework.h"
+
+#include <math.h>
+#include <string.h>
+
+void framework_default(framework_profile *f) {
+    memset(f, 0, sizeof *f);
+    strcpy(f->name, "megatron");
+    f->attention = ATTENTION_FLASH;
+    for (int i = 0; i < FW_K_COUNT; i++) f->k[i] = 1.0;
+    f->logits_bytes = 0.0;
+    f->weight_copy_bytes = 0.0;
+    f->reserve_factor = 1.0;
+    f->step_fixed_us = 0.0;
+    f->fp32_params = 0;
+}
+
+const char *framework_const_name(framework_const k) {
+    static const char *const n[FW_K_COUNT] = {"gemm_scale", "memory_scale", "act_scale"};
+    return k >= 0 && k < FW_K_COUNT ? n[k] : "unknown";
+}
+
+int framework_is_neutral(const framework_profile *f) {
+    if (!f) return 1;
+    for (int i = 0; i < FW_K_COUNT; i++)
+        if (f->k[i] != 1.0) return 0;
+    return f->attention == ATTENTION_FLASH && f->logits_bytes == 0.0 && f->weight_copy_bytes == 0.0 &&
+           f->step_fixed_us == 0.0 && !f->fp32_params && !f->grads_lazy;
+}
+
+void framework_apply_time(const framework_profile *f, compute_params *c, double *step_fixed_us) {
+    if (!f) return;
+    c->attention = f->attention;
+    c->gemm_scale *= f->k[FW_K_GEMM];
+    if (f->k[FW_K_MEMORY] != 1.0) c->memory_efficiency /= f->k[FW_K_MEMORY];
+    if (step_fixed_us) *step_fixed_us += f->step_fixed_us;
+}
+
+static int mixed(precision p) { return p == PRECISION_BF16 || p == PRECISION_FP16 || p == PRECISION_FP8; }
+
+void framework_stage_memory(const framework_profile *f, const gpt_config *cfg, const layout *l,
+                            const compute_params *p, int stage, int layers, int in_flight, layout_memory *out) {
+    layout_stage_memory_p(cfg, l, p, stage, layers, in_flight, out);
+    if (!f || framework_is_neutral(f)) return;
+    const int64_t pp = l->pp > 0 ? l->pp : 1, t = l->tp > 0 ? l->tp : 1;
+    /* activations: the fused-kernel figure times the stack's factor */
+    out->activations = (int64_t)llround((double)out->activations * f->k[FW_K_ACT]);
+    out->act_per_layer = (int64_t)llround((double)out->act_per_layer * f->k[FW_K_ACT]);
+    /* the logits at the loss's peak */
+    if (stage == pp - 1 && f->logits_bytes > 0) {
+        const double cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+        const double sl = ceil(cfg->seq_len / cp);
+        int64_t V = cfg->vocab;
+        if (cfg->vocab_multiple > 0) V = (V + cfg->vocab_multiple - 1) / cfg->vocab_multiple * cfg->vocab_multiple;
+        const double e = l->prec == PRECISION_FP8 ? 2.0 : (double)precision_act_bytes(l->prec);
+        const double vl = (double)((V + t - 1) / t);
+        out->embedding_head += (int64_t)llround(sl * b * vl * (f->logits_bytes - (4.0 + e)));
+    }
+    /* fp32 weights and gradients in the model, moments in the optimizer:
+     * per parameter 4 + 4 + 8 where Megatron holds 2 + 2 + 12 */
+    if (f->fp32_params && mixed(l->prec)) {
+        out->optimizer = out->optimizer / 12 * 8; /* the master copy moves out of the optimizer ... */
+        out->params *= 2;                         /* ... and is the model's weight */
+        out->grads *= 2;
+    }
+    /* low-precision weight copies held from forward to backward (autocast's casts) */
+    int64_t copies = 0;
+    if (f->weight_copy_bytes > 0) {
+        /* the matmul weights autocast casts: each layer's (not under full
+         * recomputation: a checkpointed layer's casts are dropped with its
+         * other saved tensors and redone in backward) and the head's; the
+         * embedding is a lookup, not cast */
+        int64_t V = cfg->vocab;
+        if (cfg->vocab_multiple > 0) V = (V + cfg->vocab_multiple - 1) / cfg->vocab_multiple * cfg->vocab_multiple;
+        const int64_t head = stage == pp - 1 ? (V + t - 1) / t * (int64_t)cfg->d_model : 0;
+        const int64_t n = (l->recompute == RECOMPUTE_FULL ? 0 : layer_params_per_gpu(cfg, l) * layers) + head;
+        copies = (int64_t)llround((double)n * f->weight_copy_bytes);
+        out->params += copies;
+    }
+    if (f->grads_lazy) {
+        /* the peak: the start of backward (copies, activations, logits, no
+         * gradients yet) or its end (every gradient, the rest freed) */
+        const int64_t fwd = copies + out->activations + out->embedding_head;
+        out->total = out->params - copies + out->optimizer + out->buffers + (fwd > out->grads ? fwd : out->grads);
+    } else {
+        out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers;
+    }
+}
+
+int64_t framework_reserved_bytes(const framework_profile *f, int64_t allocated) {
+    if (!f || !(f->reserve_factor > 1.0)) return allocated;
+    return (int64_t)llround((double)allocated * f->reserve_factor);
+}

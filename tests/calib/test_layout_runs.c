@@ -1,0 +1,244 @@
+/*
+ * test_layout_runs.c: framework profiles and their calibration from
+ * measured runs (sim/layout/framework.h, calib/framework_file.h,
+ * calib/layout_runs.h): Megatron's profile changes nothing, the memory
+ * conventions move the parts they name, a profile file round-trips, bad
+ * runs files and bad profile files are one line each, and a fit on
+ * synthetic runs (made by the simulator with known constants) recovers
+ * the constants.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "framework_file.h"
+#include "layout_memory.h"
+#include "layout_runs.h"
+#include "model_config.h"
+
+static gpt_config llama8(int layers, int seq) {
+    gpt_config c;
+    char name[64], msg[256];
+    cr_assert_eq(model_config_load("llama-3-8b", &c, name, sizeof name, msg, sizeof msg), PL_OK, "%s", msg);
+    c.n_layers = layers;
+    c.seq_len = seq;
+    return c;
+}
+
+Test(framework, megatron_profile_leaves_every_memory_part_as_it_was) {
+    gpt_config c = llama8(8, 4096);
+    layout l;
+    char msg[256];
+    cr_assert_eq(layout_parse("tp=2,sp=1,pp=2,dp=4,zero=1,mbs=2,gbs=16", &l, msg, sizeof msg), PL_OK);
+    framework_profile f;
+    framework_default(&f);
+    cr_assert(framework_is_neutral(&f));
+    for (int stage = 0; stage < 2; stage++) {
+        layout_memory a, b;
+        layout_stage_memory_p(&c, &l, NULL, stage, 4, 3, &a);
+        framework_stage_memory(&f, &c, &l, NULL, stage, 4, 3, &b);
+        cr_assert(!memcmp(&a, &b, sizeof a), "stage %d differs", stage);
+    }
+}
+
+Test(framework, fp32_params_and_lazy_grads_move_the_parts_they_name) {
+    gpt_config c = llama8(8, 4096);
+    layout l;
+    char msg[256];
+    cr_assert_eq(layout_parse("mbs=1,gbs=1", &l, msg, sizeof msg), PL_OK);
+    framework_profile f;
+    framework_default(&f);
+    f.fp32_params = 1;
+    layout_memory a, b;
+    layout_stage_memory_p(&c, &l, NULL, 0, 8, 1, &a);
+    framework_stage_memory(&f, &c, &l, NULL, 0, 8, 1, &b);
+    /* 2 + 2 + 12 becomes 4 + 4 + 8 bytes a parameter: the same sum */
+    cr_assert_eq(b.params, 2 * a.params);
+    cr_assert_eq(b.grads, 2 * a.grads);
+    cr_assert_eq(b.params + b.grads + b.optimizer, a.params + a.grads + a.optimizer);
+    f.grads_lazy = 1;
+    f.weight_copy_bytes = 2;
+    framework_stage_memory(&f, &c, &l, NULL, 0, 8, 1, &b);
+    const int64_t copies = b.params - 2 * a.params;
+    const int64_t head = (int64_t)c.vocab * c.d_model; /* Llama 3's vocabulary needs no padding at tp 1 */
+    cr_assert_eq(copies, 2 * (layer_params_per_gpu(&c, &l) * 8 + head),
+                 "bf16 copies of the layers' and the head's matrices, not of the embedding lookup");
+    layout full = l;
+    full.recompute = RECOMPUTE_FULL;
+    layout_memory fa, fb;
+    layout_stage_memory_p(&c, &full, NULL, 0, 8, 1, &fa);
+    framework_stage_memory(&f, &c, &full, NULL, 0, 8, 1, &fb);
+    cr_assert_eq(fb.params - 2 * fa.params, 2 * head, "full recompute: the layers' casts are redone, the head's kept");
+    const int64_t fwd = copies + b.activations + b.embedding_head;
+    cr_assert_eq(b.total, 2 * a.params + b.optimizer + b.buffers + (fwd > b.grads ? fwd : b.grads));
+    f.k[FW_K_ACT] = 2.0;
+    layout_memory d;
+    framework_stage_memory(&f, &c, &l, NULL, 0, 8, 1, &d);
+    cr_assert_eq(d.activations, 2 * a.activations);
+}
+
+Test(framework, profile_file_round_trips_and_bad_files_are_one_line) {
+    framework_profile f, g;
+    framework_default(&f);
+    snprintf(f.name, sizeof f.name, "mine");
+    f.k[FW_K_GEMM] = 0.8125;
+    f.k[FW_K_MEMORY] = 2.5;
+    f.k[FW_K_ACT] = 1.375;
+    f.logits_bytes = 14;
+    f.fp32_params = f.grads_lazy = 1;
+    f.step_fixed_us = 1500;
+    char path[] = "/tmp/placer-fw-XXXXXX", msg[512];
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert_eq(framework_write_json(&f, "test", "{\"runs\": 3}", path, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(framework_load(path, &g, msg, sizeof msg), PL_OK, "%s", msg);
+    remove(path);
+    cr_assert_str_eq(g.name, "mine");
+    for (int k = 0; k < FW_K_COUNT; k++) cr_assert(fabs(g.k[k] - f.k[k]) < 1e-9);
+    cr_assert(g.fp32_params && g.grads_lazy && fabs(g.step_fixed_us - 1500) < 1e-6 && g.logits_bytes == 14);
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"{\"name\": \"x\", \"bogus\": 1}", "unknown key 'bogus'"},
+        {"{\"gemm_scale\": 1}", "missing 'name'"},
+        {"{\"name\": \"x\", \"gemm_scale\": 0}", "'gemm_scale' must be a number in (0"},
+        {"{\"name\": \"x\", \"act_scale\": \"2\"}", "'act_scale' must be a number"},
+        {"{\"name\": \"x\", \"attention\": \"fast\"}", "'attention' must be"},
+        {"{\"name\": \"x\", \"fp32_params\": 1}", "'fp32_params' must be true or false"},
+        {"{\"name\": \"x\",", "JSON error at line 1"},
+        {"[1]", "top level must be an object"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        msg[0] = 0;
+        cr_assert_eq(framework_parse_json(bad[i].text, strlen(bad[i].text), &g, msg, sizeof msg), PL_ERR_INVALID,
+                     "%s", bad[i].text);
+        cr_assert(strstr(msg, bad[i].want), "'%s' gave '%s'", bad[i].text, msg);
+        cr_assert(!strchr(msg, '\n'));
+    }
+    cr_assert_eq(framework_load("nope", &g, msg, sizeof msg), PL_ERR_NOT_FOUND);
+    cr_assert(strstr(msg, "unknown framework 'nope'"));
+}
+
+#define HDR "run,model,cluster,gpus,layout,seq,framework,step_ms,peak_gib\n"
+#define ROW "a,\"llama-3-8b,layers=2\",h200x2,1,\"mbs=1,gbs=1\",1024,hf,10,5\n"
+
+Test(layout_runs, bad_files_are_one_line_naming_the_problem) {
+    static const struct {
+        const char *text, *want;
+    } bad[] = {
+        {"run,model,cluster,gpus,layout,seq,framework,peak_gib\n" "a,m,c,1,l,1,hf,5\n", "missing column 'step_<unit>'"},
+        {"model,cluster,gpus,layout,seq,step_ms\n" "m,c,1,l,1,5\n", "missing column 'framework'"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_min\n" "a,m,c,1,l,1,hf,5\n", "unknown unit 'min'"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_ms,peak_furlongs\n" "a,m,c,1,l,1,hf,5,5\n",
+         "unknown unit 'furlongs'"},
+        {HDR "a,m,c,1,l,1,hf,5\n", "8 fields, the header has 9"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_ms,colour\n" "a,m,c,1,l,1,hf,5,red\n", "unknown column 'colour'"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_ms,step_us\n" "a,m,c,1,l,1,hf,5,5\n", "appears twice"},
+        {HDR "a,m,c,1,l,1,hf,fast,5\n", "step time must be a positive number"},
+        {HDR "a,m,c,0,l,1,hf,5,5\n", "gpus must be a positive integer"},
+        {HDR, "no runs"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        layout_run *runs = (layout_run *)1;
+        int n = 7;
+        char msg[512] = "";
+        cr_assert_eq(layout_runs_parse(bad[i].text, strlen(bad[i].text), &runs, &n, msg, sizeof msg), PL_ERR_INVALID,
+                     "case %zu", i);
+        cr_assert(strstr(msg, bad[i].want), "case %zu gave '%s'", i, msg);
+        cr_assert(!strchr(msg, '\n'));
+        cr_assert_null(runs);
+        cr_assert_eq(n, 0);
+    }
+    layout_run *runs = NULL;
+    int n = 0;
+    char msg[512];
+    cr_assert_eq(layout_runs_parse(HDR ROW, strlen(HDR ROW), &runs, &n, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(n, 1);
+    cr_assert_str_eq(runs[0].model, "llama-3-8b,layers=2");
+    cr_assert(fabs(runs[0].step_us - 10e3) < 1e-9 && fabs(runs[0].peak_bytes - 5.0 * 1073741824.0) < 1);
+    free(runs);
+}
+
+/* Runs made by the simulator under known constants, then fitted from the
+ * base (every constant 1): the fit must find the constants again. */
+Test(layout_runs, fit_on_synthetic_runs_recovers_known_constants, .timeout = 120) {
+    framework_profile truth;
+    char msg[512];
+    cr_assert_eq(framework_load("hf", &truth, msg, sizeof msg), PL_OK, "%s", msg);
+    framework_profile base = truth;
+    truth.k[FW_K_GEMM] = 0.83;
+    truth.k[FW_K_MEMORY] = 1.9;
+    truth.k[FW_K_ACT] = 1.35;
+    static const struct {
+        int mbs, seq;
+        const char *rec;
+    } shapes[] = {{1, 2048, "none"}, {2, 2048, "none"}, {1, 4096, "none"}, {4, 1024, "full"},
+                  {2, 4096, "none"}, {1, 8192, "none"}, {8, 512, "none"},  {2, 2048, "full"}};
+    const int n = (int)(sizeof shapes / sizeof shapes[0]);
+    layout_run runs[8];
+    for (int i = 0; i < n; i++) {
+        layout_run *r = &runs[i];
+        memset(r, 0, sizeof *r);
+        snprintf(r->id, sizeof r->id, "s%d", i);
+        snprintf(r->model, sizeof r->model, "llama-3-8b,layers=4");
+        snprintf(r->cluster, sizeof r->cluster, "h200x2");
+        snprintf(r->layout, sizeof r->layout, "mbs=%d,gbs=%d,recompute=%s,precision=bf16", shapes[i].mbs,
+                 shapes[i].mbs, shapes[i].rec);
+        snprintf(r->framework, sizeof r->framework, "synthetic");
+        r->gpus = 1;
+        r->seq = shapes[i].seq;
+        r->split = -1;
+        double res;
+        cr_assert_eq(layout_run_predict(r, &truth, &r->step_us, &r->peak_bytes, &res, msg, sizeof msg), PL_OK, "%s", msg);
+        r->reserved_bytes = -1;
+    }
+    layout_fit_result fit;
+    cr_assert_eq(layout_runs_fit(runs, n, NULL, &base, &fit, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(fit.n_fit, 4);
+    cr_assert_eq(fit.n_test, 4);
+    for (int k = 0; k < FW_K_COUNT; k++) {
+        cr_assert(fit.fitted_k[k]);
+        cr_assert(fabs(fit.fitted.k[k] - truth.k[k]) < 0.01 * truth.k[k], "%s: fitted %.5f, true %.5f",
+                  framework_const_name((framework_const)k), fit.fitted.k[k], truth.k[k]);
+    }
+    cr_assert(fit.step_max[1] < 0.005 && fit.mem_max[1] < 0.005, "held out: step %.4f, memory %.4f", fit.step_max[1],
+              fit.mem_max[1]);
+    cr_assert_str_eq(fit.fitted.name, "synthetic");
+    layout_fit_free(&fit);
+}
+
+/* The command: an unknown framework, a missing column and an unknown unit
+ * are one line on stderr and exit 2. */
+Test(layout_runs, command_refuses_bad_files_with_one_line_and_exit_2, .timeout = 60) {
+    static const struct {
+        const char *csv, *want;
+    } bad[] = {
+        {HDR "a,\"llama-3-8b,layers=2\",h200x2,1,\"mbs=1,gbs=1\",1024,mystack,10,5\n", "unknown framework 'mystack'"},
+        {"run,model,cluster,gpus,layout,seq,framework,peak_gib\n" "a,m,c,1,l,1,hf,5\n", "missing column 'step_<unit>'"},
+        {"run,model,cluster,gpus,layout,seq,framework,step_fortnights\n" "a,m,c,1,l,1,hf,5\n", "unknown unit 'fortnights'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char csv[] = "/tmp/placer-runs-XXXXXX", err[] = "/tmp/placer-runs-err-XXXXXX", cmd[1024], line[1024] = "";
+        int fd = mkstemp(csv), fe = mkstemp(err);
+        cr_assert(fd >= 0 && fe >= 0);
+        FILE *f = fdopen(fd, "w");
+        fputs(bad[i].csv, f);
+        fclose(f);
+        close(fe);
+        snprintf(cmd, sizeof cmd, "%s calibrate --layout-runs %s > /dev/null 2> %s", PLACER_BIN, csv, err);
+        int rc = system(cmd);
+        FILE *e = fopen(err, "r");
+        int lines = 0;
+        while (e && fgets(line + strlen(line), (int)(sizeof line - strlen(line)), e)) lines++;
+        if (e) fclose(e);
+        remove(csv);
+        remove(err);
+        cr_assert(WIFEXITED(rc) && WEXITSTATUS(rc) == 2, "case %zu: status %d", i, rc);
+        cr_assert_eq(lines, 1, "case %zu: %d lines: %s", i, lines, line);
+        cr_assert(strstr(line, bad[i].want), "case %zu: '%s'", i, line);
+    }
+}
