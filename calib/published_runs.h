@@ -32,7 +32,7 @@
 
 #define PUB_CSV_MAX_COLS 32
 #define PUB_CSV_MAX_ROWS 256
-#define PUB_CSV_MAX_FIELD 1024 /* fp8-runs.csv's source and assumptions cells run to 344 */
+#define PUB_CSV_MAX_FIELD 2048 /* moe-runs.csv's source and assumption cells run to ~1,000 bytes */
 
 typedef struct {
     int n_cols;                 /* columns of the header */

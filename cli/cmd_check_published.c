@@ -18,6 +18,7 @@
 #include "cli_print.h"
 #include "published_check.h"
 #include "published_fp8.h"
+#include "published_moe.h"
 #include "util.h"
 
 #define CMD "check-published"
@@ -45,7 +46,10 @@ static void usage(FILE *f) {
             "                      not published: for the sensitivity in docs/published-runs.md)\n"
             "  --breakdown         under each row, the critical stage's time parts (compute,\n"
             "                      recompute, exposed tp / cp / dp / pp, bubble, optimizer)\n"
-            "  --json              print the results as JSON\n\n"
+            "  --json              print the results as JSON\n"
+            "  --moe               instead, the mixture-of-experts check set (moe-runs.csv): each\n"
+            "                      row's predicted step time against the published one, no\n"
+            "                      fitted constant (docs/published-runs.md)\n\n"
             "FP8 section: the FP8 pre-training rows of " PUB_FP8_FILE " (--dir, else the source\n"
             "tree's data/published-runs) on their clusters, tokens/s per GPU; --fit also fits\n"
             "the Blackwell GEMM base on '" PUB_FP8_FIT_ROW "'.\n\n"
@@ -58,6 +62,7 @@ typedef struct {
     pub_check_options check; /* what the library runs */
     int json;                /* --json */
     int breakdown;           /* --breakdown */
+    int moe;                 /* --moe: the MoE check set instead */
     int help;                /* --help: print usage, run nothing */
     char dir[4096];          /* the default --dir, when none was given */
 } cp_args;
@@ -87,7 +92,7 @@ static int parse_args(int argc, char **argv, cp_args *a) {
         {"gemm-efficiency", required_argument, 0, 'g'}, {"collective-scale", required_argument, 0, 'c'},
         {"json", no_argument, 0, 'j'},                {"help", no_argument, 0, 'H'},
         {"llama-vp", required_argument, 0, 'v'},       {"breakdown", no_argument, 0, 'b'},
-        {"zero3-gather-scale", required_argument, 0, 'z'},
+        {"zero3-gather-scale", required_argument, 0, 'z'}, {"moe", no_argument, 0, 'm'},
         {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -102,6 +107,7 @@ static int parse_args(int argc, char **argv, cp_args *a) {
         case 'f': c->fit = 1; break;
         case 'j': a->json = 1; break;
         case 'b': a->breakdown = 1; break;
+        case 'm': a->moe = 1; break;
         case 'g': rc = number_arg("--gemm-efficiency", optarg, 0, 1, 1, "in (0, 1]", &c->gemm_efficiency); break;
         case 'c': rc = number_arg("--collective-scale", optarg, 0, 1e6, 0, "a positive number", &c->collective_scale); break;
         case 'z': rc = number_arg("--zero3-gather-scale", optarg, 0, 1e6, 0, "a positive number", &c->zero3_gather_scale); break;
@@ -202,7 +208,8 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
-                printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k), 100 * x->res.parts_us[k] / x->res.step_us);
+                if (k != LAYOUT_T_EP || x->res.parts_us[k] > 0)
+                    printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k), 100 * x->res.parts_us[k] / x->res.step_us);
             printf("\n");
         }
 }
@@ -289,6 +296,38 @@ static void print_fp8_json(const pub_fp8_result *f) {
     printf("\n ]}");
 }
 
+/* --moe: the MoE check set's rows, simulated or skipped with the reason. */
+static int run_moe(const cp_args *a) {
+    pub_moe_result *r = malloc(sizeof *r);
+    if (!r) return cli_report(CMD, PL_ERR_NOMEM, "out of memory");
+    char msg[512] = "", path[4200];
+    /* the check set's directory when it has the MoE file, else the shipped data/published-runs */
+    struct stat sb;
+    if (a->check.dir) snprintf(path, sizeof path, "%s/moe-runs.csv", a->check.dir);
+    const int have = a->check.dir && stat(path, &sb) == 0;
+    pl_status st = pub_moe_check(have ? path : NULL, NULL, r, msg, sizeof msg);
+    if (st != PL_OK) {
+        free(r);
+        return cli_report(CMD, st, msg);
+    }
+    printf("mixture-of-experts check set (moe-runs.csv): %d rows, %d simulated; step time predicted against "
+           "published (no fitted constant)\n\n", r->n, r->n_simulated);
+    printf("%-48s %10s %10s %8s %8s\n", "row", "published", "predicted", "error", "mem GB");
+    for (int i = 0; i < r->n; i++) {
+        const pub_moe_row *w = &r->rows[i];
+        if (!w->simulated) continue;
+        printf("%-48.48s %9.2fs %9.2fs %+7.1f%% %8.1f%s\n      %s\n", w->run_id, w->published_step_s,
+               w->predicted_step_s, 100 * w->err, w->mem_gb, w->oom ? " OOM" : "", w->layout_text);
+    }
+    printf("\nsimulated rows: mean |error| %.1f%%, max %.1f%% (target: mean within 10%%, worst within 20%%)\n",
+           100 * r->mean_abs_err, 100 * r->max_abs_err);
+    printf("\nskipped:\n");
+    for (int i = 0; i < r->n; i++)
+        if (!r->rows[i].simulated) printf("  %-48.48s %s\n", r->rows[i].run_id, r->rows[i].why);
+    free(r);
+    return CLI_EXIT_OK;
+}
+
 int cmd_check_published(int argc, char **argv) {
     cp_args a;
     int rc = parse_args(argc, argv, &a);
@@ -297,6 +336,7 @@ int cmd_check_published(int argc, char **argv) {
         usage(stdout);
         return CLI_EXIT_OK;
     }
+    if (a.moe) return run_moe(&a);
     pub_check_result r;
     char msg[512] = "";
     pl_status st = pub_check_run(&a.check, &r, msg, sizeof msg);

@@ -47,7 +47,8 @@ static void layout_usage(FILE *f) {
             "  --cluster C     a cluster name (data/clusters/C.json, or $PLACER_CLUSTERS) or a file\n"
             "  --layout TEXT   e.g. tp=8,sp=1,pp=16,vp=4,dp=128,zero=1,mbs=1,gbs=2048,\n"
             "                  recompute=none,precision=bf16 (keys: tp sp cp pp vp dp zero mbs gbs\n"
-            "                  recompute precision stages)\n"
+            "                  recompute precision stages; for mixture-of-experts models also ep etp\n"
+            "                  dispatcher=alltoall|allgather|flex: docs/layouts.md)\n"
             "  --gpus N        use N GPUs of the cluster (whole nodes); without dp= in the\n"
             "                  layout, dp = N / (tp cp pp)\n"
             "  --seq S         sequence length (default: a preset's own; a config's seq_length, else\n"
@@ -208,7 +209,15 @@ static void print_json(const layout_args *a, const layout_eval_result *x, const 
                (long long)r->mem.fp8_act_per_layer);
     printf("\n    \"per_stage\": [");
     for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
-    printf("]},\n  \"collectives\": {\n");
+    printf("]");
+    if (r->mem.expert_params > 0) /* MoE models only: a dense layout's JSON is as it was */
+        printf(",\n    \"expert_params\": %lld, \"expert_grads\": %lld, \"expert_optimizer\": %lld, "
+               "\"moe_activations\": %lld, \"moe_buffers\": %lld, \"ep_dispatch_us\": %.3f, "
+               "\"ep_tokens_per_expert\": %.1f",
+               (long long)r->mem.expert_params, (long long)r->mem.expert_grads, (long long)r->mem.expert_optimizer,
+               (long long)r->mem.moe_activations, (long long)r->mem.moe_buffers, r->ep_dispatch.time_us,
+               r->ep_tokens_per_expert);
+    printf("},\n  \"collectives\": {\n");
     print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
     print_coll_json(stdout, "tp_allgather", &r->tp_allgather, 0);
     print_coll_json(stdout, "tp_reduce_scatter", &r->tp_reduce_scatter, 0);
@@ -253,6 +262,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
             printf("   (of which recomputation %.3f ms)", r->parts_us[LAYOUT_T_RECOMPUTE] / 1e3);
         printf("\n");
     }
+    if (r->parts_us[LAYOUT_T_EP] > 0)
+        printf("  %-12s %12.3f ms  %5.1f%%   (MoE dispatch and combine; %.0f tokens per local expert)\n",
+               "ep dispatch", r->parts_us[LAYOUT_T_EP] / 1e3, r->step_us > 0 ? 100 * r->parts_us[LAYOUT_T_EP] / r->step_us : 0.0,
+               r->ep_tokens_per_expert);
     printf("\nmemory per GPU (stage %d, the largest): %.2f GB of %.2f GB: %s\n", r->worst_stage, cli_gb(r->mem.total),
            cli_gb(r->mem_cap), r->oom ? "OOM" : "fits");
     printf("  parameters   %9.2f GB\n  gradients    %9.2f GB\n  optimizer    %9.2f GB\n", cli_gb(r->mem.params),
@@ -264,6 +277,10 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
         printf("  fp8 weights  %9.2f GB   (FP8 copies of the linear layers' weights, row-wise + transposed)\n"
                "  of which fp8 %9.3f GB a layer of the activations (the linear layers' inputs saved in FP8)\n",
                cli_gb(r->mem.fp8_weights), cli_gb(r->mem.fp8_act_per_layer));
+    if (r->mem.expert_params > 0)
+        printf("  experts: parameters %.2f GB, gradients %.2f, optimizer %.2f; routed activations %.2f; dispatcher "
+               "buffers %.2f GB\n", cli_gb(r->mem.expert_params), cli_gb(r->mem.expert_grads),
+               cli_gb(r->mem.expert_optimizer), cli_gb(r->mem.moe_activations), cli_gb(r->mem.moe_buffers));
 }
 
 typedef struct {

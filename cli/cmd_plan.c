@@ -87,14 +87,16 @@ static void on_progress(void *ctx, int64_t done, int64_t total) {
             "##############################", width - fill, "", (long long)done, (long long)total);
 }
 
-/* "tp8 cp1 pp16x2 dp64 mbs1 full z1" */
+/* "tp8 cp1 pp16x2 dp64 mbs1 full z1"; an MoE layout adds " ep8" (or " ep8/2" with etp 2) after dp */
 static void layout_short(const layout *l, char *buf, size_t n) {
     static const char *rc[] = {"none", "sel", "full"};
     static const char *zn[] = {"z0", "z1", "z2", "z3", "fsdp"};
     int off = snprintf(buf, n, "tp%d cp%d pp%d", l->tp, l->cp, l->pp);
     if (l->vp > 1) off += snprintf(buf + off, n - (size_t)off, "x%d", l->vp);
-    off += snprintf(buf + off, n - (size_t)off, " dp%d mbs%d %s %s", l->dp, l->micro_batch, rc[l->recompute],
-                    zn[l->zero]);
+    off += snprintf(buf + off, n - (size_t)off, " dp%d", l->dp);
+    if (l->ep > 1 || l->etp > 1) off += snprintf(buf + off, n - (size_t)off, " ep%d", l->ep); /* MoE only */
+    if (l->etp > 1) off += snprintf(buf + off, n - (size_t)off, "/%d", l->etp);
+    off += snprintf(buf + off, n - (size_t)off, " mbs%d %s %s", l->micro_batch, rc[l->recompute], zn[l->zero]);
     if (l->prec != PRECISION_BF16 && off > 0 && (size_t)off < n) /* a precision search's rows differ in it */
         snprintf(buf + off, n - (size_t)off, " %s%s%s", precision_name(l->prec), l->prec == PRECISION_FP8 ? ":" : "",
                  l->prec == PRECISION_FP8 ? fp8_recipe_name(l->fp8) : "");
@@ -139,10 +141,11 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers) {
 
 static void print_breakdown(const layout_result *r) {
     printf("  time:");
-    for (int p = 0; p < LAYOUT_T_COUNT; p++)
-        if (p != LAYOUT_T_RECOMPUTE || r->parts_us[p] > 0)
-            printf(" %s %.2f ms%s", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3,
-                   p + 1 < LAYOUT_T_COUNT ? "," : "");
+    for (int p = 0, first = 1; p < LAYOUT_T_COUNT; p++)
+        if ((p != LAYOUT_T_RECOMPUTE && p != LAYOUT_T_EP) || r->parts_us[p] > 0) {
+            printf("%s %s %.2f ms", first ? "" : ",", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3);
+            first = 0;
+        }
     printf("\n  memory (stage %d of the worst): params %.2f GB, grads %.2f, optimizer %.2f, activations %.2f, "
            "buffers %.2f, embedding/head %.2f = %.2f GB of %.2f GB\n",
            r->worst_stage, cli_gb(r->mem.params), cli_gb(r->mem.grads), cli_gb(r->mem.optimizer),

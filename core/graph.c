@@ -75,7 +75,7 @@ int gpt_vocab_padded(const gpt_config *c) {
 int gpt_config_is_plain(const gpt_config *c) {
     return gpt_kv_heads(c) == c->n_heads && gpt_d_ff(c) == 4 * c->d_model && c->norm == NORM_LAYERNORM &&
            c->mlp == MLP_GELU && c->pos == POS_LEARNED && !c->tied && gpt_vocab_padded(c) == c->vocab &&
-           !c->no_bias && !c->qkv_bias && !c->parallel_residual;
+           !c->no_bias && !c->qkv_bias && !c->parallel_residual && !gpt_config_is_extended(c);
 }
 
 /* Per-block parameter figures, shared by the builder and the closed form. */
@@ -101,6 +101,11 @@ static int64_t mlp_params(const gpt_config *c) {
 }
 
 int64_t gpt_param_count(const gpt_config *c) {
+    if (gpt_config_is_extended(c)) { /* MoE, MLA, head_dim: model_params.c */
+        int64_t total = 0;
+        gpt_param_counts(c, 1, &total, NULL);
+        return total;
+    }
     int64_t C = c->d_model, Vp = gpt_vocab_padded(c), L = c->n_layers;
     int64_t emb = Vp * C + (c->pos == POS_LEARNED ? (int64_t)c->seq_len * C : 0);
     int64_t block = 2 * norm_params(c) + attn_params(c) + mlp_params(c);
@@ -118,7 +123,7 @@ pl_status gpt_config_validate(const gpt_config *c, char *msg, size_t len) {
         c->vocab_multiple > GPT_MAX_DIM)
         return pl_fail(msg, len, PL_ERR_INVALID, "vocab, d_model, d_ff, seq and vocab_multiple must be at most %d",
                        GPT_MAX_DIM);
-    if (c->d_model % c->n_heads != 0)
+    if (c->d_model % c->n_heads != 0 && c->head_dim <= 0 && c->kv_lora_rank <= 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "heads (%d) must divide d_model (%d)",
                        c->n_heads, c->d_model);
     if (c->n_kv_heads < 0 || c->d_ff < 0 || c->vocab_multiple < 0)
@@ -126,7 +131,7 @@ pl_status gpt_config_validate(const gpt_config *c, char *msg, size_t len) {
     if (c->n_kv_heads > 0 && (c->n_kv_heads > c->n_heads || c->n_heads % c->n_kv_heads != 0))
         return pl_fail(msg, len, PL_ERR_INVALID, "kv_heads (%d) must divide heads (%d)", c->n_kv_heads,
                        c->n_heads);
-    if ((unsigned)c->norm > NORM_RMSNORM || (unsigned)c->mlp > MLP_SWIGLU || (unsigned)c->pos > POS_ROTARY)
+    if ((unsigned)c->norm > NORM_RMSNORM || (unsigned)c->mlp > MLP_RELU2 || (unsigned)c->pos > POS_ROTARY)
         return pl_fail(msg, len, PL_ERR_INVALID, "norm, mlp or pos is not a known kind");
     if ((c->tied | c->no_bias | c->parallel_residual | c->qkv_bias) & ~1)
         return pl_fail(msg, len, PL_ERR_INVALID, "tied, no_bias, qkv_bias and parallel_residual must be 0 or 1");
@@ -143,6 +148,7 @@ pl_status gpt_config_validate(const gpt_config *c, char *msg, size_t len) {
                            "model too large to describe (%.3g parameters, %.3g bytes per sample; at most 1e16 and "
                            "1e17)", params, bytes);
     }
+    if (gpt_config_is_extended(c)) return gpt_config_validate_ext(c, msg, len);
     if (c->pos == POS_ROTARY && (c->d_model / c->n_heads) % 2 != 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "rotary positions need an even head size (d_model/heads = %d)",
                        c->d_model / c->n_heads);
@@ -376,6 +382,10 @@ pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t 
     *out = NULL;
     pl_status st = gpt_config_validate(cfg, msg, len);
     if (st != PL_OK) return st;
+    if (gpt_config_is_extended(cfg))
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                       "the per-node graph describes dense models with head size d_model / heads only (this one has "
+                       "experts, latent attention, a head_dim, sliding windows or squared ReLU): use placer layout");
     const int64_t C = cfg->d_model, NH = cfg->n_heads, L = cfg->n_layers;
     const int64_t T = cfg->seq_len, B = cfg->batch;
     const int64_t V = gpt_vocab_padded(cfg);      /* the padded vocabulary everywhere */

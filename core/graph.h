@@ -55,7 +55,9 @@ typedef enum {
 } op_kind;
 
 typedef enum { NORM_LAYERNORM = 0, NORM_RMSNORM } norm_kind;
-typedef enum { MLP_GELU = 0, MLP_SWIGLU } mlp_kind;
+/* MLP_RELU2: squared ReLU, non-gated (fc, proj: Nemotron-4); the layout
+ * path only (the per-node graph builds GELU and SwiGLU). */
+typedef enum { MLP_GELU = 0, MLP_SWIGLU, MLP_RELU2 } mlp_kind;
 typedef enum { POS_LEARNED = 0, POS_ROTARY } pos_kind;
 
 /* A model's shape. The first six fields are the original GPT config; the
@@ -81,6 +83,27 @@ typedef struct {
     int no_bias;           /* 1: linear layers have no bias (Llama); 0: they do (GPT-2) */
     int parallel_residual; /* 1: y = x + attn(ln1(x)) + mlp(ln2(x)) (GPT-J, NeoX, PaLM) */
     int qkv_bias;          /* 1: with no_bias, the q, k, v projections keep their bias (Qwen2) */
+    /* attention shapes, mixture of experts (0 = none / the default; the
+     * layout path reads them, the per-node graph refuses configs that set
+     * them: gpt_config_is_extended; model_config.h lists the keys): */
+    int head_dim;          /* per-head size; 0: d_model / n_heads */
+    int sliding_window;    /* keys a sliding-window layer attends to; 0: none */
+    int n_sliding_layers;  /* layers with the sliding window (the rest attend fully) */
+    int q_lora_rank;       /* MLA: query down-projection rank; 0: a full q projection */
+    int kv_lora_rank;      /* MLA: key/value latent rank; > 0 makes attention MLA */
+    int qk_nope_dim;       /* MLA: per-head q/k size without rotary */
+    int qk_rope_dim;       /* MLA: per-head rotary q/k size (the rotary key shared by heads) */
+    int v_head_dim;        /* MLA: per-head value size */
+    int n_experts;         /* routed experts; 0: a dense model */
+    int top_k;             /* experts per token */
+    int moe_d_ff;          /* one routed expert's FFN width */
+    int shared_d_ff;       /* the shared experts' FFN width, all together; 0: none */
+    int first_dense;       /* the first layers are dense MLPs (DeepSeek first_k_dense_replace) */
+    int moe_every;         /* after them every moe_every-th layer is MoE (1 or 0: all) */
+    int router_groups;     /* group-limited routing: expert groups (DeepSeek-V3 n_group); 0: none */
+    int router_topk_groups;/* groups a token may use (topk_group; node-limited routing) */
+    int router_sigmoid;    /* 1: sigmoid scores with a bias (DeepSeek-V3); 0: softmax */
+    int moe_bias;          /* 1: the experts' linears have biases (gpt-oss) */
 } gpt_config;
 
 typedef struct {
@@ -149,6 +172,17 @@ int64_t gpt_param_count(const gpt_config *c);
  * only model the CUDA/CPU engine (hw/) runs. The engine refuses others with
  * PL_ERR_UNSUPPORTED; the simulator and planner take any valid config. */
 int gpt_config_is_plain(const gpt_config *cfg);
+
+/* 1 when cfg sets any field of the attention-shape / mixture-of-experts
+ * block above (or a squared-ReLU MLP): a model for the layout path, which
+ * graph_build_gpt refuses (PL_ERR_UNSUPPORTED). */
+int gpt_config_is_extended(const gpt_config *cfg);
+
+/* Defined in core/model_params.c (declared there too), called by the
+ * closed form and the validation here: total and active parameters, and
+ * the checks of the extended fields. */
+void gpt_param_counts(const gpt_config *c, int with_embedding, int64_t *total, int64_t *active);
+pl_status gpt_config_validate_ext(const gpt_config *c, char *msg, size_t len);
 
 /* Build the GPT graph for cfg. On success *out owns a new graph that the
  * caller frees with graph_destroy. On failure *out is NULL. */

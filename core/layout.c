@@ -48,6 +48,15 @@ void layout_default(layout *l) {
     l->n_stage_layers = 0;
     l->fp8 = FP8_RECIPE_DELAYED;
     l->sched = SCHED_1F1B;
+    l->ep = l->etp = 1;
+    l->dispatcher = MOE_DISPATCH_ALLTOALL;
+}
+
+const char *moe_dispatcher_name(moe_dispatcher d) {
+    return d == MOE_DISPATCH_ALLGATHER ? "allgather"
+           : d == MOE_DISPATCH_ALLTOALL ? "alltoall"
+           : d == MOE_DISPATCH_FLEX     ? "flex"
+                                        : "unknown";
 }
 
 /* A decimal integer in [lo, hi] filling all of s (no sign, no spaces). */
@@ -72,7 +81,8 @@ static char *trim(char *s) {
 }
 
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
-                                   "zero", "mbs", "gbs", "recompute", "precision", "stages", "fp8", "sched"};
+                                   "zero", "mbs", "gbs", "recompute", "precision", "stages", "fp8", "sched",
+                                   "ep",  "etp", "dispatcher"};
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] == LAYOUT_KEY_COUNT, "KEYS follows layout_key");
 
@@ -110,7 +120,7 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         if (k == N_KEYS) {
             st = pl_fail(msg, len, PL_ERR_INVALID,
                          "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
-                         "precision, stages, fp8, sched)", key);
+                         "precision, stages, fp8, sched, ep, etp, dispatcher)", key);
             goto out;
         }
         if (seen[k]++) {
@@ -119,7 +129,24 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         }
         int v = 0;
         const char *kn = KEYS[k];
-        if (!strcmp(kn, "tp") || !strcmp(kn, "cp") || !strcmp(kn, "pp") || !strcmp(kn, "dp") ||
+        if (!strcmp(kn, "ep") || !strcmp(kn, "etp")) {
+            if (!parse_int(val, 1, LAYOUT_MAX_DIM, &v)) {
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %d, not '%.32s'", kn,
+                             LAYOUT_MAX_DIM, val);
+                goto out;
+            }
+            if (kn[1] == 'p') l->ep = v;
+            else l->etp = v;
+        } else if (!strcmp(kn, "dispatcher")) {
+            if (!strcmp(val, "alltoall")) l->dispatcher = MOE_DISPATCH_ALLTOALL;
+            else if (!strcmp(val, "allgather")) l->dispatcher = MOE_DISPATCH_ALLGATHER;
+            else if (!strcmp(val, "flex")) l->dispatcher = MOE_DISPATCH_FLEX;
+            else {
+                st = pl_fail(msg, len, PL_ERR_INVALID,
+                             "layout dispatcher must be alltoall, allgather or flex, not '%.32s'", val);
+                goto out;
+            }
+        } else if (!strcmp(kn, "tp") || !strcmp(kn, "cp") || !strcmp(kn, "pp") || !strcmp(kn, "dp") ||
             !strcmp(kn, "vp")) {
             long hi = !strcmp(kn, "pp") || !strcmp(kn, "vp") ? LAYOUT_MAX_CHUNKS : LAYOUT_MAX_DIM;
             if (!parse_int(val, 1, hi, &v)) {
@@ -264,6 +291,13 @@ int layout_format(const layout *l, char *buf, size_t len) {
         if (w < 0) return w;
         total += w;
     }
+    if (l->ep != 1 || l->etp != 1 || l->dispatcher != MOE_DISPATCH_ALLTOALL) {
+        size_t off = (size_t)total < len ? (size_t)total : len;
+        int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",ep=%d,etp=%d,dispatcher=%s", l->ep, l->etp,
+                         moe_dispatcher_name(l->dispatcher));
+        if (w < 0) return w;
+        total += w;
+    }
     int ns = l->n_stage_layers;
     if (ns > LAYOUT_MAX_CHUNKS) ns = LAYOUT_MAX_CHUNKS;
     for (int i = 0; i < ns; i++) {
@@ -327,6 +361,18 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
     if (l->n_stage_layers != 0 && l->n_stage_layers != chunks)
         return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
                        l->n_stage_layers, chunks);
+    if (l->ep < 1 || l->etp < 1 || l->ep > LAYOUT_MAX_DIM || l->etp > LAYOUT_MAX_DIM ||
+        (unsigned)l->dispatcher > MOE_DISPATCH_FLEX)
+        return pl_fail(msg, len, PL_ERR_INVALID, "ep and etp must be from 1 to %d, the dispatcher a known kind",
+                       LAYOUT_MAX_DIM);
+    {
+        const int64_t inner = (int64_t)l->tp * l->cp * l->dp, e = (int64_t)l->ep * l->etp;
+        if (inner % e != 0)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "etp * ep (%d * %d = %lld) must divide tp * cp * dp (%lld): the expert grid folds over the "
+                           "same ranks as the attention's (Megatron-Core's MoE parallel folding)", l->etp, l->ep,
+                           (long long)e, (long long)inner);
+    }
     if (n_gpus > 0 && layout_world_size(l) > n_gpus)
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "the layout needs tp * cp * dp * pp = %lld GPUs but the cluster has %lld",
@@ -334,6 +380,17 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
     if (!model) return PL_OK;
 
     /* against the model */
+    if (model->n_experts > 1) {
+        if (model->n_experts % l->ep != 0)
+            return pl_fail(msg, len, PL_ERR_INVALID, "ep (%d) must divide the routed experts (%d)", l->ep,
+                           model->n_experts);
+        if (model->moe_d_ff % l->etp != 0)
+            return pl_fail(msg, len, PL_ERR_INVALID, "etp (%d) must divide the expert width (moe_d_ff %d)", l->etp,
+                           model->moe_d_ff);
+    } else if (l->ep > 1 || l->etp > 1) {
+        return pl_fail(msg, len, PL_ERR_INVALID, "ep (%d) and etp (%d) need a mixture-of-experts model", l->ep,
+                       l->etp);
+    }
     const int heads = model->n_heads, kv = gpt_kv_heads(model);
     if (heads % l->tp != 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "tp (%d) must divide the attention heads (%d)", l->tp, heads);
@@ -435,4 +492,33 @@ int layout_group_ranks(const layout *l, int64_t rank, layout_dim d, int64_t *out
         out[i] = layout_rank_of(l, &c);
     }
     return n;
+}
+
+int layout_expert_dim_size(const layout *l, layout_edim d) {
+    const int64_t inner = (int64_t)l->tp * l->cp * l->dp, e = (int64_t)l->ep * l->etp;
+    switch (d) {
+    case LAYOUT_EDIM_ETP: return l->etp;
+    case LAYOUT_EDIM_EP: return l->ep;
+    case LAYOUT_EDIM_EDP: return e > 0 && inner % e == 0 ? (int)(inner / e) : 0;
+    case LAYOUT_EDIM_PP: return l->pp;
+    default: return 0;
+    }
+}
+
+int layout_expert_group_ranks(const layout *l, int64_t rank, layout_edim d, int64_t *out) {
+    int size[LAYOUT_EDIM_COUNT], c[LAYOUT_EDIM_COUNT];
+    for (int i = 0; i < LAYOUT_EDIM_COUNT; i++) size[i] = layout_expert_dim_size(l, (layout_edim)i);
+    if (size[d] < 1 || size[LAYOUT_EDIM_EDP] < 1) return 0;
+    int64_t r = rank;
+    for (int i = 0; i < LAYOUT_EDIM_COUNT; i++) {
+        c[i] = (int)(r % size[i]);
+        r /= size[i];
+    }
+    for (int k = 0; k < size[d]; k++) {
+        c[d] = k;
+        int64_t x = 0;
+        for (int i = LAYOUT_EDIM_COUNT - 1; i >= 0; i--) x = x * size[i] + c[i];
+        out[k] = x;
+    }
+    return size[d];
 }

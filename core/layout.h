@@ -33,7 +33,11 @@
  * keys: tp sp cp pp vp dp zero (0|1|2|3|fsdp) mbs gbs recompute precision
  * stages (slash-separated layer counts), fp8 (tensorwise|delayed|blockwise|
  * mxfp8: the FP8 recipe; implies precision=fp8 when precision is not given,
- * an error beside another precision). Unknown keys, a key given twice,
+ * an error beside another precision), and for mixture-of-experts models
+ * ep etp (expert parallel and expert tensor parallel sizes, default 1) and
+ * dispatcher (alltoall | allgather | flex); layout_format writes these three only
+ * when they differ from their defaults, so a dense layout's text is what
+ * it always was. Unknown keys, a key given twice,
  * junk values and out-of-range values are errors naming the key. Spaces
  * around keys and values are ignored. layout_format writes zero as
  * 0|1|2|3|fsdp (parse also takes "none" for 0).
@@ -62,6 +66,15 @@
 
 typedef enum { ZERO_NONE = 0, ZERO_1, ZERO_2, ZERO_3, ZERO_FSDP } zero_kind;
 typedef enum { RECOMPUTE_NONE = 0, RECOMPUTE_SELECTIVE, RECOMPUTE_FULL } recompute_kind;
+/* Megatron's --moe-token-dispatcher-type: all-to-all over the ep group,
+ * all-gather of every token over it (each rank keeps its experts' share),
+ * or flex (DeepEP: a token crosses the network once per destination node,
+ * then NVLink to its experts' GPUs). */
+typedef enum { MOE_DISPATCH_ALLTOALL = 0, MOE_DISPATCH_ALLGATHER, MOE_DISPATCH_FLEX } moe_dispatcher;
+
+/* The expert grid's dimensions (innermost first): etp, ep, edp (expert
+ * data parallel = tp * cp * dp / (etp * ep)), pp. */
+typedef enum { LAYOUT_EDIM_ETP = 0, LAYOUT_EDIM_EP, LAYOUT_EDIM_EDP, LAYOUT_EDIM_PP, LAYOUT_EDIM_COUNT } layout_edim;
 
 /* The parallel dimensions, in rank-grid order (innermost first). */
 typedef enum { LAYOUT_DIM_TP = 0, LAYOUT_DIM_CP, LAYOUT_DIM_DP, LAYOUT_DIM_PP, LAYOUT_DIM_COUNT } layout_dim;
@@ -82,6 +95,10 @@ typedef struct {
                                zb-h2 (vp 1), zb-v or dualpipev (vp 2: a V of 2 pp stages);
                                text key sched, written only when not 1f1b */
     int n_stage_layers;     /* 0: uniform; else pp * vp entries below */
+    /* mixture of experts (Megatron-Core's parallel folding, see above): */
+    int ep;                 /* expert-parallel size, >= 1 (1: every rank holds every expert) */
+    int etp;                /* expert tensor-parallel size, >= 1 */
+    moe_dispatcher dispatcher; /* how tokens reach their experts */
     int stage_layers[LAYOUT_MAX_CHUNKS]; /* layers per chunk, pipeline order */
     /* FP8 (precision fp8 only; precision.h): text key fp8=RECIPE, written
      * by layout_format only when precision is fp8 */
@@ -109,6 +126,7 @@ typedef enum {
     LAYOUT_KEY_ZERO, LAYOUT_KEY_MBS, LAYOUT_KEY_GBS, LAYOUT_KEY_RECOMPUTE, LAYOUT_KEY_PRECISION, LAYOUT_KEY_STAGES,
     LAYOUT_KEY_FP8, /* FP8 recipe */
     LAYOUT_KEY_SCHED,
+    LAYOUT_KEY_EP, LAYOUT_KEY_ETP, LAYOUT_KEY_DISPATCHER,
     LAYOUT_KEY_COUNT
 } layout_key;
 
@@ -161,6 +179,21 @@ int64_t layout_rank_of(const layout *l, const layout_coords *c);
  * coordinate equal), in coordinate order; out has layout_dim_size(l, d)
  * entries. Returns that size. */
 int layout_group_ranks(const layout *l, int64_t rank, layout_dim d, int64_t *out);
+
+/* The expert grid (Megatron-Core's MoE parallel folding): the ranks of
+ * one pipeline stage, tp * cp * dp of them, are also an etp x ep x edp grid
+ * with etp innermost:
+ *   rank = etp_i + etp * (ep_i + ep * (edp_i + edp * pp_i))
+ * so an ep group with etp = 1 is ep consecutive ranks (one node for ep <=
+ * GPUs per node), whatever tp, cp and dp the attention uses. Sizes,
+ * coordinates' groups as for the dense grid; edp = tp cp dp / (etp ep)
+ * (0 when etp * ep does not divide tp * cp * dp: layout_validate refuses
+ * that). */
+int layout_expert_dim_size(const layout *l, layout_edim d);
+int layout_expert_group_ranks(const layout *l, int64_t rank, layout_edim d, int64_t *out);
+
+/* "alltoall", "allgather", "flex". Static. */
+const char *moe_dispatcher_name(moe_dispatcher d);
 
 /* "none", "1", "2", "3", "fsdp"; "none", "selective", "full". Static. */
 const char *zero_kind_name(zero_kind z);

@@ -8,9 +8,9 @@
  * wins over model_type), "seq_length" (the training sequence, which wins
  * over max_position_embeddings), "vocab_multiple" / "make_vocab_size_
  * divisible_by" (Megatron's vocabulary padding), "attention_bias" (q, k, v
- * biases on a no-bias family), and "head_dim", "num_local_experts" /
- * "num_experts" only to refuse what the graph cannot describe (a head size
- * other than hidden / heads, mixture-of-experts).
+ * biases on a no-bias family), and the mixture-of-experts, latent-attention
+ * and sliding-window keys of the header (parse_moe_mla), whose models the
+ * layout path describes (the per-node graph refuses them).
  *
  * Families (model_type): llama, mistral, qwen2, qwen3, gemma, phi3, olmo2,
  * internlm2: RMSNorm, rotary, no bias, SwiGLU (qwen2 adds q, k, v biases);
@@ -88,6 +88,30 @@ static int get_int(json_t *obj, const char *const *keys, int required, int allow
     return 1;
 }
 
+/* A non-negative integer under one of keys (0 and JSON null allowed, null
+ * reading as 0): 1 read, 0 absent, -1 with msg on a type or range error. */
+static int get_count(json_t *obj, const char *const *keys, int *out, char *msg, size_t len) {
+    const char *k = NULL;
+    json_t *v = first_key(obj, keys, &k);
+    if (!v) return 0;
+    if (json_is_null(v)) {
+        *out = 0;
+        return 1;
+    }
+    if (!json_is_integer(v)) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be an integer", k);
+        return -1;
+    }
+    json_int_t x = json_integer_value(v);
+    if (x < 0 || x > 1000000000) {
+        pl_fail(msg, len, PL_ERR_INVALID, "model config '%s' must be an integer from 0 to 1e9, not %lld", k,
+                (long long)x);
+        return -1;
+    }
+    *out = (int)x;
+    return 1;
+}
+
 /* A JSON boolean under key: 1 read (into *out), 0 absent, -1 wrong type. */
 static int get_bool(json_t *obj, const char *key, int *out, char *msg, size_t len) {
     json_t *v = json_object_get(obj, key);
@@ -116,6 +140,97 @@ static int in_list(const char *s, const char *const *list) {
     for (int i = 0; list[i]; i++)
         if (!strcmp(s, list[i])) return 1;
     return 0;
+}
+
+/* The mixture-of-experts, latent-attention and sliding-window keys into
+ * *c (model_config.h lists them). PL_ERR_INVALID with one line on a wrong
+ * type or an unsupported value; the ranges are gpt_config_validate's. */
+static pl_status parse_moe_mla(json_t *root, gpt_config *c, char *msg, size_t len) {
+    static const char *const k_exp[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
+    static const char *const k_topk[] = {"num_experts_per_tok", "experts_per_token", "moe_topk", NULL};
+    static const char *const k_moeff[] = {"moe_intermediate_size", NULL};
+    static const char *const k_nshared[] = {"n_shared_experts", NULL};
+    static const char *const k_shff[] = {"shared_expert_intermediate_size", NULL};
+    static const char *const k_first[] = {"first_k_dense_replace", NULL};
+    static const char *const k_every[] = {"moe_layer_freq", "decoder_sparse_step", "interleave_moe_layer_step", NULL};
+    static const char *const k_ngroup[] = {"n_group", NULL};
+    static const char *const k_tgroup[] = {"topk_group", NULL};
+    static const char *const k_qr[] = {"q_lora_rank", NULL};
+    static const char *const k_kvr[] = {"kv_lora_rank", NULL};
+    static const char *const k_nope[] = {"qk_nope_head_dim", NULL};
+    static const char *const k_rope[] = {"qk_rope_head_dim", NULL};
+    static const char *const k_v[] = {"v_head_dim", NULL};
+    static const char *const k_win[] = {"sliding_window", NULL};
+    static const char *const k_pat[] = {"sliding_window_pattern", NULL};
+    int ne = 0, topk = 0, nshared = 0, shff = 0, moeff = 0;
+    if (get_count(root, k_exp, &ne, msg, len) < 0 || get_count(root, k_topk, &topk, msg, len) < 0 ||
+        get_count(root, k_moeff, &moeff, msg, len) < 0 || get_count(root, k_nshared, &nshared, msg, len) < 0 ||
+        get_count(root, k_shff, &shff, msg, len) < 0 || get_count(root, k_first, &c->first_dense, msg, len) < 0 ||
+        get_count(root, k_every, &c->moe_every, msg, len) < 0 ||
+        get_count(root, k_ngroup, &c->router_groups, msg, len) < 0 ||
+        get_count(root, k_tgroup, &c->router_topk_groups, msg, len) < 0 ||
+        get_count(root, k_qr, &c->q_lora_rank, msg, len) < 0 || get_count(root, k_kvr, &c->kv_lora_rank, msg, len) < 0 ||
+        get_count(root, k_nope, &c->qk_nope_dim, msg, len) < 0 ||
+        get_count(root, k_rope, &c->qk_rope_dim, msg, len) < 0 || get_count(root, k_v, &c->v_head_dim, msg, len) < 0)
+        return PL_ERR_INVALID;
+    if (ne > 1) {
+        c->n_experts = ne;
+        c->top_k = topk;
+        /* Mixtral and gpt-oss give the expert's width as intermediate_size */
+        c->moe_d_ff = moeff > 0 ? moeff : c->d_ff;
+        c->shared_d_ff = shff > 0 ? shff : nshared * c->moe_d_ff;
+        if (c->moe_every == 1) c->moe_every = 0;
+        json_t *dl = json_object_get(root, "mlp_only_layers");
+        if (dl && !json_is_array(dl)) return pl_fail(msg, len, PL_ERR_INVALID, "model config 'mlp_only_layers' must be "
+                                                                            "an array");
+        if (dl && json_array_size(dl) > 0)
+            return pl_fail(msg, len, PL_ERR_INVALID, "model config 'mlp_only_layers' (dense layers at chosen places) "
+                                                     "is not supported; use first_k_dense_replace or a layer step");
+        const char *score = NULL;
+        if (get_str(root, "scoring_func", &score, msg, len) < 0) return PL_ERR_INVALID;
+        if (score && !strcmp(score, "sigmoid")) c->router_sigmoid = 1;
+        else if (score && strcmp(score, "softmax"))
+            return pl_fail(msg, len, PL_ERR_INVALID, "model config scoring_func '%.32s' is not softmax or sigmoid",
+                           score);
+        if (c->router_groups == 1) c->router_groups = c->router_topk_groups = 0; /* one group: no limit */
+        const char *mt = NULL;
+        if (get_str(root, "model_type", &mt, msg, len) < 0) return PL_ERR_INVALID;
+        if (mt && !strcmp(mt, "gpt_oss")) c->moe_bias = 1; /* gpt-oss experts and router carry biases */
+        /* every MoE key but the count is meaningless without experts: a top-k
+         * that is absent is an error below (gpt_config_validate) */
+    } else {
+        /* a dense model: MoE fields that say nothing (0 experts, 1 expert) */
+        c->first_dense = c->moe_every = c->router_groups = c->router_topk_groups = 0;
+        if (topk > 1)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "model config routes %d experts per token but has %s experts", topk, ne ? "one of" : "no");
+    }
+    /* sliding windows: Qwen's use_sliding_window false turns them off */
+    int use_sw = 1, win = 0, pattern = 0;
+    if (get_bool(root, "use_sliding_window", &use_sw, msg, len) < 0) return PL_ERR_INVALID;
+    if (get_count(root, k_win, &win, msg, len) < 0 || get_count(root, k_pat, &pattern, msg, len) < 0)
+        return PL_ERR_INVALID;
+    json_t *lt = json_object_get(root, "layer_types");
+    if (lt && !json_is_array(lt) && !json_is_null(lt))
+        return pl_fail(msg, len, PL_ERR_INVALID, "model config 'layer_types' must be an array of strings");
+    if (use_sw && win > 0) {
+        int nsl = c->n_layers;
+        if (lt && json_is_array(lt)) {
+            nsl = 0;
+            for (size_t i = 0; i < json_array_size(lt); i++) {
+                json_t *e = json_array_get(lt, i);
+                if (!json_is_string(e))
+                    return pl_fail(msg, len, PL_ERR_INVALID, "model config 'layer_types' must be an array of strings");
+                nsl += !strcmp(json_string_value(e), "sliding_attention");
+            }
+        } else if (pattern > 1) {
+            nsl = c->n_layers - c->n_layers / pattern; /* Gemma: every pattern-th layer global */
+        }
+        c->sliding_window = win;
+        c->n_sliding_layers = nsl > c->n_layers ? c->n_layers : nsl;
+        if (c->n_sliding_layers == 0) c->sliding_window = 0;
+    }
+    return PL_OK;
 }
 
 pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
@@ -159,22 +274,10 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     c.batch = 1;
     int hd = 0;
     if (get_int(root, k_hd, 0, 1, &hd, msg, len) < 0) goto out;
-    if (hd && c.d_model % c.n_heads == 0 && hd != c.d_model / c.n_heads) {
-        pl_fail(msg, len, PL_ERR_INVALID,
-                "model config head_dim %d differs from hidden_size / num_attention_heads (%d): not supported", hd,
-                c.d_model / c.n_heads);
-        goto out;
-    }
-    {
-        static const char *const k_exp[] = {"num_local_experts", "num_experts", "n_routed_experts", NULL};
-        int ne = 0;
-        if (get_int(root, k_exp, 0, 1, &ne, msg, len) < 0) goto out;
-        if (ne > 1) {
-            pl_fail(msg, len, PL_ERR_INVALID, "model config describes a mixture-of-experts model (%d experts): "
-                                              "not supported", ne);
-            goto out;
-        }
-    }
+    /* a head_dim equal to hidden / heads is the default: left 0, so such a
+     * file stays the dense model it always was */
+    if (hd && (c.d_model % c.n_heads != 0 || hd != c.d_model / c.n_heads)) c.head_dim = hd;
+    if (parse_moe_mla(root, &c, msg, len) != PL_OK) goto out;
 
     const char *mtype = NULL, *mname = NULL, *act = NULL;
     if (get_str(root, "model_type", &mtype, msg, len) < 0) goto out;
@@ -183,14 +286,15 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     if (!act && get_str(root, "activation_function", &act, msg, len) < 0) goto out;
 
     static const char *const llama_like[] = {"llama", "mistral", "qwen2", "qwen3", "gemma", "phi3", "olmo2",
-                                             "internlm2", NULL};
+                                             "internlm2", "mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2",
+                                             "deepseek_v3", "kimi_k2", "gpt_oss", "olmoe", "llama4_text", NULL};
     int tied_default = 0;
     if (mtype && in_list(mtype, llama_like)) {
         c.norm = NORM_RMSNORM;
         c.pos = POS_ROTARY;
         c.no_bias = 1;
         c.mlp = MLP_SWIGLU;
-        if (!strcmp(mtype, "qwen2")) c.qkv_bias = 1;
+        if (!strcmp(mtype, "qwen2") || !strcmp(mtype, "qwen2_moe")) c.qkv_bias = 1;
         if (!strcmp(mtype, "gemma")) tied_default = 1;
     } else if (mtype && !strcmp(mtype, "gpt2")) {
         tied_default = 1;
@@ -211,11 +315,14 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     if (r > 0 && c.no_bias) c.qkv_bias = ab;
     if (act) {
         static const char *const gated[] = {"silu", "swiglu", "swish", NULL};
+        static const char *const squared[] = {"relu2", "squared_relu", "squared-relu", NULL};
         if (in_list(act, gated)) c.mlp = MLP_SWIGLU;
-        else if (!strncmp(act, "gelu", 4)) c.mlp = MLP_GELU;
+        else if (!strncmp(act, "gelu", 4) || !strcmp(act, "relu")) c.mlp = MLP_GELU; /* non-gated, same shapes */
+        else if (in_list(act, squared)) c.mlp = MLP_RELU2;
         else {
             pl_fail(msg, len, PL_ERR_INVALID,
-                    "model config activation '%.32s' is not supported (silu / swiglu for a gated MLP, gelu*)", act);
+                    "model config activation '%.32s' is not supported (silu / swiglu for a gated MLP, gelu*, relu, "
+                    "relu2 / squared_relu)", act);
             goto out;
         }
     }

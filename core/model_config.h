@@ -21,6 +21,23 @@
  *                                                learned; gpt_neox: layernorm + rotary
  *   rms_norm_eps (present)                    -> RMSNorm
  *   use_parallel_residual                     -> parallel_residual
+ *   head_dim                                  -> head_dim (0 when it equals hidden / heads)
+ *   hidden_act relu / gelu*: non-gated; relu2 | squared_relu: squared ReLU (MLP_RELU2)
+ * Mixture of experts (model_params.h has the counts; 0 / 1 experts: dense):
+ *   num_local_experts | num_experts | n_routed_experts -> n_experts
+ *   num_experts_per_tok | experts_per_token | moe_topk -> top_k
+ *   moe_intermediate_size                     -> moe_d_ff (absent: intermediate_size,
+ *                                                as Mixtral and gpt-oss give it)
+ *   shared_expert_intermediate_size, else n_shared_experts x moe_d_ff -> shared_d_ff
+ *   first_k_dense_replace                     -> first_dense
+ *   moe_layer_freq | decoder_sparse_step | interleave_moe_layer_step -> moe_every
+ *   scoring_func sigmoid | softmax; n_group, topk_group -> group-limited routing
+ *   mlp_only_layers: only [] (dense layers at chosen places are refused)
+ * Multi-head latent attention: q_lora_rank (null: 0), kv_lora_rank,
+ *   qk_nope_head_dim, qk_rope_head_dim, v_head_dim.
+ * Sliding windows: sliding_window (null: none) unless use_sliding_window is
+ *   false, on the layers layer_types calls "sliding_attention", else all but
+ *   every sliding_window_pattern-th, else all.
  * Unknown keys are ignored; a missing required key, a wrong JSON type, a
  * non-positive size or a JSON syntax error is PL_ERR_INVALID with one line
  * naming it (and the line/column for syntax errors).

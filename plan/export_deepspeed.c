@@ -61,6 +61,9 @@ int plan_export_deepspeed(FILE *f, const gpt_config *cfg, const layout *l, const
     if (l->prec == PRECISION_BF16 || l->prec == PRECISION_FP8) rc |= fprintf(f, "    \"bf16\": {\"enabled\": true},\n") < 0;
     else if (l->prec == PRECISION_FP16) rc |= fprintf(f, "    \"fp16\": {\"enabled\": true},\n") < 0;
     rc |= fprintf(f, "    \"zero_optimization\": {\"stage\": %d}\n  },\n", zero) < 0;
+    if (cfg->n_experts > 1)
+        rc |= fprintf(f, "  \"moe\": {\"num_experts\": %d, \"ep_size\": %d, \"k\": %d},\n", cfg->n_experts,
+                      l->ep > 1 ? l->ep : 1, cfg->top_k) < 0;
     rc |= fprintf(f, "  \"pipeline_module\": {\n    \"num_stages\": %d,\n    \"partition_method\": \"%s\",\n", P,
                   method) < 0;
     rc |= fprintf(f, "    \"activation_checkpoint_interval\": %d,\n", l->recompute == RECOMPUTE_NONE ? 0 : 1) < 0;
@@ -95,6 +98,10 @@ int plan_export_deepspeed(FILE *f, const gpt_config *cfg, const layout *l, const
     if (l->recompute == RECOMPUTE_SELECTIVE)
         NOTE("selective recompute is Megatron-DeepSpeed's --recompute-granularity selective; interval 1 recomputes whole layers");
     if (l->prec == PRECISION_FP8) NOTE("fp8 GEMMs need Transformer Engine; bf16 elsewhere");
+    if (cfg->n_experts > 1)
+        NOTE("experts: deepspeed.moe.layer.MoE(hidden_size=%d, num_experts=%d, ep_size=%d, k=%d) in each MoE layer "
+             "(the moe block below)%s", cfg->d_model, cfg->n_experts, l->ep > 1 ? l->ep : 1, cfg->top_k,
+             l->etp > 1 ? "; DeepSpeed MoE has no expert tensor parallelism: etp written as 1" : "");
 #undef NOTE
     rc |= fprintf(f, "%s]\n}\n", nn ? "\n  " : "") < 0;
 out:

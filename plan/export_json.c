@@ -20,7 +20,7 @@
 static const char *const ZERO_NAMES[] = {"none", "1", "2", "3", "fsdp"};
 static const char *const RECOMPUTE_NAMES[] = {"none", "selective", "full"};
 static const char *const PART_NAMES[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp",
-                                                       "dp",      "pp",        "bubble", "optimizer"};
+                                                       "dp",      "pp",        "bubble", "optimizer", "ep"};
 
 static double finite_or_zero(double x) { return isfinite(x) ? x : 0.0; }
 
@@ -56,7 +56,8 @@ int plan_export_json(FILE *f, const gpt_config *cfg, const layout *l, const int 
                       (long long)mm->buffers, (long long)mm->embedding_head, (long long)mm->total,
                       (long long)res->mem_cap, (long long)(res->mem_cap - mm->total), res->worst_stage) < 0;
         for (int p = 0; p < LAYOUT_T_COUNT; p++)
-            rc |= fprintf(f, "%s\"%s\": %.6f", p ? ", " : "", PART_NAMES[p], finite_or_zero(res->parts_us[p]) / 1e3) < 0;
+            if (p != LAYOUT_T_EP || res->parts_us[p] > 0)
+                rc |= fprintf(f, "%s\"%s\": %.6f", p ? ", " : "", PART_NAMES[p], finite_or_zero(res->parts_us[p]) / 1e3) < 0;
         rc |= fprintf(f, "}}") < 0;
     }
     rc |= fprintf(f, "}") < 0;

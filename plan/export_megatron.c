@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "export_internal.h"
+#include "model_params.h"
 
 /* The stage split when it cannot be said with the uniform arguments. */
 static int write_split(FILE *f, const layout *l, const int *ch, const char *nl) {
@@ -42,6 +43,38 @@ static int write_split(FILE *f, const layout *l, const int *ch, const char *nl) 
     return fprintf(f, "\"%s", nl);
 }
 
+/* Mixture of experts and the attention shapes beyond the dense block
+ * (nothing for a dense model): experts, top-k, expert width, shared
+ * experts, the dense-then-MoE layer pattern, the expert grid, the
+ * dispatcher and grouped GEMMs; MLA's ranks and head sizes; a head_dim of
+ * its own (--kv-channels). Names as megatron/training/arguments.py. */
+static int write_moe(FILE *f, const gpt_config *cfg, const layout *l, const char *nl) {
+    int rc = 0;
+    if (gpt_is_mla(cfg)) {
+        rc |= fprintf(f, "--multi-latent-attention%s--kv-lora-rank %d%s--qk-head-dim %d%s--qk-pos-emb-head-dim %d%s"
+                         "--v-head-dim %d%s", nl, cfg->kv_lora_rank, nl, cfg->qk_nope_dim, nl, cfg->qk_rope_dim, nl,
+                      cfg->v_head_dim, nl) < 0;
+        if (cfg->q_lora_rank > 0) rc |= fprintf(f, "--q-lora-rank %d%s", cfg->q_lora_rank, nl) < 0;
+    } else if (cfg->head_dim > 0) {
+        rc |= fprintf(f, "--kv-channels %d%s", cfg->head_dim, nl) < 0;
+    }
+    if (!gpt_is_moe(cfg)) return rc ? -1 : 0;
+    rc |= fprintf(f, "--num-experts %d%s--moe-router-topk %d%s--moe-ffn-hidden-size %d%s", cfg->n_experts, nl,
+                  cfg->top_k, nl, cfg->moe_d_ff, nl) < 0;
+    if (cfg->shared_d_ff > 0) rc |= fprintf(f, "--moe-shared-expert-intermediate-size %d%s", cfg->shared_d_ff, nl) < 0;
+    if (cfg->first_dense > 0 || cfg->moe_every > 1) { /* the pattern: 1 an MoE layer, 0 a dense one */
+        rc |= fprintf(f, "--moe-layer-freq \"[") < 0;
+        for (int i = 0; i < cfg->n_layers; i++) rc |= fprintf(f, "%s%d", i ? "," : "", gpt_layer_is_moe(cfg, i)) < 0;
+        rc |= fprintf(f, "]\"%s", nl) < 0;
+    }
+    if (cfg->router_sigmoid) rc |= fprintf(f, "--moe-router-score-function sigmoid%s", nl) < 0;
+    rc |= fprintf(f, "--expert-model-parallel-size %d%s--expert-tensor-parallel-size %d%s", l->ep > 1 ? l->ep : 1,
+                  nl, l->etp > 1 ? l->etp : 1, nl) < 0;
+    rc |= fprintf(f, "--moe-token-dispatcher-type %s%s--moe-grouped-gemm%s", moe_dispatcher_name(l->dispatcher), nl,
+                  nl) < 0;
+    return rc ? -1 : 0;
+}
+
 int plan_export_megatron(FILE *f, const gpt_config *cfg, const layout *l, const int *ch) {
     const char *nl = " \\\n";
     const int kv = cfg->n_kv_heads > 0 ? cfg->n_kv_heads : cfg->n_heads;
@@ -69,6 +102,7 @@ int plan_export_megatron(FILE *f, const gpt_config *cfg, const layout *l, const 
     rc |= fprintf(f, "--tensor-model-parallel-size %d%s--pipeline-model-parallel-size %d%s--context-parallel-size %d%s",
                   l->tp, nl, l->pp, nl, l->cp, nl) < 0;
     if (l->sp && l->tp > 1) rc |= fprintf(f, "--sequence-parallel%s", nl) < 0;
+    rc |= write_moe(f, cfg, l, nl) < 0;
     if (!export_chunks_uniform(l, ch)) rc |= write_split(f, l, ch, nl) < 0;
     else if (l->vp > 1) rc |= fprintf(f, "--num-layers-per-virtual-pipeline-stage %d%s", ch[0], nl) < 0;
     if (l->recompute == RECOMPUTE_FULL)

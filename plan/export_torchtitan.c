@@ -56,6 +56,9 @@ int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, cons
                       (int)l->zero, (int)l->zero) < 0;
     if (l->prec == PRECISION_FP16)
         rc |= fprintf(f, "# torchtitan has no fp16 mixed precision: bfloat16 written\n") < 0;
+    if (cfg->n_experts > 1 && l->etp > 1 && l->etp != l->tp)
+        rc |= fprintf(f, "# torchtitan supports expert_tensor_parallel_degree 1 or equal to tensor_parallel_degree "
+                         "only (etp=%d, tp=%d)\n", l->etp, l->tp) < 0;
     if (l->tp > 1 && !l->sp) rc |= fprintf(f, "# torchtitan's tensor parallelism always shards the sequence\n") < 0;
     rc |= fprintf(f, "[parallelism]\n") < 0;
     rc |= fprintf(f, "data_parallel_replicate_degree = %d\n", sharded ? 1 : l->dp) < 0;
@@ -64,6 +67,10 @@ int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, cons
     rc |= fprintf(f, "tensor_parallel_degree = %d\n", l->tp) < 0;
     rc |= fprintf(f, "context_parallel_degree = %d\n", l->cp) < 0;
     rc |= fprintf(f, "pipeline_parallel_degree = %d\n", l->pp) < 0;
+    if (cfg->n_experts > 1) { /* torchtitan/config/job_config.py: etp is 1 or tp there */
+        rc |= fprintf(f, "expert_parallel_degree = %d\n", l->ep > 1 ? l->ep : 1) < 0;
+        rc |= fprintf(f, "expert_tensor_parallel_degree = %d\n", l->etp > 1 ? l->etp : 1) < 0;
+    }
     if (l->pp > 1) {
         /* the split orders (layout sched=): torchtitan's names where it runs them */
         const char *ps = l->vp > 1 ? "Interleaved1F1B" : "1F1B";

@@ -13,6 +13,8 @@
  * compute-bound ones are the fast ones.
  */
 #include "plan.h"
+#include "model_params.h"
+#include "moe.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -118,6 +120,16 @@ static void layer_costs(const cluster_gpu *gpu, const gpt_config *cfg, const lay
                         double *layer, double *fb, double *embed, double *head) {
     layer_cost lc, ec, hc;
     layer_compute_cost(gpu, cfg, l, cp, &lc);
+    if (gpt_is_moe(cfg)) { /* the cheaper of a dense layer and an MoE layer (a bound for either) */
+        layer_cost a, m;
+        layer_compute_cost_mlp(gpu, cfg, l, cp, 0, &a);
+        moe_block_compute_cost(gpu, cfg, l, cp, NULL, &m);
+        if (a.fwd_us + m.fwd_us + a.bwd_us + m.bwd_us < lc.fwd_us + lc.bwd_us) {
+            lc.fwd_us = a.fwd_us + m.fwd_us;
+            lc.bwd_us = a.bwd_us + m.bwd_us;
+            lc.recompute_us = a.recompute_us + m.recompute_us;
+        }
+    }
     embedding_compute_cost(gpu, cfg, l, cp, &ec);
     head_compute_cost(gpu, cfg, l, cp, &hc);
     *layer = lc.fwd_us + lc.bwd_us + lc.recompute_us;
@@ -176,7 +188,7 @@ int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *
     const int kinds[3] = {0, l->pp > 2 ? 1 : 0, l->pp - 1};
     for (int i = 0; i < 3; i++) {
         layout_memory m;
-        layout_stage_memory_p(cfg, l, prm ? &prm->compute : NULL, kinds[i], per, 1, &m);
+        layout_stage_memory_moe(cfg, l, prm ? &prm->compute : NULL, prm ? &prm->moe : NULL, kinds[i], per, 1, &m);
         if (m.total < lb) lb = m.total;
     }
     return lb;
@@ -197,7 +209,18 @@ double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const l
      * s one-layer backwards after its last; averaged over the stages */
     layer_cost lc;
     layer_compute_cost(gpu, cfg, l, &prm->compute, &lc);
-    const double busy = (double)m * ((double)cfg->n_layers * layer + embed + head) / l->pp;
+    if (gpt_is_moe(cfg)) layer_compute_cost_mlp(gpu, cfg, l, &prm->compute, 0, &lc); /* attention only: a bound */
+    double busy = (double)m * ((double)cfg->n_layers * layer + embed + head) / l->pp;
+    if (gpt_is_moe(cfg) && l->ep > 1 && l->ep <= 4096) {
+        /* the MoE dispatch: at least 2 forward + 2 backward all-to-alls per MoE layer and micro-batch, over the
+         * first stage's ep group (every stage's has its shape), spread over the stages */
+        int64_t g[4096];
+        double t = 0;
+        const int n = layout_expert_group_ranks(l, 0, LAYOUT_EDIM_EP, g);
+        if (l->dispatcher == MOE_DISPATCH_ALLTOALL && n > 1 &&
+            moe_all_to_all_us(c, g, n, moe_dispatch_bytes(cfg, l, &prm->moe), &t, NULL) == PL_OK)
+            busy += (double)m * gpt_moe_layers_in(cfg, 0, cfg->n_layers) * 4.0 * prm->collective_scale * t / l->pp;
+    }
     /* the split orders' idle can be far less (ZB-H2 none inside a stage's
      * span): no idle bound for them */
     const double idle = l->sched != SCHED_1F1B ? 0.0 : 0.5 * (l->pp - 1) * (lc.fwd_us + lc.bwd_us);
@@ -255,7 +278,7 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
         while (klo < khi) {
             const int mid = klo + (khi - klo + 1) / 2;
             layout_memory mem;
-            layout_stage_memory_p(cfg, &plain, &prm->compute, s, mid, inflight, &mem);
+            layout_stage_memory_moe(cfg, &plain, &prm->compute, &prm->moe, s, mid, inflight, &mem);
             if (mem.total <= cap) klo = mid;
             else khi = mid - 1;
         }
@@ -376,6 +399,7 @@ pl_status plan_simulate(const gpt_config *cfg, const cluster *c0, const layout *
 typedef struct {
     int tp, cp, pp, vp, dp, mbs;
     signed char recompute, zero, sched;
+    int ep, etp;    /* the expert grid (1, 1 for a dense model) */
     double lb_us;   /* step-time bound */
     int64_t order;  /* enumeration index, for a stable sort */
 } plan_cand;
@@ -402,6 +426,8 @@ static void cand_layout(const plan_cand *k, const plan_options *o, layout *l) {
     l->prec = o->prec;
     l->fp8 = o->fp8;
     l->sched = (schedule_order)k->sched;
+    l->ep = k->ep;
+    l->etp = k->etp;
 }
 
 /* a ranks before b: faster, or as fast with more memory to spare (zero
@@ -447,6 +473,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
     if (!l) return PL_ERR_NOMEM;
     pl_status st = PL_OK;
     int64_t index = 0;
+    const int moe = gpt_is_moe(cfg); /* ep over the experts' divisors, etp 1 or tp (torchtitan's choices) */
     for (int tp = 1; tp <= max_tp && tp <= N; tp++) {
         if (N % tp || (o->fix_tp && tp != o->fix_tp)) continue;
         for (int cp = 1; cp <= max_cp && tp * cp <= N; cp++) {
@@ -464,7 +491,12 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                     for (int mbs = 1; mbs <= max_mbs && mbs <= B / dp; mbs++) {
                         if ((B / dp) % mbs || (o->fix_mbs && mbs != o->fix_mbs)) continue;
                         for (int rc = 0; rc <= RECOMPUTE_FULL; rc++)
-                            for (int z = 0; z <= (dp > 1 ? ZERO_FSDP : 0); z++) {
+                            for (int z = 0; z <= (dp > 1 ? ZERO_FSDP : 0); z++)
+                            for (int ep = 1; ep <= (moe ? cfg->n_experts : 1); ep++)
+                            for (int ei = 0; ei < (moe && tp > 1 ? 2 : 1); ei++) {
+                                const int etp = ei ? tp : 1; /* expert tp: none, or the attention's */
+                                if (moe && (cfg->n_experts % ep || ((int64_t)tp * cp * dp) % ((int64_t)ep * etp)))
+                                    continue;
                                 if ((o->fix_recompute >= 0 && rc != o->fix_recompute) ||
                                     (o->fix_zero >= 0 && z != (dp > 1 ? o->fix_zero : 0)))
                                     continue;
@@ -481,6 +513,8 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                 l->zero = (zero_kind)z;
                                 l->prec = o->prec;
                                 l->fp8 = o->fp8;
+                                l->ep = ep;
+                                l->etp = etp;
                                 /* 1F1B (interleaved with vp > 1), then the orders of
                                  * sched_mask that take this vp (schedule.h) */
                                 for (int so = SCHED_1F1B; so < SCHED_ORDER_COUNT; so++) {
@@ -535,9 +569,19 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
         sc->cands = q;
         sc->cap = cap;
     }
-    sc->cands[sc->n++] = (plan_cand){l->tp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, (signed char)l->recompute,
-                                     (signed char)l->zero, (signed char)l->sched,
-                                     plan_step_lower_bound_us(sc->cfg, sc->c, sc->prm, l), index};
+    sc->cands[sc->n++] = (plan_cand){l->tp,
+                                     l->cp,
+                                     l->pp,
+                                     l->vp,
+                                     l->dp,
+                                     l->micro_batch,
+                                     (signed char)l->recompute,
+                                     (signed char)l->zero,
+                                     (signed char)l->sched,
+                                     l->ep,
+                                     l->etp,
+                                     plan_step_lower_bound_us(sc->cfg, sc->c, sc->prm, l),
+                                     index};
     return 0;
 }
 

@@ -26,7 +26,7 @@ CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
-  core/precision.c core/layout.c core/model_config.c core/cluster.c"
+  core/precision.c core/layout.c core/model_config.c core/model_params.c core/cluster.c"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
   $(ls hw/kernels/*.c hw/exec/*.c hw/dist/*.c)
@@ -58,7 +58,7 @@ for t in $targets; do
       maxlen=16384; extra_flags="" ;;
     plan) srcs="$CORE $(ls sim/*/*.c) $(ls plan/*.c | grep -v plan_profile)"
       libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
-    published) srcs="$CORE sim/layout/compute_model.c sim/layout/fp8.c sim/layout/layout_memory.c calib/published_runs.c"; libs="-ljansson -lm"
+    published) srcs="$CORE sim/layout/compute_model.c sim/layout/fp8.c sim/layout/layout_memory.c sim/layout/moe.c sim/collective/collective.c calib/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $(ls sim/*/*.c) plan/layout_eval.c plan/plan_model.c profile/cluster_file.c
       calib/published_runs.c calib/framework_file.c calib/layout_runs.c"

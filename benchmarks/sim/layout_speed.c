@@ -1,7 +1,9 @@
 /*
  * layout_speed.c: how long the layout simulator (sim/layout_sim.h) takes
  * for one step of the published layouts, on one core. Issue 13's target: a
- * 16,384-GPU Llama 3 405B layout in <= 10 ms.
+ * 16,384-GPU Llama 3 405B layout in <= 10 ms; issue 26's: DeepSeek-V3
+ * (the shipped data/models/deepseek-v3.json) on 2,048 H800s, PP16 EP64, in
+ * <= 5 ms.
  *
  * Clusters and models are filled in directly (tests/sim/cost_fixtures.h:
  * DGX A100 Selene-class; an H100 cluster with Llama 3's 400 Gb/s per GPU
@@ -22,6 +24,7 @@
 
 #include "cost_fixtures.h"
 #include "layout_sim.h"
+#include "model_config.h"
 
 static double now_us(int cpu) {
     struct timespec t;
@@ -50,9 +53,20 @@ static cluster h100_llama3(int nodes) {
     return c;
 }
 
+/* DeepSeek-V3's cluster: H800 (the H100's compute and HBM, NVLink 200 GB/s
+ * per direction), 8 x 400 Gb/s InfiniBand per node (data/clusters/h800-deepseek.json's figures). */
+static cluster h800_deepseek(int nodes) {
+    cluster c = h100_llama3(nodes);
+    c.intra_bw = 200e9;
+    c.nic_bw = 50e9;
+    c.pod_gpus = 0;
+    c.pod_oversubscription = 1.0;
+    return c;
+}
+
 typedef struct {
     const char *label;
-    int model; /* 0 llama 405B 8K, 1 Megatron 1T, 2 Megatron 530B, 3 llama 405B 131K */
+    int model; /* 0 llama 405B 8K, 1 Megatron 1T, 2 Megatron 530B, 3 llama 405B 131K, 4 DeepSeek-V3 */
     const char *layout;
 } bench_case;
 
@@ -64,6 +78,7 @@ static const bench_case CASES[] = {
     {"Llama 3 405B 131K, cp 16, vp 4", 3, "tp=8,sp=1,cp=16,pp=16,vp=4,dp=8,mbs=1,gbs=128,zero=fsdp,precision=bf16"},
     {"Megatron 1T, 3072 GPUs, m 512", 1, "tp=8,pp=64,dp=6,mbs=1,gbs=3072,recompute=full,precision=fp16"},
     {"Megatron 530B, 2520 GPUs, vp 3", 2, "tp=8,pp=35,vp=3,dp=9,mbs=1,gbs=2520,recompute=full,precision=fp16"},
+    {"DeepSeek-V3, 2048 H800, PP16 EP64", 4, "tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360,recompute=full"},
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -93,7 +108,7 @@ int main(int argc, char **argv) {
            cpu ? "thread CPU" : "wall", rounds, seconds);
     printf("%-34s %8s %6s %10s %10s %10s %12s\n", "case", "GPUs", "m", "create ms", "median ms", "min ms",
            "step ms");
-    int missed = 0;
+    int missed = 0, missed_moe = 0;
     for (size_t ci = 0; ci < N_CASES; ci++) {
         const bench_case *bc = &CASES[ci];
         gpt_config g;
@@ -104,6 +119,13 @@ int main(int argc, char **argv) {
         } else if (bc->model == 1) {
             g = costfix_megatron_gpt(25600, 160, 128);
             c = costfix_a100(384);
+        } else if (bc->model == 4) {
+            char m[512];
+            if (model_config_load("deepseek-v3", &g, NULL, 0, m, sizeof m) != PL_OK) {
+                fprintf(stderr, "layout_speed: %s\n", m);
+                return 1;
+            }
+            c = h800_deepseek(256);
         } else {
             g = costfix_megatron_gpt(20480, 128, 105);
             c = costfix_a100(315);
@@ -144,9 +166,12 @@ int main(int argc, char **argv) {
         printf("%-34s %8lld %6d %10.3f %10.3f %10.3f %12.1f\n", bc->label, (long long)r.world, r.micro_batches,
                create_ms, med, per[0], r.step_us / 1e3);
         if (bc->model == 0 && med + create_ms > 10.0) missed = 1;
+        if (bc->model == 4 && med + create_ms > 5.0) missed_moe = 1;
         layout_sim_destroy(s);
     }
     printf("\ntarget (issue 13): a 16,384-GPU Llama 3 405B layout in <= 10 ms (create + run): %s\n",
            missed ? "MISSED" : "met");
+    printf("target (issue 26): DeepSeek-V3 on 2,048 H800s in <= 5 ms (create + run): %s\n",
+           missed_moe ? "MISSED" : "met");
     return 0;
 }

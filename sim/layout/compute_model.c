@@ -107,6 +107,7 @@
  * in bf16 (2-byte activations).
  */
 #include "compute_model.h"
+#include "model_params.h"
 
 #include <math.h>
 
@@ -334,8 +335,55 @@ static void fp8_linear(const cluster_gpu *gpu, fp8_recipe r, int64_t m, int64_t 
     c->fwd_flops += 2.0 * (double)m * (double)n * (double)k;
 }
 
+/* Extended attention (model_params.h: a head_dim of its own, MLA, sliding
+ * windows): its projection GEMMs and core, in place of the dense block's.
+ * MLA: q down (T, r_q, h) and up (T, a (n + r) / t, r_q) (or one (T, a (n +
+ * r) / t, h)), kv down (T, r_kv + r, h) (replicated over tp, as Megatron's),
+ * kv up (T, a (n + v) / t, r_kv), output (T, h, a v / t); the core at the
+ * mean of the q/k and v head sizes (its FLOPs exact). Sliding-window layers
+ * attend to min(window, seq) keys; the layer is the mean over the layers. */
+static void ext_attention(const cluster_gpu *gpu, const gpt_config *cfg, precision prec, int64_t T, int64_t t,
+                          int64_t b, int64_t tq, int drop, const compute_params *p, layer_cost *out, attn_cost *core) {
+    const int64_t h = cfg->d_model, a = cfg->n_heads, g = gpt_kv_heads(cfg);
+    int64_t dcore;
+    if (gpt_is_mla(cfg)) {
+        const int64_t qr = cfg->q_lora_rank, kr = cfg->kv_lora_rank, n = cfg->qk_nope_dim, r = cfg->qk_rope_dim,
+                      v = cfg->v_head_dim;
+        if (qr > 0) {
+            gemm_fwd_bwd(gpu, prec, T, qr, h, p, out);
+            gemm_fwd_bwd(gpu, prec, T, a * (n + r) / t, qr, p, out);
+        } else {
+            gemm_fwd_bwd(gpu, prec, T, a * (n + r) / t, h, p, out);
+        }
+        gemm_fwd_bwd(gpu, prec, T, kr + r, h, p, out);
+        gemm_fwd_bwd(gpu, prec, T, a * (n + v) / t, kr, p, out);
+        gemm_fwd_bwd(gpu, prec, T, h, a * v / t, p, out);
+        dcore = (n + r + v + 1) / 2;
+    } else {
+        const int64_t d = gpt_head_dim(cfg);
+        gemm_fwd_bwd(gpu, prec, T, (a + 2 * g) * d / t, h, p, out);
+        gemm_fwd_bwd(gpu, prec, T, h, a * d / t, p, out);
+        dcore = d;
+    }
+    const int64_t nsl = cfg->sliding_window > 0 && cfg->sliding_window < cfg->seq_len ? cfg->n_sliding_layers : 0;
+    attn_cost full = attention_core(gpu, prec, b, a / t, dcore, tq, cfg->seq_len, drop, p);
+    if (nsl > 0) {
+        attn_cost w = attention_core(gpu, prec, b, a / t, dcore, tq, cfg->sliding_window, drop, p);
+        const double fs = (double)nsl / cfg->n_layers;
+        full.fwd_us = (1 - fs) * full.fwd_us + fs * w.fwd_us;
+        full.bwd_us = (1 - fs) * full.bwd_us + fs * w.bwd_us;
+        full.flops = (1 - fs) * full.flops + fs * w.flops;
+    }
+    *core = full;
+}
+
 void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                         const compute_params *p, layer_cost *out) {
+    layer_compute_cost_mlp(gpu, cfg, l, p, 1, out);
+}
+
+void layer_compute_cost_mlp(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                            const compute_params *p, int with_mlp, layer_cost *out) {
     compute_params tmp;
     p = params_or_default(p, &tmp);
     *out = (layer_cost){0};
@@ -352,22 +400,29 @@ void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const lay
     const double e = act_bytes(prec);
 
     /* GEMMs */
-    if (prec == PRECISION_FP8) { /* the linear layers in FP8 with their casts (fp8.h) */
-        const int mb = layout_micro_batches(l);
+    const int ext = gpt_config_is_extended(cfg);
+    const int mb = layout_micro_batches(l);
+    attn_cost ac;
+    if (ext) { /* MLA / own head_dim / sliding windows; under FP8 their projections are costed in bf16 */
+        ext_attention(gpu, cfg, prec == PRECISION_FP8 ? PRECISION_BF16 : prec, T, t, b, tq, drop, p, out, &ac);
+    } else if (prec == PRECISION_FP8) { /* the linear layers in FP8 with their casts (fp8.h) */
         fp8_linear(gpu, l->fp8, T, (a + 2 * g) * d / t, h, Tn, mb, p, out);
         fp8_linear(gpu, l->fp8, T, h, a * d / t, T, mb, p, out);
-        fp8_linear(gpu, l->fp8, T, (swiglu ? 2 : 1) * f / t, h, Tn, mb, p, out);
-        fp8_linear(gpu, l->fp8, T, h, f / t, T, mb, p, out);
     } else {
         gemm_fwd_bwd(gpu, prec, T, (a + 2 * g) * d / t, h, p, out);
         gemm_fwd_bwd(gpu, prec, T, h, a * d / t, p, out);
+    }
+    if (with_mlp && prec == PRECISION_FP8) {
+        fp8_linear(gpu, l->fp8, T, (swiglu ? 2 : 1) * f / t, h, Tn, mb, p, out);
+        fp8_linear(gpu, l->fp8, T, h, f / t, T, mb, p, out);
+    } else if (with_mlp) {
         gemm_fwd_bwd(gpu, prec, T, (swiglu ? 2 : 1) * f / t, h, p, out);
         gemm_fwd_bwd(gpu, prec, T, h, f / t, p, out);
     }
 
     /* attention core (FP8 runs keep it in bf16: fp8.h) */
-    attn_cost ac = attention_core(gpu, prec == PRECISION_FP8 ? PRECISION_BF16 : prec, b, a / t, d, tq, cfg->seq_len,
-                                  drop, p);
+    if (!ext)
+        ac = attention_core(gpu, prec == PRECISION_FP8 ? PRECISION_BF16 : prec, b, a / t, d, tq, cfg->seq_len, drop, p);
     out->fwd_us += ac.fwd_us;
     out->bwd_us += ac.bwd_us;
     out->fwd_flops += ac.flops;
@@ -380,10 +435,12 @@ void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const lay
         out->fwd_us += memory_time_us(gpu, (3.0 * e + (drop ? 1.0 : 0.0)) * th, p); /* dropout + add */
         out->bwd_us += memory_time_us(gpu, (2.0 * e + (drop ? 1.0 : 0.0)) * th, p);
     }
-    out->fwd_us += memory_time_us(gpu, (swiglu ? 3.0 : 2.0) * e * tf, p);       /* activation */
-    out->bwd_us += memory_time_us(gpu, (swiglu ? 5.0 : 3.0) * e * tf, p);
+    if (with_mlp) {
+        out->fwd_us += memory_time_us(gpu, (swiglu ? 3.0 : 2.0) * e * tf, p);   /* activation */
+        out->bwd_us += memory_time_us(gpu, (swiglu ? 5.0 : 3.0) * e * tf, p);
+    }
     if (cfg->pos == POS_ROTARY) {
-        double qk = (double)T * (double)((a + g) * d / t);
+        double qk = (double)T * (double)((a + g) * (ext ? gpt_head_dim(cfg) : d) / t);
         out->fwd_us += memory_time_us(gpu, 2.0 * e * qk, p);
         out->bwd_us += memory_time_us(gpu, 2.0 * e * qk, p);
     }

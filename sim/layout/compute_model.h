@@ -108,6 +108,13 @@ typedef struct {
 void layer_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                         const compute_params *p, layer_cost *out);
 
+/* layer_compute_cost with (with_mlp = 1) or without (0) the MLP's GEMMs
+ * and activation: an MoE layer's attention part (moe.h adds its experts).
+ * Configs with a head_dim of their own, MLA or sliding windows take their
+ * attention shapes (compute_model.c: ext_attention). */
+void layer_compute_cost_mlp(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                            const compute_params *p, int with_mlp, layer_cost *out);
+
 /* The same for the embedding (pre) and for the final norm + head + loss
  * (post), vocabulary-parallel over tp. */
 void embedding_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,

@@ -19,6 +19,7 @@
 #include "fp8.h"
 #include "layout_internal.h"
 #include "model_config.h"
+#include "model_params.h"
 
 void ls_msg(char *msg, size_t len, const char *fmt, ...) {
     if (!msg || len == 0) return;
@@ -31,6 +32,9 @@ void ls_msg(char *msg, size_t len, const char *fmt, ...) {
 /* ---- model facts -------------------------------------------------------- */
 
 int64_t layout_layer_params(const gpt_config *cfg) {
+    if (gpt_config_is_extended(cfg)) /* head_dim, MLA: model_params.h; an MoE layer's experts not included */
+        return gpt_attn_params(cfg) + 2 * (cfg->norm == NORM_RMSNORM ? 1 : 2) * (int64_t)cfg->d_model +
+               gpt_dense_mlp_params(cfg);
     const int64_t d = cfg->d_model, hd = cfg->d_model / cfg->n_heads, kv = (int64_t)gpt_kv_heads(cfg) * hd;
     const int64_t ff = gpt_d_ff(cfg);
     const int bias = !cfg->no_bias;
@@ -50,7 +54,38 @@ static void emb_head_params(const gpt_config *cfg, int64_t *emb, int64_t *head) 
     *head = (cfg->tied ? 0 : V * d) + (cfg->norm == NORM_RMSNORM ? d : 2 * d);
 }
 
+/* layout_model_flops for MoE / MLA / head_dim models: the active
+ * parameters' matrices (the router, top-k experts, shared experts, MLA's
+ * projections) and the attention core at its head sizes, sliding layers
+ * over min(window, seq) keys. */
+static void ext_model_flops(const gpt_config *cfg, const layout *l, double *model, double *hw) {
+    const double T = cfg->seq_len, d = cfg->d_model, V = gpt_vocab_padded(cfg), a = cfg->n_heads;
+    const double dqk = gpt_is_mla(cfg) ? cfg->qk_nope_dim + cfg->qk_rope_dim : gpt_head_dim(cfg);
+    const double dv = gpt_is_mla(cfg) ? cfg->v_head_dim : gpt_head_dim(cfg);
+    const double fs = cfg->sliding_window > 0 && cfg->sliding_window < cfg->seq_len
+                          ? (double)cfg->n_sliding_layers / cfg->n_layers : 0.0;
+    const double keys = (1 - fs) * T + fs * (fs > 0 ? cfg->sliding_window : 0);
+    const double attn = 2.0 * T * keys * a * (dqk + dv); /* QK^T and AV, no causal halving */
+    const double attn_mm = (double)gpt_attn_params(cfg);
+    const int n_moe = gpt_moe_layers_in(cfg, 0, cfg->n_layers), n_dense = cfg->n_layers - n_moe;
+    const double moe_mm = n_moe > 0 ? (double)gpt_router_params(cfg) + (double)cfg->top_k * gpt_expert_params(cfg) +
+                                          (double)gpt_shared_expert_params(cfg)
+                                    : 0.0;
+    const double fwd = cfg->n_layers * (2.0 * T * attn_mm + attn) + n_dense * 2.0 * T * gpt_dense_mlp_params(cfg) +
+                       n_moe * 2.0 * T * moe_mm + 2.0 * T * d * V;
+    const double seqs = l->global_batch;
+    *model = 3.0 * fwd * seqs;
+    double extra = 0.0;
+    if (l->recompute == RECOMPUTE_FULL) extra = fwd - 2.0 * T * d * V;
+    else if (l->recompute == RECOMPUTE_SELECTIVE) extra = cfg->n_layers * attn;
+    *hw = *model + extra * seqs;
+}
+
 void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, double *hw) {
+    if (gpt_config_is_extended(cfg)) {
+        ext_model_flops(cfg, l, model, hw);
+        return;
+    }
     const double T = cfg->seq_len, d = cfg->d_model, V = gpt_vocab_padded(cfg);
     const double hd = d / cfg->n_heads, kv = (double)gpt_kv_heads(cfg) * hd, ff = gpt_d_ff(cfg);
     const double mm = d * d + 2 * d * kv + d * d + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * d * ff;
@@ -79,6 +114,7 @@ void layout_sim_destroy(layout_sim *s) {
     free(s->ct); free(s->lf); free(s->lb); free(s->dpr); free(s->dpg); free(s->prev_start);
     free(s->p_comp); free(s->p_recomp); free(s->p_tp); free(s->p_cp); free(s->p_dp); free(s->p_wait);
     free(s->p_opt); free(s->end); free(s->last_bwd_start); free(s->stash); free(s->stash_max); free(s->ev);
+    free(s->chunk_moe); free(s->ep_disp); free(s->p_ep); free(s->egrp); free(s->chunk_expert_params);
     free(s->chunk_params); free(s->grp); free(s->nstash); free(s->nstash_max); free(s->free_wait); free(s->ready);
     free(s);
 }
@@ -105,6 +141,57 @@ void layout_sim_coll_sources(const layout_sim *s, int *model, int *fitted, int *
     *model = s ? s->n_coll_src[0] : 0;
     *fitted = s ? s->n_coll_src[1] : 0;
     *measured = s ? s->n_coll_src[2] : 0;
+}
+
+/* The MoE parts of the expansion (nothing for a dense model): MoE layers
+ * per chunk, the experts' parameters per chunk on one GPU, the dense part
+ * of a layer as the model's mean (s->layer_params: what the buckets and
+ * gathers over dp carry), and per stage the dispatch time over its expert
+ * groups: all-to-all over ep (moe_all_to_all_us) plus the etp all-gather,
+ * or the all-gather dispatcher's all-gather over ep. */
+static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *l) {
+    if (!gpt_is_moe(cfg)) return PL_OK;
+    const int K = s->K, pp = s->pp;
+    const int64_t inner = (int64_t)l->tp * l->cp * l->dp;
+    if (LS_ALLOC(s->chunk_moe, K) || LS_ALLOC(s->ep_disp, pp) || LS_ALLOC(s->p_ep, pp) || LS_ALLOC(s->egrp, inner) ||
+        LS_ALLOC(s->chunk_expert_params, K))
+        return PL_ERR_NOMEM;
+    s->moe = 1;
+    const int64_t ex = moe_layer_expert_params_per_gpu(cfg, l);
+    for (int k = 0, first = 0; k < K; k++) {
+        s->chunk_moe[k] = gpt_moe_layers_in(cfg, first, s->chunk_layers[k]);
+        s->chunk_expert_params[k] = (double)s->chunk_moe[k] * (double)ex;
+        first += s->chunk_layers[k];
+    }
+    moe_params mp;
+    moe_params_default(&mp);
+    const double bytes = moe_dispatch_bytes(cfg, l, &mp);
+    for (int r = 0; r < pp; r++) {
+        const int64_t rank = s->stage_rank[r];
+        coll_estimate e;
+        pl_status st;
+        int n = layout_expert_group_ranks(l, rank, LAYOUT_EDIM_EP, s->egrp);
+        double t = 0;
+        if (l->dispatcher == MOE_DISPATCH_ALLGATHER) {
+            if ((st = sim_coll(s, COLL_ALL_GATHER, s->egrp, n, bytes, &e)) != PL_OK) return st;
+            t = e.time_us;
+        } else if (l->dispatcher == MOE_DISPATCH_FLEX) {
+            const double row = (double)cfg->d_model * (l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec));
+            if ((st = moe_flex_dispatch_us(s->c, cfg, s->egrp, n, moe_tokens_in(cfg, l), row, 1.0, &t, &e)) != PL_OK)
+                return st;
+        } else {
+            if ((st = moe_all_to_all_us(s->c, s->egrp, n, bytes, &t, &e)) != PL_OK) return st;
+            if (l->etp > 1) { /* the routed tokens all-gathered over etp (then reduce-scattered back) */
+                coll_estimate g;
+                const int ne = layout_expert_group_ranks(l, rank, LAYOUT_EDIM_ETP, s->egrp);
+                if ((st = sim_coll(s, COLL_ALL_GATHER, s->egrp, ne, bytes * l->etp, &g)) != PL_OK) return st;
+                t += g.time_us;
+            }
+        }
+        s->ep_disp[r] = t;
+        if (r == 0) s->est_ep = e;
+    }
+    return PL_OK;
 }
 
 pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out, char *msg,
@@ -231,6 +318,8 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
                 goto fail;
             }
 
+    if ((st = moe_expand(s, cfg, l)) != PL_OK) goto coll_fail;
+
     /* message sizes (FP8 runs send and reduce their activations in bf16: fp8.h) */
     const double ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
     const double tok = (double)l->micro_batch * cfg->seq_len / l->cp; /* tokens per micro-batch on one GPU */
@@ -239,6 +328,12 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     const double kv_full = (double)l->micro_batch * cfg->seq_len * 2.0 * ((double)gpt_kv_heads(cfg) / l->tp) * hd * ab;
     s->pp_bytes = act / l->tp;
     s->layer_params = layout_layer_params(cfg);
+    if (s->moe) { /* the mean replicated part of a layer (experts apart: chunk_expert_params) */
+        double sum = 0;
+        for (int i = 0; i < cfg->n_layers; i++)
+            sum += (double)moe_layer_dense_params_per_gpu(cfg, l, gpt_layer_is_moe(cfg, i)) * l->tp;
+        s->layer_params = (int64_t)llround(sum / cfg->n_layers);
+    }
     emb_head_params(cfg, &s->emb_params, &s->head_params);
     /* Megatron keeps a copy of a tied embedding on the last stage for the head */
     int64_t head_held = s->head_params + (cfg->tied && pp > 1 ? (int64_t)gpt_vocab_padded(cfg) * cfg->d_model : 0);
@@ -295,6 +390,13 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
     for (int r = 0; r < pp; r++)
         s->opt_params[r] = sharded ? (double)s->stage_params[r] / l->dp : (double)s->stage_params[r];
+    if (s->moe) { /* the experts: held at E / ep, 1 / etp; their optimizer shard over edp */
+        const int edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
+        for (int k = 0; k < K; k++) {
+            s->opt_params[k % pp] += sharded && edp > 1 ? s->chunk_expert_params[k] / edp : s->chunk_expert_params[k];
+            s->stage_params[k % pp] += (int64_t)s->chunk_expert_params[k];
+        }
+    }
     /* parameter gathers over the dp group (zero >= 1, fsdp) */
     for (int k = 0; k < K; k++) {
         coll_estimate e;
@@ -408,6 +510,20 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
             s->cap_buckets = n;
         }
     }
+    if (s->moe && layout_expert_dim_size(l, LAYOUT_EDIM_EDP) > 1) {
+        /* the experts' gradients: reduced over the edp group, in buckets of
+         * the same size, after the chunk's dense buckets (added to its last) */
+        for (int k = 0; k < K; k++) {
+            const double bytes = s->chunk_expert_params[k] * gb;
+            if (!(bytes > 0) || s->bk_start[k + 1] == s->bk_start[k]) continue;
+            const int nb = (int)ceil(bytes / bucket);
+            const int n = layout_expert_group_ranks(l, s->stage_rank[k % s->pp], LAYOUT_EDIM_EDP, s->egrp);
+            coll_estimate ee;
+            pl_status st = sim_coll(s, kind, s->egrp, n, bytes / nb, &ee);
+            if (st != PL_OK) return st;
+            s->buckets[s->bk_start[k + 1] - 1].us += nb * ee.time_us;
+        }
+    }
     coll_estimate e;
     pl_status st = group_coll(s, s->stage_rank[0], LAYOUT_DIM_DP, kind, (double)s->stage_params[0] * gb, s->grp, &e);
     if (st != PL_OK) return st;
@@ -415,6 +531,46 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
     s->bk_bucket_bytes = p->dp_bucket_bytes;
     s->bk_grad_bytes = p->grad_comm_bytes;
     return PL_OK;
+}
+
+/* An MoE model's chunks (after the dense pass above): each MoE layer's
+ * MLP becomes the MoE block (moe_block_compute_cost), the dense layers
+ * keep theirs; per MoE layer a dispatch and a combine in forward, the
+ * same in backward (and the forward's again under full recomputation),
+ * times the load factor (the busiest rank's share), as the "ep" part. The
+ * per-layer figures the trace and the buckets use become the chunk's
+ * means. */
+static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
+    const layout *l = s->l;
+    const int K = s->K, pp = s->pp, full = l->recompute == RECOMPUTE_FULL;
+    const double cs = p->collective_scale, lf = moe_load_factor(&p->moe);
+    layer_cost with = {0}, without = {0}, blk = {0};
+    const cluster_gpu *last_gpu = NULL;
+    for (int k = 0; k < K; k++) {
+        const int r = k % pp, L = s->chunk_layers[k], nm = s->chunk_moe[k];
+        if (s->gpu[r] != last_gpu) {
+            layer_compute_cost_mlp(s->gpu[r], s->cfg, l, &p->compute, 1, &with);
+            layer_compute_cost_mlp(s->gpu[r], s->cfg, l, &p->compute, 0, &without);
+            moe_block_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &p->moe, &blk);
+            last_gpu = s->gpu[r];
+        }
+        ls_chunk_cost *c = &s->cost[k];
+        const double df = nm * (without.fwd_us + blk.fwd_us - with.fwd_us);
+        const double db = nm * (without.bwd_us + blk.bwd_us - with.bwd_us);
+        const double dr = nm * (without.recompute_us + blk.recompute_us - with.recompute_us);
+        const double disp = cs * lf * s->ep_disp[r];
+        c->f_comp += df;
+        c->b_comp += db;
+        c->b_recomp += dr;
+        c->f_ep = nm * 2.0 * disp;
+        c->b_ep = nm * 2.0 * disp * (full ? 2.0 : 1.0);
+        c->f_us = c->f_comp + c->f_tp + c->f_cp + c->f_ep;
+        c->b_us = c->b_comp + c->b_recomp + c->b_tp + c->b_cp + c->b_ep;
+        if (L > 0) {
+            c->f_lcomp += (df + c->f_ep) / L;
+            c->b_layer += (db + dr + c->b_ep) / L;
+        }
+    }
 }
 
 /* The chunks' op durations and parts at parameters p. */
@@ -480,4 +636,5 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             s->w_us[k] = L * lc.bwd_us * G / (2.0 * G + 2.5 * A) + (k == K - 1 ? 0.5 * e * hc.bwd_us : 0.0);
         }
     }
+    if (s->moe) moe_chunk_costs(s, p);
 }

@@ -35,6 +35,7 @@ typedef struct {
     double f_pre;                      /* forward: before the first layer (embedding, a received message) */
     double f_lcomp, f_ltp, f_lcp;      /* forward: one layer's compute, TP, CP */
     double b_ltp, b_lcp;               /* backward: one layer's TP, CP (compute: b_layer minus these) */
+    double f_ep, b_ep;                 /* MoE dispatch and combine in forward / backward (0: dense) */
 } ls_chunk_cost;
 
 /* A trace event. track: 0 compute, 1 send to the next chunk, 2 send to the
@@ -91,6 +92,15 @@ struct layout_sim {
     double *last_bwd_start;      /* [pp] */
     int *stash, *stash_max;      /* [pp] layers stashed */
     int *nstash, *nstash_max;    /* [pp] chunk micro-batches stashed */
+    /* mixture of experts (moe.h; all 0 / NULL for a dense model) */
+    int moe;                     /* 1: the model has MoE layers */
+    int *chunk_moe;              /* [K] MoE layers of chunk k */
+    double *ep_disp;             /* [pp] one dispatch (= one combine) of a micro-batch, incl. etp */
+    double *p_ep;                /* [pp] run state: dispatch time */
+    int64_t *egrp;               /* scratch: one expert group's ranks (tp cp dp entries) */
+    int64_t chunk_expert_params_max; /* unused placeholder kept 0 */
+    double *chunk_expert_params; /* [K] expert parameters of chunk k on one GPU */
+    coll_estimate est_ep;        /* stage 0's dispatch */
     /* trace */
     int tracing;
     ls_event *ev;

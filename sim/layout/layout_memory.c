@@ -76,6 +76,7 @@
  *       the bf16 layer input is kept)
  */
 #include "layout_memory.h"
+#include "model_params.h"
 
 #include <math.h>
 
@@ -282,4 +283,58 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
 void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int layers, int in_flight,
                          layout_memory *out) {
     layout_stage_memory_p(cfg, l, NULL, stage, layers, in_flight, out);
+}
+
+/* ---- mixture of experts ----------------------------------------------------
+ * An MoE model's stage (layout_stage_memory_moe), with nm of its `layers`
+ * MoE layers, e activation bytes, edp = tp cp dp / (etp ep), X the expert
+ * parameters of one GPU per MoE layer (moe_layer_expert_params_per_gpu):
+ *   params / grads / optimizer  the replicated part as the dense model's
+ *       (each layer's dense part, dp sharding by zero), recomputed here
+ *   expert_params     nm X wb   (zero 3: / edp)
+ *   expert_grads      nm X gb   (zero >= 2: / edp)
+ *   expert_optimizer  nm X ob   (zero >= 1: / edp)
+ *       wb, gb, ob = 2, 2, 12 (mixed precision) or 4, 4, 8, as the dense part
+ *   moe_activations   nm / vp x in_flight x (router + routed + expert_mlp +
+ *       shared) of moe_activation_parts, minus the dense MLP's own stash the
+ *       dense formula counted for those layers ((gated 3, else 2) e s'b f / t
+ *       over the MLP width f); none under full recomputation
+ *   moe_buffers       the dispatcher's buffers, moe_dispatch_buffer_bytes
+ */
+static int64_t shard(int64_t n, int64_t by, int on) { return on && by > 1 ? ceil_div(n, by) : n; }
+
+void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compute_params *p, const moe_params *mp,
+                             int stage, int layers, int in_flight, layout_memory *out) {
+    layout_stage_memory_p(cfg, l, p, stage, layers, in_flight, out);
+    if (!gpt_is_moe(cfg)) return;
+    moe_params md;
+    if (!mp) moe_params_default(&md), mp = &md;
+    const int nm = moe_stage_moe_layers(cfg, l, stage, layers);
+    const int64_t dp = l->dp > 0 ? l->dp : 1, edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
+    const int mx = mixed(l->prec);
+    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = mx ? 12 : 8;
+    /* the replicated part: each layer's dense part instead of a dense layer */
+    const int64_t n = (int64_t)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
+                      (int64_t)nm * moe_layer_dense_params_per_gpu(cfg, l, 1) + stage_extra_params_per_gpu(cfg, l, stage);
+    out->params = (int64_t)(shard(n, dp, l->zero == ZERO_3) * wb);
+    out->grads = (int64_t)(shard(n, dp, l->zero >= ZERO_2 && l->zero != ZERO_FSDP) * gb);
+    if (l->zero == ZERO_FSDP) out->grads = (int64_t)(shard(n, dp, 1) * gb);
+    out->optimizer = (int64_t)(shard(n, dp, l->zero >= ZERO_1) * ob);
+    const int64_t X = (int64_t)nm * moe_layer_expert_params_per_gpu(cfg, l);
+    out->expert_params = (int64_t)(shard(X, edp, l->zero == ZERO_3) * wb);
+    out->expert_grads = (int64_t)(shard(X, edp, l->zero >= ZERO_2) * gb);
+    out->expert_optimizer = (int64_t)(shard(X, edp, l->zero >= ZERO_1) * ob);
+    const moe_act_parts a = moe_activation_parts(cfg, l, mp);
+    double per = a.router + a.routed + a.expert_mlp + a.shared;
+    if (l->recompute != RECOMPUTE_FULL) {
+        const double t = l->tp > 0 ? l->tp : 1, cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+        per -= (cfg->mlp == MLP_SWIGLU ? 3 : 2) * act_elem_bytes(l->prec) * ceil(cfg->seq_len / cp) * b *
+               (double)mlp_width(cfg) / t;
+    }
+    const double vp = l->vp > 0 ? l->vp : 1;
+    out->moe_activations = (int64_t)llround((double)nm / vp * (in_flight > 0 ? in_flight : 0) * per);
+    out->moe_buffers = nm > 0 ? (int64_t)llround(moe_dispatch_buffer_bytes(cfg, l, mp)) : 0;
+    out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers +
+                 out->expert_params + out->expert_grads + out->expert_optimizer + out->moe_activations +
+                 out->moe_buffers;
 }

@@ -23,6 +23,7 @@
 #include "compute_model.h"
 #include "graph.h"
 #include "layout.h"
+#include "moe.h"
 
 typedef struct {
     int64_t params;          /* weights held (after sharding), bytes */
@@ -32,6 +33,13 @@ typedef struct {
     int64_t act_per_layer;   /* one layer, one micro-batch, bytes (Korthikanti) */
     int64_t buffers;         /* communication buckets, gathered fsdp weights, workspace */
     int64_t embedding_head;  /* logits and the embedding's / head's extra activations */
+    /* mixture of experts (0 for a dense model; layout_stage_memory_moe): */
+    int64_t expert_params;   /* the stage's experts: E/ep of them at 1/etp, weights (zero 3: / edp) */
+    int64_t expert_grads;    /* their gradients (zero >= 2: / edp) */
+    int64_t expert_optimizer;/* their optimizer state (zero >= 1: / edp) */
+    int64_t moe_activations; /* routed activations stashed (router, routed copies, expert and shared
+                                intermediates: moe.h) */
+    int64_t moe_buffers;     /* the dispatcher's send and receive buffers */
     int64_t total;           /* sum of the parts */
     /* FP8 (precision fp8; 0 otherwise: layout_memory.c, fp8.h) */
     int64_t fp8_weights;     /* FP8 copies of the linear layers' weights, bytes (in total) */
@@ -64,6 +72,15 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
  * activations (one micro-batch) held as FP8 saved inputs. p as above. */
 int64_t layer_fp8_weight_bytes(const gpt_config *cfg, const layout *l);
 int64_t layer_fp8_activation_bytes(const gpt_config *cfg, const layout *l, const compute_params *p);
+
+/* layout_stage_memory_p for any model: a dense model's parts are exactly
+ * layout_stage_memory_p's; an MoE model's replicated parameters become
+ * each layer's dense part (moe_layer_dense_params_per_gpu, the dense or
+ * the router + shared MLP), and its MoE parts are added as the named
+ * fields above (layout_memory.c's MoE block has the closed forms). mp NULL:
+ * moe_params_default. */
+void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compute_params *p, const moe_params *mp,
+                             int stage, int layers, int in_flight, layout_memory *out);
 
 /* Parameters one GPU holds of one transformer layer (its 1/tp share of the
  * GEMM weights and biases, the norms whole), and of the embedding (stage 0)

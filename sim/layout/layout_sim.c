@@ -85,6 +85,7 @@
 #include <string.h>
 
 #include "layout_internal.h"
+#include "model_params.h"
 
 void layout_sim_params_default(layout_sim_params *p) {
     compute_params_default(&p->compute);
@@ -99,11 +100,12 @@ void layout_sim_params_default(layout_sim_params *p) {
     p->zero3_prefetch = 1;
     p->zero3_gather_scale = 1.0;
     p->framework = NULL;
+    moe_params_default(&p->moe);
 }
 
 const char *layout_time_part_name(layout_time_part p) {
-    static const char *const names[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp",
-                                                      "dp",      "pp",        "bubble", "optimizer"};
+    static const char *const names[LAYOUT_T_COUNT] = {"compute", "recompute", "tp",        "cp", "dp",
+                                                      "pp",      "bubble",    "optimizer", "ep"};
     return (p >= 0 && p < LAYOUT_T_COUNT) ? names[p] : "unknown";
 }
 
@@ -221,6 +223,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
         s->ct[r] = s->lf[r] = s->lb[r] = s->dpr[r] = s->dpg[r] = s->prev_start[r] = 0;
         s->p_comp[r] = s->p_recomp[r] = s->p_tp[r] = s->p_cp[r] = s->p_dp[r] = s->p_wait[r] = s->p_opt[r] = 0;
         s->stash[r] = s->stash_max[r] = s->nstash[r] = s->nstash_max[r] = 0;
+        if (s->moe) s->p_ep[r] = 0;
     }
     long remaining = 0;
     for (int r = 0; r < pp; r++) remaining += s->n_ops_r[r];
@@ -277,6 +280,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     s->p_comp[r] += c->f_comp;
                     s->p_tp[r] += c->f_tp;
                     s->p_cp[r] += c->f_cp;
+                    if (s->moe) s->p_ep[r] += c->f_ep;
                     s->stash[r] += s->chunk_layers[k];
                     if (s->stash[r] > s->stash_max[r]) s->stash_max[r] = s->stash[r];
                     if (++s->nstash[r] > s->nstash_max[r]) s->nstash_max[r] = s->nstash[r];
@@ -303,6 +307,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     s->p_recomp[r] += c->b_recomp;
                     s->p_tp[r] += c->b_tp;
                     s->p_cp[r] += c->b_cp;
+                    if (s->moe) s->p_ep[r] += c->b_ep;
                     if (op.bwd != 2) {
                         s->stash[r] -= s->chunk_layers[k];
                         s->nstash[r]--;
@@ -397,15 +402,27 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
 static pl_status check_params(const layout_sim_params *p, char *msg, size_t len) {
     const double v[] = {p->collective_scale, p->step_fixed_us, p->p2p_scale, p->dp_bucket_bytes,
                         p->grad_comm_bytes, p->emb_head_scale, p->compute.gemm_efficiency,
-                        p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale};
+                        p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale,
+                        p->moe.imbalance, p->moe.capacity_factor, p->moe.grouped_m_half, p->moe.grouped_e_inf};
     static const char *const names[] = {"collective_scale", "step_fixed_us", "p2p_scale", "dp_bucket_bytes",
                                         "grad_comm_bytes", "emb_head_scale", "gemm_efficiency",
-                                        "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale"};
+                                        "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale",
+                                        "moe imbalance", "moe capacity_factor", "moe grouped_m_half",
+                                        "moe grouped_e_inf"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
             return PL_ERR_INVALID;
         }
+    if (!(p->moe.grouped_e_inf > 0) || p->moe.grouped_e_inf > 1) {
+        ls_msg(msg, len, "layout simulator parameter moe grouped_e_inf is %g; it must be in (0, 1]", p->moe.grouped_e_inf);
+        return PL_ERR_INVALID;
+    }
+    if (p->moe.imbalance < 1.0) {
+        ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced)",
+               p->moe.imbalance);
+        return PL_ERR_INVALID;
+    }
     if (!(p->dp_bucket_bytes > 0) || !(p->grad_comm_bytes > 0) || !(p->compute.gemm_efficiency > 0) ||
         !(p->compute.memory_efficiency > 0)) {
         ls_msg(msg, len, "layout simulator parameters: bucket size, gradient bytes and efficiencies must be > 0");
@@ -462,6 +479,11 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     pt[LAYOUT_T_CP] = s->p_cp[crit];
     pt[LAYOUT_T_DP] = s->p_dp[crit];
     pt[LAYOUT_T_OPTIMIZER] = s->p_opt[crit];
+    if (s->moe) {
+        pt[LAYOUT_T_EP] = s->p_ep[crit];
+        res->ep_dispatch = s->est_ep;
+        res->ep_tokens_per_expert = moe_tokens_per_expert(s->cfg, l, &p.moe);
+    }
     const double idle = s->p_wait[crit];
     pt[LAYOUT_T_BUBBLE] = s->free_wait[crit] < idle ? s->free_wait[crit] : idle;
     pt[LAYOUT_T_PP] = idle - pt[LAYOUT_T_BUBBLE];
@@ -495,7 +517,10 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
         const int L = s->stage_layers[r];
-        framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
+        if (gpt_is_moe(s->cfg)) /* MoE: Megatron's conventions with the expert parts (moe.h) */
+            layout_stage_memory_moe(s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
+        else
+            framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
         res->stage_mem[r] = mem.total;
         if (r == 0 || mem.total > res->stage_mem[worst]) {
             worst = r;

@@ -18,7 +18,12 @@
  *   - pipeline sends over the link the two ranks share (the rank grid
  *     decides: layout_rank_of);
  *   - memory per GPU as layout_memory parts, with the stash from the
- *     simulated order, and an OOM verdict against the GPU's memory.
+ *     simulated order, and an OOM verdict against the GPU's memory;
+ *   - for mixture-of-experts models (moe.h): the MoE layers' router,
+ *     permutations, grouped expert GEMMs and shared experts, the token
+ *     dispatch and combine over the expert grid's ep group (the "ep" part,
+ *     on the compute stream), the experts' gradients reduced over edp and
+ *     their optimizer shard, and the MoE memory parts.
  * A placement is the special case tp = cp = dp = 1; there the placement
  * simulator's results are bit-identical to what they were (sim_checksum).
  */
@@ -36,6 +41,7 @@
 #include "layout.h"
 #include "layout_memory.h"
 #include "framework.h"
+#include "moe.h"
 #include "status.h"
 
 typedef struct {
@@ -66,6 +72,7 @@ typedef struct {
                                     borrowed); NULL: Megatron's. Its time constants are
                                     applied to compute / step_fixed_us by the caller
                                     (framework_apply_time) */
+    moe_params moe;              /* mixture of experts: load factor, grouped GEMMs (moe.h) */
 } layout_sim_params;
 
 /* Defaults: compute_params_default, scales 1, fixed 0, buckets of 25e6
@@ -82,6 +89,8 @@ typedef enum {
     LAYOUT_T_PP,            /* exposed pipeline sends */
     LAYOUT_T_BUBBLE,        /* pipeline bubble */
     LAYOUT_T_OPTIMIZER,     /* optimizer step */
+    LAYOUT_T_EP,            /* MoE token dispatch and combine (all-to-all / all-gather, etp), on the
+                               compute stream; 0 for a dense model */
     LAYOUT_T_COUNT
 } layout_time_part;
 
@@ -115,6 +124,9 @@ typedef struct {
     int dp_buckets;                    /* gradient buckets per step on the critical stage */
     int stash_layers;                  /* most layer activations of micro-batches stashed on worst_stage */
     int64_t stage_mem[LAYOUT_MAX_CHUNKS]; /* total memory per stage (pp entries) */
+    /* mixture of experts (0 / zeros for a dense model): */
+    coll_estimate ep_dispatch;         /* one dispatch of a micro-batch on stage 0 (all-to-all or all-gather) */
+    double ep_tokens_per_expert;       /* routed tokens per local expert on the busiest rank */
 } layout_result;
 
 typedef struct layout_sim layout_sim;
@@ -147,7 +159,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
  * (compute), its TP collectives, and its DP / PP comm streams. */
 pl_status layout_sim_write_chrome_trace(const layout_sim *s, FILE *f);
 
-/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer". */
+/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep". */
 const char *layout_time_part_name(layout_time_part p);
 
 /* Parameters of one transformer layer of cfg (attention with GQA, MLP or

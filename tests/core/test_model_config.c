@@ -6,6 +6,9 @@
 #include <string.h>
 
 #include "model_config.h"
+#include "model_params.h"
+
+#include <jansson.h>
 
 static gpt_config load(const char *what) {
     gpt_config c;
@@ -159,10 +162,25 @@ Test(model_config, malformed_configs_are_refused_with_one_line_naming_the_proble
         {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":5,\"vocab_size\":100}", "heads (5) must divide d_model (64)"},
         {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"num_key_value_heads\":3,\"vocab_size\":100}", "kv_heads (3) must divide heads (4)"},
         {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"tie_word_embeddings\":1}", "'tie_word_embeddings' must be true or false"},
-        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"hidden_act\":\"relu\"}", "activation 'relu' is not supported"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"hidden_act\":\"tanh\"}", "activation 'tanh' is not supported"},
         {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"hidden_act\":7}", "'hidden_act' must be a string"},
-        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_local_experts\":8}", "mixture-of-experts"},
-        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"head_dim\":32}", "head_dim 32 differs"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_local_experts\":8}", "top-k (0 experts per token) must be from 1 to the experts (8)"},
+        /* mixture of experts and latent attention: wrong types, impossible values */
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_local_experts\":8,\"num_experts_per_tok\":9}", "top-k (9 experts per token) must be from 1 to the experts (8)"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_local_experts\":\"8\",\"num_experts_per_tok\":2}", "'num_local_experts' must be an integer"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"n_routed_experts\":8,\"num_experts_per_tok\":2.5}", "'num_experts_per_tok' must be an integer"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_experts\":8,\"num_experts_per_tok\":2,\"moe_intermediate_size\":true}", "'moe_intermediate_size' must be an integer"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,\"n_shared_experts\":-1}", "'n_shared_experts' must be an integer from 0"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,\"first_k_dense_replace\":3}", "first dense layers (3) are more than the layers (2)"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,\"scoring_func\":\"relu\"}", "scoring_func 'relu' is not softmax or sigmoid"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"n_routed_experts\":8,\"num_experts_per_tok\":2,\"moe_intermediate_size\":16,\"n_group\":3,\"topk_group\":1}", "n_group (3) dividing the experts (8)"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"num_experts_per_tok\":2}", "routes 2 experts per token but has no experts"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"kv_lora_rank\":64,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":8,\"v_head_dim\":16}", "MLA ranks must be below the hidden size 64"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"kv_lora_rank\":32,\"qk_nope_head_dim\":16,\"v_head_dim\":16}", "needs kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim and v_head_dim all positive"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"kv_lora_rank\":32,\"qk_nope_head_dim\":16,\"qk_rope_head_dim\":7,\"v_head_dim\":16}", "qk_rope_head_dim must be even"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"kv_lora_rank\":\"32\"}", "'kv_lora_rank' must be an integer"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"sliding_window\":16,\"layer_types\":[1,2]}", "'layer_types' must be an array of strings"},
+        {"{\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100,\"head_dim\":31,\"rope_theta\":1e4}", "rotary positions need an even head_dim"},
         {"{\"hidden_size\":64,\"hidden_size\":64,\"num_hidden_layers\":2,\"num_attention_heads\":4,\"vocab_size\":100}", "duplicate"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -187,6 +205,13 @@ Test(model_config, every_shipped_model_builds_a_graph_equal_to_its_closed_form) 
         c.seq_len = c.pos == POS_LEARNED ? c.seq_len : 256; /* rotary: any length; keep the build small */
         graph *g = NULL;
         char msg[256];
+        if (gpt_config_is_extended(&c)) { /* MoE, MLA, head_dim: the layout path only */
+            cr_assert_eq(graph_build_gpt(&c, &g, msg, sizeof msg), PL_ERR_UNSUPPORTED, "%s", tok);
+            cr_assert(strstr(msg, "use placer layout"), "%s: %s", tok, msg);
+            cr_assert_null(g);
+            seen++;
+            continue;
+        }
         cr_assert_eq(graph_build_gpt(&c, &g, msg, sizeof msg), PL_OK, "%s: %s", tok, msg);
         cr_assert_eq(g->total_params, gpt_param_count(&c), "%s", tok);
         cr_assert_eq(g->n_nodes, 4 + 6 * c.n_layers, "%s", tok);
@@ -194,4 +219,97 @@ Test(model_config, every_shipped_model_builds_a_graph_equal_to_its_closed_form) 
         seen++;
     }
     cr_assert_eq(seen, n);
+}
+
+/* Every shipped mixture-of-experts (and extended dense) model against the
+ * figures its publisher gives, which the file itself records with the
+ * convention (active with or without the input embedding table) and the
+ * rounding of the published figure (the tolerance: half its last digit,
+ * or as the file's source explains). The counts are the closed forms of
+ * model_params.h, not read from the file. */
+Test(model_config, shipped_moe_models_have_their_published_total_and_active_counts) {
+    static const char *const names[] = {"deepseek-v3", "kimi-k2", "mixtral-8x7b", "qwen3-235b-a22b",
+                                        "qwen3-30b-a3b", "gpt-oss-120b", "qwen3-32b"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/data/models/%s.json", PLACER_SOURCE_DIR, names[i]);
+        json_error_t err;
+        json_t *root = json_load_file(path, 0, &err);
+        cr_assert_not_null(root, "%s: %s", path, err.text);
+        const double pt = json_number_value(json_object_get(root, "published_total"));
+        const double tol = json_number_value(json_object_get(root, "published_tolerance"));
+        json_t *pa = json_object_get(root, "published_active");
+        json_t *ta = json_object_get(root, "published_tolerance_active");
+        const int with_emb = json_is_true(json_object_get(root, "published_active_counts_embedding"));
+        cr_assert(pt > 0 && tol > 0, "%s records its published total", names[i]);
+        gpt_config c = load(names[i]);
+        int64_t total = 0, active = 0;
+        gpt_param_counts(&c, with_emb, &total, &active);
+        cr_assert_eq(total, gpt_param_count(&c), "%s: the two closed forms agree", names[i]);
+        cr_assert(fabs((double)total - pt) <= tol, "%s: total %.4g vs published %.4g (+- %.2g)", names[i],
+                  (double)total, pt, tol);
+        if (pa) {
+            const double want = json_number_value(pa), at = ta ? json_number_value(ta) : tol;
+            cr_assert(fabs((double)active - want) <= at, "%s: active %.4g vs published %.4g (+- %.2g)", names[i],
+                      (double)active, want, at);
+            cr_assert(gpt_is_moe(&c), "%s", names[i]);
+            cr_assert_lt(active, total);
+        }
+        json_decref(root);
+    }
+}
+
+/* The keys land where they should: DeepSeek-V3's three dense layers, MLA
+ * ranks, group-limited sigmoid routing; Mixtral's expert width from
+ * intermediate_size; gpt-oss's alternating sliding layers; Qwen3-32B's
+ * head_dim. And a plain dense file stays exactly the config it was. */
+Test(model_config, moe_mla_and_window_keys_are_read) {
+    gpt_config c = load("deepseek-v3");
+    cr_assert_eq(c.n_experts, 256);
+    cr_assert_eq(c.top_k, 8);
+    cr_assert_eq(c.moe_d_ff, 2048);
+    cr_assert_eq(c.shared_d_ff, 2048);
+    cr_assert_eq(c.first_dense, 3);
+    cr_assert_eq(c.router_groups, 8);
+    cr_assert_eq(c.router_topk_groups, 4);
+    cr_assert_eq(c.router_sigmoid, 1);
+    cr_assert_eq(c.kv_lora_rank, 512);
+    cr_assert_eq(c.q_lora_rank, 1536);
+    cr_assert(!gpt_layer_is_moe(&c, 2) && gpt_layer_is_moe(&c, 3) && gpt_layer_is_moe(&c, 60));
+    cr_assert_eq(gpt_moe_layers_in(&c, 0, 61), 58);
+    cr_assert_eq(gpt_qkv_width(&c), 128 * 192 * 2 + 128 * 128);
+    c = load("mixtral-8x7b");
+    cr_assert_eq(c.moe_d_ff, 14336);
+    cr_assert_eq(c.shared_d_ff, 0);
+    cr_assert_eq(c.sliding_window, 0); /* null */
+    c = load("gpt-oss-120b");
+    cr_assert_eq(c.sliding_window, 128);
+    cr_assert_eq(c.n_sliding_layers, 18);
+    cr_assert_eq(c.moe_bias, 1);
+    cr_assert_eq(gpt_head_dim(&c), 64);
+    c = load("qwen3-32b");
+    cr_assert_eq(gpt_head_dim(&c), 128);
+    cr_assert(!gpt_is_moe(&c));
+    c = load("qwen3-235b-a22b");
+    cr_assert_eq(c.sliding_window, 0); /* use_sliding_window false */
+    cr_assert_eq(gpt_moe_layers_in(&c, 0, 94), 94);
+    /* every other layer MoE (Llama 4's interleave step 2, Qwen's decoder_sparse_step 2) */
+    gpt_config q;
+    char msg[256] = "";
+    const char *alt = "{\"hidden_size\":64,\"num_hidden_layers\":4,\"num_attention_heads\":4,\"vocab_size\":100,"
+                      "\"num_experts\":4,\"num_experts_per_tok\":1,\"moe_intermediate_size\":32,\"decoder_sparse_step\":2,"
+                      "\"hidden_act\":\"relu2\",\"head_dim\":16}";
+    cr_assert_eq(parse(alt, &q, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert(!gpt_layer_is_moe(&q, 0) && gpt_layer_is_moe(&q, 1) && !gpt_layer_is_moe(&q, 2) && gpt_layer_is_moe(&q, 3));
+    cr_assert_eq(q.mlp, MLP_RELU2);
+    cr_assert_eq(q.head_dim, 0, "head_dim equal to hidden / heads stays the default");
+    /* a dense file is not extended: the same config as before the MoE keys */
+    c = load("llama-3-8b");
+    cr_assert(!gpt_config_is_extended(&c));
+    /* a head_dim of its own, hidden not divisible by heads */
+    const char *hd = "{\"hidden_size\":2880,\"num_hidden_layers\":2,\"num_attention_heads\":64,\"vocab_size\":100,"
+                     "\"head_dim\":64,\"num_key_value_heads\":8,\"model_type\":\"llama\"}";
+    cr_assert_eq(parse(hd, &q, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(gpt_head_dim(&q), 64);
+    cr_assert_eq(gpt_attn_params(&q), 2880LL * 80 * 64 + 64LL * 64 * 2880);
 }

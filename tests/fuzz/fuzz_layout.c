@@ -17,6 +17,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int k = data[0] & 3;
     gpt_config m = {.vocab = 51200, .d_model = heads[k] * 64, .n_heads = heads[k], .n_layers = layers[k],
                     .seq_len = seq[k], .batch = 1, .n_kv_heads = kv[k]};
+    if (k == 1) { /* a mixture of experts: ep / etp are checked against it */
+        m.n_experts = 64;
+        m.top_k = 8;
+        m.moe_d_ff = 1536;
+    }
     int sh = (data[0] >> 2) % 24; /* 0: no limit, else 2^sh GPUs */
     int64_t gpus = sh == 0 ? 0 : (int64_t)1 << sh;
     char *text = malloc(size);
@@ -56,6 +61,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     for (int i = 0; i < 3; i++) {
         layout_coords c = layout_rank_coords(l, ranks[i]);
         if (layout_rank_of(l, &c) != ranks[i]) abort();
+    }
+    /* the expert grid: etp * ep * edp = tp * cp * dp, and every group holds its rank */
+    if (layout_expert_dim_size(l, LAYOUT_EDIM_ETP) * (int64_t)layout_expert_dim_size(l, LAYOUT_EDIM_EP) *
+            layout_expert_dim_size(l, LAYOUT_EDIM_EDP) != (int64_t)l->tp * l->cp * l->dp)
+        abort();
+    if (w <= 1 << 20) {
+        int64_t *g = malloc(sizeof *g * (size_t)(l->tp * (int64_t)l->cp * l->dp));
+        for (int d = 0; g && d < LAYOUT_EDIM_PP; d++) {
+            int n = layout_expert_group_ranks(l, w - 1, (layout_edim)d, g), has = 0;
+            for (int i = 0; i < n; i++) {
+                if (g[i] < 0 || g[i] >= w) abort();
+                has |= g[i] == w - 1;
+            }
+            if (!has) abort();
+        }
+        free(g);
     }
 done:
     free(chunks);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "model_config.h"
+#include "model_params.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     gpt_config c;
@@ -17,6 +18,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (gpt_config_validate(&c, NULL, 0) != PL_OK) abort();
         if (gpt_param_count(&c) <= 0) abort();
         if (!name[0]) abort();
+        /* MoE: fewer active than total parameters, top-k within the experts;
+         * extended models are the layout path's: the graph refuses them */
+        int64_t total = 0, active = 0;
+        gpt_param_counts(&c, 1, &total, &active);
+        if (total != gpt_param_count(&c) || active <= 0 || active > total) abort();
+        if (gpt_is_moe(&c) && (c.top_k < 1 || c.top_k > c.n_experts)) abort();
+        if (gpt_config_is_extended(&c)) {
+            graph *g = NULL;
+            if (graph_build_gpt(&c, &g, NULL, 0) != PL_ERR_UNSUPPORTED || g) abort();
+            return 0;
+        }
         /* small enough to build quickly: the graph agrees with the formula */
         if ((int64_t)c.n_layers * c.d_model <= 4096 && c.vocab <= 4096 && c.seq_len <= 256 &&
             gpt_d_ff(&c) <= 4096) {

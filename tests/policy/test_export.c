@@ -17,6 +17,8 @@
 #include "export_plan.h"
 #include "graph.h"
 #include "plan.h"
+#include "model_config.h"
+#include "model_params.h"
 
 /* ---- the cases ---------------------------------------------------------- */
 
@@ -86,10 +88,17 @@ static const char *const MEGATRON_ARGS[] = {
     "--num-layers-per-virtual-pipeline-stage", "--decoder-first-pipeline-num-layers",
     "--decoder-last-pipeline-num-layers", "--pipeline-model-parallel-layout", "--recompute-granularity",
     "--recompute-method", "--recompute-num-layers", "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16",
-    "--fp16", "--fp8-format", "--fp8-recipe", "--micro-batch-size", "--global-batch-size", NULL};
+    "--fp16", "--fp8-format", "--fp8-recipe", "--micro-batch-size", "--global-batch-size",
+    /* mixture of experts and latent attention (the same file; checked with the search tool against
+     * NVIDIA/Megatron-LM's arguments.py and its MoE tests' command lines) */
+    "--num-experts", "--moe-router-topk", "--moe-ffn-hidden-size", "--moe-shared-expert-intermediate-size",
+    "--moe-layer-freq", "--moe-router-score-function", "--expert-model-parallel-size",
+    "--expert-tensor-parallel-size", "--moe-token-dispatcher-type", "--moe-grouped-gemm", "--multi-latent-attention",
+    "--kv-lora-rank", "--q-lora-rank", "--qk-head-dim", "--qk-pos-emb-head-dim", "--v-head-dim", "--kv-channels",
+    NULL};
 static const char *const MEGATRON_FLAGS[] = {"--group-query-attention", "--sequence-parallel",
                                              "--use-distributed-optimizer", "--use-torch-fsdp2", "--bf16", "--fp16",
-                                             NULL};
+                                             "--moe-grouped-gemm", "--multi-latent-attention", NULL};
 
 static int in_list(const char *const *list, const char *s) {
     for (int i = 0; list[i]; i++)
@@ -287,7 +296,8 @@ Test(export, megatron_uses_the_simple_flags_when_they_suffice) {
 static const char *const TT_PARALLELISM[] = {
     "data_parallel_replicate_degree", "data_parallel_shard_degree", "fsdp_reshard_after_forward",
     "tensor_parallel_degree", "context_parallel_degree", "pipeline_parallel_degree", "pipeline_parallel_schedule",
-    "pipeline_parallel_split_points", "pipeline_parallel_microbatch_size", NULL};
+    "pipeline_parallel_split_points", "pipeline_parallel_microbatch_size", "expert_parallel_degree",
+    "expert_tensor_parallel_degree", NULL};
 static const char *const TT_TRAINING[] = {"local_batch_size", "global_batch_size", "seq_len", "mixed_precision_param",
                                           NULL};
 static const char *const TT_AC[] = {"mode", "selective_ac_option", NULL};
@@ -610,5 +620,67 @@ Test(export, split_orders_are_named_where_the_framework_runs_them) {
         cr_assert_not_null(strstr(mg, cases[i].mg), "%s: megatron export lacks %s:\n%s", cases[i].text, cases[i].mg, mg);
         free(tt);
         free(mg);
+    }
+}
+
+/* Mixture-of-experts layouts: the expert grid, dispatcher and the model's
+ * MoE and MLA shapes parsed back from each export; a dense model's exports
+ * carry none of them (the cases above). */
+Test(export, moe_options_round_trip) {
+    static const struct { const char *model, *layout; } cases[] = {
+        {"deepseek-v3", "tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360,recompute=full"},
+        {"mixtral-8x7b", "tp=2,sp=1,pp=4,dp=8,ep=4,etp=2,zero=1,mbs=1,gbs=256,dispatcher=allgather"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        gpt_config cfg;
+        layout l;
+        char msg[512];
+        cr_assert_eq(model_config_load(cases[i].model, &cfg, NULL, 0, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(layout_parse(cases[i].layout, &l, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(layout_validate(&l, &cfg, 0, msg, sizeof msg), PL_OK, "%s", msg);
+        int ch[LAYOUT_MAX_CHUNKS];
+        cr_assert_eq(layout_chunk_layers(&l, cfg.n_layers, ch, msg, sizeof msg), PL_OK);
+        char *s = export_of(PLAN_EXPORT_MEGATRON, &cfg, &l, ch, NULL);
+        arg_kv a[64];
+        int n = parse_megatron(s, a, 64);
+        cr_assert_eq(arg_int(a, n, "--num-experts", 0), cfg.n_experts);
+        cr_assert_eq(arg_int(a, n, "--moe-router-topk", 0), cfg.top_k);
+        cr_assert_eq(arg_int(a, n, "--moe-ffn-hidden-size", 0), cfg.moe_d_ff);
+        cr_assert_eq(arg_int(a, n, "--expert-model-parallel-size", 0), l.ep);
+        cr_assert_eq(arg_int(a, n, "--expert-tensor-parallel-size", 0), l.etp);
+        cr_assert_str_eq(arg_get(a, n, "--moe-token-dispatcher-type"), moe_dispatcher_name(l.dispatcher));
+        cr_assert_not_null(arg_get(a, n, "--moe-grouped-gemm"));
+        cr_assert_eq(arg_get(a, n, "--multi-latent-attention") != NULL, gpt_is_mla(&cfg));
+        if (gpt_is_mla(&cfg)) {
+            cr_assert_eq(arg_int(a, n, "--kv-lora-rank", 0), cfg.kv_lora_rank);
+            cr_assert_eq(arg_int(a, n, "--q-lora-rank", 0), cfg.q_lora_rank);
+            cr_assert_eq(arg_int(a, n, "--qk-pos-emb-head-dim", 0), cfg.qk_rope_dim);
+            cr_assert_eq(arg_int(a, n, "--moe-shared-expert-intermediate-size", 0), cfg.shared_d_ff);
+            /* the layer pattern: one entry per layer, 1 for MoE */
+            const char *freq = arg_get(a, n, "--moe-layer-freq");
+            cr_assert_not_null(freq);
+            int k = 0, moe = 0;
+            for (const char *p = freq; *p; p++)
+                if (*p == '0' || *p == '1') moe += *p == '1', k++;
+            cr_assert_eq(k, cfg.n_layers);
+            cr_assert_eq(moe, gpt_moe_layers_in(&cfg, 0, cfg.n_layers));
+        }
+        free(s);
+        s = export_of(PLAN_EXPORT_TORCHTITAN, &cfg, &l, ch, NULL);
+        toml_kv t[64];
+        n = parse_toml(s, t, 64);
+        cr_assert_eq(toml_int(t, n, "parallelism", "expert_parallel_degree"), l.ep);
+        cr_assert_eq(toml_int(t, n, "parallelism", "expert_tensor_parallel_degree"), l.etp);
+        free(s);
+        s = export_of(PLAN_EXPORT_DEEPSPEED, &cfg, &l, ch, NULL);
+        json_error_t err;
+        json_t *root = json_loads(s, 0, &err);
+        cr_assert(root, "%s", err.text);
+        json_t *moe = json_object_get(root, "moe");
+        cr_assert_eq(json_integer_value(json_object_get(moe, "num_experts")), cfg.n_experts);
+        cr_assert_eq(json_integer_value(json_object_get(moe, "ep_size")), l.ep);
+        cr_assert_eq(json_integer_value(json_object_get(moe, "k")), cfg.top_k);
+        json_decref(root);
+        free(s);
     }
 }

@@ -331,3 +331,52 @@ Test(check_published, rows_keep_their_own_sequence_length) {
     pub_csv_free(&c);
     cr_assert_eq(long_rows, nr, "every Llama 3 row is 8K or 128K");
 }
+
+/* The MoE check set (calib/published_moe.c) on the shipped moe-runs.csv:
+ * every row read, the simulable ones simulated with their error as the
+ * predicted over the published step, the rest skipped with a reason; no
+ * constant fitted. A file without the needed columns is refused in one
+ * line. */
+#include "published_moe.h"
+
+Test(check_published, moe_check_set_simulates_what_it_can_and_says_why_not) {
+    static pub_moe_result r;
+    char msg[512] = "";
+    cr_assert_eq(pub_moe_check(NULL, NULL, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(r.n, 27);
+    cr_assert_geq(r.n_simulated, 5);
+    double sum = 0, mx = 0;
+    int found_ep32 = 0;
+    for (int i = 0; i < r.n; i++) {
+        const pub_moe_row *w = &r.rows[i];
+        if (!w->simulated) {
+            cr_assert(strlen(w->why) > 0, "%s skipped without a reason", w->run_id);
+            continue;
+        }
+        cr_assert(w->published_step_s > 0 && w->predicted_step_s > 0, "%s", w->run_id);
+        cr_assert_float_eq(w->err, w->predicted_step_s / w->published_step_s - 1, 1e-12);
+        sum += fabs(w->err);
+        if (fabs(w->err) > mx) mx = fabs(w->err);
+        if (!strcmp(w->run_id, "mcore-qwen3-235b-h100-256-bf16-ep32")) {
+            found_ep32 = 1;
+            /* 2,048 x 4,096 tokens at 1,663.4 tokens/s on each of 256 GPUs */
+            cr_assert_float_eq(w->published_step_s, 2048.0 * 4096 / (1663.4 * 256), 1e-9);
+            cr_assert(strstr(w->layout_text, "ep=32") && strstr(w->layout_text, "dispatcher=flex"), "%s",
+                      w->layout_text);
+        }
+    }
+    cr_assert(found_ep32);
+    cr_assert_float_eq(r.mean_abs_err, sum / r.n_simulated, 1e-12);
+    cr_assert_float_eq(r.max_abs_err, mx, 1e-12);
+    char dir[] = "/tmp/placer-moe-csv-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/bad.csv", dir);
+    FILE *f = fopen(path, "w");
+    fputs("run,gpus\nx,8\n", f);
+    fclose(f);
+    cr_assert_eq(pub_moe_check(path, NULL, &r, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "no run_id or tokens_per_s_per_gpu column") && !strchr(msg, '\n'), "%s", msg);
+    remove(path);
+    rmdir(dir);
+}

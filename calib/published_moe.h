@@ -1,0 +1,57 @@
+/*
+ * published_moe.h: the mixture-of-experts check set of `placer
+ * check-published --moe`: data/published-runs/moe-runs.csv's rows that the
+ * layout simulator can run (a shipped model file in data/models, a shipped
+ * cluster file, a precision it knows, a layout that validates, a published
+ * tokens/s), each simulated as stated, its step time held against the
+ * published one (global batch x sequence / (tokens/s per GPU x GPUs)). The
+ * other rows are listed with the reason they are skipped. No constant is
+ * fitted: every figure is a prediction.
+ *
+ * Row fields to layout: tp pp vp cp ep etp dp micro_batch global_batch seq
+ * as given; precision bf16 | fp8 (mxfp8: skipped); dispatcher: "DeepEP",
+ * "flex..." or "DeepSeek..." -> flex (a token once per remote node),
+ * "allgather" -> allgather, else alltoall; recompute: "none" / "full" /
+ * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> fsdp,
+ * else ZeRO-1 (Megatron's distributed optimizer, the rows' default);
+ * sp on when tp > 1 (Megatron requires it with MoE); the cluster file's
+ * one node group cut to the row's GPUs; a "dualpipe" schedule as vp 1
+ * (DualPipe not modelled); one or two more chunks than layers as empty
+ * first / last chunks (the embedding and the loss alone).
+ */
+#ifndef PLACER_CALIB_PUBLISHED_MOE_H
+#define PLACER_CALIB_PUBLISHED_MOE_H
+
+#include <stddef.h>
+
+#include "layout.h"
+#include "status.h"
+
+#define PUB_MOE_MAX_ROWS 64
+
+typedef struct {
+    char run_id[96];
+    int simulated;           /* 1: predicted; 0: skipped (why) */
+    char why[160];           /* the reason a row was skipped */
+    char layout_text[256];   /* the layout simulated */
+    double published_step_s; /* from tokens/s per GPU */
+    double predicted_step_s;
+    double err;              /* predicted / published - 1 */
+    double mem_gb;           /* the worst stage's memory */
+    int oom;
+} pub_moe_row;
+
+typedef struct {
+    int n;                   /* rows read */
+    int n_simulated;
+    pub_moe_row rows[PUB_MOE_MAX_ROWS];
+    double mean_abs_err, max_abs_err; /* over the simulated rows */
+} pub_moe_result;
+
+/* Run the check on csv_path (NULL: the shipped data/published-runs/moe-runs.csv)
+ * with the clusters of clusters_dir (NULL: the shipped ones). PL_ERR_IO /
+ * PL_ERR_INVALID with one line for an unreadable or malformed file; a row
+ * that cannot be simulated is a skipped row, not an error. */
+pl_status pub_moe_check(const char *csv_path, const char *clusters_dir, pub_moe_result *out, char *msg, size_t len);
+
+#endif

@@ -1,0 +1,284 @@
+/*
+ * moe.c: mixture-of-experts costs of a layout step (moe.h has the model):
+ * tokens per expert, the token dispatcher's all-to-all, the grouped expert
+ * GEMMs, router and permutations, expert parameters and the MoE activation
+ * terms.
+ *
+ * Where the constants come from:
+ *   grouped_e_inf 0.785, grouped_m_half 235 (q = 2)
+ *                          the expert layer's efficiency against the bf16
+ *                          peak, eff(m) = e_inf m / sqrt(m^2 + m_half^2), m
+ *                          tokens per expert: one curve fitted to the H200
+ *                          grouped-GEMM sweep (benchmarks/hw/grouped_gemm_sweep.md,
+ *                          the best cuBLAS method of the six training GEMMs
+ *                          of Mixtral 8x7B, Qwen3-30B-A3B and DeepSeek-V3
+ *                          shapes, m = 16 .. 4,096: 15% rms over all five
+ *                          configurations, 2-3% per model); carried to other
+ *                          GPUs as the dense figure is, in proportion to
+ *                          their base GEMM efficiency (gemm_base_efficiency /
+ *                          the H200's 0.738), and to other precisions at
+ *                          their peak
+ *   imbalance 1.0          balanced routing (DeepSeek-V3's auxiliary-loss-free
+ *                          balancing keeps experts near even); a measured
+ *                          per-run figure may be given
+ * The rest (peaks, bandwidths, latencies) is the cluster file's.
+ */
+#include "moe.h"
+
+#include <math.h>
+
+#include "model_params.h"
+
+void moe_params_default(moe_params *p) {
+    p->imbalance = 1.0;
+    p->capacity_factor = 0.0;
+    p->grouped_e_inf = 0.785;
+    p->grouped_m_half = 235.0;
+}
+
+double moe_load_factor(const moe_params *p) {
+    if (!p) return 1.0;
+    if (p->capacity_factor > 0) return p->capacity_factor;
+    return p->imbalance >= 1.0 ? p->imbalance : 1.0;
+}
+
+static double act_bytes(precision prec) { return prec == PRECISION_FP8 ? 2.0 : (double)precision_act_bytes(prec); }
+
+static double tokens_gpu(const gpt_config *cfg, const layout *l) {
+    const double cp = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+    return b * ceil(cfg->seq_len / cp);
+}
+
+double moe_tokens_in(const gpt_config *cfg, const layout *l) {
+    return tokens_gpu(cfg, l) / (l->tp > 0 ? l->tp : 1);
+}
+
+double moe_tokens_per_expert(const gpt_config *cfg, const layout *l, const moe_params *p) {
+    if (!gpt_is_moe(cfg)) return 0.0;
+    return moe_load_factor(p) * moe_tokens_in(cfg, l) * cfg->top_k * l->ep * l->etp / cfg->n_experts;
+}
+
+pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, double bytes_per_rank, double *us,
+                            coll_estimate *out) {
+    if (!c || !ranks || !us || n < 1 || !(bytes_per_rank >= 0) || c->gpus_per_node < 1 ||
+        !(c->collective_efficiency > 0))
+        return PL_ERR_INVALID;
+    const int64_t world = cluster_n_gpus(c), gpn = c->gpus_per_node;
+    /* members per node: the group's ranks are distinct; count the fewest
+     * on any node it touches (the busiest NIC share) */
+    int q_min = n, nodes = 0, pods = 0;
+    double intra = INFINITY, nic = INFINITY, lat_intra = 0;
+    for (int i = 0; i < n; i++) {
+        if (ranks[i] < 0 || ranks[i] >= world) return PL_ERR_INVALID;
+        int first = 1, q = 0, first_pod = 1;
+        for (int j = 0; j < n; j++) {
+            if (ranks[j] / gpn == ranks[i] / gpn) {
+                q++;
+                if (j < i) first = 0;
+            }
+            if (c->pod_gpus > 0 && ranks[j] / c->pod_gpus == ranks[i] / c->pod_gpus && j < i) first_pod = 0;
+            if (j != i && ranks[j] == ranks[i]) return PL_ERR_INVALID;
+        }
+        if (!first) continue;
+        nodes++;
+        pods += c->pod_gpus > 0 ? first_pod : 0;
+        if (q < q_min) q_min = q;
+        const double bw = cluster_intra_bw_of(c, ranks[i]), lt = cluster_intra_latency_of(c, ranks[i]),
+                     nb = cluster_nic_bw_per_gpu_of(c, ranks[i]);
+        if (bw < intra) intra = bw;
+        if (nb < nic) nic = nb;
+        if (lt > lat_intra) lat_intra = lt;
+    }
+    if (pods < 1) pods = 1;
+    const double eff = c->collective_efficiency, base = c->coll_base_latency_us > 0 ? c->coll_base_latency_us : 0;
+    double t = 0, lat = 0, link = 0;
+    if (n > 1) {
+        const double S = bytes_per_rank;
+        const double on = S * (q_min - 1) / n, off = S * (double)(n - q_min) / n;
+        const double t_on = on > 0 ? on / (intra * eff) * 1e6 : 0.0;
+        double nic_eff = nic * eff / (pods > 1 ? c->pod_oversubscription : 1.0);
+        const double t_off = off > 0 ? off / nic_eff * 1e6 : 0.0;
+        if ((on > 0 && !(intra > 0)) || (off > 0 && !(nic > 0))) return PL_ERR_INVALID;
+        lat = base + (nodes > 1 ? c->inter_latency_us : lat_intra);
+        t = lat + (t_on > t_off ? t_on : t_off);
+        link = nodes > 1 ? nic_eff : intra * eff;
+    }
+    *us = t;
+    if (out) {
+        *out = (coll_estimate){0};
+        out->time_us = t;
+        out->algo = n > 1 ? "alltoall" : "none";
+        out->latency_us = lat;
+        out->link_bw = link;
+        out->algbw = t > 0 ? bytes_per_rank / (t * 1e-6) : 0.0;
+        out->busbw = out->algbw * (n > 1 ? (double)(n - 1) / n : 0.0);
+        out->n_ranks = n;
+        out->n_nodes = nodes;
+        out->n_pods = pods;
+        out->source = "model";
+    }
+    return PL_OK;
+}
+
+/* The grouped expert GEMMs' efficiency at m tokens per expert (the sweep's
+ * curve, see the opening comment). */
+double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
+                                 const moe_params *mp) {
+    const double scale = gemm_base_efficiency(gpu, prec, cp) / 0.738; /* the H200's measured base */
+    return mp->grouped_e_inf * scale * m / sqrt(m * m + mp->grouped_m_half * mp->grouped_m_half);
+}
+
+static double peak(const cluster_gpu *gpu, precision prec) {
+    double pk = (prec >= 0 && prec < PRECISION_COUNT) ? gpu->peak_flops[prec] : 0.0;
+    if (!(pk > 0)) pk = gpu->peak_flops[PRECISION_BF16];
+    return pk > 0 ? pk : 1e12;
+}
+
+/* `groups` GEMMs of m x n x k (m the tokens per expert; for a weight
+ * gradient the reduction) as one grouped kernel at grouped_efficiency(m). */
+static double grouped_gemm_us(const cluster_gpu *gpu, precision prec, int64_t groups, double m, int64_t n, int64_t k,
+                              const compute_params *cp, const moe_params *mp) {
+    if (groups < 1 || !(m > 0)) return 0.0;
+    const double flops = 2.0 * m * (double)n * (double)k * (double)groups;
+    return flops / (peak(gpu, prec) * moe_grouped_efficiency(gpu, prec, m, cp, mp)) * 1e6 + cp->kernel_overhead_us;
+}
+
+void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                            const compute_params *cpp, const moe_params *mpp, layer_cost *out) {
+    compute_params ct;
+    moe_params mt;
+    if (!cpp) compute_params_default(&ct), cpp = &ct;
+    if (!mpp) moe_params_default(&mt), mpp = &mt;
+    *out = (layer_cost){0};
+    if (!gpt_is_moe(cfg)) return;
+    const precision prec = l->prec;
+    const double e = act_bytes(prec), n = moe_tokens_in(cfg, l), k = cfg->top_k, f = moe_load_factor(mpp);
+    const int64_t h = cfg->d_model, E = cfg->n_experts, El = E / l->ep, Fl = cfg->moe_d_ff / l->etp;
+    const int gated = cfg->mlp == MLP_SWIGLU;
+    const double m = moe_tokens_per_expert(cfg, l, mpp);
+    const int64_t ni = (int64_t)ceil(n);
+    /* router: GEMM, scores and top-k over n x E in fp32 */
+    out->fwd_us += gemm_time_us(gpu, prec, ni, E, h, cpp) + memory_time_us(gpu, 3.0 * 4.0 * n * E, cpp);
+    out->bwd_us += gemm_time_us(gpu, prec, ni, h, E, cpp) + gemm_time_us(gpu, prec, h, E, ni, cpp) +
+                   memory_time_us(gpu, 2.0 * 4.0 * n * E, cpp);
+    out->fwd_flops += 2.0 * n * E * h;
+    /* permute (gather n k rows) and un-permute (scatter + weighted sum) */
+    const double rows = f * n * k * h * e;
+    out->fwd_us += memory_time_us(gpu, 2.0 * rows, cpp) + memory_time_us(gpu, 3.0 * rows, cpp);
+    out->bwd_us += memory_time_us(gpu, 2.0 * rows, cpp) + memory_time_us(gpu, 3.0 * rows, cpp);
+    /* grouped expert GEMMs on the busiest rank */
+    const int64_t up = gated ? 2 * Fl : Fl;
+    out->fwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, h, Fl, cpp, mpp);
+    out->bwd_us += grouped_gemm_us(gpu, prec, El, m, h, up, cpp, mpp) + /* data gradients */
+                   grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
+    /* weight gradients: (h x up) and (Fl x h) per expert, reduced over its m tokens (the same FLOPs and,
+     * in the sweep's fit, the same curve: the six GEMMs were fitted together) */
+    out->bwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
+    out->fwd_flops += 2.0 * n * k * h * (double)(up + Fl) * l->etp; /* this rank's tokens' share, all of F */
+    /* the activation over the experts' rows */
+    const double tf = El * m * (double)Fl;
+    out->fwd_us += memory_time_us(gpu, (gated ? 3.0 : 2.0) * e * tf, cpp);
+    out->bwd_us += memory_time_us(gpu, (gated ? 5.0 : 3.0) * e * tf, cpp);
+    /* shared experts: a dense MLP of width S / tp on the T tokens */
+    if (cfg->shared_d_ff > 0) {
+        const int64_t T = (int64_t)ceil(tokens_gpu(cfg, l)), tp = l->tp > 0 ? l->tp : 1, S = cfg->shared_d_ff / tp;
+        const int64_t su = gated ? 2 * S : S;
+        out->fwd_us += gemm_time_us(gpu, prec, T, su, h, cpp) + gemm_time_us(gpu, prec, T, h, S, cpp);
+        out->bwd_us += gemm_time_us(gpu, prec, T, h, su, cpp) + gemm_time_us(gpu, prec, h, su, T, cpp) +
+                       gemm_time_us(gpu, prec, T, S, h, cpp) + gemm_time_us(gpu, prec, S, h, T, cpp);
+        out->fwd_us += memory_time_us(gpu, (gated ? 3.0 : 2.0) * e * (double)T * S, cpp);
+        out->bwd_us += memory_time_us(gpu, (gated ? 5.0 : 3.0) * e * (double)T * S, cpp);
+        out->fwd_flops += 2.0 * (double)T * h * (double)(su + S);
+    }
+    out->recompute_us = l->recompute == RECOMPUTE_FULL ? out->fwd_us : 0.0;
+}
+
+double moe_dispatch_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp) {
+    if (!gpt_is_moe(cfg)) return 0.0;
+    const double e = act_bytes(l->prec), n = moe_tokens_in(cfg, l), h = cfg->d_model;
+    if (l->dispatcher == MOE_DISPATCH_ALLGATHER) return (double)l->ep * n * h * e;
+    return moe_load_factor(mp) * n * cfg->top_k * h * e;
+}
+
+double moe_dispatch_buffer_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp) {
+    return 2.0 * moe_dispatch_bytes(cfg, l, mp);
+}
+
+int64_t moe_layer_dense_params_per_gpu(const gpt_config *cfg, const layout *l, int is_moe) {
+    const int64_t t = l->tp > 0 ? l->tp : 1, h = cfg->d_model;
+    int64_t w = gpt_attn_params(cfg) / t + (cfg->norm == NORM_LAYERNORM ? 2 : 1) * 2 * h;
+    if (is_moe) w += gpt_router_params(cfg) + gpt_shared_expert_params(cfg) / t;
+    else w += gpt_dense_mlp_params(cfg) / t;
+    return w;
+}
+
+int64_t moe_layer_expert_params_per_gpu(const gpt_config *cfg, const layout *l) {
+    if (!gpt_is_moe(cfg)) return 0;
+    return (int64_t)(cfg->n_experts / l->ep) * gpt_expert_params(cfg) / l->etp;
+}
+
+moe_act_parts moe_activation_parts(const gpt_config *cfg, const layout *l, const moe_params *mp) {
+    moe_act_parts a = {0, 0, 0, 0};
+    if (!gpt_is_moe(cfg) || l->recompute == RECOMPUTE_FULL) return a;
+    const double e = act_bytes(l->prec), n = moe_tokens_in(cfg, l), h = cfg->d_model;
+    const double El = (double)(cfg->n_experts / l->ep), m = moe_tokens_per_expert(cfg, l, mp);
+    const double Fl = (double)cfg->moe_d_ff / l->etp, g = cfg->mlp == MLP_SWIGLU ? 3.0 : 2.0;
+    a.router = 2.0 * 4.0 * n * cfg->n_experts;
+    a.routed = 2.0 * El * m * h * e;
+    a.expert_mlp = g * e * El * m * Fl;
+    if (cfg->shared_d_ff > 0) a.shared = g * e * tokens_gpu(cfg, l) * ((double)cfg->shared_d_ff / (l->tp > 0 ? l->tp : 1));
+    return a;
+}
+
+int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int layers) {
+    if (!gpt_is_moe(cfg) || layers <= 0) return 0;
+    static const int max_chunks = LAYOUT_MAX_CHUNKS;
+    int cl[LAYOUT_MAX_CHUNKS];
+    const int K = l->pp * l->vp;
+    if (K < 1 || K > max_chunks || layout_chunk_layers(l, cfg->n_layers, cl, NULL, 0) != PL_OK)
+        return (int)llround((double)layers * gpt_moe_layers_in(cfg, 0, cfg->n_layers) / cfg->n_layers);
+    int first = 0, have = 0, moe = 0;
+    for (int k = 0; k < K; k++) {
+        if (k % l->pp == stage) {
+            have += cl[k];
+            moe += gpt_moe_layers_in(cfg, first, cl[k]);
+        }
+        first += cl[k];
+    }
+    if (have == layers) return moe;
+    return (int)llround((double)layers * gpt_moe_layers_in(cfg, 0, cfg->n_layers) / cfg->n_layers);
+}
+
+pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
+                               double row_bytes, double load_factor, double *us, coll_estimate *out) {
+    double t0 = 0;
+    coll_estimate e;
+    /* the group's shape (nodes, links) from the plain all-to-all's estimate */
+    pl_status st = moe_all_to_all_us(c, ranks, n, 0.0, &t0, &e);
+    if (st != PL_OK) return st;
+    const double G = e.n_nodes > 0 ? e.n_nodes : 1, k = cfg->top_k > 0 ? cfg->top_k : 1;
+    double Gr = G;
+    if (cfg->router_topk_groups > 0 && cfg->router_topk_groups < Gr) Gr = cfg->router_topk_groups;
+    const double hit = Gr * (1.0 - pow(1.0 - 1.0 / Gr, k)); /* distinct nodes per token */
+    const double remote = G > 1 ? hit * (G - 1) / G : 0.0;
+    const double eff = c->collective_efficiency, base = c->coll_base_latency_us > 0 ? c->coll_base_latency_us : 0;
+    const double nv = cluster_intra_bw_of(c, ranks[0]) * eff;
+    const double nic = e.n_nodes > 1 ? e.link_bw : 0.0; /* the NIC share at the collective efficiency */
+    const double on = load_factor * tokens * k * row_bytes, off = load_factor * tokens * remote * row_bytes;
+    double t = 0, lat = 0;
+    if (n > 1) {
+        const double t_on = on > 0 && nv > 0 ? on / nv * 1e6 : 0.0, t_off = off > 0 && nic > 0 ? off / nic * 1e6 : 0.0;
+        lat = base + (e.n_nodes > 1 ? c->inter_latency_us : cluster_intra_latency_of(c, ranks[0]));
+        t = lat + (t_on > t_off ? t_on : t_off);
+    }
+    *us = t;
+    if (out) {
+        *out = e;
+        out->algo = n > 1 ? "flex" : "none";
+        out->time_us = t;
+        out->latency_us = lat;
+        out->algbw = t > 0 ? on / (t * 1e-6) : 0.0;
+        out->busbw = out->algbw * (n > 1 ? (double)(n - 1) / n : 0.0);
+    }
+    return PL_OK;
+}
