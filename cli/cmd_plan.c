@@ -126,7 +126,19 @@ static void split_text(const layout *l, int n_layers, char *buf, size_t n) {
     }
 }
 
-static void print_row(const char *mark, const plan_entry *e, int n_layers) {
+/* The layout column's width: 34, or the longest short form among the rows
+ * (a precision search's rows carry their FP8 recipe). */
+static int layout_column_width(const plan_entry *rows, int n, const plan_entry *more, int n_more) {
+    int w = 34;
+    char lay[96];
+    for (int i = 0; i < n + n_more; i++) {
+        layout_short(i < n ? &rows[i].l : &more[i - n].l, lay, sizeof lay);
+        if ((int)strlen(lay) > w) w = (int)strlen(lay);
+    }
+    return w;
+}
+
+static void print_row(const char *mark, const plan_entry *e, int n_layers, int w) {
     char lay[96], sp[256];
     layout_short(&e->l, lay, sizeof lay);
     split_text(&e->l, n_layers, sp, sizeof sp);
@@ -135,7 +147,7 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers) {
         snprintf(sp + k, sizeof sp - k, " (DP + %d move%s)", e->refined, e->refined == 1 ? "" : "s");
     }
     const layout_result *r = &e->res;
-    printf("%-3s %-34s %10.2f %12.0f %6.1f%% %9.2f %9.2f  %s\n", mark, lay, r->step_us / 1e3, r->tokens_per_s,
+    printf("%-3s %-*s %10.2f %12.0f %6.1f%% %9.2f %9.2f  %s\n", mark, w, lay, r->step_us / 1e3, r->tokens_per_s,
            100 * r->mfu, cli_gb(r->mem.total), cli_gb(r->mem_cap - r->mem.total), sp);
 }
 
@@ -151,6 +163,12 @@ static void print_breakdown(const layout_result *r) {
            r->worst_stage, cli_gb(r->mem.params), cli_gb(r->mem.grads), cli_gb(r->mem.optimizer),
            cli_gb(r->mem.activations), cli_gb(r->mem.buffers), cli_gb(r->mem.embedding_head), cli_gb(r->mem.total),
            cli_gb(r->mem_cap));
+    if (r->mem.expert_params > 0) /* MoE: the parts above are the dense (replicated) ones */
+        printf("  experts (in the total): parameters %.2f GB, gradients %.2f, optimizer %.2f, routed activations "
+               "%.2f, dispatcher buffers %.2f\n", cli_gb(r->mem.expert_params), cli_gb(r->mem.expert_grads),
+               cli_gb(r->mem.expert_optimizer), cli_gb(r->mem.moe_activations), cli_gb(r->mem.moe_buffers));
+    if (r->mem.fp8_weights > 0)
+        printf("  fp8 weight copies (in the total): %.2f GB\n", cli_gb(r->mem.fp8_weights));
     printf("  %.1f TFLOP/s per GPU of model FLOPs (%.1f with recompute), %d micro-batches per pipeline\n",
            r->model_tflops_per_gpu, r->hw_tflops_per_gpu, r->micro_batches);
 }
@@ -434,17 +452,18 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
            (long long)res->considered, (long long)res->pruned_memory, (long long)res->pruned_bound,
            (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom, (long long)res->refine_runs,
            res->wall_s);
+    const int w = layout_column_width(res->top, res->n_top, x->have_cmp ? &x->cmp : NULL, x->have_cmp ? 1 : 0);
     if (res->n_top > 0 || res->have_oom_best || x->have_cmp)
-        printf("%-3s %-34s %10s %12s %7s %9s %9s  %s\n", "#", "layout", "step ms", "tokens/s", "MFU", "mem GB",
+        printf("%-3s %-*s %10s %12s %7s %9s %9s  %s\n", "#", w, "layout", "step ms", "tokens/s", "MFU", "mem GB",
                "free GB", "layers per chunk");
     for (int i = 0; i < res->n_top; i++) {
         char mark[16];
         snprintf(mark, sizeof mark, "%d%s", i + 1, i == 0 ? "*" : "");
-        print_row(mark, &res->top[i], cfg->n_layers);
+        print_row(mark, &res->top[i], cfg->n_layers, w);
     }
     if (res->have_oom_best && (!x->best || res->oom_best.res.step_us < x->best->res.step_us))
-        print_row("OOM", &res->oom_best, cfg->n_layers);
-    if (x->have_cmp) print_row("cmp", &x->cmp, cfg->n_layers);
+        print_row("OOM", &res->oom_best, cfg->n_layers, w);
+    if (x->have_cmp) print_row("cmp", &x->cmp, cfg->n_layers, w);
     if (!x->best) return;
     char text[LAYOUT_MAX_CHUNKS * 4 + 256];
     layout_format(&x->best->l, text, sizeof text);
