@@ -10,7 +10,7 @@
  *                  hw_tflops_per_gpu, oom, memory_bytes {...}, mem_cap_bytes,
  *                  headroom_bytes, worst_stage, breakdown_ms {...}}}
  * "predicted" only when a result is given. Names of the zero, recompute and
- * breakdown values are the ones core/layout.h and sim/layout_sim.h print.
+ * breakdown values are the ones core/layout.h and sim/layout/layout_sim.h print.
  */
 #include <math.h>
 #include <stdio.h>

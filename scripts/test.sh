@@ -24,6 +24,8 @@ if ls build/hw/*.p/*.cu.o >/dev/null 2>&1; then echo "CUDA engine objects built:
 echo "== layering and documents =="
 python3 scripts/check-layering.py --objects build
 python3 scripts/check-docs-index.py
+python3 scripts/check-file-refs.py
+python3 scripts/check-readme.py
 echo "== python package (pip install . in build-python/venv, pytest) =="
 ./scripts/test-python.sh
 echo "== tests =="

@@ -1,5 +1,5 @@
 /*
- * layout_speed.c: how long the layout simulator (sim/layout_sim.h) takes
+ * layout_speed.c: how long the layout simulator (sim/layout/layout_sim.h) takes
  * for one step of the published layouts, on one core. Issue 13's target: a
  * 16,384-GPU Llama 3 405B layout in <= 10 ms; issue 26's: DeepSeek-V3
  * (the shipped data/models/deepseek-v3.json) on 2,048 H800s, PP16 EP64, in

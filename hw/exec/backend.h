@@ -115,7 +115,7 @@ typedef struct {
     /* compute-stream work */
     pl_status (*zero)(hw_backend *be, int dev, void *ptr, int64_t bytes);
     /* the same on the comm stream (the step's zeroing of the parameter
-     * gradients runs there, beside the forward: plan.c's setup_device) */
+     * gradients runs there, beside the forward: program.c's setup_device) */
     pl_status (*zero_comm)(hw_backend *be, int dev, void *ptr, int64_t bytes);
     pl_status (*node_forward)(hw_backend *be, int dev, const hw_node_call *c);
     pl_status (*node_backward)(hw_backend *be, int dev, const hw_node_call *c);

@@ -12,7 +12,7 @@
  *              and each device has its list of instructions. Creating a plan
  *              is where an OOM is found, before any device memory is taken.
  *   step       zero gradients (on each device's comm stream beside the
- *              forward, except in bf16: hw/plan.c's setup_device); forward
+ *              forward, except in bf16: hw/exec/program.c's setup_device); forward
  *              and backward of every micro-batch in the schedule's order,
  *              with activations sent across cut edges and gradients sent
  *              back; AdamW on every device; one host synchronisation at the
@@ -25,7 +25,7 @@
  * (plus min, max, mean, sd) over the timed steps.
  *
  * Inside one node call on CUDA, the weight and bias gradients of a backward
- * run on a second stream of the device (hw/side_stream.cu) beside the
+ * run on a second stream of the device (hw/exec/side_stream.cu) beside the
  * input-gradient chain, and the compute stream waits for them before the
  * call returns: to the plan a node call is still one unit of the compute
  * stream (PLACER_SIDE=0 keeps everything on one).
@@ -33,7 +33,7 @@
  * Memory: each device's peak is the high-water mark of its arena, which
  * holds the parameters, gradients, AdamW moments, ZeRO-1's buffer of the
  * update where the dp collectives run on device buffers (dp shards of the
- * moments' size, hw/dist_dp.h), cuBLAS workspace (split between the two
+ * moments' size, hw/dist/dist_dp.h), cuBLAS workspace (split between the two
  * streams), activations kept for backward, received tensors, gradient
  * buffers and per-call scratch. It excludes what the CUDA context and NCCL
  * allocate for themselves.
@@ -82,7 +82,7 @@
  *   values (stored as floats), so CI tests it (nodes.h: the bf16 reference).
  */
 /*
- * Tensor parallelism (hw_program_opts.tp; hw/dist_tp.h has the details). A
+ * Tensor parallelism (hw_program_opts.tp; hw/dist/dist_tp.h has the details). A
  * plan with a tp group of t ranks is one rank of the Megatron split: each
  * attention node holds nh/t heads (their columns of the qkv weight and bias
  * and the matching rows of the projection, i.e. wproj's columns in this
@@ -100,8 +100,8 @@
  * rows, the last ones padded. hw_program_get_params/_grads of
  * a tp rank write only its slices into the model view. The CPU backend
  * runs it on host buffers, the CUDA backend on device buffers
- * (hw/dist_tp_cuda.cu), both in every precision, the CUDA one with its
- * collectives through hw/dist_device.h: NCCL when every rank has its own
+ * (hw/dist/dist_tp_cuda.cu), both in every precision, the CUDA one with its
+ * collectives through hw/dist/dist_device.h: NCCL when every rank has its own
  * GPU, staged through host memory when ranks share one (several processes
  * on one H200: logical devices that check the math, not a speed-up).
  */
@@ -200,8 +200,8 @@ typedef struct {
     uint64_t seed;             /* parameter initialisation (hw_params_init) */
     const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
     hw_adamw adamw;            /* optimizer settings */
-    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist_group.h;
-                                  CUDA: hw/dist_device.h): this process is one replica of the
+    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist/dist_group.h;
+                                  CUDA: hw/dist/dist_device.h): this process is one replica of the
                                   plan and the graph's batch is its slice of the global
                                   batch (each rank the same size). Before AdamW, each
                                   device's gradients are summed over the group in rank
@@ -212,7 +212,7 @@ typedef struct {
                                   rank must create the same plan and step it in lockstep;
                                   the plan issues from one thread and captures no graph.
                                   Borrowed: must outlive the plan. */
-    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist_tp.h;
+    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist/dist_tp.h;
                                   any precision): this process is one tp rank; the
                                   attention heads, MLP columns and vocabulary rows of the head
                                   are split over the group (rules above). Every rank gets the
@@ -222,7 +222,7 @@ typedef struct {
                                   no graph (every rank must call the collectives in the same
                                   order). Borrowed: must outlive the plan. */
     int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
-    int zero;                  /* with dp: 0, or 1 for ZeRO-1 (hw/dist_dp.h): each rank keeps
+    int zero;                  /* with dp: 0, or 1 for ZeRO-1 (hw/dist/dist_dp.h): each rank keeps
                                   AdamW's m and v for its 1/dp shard of every device's flat
                                   parameter buffer, the gradients are reduce-scattered, the
                                   update runs on the shard and the parameters are all-gathered
@@ -241,7 +241,7 @@ typedef struct {
                                   all-reduces overlap the rest of backward (a comm thread on
                                   host copies, or NCCL's comm stream) and are waited for at
                                   the device's AdamW, same bits; PLACER_DP_OVERLAP=0 makes
-                                  each synchronous (hw/dist_dp.h) */
+                                  each synchronous (hw/dist/dist_dp.h) */
 } hw_program_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with
@@ -315,7 +315,7 @@ int hw_program_graph_state(const hw_program *p);
 
 /* How the plan's tp and dp collectives move data: "none" (no group),
  * "host" (CPU backend: host buffers), "nccl" or "host staging" (CUDA:
- * hw/dist_device.h; the first used device's, the tp group's if any).
+ * hw/dist/dist_device.h; the first used device's, the tp group's if any).
  * Static. */
 const char *hw_program_collectives(const hw_program *p);
 

@@ -1,5 +1,5 @@
 /*
- * plan.c: compiles a placement and a schedule into per-device instruction
+ * program.c: compiles a placement and a schedule into per-device instruction
  * lists with every buffer's arena offset decided, by simulating one step's
  * issue order on the host.
  *
@@ -457,7 +457,7 @@ static pbuf *grad_target(cctx *c, int pr, int j, int d) {
     return dev_of(c, pr) == d ? &NS(c, pr, j)->grad : &RS(c, pr, j, d)->rg;
 }
 
-/* Data parallelism, zero 0 (hw/dist_dp.h): a node's gradient is final once
+/* Data parallelism, zero 0 (hw/dist/dist_dp.h): a node's gradient is final once
  * its last micro-batch's backward is issued. The final part of a device's
  * flat buffer grows down from its end (shards are in node order, backward
  * runs the other way); once it holds bucket_floats not yet reduced (or at

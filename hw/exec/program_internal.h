@@ -1,6 +1,6 @@
 /*
  * program_internal.h: what a compiled plan holds, shared by the compiler
- * (plan.c) and the runner (exec.c). Not a public interface.
+ * (program.c) and the runner (exec.c). Not a public interface.
  *
  * A plan is a list of instructions per logical device plus one global issue
  * order over all of them. Every instruction's buffers are byte offsets into
@@ -30,7 +30,7 @@ typedef enum {
     HI_SEND,     /* send n bytes at a to device peer (comm) */
     HI_RECV,     /* receive n bytes at a from device peer (comm) */
     HI_DP_REDUCE /* data parallelism: all-reduce (mean) of the device's gradients
-                    [a, a + n) in floats, once final (hw/dist_dp.h) (compute) */
+                    [a, a + n) in floats, once final (hw/dist/dist_dp.h) (compute) */
 } hi_kind;
 
 typedef struct {
@@ -116,7 +116,7 @@ struct hw_program {
     float *dp_buf;            /* host staging of one device's gradients for the all-reduce
                                  (data parallelism, and the sp all-reduce of replicated ones);
                                  param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
-    int zero;                 /* 1: ZeRO-1 over dp (hw/dist_dp.h), else 0 */
+    int zero;                 /* 1: ZeRO-1 over dp (hw/dist/dist_dp.h), else 0 */
     int64_t bucket_floats;    /* dp all-reduce bucket (zero 0): the plan emits HI_DP_REDUCE */
     int dp_overlap;           /* 0 not decided yet (the first bucket), 1 the comm thread, 2 NCCL's
                                  comm stream, -1 synchronous (dist_dp.c) */
@@ -142,7 +142,7 @@ struct hw_program {
 /* Compile placement + schedule into p (instructions, offsets, needs).
  * caps: per device (never NULL here). On PL_ERR_DEVICE_OOM, *oom_dev names
  * the device and p->dev[].need_bytes holds what was reached. Implemented in
- * plan.c. */
+ * program.c. */
 pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, char *msg, size_t len);
 
 /* Free the compiled instruction lists (not the device memory). */

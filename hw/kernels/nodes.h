@@ -82,7 +82,7 @@ void cpu_attention_backward(float *dinp, float *dwqkv, float *dbqkv, float *dwpr
                             const float *att, const float *y, const float *wqkv, const float *wproj, int B,
                             int T, int C, int NH, int acc);
 
-/* Tensor parallelism (hw/dist_tp.h): the attention of nh of the NH heads,
+/* Tensor parallelism (hw/dist/dist_tp.h): the attention of nh of the NH heads,
  * hs = C / NH, Cl = nh * hs. wqkv (3 Cl, C) and bqkv (3 Cl) hold the q, k
  * and v rows of those heads, wproj (C, Cl) the projection's columns that
  * read them; bproj (C) may be NULL. out (N, C) is then the heads' share of

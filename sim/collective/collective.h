@@ -52,7 +52,7 @@ typedef struct {
     int n_domains;        /* NVLink domains the group spans (1: NVLink only) */
     int n_pods;           /* pods the group spans */
     const char *source;   /* where time_us came from: "model" (the cluster's figures, here),
-                             "measured" or "fitted" (sim/coll_measured.h); static */
+                             "measured" or "fitted" (sim/collective/coll_measured.h); static */
 } coll_estimate;
 
 /* "all-reduce", "all-gather", "reduce-scatter". Static. */

@@ -138,7 +138,7 @@ pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluste
                             char *msg, size_t len);
 
 /* The same with collective times from measured curves or their fitted
- * model where meas has them (sim/coll_measured.h: groups inside one node);
+ * model where meas has them (sim/collective/coll_measured.h: groups inside one node);
  * meas NULL is layout_sim_create. meas is borrowed, must outlive s, and
  * must pass coll_measured_validate (PL_ERR_INVALID otherwise). */
 pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, const cluster *c,

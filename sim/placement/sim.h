@@ -13,7 +13,7 @@
  * are zeroed at the start (ZERO) and one fused AdamW per device ends the
  * step. Peak memory is the engine's arena high-water mark, allocated
  * first-fit in the same order with the same buffer lifetimes. The details
- * are at the top of sim.c.
+ * are at the top of sim_core.c.
  *
  * Hot path: sim_run allocates nothing. Create one sim_ctx per thread with
  * sim_ctx_create, then call sim_run as often as needed; results go into
@@ -147,7 +147,7 @@ pl_status sim_ctx_set_trace(sim_ctx *ctx, int on);
  *   res        caller-owned result, fully written on PL_OK
  * An OOM is a result (res->oom), not an error. Allocates nothing. On failure
  * sim_last_error(ctx) gives a one-line detail. The model (stages, orders,
- * memory, contention) is described at the top of sim.c. */
+ * memory, contention) is described at the top of sim_core.c. */
 pl_status sim_run(sim_ctx *ctx, const int *placement, const schedule *sched, const int64_t *caps,
                   const sim_params *prm, sim_result *res);
 

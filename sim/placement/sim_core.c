@@ -9,7 +9,7 @@
  * does with a placement, step by step, so that its times and peaks are the
  * engine's and not those of an idealised pipeline.
  *
- * What the engine does (hw/hw.h, hw/plan.c), and so what is simulated
+ * What the engine does (hw/exec/hw.h, hw/exec/program.c), and so what is simulated
  * --------------------------------------------------------------------
  * 1. Order. Each used device has its schedule order of operations: F(j),
  *    the forward of micro-batch j over the device's nodes in node order,
@@ -41,7 +41,7 @@
  *    on the comm stream from the step's start (transfers queue behind it)
  *    and the device's first backward (or, with none, AdamW) waits for it;
  *    for a bf16 profile (profile_data.bf16) it runs on the compute stream
- *    first, as the engine does (hw/plan.c's setup_device).
+ *    first, as the engine does (hw/exec/program.c's setup_device).
  * 3. Transfers, issued the moment the compiler can: an activation right
  *    after its producer's forward, once per remote device that consumes it;
  *    a gradient right after the last consumer on the sending device ran
@@ -58,7 +58,7 @@
  *    first operation that uses the data. Before AdamW the compute stream
  *    waits for everything its comm stream was given.
  * 4. Memory: each device's arena, allocated first-fit in the issue order
- *    with the engine's buffer lifetimes (plan.c): static buffers (params,
+ *    with the engine's buffer lifetimes (hw/exec/program.c): static buffers (params,
  *    grads, AdamW m and v, the backend workspace, token and target ids),
  *    per node and micro-batch the output (until its last local use), the
  *    saved block (forward to backward), the output gradient, scratch for
@@ -124,7 +124,7 @@
 
 #include "util.h"
 
-/* ---- the run state and the engine's bookkeeping (hw/plan.c) ------------- */
+/* ---- the run state and the engine's bookkeeping (hw/exec/program.c) ------------- */
 
 /* One run: everything sim_run's helpers share, in locals of one struct. */
 typedef struct {
@@ -620,7 +620,7 @@ static void setup_device(run *r, int d) {
     }
     if (c->emb_node >= 0 && c->dev[c->emb_node] == d) c_alloc(c, d, align_len(BT * 4), 0);
     c->static_b[d] = c->ar[d].top;
-    if (c->p->bf16) /* the engine's rule (plan.c): measured slower beside the bf16 forward */
+    if (c->p->bf16) /* the engine's rule (hw/exec/program.c): measured slower beside the bf16 forward */
         compute_op(r, d, OPK_ZERO, -1, -1, c->opt_b[d] / 7.0 * (double)fb);
     else
         zero_on_comm(r, d, c->opt_b[d] / 7.0 * (double)fb);

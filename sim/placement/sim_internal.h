@@ -22,7 +22,7 @@
  * default 4 MiB buffer). Only matters with three or more devices: with
  * two, every transfer involves both comm streams anyway. */
 #define SIM_EAGER_BYTES (4LL << 20)
-/* The engine's arena alignment (hw/arena.h). */
+/* The engine's arena alignment (hw/exec/arena.h). */
 #define SIM_ALIGN 256
 
 /* A buffer: arena block, and for a received one its pending receive. */
@@ -210,7 +210,7 @@ struct sim_ctx {
 #define OPKEY(m, i, j, b) ((((size_t)(i) * (m) + (j)) << 1) | (size_t)(b))
 #define OPKEY_W(n, m, i, j) (2 * (size_t)(n) * (m) + (size_t)(i) * (m) + (size_t)(j))
 
-/* An arena block's length for a request of `bytes` (hw/arena.c). */
+/* An arena block's length for a request of `bytes` (hw/exec/arena.c). */
 static inline int64_t align_len(int64_t bytes) {
     if (bytes < 1) bytes = 1;
     return (bytes + SIM_ALIGN - 1) / SIM_ALIGN * SIM_ALIGN;

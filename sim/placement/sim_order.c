@@ -3,7 +3,7 @@
  * (what each device's compute stream is given, in what order), and the
  * stages of a placement they are built on:
  *   gpipe        F(0..m-1), then B(0..m-1)
- *   1f1b         the engine's order (hw/plan.c build_sequence): warm-up
+ *   1f1b         the engine's order (hw/exec/program.c build_sequence): warm-up
  *                forwards by rank, then one forward and one backward
  *   interleaved  Megatron-LM's interleaved 1F1B over v chunks per device
  * sim_core.c's issue loop runs them; see the model at the top of sim_core.c.
@@ -40,7 +40,7 @@ void sim_build_stages(sim_ctx *c) {
     }
 }
 
-/* gpipe and 1f1b: the engine's per-device order (hw/plan.c build_sequence). */
+/* gpipe and 1f1b: the engine's per-device order (hw/exec/program.c build_sequence). */
 void sim_order_engine(sim_ctx *c, int gpipe) {
     const int m = c->m;
     for (int u = 0; u < c->n_used; u++) {

@@ -135,7 +135,7 @@ size_t hw_replay_comm_order(const hw_replay *r, int d, char *buf, size_t len) {
     return off < len ? off : (len ? len - 1 : 0);
 }
 
-/* ---- the cost model, written from sim.c's description ---- */
+/* ---- the cost model, written from sim_core.c's description ---- */
 
 typedef struct {
     const profile_data *p;
@@ -290,7 +290,7 @@ pl_status hw_replay_time_dump(const hw_replay *r, const profile_data *p, const s
             break;
         }
         case HI_RECV: break; /* handled with its send */
-        case HI_DP_REDUCE: break; /* data-parallel plans (hw/dist_dp.h) are not replayed */
+        case HI_DP_REDUCE: break; /* data-parallel plans (hw/dist/dist_dp.h) are not replayed */
         }
         if (dump && in->kind != HI_SEND && in->kind != HI_RECV && in->kind != HI_RECORD && in->kind != HI_WAIT) {
             static const char *kn[] = {"zero", "fwd", "bwd", "add", "adamw"};

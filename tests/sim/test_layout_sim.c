@@ -1,5 +1,5 @@
 /*
- * test_layout_sim.c: the layout step (sim/layout_sim.c) against closed
+ * test_layout_sim.c: the layout step (sim/layout/layout_sim.c) against closed
  * forms: the pipeline bubble (p-1)/(v m) with free sends, a tp-only
  * layout's collective time as the ring formula, a dp-only layout whose
  * reduction hides behind backward but for its last buckets, zero-3 memory

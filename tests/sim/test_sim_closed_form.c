@@ -91,7 +91,7 @@ ParameterizedTest(bubble_case *c, sim_bubble, interleaved_matches_closed_form) {
 /* The orders themselves, on a 4-stage pipeline with m = 8: stage 0 of 1F1B
  * runs 4 forwards (3 warm-up + 1), then alternates; GPipe runs all
  * forwards, then the backwards in micro-batch order, as the engine does
- * (hw/hw.h; the bubble is the same either way). */
+ * (hw/exec/hw.h; the bubble is the same either way). */
 static void stage_order(int order, int stage, char *out, size_t len) {
     graph *g = simfix_chain_graph(4, 8);
     profile_data *p = simfix_unit_profile(g, 4, 1, 1.0, 2.0, 0.0, 0);

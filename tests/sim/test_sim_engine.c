@@ -1,13 +1,13 @@
 /*
  * test_sim_engine.c: the simulator against the engine it models.
  *
- * The engine's own plan compiler (hw/plan.c) runs here on the CPU backend,
+ * The engine's own plan compiler (hw/exec/program.c) runs here on the CPU backend,
  * through tests/sim/hw_replay: for random placements of a small GPT, the
  * simulator must issue the same compute operations in the same order on
  * every device, the same transfers on every comm stream (two devices), the
  * same number of early issues, predict the same peak as the engine's arena
  * high-water mark, and the same step time as the replay of the engine's
- * instruction lists on a clock (written independently of sim.c). Plus a
+ * instruction lists on a clock (written independently of sim_core.c). Plus a
  * scattered placement timed by hand.
  */
 #include <criterion/criterion.h>
@@ -24,7 +24,7 @@
 #include "util.h"
 
 #define WS_BYTES (1 << 20) /* the modelled backend's workspace */
-#define EAGER (4LL << 20)  /* the simulator's eager-send limit (sim.c) */
+#define EAGER (4LL << 20)  /* the simulator's eager-send limit (sim_core.c) */
 
 typedef struct {
     graph *g;
