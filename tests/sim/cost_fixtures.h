@@ -91,6 +91,8 @@ static inline layout costfix_layout(int tp, int pp, int dp, int mbs) {
     l.pp = pp;
     l.vp = 1;
     l.dp = dp;
+    l.ep = 1;  /* no expert parallelism (a dense model) */
+    l.etp = 1;
     l.micro_batch = mbs;
     l.global_batch = mbs * dp;
     l.prec = PRECISION_FP16;
