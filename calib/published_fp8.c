@@ -74,7 +74,15 @@ static void row_of(const pub_csv *c, int r, pub_fp8_row *w) {
     l->dp = gpus / (tp * pp * cp);
     l->micro_batch = mbs;
     l->global_batch = gbs;
-    l->zero = strstr(fs, "FSDP 1") ? ZERO_FSDP : ZERO_1;
+    /* "FSDP 1" is NeMo's Megatron FSDP (use_mcore_fsdp): NeMo's performance
+     * scripts (scripts/performance/helpers.py, set_mcore_fsdp_configs, in
+     * the r2.3.0 / r2.4.0 branches of the 25.04 / 25.07 containers) set
+     * data_parallel_sharding_strategy "optim_grads_params": weights,
+     * gradients and optimizer all sharded, the weights gathered per unit
+     * and freed after use, FP8 transpose caches not kept
+     * (keep_fp8_transpose_cache_when_using_custom_fsdp False). That is zero
+     * 3, not Llama 3's fsdp (whole weights between forward and backward). */
+    l->zero = strstr(fs, "FSDP 1") ? ZERO_3 : ZERO_1;
     l->recompute = RECOMPUTE_NONE;
     l->prec = PRECISION_FP8;
     l->fp8 = strstr(recipe, "current") ? FP8_RECIPE_TENSORWISE : FP8_RECIPE_DELAYED;
@@ -91,6 +99,16 @@ static pl_status row_cluster(const pub_fp8_row *w, cluster *c, char *msg, size_t
     return PL_OK;
 }
 
+const char *pub_fp8_mem_why(const char *run_id) {
+    if (run_id && !strcmp(run_id, "nemo2507-gb200-llama31-405b-fsdp"))
+        return "the row keeps no recomputation (not stated on the page); NeMo r2.4.0's performance config for this "
+               "layout (model_configs_gb200.csv: tp 2, Megatron FSDP) recomputes 95 of the 126 layers in full "
+               "(recompute_method block), which the layout model cannot express (all layers or none): with those "
+               "95 keeping only their inputs (0.134 of 1.713 GB a layer) the activations drop from 217.6 GB to ~69 GB, "
+               "~132 GB in all: it fits";
+    return "not audited";
+}
+
 static pl_status simulate(pub_fp8_row *w, double bw_eff, char *msg, size_t len) {
     cluster c;
     pl_status st = row_cluster(w, &c, msg, len);
@@ -104,6 +122,7 @@ static pl_status simulate(pub_fp8_row *w, double bw_eff, char *msg, size_t len) 
     st = layout_sim_run(s, &prm, 0, &w->res, msg, len);
     layout_sim_destroy(s);
     if (st != PL_OK) return st;
+    w->mem_why = w->res.oom ? pub_fp8_mem_why(w->run_id) : NULL;
     w->predicted_tokens = w->res.tokens_per_s / (double)w->gpus;
     w->err = (w->predicted_tokens - w->published_tokens) / w->published_tokens;
     return PL_OK;

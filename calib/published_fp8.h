@@ -12,7 +12,8 @@
  * listed as skipped with the reason. What each row becomes (ASSUMED where
  * the source is silent): the row's tp, pp, vp, cp, dp, micro-batch, global
  * batch and sequence; sequence parallelism with tp > 1 (NeMo's default);
- * the distributed optimizer (zero 1), or fsdp where the row says FSDP;
+ * the distributed optimizer (zero 1), or zero 3 where the row says FSDP 1
+ * (NeMo's Megatron FSDP shards weights, gradients and optimizer);
  * no recomputation (NeMo's performance configurations; the rows say "not
  * stated"); flash attention; the recipe the row states (per-tensor current
  * scaling -> tensorwise, else delayed: NeMo's and MLPerf's); the cluster
@@ -52,6 +53,7 @@ typedef struct {
     double err;               /* (predicted - published) / published */
     int fitted;               /* the fit row */
     int blackwell;            /* the row's GPU is a Blackwell */
+    const char *mem_why;      /* predicted OOM for a run that ran: why (static text); NULL otherwise */
     layout_result res;
 } pub_fp8_row;
 
@@ -72,6 +74,10 @@ typedef struct {
  * the file is absent (the caller may skip the section), PL_ERR_INVALID with
  * one line for a malformed file or a missing fit row. Free with
  * pub_fp8_free (also after a failure). */
+/* Why a row that ran is predicted OOM (the audited rows' static text,
+ * else "not audited"). Pure. */
+const char *pub_fp8_mem_why(const char *run_id);
+
 pl_status pub_fp8_check_run(const char *dir, int fit, double blackwell_eff, pub_fp8_result *out, char *msg,
                             size_t len);
 void pub_fp8_free(pub_fp8_result *r);

@@ -260,6 +260,9 @@ static void print_fp8_text(const pub_fp8_result *f) {
         printf("%-34s %6lld %-8s %10.1f %10.1f %+7.1f%% %7.1f%s%s\n", w->run_id, (long long)w->gpus,
                fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, 100 * w->err,
                cli_gb(w->res.mem.total), w->res.oom ? " OOM" : "", w->fitted ? "  (fitted)" : "");
+        if (w->res.oom)
+            printf("    memory: predicted OOM (%.1f of %.1f GB) for a run that ran, NOT as published: %s\n",
+                   cli_gb(w->res.mem.total), cli_gb(w->res.mem_cap), w->mem_why ? w->mem_why : "not audited");
     }
     printf("FP8, %d rows not fitted on: mean |error| %.1f%%, max %.1f%%; Hopper's %d: mean %.1f%%, max %.1f%%\n",
            f->rows_scored, 100 * f->mean_abs_error, 100 * f->max_abs_error, f->rows_h100,
@@ -289,9 +292,14 @@ static void print_fp8_json(const pub_fp8_result *f) {
             continue;
         }
         printf(", \"gpus\": %lld, \"recipe\": \"%s\", \"published_tokens_per_gpu\": %.3f, "
-               "\"predicted_tokens_per_gpu\": %.3f, \"error\": %.6f, \"fitted\": %s, \"blackwell\": %s}",
+               "\"predicted_tokens_per_gpu\": %.3f, \"error\": %.6f, \"fitted\": %s, \"blackwell\": %s",
                (long long)w->gpus, fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, w->err,
                w->fitted ? "true" : "false", w->blackwell ? "true" : "false");
+        if (w->res.oom) {
+            printf(", \"mem_why\": ");
+            pl_json_string(stdout, w->mem_why ? w->mem_why : "not audited");
+        }
+        printf("}");
     }
     printf("\n ]}");
 }

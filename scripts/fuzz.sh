@@ -56,8 +56,9 @@ for t in $targets; do
     cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
     collectives) srcs="$CORE sim/collective/collective.c sim/collective/coll_measured.c calib/coll_file.c"; libs="-ljansson -lm"
       maxlen=16384; extra_flags="" ;;
-    plan) srcs="$CORE $(ls sim/*/*.c) $(ls plan/*.c | grep -v plan_profile)"
-      libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
+    # plan/plan_run.c searches placements (plan_profile.c: policy/, hw/) and
+    # loads clusters (profile/cluster_file.c): the command line's whole set
+    plan) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=512; extra_flags="" ;;
     published) srcs="$CORE sim/layout/compute_model.c sim/layout/fp8.c sim/layout/layout_memory.c sim/layout/moe.c sim/collective/collective.c calib/published_runs.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $(ls sim/*/*.c) plan/layout_eval.c plan/plan_model.c profile/cluster_file.c

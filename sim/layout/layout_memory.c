@@ -34,11 +34,18 @@
  *       (layer_params_per_gpu) plus its embedding or head share; bytes per
  *       parameter: mixed precision (bf16, fp16, fp8) 2 weight + 2 gradient
  *       + 12 optimizer (fp32 master weight and two fp32 Adam moments) = 16;
- *       fp32 / tf32 4 + 4 + 8. Sharded over dp (ceil): zero 1 the optimizer,
- *       zero 2 also the gradients, zero 3 also the weights; fsdp (Llama 3's
+ *       fp32 / tf32 4 + 4 + 8. Sharded (ceil) over the ranks that hold the
+ *       same weights, dp x cp (zero_shard_ranks): zero 1 the optimizer,
+ *       zero 2 also the gradients, zero 3 also the weights. Context-parallel
+ *       ranks hold identical weights, and Megatron-core's distributed
+ *       optimizer and its FSDP shard over the data-parallel group *with*
+ *       context parallelism (parallel_state's
+ *       get_data_parallel_group(with_context_parallel=True), the
+ *       intra-dp-cp group the DDP buffers are built on); fsdp (Llama 3's
  *       variant) shards gradients and optimizer, and the weights it gathers
  *       in forward stay until backward, so at the peak the weights count
- *       whole
+ *       whole; it keeps the shard over dp alone (the Llama 3 paper does not
+ *       say that its CP ranks join the FSDP group)
  *   activations  act_per_layer x layers / vp x in_flight chunk micro-batches,
  *       plus the working set of recomputation: under full recompute one
  *       layer rebuilt whole for its backward (its activations without
@@ -195,6 +202,11 @@ int64_t stage_extra_params_per_gpu(const gpt_config *cfg, const layout *l, int s
     return w;
 }
 
+int64_t zero_shard_ranks(const layout *l) {
+    const int64_t dp = l->dp > 0 ? l->dp : 1, cp = l->cp > 0 ? l->cp : 1;
+    return l->zero == ZERO_FSDP ? dp : dp * cp;
+}
+
 int layout_in_flight_1f1b(const layout *l, int m) {
     const int pp = l->pp > 0 ? l->pp : 1, vp = l->vp > 0 ? l->vp : 1;
     if (m < 1) return 0;
@@ -213,10 +225,11 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
     const int64_t lp = layer_params_per_gpu(cfg, l);
     const int64_t n = lp * layers + stage_extra_params_per_gpu(cfg, l, stage);
     int64_t nw = n, ng = n, no = n;
-    if (dp > 1) {
-        if (l->zero >= ZERO_1) no = ceil_div(n, dp);
-        if (l->zero >= ZERO_2) ng = ceil_div(n, dp);
-        if (l->zero == ZERO_3) nw = ceil_div(n, dp);
+    const int64_t zr = zero_shard_ranks(l);
+    if (zr > 1) {
+        if (l->zero >= ZERO_1) no = ceil_div(n, zr);
+        if (l->zero >= ZERO_2) ng = ceil_div(n, zr);
+        if (l->zero == ZERO_3) nw = ceil_div(n, zr);
     }
     out->params = (int64_t)(nw * wb);
     out->grads = (int64_t)(ng * gb);
@@ -316,10 +329,11 @@ void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compu
     /* the replicated part: each layer's dense part instead of a dense layer */
     const int64_t n = (int64_t)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
                       (int64_t)nm * moe_layer_dense_params_per_gpu(cfg, l, 1) + stage_extra_params_per_gpu(cfg, l, stage);
-    out->params = (int64_t)(shard(n, dp, l->zero == ZERO_3) * wb);
-    out->grads = (int64_t)(shard(n, dp, l->zero >= ZERO_2 && l->zero != ZERO_FSDP) * gb);
+    const int64_t zr = zero_shard_ranks(l); /* dp x cp, fsdp dp (above) */
+    out->params = (int64_t)(shard(n, zr, l->zero == ZERO_3) * wb);
+    out->grads = (int64_t)(shard(n, zr, l->zero >= ZERO_2 && l->zero != ZERO_FSDP) * gb);
     if (l->zero == ZERO_FSDP) out->grads = (int64_t)(shard(n, dp, 1) * gb);
-    out->optimizer = (int64_t)(shard(n, dp, l->zero >= ZERO_1) * ob);
+    out->optimizer = (int64_t)(shard(n, zr, l->zero >= ZERO_1) * ob);
     const int64_t X = (int64_t)nm * moe_layer_expert_params_per_gpu(cfg, l);
     out->expert_params = (int64_t)(shard(X, edp, l->zero == ZERO_3) * wb);
     out->expert_grads = (int64_t)(shard(X, edp, l->zero >= ZERO_2) * gb);

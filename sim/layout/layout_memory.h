@@ -91,6 +91,12 @@ int64_t stage_extra_params_per_gpu(const gpt_config *cfg, const layout *l, int s
 /* Chunk micro-batches 1F1B (vp = 1) or interleaved 1F1B keeps in flight
  * on the first stage: min(m, pp), and Megatron's interleaved warm-up count
  * plus one, 2 (pp - 1) + (vp - 1) pp + 1, at most m * vp. */
+/* The ranks a ZeRO level's shards spread over: dp x cp for zero 1-3
+ * (context-parallel ranks hold the same weights; Megatron-core shards over
+ * its data-parallel-with-context-parallel group), dp for fsdp (Llama 3's
+ * variant). Pure. */
+int64_t zero_shard_ranks(const layout *l);
+
 int layout_in_flight_1f1b(const layout *l, int m);
 
 #endif

@@ -48,6 +48,41 @@ Test(check_fp8, meets_the_bar_on_rows_not_fitted_on, .timeout = 60) {
     pub_fp8_free(&r);
 }
 
+/* Every row ran in public: each simulated row fits its GPU, or is predicted
+ * OOM with an audited reason (not "not audited"). The rows that say
+ * "FSDP 1" are NeMo's Megatron FSDP (optim_grads_params): zero 3, weights
+ * sharded, so the 70B rows on 64 GB200s hold well under the GPU. */
+Test(check_fp8, rows_that_ran_fit_or_say_why, .timeout = 60) {
+    pub_fp8_result r;
+    char msg[512] = "";
+    cr_assert_eq(pub_fp8_check_run(DIR, 0, 0, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    int fsdp = 0, simulated = 0;
+    for (int i = 0; i < r.n; i++) {
+        const pub_fp8_row *w = &r.rows[i];
+        if (w->skipped[0]) continue;
+        simulated++;
+        cr_assert(w->res.mem_cap > 0, "%s", w->run_id);
+        if (w->res.oom) {
+            cr_assert_not_null(w->mem_why, "%s is OOM without a reason", w->run_id);
+            cr_assert(strcmp(w->mem_why, "not audited") != 0, "%s: predicted OOM (%.1f of %.1f GB), not audited",
+                      w->run_id, w->res.mem.total * 1e-9, w->res.mem_cap * 1e-9);
+        } else {
+            cr_assert_null(w->mem_why, "%s fits: no reason", w->run_id);
+        }
+        if (strstr(w->run_id, "-fsdp")) {
+            fsdp++;
+            cr_assert_eq(w->lay.zero, ZERO_3, "%s: Megatron FSDP shards the weights", w->run_id);
+            if (strstr(w->run_id, "70b")) cr_assert(!w->res.oom, "%s", w->run_id);
+        } else {
+            cr_assert_eq(w->lay.zero, ZERO_1, "%s: the distributed optimizer", w->run_id);
+        }
+    }
+    cr_assert_geq(simulated, 20);
+    cr_assert_eq(fsdp, 3, "the three NeMo GB200 FSDP rows");
+    cr_assert_str_eq(pub_fp8_mem_why("no-such-row"), "not audited");
+    pub_fp8_free(&r);
+}
+
 Test(check_fp8, fit_reproduces_the_stored_constant, .timeout = 120) {
     pub_fp8_result r, s;
     char msg[512] = "";

@@ -14,6 +14,8 @@
 #include "cost_fixtures.h"
 #include "layout_memory.h"
 
+static int64_t cdiv(int64_t n, int64_t d) { return (n + d - 1) / d; }
+
 static compute_params megatron2021(void) {
     compute_params p;
     compute_params_default(&p);
@@ -104,6 +106,42 @@ Test(cost_memory, sharding_and_bytes_per_parameter) {
     cr_assert_eq(u.optimizer, 8 * n);
     /* a GPT layer holds 12 h^2 + 13 h parameters (Megatron's count) */
     cr_assert_eq(layer_params_per_gpu(&m, &one), 12LL * 12288 * 12288 + 13LL * 12288);
+}
+
+/* Context-parallel ranks hold the same weights, and Megatron-core shards
+ * the distributed optimizer (zero 1), gradients (2) and weights (3) over
+ * the data-parallel group with context parallelism: dp x cp ranks. Llama
+ * 3's fsdp keeps its shard over dp alone. Nothing else moves with cp's
+ * shard (the activations are cp's own). */
+Test(cost_memory, zero_shards_over_dp_times_cp) {
+    gpt_config m = costfix_megatron_gpt(4096, 32, 32);
+    m.seq_len = 8192;
+    const int layers = 32;
+    layout l = costfix_layout(1, 1, 4, 1);
+    l.prec = PRECISION_BF16;
+    int64_t n = layer_params_per_gpu(&m, &l) * layers + stage_extra_params_per_gpu(&m, &l, 0);
+    for (int z = ZERO_1; z <= ZERO_3; z++) {
+        layout a = l, b = l;
+        a.zero = b.zero = (zero_kind)z;
+        b.cp = 2;
+        cr_assert_eq(zero_shard_ranks(&a), 4);
+        cr_assert_eq(zero_shard_ranks(&b), 8);
+        layout_memory ma, mb;
+        layout_stage_memory(&m, &a, 0, layers, 1, &ma);
+        layout_stage_memory(&m, &b, 0, layers, 1, &mb);
+        cr_assert_eq(mb.optimizer, 12 * cdiv(n, 8), "zero %d", z);
+        cr_assert_eq(ma.optimizer, 12 * cdiv(n, 4), "zero %d", z);
+        cr_assert_eq(mb.grads, 2 * (z >= ZERO_2 ? cdiv(n, 8) : n), "zero %d", z);
+        cr_assert_eq(mb.params, 2 * (z == ZERO_3 ? cdiv(n, 8) : n), "zero %d", z);
+    }
+    layout f = l;
+    f.zero = ZERO_FSDP;
+    f.cp = 2;
+    cr_assert_eq(zero_shard_ranks(&f), 4);
+    layout_memory mf;
+    layout_stage_memory(&m, &f, 0, layers, 1, &mf);
+    cr_assert_eq(mf.optimizer, 12 * cdiv(n, 4));
+    cr_assert_eq(mf.params, 2 * n);
 }
 
 /* 1F1B keeps min(m, p) micro-batches on the first stage; interleaving
