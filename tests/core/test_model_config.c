@@ -230,8 +230,7 @@ Test(model_config, every_shipped_model_builds_a_graph_equal_to_its_closed_form) 
 Test(model_config, shipped_moe_models_have_their_published_total_and_active_counts) {
     static const char *const names[] = {"deepseek-v3",   "kimi-k2",         "mixtral-8x7b",   "qwen3-235b-a22b",
                                         "qwen3-30b-a3b", "gpt-oss-120b",    "qwen3-32b",      "mixtral-8x22b",
-                                        "llama-4-scout", "gpt-oss-20b",     "mistral-nemo-12b", "nemotron-4-15b",
-                                        "nemotron-4-340b"};
+                                        "llama-4-scout", "gpt-oss-20b",     "mistral-nemo-12b"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/data/models/%s.json", PLACER_SOURCE_DIR, names[i]);
@@ -345,9 +344,11 @@ Test(model_config, llama4_text_config_and_nemotron_are_read) {
     const char *bad = "{\"text_config\": 3}";
     cr_assert_eq(parse(bad, &d, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert(strstr(msg, "text_config"), "%s", msg);
-    gpt_config n = load("nemotron-4-340b");
+    gpt_config n = load(PLACER_SOURCE_DIR "/data/models/pending/nemotron-4-340b.json"); /* held back: SOURCES.md */
     cr_assert_eq(n.mlp, MLP_RELU2);
     cr_assert_eq(n.no_bias, 1);
     cr_assert_eq(n.norm, NORM_LAYERNORM);
     cr_assert_eq(gpt_param_count(&n), 341029195776LL); /* count_params.py's figure (data/models/SOURCES.md) */
+    gpt_config f = load(PLACER_SOURCE_DIR "/data/models/pending/nemotron-4-15b.json");
+    cr_assert_eq(gpt_param_count(&f), 15628775424LL);
 }
