@@ -71,6 +71,14 @@ static void run_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_r
         return;
     }
     cl.groups[0].n_nodes = gpus / cl.gpus_per_node;
+    /* a job that fills no whole number of NVLink domains (64 GB200 of a 72-GPU NVL72 rack, 256 over
+     * four racks): spread evenly over the fewest racks, each rack's share its NVLink domain (NeMo's
+     * GB200 rows: 16 compute trays a rack, moe-runs.csv's assumptions) */
+    const int dom = cl.nvlink_domain_gpus;
+    if (dom > cl.gpus_per_node && gpus % dom) {
+        const int racks = (gpus + dom - 1) / dom;
+        if (gpus % racks == 0 && (gpus / racks) % cl.gpus_per_node == 0) cl.nvlink_domain_gpus = gpus / racks;
+    }
     layout l;
     layout_default(&l);
     l.tp = cell_int(c, r, "tp", 1), l.pp = cell_int(c, r, "pp", 1), l.vp = cell_int(c, r, "vp", 1);

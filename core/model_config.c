@@ -196,6 +196,16 @@ static pl_status parse_moe_mla(json_t *root, gpt_config *c, char *msg, size_t le
         const char *mt = NULL;
         if (get_str(root, "model_type", &mt, msg, len) < 0) return PL_ERR_INVALID;
         if (mt && !strcmp(mt, "gpt_oss")) c->moe_bias = 1; /* gpt-oss experts and router carry biases */
+        if (mt && !strcmp(mt, "llama4_text")) {
+            /* Llama 4 (transformers' Llama4TextMoe): intermediate_size is the
+             * expert's width, every MoE layer also runs one shared expert of
+             * that width, and intermediate_size_mlp is the dense layers' */
+            static const char *const k_mlp[] = {"intermediate_size_mlp", NULL};
+            int dff = 0;
+            if (get_count(root, k_mlp, &dff, msg, len) < 0) return PL_ERR_INVALID;
+            if (shff == 0 && nshared == 0) c->shared_d_ff = c->moe_d_ff;
+            if (dff > 0) c->d_ff = dff;
+        }
         /* every MoE key but the count is meaningless without experts: a top-k
          * that is absent is an error below (gpt_config_validate) */
     } else {
@@ -247,11 +257,23 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
                                 err.text, err.line, err.column),
                         msg, len);
     pl_status st = PL_ERR_INVALID;
+    json_t *const doc = root; /* the whole document; root the object whose keys are read */
     gpt_config c;
     memset(&c, 0, sizeof c);
     if (!json_is_object(root)) {
         pl_fail(msg, len, PL_ERR_INVALID, "model config must be a JSON object ({\"hidden_size\": ...})");
         goto out;
+    }
+    /* a multimodal config (Llama 4's Llama4Config) nests the language model's
+     * keys in text_config: that object is the model (the vision encoder is
+     * not modelled); the file's own "name" still names it */
+    json_t *tc = json_object_get(root, "text_config");
+    if (tc && !json_object_get(root, "hidden_size")) {
+        if (!json_is_object(tc)) {
+            pl_fail(msg, len, PL_ERR_INVALID, "model config 'text_config' must be an object");
+            goto out;
+        }
+        root = tc;
     }
     static const char *const k_hidden[] = {"hidden_size", "n_embd", "d_model", NULL};
     static const char *const k_layers[] = {"num_hidden_layers", "n_layer", NULL};
@@ -281,7 +303,7 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
 
     const char *mtype = NULL, *mname = NULL, *act = NULL;
     if (get_str(root, "model_type", &mtype, msg, len) < 0) goto out;
-    if (get_str(root, "name", &mname, msg, len) < 0) goto out;
+    if (get_str(doc, "name", &mname, msg, len) < 0) goto out;
     if (get_str(root, "hidden_act", &act, msg, len) < 0) goto out;
     if (!act && get_str(root, "activation_function", &act, msg, len) < 0) goto out;
 
@@ -296,6 +318,11 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
         c.mlp = MLP_SWIGLU;
         if (!strcmp(mtype, "qwen2") || !strcmp(mtype, "qwen2_moe")) c.qkv_bias = 1;
         if (!strcmp(mtype, "gemma")) tied_default = 1;
+    } else if (mtype && !strcmp(mtype, "nemotron")) {
+        /* Nemotron-4 (transformers' NemotronConfig): LayerNorm with bias,
+         * rotary, no linear biases, squared-ReLU MLP (hidden_act relu2) */
+        c.pos = POS_ROTARY;
+        c.no_bias = 1;
     } else if (mtype && !strcmp(mtype, "gpt2")) {
         tied_default = 1;
     } else if (mtype && !strcmp(mtype, "gpt_neox")) {
@@ -336,7 +363,7 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     *cfg = c;
     st = PL_OK;
 out:
-    json_decref(root);
+    json_decref(doc);
     return one_line(st, msg, len);
 }
 

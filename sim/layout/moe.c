@@ -63,9 +63,15 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
     if (!c || !ranks || !us || n < 1 || !(bytes_per_rank >= 0) || c->gpus_per_node < 1 ||
         !(c->collective_efficiency > 0))
         return PL_ERR_INVALID;
-    const int64_t world = cluster_n_gpus(c), gpn = c->gpus_per_node;
-    /* members per node: the group's ranks are distinct; count the fewest
-     * on any node it touches (the busiest NIC share) */
+    /* "node" here is the NVLink domain (cluster_domain_gpus: the node, or a
+     * whole NVL72 rack of 4-GPU trays): members inside one reach each other
+     * at intra_bw through the NVLink switches; only traffic between domains
+     * takes the NICs. (Counting 4-GPU trays as nodes sent a GB200 rack's
+     * all-to-all over the NICs: Llama 4 Scout's EP 16 on 64 GB200 ran its
+     * dispatch at ~51 GB/s a GPU instead of NVLink's.) Members per domain:
+     * the group's ranks are distinct; count the fewest on any domain it
+     * touches (the busiest NIC share) */
+    const int64_t world = cluster_n_gpus(c), gpn = cluster_domain_gpus(c);
     int q_min = n, nodes = 0, pods = 0;
     double intra = INFINITY, nic = INFINITY, lat_intra = 0;
     for (int i = 0; i < n; i++) {

@@ -228,8 +228,9 @@ Test(model_config, every_shipped_model_builds_a_graph_equal_to_its_closed_form) 
  * or as the file's source explains). The counts are the closed forms of
  * model_params.h, not read from the file. */
 Test(model_config, shipped_moe_models_have_their_published_total_and_active_counts) {
-    static const char *const names[] = {"deepseek-v3", "kimi-k2", "mixtral-8x7b", "qwen3-235b-a22b",
-                                        "qwen3-30b-a3b", "gpt-oss-120b", "qwen3-32b"};
+    static const char *const names[] = {"deepseek-v3",   "kimi-k2",         "mixtral-8x7b",   "qwen3-235b-a22b",
+                                        "qwen3-30b-a3b", "gpt-oss-120b",    "qwen3-32b",      "mixtral-8x22b",
+                                        "llama-4-scout", "gpt-oss-20b",     "mistral-nemo-12b"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/data/models/%s.json", PLACER_SOURCE_DIR, names[i]);
@@ -312,4 +313,42 @@ Test(model_config, moe_mla_and_window_keys_are_read) {
     cr_assert_eq(parse(hd, &q, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(gpt_head_dim(&q), 64);
     cr_assert_eq(gpt_attn_params(&q), 2880LL * 80 * 64 + 64LL * 64 * 2880);
+}
+
+/* Llama 4's nested text_config is the model (the file's own name still
+ * names it): intermediate_size the experts' width, one shared expert of that
+ * width, intermediate_size_mlp the dense layers'; a text_config that is not
+ * an object is refused. Nemotron: squared ReLU, no linear biases. */
+Test(model_config, llama4_text_config_and_nemotron_are_read) {
+    gpt_config c = load("llama-4-scout");
+    cr_assert_eq(c.d_model, 5120);
+    cr_assert_eq(c.n_layers, 48);
+    cr_assert_eq(c.n_experts, 16);
+    cr_assert_eq(c.top_k, 1);
+    cr_assert_eq(c.moe_d_ff, 8192);
+    cr_assert_eq(c.shared_d_ff, 8192);
+    cr_assert_eq(c.d_ff, 16384);
+    cr_assert_eq(c.mlp, MLP_SWIGLU);
+    gpt_config d;
+    char msg[256] = "", name[64] = "";
+    const char *nested = "{\"name\": \"outer\", \"model_type\": \"llama4\", \"text_config\": {\"model_type\": "
+                         "\"llama4_text\", \"hidden_size\": 64, \"num_hidden_layers\": 2, \"num_attention_heads\": 4, "
+                         "\"vocab_size\": 100, \"intermediate_size\": 32, \"intermediate_size_mlp\": 128, "
+                         "\"num_local_experts\": 4, \"num_experts_per_tok\": 1, \"hidden_act\": \"silu\"}}";
+    cr_assert_eq(model_config_parse_json(nested, strlen(nested), &d, name, sizeof name, msg, sizeof msg), PL_OK, "%s",
+                 msg);
+    cr_assert_str_eq(name, "outer");
+    cr_assert_eq(d.moe_d_ff, 32);
+    cr_assert_eq(d.shared_d_ff, 32);
+    cr_assert_eq(d.d_ff, 128);
+    const char *bad = "{\"text_config\": 3}";
+    cr_assert_eq(parse(bad, &d, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "text_config"), "%s", msg);
+    gpt_config n = load(PLACER_SOURCE_DIR "/data/models/pending/nemotron-4-340b.json"); /* held back: SOURCES.md */
+    cr_assert_eq(n.mlp, MLP_RELU2);
+    cr_assert_eq(n.no_bias, 1);
+    cr_assert_eq(n.norm, NORM_LAYERNORM);
+    cr_assert_eq(gpt_param_count(&n), 341029195776LL); /* count_params.py's figure (data/models/SOURCES.md) */
+    gpt_config f = load(PLACER_SOURCE_DIR "/data/models/pending/nemotron-4-15b.json");
+    cr_assert_eq(gpt_param_count(&f), 15628775424LL);
 }

@@ -96,6 +96,7 @@ static inline layout costfix_layout(int tp, int pp, int dp, int mbs) {
     l.micro_batch = mbs;
     l.global_batch = mbs * dp;
     l.prec = PRECISION_FP16;
+    l.ep = l.etp = 1; /* no expert parallelism (layout_default's; layout_validate wants both >= 1) */
     return l;
 }
 

@@ -119,6 +119,20 @@ Test(moe, all_to_all_is_its_bandwidth_formula_on_one_node_and_across_nodes) {
     /* a bad group */
     int64_t dup[2] = {3, 3};
     cr_assert_eq(moe_all_to_all_us(&c, dup, 2, S, &t, NULL), PL_ERR_INVALID);
+    /* an NVLink domain of two 8-GPU nodes (an NVL72 rack's trays): the 16
+     * reach each other over NVLink, so the two-node group is one domain's
+     * all-to-all ((n - 1)/n S over NVLink, the intra latency), no NIC */
+    c.nvlink_domain_gpus = 16;
+    cr_assert_eq(moe_all_to_all_us(&c, two, 16, S, &t, &e), PL_OK);
+    want = 8.0 + c.intra_latency_us + S * 15 / 16 / (c.intra_bw * 0.8) * 1e6;
+    cr_assert(fabs(t - want) <= 1e-9 * want, "one domain %.3f vs %.3f", t, want);
+    cr_assert_eq(e.n_nodes, 1);
+    /* one rank in each of two domains: across the network again */
+    int64_t two_dom[2] = {0, 16};
+    cr_assert_eq(moe_all_to_all_us(&c, two_dom, 2, S, &t, &e), PL_OK);
+    want = 8.0 + c.inter_latency_us + S / 2 / (nic * 0.8) * 1e6;
+    cr_assert(fabs(t - want) <= 1e-9 * want, "two domains %.3f vs %.3f", t, want);
+    cr_assert_eq(e.n_nodes, 2);
 }
 
 Test(moe, tokens_per_expert_and_every_memory_term_are_their_closed_forms) {
