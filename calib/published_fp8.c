@@ -75,7 +75,7 @@ static void row_of(const pub_csv *c, int r, pub_fp8_row *w) {
     l->micro_batch = mbs;
     l->global_batch = gbs;
     /* "FSDP 1" is NeMo's Megatron FSDP (use_mcore_fsdp): NeMo's performance
-     * scripts (scripts/performance/helpers.py, set_mcore_fsdp_configs, in
+     * scripts (NVIDIA/NeMo: performance/helpers.py, set_mcore_fsdp_configs, in
      * the r2.3.0 / r2.4.0 branches of the 25.04 / 25.07 containers) set
      * data_parallel_sharding_strategy "optim_grads_params": weights,
      * gradients and optimizer all sharded, the weights gathered per unit
