@@ -440,13 +440,15 @@ Test(profiler, cpu_run_stores_every_unit_once_and_loads_as_a_profile) {
     cr_assert_eq(profile_db_get_step_anchor(db, p->graph_key, 1, 4, &us, NULL), PL_OK);
     double f, b, op;
     cr_assert_eq(profile_node_sums(p, 1, 4, &f, &b, &op), PL_OK);
-    /* Within a factor of 10: a unit slip (ms for us) would break it by
-     * 1000x, but the CPU
-     * backend's timings swing with the machine's load.  Under ASan on a
-     * 2-core CI runner with two test jobs a run gave 0.29 (1661 us against
-     * 5723 us), and a loaded plain run once gave 0.48.  The tight check
-     * (1.00-1.08) is the GPU profile's, in docs/profile/. */
-    cr_assert(f + b + op > us / 10.0 && f + b + op < 10.0 * us, "node sums %.1f us against the step %.1f us",
+    /* Within a factor of 100: a unit slip (ms for us) would break it by
+     * 1000x, but the CPU backend's timings swing with the machine's load.
+     * Under ASan on a 2-core CI runner with two test jobs a run gave 0.29
+     * (1661 us against 5723 us), a loaded plain run once gave 0.48, and a
+     * clean-clone ASan run beside a load average of 13 gave 0.099 (1912 us
+     * against 19287 us: the one whole-step timing starved, the nodes'
+     * medians not). The tight check (1.00-1.08) is the GPU profile's, in
+     * docs/profile/. */
+    cr_assert(f + b + op > us / 100.0 && f + b + op < 100.0 * us, "node sums %.1f us against the step %.1f us",
               f + b + op, us);
     profile_data_destroy(p);
     profile_db_close(db);
