@@ -159,14 +159,71 @@ static int order_dualpipev(int p, int r, int m, schedule_op *out) {
     return k;
 }
 
-/* zb-h2 and zb-v: a list schedule at unit costs (F = B = W = 1, free
- * transfers) over all p ranks at once, each rank taking, whenever it is
- * free, the op ready earliest, ties broken B before F before W (B before
- * F is 1F1B's rule; W fills what is left), a later stage's op first;
- * a forward only while the rank holds fewer than lim_b micro-batches
- * between F and B and fewer than lim_w between F and W (the memory rule).
- * zb-h2: lim_b = 2(p-r)-1, lim_w = 2p-1 (one chunk); zb-v: two chunks,
- * lim_b unbounded, lim_w = 2p chunk activations. */
+/* zb-v: the V-shaped zero-bubble order (Qi et al., NeurIPS 2024, the
+ * paper's ZB-V figure; PyTorch's ScheduleZBVZeroBubble builds the same
+ * order), written down phase by phase for rank r of p, chunk 0 at stage r
+ * and chunk 1 at stage 2p-1-r, over n = max(m, 2p) micro-batches:
+ *   1. 2(p-r)-1 forwards of chunk 0;
+ *   2. r pairs: a chunk-1 forward, a chunk-0 forward (2p-1 held now);
+ *   3. p-r times: chunk-1 F, B, W (the V's turn: stage 2p-1-r's backward
+ *      follows its forward by the 2r stages below it);
+ *   4. steady: chunk-0 F (while any are left), B, W; chunk-1 F, B, W,
+ *      until every chunk-1 forward has run (2p held at most: each F is
+ *      followed by a B and W before the next F of that chunk);
+ *   5. drain: r pairs of B0 B1 (W deferred), then p-r times B0 and one
+ *      deferred chunk-0 W, then the remaining chunk-1 Ws, then chunk-0 Ws.
+ * At F = B = W this leaves no idle time inside a rank's span for m >= 2p
+ * (measured over p <= 16, m <= 64; tests/core/test_schedule.c). For
+ * m < 2p the order of n = 2p micro-batches is taken and the ops of
+ * micro-batches m .. n-1 dropped: dropping a micro-batch from every rank
+ * keeps a deadlock-free order deadlock-free (its ops depend only on its
+ * own micro-batch), and the memory only shrinks; the bubble then is not 0. */
+static int order_zbv(int p, int r, int m, schedule_op *out) {
+    const int n = m > 2 * p ? m : 2 * p;
+    int k = 0, f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+#define ZBV(kind, c, j) do { const int j_ = (j); if (j_ < m) k = put(out, k, kind, c, j_, 0); } while (0)
+    for (int i = 0; i < 2 * (p - r) - 1; i++) ZBV(SOP_F, 0, f0++);
+    for (int i = 0; i < r; i++) {
+        ZBV(SOP_F, 1, f1++);
+        ZBV(SOP_F, 0, f0++);
+    }
+    for (int i = 0; i < p - r; i++) {
+        ZBV(SOP_F, 1, f1++);
+        ZBV(SOP_B, 1, b1);
+        ZBV(SOP_W, 1, b1++);
+    }
+    while (f1 < f0 || f0 < n) {
+        if (f0 < n) ZBV(SOP_F, 0, f0++);
+        ZBV(SOP_B, 0, b0);
+        ZBV(SOP_W, 0, b0++);
+        ZBV(SOP_F, 1, f1++);
+        ZBV(SOP_B, 1, b1);
+        ZBV(SOP_W, 1, b1++);
+    }
+    int w0 = b0, w1 = b1;
+    for (int i = 0; i < r; i++) {
+        ZBV(SOP_B, 0, b0++);
+        ZBV(SOP_B, 1, b1++);
+    }
+    for (int i = 0; i < p - r; i++) {
+        ZBV(SOP_B, 0, b0++);
+        ZBV(SOP_W, 0, w0++);
+    }
+    while (w1 < b1) ZBV(SOP_W, 1, w1++);
+    while (w0 < b0) ZBV(SOP_W, 0, w0++);
+#undef ZBV
+    return k;
+}
+
+/* zb-h2: a list schedule at unit costs (F = B = W = 1, free transfers)
+ * over all p ranks at once, each rank taking, whenever it is free, the op
+ * ready earliest, ties broken B before F before W (B before F is 1F1B's
+ * rule; W fills what is left), a later stage's op first; a forward only
+ * while the rank holds fewer than lim_b = 2(p-r)-1 micro-batches between F
+ * and B and fewer than lim_w = 2p-1 between F and W (the memory rule).
+ * Written for one chunk or two (schedule_v_chunks); zb-v has its own
+ * construction above (this list schedule left ZB-V 20 units idle at
+ * p = 16, m = 32). */
 static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out) {
     const int v = schedule_v_chunks(o), S = v * p;
     double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
@@ -184,7 +241,7 @@ static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out
         int br = -1, bkind = 0, bc = 0, bj = 0;
         for (int r = 0; r < p; r++) {
             int *c = cnt + 6 * r;
-            const int lim_b = o == SCHED_ZB_H2 ? 2 * (p - r) - 1 : 1 << 30, lim_w = o == SCHED_ZB_H2 ? 2 * p - 1 : 2 * p;
+            const int lim_b = 2 * (p - r) - 1, lim_w = 2 * p - 1;
             double t = 0;
             int kind = -1, ch = 0, j = 0, pri = 9, sg = 0;
             for (int cc = 0; cc < v; cc++) {
@@ -252,8 +309,8 @@ int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out) {
     }
     case SCHED_1F1B: return order_one_f_one_b(p, r, m, 0, out);
     case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, out);
-    case SCHED_ZB_H2:
-    case SCHED_ZB_V: return order_list(o, p, r, m, out);
+    case SCHED_ZB_H2: return order_list(o, p, r, m, out);
+    case SCHED_ZB_V: return order_zbv(p, r, m, out);
     case SCHED_DUALPIPEV: return order_dualpipev(p, r, m, out);
     default: return -1;
     }
@@ -266,7 +323,9 @@ int schedule_peak_stash_rule(schedule_order o, int p, int r, int m) {
     case SCHED_1F1B: v = p - r; return v < m ? v : m;
     case SCHED_ZB_H1: return p < m ? p : m;
     case SCHED_ZB_H2: v = 2 * p - 1; return v < m ? v : m;
-    case SCHED_ZB_V: return 2 * p < 2 * m ? 2 * p : 2 * m;
+    case SCHED_ZB_V: /* 2p from m >= 2p-1; below, rank r's warm-up stops at m + 1 + r */
+        v = 2 * p < 2 * m ? 2 * p : 2 * m;
+        return m + 1 + r < v ? m + 1 + r : v;
     case SCHED_DUALPIPEV: return 2 * p + 1 < 2 * m ? 2 * p + 1 : 2 * m;
     default: return -1;
     }

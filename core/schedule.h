@@ -16,7 +16,9 @@
  *                no bubble inside a rank's span for m >= 2p (F = B = W)
  *   zb-v         the V-shaped zero-bubble order (NeurIPS 2024): two chunks
  *                per rank, chunk 0 = stage r, chunk 1 = stage 2p-1-r, at
- *                most 2p chunk activations held (1F1B's p micro-batches)
+ *                most 2p chunk activations held (1F1B's p micro-batches);
+ *                no idle time inside a rank's span for m >= 2p (F = B = W);
+ *                any m >= 1 runs (below 2p with idle time)
  *   dualpipev    DeepSeek's DualPipeV (the V half of DualPipe): the same V
  *                stages, eight phases, overlapped pairs of one chunk's
  *                forward with the other chunk's backward; m >= 2p
@@ -116,15 +118,16 @@ static inline int schedule_max_ops(schedule_order o, int m) { return 3 * schedul
  * dualpipev for m micro-batches into out[0 .. schedule_max_ops): every
  * (chunk, mb) has one F and either one BW or one B and one W after it.
  * Returns the count, or -1 for interleaved (its order is the simulator's
- * pipe_order_rank), a bad argument, or no memory (zb-h2 and zb-v are built
- * by a list schedule at unit costs; see schedule.c). */
+ * pipe_order_rank), a bad argument, or no memory (zb-h2 is built by a list
+ * schedule at unit costs, zb-v by the paper's phases; see schedule.c). */
 int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out);
 
 /* Peak stashed activations on rank r by the order's memory rule, in
  * chunk activations (a micro-batch's activations of one chunk, held from
  * its F to its W or BW): gpipe m; 1f1b min(m, p-r); zb-h1 min(m, p);
- * zb-h2 min(m, 2p-1); zb-v min(2m, 2p); dualpipev min(2m, 2p+1) (DeepSeek's
- * PP+1 activations of the V's double stages). */
+ * zb-h2 min(m, 2p-1); zb-v min(2m, 2p, m+1+r) (2p from m >= 2p-1);
+ * dualpipev min(2m, 2p+1) (DeepSeek's PP+1 activations of the V's double
+ * stages). */
 int schedule_peak_stash_rule(schedule_order o, int p, int r, int m);
 
 /* The order run on an ideal pipeline of p ranks: ops take F, B, W (a BW
