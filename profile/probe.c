@@ -384,6 +384,16 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
                                 msg, len);
 }
 
+/* Whether the engine runs a split backward (B, W) in its precision, the rule
+ * engine.c applies to the orders that split it: the fp32 kernels (the CPU
+ * backend in fp32 or tf32, which it computes as fp32; CUDA in strict fp32). */
+static int engine_splits_backward(hw_engine *e) {
+    const char *name = hw_engine_backend(e)->ops->name;
+    const hw_precision prec = hw_engine_precision(e);
+    if (strcmp(name, "cpu") == 0) return prec == HW_PREC_FP32 || prec == HW_PREC_TF32;
+    return strcmp(name, "cuda") == 0 && prec == HW_PREC_FP32;
+}
+
 pl_status hw_probe_nodes_split(hw_engine *e, const graph *g, int dev, int b, const float *model,
                                const hw_probe_opts *o, double *fwd_us, double *fwd_spread, double *bwd_us,
                                double *bwd_spread, double *b_us, double *w_us, hw_probe_stats *stats, char *msg,
@@ -412,8 +422,11 @@ pl_status hw_probe_nodes_split(hw_engine *e, const graph *g, int dev, int b, con
     p.out = malloc(sizeof(int64_t) * (size_t)n * 4);
     p.bwd_order = malloc(sizeof(int) * (size_t)n);
     p.written = malloc((size_t)n);
-    p.split_order = b_us && w_us ? malloc(sizeof(int) * (size_t)n) : NULL;
-    if (!p.out || !p.bwd_order || !p.written || (b_us && w_us && !p.split_order)) {
+    const int split = b_us && w_us && engine_splits_backward(e);
+    if (b_us && w_us)
+        for (int i = 0; i < n; i++) b_us[i] = w_us[i] = NAN;
+    p.split_order = split ? malloc(sizeof(int) * (size_t)n) : NULL;
+    if (!p.out || !p.bwd_order || !p.written || (split && !p.split_order)) {
         st = pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
         goto out;
     }
@@ -475,7 +488,6 @@ pl_status hw_probe_nodes_split(hw_engine *e, const graph *g, int dev, int b, con
     for (int j = 0; j < p.n_bwd; j++)
         column_stats(samples, stats->kept, n_ops, n + j, tmp, &bwd_us[p.bwd_order[j]], &bwd_spread[p.bwd_order[j]]);
     if (p.split_order) {
-        for (int i = 0; i < n; i++) b_us[i] = w_us[i] = NAN;
         for (int j = 0; j < p.n_split; j++) {
             const int i = p.split_order[j], col = n + p.n_bwd + 2 * j;
             double spread;

@@ -90,6 +90,31 @@ Test(probe_bw, b_plus_w_is_the_whole_backward_for_the_nodes_that_split) {
     hw_engine_destroy(e);
 }
 
+/* In bf16 the engine does not run a split backward (ZB-H1 and ZB-H2 are
+ * fp32 only): the probe times no parts, so such a profile records no split. */
+Test(probe_bw, no_parts_where_the_engine_does_not_split) {
+    hw_engine_opts eo = {.backend = HW_BACKEND_CPU, .n_devices = 1, .precision = HW_PREC_BF16};
+    hw_engine *e = NULL;
+    char msg[256] = "";
+    cr_assert_eq(hw_engine_create(&eo, &e, msg, sizeof msg), PL_OK, "%s", msg);
+    gpt_config cfg;
+    cr_assert_eq(gpt_config_parse("tiny", &cfg, NULL, 0), PL_OK);
+    graph *g = NULL;
+    cr_assert_eq(graph_build_gpt(&cfg, &g, NULL, 0), PL_OK);
+    double f[64], fs[64], b[64], bs[64], bb[64], ww[64];
+    hw_probe_opts po = hw_probe_opts_default();
+    po.reps = 3;
+    po.warmup = 1;
+    cr_assert_eq(hw_probe_nodes_split(e, g, 0, 2, NULL, &po, f, fs, b, bs, bb, ww, NULL, msg, sizeof msg), PL_OK, "%s",
+                 msg);
+    for (int i = 0; i < g->n_nodes; i++) {
+        cr_assert(isnan(bb[i]) && isnan(ww[i]), "node %d: no parts in bf16", i);
+        if (g->nodes[i].kind != OP_LOSS) cr_assert_gt(b[i], 0.0, "node %d: the whole backward is timed", i);
+    }
+    graph_destroy(g);
+    hw_engine_destroy(e);
+}
+
 /* A CPU profiler run stores B and W on exactly the splitting nodes' backward
  * rows, and the loaded profile carries their measured split. */
 Test(profiler_bw, cpu_run_records_b_and_w_and_loads_the_split) {
