@@ -139,7 +139,14 @@ static void show_json(const profile_coll_point *coll, int n_coll, const profile_
             if (d) putchar(',');
             json_number(p->cost_us[profile_cost_index(p, d, 0, i, PHASE_OPT)]);
         }
-        printf("]}");
+        putchar(']');
+        if (p->w_frac) { /* the backward's split, where the profile records B and W apart (schema 4) */
+            const int measured = !isnan(p->w_frac[i]);
+            printf(",\"w_frac\":");
+            json_number(profile_w_frac(p, g, i));
+            printf(",\"w_frac_measured\":%s", measured ? "true" : "false");
+        }
+        putchar('}');
     }
     printf("],\"totals\":[");
     for (int d = 0; d < p->n_devices; d++) {
@@ -377,6 +384,9 @@ static void show_totals(const profile_data *p, const gpt_config *cfg) {
 static void show_nodes(const profile_data *p, const graph *g, int dev) {
     printf("\nnode costs on device %d (us; forward and backward per micro-batch size, optimizer once per step)\n",
            dev);
+    if (p->w_frac)
+        printf("  W/bwd: the weight gradient's share of the backward, B and W timed apart over every device and "
+               "size (~: a node not timed apart, from its FLOPs)\n");
     printf("  %3s %-10s %-10s", "idx", "name", "kind");
     for (int k = 0; k < p->n_mb; k++) {
         char h1[16], h2[16];
@@ -384,7 +394,9 @@ static void show_nodes(const profile_data *p, const graph *g, int dev) {
         snprintf(h2, sizeof h2, "bwd@%d", p->mb_sizes[k]);
         printf(" %9s %9s", h1, h2);
     }
-    printf(" %8s %10s %10s %10s %10s %10s\n", "opt", "params", "act/smp", "out/smp", "ws fwd", "ws bwd");
+    printf(" %8s %10s %10s %10s %10s %10s", "opt", "params", "act/smp", "out/smp", "ws fwd", "ws bwd");
+    if (p->w_frac) printf(" %8s", "W/bwd"); /* the recorded split: W's share of the backward */
+    putchar('\n');
     for (int i = 0; i < p->n_nodes; i++) {
         const profile_node_mem *nm = &p->node_mem[i];
         printf("  %3d %-10s %-10s", i, g->nodes[i].name, op_kind_name(g->nodes[i].kind));
@@ -397,8 +409,14 @@ static void show_nodes(const profile_data *p, const graph *g, int dev) {
         pl_format_bytes((double)nm->out_bytes_per_sample, m3, sizeof m3);
         pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_FWD), m4, sizeof m4);
         pl_format_bytes((double)profile_node_call_workspace(nm, PHASE_BWD), m5, sizeof m5);
-        printf(" %8.1f %10s %10s %10s %10s %10s\n", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2,
+        printf(" %8.1f %10s %10s %10s %10s %10s", p->cost_us[profile_cost_index(p, dev, 0, i, PHASE_OPT)], m1, m2,
                m3, m4, m5);
+        if (p->w_frac) {
+            /* measured: B and W timed apart; '~': derived from FLOPs (profile_w_frac) */
+            const int measured = !isnan(p->w_frac[i]);
+            printf(" %6.1f%%%s", 100.0 * profile_w_frac(p, g, i), measured ? " " : "~");
+        }
+        putchar('\n');
     }
 }
 

@@ -1,6 +1,7 @@
 /* profile_data.c: allocation, interpolation and copying of profiles. */
 #include "profile_data.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -156,7 +157,7 @@ int64_t profile_backend_workspace(const profile_data *p) {
 }
 
 double profile_w_frac(const profile_data *p, const graph *g, int i) {
-    if (p && p->w_frac && i >= 0 && i < p->n_nodes) return p->w_frac[i];
+    if (p && p->w_frac && i >= 0 && i < p->n_nodes && !isnan(p->w_frac[i])) return p->w_frac[i];
     if (!g || i < 0 || i >= g->n_nodes) return 0.0;
     const graph_node *nd = &g->nodes[i];
     if (nd->kind != OP_ATTENTION && nd->kind != OP_MLP && nd->kind != OP_HEAD) return 0.0;

@@ -77,7 +77,9 @@ typedef struct {
                                          the step keeps its gradients' zero on the compute stream */
     double *w_frac;                   /* [n_nodes] the share of each node's backward cost that is
                                          its weight gradient (W; the rest is the input gradient B),
-                                         as measured; NULL: derived from the graph (profile_w_frac) */
+                                         as measured (the store's B and W parts of the backward,
+                                         schema 4); NULL, or NaN for a node: derived from the graph
+                                         (profile_w_frac) */
 } profile_data;
 
 /* Allocate a zeroed profile. mb_sizes (n_mb entries, ascending, positive) is
@@ -91,7 +93,8 @@ pl_status profile_data_create(int n_devices, int n_nodes, int n_mb, const int *m
 void profile_data_destroy(profile_data *p);
 
 /* The share of node i's backward cost that is its weight gradient (W),
- * 0..1: the profile's measured split (w_frac) where it has one, else from
+ * 0..1: the profile's measured split (w_frac) where it has one for the
+ * node (not NaN), else from
  * the node's GEMM FLOPs: a node whose parameters are GEMM weights
  * (attention, MLP, head) spends 2 * params * T FLOPs per sample on their
  * gradients (dW = dY^T X), the rest of its backward FLOPs on the input

@@ -209,6 +209,10 @@ typedef struct {
     int64_t param_floats;
     int *bwd_order;              /* nodes with a backward call, in issue order */
     int n_bwd;
+    int *split_order;            /* nodes whose backward splits (hw_bwd_splits), in issue
+                                    order, when B and W are timed apart; else NULL */
+    int n_split;
+    int64_t wstash;              /* B to W: the largest split node's stash, -1 none */
     unsigned char *written;      /* per node: its gradient buffer got a first contribution */
 } node_probe;
 
@@ -251,6 +255,12 @@ static void node_layout(node_probe *p, int64_t pad_bytes) {
         else p->grad[i] = carve_take(c, m.out * 4);
     }
     p->scratch = scratch > 0 ? carve_take(c, scratch * 4) : -1;
+    int64_t wstash = 0;
+    for (int j = 0; j < p->n_split; j++) {
+        const int64_t wf = hw_bwd_wstash_floats(g->nodes[p->split_order[j]].kind, (int64_t)b * T, g->cfg.d_model);
+        if (wf > wstash) wstash = wf;
+    }
+    p->wstash = wstash > 0 ? carve_take(c, wstash * 4) : -1;
     p->pad = carve_take(c, pad_bytes);
 }
 
@@ -333,6 +343,21 @@ static pl_status node_issue(void *ctx, int attempt) {
         if (st == PL_OK) st = ops->mark(be, p->dev, HW_STREAM_COMPUTE, mk++);
         for (int k = 0; k < g->nodes[i].n_inputs; k++) p->written[g->nodes[i].inputs[k]] = 1;
     }
+    /* B and W apart: each splitting node's backward again as the split
+     * orders run it (program.c), B (the input gradient, keeping the stash)
+     * then W (the weight gradient from it), each timed on its own. Every
+     * gradient already holds a contribution, so both accumulate. */
+    for (int j = 0; j < p->n_split && st == PL_OK; j++) {
+        int i = p->split_order[j];
+        for (int part = HW_BWD_INPUT; part <= HW_BWD_WEIGHT && st == PL_OK; part++) {
+            hw_node_call call;
+            node_call(p, i, 1, &call);
+            call.part = part;
+            call.wstash = at(&p->c, p->wstash);
+            st = ops->node_backward(be, p->dev, &call);
+            if (st == PL_OK) st = ops->mark(be, p->dev, HW_STREAM_COMPUTE, mk++);
+        }
+    }
     return st;
 }
 
@@ -355,6 +380,24 @@ static pl_status check_graph_dev(hw_engine *e, const graph *g, int dev, char *ms
 pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const float *model,
                          const hw_probe_opts *o, double *fwd_us, double *fwd_spread, double *bwd_us,
                          double *bwd_spread, hw_probe_stats *stats, char *msg, size_t len) {
+    return hw_probe_nodes_split(e, g, dev, b, model, o, fwd_us, fwd_spread, bwd_us, bwd_spread, NULL, NULL, stats,
+                                msg, len);
+}
+
+/* Whether the engine runs a split backward (B, W) in its precision, the rule
+ * engine.c applies to the orders that split it: the fp32 kernels (the CPU
+ * backend in fp32 or tf32, which it computes as fp32; CUDA in strict fp32). */
+static int engine_splits_backward(hw_engine *e) {
+    const char *name = hw_engine_backend(e)->ops->name;
+    const hw_precision prec = hw_engine_precision(e);
+    if (strcmp(name, "cpu") == 0) return prec == HW_PREC_FP32 || prec == HW_PREC_TF32;
+    return strcmp(name, "cuda") == 0 && prec == HW_PREC_FP32;
+}
+
+pl_status hw_probe_nodes_split(hw_engine *e, const graph *g, int dev, int b, const float *model,
+                               const hw_probe_opts *o, double *fwd_us, double *fwd_spread, double *bwd_us,
+                               double *bwd_spread, double *b_us, double *w_us, hw_probe_stats *stats, char *msg,
+                               size_t len) {
     pl_status st = check_graph_dev(e, g, dev, msg, len);
     if (st != PL_OK) return st;
     if ((st = check_opts(o, msg, len)) != PL_OK) return st;
@@ -379,7 +422,11 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
     p.out = malloc(sizeof(int64_t) * (size_t)n * 4);
     p.bwd_order = malloc(sizeof(int) * (size_t)n);
     p.written = malloc((size_t)n);
-    if (!p.out || !p.bwd_order || !p.written) {
+    const int split = b_us && w_us && engine_splits_backward(e);
+    if (b_us && w_us)
+        for (int i = 0; i < n; i++) b_us[i] = w_us[i] = NAN;
+    p.split_order = split ? malloc(sizeof(int) * (size_t)n) : NULL;
+    if (!p.out || !p.bwd_order || !p.written || (split && !p.split_order)) {
         st = pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
         goto out;
     }
@@ -387,7 +434,10 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
     p.grad = p.out + 2 * n;
     p.shard = p.out + 3 * n;
     for (int i = n - 1; i >= 0; i--)
-        if (g->nodes[i].kind != OP_LOSS) p.bwd_order[p.n_bwd++] = i;
+        if (g->nodes[i].kind != OP_LOSS) {
+            p.bwd_order[p.n_bwd++] = i;
+            if (p.split_order && hw_bwd_splits(g->nodes[i].kind)) p.split_order[p.n_split++] = i;
+        }
     node_layout(&p, pad_bytes);
     if ((st = dev_alloc(be, dev, p.c.used, &mem, msg, len)) != PL_OK) goto out;
     p.c.base = mem;
@@ -422,7 +472,7 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
         goto out;
     }
 
-    const int n_ops = n + p.n_bwd;
+    const int n_ops = n + p.n_bwd + 2 * p.n_split;
     samples = malloc(sizeof *samples * (size_t)o->reps * (size_t)n_ops);
     tmp = malloc(sizeof *tmp * (size_t)o->reps);
     if (!samples || !tmp) {
@@ -437,6 +487,14 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
     }
     for (int j = 0; j < p.n_bwd; j++)
         column_stats(samples, stats->kept, n_ops, n + j, tmp, &bwd_us[p.bwd_order[j]], &bwd_spread[p.bwd_order[j]]);
+    if (p.split_order) {
+        for (int j = 0; j < p.n_split; j++) {
+            const int i = p.split_order[j], col = n + p.n_bwd + 2 * j;
+            double spread;
+            column_stats(samples, stats->kept, n_ops, col, tmp, &b_us[i], &spread);
+            column_stats(samples, stats->kept, n_ops, col + 1, tmp, &w_us[i], &spread);
+        }
+    }
 out:
     if (mem) {
         be->ops->set_workspace(be, dev, NULL, 0); /* the workspace is about to go */
@@ -450,6 +508,7 @@ out:
     free(p.out);
     free(p.bwd_order);
     free(p.written);
+    free(p.split_order);
     return st;
 }
 

@@ -90,6 +90,20 @@ pl_status hw_probe_nodes(hw_engine *e, const graph *g, int dev, int b, const flo
                          const hw_probe_opts *o, double *fwd_us, double *fwd_spread, double *bwd_us,
                          double *bwd_spread, hw_probe_stats *stats, char *msg, size_t len);
 
+/* hw_probe_nodes, and besides (b_us and w_us non-NULL, g->n_nodes entries
+ * each) the backward of each node that splits (hw_bwd_splits: attention,
+ * MLP, head) timed as its two parts, B (the input gradient) then W (the
+ * weight gradient), through the same backend calls the split orders issue
+ * (program.c): b_us, w_us medians; NAN for nodes whose backward stays one
+ * call, and for every node where the engine does not run a split backward
+ * in its precision (bf16; tf32 on CUDA: engine.c's rule for ZB-H1/ZB-H2),
+ * so such a profile records no split. The whole backward (bwd_us) is timed
+ * as before, in its own sweep; the parts follow it in the same repetition. */
+pl_status hw_probe_nodes_split(hw_engine *e, const graph *g, int dev, int b, const float *model,
+                               const hw_probe_opts *o, double *fwd_us, double *fwd_spread, double *bwd_us,
+                               double *bwd_spread, double *b_us, double *w_us, hw_probe_stats *stats, char *msg,
+                               size_t len);
+
 /* Time every node's AdamW update (one call over the node's parameter shard,
  * as the engine's flat update covers it) on device dev. us and spread get
  * g->n_nodes entries; nodes without parameters get 0. Errors as above. */

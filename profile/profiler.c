@@ -250,12 +250,14 @@ static pl_status unit_present(run_ctx *c, const unit *u, int *has) {
 }
 
 /* Write rows[0..n) of a unit in one transaction, telling the callback when
- * half are written. Each row is (phase, node, us, spread) for node costs;
- * link points and anchors pass one row with node = -1. */
+ * half are written. Each row is (phase, node, us, spread, b_us, w_us) for
+ * node costs (b_us, w_us: a backward's B and W parts, NaN where not timed
+ * apart); link points and anchors pass one row with node = -1. */
 typedef struct {
     cost_phase ph;
     int node;
     double us, spread;
+    double b_us, w_us;
 } row;
 
 static pl_status write_unit(run_ctx *c, const unit *u, int index, const row *rows, int n) {
@@ -271,7 +273,12 @@ static pl_status write_unit(run_ctx *c, const unit *u, int index, const row *row
             st = profile_db_put_step_anchor(c->db, c->machine, c->key, u->dev, u->mb, w->us, w->spread);
             break;
         default:
-            st = profile_db_put_node_cost(c->db, c->machine, c->key, u->dev, w->node, w->ph, u->mb, w->us, w->spread);
+            if (w->ph == PHASE_BWD)
+                st = profile_db_put_bwd_cost(c->db, c->machine, c->key, u->dev, w->node, u->mb, w->us, w->spread,
+                                             w->b_us, w->w_us);
+            else
+                st = profile_db_put_node_cost(c->db, c->machine, c->key, u->dev, w->node, w->ph, u->mb, w->us,
+                                              w->spread);
             break;
         }
         if (st != PL_OK) {
@@ -375,7 +382,7 @@ static pl_status measure_unit(run_ctx *c, const unit *u, row *rows, int *n, hw_p
         double us = 0, spread = 0;
         st = hw_probe_transfer(c->e, u->dev, u->peer, 1, &u->bytes, &c->o->xfer, &us, &spread, stats, m2, sizeof m2);
         if (st != PL_OK) return pl_fail(c->msg, c->len, st, "transfer %d -> %d: %s", u->dev, u->peer, m2);
-        rows[0] = (row){PHASE_FWD, -1, us, spread};
+        rows[0] = (row){PHASE_FWD, -1, us, spread, NAN, NAN};
         *n = 1;
         return PL_OK;
     }
@@ -384,17 +391,18 @@ static pl_status measure_unit(run_ctx *c, const unit *u, row *rows, int *n, hw_p
         return st;
     case PROFILER_UNIT_ADAMW:
     case PROFILER_UNIT_NODES: {
-        double *v = malloc(sizeof *v * (size_t)nn * 4);
+        double *v = malloc(sizeof *v * (size_t)nn * 6);
         if (!v) return pl_fail(c->msg, c->len, PL_ERR_NOMEM, "out of host memory");
         if (u->kind == PROFILER_UNIT_ADAMW) {
             st = hw_probe_adamw(c->e, g, u->dev, &c->o->nodes, v, v + nn, stats, m2, sizeof m2);
-            for (int i = 0; i < nn && st == PL_OK; i++) rows[(*n)++] = (row){PHASE_OPT, i, v[i], v[nn + i]};
+            for (int i = 0; i < nn && st == PL_OK; i++) rows[(*n)++] = (row){PHASE_OPT, i, v[i], v[nn + i], NAN, NAN};
         } else if ((st = need_model(c)) == PL_OK) {
-            st = hw_probe_nodes(c->e, g, u->dev, u->mb, c->model, &c->o->nodes, v, v + nn, v + 2 * nn, v + 3 * nn,
-                                stats, m2, sizeof m2);
+            /* B and W apart, for the nodes whose backward splits */
+            st = hw_probe_nodes_split(c->e, g, u->dev, u->mb, c->model, &c->o->nodes, v, v + nn, v + 2 * nn,
+                                      v + 3 * nn, v + 4 * nn, v + 5 * nn, stats, m2, sizeof m2);
             for (int i = 0; i < nn && st == PL_OK; i++) {
-                rows[(*n)++] = (row){PHASE_FWD, i, v[i], v[nn + i]};
-                rows[(*n)++] = (row){PHASE_BWD, i, v[2 * nn + i], v[3 * nn + i]};
+                rows[(*n)++] = (row){PHASE_FWD, i, v[i], v[nn + i], NAN, NAN};
+                rows[(*n)++] = (row){PHASE_BWD, i, v[2 * nn + i], v[3 * nn + i], v[4 * nn + i], v[5 * nn + i]};
             }
         } else {
             free(v);

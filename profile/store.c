@@ -659,7 +659,7 @@ pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem
 }
 
 pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
-                         double us, double spread) {
+                         double us, double spread, double b_us, double w_us) {
     sqlite3_stmt *s = stmt_get(db, S_COST_PUT);
     if (!s) return PL_ERR_DB;
     sqlite3_bind_int64(s, 1, mid);
@@ -670,6 +670,8 @@ pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int 
     sqlite3_bind_int(s, 6, ph == PHASE_OPT ? 0 : mb);
     bind_double_or_null(s, 7, us);
     bind_double_or_null(s, 8, spread);
+    bind_double_or_null(s, 9, ph == PHASE_BWD ? b_us : NAN);
+    bind_double_or_null(s, 10, ph == PHASE_BWD ? w_us : NAN);
     return step_done(db, s, "writing a node cost");
 }
 

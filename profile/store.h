@@ -11,8 +11,11 @@
  *   node(graph_id, idx, name, kind, params, param_bytes, out_bytes_per_sample,
  *        act_bytes_per_sample, workspace_bytes, fwd_workspace_bytes,
  *        bwd_workspace_bytes; the last two 0 when one figure serves both calls)
- *   node_cost(machine_id, graph_id, device, node, phase, mb_size, us, spread_us, measured_at)
- *        phase is 'fwd', 'bwd' or 'opt'; 'opt' rows have mb_size 0
+ *   node_cost(machine_id, graph_id, device, node, phase, mb_size, us, spread_us, measured_at,
+ *             b_us, w_us)
+ *        phase is 'fwd', 'bwd' or 'opt'; 'opt' rows have mb_size 0; (schema 4)
+ *        b_us and w_us: a 'bwd' row's input-gradient (B) and weight-gradient
+ *        (W) parts, timed apart, NULL where not measured apart
  *   step_anchor(machine_id, graph_id, device, mb_size, us, spread_us, measured_at)
  *        whole single-device steps, for calibration
  *   measurement(id, machine_id, graph_key, placement, micro_batches, schedule,
@@ -54,12 +57,14 @@
 #include "profile_data.h"
 #include "status.h"
 
-#define PROFILE_DB_SCHEMA_VERSION 3
+#define PROFILE_DB_SCHEMA_VERSION 4
 /* The oldest schema a READ open accepts: version 1 lacks only the
  * collective_point table of version 2, and reads as holding no collective
  * points; versions 1 and 2 lack the nodes' per-call workspace of version 3,
- * and read as one workspace for both calls. Older files must be opened for
- * writing once (migrated). */
+ * and read as one workspace for both calls; versions 1 to 3 lack the
+ * backward's B and W parts of version 4, and read as not split (the
+ * simulator derives the split). Older files must be opened for writing once
+ * (migrated). */
 #define PROFILE_DB_MIN_READ_VERSION 1
 
 typedef struct profile_db profile_db;
@@ -217,6 +222,13 @@ pl_status profile_db_put_graph(profile_db *db, const graph *g, const profile_nod
  * phase out of range, mb_size < 1 for fwd/bwd, or node >= the graph's nodes. */
 pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
                                    int node, cost_phase phase, int mb_size, double us, double spread_us);
+
+/* profile_db_put_node_cost of a backward (PHASE_BWD) cost with its two
+ * parts timed apart: b_us the input gradient (B), w_us the weight gradient
+ * (W), in microseconds; NaN for a node whose backward is one call (stored as
+ * NULL, as profile_db_put_node_cost stores them). Errors as there. */
+pl_status profile_db_put_bwd_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                  int node, int mb_size, double us, double spread_us, double b_us, double w_us);
 
 /* Set *has to 1 when that cost is stored, else 0 (also when the machine or
  * graph is not stored yet: nothing is measured then). */

@@ -52,6 +52,7 @@ enum {
     S_COST_HAS,
     S_COST_MB,
     S_COST_LIST,
+    S_COST_LIST_V3,
     S_COST_LATEST_GRAPH,
     S_ANCHOR_PUT,
     S_ANCHOR_GET,
@@ -129,6 +130,6 @@ pl_status put_point_in_tx(profile_db *db, int64_t mid, int src, int dst, double 
                           double spread);
 pl_status put_graph_in_tx(profile_db *db, const graph *g, const profile_node_mem *mem, int64_t *gid);
 pl_status put_cost_in_tx(profile_db *db, int64_t mid, int64_t gid, int dev, int node, int ph, int mb,
-                         double us, double spread);
+                         double us, double spread, double b_us, double w_us);
 
 #endif

@@ -74,12 +74,16 @@ pl_status profile_db_save_profile(profile_db *db, const gpt_config *cfg, const p
     for (int d = 0; d < nd; d++)
         for (int i = 0; i < p->n_nodes; i++) {
             for (int k = 0; k < p->n_mb; k++)
-                for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++)
-                    if ((st = put_cost_in_tx(db, mid, gid, d, i, ph, p->mb_sizes[k],
-                                             p->cost_us[profile_cost_index(p, d, k, i, ph)], NAN)) != PL_OK)
+                for (int ph = PHASE_FWD; ph <= PHASE_BWD; ph++) {
+                    /* a recorded split goes back as its parts of the backward */
+                    const double us = p->cost_us[profile_cost_index(p, d, k, i, ph)];
+                    const double wf = p->w_frac ? p->w_frac[i] : NAN;
+                    if ((st = put_cost_in_tx(db, mid, gid, d, i, ph, p->mb_sizes[k], us, NAN, us * (1.0 - wf),
+                                             us * wf)) != PL_OK)
                         goto out;
+                }
             if ((st = put_cost_in_tx(db, mid, gid, d, i, PHASE_OPT, 0,
-                                     p->cost_us[profile_cost_index(p, d, 0, i, PHASE_OPT)], NAN)) != PL_OK)
+                                     p->cost_us[profile_cost_index(p, d, 0, i, PHASE_OPT)], NAN, NAN, NAN)) != PL_OK)
                 goto out;
         }
 out:
@@ -265,17 +269,28 @@ static pl_status load_machine_devices(profile_db *db, int64_t mid, profile_data 
 }
 
 /* Every node cost of graph gid into p->cost_us; all cells must be present
- * (an optimizer cost fills every micro-batch size). */
+ * (an optimizer cost fills every micro-batch size). Where backward rows
+ * carry their B and W parts (schema 4), p->w_frac gets each node's W share,
+ * W / (B + W) summed over its rows that have both, NaN for nodes with none
+ * (profile_w_frac derives theirs); no such row: p->w_frac stays NULL. */
 static pl_status load_costs(profile_db *db, int64_t mid, int64_t gid, const char *key, profile_data *p) {
     const int n_dev = p->n_devices, n_mb = p->n_mb, n_nodes = p->n_nodes;
     const size_t n_cells = (size_t)n_dev * n_mb * n_nodes * PHASE_COUNT;
     unsigned char *seen = calloc(n_cells, 1);
-    if (!seen) return db_fail(db, PL_ERR_NOMEM, "out of memory");
-    sqlite3_stmt *s = stmt_get(db, S_COST_LIST);
+    double *bw = calloc((size_t)n_nodes * 2, sizeof *bw); /* per node: sum of B, sum of W */
+    if (!seen || !bw) {
+        free(seen);
+        free(bw);
+        return db_fail(db, PL_ERR_NOMEM, "out of memory");
+    }
+    const int no_split = db->mode == PROFILE_DB_READ && db->opened_version >= 0 && db->opened_version < 4;
+    sqlite3_stmt *s = stmt_get(db, no_split ? S_COST_LIST_V3 : S_COST_LIST);
     if (!s) {
         free(seen);
+        free(bw);
         return PL_ERR_DB;
     }
+    int any_split = 0;
     sqlite3_bind_int64(s, 1, mid);
     sqlite3_bind_int64(s, 2, gid);
     int rc;
@@ -285,6 +300,14 @@ static pl_status load_costs(profile_db *db, int64_t mid, int64_t gid, const char
         int ph = !strcmp(ph_text, "fwd") ? PHASE_FWD : !strcmp(ph_text, "bwd") ? PHASE_BWD : PHASE_OPT;
         double us = col_double_or_nan(s, 4);
         if (d < 0 || d >= n_dev || i < 0 || i >= n_nodes) continue; /* rows of removed devices are ignored */
+        if (ph == PHASE_BWD && profile_mb_index(p, mb) >= 0) {
+            const double b = col_double_or_nan(s, 5), w = col_double_or_nan(s, 6);
+            if (isfinite(b) && isfinite(w) && b >= 0 && w >= 0 && b + w > 0) {
+                bw[2 * i] += b;
+                bw[2 * i + 1] += w;
+                any_split = 1;
+            }
+        }
         int k0 = 0, k1 = n_mb; /* the optimizer's cost is the same at every size */
         if (ph != PHASE_OPT) {
             k0 = profile_mb_index(p, mb);
@@ -302,7 +325,20 @@ static pl_status load_costs(profile_db *db, int64_t mid, int64_t gid, const char
     for (size_t c = 0; c < n_cells; c++)
         if (!seen[c] && missing++ == 0) first_missing = c;
     free(seen);
-    if (rc != SQLITE_DONE) return sql_fail(db, "reading node costs");
+    if (rc != SQLITE_DONE) {
+        free(bw);
+        return sql_fail(db, "reading node costs");
+    }
+    if (any_split && !missing) {
+        free(p->w_frac);
+        if (!(p->w_frac = malloc(sizeof *p->w_frac * (size_t)n_nodes))) {
+            free(bw);
+            return db_fail(db, PL_ERR_NOMEM, "out of memory");
+        }
+        for (int i = 0; i < n_nodes; i++)
+            p->w_frac[i] = bw[2 * i] + bw[2 * i + 1] > 0 ? bw[2 * i + 1] / (bw[2 * i] + bw[2 * i + 1]) : NAN;
+    }
+    free(bw);
     if (!missing) return PL_OK;
     size_t c = first_missing;
     int ph = (int)(c % PHASE_COUNT), i = (int)(c / PHASE_COUNT % (size_t)n_nodes);

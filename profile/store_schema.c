@@ -1,6 +1,6 @@
 /*
  * store_schema.c: the profile store's SQL text: the schema as its
- * migrations (version 0 -> 1 -> 2 -> 3; store.c's migrate runs them) and
+ * migrations (version 0 -> 1 -> 2 -> 3 -> 4; store.c's migrate runs them) and
  * every prepared statement by id (store_internal.h; store.c's stmt_get
  * prepares them). Changing the schema means a new migration here, a bump
  * of PROFILE_DB_SCHEMA_VERSION (store.h), and statements that read files of
@@ -113,6 +113,15 @@ const char *const store_migrations[PROFILE_DB_SCHEMA_VERSION] = {
      * as before. A file of version 2 still opens READ the same way. */
     "ALTER TABLE node ADD COLUMN fwd_workspace_bytes INTEGER NOT NULL DEFAULT 0;\n"
     "ALTER TABLE node ADD COLUMN bwd_workspace_bytes INTEGER NOT NULL DEFAULT 0;\n",
+    /* 3 -> 4: each backward's two parts (issue 28): on a 'bwd' row of a node
+     * whose backward splits (attention, MLP, head), b_us is its input
+     * gradient (B) and w_us its weight gradient (W), each timed on its own;
+     * us stays the whole backward, timed as one call. NULL: not measured
+     * apart (rows of an older file, spec profiles, nodes that do not split),
+     * and the simulator derives the split from FLOPs (profile_w_frac). A file
+     * of version 3 still opens READ the same way. */
+    "ALTER TABLE node_cost ADD COLUMN b_us REAL;\n"
+    "ALTER TABLE node_cost ADD COLUMN w_us REAL;\n",
 };
 
 /* ---- prepared statements ---------------------------------------------------- */
@@ -166,12 +175,16 @@ const char *const store_stmt_sql[N_STMT] = {
                        "0, 0 FROM node WHERE graph_id = ?1 ORDER BY idx",
     [S_COST_CLEAR] = "DELETE FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2",
     [S_COST_PUT] = "INSERT OR REPLACE INTO node_cost(machine_id, graph_id, device, node, phase, mb_size, us, "
-                   "spread_us, measured_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ")",
+                   "spread_us, measured_at, b_us, w_us) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, " NOW_SQL ", ?9, ?10)",
     [S_COST_HAS] = "SELECT 1 FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2 AND device = ?3 "
                    "AND node = ?4 AND phase = ?5 AND mb_size = ?6",
     [S_COST_MB] = "SELECT DISTINCT mb_size FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2 "
                   "AND phase <> 'opt' ORDER BY mb_size",
-    [S_COST_LIST] = "SELECT device, node, phase, mb_size, us FROM node_cost WHERE machine_id = ?1 AND graph_id = ?2",
+    [S_COST_LIST] = "SELECT device, node, phase, mb_size, us, b_us, w_us FROM node_cost "
+                    "WHERE machine_id = ?1 AND graph_id = ?2",
+    /* a file of schema 1 to 3 opened READ has no backward split */
+    [S_COST_LIST_V3] = "SELECT device, node, phase, mb_size, us, NULL, NULL FROM node_cost "
+                       "WHERE machine_id = ?1 AND graph_id = ?2",
     [S_COST_LATEST_GRAPH] = "SELECT graph_id FROM node_cost WHERE machine_id = ?1 GROUP BY graph_id "
                             "ORDER BY max(measured_at) DESC, graph_id DESC LIMIT 1",
     [S_ANCHOR_PUT] = "INSERT OR REPLACE INTO step_anchor(machine_id, graph_id, device, mb_size, us, spread_us, "

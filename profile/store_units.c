@@ -87,8 +87,9 @@ pl_status profile_db_put_graph(profile_db *db, const graph *g, const profile_nod
     return wtx_end(db, kind, st);
 }
 
-pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
-                                   int node, cost_phase phase, int mb_size, double us, double spread_us) {
+static pl_status put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device, int node,
+                               cost_phase phase, int mb_size, double us, double spread_us, double b_us,
+                               double w_us) {
     if (device < 0 || node < 0 || (int)phase < 0 || phase >= PHASE_COUNT || (phase != PHASE_OPT && mb_size < 1))
         return db_fail(db, PL_ERR_INVALID, "%s: bad node cost (device %d, node %d, phase %d, micro-batch %d)",
                        db->path, device, node, (int)phase, mb_size);
@@ -102,9 +103,19 @@ pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const ch
         st = db_fail(db, PL_ERR_INVALID, "%s: node %d out of range (graph has %d)", db->path, node, n_nodes);
         goto out;
     }
-    st = put_cost_in_tx(db, mid, gid, device, node, phase, mb_size, us, spread_us);
+    st = put_cost_in_tx(db, mid, gid, device, node, phase, mb_size, us, spread_us, b_us, w_us);
 out:
     return wtx_end(db, kind, st);
+}
+
+pl_status profile_db_put_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                   int node, cost_phase phase, int mb_size, double us, double spread_us) {
+    return put_node_cost(db, machine, graph_key, device, node, phase, mb_size, us, spread_us, NAN, NAN);
+}
+
+pl_status profile_db_put_bwd_cost(profile_db *db, const char *machine, const char *graph_key, int device,
+                                  int node, int mb_size, double us, double spread_us, double b_us, double w_us) {
+    return put_node_cost(db, machine, graph_key, device, node, PHASE_BWD, mb_size, us, spread_us, b_us, w_us);
 }
 
 pl_status profile_db_has_node_cost(profile_db *db, const char *machine, const char *graph_key, int device,

@@ -25,7 +25,8 @@ cp "$tmp/a.db" "$tmp/b.db"
 "$P" profile --cpu 2 --config tiny,layers=1 --micro-batch-sizes 1,2 --reps 3 --db "$tmp/d.db" >/dev/null
 # 5: the same as a file of schema 2 writes it (one workspace a node), for the old read path
 cp "$tmp/d.db" "$tmp/e.db"
-sqlite3 "$tmp/e.db" "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN bwd_workspace_bytes;
+sqlite3 "$tmp/e.db" "ALTER TABLE node_cost DROP COLUMN b_us; ALTER TABLE node_cost DROP COLUMN w_us;
+  ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN bwd_workspace_bytes;
   UPDATE meta SET value = '2' WHERE key = 'schema_version';"
 for f in a b c d e; do
   sqlite3 "$tmp/$f.db" "PRAGMA journal_mode=DELETE;" >/dev/null

@@ -205,7 +205,8 @@ Test(coll_store, a_schema_1_file_reads_without_points_and_migrates_on_write) {
     file_with_one_point(path);
     /* what a file written before schema 2 looks like */
     cr_assert_eq(th_sql(path, "DROP TABLE collective_point; ALTER TABLE node DROP COLUMN fwd_workspace_bytes; "
-              "ALTER TABLE node DROP COLUMN bwd_workspace_bytes; UPDATE meta SET value = '1' WHERE key = 'schema_version'"), 0);
+              "ALTER TABLE node DROP COLUMN bwd_workspace_bytes; ALTER TABLE node_cost DROP COLUMN b_us; "
+              "ALTER TABLE node_cost DROP COLUMN w_us; UPDATE meta SET value = '1' WHERE key = 'schema_version'"), 0);
     profile_db *db = NULL;
     cr_assert_eq(profile_db_open(path, PROFILE_DB_READ, &db, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(profile_db_opened_version(db), 1);

@@ -183,7 +183,8 @@ Test(store, a_schema_2_file_reads_one_workspace_for_both_calls_and_migrates) {
     cr_assert_eq(profile_db_save_profile(db, &cfg, p, msg, sizeof msg), PL_OK, "%s", msg);
     profile_db_close(db);
     /* what a file written before schema 3 looks like */
-    cr_assert_eq(th_sql(path, "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN "
+    cr_assert_eq(th_sql(path, "ALTER TABLE node_cost DROP COLUMN b_us; ALTER TABLE node_cost DROP COLUMN w_us; "
+                              "ALTER TABLE node DROP COLUMN fwd_workspace_bytes; ALTER TABLE node DROP COLUMN "
                               "bwd_workspace_bytes; UPDATE meta SET value = '2' WHERE key = 'schema_version'"),
                  0);
     for (int pass = 0; pass < 2; pass++) {
