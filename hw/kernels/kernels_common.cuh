@@ -89,7 +89,11 @@ static inline dim3 permute_grid(int T, int hs, int blocks_y) {
 #define G(c, k) ((c)->grads + (c)->pl.off[k])
 #define S(c, k) ((c)->saved + (c)->mem.saved_off[k])
 
-/* ---- fp32 kernels and launchers (kernels.cu) that the bf16 path reuses ---- */
+/* ---- fp32 kernels and launchers (kernels_common.cu) that kernels.cu, the bf16
+ * path, the TF32 GEMMs and tensor parallelism share ---- */
+__global__ void permute_qkv_k(float *qkvr, const float *qkv, const float *bias, int B, int T, int C, int NH);
+__global__ void gelu_bwd_k(float *dg, const float *h, int64_t n);
+__global__ void colsum_k(float *dbias, const float *dout, int64_t N, int OC);
 __global__ void unpermute_qkv_k(float *qkv, const float *qkvr, int B, int T, int C, int NH);
 __global__ void heads_tokens_k(float *dst, const float *src, int B, int T, int C, int NH, int to_tokens);
 __global__ void softmax_causal_k(float *att, int64_t rows, int T);
