@@ -38,7 +38,7 @@ echo "== report: learning curves and placement maps in $OUTDIR/report =="
 $P report --db "$DB" --out "$OUTDIR/report" | tail -3
 cat <<EOT
 
-Next, on a machine with the GPUs (see README, "Confirm and calibrate on GPUs"):
+Next, on a machine with the GPUs (see docs/engine.md, "Confirm and calibrate on GPUs"):
   placer confirm   --db $DB --run 1 --devices 0,1      # head to head on hardware
   placer calibrate --db $DB --devices 0,1              # fit the simulator, held-out error
 EOT
