@@ -16,13 +16,6 @@
 
 #define FRAMEWORK_FILE_MAX (1 << 20)
 
-/* One line: control characters echoed from the input become '?'. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (st != PL_OK && msg)
-        for (size_t i = 0; i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-    return st;
-}
 
 typedef struct {
     const char *key;
@@ -106,7 +99,7 @@ pl_status framework_parse_json(const char *text, size_t n, framework_profile *ou
     json_error_t err;
     json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
     if (!root)
-        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "framework file: JSON error at line %d, column %d: %s",
+        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "framework file: JSON error at line %d, column %d: %s",
                                 err.line, err.column, err.text),
                         msg, len);
     framework_profile f;
@@ -114,7 +107,7 @@ pl_status framework_parse_json(const char *text, size_t n, framework_profile *ou
     pl_status st = parse_obj(root, &f, msg, len);
     json_decref(root);
     if (st == PL_OK) *out = f;
-    return one_line(st, msg, len);
+    return pl_one_line(st, msg, len);
 }
 
 const char *const *framework_default_dirs(int *n) {
@@ -161,7 +154,7 @@ pl_status framework_load(const char *name_or_path, framework_profile *out, char 
     if (!name_or_path || !out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_load: NULL argument");
     const size_t n = strlen(name_or_path);
     if (strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".json")))
-        return one_line(load_path(name_or_path, out, msg, len), msg, len);
+        return pl_one_line(load_path(name_or_path, out, msg, len), msg, len);
     if (!strcmp(name_or_path, "megatron")) {
         framework_default(out);
         return PL_OK;
@@ -175,10 +168,10 @@ pl_status framework_load(const char *name_or_path, framework_profile *out, char 
             FILE *fp = fopen(path, "rb");
             if (!fp) continue;
             fclose(fp);
-            return one_line(load_path(path, out, msg, len), msg, len);
+            return pl_one_line(load_path(path, out, msg, len), msg, len);
         }
     }
-    return one_line(pl_fail(msg, len, PL_ERR_NOT_FOUND,
+    return pl_one_line(pl_fail(msg, len, PL_ERR_NOT_FOUND,
                             "unknown framework '%.60s' (megatron, torchtitan, hf, or a profile file path)", name_or_path),
                     msg, len);
 }

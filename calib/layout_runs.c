@@ -179,10 +179,7 @@ pl_status layout_runs_parse(const char *text, size_t n, layout_run **runs, int *
     pub_csv_free(&csv);
     if (st != PL_OK) {
         free(out);
-        /* one line: a control character echoed from a quoted field becomes '?' */
-        for (size_t i = 0; msg && i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-        return st;
+        return pl_one_line(st, msg, len); /* a control character echoed from a quoted field */
     }
     *runs = out;
     *n_runs = rows;

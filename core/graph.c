@@ -53,14 +53,6 @@ static const gpt_config PRESET_TINY = {.vocab = 64, .d_model = 16, .n_heads = 2,
 #define GPT_MAX_LAYERS 100000
 #define GPT_MAX_DIM 100000000 /* d_model, d_ff, vocab, seq: 1e8 */
 
-/* Messages are one line: a control character echoed from the input (a
- * newline inside a value) becomes '?'. Returns st. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (st != PL_OK && msg)
-        for (size_t i = 0; i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-    return st;
-}
 
 int gpt_kv_heads(const gpt_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
 
@@ -165,7 +157,7 @@ static int parse_choice(const char *v, const char *n0, const char *n1) {
 static pl_status parse_config(const char *text, gpt_config *cfg, char *msg, size_t len);
 
 pl_status gpt_config_parse(const char *text, gpt_config *cfg, char *msg, size_t len) {
-    return one_line(parse_config(text, cfg, msg, len), msg, len);
+    return pl_one_line(parse_config(text, cfg, msg, len), msg, len);
 }
 
 static pl_status parse_config(const char *text, gpt_config *cfg, char *msg, size_t len) {
@@ -194,7 +186,7 @@ static pl_status parse_config(const char *text, gpt_config *cfg, char *msg, size
 static pl_status apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len);
 
 pl_status gpt_config_apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len) {
-    return one_line(apply_overrides(text, cfg, msg, len), msg, len);
+    return pl_one_line(apply_overrides(text, cfg, msg, len), msg, len);
 }
 
 static pl_status apply_overrides(const char *text, gpt_config *cfg, char *msg, size_t len) {

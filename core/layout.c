@@ -18,14 +18,6 @@
 #define LAYOUT_MAX_DIM 1048576
 #define LAYOUT_MAX_BATCH 1000000000
 
-/* Messages are one line: a control character echoed from the input (a
- * newline inside a value) becomes '?'. Returns st. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (st != PL_OK && msg)
-        for (size_t i = 0; i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-    return st;
-}
 
 const char *zero_kind_name(zero_kind z) {
     static const char *names[] = {"none", "1", "2", "3", "fsdp"};
@@ -269,7 +261,7 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
 out:
     free(l);
     free(buf);
-    return one_line(st, msg, len);
+    return pl_one_line(st, msg, len);
 }
 
 int layout_format(const layout *l, char *buf, size_t len) {

@@ -36,14 +36,6 @@
 
 #define MODEL_FILE_MAX (16 << 20) /* bytes; a config.json is a few KB */
 
-/* Messages are one line: a control character echoed from the input (a
- * newline inside a value) becomes '?'. Returns st. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (st != PL_OK && msg)
-        for (size_t i = 0; i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-    return st;
-}
 
 /* The first of up to three keys present in obj (NULL terminates). */
 static json_t *first_key(json_t *obj, const char *const *keys, const char **found) {
@@ -253,7 +245,7 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     if (!root && (json_error_code(&err) == json_error_out_of_memory || !err.text[0]))
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a model config");
     if (!root)
-        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)",
+        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)",
                                 err.text, err.line, err.column),
                         msg, len);
     pl_status st = PL_ERR_INVALID;
@@ -364,7 +356,7 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
     st = PL_OK;
 out:
     json_decref(doc);
-    return one_line(st, msg, len);
+    return pl_one_line(st, msg, len);
 }
 
 static pl_status load_file(const char *path, gpt_config *cfg, char *name, size_t name_len, char *msg, size_t len) {
@@ -460,5 +452,5 @@ static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *nam
 
 pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
                             size_t len) {
-    return one_line(load_any(path_or_preset, cfg, name, name_len, msg, len), msg, len);
+    return pl_one_line(load_any(path_or_preset, cfg, name, name_len, msg, len), msg, len);
 }

@@ -37,3 +37,10 @@ pl_status pl_fail(char *msg, size_t len, pl_status s, const char *fmt, ...) {
     }
     return s;
 }
+
+pl_status pl_one_line(pl_status st, char *msg, size_t len) {
+    if (st != PL_OK && msg)
+        for (size_t i = 0; i < len && msg[i]; i++)
+            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
+    return st;
+}

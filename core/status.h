@@ -38,6 +38,11 @@ const char *pl_status_str(pl_status s);
 
 /* Write a formatted detail into msg (if msg != NULL and len > 0) and return s.
  * Lets library code do `return pl_fail(msg, len, PL_ERR_INVALID, "...", ...)`. */
+/* Keeps a message on one line: when st is not PL_OK, every control character
+ * of msg (a newline echoed from a value read from input) becomes '?'. msg may
+ * be NULL. Returns st, so a parser can `return pl_one_line(st, msg, len)`. */
+pl_status pl_one_line(pl_status st, char *msg, size_t len);
+
 pl_status pl_fail(char *msg, size_t len, pl_status s, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))

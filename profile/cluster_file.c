@@ -28,14 +28,6 @@
 
 #define CLUSTER_FILE_MAX (4 << 20)
 
-/* Messages are one line: a control character echoed from the input (a
- * newline inside a value) becomes '?'. Returns st. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (st != PL_OK && msg)
-        for (size_t i = 0; i < len && msg[i]; i++)
-            if ((unsigned char)msg[i] < 0x20 || msg[i] == 0x7f) msg[i] = '?';
-    return st;
-}
 
 typedef struct {
     char *msg;
@@ -263,7 +255,7 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
     if (!root && (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])) /* as in model_config.c */
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a cluster file");
     if (!root)
-        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)",
+        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)",
                                 jerr.text, jerr.line, jerr.column),
                         msg, len);
     pl_status st = PL_ERR_INVALID;
@@ -397,7 +389,7 @@ pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg
 out:
     free(c);
     json_decref(root);
-    return one_line(st, msg, len);
+    return pl_one_line(st, msg, len);
 }
 
 const char *const *cluster_default_dirs(int *n) {
@@ -455,5 +447,5 @@ static pl_status load_any(const char *name_or_path, const char *dir, cluster *ou
 }
 
 pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len) {
-    return one_line(load_any(name_or_path, dir, out, msg, len), msg, len);
+    return pl_one_line(load_any(name_or_path, dir, out, msg, len), msg, len);
 }

@@ -402,7 +402,7 @@ void layer_compute_cost_mlp(const cluster_gpu *gpu, const gpt_config *cfg, const
     /* GEMMs */
     const int ext = gpt_config_is_extended(cfg);
     const int mb = layout_micro_batches(l);
-    attn_cost ac;
+    attn_cost ac = {0, 0, 0}; /* set by ext_attention or attention_core below */
     if (ext) { /* MLA / own head_dim / sliding windows; under FP8 their projections are costed in bf16 */
         ext_attention(gpu, cfg, prec == PRECISION_FP8 ? PRECISION_BF16 : prec, T, t, b, tq, drop, p, out, &ac);
     } else if (prec == PRECISION_FP8) { /* the linear layers in FP8 with their casts (fp8.h) */
