@@ -87,6 +87,48 @@ MODELS = {
     "mixtral-8x7b-L2": dict(family="mixtral", layers=2, hidden=4096, ffn=14336, heads=32,
                             kv_heads=8, head_dim=128, vocab=32000, experts=8, topk=2,
                             moe_ffn=14336),
+    # ---- the MoE matrix (--matrix moe): cuts that fit one 80 GB H100 with fp32
+    # parameters + AdamW, varying experts, top-k and the expert shape
+    # Qwen3-30B-A3B with 32 of its 128 experts (top-8): 4x the tokens per expert
+    "qwen3-30b-a3b-L4-E32": dict(family="qwen3_moe", layers=4, hidden=2048, ffn=6144, heads=32,
+                                 kv_heads=4, head_dim=128, vocab=151936, experts=32, topk=8,
+                                 moe_ffn=768),
+    # Qwen3-30B-A3B routed top-2 instead of top-8 (128 experts)
+    "qwen3-30b-a3b-L4-K2": dict(family="qwen3_moe", layers=4, hidden=2048, ffn=6144, heads=32,
+                                kv_heads=4, head_dim=128, vocab=151936, experts=128, topk=2,
+                                moe_ffn=768),
+    # Qwen3-235B-A22B shapes (hidden 4096, expert ffn 1536, 64 / 4 heads), 4 of 94 layers,
+    # 32 of 128 experts (top-8)
+    "qwen3-235b-a22b-L4-E32": dict(family="qwen3_moe", layers=4, hidden=4096, ffn=12288, heads=64,
+                                   kv_heads=4, head_dim=128, vocab=151936, experts=32, topk=8,
+                                   moe_ffn=1536),
+    # DeepSeek-V3 shapes: 1 dense + 1 MoE layer, 32 routed experts (top-8), 1 shared
+    "dsv3-L2-E32": dict(family="deepseek_v3", layers=2, dense_layers=1, hidden=7168, ffn=18432,
+                        heads=128, kv_heads=128, head_dim=192, vocab=129280, experts=32, topk=8,
+                        moe_ffn=2048, shared=1, q_lora=1536, kv_lora=512, nope=128, rope=64,
+                        v_dim=128),
+    # the same with DeepSeek's group-limited routing: 8 groups (of 4), the best 4 groups kept
+    "dsv3-L2-E32-G8": dict(family="deepseek_v3", layers=2, dense_layers=1, hidden=7168, ffn=18432,
+                           heads=128, kv_heads=128, head_dim=192, vocab=129280, experts=32, topk=8,
+                           moe_ffn=2048, shared=1, q_lora=1536, kv_lora=512, nope=128, rope=64,
+                           v_dim=128, groups=8, topk_groups=4),
+    # 1 dense + 2 MoE layers with 16 routed experts (top-8): 2x the tokens per expert of E32
+    "dsv3-L3-E16": dict(family="deepseek_v3", layers=3, dense_layers=1, hidden=7168, ffn=18432,
+                        heads=128, kv_heads=128, head_dim=192, vocab=129280, experts=16, topk=8,
+                        moe_ffn=2048, shared=1, q_lora=1536, kv_lora=512, nope=128, rope=64,
+                        v_dim=128),
+    # gpt-oss's MoE widths (hidden 2880, expert ffn 2880, 64 heads of 64, 8 kv heads, vocab
+    # 201088) in torchtitan's Qwen3 MoE block (SDPA causal attention, q/k norms; no attention
+    # sinks, biases, sliding window or clamped SwiGLU: torchtitan's own gpt_oss model needs
+    # FlexAttention, compiled with max-autotune, and its attention is not what is measured
+    # here): gpt-oss-20b's 32 experts (top-4), 3 of 24 layers
+    "gptoss20b-shape-L3": dict(family="qwen3_moe", layers=3, hidden=2880, ffn=2880, heads=64,
+                               kv_heads=8, head_dim=64, vocab=201088, experts=32, topk=4,
+                               moe_ffn=2880),
+    # gpt-oss-120b's 128 experts (top-4), 1 of 36 layers
+    "gptoss120b-shape-L1": dict(family="qwen3_moe", layers=1, hidden=2880, ffn=2880, heads=64,
+                                kv_heads=8, head_dim=64, vocab=201088, experts=128, topk=4,
+                                moe_ffn=2880),
 }
 
 
@@ -99,6 +141,8 @@ def tiny_dims(d):
     if d["family"] == "deepseek_v3":
         t.update(kv_heads=4, dense_layers=1, q_lora=32, kv_lora=16, nope=16, rope=8, v_dim=16,
                  head_dim=24)
+    if d.get("groups"):
+        t.update(experts=8, groups=4, topk_groups=2)
     return t
 
 
@@ -209,13 +253,48 @@ def extra_matrix():
     return tt, hf
 
 
+def moe_matrix():
+    """Issue 33's MoE runs (torchtitan only, bf16 autocast, eager), on one 80 GB H100: the
+    earlier file's 9 torchtitan MoE configurations (tt01 tt10 tt11 tt12 = tm00-tm03, tx03 =
+    tm18, tx04 tt03 tt13 tt21 tx06 = tm19-tm23, the last five beyond 80 GB: OOM rows there,
+    data too) and cuts that vary experts, top-k and the expert shape. The first seven are the
+    first device call's; each run records the router's per-expert token counts."""
+    tt = [
+        R("torchtitan", "qwen3-30b-a3b-L4", 1, 4096),             # tm00 = tt01
+        R("torchtitan", "qwen3-30b-a3b-L4", 2, 4096),             # tm01 = tt10
+        R("torchtitan", "qwen3-30b-a3b-L4", 1, 4096, "full"),     # tm02 = tt11
+        R("torchtitan", "qwen3-30b-a3b-L4", 1, 8192),             # tm03 = tt12
+        R("torchtitan", "dsv3-L2-E32", 1, 4096),                  # tm04
+        R("torchtitan", "gptoss20b-shape-L3", 1, 4096),                # tm05
+        R("torchtitan", "qwen3-235b-a22b-L4-E32", 1, 4096),       # tm06
+        R("torchtitan", "qwen3-30b-a3b-L4-E32", 1, 4096),         # tm07
+        R("torchtitan", "qwen3-30b-a3b-L4-K2", 1, 4096),          # tm08
+        R("torchtitan", "qwen3-30b-a3b-L4", 4, 4096, "full"),     # tm09
+        R("torchtitan", "dsv3-L2-E32", 2, 4096),                  # tm10
+        R("torchtitan", "dsv3-L2-E32", 2, 4096, "full"),          # tm11
+        R("torchtitan", "dsv3-L2-E32-G8", 1, 4096),               # tm12
+        R("torchtitan", "dsv3-L3-E16", 1, 4096),                  # tm13
+        R("torchtitan", "gptoss20b-shape-L3", 2, 4096),                # tm14
+        R("torchtitan", "gptoss20b-shape-L3", 1, 4096, "full"),        # tm15
+        R("torchtitan", "gptoss120b-shape-L1", 1, 4096),               # tm16
+        R("torchtitan", "qwen3-235b-a22b-L4-E32", 2, 4096, "full"),  # tm17
+        R("torchtitan", "qwen3-30b-a3b-L4", 1, 4096, balance=1),  # tm18 = tx03
+        R("torchtitan", "qwen3-30b-a3b-L4", 4, 4096),             # tm19 = tx04
+        R("torchtitan", "dsv3-L3-E32", 1, 4096),                  # tm20 = tt03
+        R("torchtitan", "dsv3-L3-E32", 1, 4096, "full"),          # tm21 = tt13
+        R("torchtitan", "dsv3-L3-E32", 2, 4096, "full"),          # tm22 = tt21
+        R("torchtitan", "dsv3-L3-E32", 1, 8192, "full"),          # tm23 = tx06
+    ]
+    return tt, []
+
+
 def assign_ids_and_timeouts(runs, prefix):
     for i, r in enumerate(runs):
         r["run_id"] = f"{prefix}{i:02d}"
         base = 75
         if r["compile"]:
             base = 200
-        if r["model"].startswith("dsv3") or r["model"].startswith("qwen3-30b"):
+        if MODELS[r["model"]]["experts"]:
             base += 30
         r.setdefault("timeout_s", base)
     return runs
@@ -342,7 +421,7 @@ def hf_session(spec, dims, device, notes):
         del model, opt
         batches.clear()
 
-    return step, (lambda: model), cleanup
+    return step, (lambda: model), cleanup, None
 
 
 def _tt_model_args(dims, seq):
@@ -378,12 +457,60 @@ def _tt_model_args(dims, seq):
             n_dense_layers=dims["dense_layers"], n_heads=dims["heads"],
             moe_args=MoEArgs(num_experts=dims["experts"], num_shared_experts=dims["shared"],
                              top_k=dims["topk"], score_func="sigmoid", route_norm=True,
-                             route_scale=2.5, score_before_experts=False),
+                             route_scale=2.5, score_before_experts=False,
+                             num_expert_groups=dims.get("groups"),
+                             num_limited_groups=dims.get("topk_groups")),
             q_lora_rank=dims["q_lora"], kv_lora_rank=dims["kv_lora"],
             qk_nope_head_dim=dims["nope"], qk_rope_head_dim=dims["rope"],
             v_head_dim=dims["v_dim"], attn_type="sdpa", attn_mask_type="causal",
             max_seq_len=max(seq, 4096))
     raise ValueError(f"torchtitan 0.2.2 has no model family {fam} here")
+
+
+class RouterHist:
+    """The router's per-expert token counts (TokenChoiceTopKRouter's third output, what
+    torchtitan's load balancing reads), summed per MoE layer while `on` is set: the timed
+    steps. Under full recompute the router runs twice a step (forward and recompute, the same
+    choices), so the sums are divided by the calls per step."""
+
+    def __init__(self, model):
+        from torchtitan.models.moe.moe import TokenChoiceTopKRouter
+        self.on = False
+        self.names, self.sums, self.calls, self.handles = [], [], [], []
+        for name, mod in model.named_modules():
+            if isinstance(mod, TokenChoiceTopKRouter):
+                self.names.append(name)
+                self.sums.append(None)
+                self.calls.append(0)
+                self.handles.append(mod.register_forward_hook(self._hook(len(self.sums) - 1)))
+
+    def _hook(self, i):
+        def hook(mod, inp, out):
+            if not self.on:
+                return
+            import torch
+            c = out[2].detach().to(torch.float64)
+            self.sums[i] = c if self.sums[i] is None else self.sums[i] + c
+            self.calls[i] += 1
+        return hook
+
+    def result(self, steps):
+        """{layers: per MoE layer the counts summed over `steps` forwards, names, steps,
+        calls_per_step, max_over_mean per layer} or None when no router ran."""
+        if not self.names or not all(self.calls):
+            return None
+        layers, mom = [], []
+        for s, c in zip(self.sums, self.calls):
+            v = [float(x) * steps / c for x in s.cpu().tolist()]
+            layers.append([round(x, 3) for x in v])
+            mean = sum(v) / len(v)
+            mom.append(round(max(v) / mean, 4) if mean > 0 else 0.0)
+        return {"layers": layers, "names": self.names, "steps": steps,
+                "calls_per_step": [c / steps for c in self.calls], "max_over_mean": mom}
+
+    def remove(self):
+        for h in self.handles:
+            h.remove()
 
 
 _TT_BASE = {"llama": "llama3", "qwen3": "qwen3", "qwen3_moe": "qwen3", "deepseek_v3": "deepseek_v3"}
@@ -444,6 +571,7 @@ def tt_session(spec, dims, device, notes):
         notes.append("emulated FP8 (dry run)")
     trainer = Trainer(jc)
     model = trainer.model_parts[0]
+    hist = RouterHist(model) if dims["experts"] else None
     mb, seq = spec["micro_batch"], spec["seq"]
     gen = torch.Generator().manual_seed(0)
     data = [torch.randint(0, dims["vocab"], (mb, seq + 1), generator=gen) for _ in range(2)]
@@ -464,13 +592,15 @@ def tt_session(spec, dims, device, notes):
 
     def cleanup():
         nonlocal trainer, model
+        if hist:
+            hist.remove()
         try:
             trainer.close()
         except Exception:
             pass
         del trainer, model
 
-    return step, (lambda: model), cleanup
+    return step, (lambda: model), cleanup, hist
 
 
 def is_oom(exc):
@@ -519,14 +649,15 @@ def run_one(spec, args, fh):
         base_alloc = torch.cuda.memory_allocated()
         if base_alloc > 0:
             notes.append(f"allocated_before_run={base_alloc}")
-    step = cleanup = get_model = None
+    step = cleanup = get_model = hist = None
+    hist_out = None
     status = "ok"
     exit_code = 0
     try:
         if spec["run_id"] in os.environ.get("BENCH_FAKE_OOM", "").split(","):
             raise torch.OutOfMemoryError("CUDA out of memory (BENCH_FAKE_OOM, a test of the harness)")
         sess = hf_session if spec["framework"] == "hf" else tt_session
-        step, get_model, cleanup = sess(spec, dims, device, notes)
+        step, get_model, cleanup, hist = sess(spec, dims, device, notes)
         total, active, embed = active_params(get_model(), dims)
         row["n_params"], row["n_active_params"] = total, active
         flops = model_flops_per_step(dims, active - embed, spec["micro_batch"], spec["seq"])
@@ -536,6 +667,8 @@ def run_one(spec, args, fh):
         if device == "cuda":
             torch.cuda.synchronize()
         row["setup_s"] = f"{time.time() - t0:.1f}"
+        if hist:
+            hist.on = True  # the router's counts over the timed steps only
         times = []
         for _ in range(timed):
             if device == "cuda":
@@ -550,6 +683,12 @@ def run_one(spec, args, fh):
                 a = time.perf_counter()
                 step()
                 times.append((time.perf_counter() - a) * 1e3)
+        if hist:
+            hist.on = False
+            hist_out = hist.result(timed)
+            if hist_out:
+                mom = hist_out["max_over_mean"]
+                notes.append(f"router_max_over_mean={'/'.join(f'{x:.3f}' for x in mom)}")
         times.sort()
         n = len(times)
         med = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
@@ -582,7 +721,7 @@ def run_one(spec, args, fh):
             cleanup()
     except Exception:
         pass
-    step = get_model = cleanup = None
+    step = get_model = cleanup = hist = None
     gc.collect()
     try:
         import torch._dynamo
@@ -597,7 +736,10 @@ def run_one(spec, args, fh):
             # so that its peak is its own
             row["notes"] = (row["notes"] + "; " if row["notes"] else "") + f"left_allocated={left}"
             exit_code = 6
-    _emit(fh, {"type": "result", "row": row})
+    ev = {"type": "result", "row": row}
+    if hist_out:
+        ev["hist"] = hist_out
+    _emit(fh, ev)
     return exit_code
 
 
@@ -728,6 +870,8 @@ def run_group(runs, args, deadline, log_fh, rows):
                     started_at = time.time()
                 elif ev["type"] == "result":
                     rows.append(ev["row"])
+                    if ev.get("hist"):
+                        args.hists[ev["row"]["run_id"]] = ev["hist"]
                     print(f"[{ev['row']['run_id']}] {ev['row']['framework']} {ev['row']['model']} "
                           f"mb{ev['row']['micro_batch']} s{ev['row']['seq']} "
                           f"rc={ev['row']['recompute']} c={ev['row']['compile']} "
@@ -760,6 +904,8 @@ def run_group(runs, args, deadline, log_fh, rows):
                 continue
             if ev["type"] == "result":
                 rows.append(ev["row"])
+                if ev.get("hist"):
+                    args.hists[ev["row"]["run_id"]] = ev["hist"]
                 remaining = [r for r in remaining if r["run_id"] != ev["row"]["run_id"]]
                 current = None
             elif ev["type"] == "start":
@@ -802,6 +948,25 @@ def run_group(runs, args, deadline, log_fh, rows):
             return
 
 
+def write_hists(args, rows):
+    """The side file: run_id -> the router's counts per MoE layer over the timed steps, with
+    the run's shape, so that the imbalance can be modelled from it (to_layout_runs.py)."""
+    if not args.hist_out:
+        return
+    by_id = {r["run_id"]: r for r in rows}
+    out = {}
+    for rid, h in sorted(args.hists.items()):
+        r = by_id.get(rid, {})
+        mb, seq = int(r.get("micro_batch") or 0), int(r.get("seq") or 0)
+        topk = int(r.get("topk") or 0)
+        out[rid] = dict(model=r.get("model"), experts=int(r.get("experts") or 0), topk=topk,
+                        tokens_per_step=mb * seq, choices_per_step=mb * seq * topk,
+                        recompute=r.get("recompute"), gpu=r.get("gpu"), **h)
+    with open(args.hist_out, "w") as f:
+        json.dump(out, f, indent=1)
+        f.write("\n")
+
+
 def write_csv(path, rows, order):
     rank = {rid: i for i, rid in enumerate(order)}
     rows = sorted(rows, key=lambda r: rank.get(r["run_id"], 1 << 30))
@@ -817,14 +982,17 @@ def parent_main(args):
         tt, hf = extra_matrix()
         tt = assign_ids_and_timeouts(tt, "tx")
         hf = assign_ids_and_timeouts(hf, "hx")
+    elif args.matrix == "moe":
+        tt, hf = moe_matrix()
+        tt = assign_ids_and_timeouts(tt, "tm")
     else:
         tt, hf = default_matrix()
         tt = assign_ids_and_timeouts(tt, "tt")
         hf = assign_ids_and_timeouts(hf, "hf")
     groups = []
-    if args.frameworks in ("all", "torchtitan"):
+    if args.frameworks in ("all", "torchtitan") and tt:
         groups.append(tt)
-    if args.frameworks in ("all", "hf"):
+    if args.frameworks in ("all", "hf") and hf:
         groups.append(hf)
     if args.only:
         keep = set(args.only.split(","))
@@ -844,6 +1012,7 @@ def parent_main(args):
     t0 = time.time()
     end = t0 + args.budget_s
     rows = []
+    args.hists = {}
     shares = [0.55, 0.45] if len(groups) == 2 else [1.0]
     with open(args.log, "a") as log_fh:
         for gi, g in enumerate(groups):
@@ -853,7 +1022,9 @@ def parent_main(args):
             deadline = time.time() + left * share if gi < len(groups) - 1 else end
             run_group(g, args, deadline, log_fh, rows)
             write_csv(args.out, rows, order)
+            write_hists(args, rows)
     write_csv(args.out, rows, order)
+    write_hists(args, rows)
     n_ok = sum(1 for r in rows if r["status"] == "ok")
     print(f"matrix: {len(rows)} rows, {n_ok} ok, "
           f"{sum(1 for r in rows if r['status'] == 'OOM')} OOM, "
@@ -887,8 +1058,12 @@ def main():
     ap.add_argument("--steps", type=int, default=6, help="timed steps per run (after warm-up)")
     ap.add_argument("--frameworks", default="all", choices=["all", "hf", "torchtitan"])
     ap.add_argument("--only", default="", help="comma-separated run ids")
-    ap.add_argument("--matrix", default="default", choices=["default", "extra"],
-                    help="default: the first call's 43 runs; extra: the second call's")
+    ap.add_argument("--matrix", default="default", choices=["default", "extra", "moe"],
+                    help="default: the first call's 43 runs; extra: the second call's; moe: issue 33's "
+                         "MoE runs (torchtitan)")
+    ap.add_argument("--hist-out", default="",
+                    help="JSON side file: each MoE run's per-expert token counts per MoE layer, "
+                         "summed over the timed steps, keyed by run_id")
     ap.add_argument("--dry-run", action="store_true", help="tiny models on the CPU")
     ap.add_argument("--run-timeout", type=float, default=0.0,
                     help="one timeout (s) for every run instead of the matrix's own")
@@ -906,8 +1081,8 @@ def main():
         summary(args.summary)
         return 0
     if args.list:
-        tt, hf = default_matrix() if args.matrix == "default" else extra_matrix()
-        pre = ("tt", "hf") if args.matrix == "default" else ("tx", "hx")
+        tt, hf = {"default": default_matrix, "extra": extra_matrix, "moe": moe_matrix}[args.matrix]()
+        pre = {"default": ("tt", "hf"), "extra": ("tx", "hx"), "moe": ("tm", "hm")}[args.matrix]
         for r in assign_ids_and_timeouts(tt, pre[0]) + assign_ids_and_timeouts(hf, pre[1]):
             print(r["run_id"], r["framework"], r["model"], f"mb{r['micro_batch']}", f"s{r['seq']}",
                   r["recompute"], f"compile={r['compile']}", r["precision"], f"timeout={r['timeout_s']}")

@@ -1,37 +1,52 @@
 /*
- * grouped_gemm_sweep.cu: MoE expert compute as batches of per-expert GEMMs
- * with few tokens per expert, on one GPU, for the layout simulator's
- * expert-efficiency curve.
+ * grouped_gemm_sweep.cu: MoE expert GEMMs as the frameworks run them, over
+ * the shipped MoE models' expert shapes, local expert counts 1 .. 256 and
+ * tokens per expert 8 .. 16,384, on one GPU: the data behind the layout
+ * simulator's MoE layer (issue 33; fitted by fit_sweeps.py moe).
  *
- * Expert shapes (hidden h, expert FFN f, SwiGLU: the gate and up
- * projections fused into one 2f-wide GEMM):
- *   mixtral-8x7b   h 4096, f 14336 (8 experts, top-2)    E local = 8
- *   qwen3-30b-a3b  h 2048, f 768   (128 experts, top-8)  E local = 16, 128
- *   deepseek-v3    h 7168, f 2048  (256 experts, top-8)  E local = 8, 32
- * (E local is the experts one GPU holds: all of them, or 1/8 .. 1/32 under
- * expert parallelism.) Tokens per expert m = 16 .. 4096 (doubling).
+ * Expert shapes (hidden h x expert FFN f, data/models/*.json; SwiGLU, the
+ * gate and up projections fused into one 2f-wide GEMM here):
+ *   qwen3-30b-a3b    2048 x   768  (128 experts, top-8)
+ *   qwen3-235b-a22b  4096 x  1536  (128, top-8)
+ *   deepseek-v3      7168 x  2048  (256, top-8, 1 shared; Kimi K2: 384, same shape)
+ *   gpt-oss          2880 x  2880  (120b: 128, 20b: 32, top-4)
+ *   llama-4-scout    5120 x  8192  (16, top-1, 1 shared)
+ *   mixtral-8x7b     4096 x 14336  (8, top-2)
+ *   mixtral-8x22b    6144 x 16384  (8, top-2)
+ * Local experts E = 1, 2, 4, .. up to the model's experts (at most 256);
+ * tokens per expert m = 8, 16, .. 16,384 while E m <= --max-pairs (default
+ * 131,072 = 16,384 tokens x top-8) and the layer's forward FLOPs 6 E m h f
+ * <= --max-tflop (default 8).
  * Per expert the six training GEMMs (M x N x K, both operands K-major):
  *   fc1_fwd (m, 2f, h)   fc2_fwd (m, h, f)
  *   fc1_dgrad (m, h, 2f) fc2_dgrad (m, f, h)
  *   fc1_wgrad (h, 2f, m) fc2_wgrad (f, h, m)      (the reduction is over m)
- * Methods, each timed as the whole batch of E GEMMs between two events:
+ * Every expert's operands are its own memory (weights are read from E
+ * distinct tensors, as in a real layer). Methods, each timed as the whole
+ * batch of E GEMMs between two events:
  *   loop     E x cublasGemmEx on one stream (bf16 in / out, fp32 accumulate)
- *   grouped  cublasGemmGroupedBatchedEx (cuBLAS 12.5+; one group of E)
+ *   grouped  cublasGemmGroupedBatchedEx (one group of E, or E groups of one)
  *   strided  cublasGemmStridedBatchedEx (equal shapes only)
  *   dense    one cublasGemmEx of the same FLOPs with the token dimension
  *            E times longer (the ideal: one big GEMM)
  *   fp8_loop E x cublasLtMatmul e4m3 tensorwise (fast accumulation in the
  *            forward, split accumulation in the gradients)
- * Distributions: "uniform" (every expert m tokens) and "random" (E m tokens
- * routed in chunks of 16 to experts drawn uniformly at random, fixed seed:
- * the imbalance of a random router; loop and grouped only; idle experts
- * are skipped). Reported TFLOP/s count the FLOPs actually done.
+ * Distributions: "uniform" (every expert m tokens) and, on the coarse grid
+ * (E a power of 4, m = 8 x a power of 4) with E >= 4, "random": E m tokens
+ * routed in chunks of 8 (torchtitan pads each expert's tokens to 8) to
+ * experts drawn uniformly at random (fixed seed): a random router's
+ * imbalance; loop and grouped only; idle experts skipped; the counts are
+ * printed on a "counts" line. Reported TFLOP/s count the FLOPs done.
+ * Order: the coarse grid first, then the rest, so that --budget-s cuts
+ * density, not models.
  *
  * Output (stdout), whitespace-separated, '#' lines are comments:
  *   grouped MODEL E M DIST KIND METHOD MS TFLOPS STATUS
+ *   counts MODEL E M c_0,c_1,..,c_{E-1}
  *   check WHAT REL_ERR PASS|FAIL
  *
- *   grouped_gemm_sweep [--reps N] [--warm S] [--models mixtral,qwen3,dsv3] [--max-m M]
+ *   grouped_gemm_sweep [--reps N] [--warm S] [--budget-s S] [--models a,b,..]
+ *                      [--max-m M] [--max-pairs P] [--max-tflop F] [--no-fp8]
  */
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -40,6 +55,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -54,15 +70,15 @@
 #include "sweep_common.h"
 
 struct moe_model {
-    const char *name, *key;
+    const char *name;
     long h, f;
     int experts, topk;
-    int local[2];
 };
 static const moe_model MODELS[] = {
-    {"mixtral-8x7b", "mixtral", 4096, 14336, 8, 2, {8, 0}},
-    {"qwen3-30b-a3b", "qwen3", 2048, 768, 128, 8, {16, 128}},
-    {"deepseek-v3", "dsv3", 7168, 2048, 256, 8, {8, 32}},
+    {"qwen3-30b-a3b", 2048, 768, 128, 8},   {"qwen3-235b-a22b", 4096, 1536, 128, 8},
+    {"deepseek-v3", 7168, 2048, 256, 8},    {"gpt-oss", 2880, 2880, 128, 4},
+    {"llama-4-scout", 5120, 8192, 16, 1},   {"mixtral-8x7b", 4096, 14336, 8, 2},
+    {"mixtral-8x22b", 6144, 16384, 8, 2},
 };
 
 enum { FC1_FWD, FC2_FWD, FC1_DGRAD, FC2_DGRAD, FC1_WGRAD, FC2_WGRAD, NKINDS };
@@ -99,9 +115,9 @@ struct batch {
     void upload() {
         size_t n = M.size();
         if (!dA) {
-            cudaCheck(cudaMalloc(&dA, 256 * sizeof(void *)));
-            cudaCheck(cudaMalloc(&dB, 256 * sizeof(void *)));
-            cudaCheck(cudaMalloc(&dC, 256 * sizeof(void *)));
+            cudaCheck(cudaMalloc(&dA, 512 * sizeof(void *)));
+            cudaCheck(cudaMalloc(&dB, 512 * sizeof(void *)));
+            cudaCheck(cudaMalloc(&dC, 512 * sizeof(void *)));
         }
         cudaCheck(cudaMemcpy(dA, A.data(), n * sizeof(void *), cudaMemcpyHostToDevice));
         cudaCheck(cudaMemcpy(dB, B.data(), n * sizeof(void *), cudaMemcpyHostToDevice));
@@ -197,32 +213,80 @@ static void check(cublasHandle_t h) {
     cudaFree(b.dA), cudaFree(b.dB), cudaFree(b.dC);
 }
 
+/* one point of the grid */
+struct point {
+    const moe_model *md;
+    int E;
+    long m;
+    int coarse; /* E a power of 4 and m / 8 a power of 4 */
+};
+
+static int ilog2(long x) {
+    int r = 0;
+    while (x > 1) x >>= 1, r++;
+    return r;
+}
+
+/* per-expert token counts: uniform, or E m tokens in chunks of 8 to random experts */
+static std::vector<long> expert_counts(int E, long m, int random, unsigned *rng) {
+    std::vector<long> cnt(E, random ? 0 : m);
+    if (random)
+        for (long c = 0; c < E * m / 8; c++) {
+            *rng = *rng * 1664525u + 1013904223u;
+            cnt[(*rng >> 8) % E] += 8;
+        }
+    return cnt;
+}
+
+/* elements of A, B, C over the experts for kind at these counts */
+static void batch_elems(int kind, long h, long f, const std::vector<long> &cnt, size_t *a, size_t *b, size_t *c) {
+    *a = *b = *c = 0;
+    for (long t : cnt) {
+        if (!t) continue;
+        long M, N, K;
+        kind_dims(kind, h, f, t, &M, &N, &K);
+        *a += (size_t)M * K, *b += (size_t)N * K, *c += (size_t)M * N;
+    }
+}
+
 int main(int argc, char **argv) {
-    int reps = 10;
-    double warm_s = 2.0;
-    long max_m = 4096;
-    const char *models_s = "mixtral,qwen3,dsv3";
+    int reps = 10, fp8 = 1;
+    double warm_s = 2.0, budget_s = 1e9, max_tflop = 8.0;
+    long max_m = 16384, max_pairs = 131072;
+    std::string models_s = "all";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc) reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--warm") && i + 1 < argc) warm_s = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--budget-s") && i + 1 < argc) budget_s = atof(argv[++i]);
         else if (!strcmp(argv[i], "--max-m") && i + 1 < argc) max_m = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--max-pairs") && i + 1 < argc) max_pairs = atol(argv[++i]);
+        else if (!strcmp(argv[i], "--max-tflop") && i + 1 < argc) max_tflop = atof(argv[++i]);
         else if (!strcmp(argv[i], "--models") && i + 1 < argc) models_s = argv[++i];
+        else if (!strcmp(argv[i], "--no-fp8")) fp8 = 0;
         else {
-            fprintf(stderr, "usage: grouped_gemm_sweep [--reps N] [--warm S] [--models mixtral,qwen3,dsv3] [--max-m M]\n");
+            fprintf(stderr, "usage: grouped_gemm_sweep [--reps N] [--warm S] [--budget-s S] [--models a,b,..|all] "
+                            "[--max-m M] [--max-pairs P] [--max-tflop F] [--no-fp8]\n");
             return 2;
         }
     }
-    if (reps < 3 || reps > 1000 || !(warm_s >= 0 && warm_s <= 600) || max_m < 16 || max_m > 16384) {
-        fprintf(stderr, "grouped_gemm_sweep: --reps 3..1000, --warm 0..600 s, --max-m 16..16384\n");
+    if (reps < 3 || reps > 1000 || !(warm_s >= 0 && warm_s <= 600) || max_m < 8 || max_m > 65536 ||
+        max_pairs < 8 || max_pairs > (1L << 22) || !(max_tflop > 0 && max_tflop <= 1000) || !(budget_s > 0)) {
+        fprintf(stderr, "grouped_gemm_sweep: --reps 3..1000, --warm 0..600 s, --max-m 8..65536, "
+                        "--max-pairs 8..4194304, --max-tflop (0, 1000], --budget-s > 0\n");
         return 2;
     }
+    auto t_start = std::chrono::steady_clock::now();
+    auto elapsed = [&]() { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count(); };
     cudaDeviceProp prop;
     cudaCheck(cudaGetDeviceProperties(&prop, 0));
     int ver = 0;
     cublasHandle_t h;
     cublasCheck(cublasCreate(&h));
     cublasCheck(cublasGetVersion(h, &ver));
-    printf("# device %s sms %d cc %d.%d cublas %d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor, ver);
+    size_t free_b = 0, total_b = 0;
+    cudaCheck(cudaMemGetInfo(&free_b, &total_b));
+    printf("# device %s sms %d cc %d.%d cublas %d memory %.1f GiB\n", prop.name, prop.multiProcessorCount, prop.major,
+           prop.minor, ver, total_b / 1073741824.0);
     size_t ws_bytes = 64u << 20;
     void *ws;
     cudaCheck(cudaMalloc(&ws, ws_bytes));
@@ -237,40 +301,57 @@ int main(int argc, char **argv) {
 
     check(h);
 
-    /* buffers: the largest per-kind A, B, C over the models, E and m chosen */
-    std::vector<const moe_model *> models;
-    for (auto &m : MODELS)
-        if (strstr(models_s, m.key)) models.push_back(&m);
-    size_t max_a = 8192L * 8192, max_b = 8192L * 8192, max_c = 8192L * 8192;
-    for (auto *md : models)
-        for (int li = 0; li < 2; li++) {
-            long E = md->local[li];
-            if (!E) continue;
-            /* random routing can give one expert up to E m tokens */
-            for (int kind = 0; kind < NKINDS; kind++) {
-                long M, N, K;
-                kind_dims(kind, md->h, md->f, max_m, &M, &N, &K);
-                long slots = E * 3 / 2 + 4; /* slack: random routing gives some experts more */
-                max_a = std::max(max_a, (size_t)(M * K * slots));
-                max_b = std::max(max_b, (size_t)(N * K * slots));
-                max_c = std::max(max_c, (size_t)(M * N * slots));
-            }
+    /* the grid, coarse points first */
+    std::vector<point> pts;
+    for (auto &md : MODELS) {
+        if (models_s != "all") {
+            std::string list = "," + models_s + ",";
+            if (list.find(std::string(",") + md.name + ",") == std::string::npos) continue;
         }
-    void *A, *B, *C, *A8, *B8;
+        for (int E = 1; E <= std::min(md.experts, 256); E *= 2)
+            for (long m = 8; m <= max_m; m *= 2) {
+                if ((long)E * m > max_pairs) continue;
+                if (6.0 * E * m * md.h * md.f > max_tflop * 1e12) continue;
+                pts.push_back({&md, E, m, ilog2(E) % 2 == 0 && ilog2(m / 8) % 2 == 0});
+            }
+    }
+    std::stable_sort(pts.begin(), pts.end(), [](const point &a, const point &b) { return a.coarse > b.coarse; });
+    /* buffers: the largest A, B, C over the grid (random counts included; same seed sequence as below) */
+    size_t max_a = 8192L * 8192, max_b = 8192L * 8192, max_c = 8192L * 8192;
+    {
+        unsigned rng = 12345u;
+        for (auto &p : pts)
+            for (int dist = 0; dist < 2; dist++) {
+                if (dist && !(p.coarse && p.E >= 4)) continue;
+                std::vector<long> cnt = expert_counts(p.E, p.m, dist, &rng);
+                for (int kind = 0; kind < NKINDS; kind++) {
+                    size_t a, b, c;
+                    batch_elems(kind, p.md->h, p.md->f, cnt, &a, &b, &c);
+                    max_a = std::max(max_a, a), max_b = std::max(max_b, b), max_c = std::max(max_c, c);
+                }
+            }
+    }
+    void *A, *B, *C, *A8 = nullptr, *B8 = nullptr;
     float *sc;
     cudaCheck(cudaMalloc(&A, max_a * 2));
     cudaCheck(cudaMalloc(&B, max_b * 2));
     cudaCheck(cudaMalloc(&C, max_c * 2));
-    cudaCheck(cudaMalloc(&A8, max_a));
-    cudaCheck(cudaMalloc(&B8, max_b));
+    if (fp8) {
+        cudaCheck(cudaMalloc(&A8, max_a));
+        cudaCheck(cudaMalloc(&B8, max_b));
+    }
     cudaCheck(cudaMalloc(&sc, 64));
     sweep_fill(A, max_a, 0, 1.0f, 1);
     sweep_fill(B, max_b, 0, 1.0f, 2);
-    sweep_fill(A8, max_a, 1, 1.0f, 3);
-    sweep_fill(B8, max_b, 1, 1.0f, 4);
+    if (fp8) {
+        sweep_fill(A8, max_a, 1, 1.0f, 3);
+        sweep_fill(B8, max_b, 1, 1.0f, 4);
+    }
     sweep_const(sc, 16, 1.0f);
     cudaCheck(cudaDeviceSynchronize());
-    printf("# buffers A %.2f GB, B %.2f GB, C %.2f GB (bf16)\n", max_a * 2e-9, max_b * 2e-9, max_c * 2e-9);
+    printf("# grid %zu points (%zu coarse); buffers A %.2f GB, B %.2f GB, C %.2f GB (bf16)%s\n", pts.size(),
+           (size_t)std::count_if(pts.begin(), pts.end(), [](const point &p) { return p.coarse; }), max_a * 2e-9,
+           max_b * 2e-9, max_c * 2e-9, fp8 ? " + fp8 copies of A and B" : "");
 
     {   /* warm-up to sustained clocks; the dense 8192^3 TN reference */
         float spent = 0;
@@ -291,127 +372,125 @@ int main(int argc, char **argv) {
 
     printf("# grouped MODEL E M DIST KIND METHOD MS TFLOPS STATUS\n");
     unsigned rng = 12345u;
-    for (auto *md : models)
-        for (int li = 0; li < 2; li++) {
-            int E = md->local[li];
-            if (!E) continue;
-            for (long m = 16; m <= max_m; m *= 2) {
-                /* the random distribution: E*m tokens in chunks of 16 */
-                std::vector<long> cnt(E, 0);
-                for (long c = 0; c < E * m / 16; c++) {
-                    rng = rng * 1664525u + 1013904223u;
-                    cnt[(rng >> 8) % E] += 16;
+    size_t done = 0;
+    for (auto &p : pts) {
+        if (elapsed() > budget_s) {
+            printf("# budget of %.0f s spent after %zu of %zu points\n", budget_s, done, pts.size());
+            break;
+        }
+        const moe_model *md = p.md;
+        const int E = p.E;
+        const long m = p.m;
+        for (int dist = 0; dist < 2; dist++) {
+            if (dist && !(p.coarse && E >= 4)) continue;
+            std::vector<long> cnt = expert_counts(E, m, dist, &rng);
+            const char *dname = dist ? "random" : "uniform";
+            if (dist) {
+                printf("counts %s %d %ld ", md->name, E, m);
+                for (int e = 0; e < E; e++) printf("%s%ld", e ? "," : "", cnt[e]);
+                printf("\n");
+            }
+            for (int kind = 0; kind < NKINDS; kind++) {
+                long M0, N0, K0;
+                kind_dims(kind, md->h, md->f, m, &M0, &N0, &K0);
+                batch b;
+                size_t oa = 0, ob = 0, oc = 0; /* element offsets: each expert its own memory */
+                for (int e = 0; e < E; e++) {
+                    long t = cnt[e];
+                    if (!t) continue;
+                    long M, N, K;
+                    kind_dims(kind, md->h, md->f, t, &M, &N, &K);
+                    b.M.push_back(M), b.N.push_back(N), b.K.push_back(K);
+                    b.A.push_back((char *)A + 2 * oa);
+                    b.B.push_back((char *)B + 2 * ob);
+                    b.C.push_back((char *)C + 2 * oc);
+                    b.flops += 2.0 * M * N * K;
+                    oa += (size_t)M * K, ob += (size_t)N * K, oc += (size_t)M * N;
                 }
-                for (int kind = 0; kind < NKINDS; kind++) {
-                    long M0, N0, K0;
-                    kind_dims(kind, md->h, md->f, m, &M0, &N0, &K0);
-                    for (int dist = 0; dist < 2; dist++) {
-                        batch b;
-                        /* slots: expert e's operands at e * (size at the largest count) */
-                        long cmax = dist == 0 ? m : *std::max_element(cnt.begin(), cnt.end());
-                        long Mx, Nx, Kx;
-                        kind_dims(kind, md->h, md->f, cmax, &Mx, &Nx, &Kx);
-                        if ((size_t)(Mx * Kx) * E > max_a || (size_t)(Nx * Kx) * E > max_b ||
-                            (size_t)(Mx * Nx) * E > max_c) {
-                            printf("grouped %s %d %ld %s %s all nan nan skipped_buffer\n", md->name, E, m,
-                                   dist ? "random" : "uniform", KIND_NAMES[kind]);
-                            continue;
-                        }
-                        for (int e = 0; e < E; e++) {
-                            long t = dist == 0 ? m : cnt[e];
-                            if (!t) continue;
-                            long M, N, K;
-                            kind_dims(kind, md->h, md->f, t, &M, &N, &K);
-                            b.M.push_back(M), b.N.push_back(N), b.K.push_back(K);
-                            b.A.push_back((char *)A + 2 * (size_t)e * Mx * Kx);
-                            b.B.push_back((char *)B + 2 * (size_t)e * Nx * Kx);
-                            b.C.push_back((char *)C + 2 * (size_t)e * Mx * Nx);
-                            b.flops += 2.0 * M * N * K;
-                        }
-                        b.upload();
-                        const char *dname = dist ? "random" : "uniform";
-                        auto report = [&](const char *method, double ms, int st) {
-                            if (ms > 0 && st == 0)
-                                printf("grouped %s %d %ld %s %s %s %.4f %.2f ok\n", md->name, E, m, dname,
-                                       KIND_NAMES[kind], method, ms, b.flops / (ms * 1e-3) / 1e12);
-                            else
-                                printf("grouped %s %d %ld %s %s %s nan nan status=%d\n", md->name, E, m, dname,
-                                       KIND_NAMES[kind], method, st);
-                        };
-                        cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
-                        double ms;
-                        ms = sweep_time(
-                            [&]() {
-                                st = run_loop(h, b);
-                                return st != CUBLAS_STATUS_SUCCESS;
-                            },
-                            2, 3, reps, 5, e0, e1);
-                        report("loop", ms, st);
-                        st = CUBLAS_STATUS_SUCCESS;
-                        ms = sweep_time(
-                            [&]() {
-                                st = run_grouped(h, b, dist == 0);
-                                return st != CUBLAS_STATUS_SUCCESS;
-                            },
-                            2, 3, reps, 5, e0, e1);
-                        report("grouped", ms, st);
-                        if (dist == 0) {
-                            st = CUBLAS_STATUS_SUCCESS;
+                b.upload();
+                auto report = [&](const char *method, double ms, int st) {
+                    if (ms > 0 && st == 0)
+                        printf("grouped %s %d %ld %s %s %s %.4f %.2f ok\n", md->name, E, m, dname, KIND_NAMES[kind],
+                               method, ms, b.flops / (ms * 1e-3) / 1e12);
+                    else
+                        printf("grouped %s %d %ld %s %s %s nan nan status=%d\n", md->name, E, m, dname,
+                               KIND_NAMES[kind], method, st);
+                };
+                cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
+                double ms = sweep_time(
+                    [&]() {
+                        st = run_loop(h, b);
+                        return st != CUBLAS_STATUS_SUCCESS;
+                    },
+                    2, 3, reps, 3, e0, e1);
+                report("loop", ms, st);
+                st = CUBLAS_STATUS_SUCCESS;
+                ms = sweep_time(
+                    [&]() {
+                        st = run_grouped(h, b, dist == 0);
+                        return st != CUBLAS_STATUS_SUCCESS;
+                    },
+                    2, 3, reps, 3, e0, e1);
+                report("grouped", ms, st);
+                if (dist == 0) {
+                    st = CUBLAS_STATUS_SUCCESS;
+                    ms = sweep_time(
+                        [&]() {
+                            st = run_strided(h, b, M0 * K0, N0 * K0, M0 * N0);
+                            return st != CUBLAS_STATUS_SUCCESS;
+                        },
+                        2, 3, reps, 3, e0, e1);
+                    report("strided", ms, st);
+                    /* dense: the token dimension E times longer */
+                    long dM = M0, dN = N0, dK = K0;
+                    if (kind <= FC2_DGRAD) dM = M0 * E;
+                    else dK = K0 * E;
+                    st = CUBLAS_STATUS_SUCCESS;
+                    ms = sweep_time(
+                        [&]() {
+                            st = gemm_one(h, dM, dN, dK, A, B, C);
+                            return st != CUBLAS_STATUS_SUCCESS;
+                        },
+                        2, 3, reps, 3, e0, e1);
+                    report("dense", ms, st);
+                    if (fp8) {
+                        /* fp8 loop over cuBLASLt, one setup for the common shape */
+                        lt_gemm g;
+                        int lkind = kind <= FC2_FWD ? LT_FP8_TW_FAST : LT_FP8_TW;
+                        st = lt_gemm_setup(lt, &g, lkind, M0, N0, K0, sc, sc, 0, ws_bytes);
+                        if (st == CUBLAS_STATUS_SUCCESS) {
                             ms = sweep_time(
                                 [&]() {
-                                    st = run_strided(h, b, Mx * Kx, Nx * Kx, Mx * Nx);
-                                    return st != CUBLAS_STATUS_SUCCESS;
+                                    for (int e = 0; e < E; e++) {
+                                        st = lt_gemm_run(lt, &g, (char *)A8 + (size_t)e * M0 * K0,
+                                                         (char *)B8 + (size_t)e * N0 * K0,
+                                                         (char *)C + 2 * (size_t)e * M0 * N0, lt_ws, ws_bytes, 0);
+                                        if (st != CUBLAS_STATUS_SUCCESS) return 1;
+                                    }
+                                    return 0;
                                 },
-                                2, 3, reps, 5, e0, e1);
-                            report("strided", ms, st);
-                            /* dense: the token dimension E times longer */
-                            long dM = M0, dN = N0, dK = K0;
-                            if (kind <= FC2_DGRAD) dM = M0 * E;
-                            else dK = K0 * E;
-                            st = CUBLAS_STATUS_SUCCESS;
-                            ms = sweep_time(
-                                [&]() {
-                                    st = gemm_one(h, dM, dN, dK, A, B, C);
-                                    return st != CUBLAS_STATUS_SUCCESS;
-                                },
-                                2, 3, reps, 5, e0, e1);
-                            report("dense", ms, st);
-                            /* fp8 loop over cuBLASLt, one setup for the common shape */
-                            lt_gemm g;
-                            int lkind = kind <= FC2_FWD ? LT_FP8_TW_FAST : LT_FP8_TW;
-                            st = lt_gemm_setup(lt, &g, lkind, M0, N0, K0, sc, sc, 0, ws_bytes);
-                            if (st == CUBLAS_STATUS_SUCCESS) {
-                                ms = sweep_time(
-                                    [&]() {
-                                        for (int e = 0; e < E; e++) {
-                                            st = lt_gemm_run(lt, &g, (char *)A8 + (size_t)e * Mx * Kx,
-                                                             (char *)B8 + (size_t)e * Nx * Kx,
-                                                             (char *)C + 2 * (size_t)e * Mx * Nx, lt_ws, ws_bytes, 0);
-                                            if (st != CUBLAS_STATUS_SUCCESS) return 1;
-                                        }
-                                        return 0;
-                                    },
-                                    2, 3, reps, 5, e0, e1);
-                                lt_gemm_destroy(&g);
-                            } else {
-                                ms = -1;
-                            }
-                            report("fp8_loop", ms, st);
+                                2, 3, reps, 3, e0, e1);
+                            lt_gemm_destroy(&g);
+                        } else {
+                            ms = -1;
                         }
-                        cudaError_t ce = cudaGetLastError();
-                        if (ce != cudaSuccess) {
-                            fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(ce));
-                            return 1;
-                        }
-                        cudaFree(b.dA), cudaFree(b.dB), cudaFree(b.dC);
-                        fflush(stdout);
+                        report("fp8_loop", ms, st);
                     }
                 }
+                cudaError_t ce = cudaGetLastError();
+                if (ce != cudaSuccess) {
+                    fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(ce));
+                    return 1;
+                }
+                cudaFree(b.dA), cudaFree(b.dB), cudaFree(b.dC);
+                fflush(stdout);
             }
         }
+        done++;
+    }
     cudaCheck(cudaGetLastError());
     cublasDestroy(h);
     cublasLtDestroy(lt);
-    printf("# done%s\n", g_fail ? " (a check FAILED)" : "");
+    printf("# done %zu of %zu points in %.1f s%s\n", done, pts.size(), elapsed(), g_fail ? " (a check FAILED)" : "");
     return g_fail ? 3 : 0;
 }
