@@ -995,8 +995,11 @@ def parent_main(args):
     if args.frameworks in ("all", "hf") and hf:
         groups.append(hf)
     if args.only:
-        keep = set(args.only.split(","))
-        groups = [[r for r in g if r["run_id"] in keep] for g in groups]
+        # the runs named, in the order named (a budget then cuts from the end of the list)
+        want = args.only.split(",")
+        rank = {rid: i for i, rid in enumerate(want)}
+        groups = [sorted([r for r in g if r["run_id"] in rank], key=lambda r: rank[r["run_id"]])
+                  for g in groups]
         groups = [g for g in groups if g]
     if args.run_timeout:
         for g in groups:
