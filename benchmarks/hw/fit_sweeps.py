@@ -7,6 +7,8 @@ grouped_gemm_sweep.md hold what it printed for the committed results.
   python3 benchmarks/hw/fit_sweeps.py fp8 benchmarks/hw/results/fp8_gemm_sweep_h200.txt
   python3 benchmarks/hw/fit_sweeps.py grouped benchmarks/hw/results/grouped_gemm_sweep_h200.txt \
       benchmarks/hw/results/grouped_mm_torch_h200.txt
+  python3 benchmarks/hw/fit_sweeps.py moe --card h100 --json OUT.json [--cublas FILE] \
+      [--torch FILE] [--parts FILE] > moe_layer_fit.md     # issue 33: see moe_layer_sweep.md
 
 The GEMM model is the layout simulator's (sim/layout/compute_model.c,
 gemm_shape_factor): efficiency = base * max over tiles and split-k of
@@ -399,6 +401,9 @@ def grouped_report(path, torch_path=None):
 
 
 def main():
+    if len(sys.argv) >= 2 and sys.argv[1] == "moe":
+        import moe_fit  # the MoE layer's fit lives beside this file
+        return moe_fit.main(sys.argv[2:])
     if len(sys.argv) < 3 or sys.argv[1] not in ("fp8", "grouped"):
         print(__doc__)
         return 2
