@@ -28,8 +28,8 @@ Fitted by Levenberg-Marquardt on log(model / measured), parameters in logs.
 
 Other parts, per part and pass:  t = c_launch + bytes / BW + FLOPs / R
 (R only for the GEMM parts: router gate, shared MLP), by linear least
-squares on the relative error, a term dropped when its coefficient comes
-out negative.
+squares on the relative error over every subset of the three terms, the
+best subset with no negative coefficient kept.
 
 THE FIT ROWS (named before any error was seen, 2026-12-06):
   GEMMs: the uniform rows with log2(E) + log2(m / 8) even (a checkerboard
@@ -191,8 +191,13 @@ def gemm_time(theta, terms, L, prec):
     for k, M, N, K in terms:
         tc = 2.0 * M * N * K / (P * eff)
         tm = ((M * K + N * K) * bin_ + M * N * 2) / (bw * 1e12)
-        t += k * (c1 * 1e-6 + (tc ** q + tm ** q) ** (1.0 / q))
+        hi, lo = max(tc, tm), min(tc, tm)
+        t += k * (c1 * 1e-6 + hi * (1.0 + (lo / hi) ** q) ** (1.0 / q))  # (tc^q + tm^q)^(1/q), no overflow
     return t * 1e3  # ms
+
+
+# bounds of the constants (c_launch us, c_expert us, eff, BW TB/s, q - 1) in the fit's log space
+BOUNDS = [(1e-3, 1e4), (1e-4, 1e4), (1e-3, 1.5), (0.05, 20.0), (1e-2, 30.0)]
 
 
 def solve(A, b):
@@ -242,7 +247,7 @@ def lm_fit(rows, prec, theta0, iters=60):
                 lam *= 10
                 continue
             pn = [a + b for a, b in zip(p, step)]
-            pn = [min(max(v, -30.0), 30.0) for v in pn]
+            pn = [min(max(v, math.log(lo_)), math.log(hi_)) for v, (lo_, hi_) in zip(pn, BOUNDS)]
             rn = resid(pn)
             cn = sum(x * x for x in rn)
             if cn < cost:
@@ -267,7 +272,7 @@ def rel_errors(rows, th, prec):
 
 
 def pct(x):
-    return "-" if x != x else f"{100 * x:.1f}%"
+    return "-" if x is None or x != x else f"{100 * x:.1f}%"
 
 
 def rms(v):
@@ -287,9 +292,9 @@ def fit_gemm_group(rows, prec):
     where = f"{wr['model']} E={wr['E']} m={wr['m']} {wr['dist']} {wr.get('kind', wr.get('pas'))}"
     return dict(c_launch_us=round(th[0], 3), c_expert_us=round(th[1], 3), eff=round(th[2], 4),
                 bw_tb_s=round(th[3], 3), q=round(th[4], 3), peak_tflops=PEAK[prec] / 1e12,
-                n_fit=len(fit), n_heldout=len(held), rms_fit=round(rms(ef), 4), rms_heldout=round(rms(eh), 4),
-                rms_all=round(rms(ea), 4), worst=round(ea[worst_i], 4), worst_where=where,
-                rms_heldout_random=round(rms([e for e, r in zip(eh, held) if r["dist"] == "random"]), 4))
+                n_fit=len(fit), n_heldout=len(held), rms_fit=nn(rms(ef)), rms_heldout=nn(rms(eh)),
+                rms_all=nn(rms(ea)), worst=round(ea[worst_i], 4), worst_where=where,
+                rms_heldout_random=nn(rms([e for e, r in zip(eh, held) if r["dist"] == "random"])))
 
 
 # ----------------------------------------------------------------------------- the parts
@@ -298,28 +303,32 @@ PARTS_FIT_T = (1024, 16384)
 
 
 def fit_part(rows):
-    """t = a + b bytes + c flops (ms) on relative error, terms dropped when negative."""
+    """t = a + b bytes + c flops (ms), least squares on the relative error; every subset of the
+    three terms is tried and the best one with no negative coefficient kept (a non-negative
+    least squares small enough to enumerate)."""
     fit = [r for r in rows if r["T"] in PARTS_FIT_T]
     held = [r for r in rows if r["T"] not in PARTS_FIT_T]
     if len(fit) < 2:
         return None
-    use = [0, 1] + ([2] if any(r["flops"] > 0 for r in fit) else [])
-    for _ in range(3):
+    terms = [0, 1] + ([2] if any(r["flops"] > 0 for r in fit) else [])
+    best = None
+    for mask in range(1, 1 << len(terms)):
+        use = [terms[i] for i in range(len(terms)) if mask >> i & 1]
         X = [[(1.0, r["bytes"], r["flops"])[j] / r["ms"] for j in use] for r in fit]
-        A = [[sum(x[a] * x[b] for x in X) for b in range(len(use))] for a in range(len(use))]
-        bb = [sum(x[a] for x in X) for a in range(len(use))]
+        A = [[sum(x[i] * x[k] for x in X) for k in range(len(use))] for i in range(len(use))]
+        bb = [sum(x[i] for x in X) for i in range(len(use))]
         sol = solve(A, bb)
-        if sol is None:
-            return None
-        neg = [use[i] for i, v in enumerate(sol) if v < 0]
-        if not neg:
-            break
-        use = [u for u in use if u not in neg[:1]]
-        if not use:
-            return None
-    coef = [0.0, 0.0, 0.0]
-    for u, v in zip(use, sol):
-        coef[u] = v
+        if sol is None or any(v < 0 for v in sol):
+            continue
+        coef = [0.0, 0.0, 0.0]
+        for u, v in zip(use, sol):
+            coef[u] = v
+        e = rms([(coef[0] + coef[1] * r["bytes"] + coef[2] * r["flops"]) / r["ms"] - 1.0 for r in fit])
+        if best is None or e < best[0] - 1e-12:
+            best = (e, coef)
+    if best is None:
+        return None
+    coef = best[1]
 
     def err(r):
         return (coef[0] + coef[1] * r["bytes"] + coef[2] * r["flops"]) / r["ms"] - 1.0
@@ -330,9 +339,13 @@ def fit_part(rows):
     return dict(c_launch_us=round(coef[0] * 1e3, 3),
                 bw_gb_s=round(1.0 / coef[1] / 1e6, 1) if coef[1] > 0 else None,
                 tflops=round(1.0 / coef[2] / 1e9, 1) if coef[2] > 0 else None,
-                n_fit=len(fit), n_heldout=len(held), rms_fit=round(rms(ef), 4), rms_heldout=round(rms(eh), 4),
-                rms_all=round(rms(ea), 4), worst=round(ea[wi], 4),
-                worst_where=f"{wr['model']} T={wr['T']} {wr['x']}")
+                n_fit=len(fit), n_heldout=len(held), rms_fit=nn(rms(ef)), rms_heldout=nn(rms(eh)),
+                rms_all=nn(rms(ea)), worst=round(ea[wi], 4), worst_where=f"{wr['model']} T={wr['T']} {wr['x']}")
+
+
+def nn(x, nd=4):
+    """x rounded, or None for NaN (JSON has no NaN)."""
+    return None if x != x else round(x, nd)
 
 
 # ----------------------------------------------------------------------------- report
@@ -388,8 +401,8 @@ def main(argv):
             out["grouped_gemm"].setdefault(key[0], {}).setdefault(key[1], {})[key[2]] = res
             p(f"| {key[0]} | {key[1]} | {key[2]} | {res['c_launch_us']:.1f} | {res['c_expert_us']:.2f} | "
               f"{res['eff']:.3f} | {res['bw_tb_s']:.2f} | {res['q']:.2f} | {res['n_fit']} / {res['n_heldout']} | "
-              f"{100 * res['rms_fit']:.1f}% | {100 * res['rms_heldout']:.1f}% ({pct(res['rms_heldout_random'])}) | "
-              f"{100 * res['rms_all']:.1f}% | {100 * res['worst']:+.0f}% ({res['worst_where']}) |")
+              f"{pct(res['rms_fit'])} | {pct(res['rms_heldout'])} ({pct(res['rms_heldout_random'])}) | "
+              f"{pct(res['rms_all'])} | {100 * res['worst']:+.0f}% ({res['worst_where']}) |")
         p("")
     if a.parts:
         rows, checks, layers, meta = parse_parts(a.parts)
@@ -409,8 +422,8 @@ def main(argv):
                 continue
             out["parts"].setdefault(key[0], {})[key[1]] = res
             p(f"| {key[0]} | {key[1]} | {res['c_launch_us']:.1f} | {res['bw_gb_s'] or '-'} | {res['tflops'] or '-'} | "
-              f"{res['n_fit']} / {res['n_heldout']} | {100 * res['rms_fit']:.1f}% | {100 * res['rms_heldout']:.1f}% | "
-              f"{100 * res['rms_all']:.1f}% | {100 * res['worst']:+.0f}% ({res['worst_where']}) |")
+              f"{res['n_fit']} / {res['n_heldout']} | {pct(res['rms_fit'])} | {pct(res['rms_heldout'])} | "
+              f"{pct(res['rms_all'])} | {100 * res['worst']:+.0f}% ({res['worst_where']}) |")
         p("")
         nf = [c for c in checks if c[-1] != "PASS"]
         p(f"Checks: {len(checks)}, failed {len(nf)}" + (": " + "; ".join(" ".join(c) for c in nf[:10]) if nf else "."))
