@@ -279,13 +279,16 @@ def main():
         timed(mdl, T, xname, "permute", "fwd", lambda: permute(x, top, idx, E, k), pb, 0)
         gp = rnd(*padded.shape, dtype=xd)
         timed(mdl, T, xname, "permute", "dgrad", agrad(padded, [xr], gp), pb + T * d * xb, 0)
-        # check the scatter-add: dX[t] = sum of the gradient rows of t's k copies
-        (gx,) = torch.autograd.grad(padded, [xr], gp, retain_graph=True)
-        ref = torch.zeros(T, d, dtype=torch.float64, device=x.device)
-        rows = gp.double()[perm >= 0]
-        src = order[perm[perm >= 0]] // k
-        ref.index_add_(0, src, rows)
-        check(mdl, T, xname, "permute_scatter_add", relerr(gx, ref), 1e-2)
+        # check the scatter-add: dX[t] = sum of the gradient rows of t's k copies (float64:
+        # on the smaller token counts only, the reference is 4x the rows' bytes)
+        gx = ref = rows = src = None
+        if n * d <= (1 << 27):
+            (gx,) = torch.autograd.grad(padded, [xr], gp, retain_graph=True)
+            ref = torch.zeros(T, d, dtype=torch.float64, device=x.device)
+            rows = gp.double()[perm >= 0]
+            src = order[perm[perm >= 0]] // k
+            ref.index_add_(0, src, rows)
+            check(mdl, T, xname, "permute_scatter_add", relerr(gx, ref), 1e-2)
         # ---- unpermute + combine
         outp = padded.detach().clone().requires_grad_()
         topg = top.detach().clone().requires_grad_()
