@@ -21,6 +21,7 @@
  */
 #include <cuda_bf16.h>
 
+#include "backend_cuda.h"
 #include "kernels_common.cuh"
 
 extern "C" {

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_nodes.h"
+#include "backend_cuda.h"
 
 #define WS_BYTES (32LL << 20) /* cuBLAS workspace per device (Hopper guidance) */
 

@@ -25,7 +25,7 @@
  * (plus min, max, mean, sd) over the timed steps.
  *
  * Inside one node call on CUDA, the weight and bias gradients of a backward
- * run on a second stream of the device (hw/exec/side_stream.cu) beside the
+ * run on a second stream of the device (hw/kernels/side_stream.cu) beside the
  * input-gradient chain, and the compute stream waits for them before the
  * call returns: to the plan a node call is still one unit of the compute
  * stream (PLACER_SIDE=0 keeps everything on one).
