@@ -81,15 +81,6 @@ typedef struct {
  * first size t does not divide. */
 pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len);
 
-/* The shard of node `node` that tp rank `rank` of `size` holds
- * (hw_node_param_map_tp), from the node's whole shard `full`
- * (hw_node_param_map): local gets every float (its padding rows 0). */
-void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local);
-/* The reverse: the rank's slice of local written to its places in full;
- * the rest of full (the other ranks' slices, the vocabulary padding rows)
- * is left as it is. */
-void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full);
-
 /* The tensors of node `node`'s local shard that every rank holds whole
  * (embedding, layernorm: all; attention, MLP: bproj; head: none): up to
  * HW_MAX_PARAM_TENSORS (offset, floats) pairs in the local shard. Returns

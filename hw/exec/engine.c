@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist_device.h"
-#include "dist_dp.h"
-#include "dist_group.h"
 #include "nodes.h"
 #include "placement.h"
 #include "placer_config.h"
@@ -141,11 +138,7 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
 void hw_program_destroy(hw_program *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
-    hw_dp_comm_destroy(p->dp_comm); /* before the groups it borrows */
-    for (int d = 0; d < p->n_dev; d++) {
-        dist_device_destroy(p->xd_tp[d]);
-        dist_device_destroy(p->xd_dp[d]);
-    }
+    if (p->par) p->par->ops->detach(p->par_state); /* the groups' state first: it borrows the devices */
     for (int d = 0; d < p->n_dev; d++)
         if (p->dev[d].graph) be->ops->graph_destroy(be, d, p->dev[d].graph);
     for (int d = 0; d < p->n_dev; d++)
@@ -158,7 +151,6 @@ void hw_program_destroy(hw_program *p) {
     free(p->model_off);
     free(p->shard_off);
     free(p->trace);
-    free(p->dp_buf);
     free(p);
 }
 
@@ -169,8 +161,8 @@ static void gather_shards(const hw_program *p, int d, const float *model, float 
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
-        if (p->tp.size > 1) /* the tp rank's slice (dist_tp.h) */
-            hw_tp_shard_from_full(g, n, p->tp.rank, p->tp.size, model + p->model_off[n], staging + p->shard_off[n]);
+        if (p->split.tp_size > 1) /* the tp rank's slice (param_memory.h) */
+            hw_tp_shard_from_full(g, n, p->split.tp_rank, p->split.tp_size, model + p->model_off[n], staging + p->shard_off[n]);
         else
             memcpy(staging + p->shard_off[n], model + p->model_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
@@ -181,8 +173,8 @@ static void scatter_shards(const hw_program *p, int d, const float *staging, flo
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
-        if (p->tp.size > 1) /* only the tp rank's slice; the rest of the view is left alone */
-            hw_tp_shard_to_full(g, n, p->tp.rank, p->tp.size, staging + p->shard_off[n], model + p->model_off[n]);
+        if (p->split.tp_size > 1) /* only the tp rank's slice; the rest of the view is left alone */
+            hw_tp_shard_to_full(g, n, p->split.tp_rank, p->split.tp_size, staging + p->shard_off[n], model + p->model_off[n]);
         else
             memcpy(model + p->model_off[n], staging + p->shard_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
@@ -203,6 +195,8 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     pl_status st = placement_validate(o->placement, g->n_nodes, nd, msg, len);
     if (st != PL_OK) return st;
     if ((st = schedule_validate(&o->sched, g->cfg.batch, msg, len)) != PL_OK) return st;
+    hw_split split = hw_split_none();
+    if (o->parallel) o->parallel->ops->describe(o->parallel, &split);
     if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B && o->sched.order != SCHED_ZB_H1 &&
         o->sched.order != SCHED_ZB_H2)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe, 1f1b, zb-h1 and zb-h2 schedules only");
@@ -213,27 +207,16 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s does not run on the %s backend",
                            schedule_order_name(o->sched.order), be->ops->name);
         const int fp32 = e->prec == HW_PREC_FP32 || (strcmp(be->ops->name, "cpu") == 0 && e->prec == HW_PREC_TF32);
-        if (!fp32 || o->tp || o->dp) /* the CPU backend computes tf32 as fp32 */
+        if (!fp32 || split.groups) /* the CPU backend computes tf32 as fp32 */
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                            "%s runs in fp32 (on CUDA: --strict-fp32) without tensor or data parallelism only",
                            schedule_order_name(o->sched.order));
     }
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
-    /* the CPU backend runs tp and dp on host buffers; the CUDA one through
-     * the device collectives (dist_device.h) */
-    const int on_cpu = strcmp(be->ops->name, "cpu") == 0, on_cuda = strcmp(be->ops->name, "cuda") == 0;
-    if (o->dp && !on_cpu && !on_cuda)
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "data parallelism over processes does not run on the %s backend",
-                       be->ops->name);
-    const int tp = o->tp ? dist_size(o->tp) : 1;
-    if (o->tp && tp > 1) {
-        if (!on_cpu && !on_cuda)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism does not run on the %s backend",
-                           be->ops->name);
-        if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
-                                                                g->cfg.seq_len, msg, len)) != PL_OK)
-            return st;
-    }
+    /* the groups' own checks, and the rest of the split (parallel.h) */
+    if (o->parallel && (st = o->parallel->ops->check(o->parallel, be, g, g->cfg.batch / o->sched.micro_batches,
+                                                     e->prec == HW_PREC_BF16, &split, msg, len)) != PL_OK)
+        return st;
 
     hw_program *p = calloc(1, sizeof *p);
     if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
@@ -243,13 +226,7 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     p->sched = o->sched;
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
-    p->dp = o->dp;
-    if ((st = hw_dp_check_opts(o, e->prec == HW_PREC_BF16, &p->zero, &p->bucket_floats, msg, len)) != PL_OK) {
-        free(p);
-        return st;
-    }
-    p->tp.size = 1;
-    if (o->tp && tp > 1) p->tp = (hw_tp){o->tp, dist_rank(o->tp), tp, o->seq_parallel != 0};
+    p->split = split;
     p->bf16 = e->prec == HW_PREC_BF16;
     p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
@@ -341,20 +318,15 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
         }
     }
 
-    /* the CUDA backend's collectives on device buffers, one set per used
-     * device and group (collective: every rank has the same used devices).
-     * PLACER_TEST_DEVICE_COLLECTIVES=1 (tests) takes the CPU backend's dp
-     * updates and replicated-gradient sums through them too (host staging
-     * over memcpy), so CI runs that code; its tp node calls stay dist_tp.c's. */
-    if (dist_device_wanted(be))
-        for (int d = 0; d < nd && st == PL_OK; d++) {
-            if (!p->dev[d].used) continue;
-            if (p->tp.g) st = dist_device_create(p->tp.g, be, d, &p->xd_tp[d], msg, len);
-            if (st == PL_OK && p->dp) st = dist_device_create(p->dp, be, d, &p->xd_dp[d], msg, len);
+    /* the process groups' state for this program (their collectives on each
+     * used device; collective: every rank has the same used devices) */
+    if (hw_split_active(&p->split)) {
+        p->par = o->parallel;
+        if ((st = p->par->ops->attach(p->par, p, &p->par_state, msg, len)) != PL_OK) {
+            p->par = NULL; /* attach left nothing behind */
+            hw_program_destroy(p);
+            return st;
         }
-    if (st != PL_OK) {
-        hw_program_destroy(p);
-        return st;
     }
 
     /* parameters from the seed (or the given model view), zero moments */
@@ -364,8 +336,7 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
         if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
     staging = malloc(sizeof(float) * (size_t)max_dev);
     if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
-    if (p->dp || p->tp.g) p->dp_buf = malloc(sizeof(float) * ((size_t)max_dev + DIST_MAX_RANKS));
-    if (!staging || (!o->init_params && !model) || ((p->dp || p->tp.g) && !p->dp_buf)) {
+    if (!staging || (!o->init_params && !model)) {
         free(staging);
         free(model);
         hw_program_destroy(p);
@@ -401,7 +372,7 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     for (int d = 0; d < nd; d++) used += p->dev[d].used;
     /* one host thread per device pays off where launches cost host time
      * (CUDA); the CPU backend does it only when asked (tests) */
-    p->threaded = used > 1 && !p->dp && !p->tp.g && be->ops->threads_ok(be) &&
+    p->threaded = used > 1 && !p->par && be->ops->threads_ok(be) &&
                   (e->issue == HW_ISSUE_THREADS ||
                    (e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
     *out = p;
@@ -418,12 +389,7 @@ int hw_program_reorders(const hw_program *p) { return p->reorders; }
 int hw_program_graph_state(const hw_program *p) { return p->graph_state; }
 
 const char *hw_program_collectives(const hw_program *p) {
-    if (!p->tp.g && !p->dp) return "none";
-    for (int d = 0; d < p->n_dev; d++) {
-        if (p->xd_tp[d]) return dist_device_transport(p->xd_tp[d]);
-        if (p->xd_dp[d]) return dist_device_transport(p->xd_dp[d]);
-    }
-    return "host";
+    return p->par ? p->par->ops->transport(p->par_state, p) : "none";
 }
 
 void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets) {

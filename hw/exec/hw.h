@@ -113,6 +113,7 @@
 
 #include "backend.h"
 #include "graph.h"
+#include "parallel.h"
 #include "schedule.h"
 #include "status.h"
 
@@ -153,7 +154,6 @@ typedef struct {
 
 typedef struct hw_engine hw_engine;
 typedef struct hw_program hw_program;
-struct dist_group;
 
 /* Create an engine. On success *out owns it (hw_engine_destroy). Errors:
  * PL_ERR_INVALID (bad device count), PL_ERR_UNSUPPORTED (CUDA asked for but
@@ -200,48 +200,11 @@ typedef struct {
     uint64_t seed;             /* parameter initialisation (hw_params_init) */
     const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
     hw_adamw adamw;            /* optimizer settings */
-    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist/dist_group.h;
-                                  CUDA: hw/dist/dist_device.h): this process is one replica of the
-                                  plan and the graph's batch is its slice of the global
-                                  batch (each rank the same size). Before AdamW, each
-                                  device's gradients are summed over the group in rank
-                                  order and divided by its size; the loss scales by
-                                  1 / (slice * T) (nodes.h), so the mean of the slices'
-                                  gradients is the full batch's. Steps report the group's
-                                  mean loss and its largest step and wall times. Every
-                                  rank must create the same plan and step it in lockstep;
-                                  the plan issues from one thread and captures no graph.
-                                  Borrowed: must outlive the plan. */
-    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist/dist_tp.h;
-                                  any precision): this process is one tp rank; the
-                                  attention heads, MLP columns and vocabulary rows of the head
-                                  are split over the group (rules above). Every rank gets the
-                                  whole batch and creates the same plan. With dp as well, tp
-                                  groups the ranks of one replica and dp the same tp rank of
-                                  every replica. The plan issues from one thread and captures
-                                  no graph (every rank must call the collectives in the same
-                                  order). Borrowed: must outlive the plan. */
-    int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
-    int zero;                  /* with dp: 0, or 1 for ZeRO-1 (hw/dist/dist_dp.h): each rank keeps
-                                  AdamW's m and v for its 1/dp shard of every device's flat
-                                  parameter buffer, the gradients are reduce-scattered, the
-                                  update runs on the shard and the parameters are all-gathered
-                                  after it (static_bytes shrinks by the moments' share, and
-                                  grows by the update's dp x shard buffer where the
-                                  collectives run on device buffers: CUDA). Same
-                                  bits as zero 0 on the sockets transport; in bf16 the weight
-                                  copy is remade from the gathered weights. Without
-                                  dp (or dp of 1) a no-op. hw_program_get_grads then holds the
-                                  replicas' mean gradient only in this rank's shard (the rest
-                                  is the rank's own, as reduce-scatter leaves it) */
-    int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of at
-                                  least this many bytes (closed at node boundaries), last
-                                  parameters first, each issued once backward has finished its
-                                  nodes (PyTorch DDP's order); 0: 25 MiB, DDP's default. The
-                                  all-reduces overlap the rest of backward (a comm thread on
-                                  host copies, or NCCL's comm stream) and are waited for at
-                                  the device's AdamW, same bits; PLACER_DP_OVERLAP=0 makes
-                                  each synchronous (hw/dist/dist_dp.h) */
+    const hw_parallel *parallel; /* or NULL: one process. The process groups this program is
+                                  one rank of (tensor and data parallelism over processes,
+                                  with their options): hw/dist/dist_program.h's
+                                  dist_parallel_hooks fills it; parallel.h says when the
+                                  executor calls its hooks. Borrowed: must outlive the plan. */
 } hw_program_opts;
 
 /* Per-device memory of a plan, also filled when plan creation fails with
