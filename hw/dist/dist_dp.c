@@ -55,8 +55,8 @@ pl_status hw_dp_check_opts(int zero, int64_t bucket_bytes, dist_group *dp, int b
 
 /* ZeRO-1 on device buffers (CUDA: the device collectives, dist_device.h).
  * The same steps as the host path below, on a device buffer of dp S
- * floats: the plan's, in the arena (off_zero1, so the peak counts it); a
- * plan compiled without one (the collectives' choice changed under it)
+ * floats: the program's, in the arena (off_zero1, so the peak counts it); a
+ * program compiled without one (the collectives' choice changed under it)
  * falls back to the collectives' own scratch, outside the arena. Copies are
  * a zero and an add on the compute stream (the backend has no
  * device-to-device copy op; 0 + x is x). */

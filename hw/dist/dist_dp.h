@@ -13,7 +13,7 @@
  *   zero 0  the gradients all-reduced over dp in buckets of at least
  *           hw_program_opts.bucket_bytes (25 MiB by default, PyTorch DDP's;
  *           closed at node boundaries), last parameters first, each
- *           divided by dp; AdamW over all P. The plan issues a bucket as
+ *           divided by dp; AdamW over all P. The program issues a bucket as
  *           soon as backward has finished every node in it (its last
  *           micro-batch), between the device's remaining backward calls,
  *           and the rest at the device's tail. The host path (CPU
@@ -30,11 +30,11 @@
  *           all-gathered into every rank's params. On the sockets
  *           transport the reduce-scatter is bit for bit the all-reduce's
  *           slice and AdamW is elementwise, so zero 1 gives zero 0's bits.
- * On CUDA (the plan's device collectives, dist_device.h) ZeRO-1 runs on
- * device buffers: a device scratch of dp S floats (outside the plan's
+ * On CUDA (the program's device collectives, dist_device.h) ZeRO-1 runs on
+ * device buffers: a device scratch of dp S floats (outside the program's
  * arena) takes the padded gradients for the reduce-scatter and the shards
  * for the all-gather; with host staging the bits are the CPU path's.
- * Failure: a collective's status and one line, the plan's step fails.
+ * Failure: a collective's status and one line, the program's step fails.
  */
 #ifndef PLACER_HW_DIST_DP_H
 #define PLACER_HW_DIST_DP_H
@@ -75,8 +75,8 @@ struct hw_program;
  * collectives on device buffers (dist_device_wanted: CUDA, or
  * PLACER_TEST_DEVICE_COLLECTIVES=1) it needs a device buffer of dp x S
  * floats (S the shard, hw_dp_shard_floats of the device's parameters),
- * which the plan carves in the device's arena beside the moments, so
- * static_bytes and the peak count it and a cap refuses it at plan
+ * which the program carves in the device's arena beside the moments, so
+ * static_bytes and the peak count it and a cap refuses it at program
  * creation; nothing is allocated at step time. */
 pl_status hw_dp_update(struct hw_program *p, hw_parallel_state *s, int d, char *msg, size_t len);
 /* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
@@ -87,8 +87,8 @@ pl_status hw_dp_reduce(struct hw_program *p, hw_parallel_state *s, int d, int64_
 /* ---- overlap (zero 0, host path) ----
  * With overlap (the default; PLACER_DP_OVERLAP=0 gives the synchronous
  * buckets above) hw_dp_reduce only STARTS a bucket: it downloads the
- * bucket's final gradients into a host buffer of the plan (every used
- * device's gradients, one region each) and queues it for the plan's
+ * bucket's final gradients into a host buffer of the program (every used
+ * device's gradients, one region each) and queues it for the program's
  * communication thread, which runs the dp group's all-reduce and the
  * division by dp on it, buckets in issue order, while the main thread
  * goes on issuing backward. The device's AdamW (hw_dp_join, then

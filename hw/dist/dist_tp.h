@@ -1,7 +1,7 @@
 /*
  * dist_tp.h: tensor parallelism of the GPT's blocks over a process group
  * (issue 17, item 1). Megatron-LM's split (Shoeybi et
- * al. 2019), one process per tp rank, every rank running the same plan
+ * al. 2019), one process per tp rank, every rank running the same program
  * (placement and schedule over its own logical devices) in lockstep:
  *
  *   attention  column-parallel qkv: rank r holds heads [r nh/t, (r+1) nh/t)
@@ -28,7 +28,7 @@
  *              inputs (the all-reduces give every rank the same bits), so
  *              their gradients are identical on every rank and need no
  *              reduction (CPU). On CUDA the kernels summing them use
- *              atomics, so the ranks' bits may differ: exec.c averages
+ *              atomics, so the ranks' bits may differ: dist_program.c averages
  *              them over the group before AdamW, keeping the replicas
  *              identical.
  *

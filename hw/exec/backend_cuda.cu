@@ -48,7 +48,7 @@ typedef struct {
     int have_nccl;
     int distinct;                    /* every logical device is its own GPU */
     int zero_on_compute;             /* PLACER_ZERO_COMM=0: the gradients' zero on the compute stream
-                                        (for measurement; the plan and the simulator put it on comm) */
+                                        (for measurement; the program and the simulator put it on comm) */
 } cu_impl;
 
 static cu_impl *impl(hw_backend *be) { return (cu_impl *)be->impl; }

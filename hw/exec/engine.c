@@ -1,5 +1,5 @@
 /*
- * engine.c: engines (a backend and its devices) and plans (a compiled
+ * engine.c: engines (a backend and its devices) and programs (a compiled
  * placement with its device memory): creation, validation, the OOM verdict,
  * parameter initialisation, batches, and reading parameters back.
  */
@@ -99,13 +99,13 @@ hw_adamw hw_adamw_default(void) {
     return a;
 }
 
-/* ---- plans ---- */
+/* ---- programs ---- */
 
 /* The engine runs the original GPT block and its parallel-residual form
  * (y = x + attn(ln1(x)) + mlp(ln2(x)): the same nodes, only ln2 reads the
- * block input, which then has three consumers; the planner sums any number
- * of gradient contributions, tests/hw/test_parallel_residual.c checks it
- * against the definition). Every other extension changes a node's math and
+ * block input, which then has three consumers; the program's compiler
+ * (program.c) sums any number of gradient contributions,
+ * tests/hw/test_parallel_residual.c checks it against the definition). Every other extension changes a node's math and
  * is refused. */
 static pl_status check_graph(const graph *g, char *msg, size_t len) {
     gpt_config serial = g->cfg;

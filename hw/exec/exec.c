@@ -1,5 +1,5 @@
 /*
- * exec.c: runs a compiled plan's step, on one host thread in the global
+ * exec.c: runs a compiled program's step, on one host thread in the global
  * issue order, or on one host thread per device, each running its own list
  * (transfers then meet as send/recv halves). Also the timing protocol and
  * the trace.
@@ -180,12 +180,12 @@ static pl_status device_list(hw_program *p, int d, int capture, int threaded) {
 }
 
 /* The engine's host threads: one per logical device, started by the first
- * threaded step of any plan on the engine and kept until the engine is
+ * threaded step of any program on the engine and kept until the engine is
  * destroyed, so a step costs a condition-variable handoff per device
  * instead of a thread creation and join. A step posts a job (each used
- * device's plan and capture flag) under a new generation number; every
+ * device's program and capture flag) under a new generation number; every
  * worker wakes, runs its device's list if it has one, and the last one to
- * finish signals the step. One step at a time per engine (hw.h: plans of
+ * finish signals the step. One step at a time per engine (hw.h: programs of
  * one engine are not stepped concurrently). */
 struct hw_pool {
     pthread_mutex_t mu;

@@ -1,8 +1,8 @@
 /*
- * program_internal.h: what a compiled plan holds, shared by the compiler
+ * program_internal.h: what a compiled program holds, shared by the compiler
  * (program.c) and the runner (exec.c). Not a public interface.
  *
- * A plan is a list of instructions per logical device plus one global issue
+ * A program is a list of instructions per logical device plus one global issue
  * order over all of them. Every instruction's buffers are byte offsets into
  * its device's arena; the runner adds the arena's base address. The global
  * order is a valid sequential execution of the step: running it on one host

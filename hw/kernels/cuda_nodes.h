@@ -100,7 +100,7 @@ typedef struct {
  * cu_side_back points ctx at the compute stream again. cu_side_join makes the
  * compute stream wait for the side stream (cu_node_backward calls it before
  * returning, so to the executor a node call stays one unit on the compute
- * stream, and the plan may reuse the call's buffers after it). All three do
+ * stream, and the executor may reuse the call's buffers after it). All three do
  * nothing without a side stream. cu_side_create makes one (a stream of the
  * compute stream's priority, a cuBLAS handle, two events), none with
  * PLACER_SIDE=0 or PLACER_KPROF (whose marks time one stream);

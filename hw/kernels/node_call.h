@@ -29,7 +29,7 @@ typedef struct {
     const float *in[2];         /* inputs, in graph order (producers' outputs) */
     const int *tokens;          /* embedding: (B,T) token ids */
     const int *targets;         /* loss: (B,T) target ids */
-    const float *params;        /* the node's parameter shard (layout.h) */
+    const float *params;        /* the node's parameter shard (param_memory.h) */
     float *grads;               /* the node's gradient shard (accumulated +=) */
     float *out;                 /* forward output */
     float *saved;               /* saved block (hw_node_mem layout) */

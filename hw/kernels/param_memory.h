@@ -28,8 +28,8 @@
  *            attention qkvr, att, y; mlp h, g (see nodes.h)
  *   scratch  transient buffers of one forward or backward call
  */
-#ifndef PLACER_HW_LAYOUT_H
-#define PLACER_HW_LAYOUT_H
+#ifndef PLACER_HW_PARAM_MEMORY_H
+#define PLACER_HW_PARAM_MEMORY_H
 
 #include <stdint.h>
 
