@@ -396,7 +396,8 @@ pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t le
         return pl_fail(msg, len, st, "reading the loss: %s", be->err);
     r->loss = sum / ((double)p->g->cfg.batch * p->g->cfg.seq_len);
     /* the groups' mean loss and their slowest rank's times */
-    if (p->par && (st = p->par->ops->step_result(p->par_state, p, &r->loss, &r->step_us, &r->wall_us, msg, len)) != PL_OK)
+    if (p->par &&
+        (st = p->par->ops->step_result(p->par_state, p, &r->loss, &r->step_us, &r->wall_us, msg, len)) != PL_OK)
         return st;
     if (p->trace_on && (st = collect_trace(p)) != PL_OK)
         return pl_fail(msg, len, st, "reading the trace: %s", be->err);
