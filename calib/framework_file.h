@@ -21,8 +21,8 @@
  * Any other key, a wrong type or a value out of range is one line naming
  * the key.
  */
-#ifndef PLACER_PROFILE_FRAMEWORK_FILE_H
-#define PLACER_PROFILE_FRAMEWORK_FILE_H
+#ifndef PLACER_CALIB_FRAMEWORK_FILE_H
+#define PLACER_CALIB_FRAMEWORK_FILE_H
 
 #include <stddef.h>
 

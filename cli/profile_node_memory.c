@@ -4,7 +4,7 @@
  *
  * A measured profile's node rows (output and saved bytes per sample, each
  * call's workspace) are not timings: they are the engine's buffer layout
- * (hw/exec/param_memory.c) written by the profiler at the time. When the layout
+ * (hw/kernels/param_memory.c) written by the profiler at the time. When the layout
  * changes (a new scratch, a split of forward and backward workspace) the
  * rows of an older file go stale while its hours of timings stay good. This
  * command prints the rows that differ from this engine's figures

@@ -1,6 +1,6 @@
 /* export_internal.h: helpers the export writers share (not installed). */
-#ifndef PLACER_POLICY_EXPORT_INTERNAL_H
-#define PLACER_POLICY_EXPORT_INTERNAL_H
+#ifndef PLACER_PLAN_EXPORT_INTERNAL_H
+#define PLACER_PLAN_EXPORT_INTERNAL_H
 
 #include "export_plan.h"
 

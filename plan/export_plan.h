@@ -63,8 +63,8 @@
  * / 3 with DeepSpeed's pipeline engine, Megatron's FSDP2 with pp > 1,
  * torchtitan's missing ZeRO-1 and fp16.
  */
-#ifndef PLACER_POLICY_EXPORT_PLAN_H
-#define PLACER_POLICY_EXPORT_PLAN_H
+#ifndef PLACER_PLAN_EXPORT_PLAN_H
+#define PLACER_PLAN_EXPORT_PLAN_H
 
 #include <stddef.h>
 #include <stdio.h>

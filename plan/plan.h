@@ -74,8 +74,8 @@
  * in the search changes. The bound uses the fastest GPU, the memory prune
  * the largest memory, so both stay lower bounds.
  */
-#ifndef PLACER_POLICY_PLAN_H
-#define PLACER_POLICY_PLAN_H
+#ifndef PLACER_PLAN_PLAN_H
+#define PLACER_PLAN_PLAN_H
 
 #include <stddef.h>
 #include <stdint.h>

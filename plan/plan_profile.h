@@ -17,8 +17,8 @@
  * block (the DP works on the grouping's units), which a layout's layer
  * counts cannot say; stage_layers counts a block where its attention is.
  */
-#ifndef PLACER_POLICY_PLAN_PROFILE_H
-#define PLACER_POLICY_PLAN_PROFILE_H
+#ifndef PLACER_PLAN_PLAN_PROFILE_H
+#define PLACER_PLAN_PLAN_PROFILE_H
 
 #include <stddef.h>
 

@@ -9,7 +9,7 @@
  *
  * The objective every placer minimises is the *cost*: the simulated step
  * time in microseconds, or, when the placement runs out of memory on some
- * device, the fixed OOM penalty (default 10 s, as DESIGN.md says).
+ * device, the fixed OOM penalty (POLICY_OOM_PENALTY_US, 10 s by default).
  *
  * A policy_evaluator holds one simulator context per thread. The calling
  * thread is worker 0; n_threads - 1 more threads wait on a condition

@@ -39,8 +39,8 @@
  * On the CPU backend every operation completes when called, there are no
  * launch gaps, and the pad is a small constant.
  */
-#ifndef PLACER_HW_PROBE_H
-#define PLACER_HW_PROBE_H
+#ifndef PLACER_PROFILE_PROBE_H
+#define PLACER_PROFILE_PROBE_H
 
 #include <stddef.h>
 #include <stdint.h>

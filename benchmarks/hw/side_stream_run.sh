@@ -1,6 +1,6 @@
 #!/bin/bash
 # benchmarks/hw/side_stream_run.sh [BUILD]: the side stream of the weight
-# gradients (hw/exec/side_stream.cu) on one GPU (the device machine; carry BUILD,
+# gradients (hw/kernels/side_stream.cu) on one GPU (the device machine; carry BUILD,
 # default build-gpu, made by scripts/gpu-build.sh). Runs from the repository
 # root, writes $OUT/side.log (everything) and $OUT/summary.txt (one line a
 # step, then the BENCH lines).

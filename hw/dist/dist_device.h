@@ -61,13 +61,14 @@ pl_status dist_device_create(dist_group *g, hw_backend *be, int dev, dist_device
 /* Free (the NCCL communicator, the staging buffer, the scratch). Accepts NULL. */
 void dist_device_destroy(dist_device *x);
 
-/* Whether a plan on backend be runs its dp and tp collectives on device
+/* Whether a program on backend be runs its dp and tp collectives on device
  * buffers (through a dist_device per used device and group): 1 for the
  * CUDA backend, or any backend with PLACER_TEST_DEVICE_COLLECTIVES=1 (tests:
- * the CPU backend through host staging), else 0 (the host path, dist_dp.c's
- * p->dp_buf). The plan's compiler asks it to know whether ZeRO-1's device
- * buffer needs a place in the arena; engine.c makes the same choice when it
- * creates the collectives. */
+ * the CPU backend through host staging), else 0 (the host path, staged
+ * through the groups' host buffer, dist_program_state.h). The check hook
+ * (dist_program.c) asks it so that the program's compiler knows whether
+ * ZeRO-1's device buffer needs a place in the arena; the attach hook makes
+ * the same choice when it creates the collectives. */
 int dist_device_wanted(const hw_backend *be);
 
 /* "nccl" or "host staging". Static. */
@@ -102,9 +103,9 @@ pl_status dist_device_allreduce_start_f32(dist_device *x, float *buf, int64_t n,
 pl_status dist_device_finish(dist_device *x, char *msg, size_t len);
 
 /* A device scratch of at least bytes bytes owned by x (grown, never
- * shrunk; its contents are not kept across a growth). Outside the plan's
+ * shrunk; its contents are not kept across a growth). Outside the program's
  * arena (hw_program_peak_bytes does not count it), so the engine no longer
- * uses it: ZeRO-1's update runs on a buffer the plan carves in its arena
+ * uses it: ZeRO-1's update runs on a buffer the program carves in its arena
  * (hw_program_dev.off_zero1, dist_dp.h). Kept for other callers. */
 pl_status dist_device_scratch(dist_device *x, int64_t bytes, void **ptr, char *msg, size_t len);
 

@@ -11,6 +11,7 @@
 
 #include "../core/layout.h"
 #include "dist_device.h"
+#include "dist_program_state.h"
 #include "program_internal.h"
 
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len) {
@@ -40,39 +41,36 @@ pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count
 /* ---- the update of a replica (dist_dp.h) ---- */
 
 
-int64_t hw_dp_shard_floats(int64_t n, int dp) { return dp > 1 ? (n + dp - 1) / dp : n; }
-
-pl_status hw_dp_check_opts(const hw_program_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
-                           size_t len) {
-    *zero = 0;
+pl_status hw_dp_check_opts(int zero, int64_t bucket_bytes, dist_group *dp, int bf16, int *zero_out,
+                           int64_t *bucket_floats, char *msg, size_t len) {
+    *zero_out = 0;
     *bucket_floats = HW_DP_BUCKET_DEFAULT / 4;
-    if (o->zero < 0 || o->zero > 1)
-        return pl_fail(msg, len, PL_ERR_INVALID, "zero = %d: the engine runs ZeRO 0 or 1", o->zero);
-    if (o->bucket_bytes < 0)
-        return pl_fail(msg, len, PL_ERR_INVALID, "a bucket of %lld bytes", (long long)o->bucket_bytes);
-    if (o->bucket_bytes > 0) *bucket_floats = o->bucket_bytes / 4 > 0 ? o->bucket_bytes / 4 : 1;
+    if (zero < 0 || zero > 1) return pl_fail(msg, len, PL_ERR_INVALID, "zero = %d: the engine runs ZeRO 0 or 1", zero);
+    if (bucket_bytes < 0) return pl_fail(msg, len, PL_ERR_INVALID, "a bucket of %lld bytes", (long long)bucket_bytes);
+    if (bucket_bytes > 0) *bucket_floats = bucket_bytes / 4 > 0 ? bucket_bytes / 4 : 1;
     (void)bf16; /* ZeRO-1 runs in every precision: the bf16 copy is remade from the gathered weights */
-    if (o->zero == 1 && o->dp && dist_size(o->dp) > 1) *zero = 1;
+    if (zero == 1 && dp && dist_size(dp) > 1) *zero_out = 1;
     return PL_OK;
 }
 
 /* ZeRO-1 on device buffers (CUDA: the device collectives, dist_device.h).
  * The same steps as the host path below, on a device buffer of dp S
- * floats: the plan's, in the arena (off_zero1, so the peak counts it); a
- * plan compiled without one (the collectives' choice changed under it)
+ * floats: the program's, in the arena (off_zero1, so the peak counts it); a
+ * program compiled without one (the collectives' choice changed under it)
  * falls back to the collectives' own scratch, outside the arena. Copies are
  * a zero and an add on the compute stream (the backend has no
  * device-to-device copy op; 0 + x is x). */
-static pl_status zero1_device(struct hw_program *p, int d, const hw_adamw_args *a, char *msg, size_t len) {
+static pl_status zero1_device(struct hw_program *p, hw_parallel_state *s, int d, const hw_adamw_args *a, char *msg,
+                              size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
     hw_program_dev *pd = &p->dev[d];
-    dist_device *xd = p->xd_dp[d];
+    dist_device *xd = s->xd_dp[d];
     char *base = pd->base;
     float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
     float *m = (float *)(base + pd->off_m), *v = (float *)(base + pd->off_v);
     const int64_t n = pd->param_floats, S = pd->moment_floats;
-    const int dp = dist_size(p->dp), rank = dist_rank(p->dp);
+    const int dp = dist_size(s->dp), rank = dist_rank(s->dp);
     const int64_t lo = (int64_t)rank * S, cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
     void *scratch = pd->off_zero1 >= 0 ? (void *)(base + pd->off_zero1) : NULL;
     pl_status st = PL_OK;
@@ -99,45 +97,45 @@ static pl_status zero1_device(struct hw_program *p, int d, const hw_adamw_args *
     DEV(ops->add(be, d, params, buf, n));
     if (a->p16) {
         /* bf16: every rank's copy of the weights from the gathered fp32
-         * weights, through the host (p->dp_buf holds n floats; a round trip
+         * weights, through the host (s->dp_buf holds n floats; a round trip
          * a step, simple rather than fast) */
-        DEV(ops->download(be, d, p->dp_buf, params, n * 4));
-        DEV(hw_upload_copy16(be, d, a->p16, p->dp_buf, n));
+        DEV(ops->download(be, d, s->dp_buf, params, n * 4));
+        DEV(hw_upload_copy16(be, d, a->p16, s->dp_buf, n));
     }
 #undef DEV
     return PL_OK;
 }
 
-pl_status hw_dp_update(struct hw_program *p, int d, char *msg, size_t len) {
+pl_status hw_dp_update(struct hw_program *p, hw_parallel_state *s, int d, char *msg, size_t len) {
     hw_backend *be = p->e->be;
     const hw_backend_ops *ops = be->ops;
     hw_program_dev *pd = &p->dev[d];
     char *base = pd->base;
-    float *buf = p->dp_buf;
+    float *buf = s->dp_buf;
     float *params = (float *)(base + pd->off_params), *grads = (float *)(base + pd->off_grads);
     float *m = (float *)(base + pd->off_m), *v = (float *)(base + pd->off_v);
     const int64_t n = pd->param_floats;
-    const int dp = dist_size(p->dp), rank = dist_rank(p->dp);
+    const int dp = dist_size(s->dp), rank = dist_rank(s->dp);
     const float ranks = (float)dp;
     hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
                        (int *)(base + pd->off_step),
                        pd->off_params16 >= 0 ? (void *)(base + pd->off_params16) : NULL};
     pl_status st = PL_OK;
     if (n <= 0) return PL_OK;
-    if (!p->zero) {
-        /* the plan's HI_DP_REDUCE buckets reduced the gradients already
-         * (overlap: exec.c joined them first, hw_dp_join) */
-        if (p->dp_overlap > 0 && (st = hw_dp_join(p, d, msg, len)) != PL_OK) return st; /* a no-op when joined */
+    if (!p->split.zero) {
+        /* the program's HI_DP_REDUCE buckets reduced the gradients already
+         * (overlap: the update hook joined them first, hw_dp_join) */
+        if (s->dp_overlap > 0 && (st = hw_dp_join(p, s, d, msg, len)) != PL_OK) return st; /* a no-op when joined */
         return ops->adamw(be, d, params, grads, m, v, n, &a);
     }
-    if (p->xd_dp[d]) return zero1_device(p, d, &a, msg, len);
+    if (s->xd_dp[d]) return zero1_device(p, s, d, &a, msg, len);
     /* ZeRO-1: shard `rank` of S floats, [lo, lo + cnt) of the buffer */
     const int64_t S = pd->moment_floats, lo = (int64_t)rank * S;
     const int64_t cnt = lo >= n ? 0 : (n - lo < S ? n - lo : S);
     float *mine = buf + lo;
     if ((st = ops->download(be, d, buf, grads, n * 4)) != PL_OK) return st;
     memset(buf + n, 0, sizeof(float) * (size_t)(S * dp - n));
-    if ((st = dist_reduce_scatter_f32(p->dp, buf, mine, S, msg, len)) != PL_OK) return st;
+    if ((st = dist_reduce_scatter_f32(s->dp, buf, mine, S, msg, len)) != PL_OK) return st;
     for (int64_t i = 0; i < cnt; i++) mine[i] /= ranks;
     if (cnt > 0 && (st = ops->upload(be, d, grads + lo, mine, cnt * 4)) != PL_OK) return st;
     /* the update of the shard only (the step counter still counts once) */
@@ -147,7 +145,7 @@ pl_status hw_dp_update(struct hw_program *p, int d, char *msg, size_t len) {
         return st;
     if (cnt > 0 && (st = ops->download(be, d, mine, params + lo, cnt * 4)) != PL_OK) return st;
     memset(mine + cnt, 0, sizeof(float) * (size_t)(S - cnt));
-    if ((st = dist_allgather_f32(p->dp, mine, buf, S, msg, len)) != PL_OK) return st;
+    if ((st = dist_allgather_f32(s->dp, mine, buf, S, msg, len)) != PL_OK) return st;
     if ((st = ops->upload(be, d, params, buf, n * 4)) != PL_OK) return st;
     return a.p16 ? hw_upload_copy16(be, d, a.p16, buf, n) : PL_OK; /* bf16: every weight's copy, from the gathered */
 }
@@ -160,7 +158,7 @@ typedef struct {
 } dp_job;
 
 struct hw_dp_comm {
-    dist_group *g;             /* the plan's dp group (borrowed) */
+    dist_group *g;             /* the program's dp group (borrowed) */
     pthread_t th;
     pthread_mutex_t mu;
     pthread_cond_t cv;         /* jobs queued / done / backward progress / quit */
@@ -242,22 +240,22 @@ void hw_dp_comm_destroy(hw_dp_comm *c) {
     free(c);
 }
 
-/* How plan p's buckets overlap (decided at the first bucket): 1 the comm
+/* How program p's buckets overlap (decided at the first bucket): 1 the comm
  * thread (host path), 2 started NCCL all-reduces on the communicator's
  * stream (every device's dp collectives over NCCL), -1 not at all: the env
  * switch, or an MPI dp group beside a tp group (dist_mpi.c asks MPI for
  * MPI_THREAD_SERIALIZED only: the main thread's tp calls and the comm
  * thread's dp calls would be concurrent). */
-static int want_overlap(const struct hw_program *p) {
+static int want_overlap(const struct hw_program *p, const hw_parallel_state *s) {
     const char *e = getenv("PLACER_DP_OVERLAP");
     if (e && !strcmp(e, "0")) return -1;
     for (int d = 0; d < p->n_dev; d++)
-        if (p->xd_dp[d] && strcmp(dist_device_transport(p->xd_dp[d]), "nccl") == 0) return 2;
-    if (p->tp.g && !strcmp(dist_transport_name(p->dp), "mpi")) return -1;
+        if (s->xd_dp[d] && strcmp(dist_device_transport(s->xd_dp[d]), "nccl") == 0) return 2;
+    if (s->tp.g && !strcmp(dist_transport_name(s->dp), "mpi")) return -1;
     return 1;
 }
 
-static pl_status comm_create(struct hw_program *p, char *msg, size_t len) {
+static pl_status comm_create(struct hw_program *p, hw_parallel_state *s, char *msg, size_t len) {
     hw_dp_comm *c = calloc(1, sizeof *c);
     if (!c) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     int64_t total = 0;
@@ -267,8 +265,8 @@ static pl_status comm_create(struct hw_program *p, char *msg, size_t len) {
         for (int i = 0; i < p->dev[d].n_ins; i++) c->bwd_total += p->dev[d].ins[i].kind == HI_BWD;
     }
     c->host = malloc(sizeof(float) * (size_t)(total > 0 ? total : 1));
-    c->g = p->dp;
-    c->ranks = (float)dist_size(p->dp);
+    c->g = s->dp;
+    c->ranks = (float)dist_size(s->dp);
     const char *h = getenv("PLACER_TEST_DP_HOLD");
     c->hold = h && !strcmp(h, "1");
     if (!c->host) {
@@ -284,43 +282,45 @@ static pl_status comm_create(struct hw_program *p, char *msg, size_t len) {
         free(c);
         return pl_fail(msg, len, PL_ERR_NOMEM, "could not start the dp communication thread");
     }
-    p->dp_comm = c;
+    s->dp_comm = c;
     return PL_OK;
 }
 
 /* The synchronous bucket: all-reduced before the instruction returns. */
-static pl_status reduce_sync(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+static pl_status reduce_sync(struct hw_program *p, hw_parallel_state *s, int d, int64_t off, int64_t n, char *msg,
+                             size_t len) {
     hw_backend *be = p->e->be;
     hw_program_dev *pd = &p->dev[d];
-    float *grads = (float *)((char *)pd->base + pd->off_grads) + off, *buf = p->dp_buf;
-    const float ranks = (float)dist_size(p->dp);
-    if (p->xd_dp[d]) /* device buffers (CUDA) */
-        return dist_device_allreduce_f32(p->xd_dp[d], grads, n, DIST_SUM, 1, msg, len);
+    float *grads = (float *)((char *)pd->base + pd->off_grads) + off, *buf = s->dp_buf;
+    const float ranks = (float)dist_size(s->dp);
+    if (s->xd_dp[d]) /* device buffers (CUDA) */
+        return dist_device_allreduce_f32(s->xd_dp[d], grads, n, DIST_SUM, 1, msg, len);
     pl_status st = be->ops->download(be, d, buf, grads, n * 4);
-    if (st == PL_OK) st = dist_allreduce_f32(p->dp, buf, n, DIST_SUM, msg, len);
+    if (st == PL_OK) st = dist_allreduce_f32(s->dp, buf, n, DIST_SUM, msg, len);
     if (st != PL_OK) return st;
     for (int64_t i = 0; i < n; i++) buf[i] /= ranks;
     return be->ops->upload(be, d, grads, buf, n * 4);
 }
 
-pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len) {
+pl_status hw_dp_reduce(struct hw_program *p, hw_parallel_state *s, int d, int64_t off, int64_t n, char *msg,
+                       size_t len) {
     hw_backend *be = p->e->be;
     hw_program_dev *pd = &p->dev[d];
     if (off < 0 || n <= 0 || off + n > pd->param_floats)
         return pl_fail(msg, len, PL_ERR_INVALID, "a dp bucket [%lld, %lld) outside device %d's %lld gradients",
                        (long long)off, (long long)(off + n), d, (long long)pd->param_floats);
-    if (p->dp_overlap == 0) p->dp_overlap = want_overlap(p);
-    if (p->dp_overlap < 0) return reduce_sync(p, d, off, n, msg, len);
-    if (p->dp_overlap == 2) { /* NCCL: on the comm stream, finished at the join */
+    if (s->dp_overlap == 0) s->dp_overlap = want_overlap(p, s);
+    if (s->dp_overlap < 0) return reduce_sync(p, s, d, off, n, msg, len);
+    if (s->dp_overlap == 2) { /* NCCL: on the comm stream, finished at the join */
         int started = 0;
         float *g = (float *)((char *)pd->base + pd->off_grads) + off;
-        pl_status sst = dist_device_allreduce_start_f32(p->xd_dp[d], g, n, 1, &started, msg, len);
+        pl_status sst = dist_device_allreduce_start_f32(s->xd_dp[d], g, n, 1, &started, msg, len);
         if (sst == PL_OK && !started) sst = pl_fail(msg, len, PL_ERR_INVALID, "device %d's dp collectives are not NCCL's", d);
         return sst;
     }
-    pl_status st = p->dp_comm ? PL_OK : comm_create(p, msg, len);
+    pl_status st = s->dp_comm ? PL_OK : comm_create(p, s, msg, len);
     if (st != PL_OK) return st;
-    hw_dp_comm *c = p->dp_comm;
+    hw_dp_comm *c = s->dp_comm;
     /* the bucket's final gradients to the host (the backend's download waits for the device's work) */
     const float *grads = (const float *)((char *)pd->base + pd->off_grads) + off;
     if ((st = be->ops->download(be, d, c->host + c->dev_off[d] + off, grads, n * 4)) != PL_OK) return st;
@@ -344,10 +344,10 @@ pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char
     return PL_OK;
 }
 
-pl_status hw_dp_join(struct hw_program *p, int d, char *msg, size_t len) {
-    hw_dp_comm *c = p->dp_comm;
+pl_status hw_dp_join(struct hw_program *p, hw_parallel_state *s, int d, char *msg, size_t len) {
+    hw_dp_comm *c = s->dp_comm;
     hw_backend *be = p->e->be;
-    if (p->dp_overlap == 2) return p->xd_dp[d] ? dist_device_finish(p->xd_dp[d], msg, len) : PL_OK;
+    if (s->dp_overlap == 2) return s->xd_dp[d] ? dist_device_finish(s->xd_dp[d], msg, len) : PL_OK;
     if (!c) return PL_OK;
     float *grads = (float *)((char *)p->dev[d].base + p->dev[d].off_grads);
     pthread_mutex_lock(&c->mu);
@@ -368,8 +368,8 @@ pl_status hw_dp_join(struct hw_program *p, int d, char *msg, size_t len) {
     return st;
 }
 
-void hw_dp_note_bwd(struct hw_program *p) {
-    hw_dp_comm *c = p->dp_comm;
+void hw_dp_note_bwd(hw_parallel_state *s) {
+    hw_dp_comm *c = s->dp_comm;
     if (!c) return;
     pthread_mutex_lock(&c->mu);
     c->cur.last_bwd = ++c->tick;
@@ -377,12 +377,12 @@ void hw_dp_note_bwd(struct hw_program *p) {
     pthread_mutex_unlock(&c->mu);
 }
 
-pl_status hw_dp_drain(struct hw_program *p, char *msg, size_t len) {
-    hw_dp_comm *c = p->dp_comm;
-    if (p->dp_overlap == 2) {
+pl_status hw_dp_drain(struct hw_program *p, hw_parallel_state *s, char *msg, size_t len) {
+    hw_dp_comm *c = s->dp_comm;
+    if (s->dp_overlap == 2) {
         pl_status st = PL_OK;
         for (int d = 0; d < p->n_dev; d++) {
-            pl_status s2 = p->xd_dp[d] ? dist_device_finish(p->xd_dp[d], msg, len) : PL_OK;
+            pl_status s2 = s->xd_dp[d] ? dist_device_finish(s->xd_dp[d], msg, len) : PL_OK;
             if (st == PL_OK) st = s2;
         }
         return st;
@@ -406,9 +406,10 @@ pl_status hw_dp_drain(struct hw_program *p, char *msg, size_t len) {
 
 int hw_dp_overlap_get(const struct hw_program *p, hw_dp_overlap_trace *t) {
     memset(t, 0, sizeof *t);
-    if (!p->dp_comm) return 0;
-    pthread_mutex_lock(&p->dp_comm->mu);
-    *t = p->dp_comm->last;
-    pthread_mutex_unlock(&p->dp_comm->mu);
+    hw_dp_comm *c = p->par_state ? p->par_state->dp_comm : NULL;
+    if (!c) return 0;
+    pthread_mutex_lock(&c->mu);
+    *t = c->last;
+    pthread_mutex_unlock(&c->mu);
     return 1;
 }

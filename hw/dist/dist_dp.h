@@ -13,7 +13,7 @@
  *   zero 0  the gradients all-reduced over dp in buckets of at least
  *           hw_program_opts.bucket_bytes (25 MiB by default, PyTorch DDP's;
  *           closed at node boundaries), last parameters first, each
- *           divided by dp; AdamW over all P. The plan issues a bucket as
+ *           divided by dp; AdamW over all P. The program issues a bucket as
  *           soon as backward has finished every node in it (its last
  *           micro-batch), between the device's remaining backward calls,
  *           and the rest at the device's tail. The host path (CPU
@@ -30,11 +30,11 @@
  *           all-gathered into every rank's params. On the sockets
  *           transport the reduce-scatter is bit for bit the all-reduce's
  *           slice and AdamW is elementwise, so zero 1 gives zero 0's bits.
- * On CUDA (the plan's device collectives, dist_device.h) ZeRO-1 runs on
- * device buffers: a device scratch of dp S floats (outside the plan's
+ * On CUDA (the program's device collectives, dist_device.h) ZeRO-1 runs on
+ * device buffers: a device scratch of dp S floats (outside the program's
  * arena) takes the padded gradients for the reduce-scatter and the shards
  * for the all-gather; with host staging the bits are the CPU path's.
- * Failure: a collective's status and one line, the plan's step fails.
+ * Failure: a collective's status and one line, the program's step fails.
  */
 #ifndef PLACER_HW_DIST_DP_H
 #define PLACER_HW_DIST_DP_H
@@ -55,38 +55,40 @@
  * (it is for a pure-DP grid; the check guards the contract). */
 pl_status hw_dp_slice(int dp, int rank, int global_batch, int *first, int *count, char *msg, size_t len);
 
-/* ZeRO-1's shard of a flat buffer of n floats over dp ranks: ceil(n / dp). */
-int64_t hw_dp_shard_floats(int64_t n, int dp);
+/* ZeRO-1's shard of a flat buffer: hw_dp_shard_floats (hw/exec/parallel.h). */
 
-/* Check o's zero and bucket_bytes (bf16: the engine runs bf16): *zero gets
+/* Check the options zero and bucket_bytes of a program with dp group dp (or
+ * NULL) (bf16: the engine runs bf16): *zero_out gets
  * 1 for ZeRO-1 over a dp group of 2 or more, else 0; *bucket_floats the
  * bucket in floats. PL_ERR_INVALID for zero outside 0..1 or a negative
  * bucket. Every precision: in bf16 ZeRO-1 updates the shard's fp32
  * weights and then remakes the whole bf16 copy from the gathered weights
  * (through host memory, one round trip a step), so it gives zero 0's bits. */
-pl_status hw_dp_check_opts(const hw_program_opts *o, int bf16, int *zero, int64_t *bucket_floats, char *msg,
-                           size_t len);
+pl_status hw_dp_check_opts(int zero, int64_t bucket_bytes, dist_group *dp, int bf16, int *zero_out,
+                           int64_t *bucket_floats, char *msg, size_t len);
 
 struct hw_program;
-/* The AdamW of device d of plan p, with ZeRO-1's reduce-scatter and
- * all-gather around it (above). For exec.c's HI_ADAMW. Memory: on the host
- * path ZeRO-1 stages through the plan's host buffer (p->dp_buf); with the
+/* The AdamW of device d of program p (s: its groups' state), with ZeRO-1's
+ * reduce-scatter and all-gather around it (above). For the update hook
+ * (dist_program.c) at an HI_ADAMW. Memory: on the host
+ * path ZeRO-1 stages through the groups' host buffer (s->dp_buf); with the
  * collectives on device buffers (dist_device_wanted: CUDA, or
  * PLACER_TEST_DEVICE_COLLECTIVES=1) it needs a device buffer of dp x S
  * floats (S the shard, hw_dp_shard_floats of the device's parameters),
- * which the plan carves in the device's arena beside the moments, so
- * static_bytes and the peak count it and a cap refuses it at plan
+ * which the program carves in the device's arena beside the moments, so
+ * static_bytes and the peak count it and a cap refuses it at program
  * creation; nothing is allocated at step time. */
-pl_status hw_dp_update(struct hw_program *p, int d, char *msg, size_t len);
+pl_status hw_dp_update(struct hw_program *p, hw_parallel_state *s, int d, char *msg, size_t len);
 /* zero 0: the all-reduce (mean over dp) of device d's gradients [off, off +
- * n) (floats), one bucket. For exec.c's HI_DP_REDUCE. */
-pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char *msg, size_t len);
+ * n) (floats), one bucket. For the bucket hook at an HI_DP_REDUCE. */
+pl_status hw_dp_reduce(struct hw_program *p, hw_parallel_state *s, int d, int64_t off, int64_t n, char *msg,
+                       size_t len);
 
 /* ---- overlap (zero 0, host path) ----
  * With overlap (the default; PLACER_DP_OVERLAP=0 gives the synchronous
  * buckets above) hw_dp_reduce only STARTS a bucket: it downloads the
- * bucket's final gradients into a host buffer of the plan (every used
- * device's gradients, one region each) and queues it for the plan's
+ * bucket's final gradients into a host buffer of the program (every used
+ * device's gradients, one region each) and queues it for the program's
  * communication thread, which runs the dp group's all-reduce and the
  * division by dp on it, buckets in issue order, while the main thread
  * goes on issuing backward. The device's AdamW (hw_dp_join, then
@@ -115,16 +117,16 @@ pl_status hw_dp_reduce(struct hw_program *p, int d, int64_t off, int64_t n, char
  * the join at AdamW returns it, so the step fails with one line. */
 typedef struct hw_dp_comm hw_dp_comm;
 void hw_dp_comm_destroy(hw_dp_comm *c); /* joins the thread; accepts NULL */
-/* exec.c's HI_ADAMW, before anything else touches device d's gradients
+/* The update hook at an HI_ADAMW, before anything else touches device d's gradients
  * (the sp sum of the replicated ones comes after the dp mean, as in the
  * synchronous order): wait for d's buckets, upload their means. Once per
  * step (a second call does nothing); PL_OK without a comm thread. A
  * bucket's failure: its status and line. */
-pl_status hw_dp_join(struct hw_program *p, int d, char *msg, size_t len);
-/* exec.c: after each HI_BWD it issues (for the test hook below). */
-void hw_dp_note_bwd(struct hw_program *p);
-/* exec.c: end of a step: wait for every queued bucket; its first failure. */
-pl_status hw_dp_drain(struct hw_program *p, char *msg, size_t len);
+pl_status hw_dp_join(struct hw_program *p, hw_parallel_state *s, int d, char *msg, size_t len);
+/* The backward_issued hook: after each HI_BWD issued (for the test hook below). */
+void hw_dp_note_bwd(hw_parallel_state *s);
+/* The step_end hook: wait for every queued bucket; its first failure. */
+pl_status hw_dp_drain(struct hw_program *p, hw_parallel_state *s, char *msg, size_t len);
 
 /* The test hook: tickets of one counter (a total order of these events in
  * the last step on this rank, not times). With PLACER_TEST_DP_HOLD=1 the

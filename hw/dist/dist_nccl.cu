@@ -29,7 +29,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cuda_nodes.h"
+#include "backend_cuda.h"
 extern "C" {
 #include "dist_device.h"
 }

@@ -17,6 +17,7 @@
 #include "dist_dp.h"
 #include "dist_group.h"
 #include "dist_mpi.h"
+#include "dist_program.h"
 #include "dist_tp.h"
 #include "launcher.h"
 #include "placement.h"
@@ -157,11 +158,13 @@ static pl_status run_rank(const dist_step_job *j, dist_group *grp, int rank, dis
     po.seed = j->seed;
     po.adamw = hw_adamw_default();
     if (j->lr > 0) po.adamw.lr = (float)j->lr;
-    po.dp = j->tp > 1 ? dg : (grp && (dp > 1 || j->one_rank_group) ? grp : NULL);
-    po.tp = tg;
-    po.seq_parallel = j->sp;
-    po.zero = j->zero;
-    po.bucket_bytes = j->bucket_bytes;
+    /* the rank's groups (none in one process: the options are still checked) */
+    dist_parallel par = {.dp = j->tp > 1 ? dg : (grp && (dp > 1 || j->one_rank_group) ? grp : NULL),
+                         .tp = tg,
+                         .seq_parallel = j->sp,
+                         .zero = j->zero,
+                         .bucket_bytes = j->bucket_bytes};
+    po.parallel = dist_parallel_hooks(&par);
     hw_mem_report mem;
     memset(&mem, 0, sizeof mem);
     st = hw_program_create(e, g, &po, &p, &mem, err, errlen);

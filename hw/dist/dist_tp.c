@@ -70,63 +70,7 @@ pl_status hw_tp_dp_groups(dist_group *world, int tp, int dp, dist_group **tp_g, 
     return st;
 }
 
-/* ---- shard maps ---- */
-
-/* rows x cols floats between local (row stride ls) and full (row stride fs). */
-static void copy_block(float *local, int64_t ls, float *full, int64_t fs, int64_t rows, int64_t cols, int to_full) {
-    for (int64_t r = 0; r < rows; r++) {
-        float *l = local + r * ls, *f = full + r * fs;
-        if (to_full) memcpy(f, l, sizeof(float) * (size_t)cols);
-        else memcpy(l, f, sizeof(float) * (size_t)cols);
-    }
-}
-
-static void map_shard(const graph *g, int node, int rank, int size, float *local, float *full, int to_full) {
-    hw_param_map fl, ll;
-    hw_node_param_map(g, node, &fl);
-    hw_node_param_map_tp(g, node, size, &ll);
-    const int64_t C = g->cfg.d_model, Cl = C / size, F = 4 * C, Fl = F / size;
-    switch (g->nodes[node].kind) {
-    case OP_ATTENTION:
-    case OP_MLP: {
-        /* the rows of the first matmul: attention's q, k and v blocks of Cl
-         * rows each, the MLP's one block of Fl rows */
-        const int parts = g->nodes[node].kind == OP_ATTENTION ? 3 : 1;
-        const int64_t W = parts == 3 ? C : F, Wl = parts == 3 ? Cl : Fl;
-        for (int part = 0; part < parts; part++) {
-            const int64_t fr = part * W + rank * Wl, lr = part * Wl;
-            copy_block(local + ll.off[0] + lr * C, C, full + fl.off[0] + fr * C, C, Wl, C, to_full);
-            copy_block(local + ll.off[1] + lr, 1, full + fl.off[1] + fr, 1, Wl, 1, to_full);
-        }
-        /* the projection's columns that read them: (C, Wl) of (C, W) */
-        copy_block(local + ll.off[2], Wl, full + fl.off[2] + rank * Wl, W, C, Wl, to_full);
-        copy_block(local + ll.off[3], C, full + fl.off[3], C, 1, C, to_full);
-        break;
-    }
-    case OP_HEAD: {
-        const int V = g->cfg.vocab;
-        const int64_t Vs = hw_tp_vocab_slice(V, size), rows = hw_tp_vocab_rows(V, size, rank);
-        const int64_t Vlp = hw_padded_vocab((int)Vs);
-        copy_block(local + ll.off[0], C, full + fl.off[0] + rank * Vs * C, C, rows, C, to_full);
-        if (!to_full) memset(local + ll.off[0] + rows * C, 0, sizeof(float) * (size_t)((Vlp - rows) * C));
-        break;
-    }
-    default:
-        for (int k = 0; k < fl.n; k++) copy_block(local + ll.off[k], 0, full + fl.off[k], 0, 1, fl.size[k], to_full);
-        break;
-    }
-}
-
-void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local) {
-    hw_param_map ll;
-    hw_node_param_map_tp(g, node, size, &ll);
-    memset(local, 0, sizeof(float) * (size_t)ll.floats); /* alignment padding */
-    map_shard(g, node, rank, size, local, (float *)full, 0);
-}
-
-void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full) {
-    map_shard(g, node, rank, size, (float *)local, full, 1);
-}
+/* ---- the replicated tensors of a shard ---- */
 
 int hw_tp_replicated(const graph *g, int node, int size, int64_t *off, int64_t *n) {
     hw_param_map ll;

@@ -1,7 +1,7 @@
 /*
  * dist_tp.h: tensor parallelism of the GPT's blocks over a process group
  * (issue 17, item 1). Megatron-LM's split (Shoeybi et
- * al. 2019), one process per tp rank, every rank running the same plan
+ * al. 2019), one process per tp rank, every rank running the same program
  * (placement and schedule over its own logical devices) in lockstep:
  *
  *   attention  column-parallel qkv: rank r holds heads [r nh/t, (r+1) nh/t)
@@ -28,7 +28,7 @@
  *              inputs (the all-reduces give every rank the same bits), so
  *              their gradients are identical on every rank and need no
  *              reduction (CPU). On CUDA the kernels summing them use
- *              atomics, so the ranks' bits may differ: exec.c averages
+ *              atomics, so the ranks' bits may differ: dist_program.c averages
  *              them over the group before AdamW, keeping the replicas
  *              identical.
  *
@@ -80,15 +80,6 @@ typedef struct {
  * micro-batch, b T). PL_OK, or PL_ERR_INVALID with a message naming the
  * first size t does not divide. */
 pl_status hw_tp_check(const gpt_config *cfg, int t, int sp, int64_t tokens, char *msg, size_t len);
-
-/* The shard of node `node` that tp rank `rank` of `size` holds
- * (hw_node_param_map_tp), from the node's whole shard `full`
- * (hw_node_param_map): local gets every float (its padding rows 0). */
-void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local);
-/* The reverse: the rank's slice of local written to its places in full;
- * the rest of full (the other ranks' slices, the vocabulary padding rows)
- * is left as it is. */
-void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full);
 
 /* The tensors of node `node`'s local shard that every rank holds whole
  * (embedding, layernorm: all; attention, MLP: bproj; head: none): up to

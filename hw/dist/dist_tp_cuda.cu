@@ -21,6 +21,7 @@
  */
 #include <cuda_bf16.h>
 
+#include "backend_cuda.h"
 #include "kernels_common.cuh"
 
 extern "C" {
@@ -240,7 +241,7 @@ static pl_status mlp_bwd_cols(cu_ctx *ctx, float *part, float *dwfc, float *dbfc
  * g in bf16 in its saved block (h, then g, in the first slot; the second
  * slot is the forward's fp32 pre-activation and the backward's dh); the
  * head writes bf16 logits and takes bf16 logits gradients, as the whole
- * nodes do. Scratch: the plan's bf16 tp sizes (X = N C floats per rounded
+ * nodes do. Scratch: the program's bf16 tp sizes (X = N C floats per rounded
  * (N, C) copy: x, and in backward dout). ---- */
 
 __global__ void tp_to16_k(bf16 *dst, const float *src, int64_t n) {

@@ -4,7 +4,7 @@
  * Each logical device owns one arena: a range of offsets [0, cap) that the
  * executor sub-allocates first-fit, with coalescing on free. The arena never
  * touches device memory itself. The executor runs a whole step's allocation
- * sequence through it when a plan is built (a dry run), learns each buffer's
+ * sequence through it when a program is built (a dry run), learns each buffer's
  * offset and the high-water mark, and only then makes one real allocation
  * per device of exactly that size. So a placement that does not fit is an
  * OOM before any device memory is taken, and the real step allocates

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cuda_nodes.h"
+#include "backend_cuda.h"
 
 #define WS_BYTES (32LL << 20) /* cuBLAS workspace per device (Hopper guidance) */
 
@@ -48,7 +48,7 @@ typedef struct {
     int have_nccl;
     int distinct;                    /* every logical device is its own GPU */
     int zero_on_compute;             /* PLACER_ZERO_COMM=0: the gradients' zero on the compute stream
-                                        (for measurement; the plan and the simulator put it on comm) */
+                                        (for measurement; the program and the simulator put it on comm) */
 } cu_impl;
 
 static cu_impl *impl(hw_backend *be) { return (cu_impl *)be->impl; }

@@ -1,5 +1,5 @@
 /*
- * engine.c: engines (a backend and its devices) and plans (a compiled
+ * engine.c: engines (a backend and its devices) and programs (a compiled
  * placement with its device memory): creation, validation, the OOM verdict,
  * parameter initialisation, batches, and reading parameters back.
  */
@@ -7,9 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist_device.h"
-#include "dist_dp.h"
-#include "dist_group.h"
 #include "nodes.h"
 #include "placement.h"
 #include "placer_config.h"
@@ -102,13 +99,13 @@ hw_adamw hw_adamw_default(void) {
     return a;
 }
 
-/* ---- plans ---- */
+/* ---- programs ---- */
 
 /* The engine runs the original GPT block and its parallel-residual form
  * (y = x + attn(ln1(x)) + mlp(ln2(x)): the same nodes, only ln2 reads the
- * block input, which then has three consumers; the planner sums any number
- * of gradient contributions, tests/hw/test_parallel_residual.c checks it
- * against the definition). Every other extension changes a node's math and
+ * block input, which then has three consumers; the program's compiler
+ * (program.c) sums any number of gradient contributions,
+ * tests/hw/test_parallel_residual.c checks it against the definition). Every other extension changes a node's math and
  * is refused. */
 static pl_status check_graph(const graph *g, char *msg, size_t len) {
     gpt_config serial = g->cfg;
@@ -141,11 +138,7 @@ static pl_status check_graph(const graph *g, char *msg, size_t len) {
 void hw_program_destroy(hw_program *p) {
     if (!p) return;
     hw_backend *be = p->e->be;
-    hw_dp_comm_destroy(p->dp_comm); /* before the groups it borrows */
-    for (int d = 0; d < p->n_dev; d++) {
-        dist_device_destroy(p->xd_tp[d]);
-        dist_device_destroy(p->xd_dp[d]);
-    }
+    if (p->par) p->par->ops->detach(p->par_state); /* the groups' state first: it borrows the devices */
     for (int d = 0; d < p->n_dev; d++)
         if (p->dev[d].graph) be->ops->graph_destroy(be, d, p->dev[d].graph);
     for (int d = 0; d < p->n_dev; d++)
@@ -158,7 +151,6 @@ void hw_program_destroy(hw_program *p) {
     free(p->model_off);
     free(p->shard_off);
     free(p->trace);
-    free(p->dp_buf);
     free(p);
 }
 
@@ -169,8 +161,9 @@ static void gather_shards(const hw_program *p, int d, const float *model, float 
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
-        if (p->tp.size > 1) /* the tp rank's slice (dist_tp.h) */
-            hw_tp_shard_from_full(g, n, p->tp.rank, p->tp.size, model + p->model_off[n], staging + p->shard_off[n]);
+        if (p->split.tp_size > 1) /* the tp rank's slice (param_memory.h) */
+            hw_tp_shard_from_full(g, n, p->split.tp_rank, p->split.tp_size, model + p->model_off[n],
+                                  staging + p->shard_off[n]);
         else
             memcpy(staging + p->shard_off[n], model + p->model_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
@@ -181,28 +174,30 @@ static void scatter_shards(const hw_program *p, int d, const float *staging, flo
     const graph *g = p->g;
     for (int n = 0; n < g->n_nodes; n++) {
         if (p->placement[n] != d) continue;
-        if (p->tp.size > 1) /* only the tp rank's slice; the rest of the view is left alone */
-            hw_tp_shard_to_full(g, n, p->tp.rank, p->tp.size, staging + p->shard_off[n], model + p->model_off[n]);
+        if (p->split.tp_size > 1) /* only the tp rank's slice; the rest of the view is left alone */
+            hw_tp_shard_to_full(g, n, p->split.tp_rank, p->split.tp_size, staging + p->shard_off[n],
+                                model + p->model_off[n]);
         else
             memcpy(model + p->model_off[n], staging + p->shard_off[n],
                    sizeof(float) * (size_t)(p->model_off[n + 1] - p->model_off[n]));
     }
 }
 
-pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts *o, hw_program **out,
-                         hw_mem_report *mem, char *msg, size_t len) {
-    *out = NULL;
-    hw_backend *be = e->be;
-    const int nd = be->n_devices;
-    if (mem) {
-        memset(mem, 0, sizeof *mem);
-        mem->n_devices = nd;
-        mem->oom_device = -1;
-    }
+/* Whether the engine runs this placement, schedule and graph, and what the
+ * process groups split (o->parallel's describe and check hooks,
+ * parallel.h). PL_OK with *split filled; else the first refusal's status
+ * and one line in msg: PL_ERR_INVALID (no placement), the placement's and
+ * the schedule's statuses, PL_ERR_UNSUPPORTED (an order, backend, precision
+ * or graph the engine does not run), or the groups' own checks. */
+static pl_status check_request(const hw_engine *e, const graph *g, const hw_program_opts *o, hw_split *split,
+                               char *msg, size_t len) {
+    const hw_backend *be = e->be;
+    *split = hw_split_none();
     if (!o || !o->placement) return pl_fail(msg, len, PL_ERR_INVALID, "no placement given");
-    pl_status st = placement_validate(o->placement, g->n_nodes, nd, msg, len);
+    pl_status st = placement_validate(o->placement, g->n_nodes, be->n_devices, msg, len);
     if (st != PL_OK) return st;
     if ((st = schedule_validate(&o->sched, g->cfg.batch, msg, len)) != PL_OK) return st;
+    if (o->parallel) o->parallel->ops->describe(o->parallel, split);
     if (o->sched.order != SCHED_GPIPE && o->sched.order != SCHED_1F1B && o->sched.order != SCHED_ZB_H1 &&
         o->sched.order != SCHED_ZB_H2)
         return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the engine runs the gpipe, 1f1b, zb-h1 and zb-h2 schedules only");
@@ -213,43 +208,36 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "%s does not run on the %s backend",
                            schedule_order_name(o->sched.order), be->ops->name);
         const int fp32 = e->prec == HW_PREC_FP32 || (strcmp(be->ops->name, "cpu") == 0 && e->prec == HW_PREC_TF32);
-        if (!fp32 || o->tp || o->dp) /* the CPU backend computes tf32 as fp32 */
+        if (!fp32 || split->groups) /* the CPU backend computes tf32 as fp32 */
             return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
                            "%s runs in fp32 (on CUDA: --strict-fp32) without tensor or data parallelism only",
                            schedule_order_name(o->sched.order));
     }
     if ((st = check_graph(g, msg, len)) != PL_OK) return st;
-    /* the CPU backend runs tp and dp on host buffers; the CUDA one through
-     * the device collectives (dist_device.h) */
-    const int on_cpu = strcmp(be->ops->name, "cpu") == 0, on_cuda = strcmp(be->ops->name, "cuda") == 0;
-    if (o->dp && !on_cpu && !on_cuda)
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "data parallelism over processes does not run on the %s backend",
-                       be->ops->name);
-    const int tp = o->tp ? dist_size(o->tp) : 1;
-    if (o->tp && tp > 1) {
-        if (!on_cpu && !on_cuda)
-            return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "tensor parallelism does not run on the %s backend",
-                           be->ops->name);
-        if ((st = hw_tp_check(&g->cfg, tp, o->seq_parallel, (int64_t)(g->cfg.batch / o->sched.micro_batches) *
-                                                                g->cfg.seq_len, msg, len)) != PL_OK)
-            return st;
-    }
+    /* the groups' own checks, and the rest of the split (parallel.h) */
+    if (o->parallel && (st = o->parallel->ops->check(o->parallel, be, g, g->cfg.batch / o->sched.micro_batches,
+                                                     e->prec == HW_PREC_BF16, split, msg, len)) != PL_OK)
+        return st;
+    return PL_OK;
+}
 
+/* A program with its host-side fields set (no code, no device memory yet):
+ * the options' schedule and optimizer, the split, a copy of the placement,
+ * the model view's offsets and the devices of the embedding and the loss.
+ * On success *out owns it (hw_program_destroy); PL_ERR_NOMEM leaves *out
+ * NULL and nothing allocated. */
+static pl_status program_new(hw_engine *e, const graph *g, const hw_program_opts *o, const hw_split *split,
+                             hw_program **out, char *msg, size_t len) {
+    *out = NULL;
     hw_program *p = calloc(1, sizeof *p);
     if (!p) return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory");
     p->e = e;
     p->g = g;
-    p->n_dev = nd;
+    p->n_dev = e->be->n_devices;
     p->sched = o->sched;
     p->b = g->cfg.batch / o->sched.micro_batches;
     p->adamw = o->adamw;
-    p->dp = o->dp;
-    if ((st = hw_dp_check_opts(o, e->prec == HW_PREC_BF16, &p->zero, &p->bucket_floats, msg, len)) != PL_OK) {
-        free(p);
-        return st;
-    }
-    p->tp.size = 1;
-    if (o->tp && tp > 1) p->tp = (hw_tp){o->tp, dist_rank(o->tp), tp, o->seq_parallel != 0};
+    p->split = *split;
     p->bf16 = e->prec == HW_PREC_BF16;
     p->placement = malloc(sizeof(int) * (size_t)g->n_nodes);
     p->model_off = malloc(sizeof(int64_t) * (size_t)(g->n_nodes + 1));
@@ -264,19 +252,33 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
         if (g->nodes[i].kind == OP_LOSS) p->loss_dev = p->placement[i];
         if (g->nodes[i].kind == OP_EMBEDDING) p->emb_dev = p->placement[i];
     }
+    *out = p;
+    return PL_OK;
+}
 
-    int64_t caps[HW_MAX_DEVICES];
-    for (int d = 0; d < nd; d++) {
+/* Each device's cap into caps (be->n_devices entries): o->caps, or the
+ * device's own memory. PL_ERR_INVALID with one line for a cap that is not
+ * positive. */
+static pl_status resolve_caps(const hw_backend *be, const hw_program_opts *o, int64_t *caps, char *msg, size_t len) {
+    for (int d = 0; d < be->n_devices; d++) {
         caps[d] = o->caps ? o->caps[d] : be->info[d].mem_bytes;
-        if (caps[d] <= 0) {
-            hw_program_destroy(p);
+        if (caps[d] <= 0)
             return pl_fail(msg, len, PL_ERR_INVALID, "device %d has a cap of %lld bytes", d, (long long)caps[d]);
-        }
     }
+    return PL_OK;
+}
+
+/* Compile p under caps, and fill mem (or NULL) with each device's static
+ * bytes, need and cap. Over a cap: compile again without caps to learn what
+ * each device would need (-1 where that fails too), report it in mem (the
+ * first device over, oom_device) and in one line, and return
+ * PL_ERR_DEVICE_OOM. Other failures: the compiler's status and line. On
+ * failure the caller destroys p. */
+static pl_status compile_capped(hw_program *p, const int64_t *caps, hw_mem_report *mem, char *msg, size_t len) {
+    const int nd = p->n_dev;
     int oom_dev = -1;
-    st = hw_program_compile(p, caps, &oom_dev, msg, len);
+    pl_status st = hw_program_compile(p, caps, &oom_dev, msg, len);
     if (st == PL_ERR_DEVICE_OOM) {
-        /* compile again without caps to learn what each device would need */
         int64_t big[HW_MAX_DEVICES];
         for (int d = 0; d < nd; d++) big[d] = INT64_MAX / 4;
         int unused;
@@ -297,28 +299,30 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
                     oom_dev, need, cap);
         else
             pl_fail(msg, len, PL_ERR_DEVICE_OOM, "device %d is over its cap of %s", oom_dev, cap);
-        hw_program_destroy(p);
         return PL_ERR_DEVICE_OOM;
     }
-    if (st != PL_OK) {
-        hw_program_destroy(p);
-        return st;
-    }
+    if (st != PL_OK) return st;
     if (mem)
         for (int d = 0; d < nd; d++) {
             mem->static_bytes[d] = p->dev[d].static_bytes;
             mem->need_bytes[d] = p->dev[d].need_bytes;
             mem->cap_bytes[d] = caps[d];
         }
+    return PL_OK;
+}
 
-    /* the device memory: one allocation per used device, of exactly the need */
-    for (int d = 0; d < nd; d++) {
+/* The device memory: one allocation per used device, of exactly its need
+ * (counted in the engine's live_arenas; the engine's fail_at injects a
+ * failure), and the events its code uses. On failure: the status and one
+ * line (a device short of memory is PL_ERR_DEVICE_OOM and mem's
+ * oom_device); what was allocated stays in p for hw_program_destroy. */
+static pl_status alloc_arenas(hw_program *p, hw_mem_report *mem, char *msg, size_t len) {
+    hw_engine *e = p->e;
+    hw_backend *be = e->be;
+    for (int d = 0; d < p->n_dev; d++) {
         if (!p->dev[d].used) continue;
         int inject = e->fail_at > 0 && ++e->alloc_count == e->fail_at;
-        if (inject)
-            st = PL_ERR_DEVICE_OOM;
-        else
-            st = be->ops->mem_alloc(be, d, p->dev[d].need_bytes, &p->dev[d].base);
+        pl_status st = inject ? PL_ERR_DEVICE_OOM : be->ops->mem_alloc(be, d, p->dev[d].need_bytes, &p->dev[d].base);
         if (st != PL_OK) {
             char need[32];
             format_need(need, sizeof need, p->dev[d].need_bytes);
@@ -330,51 +334,49 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
                 pl_fail(msg, len, st, "device %d: %s", d, be->err);
             }
             p->dev[d].base = NULL;
-            hw_program_destroy(p);
             return st;
         }
         e->live_arenas++;
-        if ((st = be->ops->events_reserve(be, d, p->dev[d].n_events)) != PL_OK) {
-            pl_fail(msg, len, st, "device %d: %s", d, be->err);
-            hw_program_destroy(p);
-            return st;
-        }
+        if ((st = be->ops->events_reserve(be, d, p->dev[d].n_events)) != PL_OK)
+            return pl_fail(msg, len, st, "device %d: %s", d, be->err);
     }
+    return PL_OK;
+}
 
-    /* the CUDA backend's collectives on device buffers, one set per used
-     * device and group (collective: every rank has the same used devices).
-     * PLACER_TEST_DEVICE_COLLECTIVES=1 (tests) takes the CPU backend's dp
-     * updates and replicated-gradient sums through them too (host staging
-     * over memcpy), so CI runs that code; its tp node calls stay dist_tp.c's. */
-    if (dist_device_wanted(be))
-        for (int d = 0; d < nd && st == PL_OK; d++) {
-            if (!p->dev[d].used) continue;
-            if (p->tp.g) st = dist_device_create(p->tp.g, be, d, &p->xd_tp[d], msg, len);
-            if (st == PL_OK && p->dp) st = dist_device_create(p->dp, be, d, &p->xd_dp[d], msg, len);
-        }
-    if (st != PL_OK) {
-        hw_program_destroy(p);
-        return st;
-    }
+/* The process groups' state for this program (the attach hook: their
+ * collectives on each used device; collective, as every rank has the same
+ * used devices), when the split has collectives to run. On failure p keeps
+ * no hooks (attach left nothing behind) and the status and line are the
+ * hook's. */
+static pl_status attach_groups(hw_program *p, const hw_parallel *par, char *msg, size_t len) {
+    if (!hw_split_active(&p->split)) return PL_OK;
+    p->par = par;
+    pl_status st = par->ops->attach(par, p, &p->par_state, msg, len);
+    if (st != PL_OK) p->par = NULL;
+    return st;
+}
 
-    /* parameters from the seed (or the given model view), zero moments */
+/* Parameters from o's seed (or o's model view) into every used device's
+ * flat buffer (its tp slice with tensor parallelism), with zero gradients,
+ * moments and step counter, and the bf16 copy where the program keeps one.
+ * PL_ERR_NOMEM, or the backend's status with "device D: ..." in msg. */
+static pl_status init_params(hw_program *p, const hw_program_opts *o, char *msg, size_t len) {
+    hw_backend *be = p->e->be;
     float *model = NULL, *staging = NULL;
-    int64_t total = p->model_off[g->n_nodes], max_dev = 1;
-    for (int d = 0; d < nd; d++)
+    int64_t total = p->model_off[p->g->n_nodes], max_dev = 1;
+    for (int d = 0; d < p->n_dev; d++)
         if (p->dev[d].param_floats > max_dev) max_dev = p->dev[d].param_floats;
     staging = malloc(sizeof(float) * (size_t)max_dev);
     if (!o->init_params) model = malloc(sizeof(float) * (size_t)total);
-    if (p->dp || p->tp.g) p->dp_buf = malloc(sizeof(float) * ((size_t)max_dev + DIST_MAX_RANKS));
-    if (!staging || (!o->init_params && !model) || ((p->dp || p->tp.g) && !p->dp_buf)) {
+    if (!staging || (!o->init_params && !model)) {
         free(staging);
         free(model);
-        hw_program_destroy(p);
         return pl_fail(msg, len, PL_ERR_NOMEM, "out of host memory for the parameters");
     }
-    if (!o->init_params) hw_params_init(g, o->seed, model);
+    if (!o->init_params) hw_params_init(p->g, o->seed, model);
     const float *src = o->init_params ? o->init_params : model;
-    st = PL_OK;
-    for (int d = 0; d < nd && st == PL_OK; d++) {
+    pl_status st = PL_OK;
+    for (int d = 0; d < p->n_dev && st == PL_OK; d++) {
         hw_program_dev *pd = &p->dev[d];
         if (!pd->used) continue;
         char *base = pd->base;
@@ -393,17 +395,45 @@ pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts 
     }
     free(staging);
     free(model);
+    return st;
+}
+
+/* Whether p's steps issue with one host thread per used device: where
+ * launches cost host time (CUDA) with more than one used device, or when
+ * the engine asks for threads (tests on the CPU backend); never with
+ * process groups (their collectives run from one thread) or where the
+ * backend cannot. */
+static int issue_threaded(hw_program *p) {
+    hw_backend *be = p->e->be;
+    int used = 0;
+    for (int d = 0; d < p->n_dev; d++) used += p->dev[d].used;
+    return used > 1 && !p->par && be->ops->threads_ok(be) &&
+           (p->e->issue == HW_ISSUE_THREADS || (p->e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
+}
+
+pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts *o, hw_program **out,
+                            hw_mem_report *mem, char *msg, size_t len) {
+    *out = NULL;
+    if (mem) {
+        memset(mem, 0, sizeof *mem);
+        mem->n_devices = e->be->n_devices;
+        mem->oom_device = -1;
+    }
+    hw_split split;
+    pl_status st = check_request(e, g, o, &split, msg, len);
+    if (st != PL_OK) return st;
+    hw_program *p = NULL;
+    if ((st = program_new(e, g, o, &split, &p, msg, len)) != PL_OK) return st;
+    int64_t caps[HW_MAX_DEVICES];
+    if ((st = resolve_caps(e->be, o, caps, msg, len)) == PL_OK &&
+        (st = compile_capped(p, caps, mem, msg, len)) == PL_OK && (st = alloc_arenas(p, mem, msg, len)) == PL_OK &&
+        (st = attach_groups(p, o->parallel, msg, len)) == PL_OK)
+        st = init_params(p, o, msg, len);
     if (st != PL_OK) {
-        hw_program_destroy(p);
+        hw_program_destroy(p); /* everything taken so far */
         return st;
     }
-    int used = 0;
-    for (int d = 0; d < nd; d++) used += p->dev[d].used;
-    /* one host thread per device pays off where launches cost host time
-     * (CUDA); the CPU backend does it only when asked (tests) */
-    p->threaded = used > 1 && !p->dp && !p->tp.g && be->ops->threads_ok(be) &&
-                  (e->issue == HW_ISSUE_THREADS ||
-                   (e->issue == HW_ISSUE_AUTO && strcmp(be->ops->name, "cuda") == 0));
+    p->threaded = issue_threaded(p);
     *out = p;
     return PL_OK;
 }
@@ -418,12 +448,7 @@ int hw_program_reorders(const hw_program *p) { return p->reorders; }
 int hw_program_graph_state(const hw_program *p) { return p->graph_state; }
 
 const char *hw_program_collectives(const hw_program *p) {
-    if (!p->tp.g && !p->dp) return "none";
-    for (int d = 0; d < p->n_dev; d++) {
-        if (p->xd_tp[d]) return dist_device_transport(p->xd_tp[d]);
-        if (p->xd_dp[d]) return dist_device_transport(p->xd_dp[d]);
-    }
-    return "host";
+    return p->par ? p->par->ops->transport(p->par_state, p) : "none";
 }
 
 void hw_make_batch(const gpt_config *cfg, uint64_t seed, int *tokens, int *targets) {

@@ -1,5 +1,5 @@
 /*
- * exec.c: runs a compiled plan's step, on one host thread in the global
+ * exec.c: runs a compiled program's step, on one host thread in the global
  * issue order, or on one host thread per device, each running its own list
  * (transfers then meet as send/recv halves). Also the timing protocol and
  * the trace.
@@ -9,10 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dist_device.h"
-#include "dist_dp.h"
-#include "dist_group.h"
-#include "placer_config.h"
 #include "program_internal.h"
 #include "util.h"
 
@@ -52,55 +48,6 @@ static void make_call(const hw_program *p, int d, const hw_call_spec *s, hw_node
     }
 }
 
-/* Sequence parallelism: the gradients of the tensors every tp rank holds
- * whole (dist_tp.h) are partial sums over the ranks' tokens; sum them over
- * the tp group: host buffers staged through dp_buf in node order, device
- * buffers tensor by tensor through the device collectives. Without sp they
- * are the same values on every rank: on the CPU the same bits, and this is
- * not called; on CUDA the kernels that sum them (layernorm's and the
- * embedding's atomics, colsum's chunks) add in no fixed order, so the ranks'
- * bits can differ and the replicas would drift apart: they are averaged
- * over the group (device buffers only; (x + x) / 2 = x when they agree). */
-static pl_status tp_reduce_replicated(hw_program *p, int d) {
-    hw_backend *be = p->e->be;
-    hw_program_dev *pd = &p->dev[d];
-    float *grads = (float *)((char *)pd->base + pd->off_grads);
-    int64_t off[HW_MAX_PARAM_TENSORS], cnt[HW_MAX_PARAM_TENSORS], n = 0;
-    if (p->xd_tp[d]) {
-        /* device buffers (CUDA): each tensor all-reduced in place, in node order */
-        for (int node = 0; node < p->g->n_nodes; node++) {
-            if (p->placement[node] != d) continue;
-            int nt = hw_tp_replicated(p->g, node, p->tp.size, off, cnt);
-            for (int j = 0; j < nt; j++) {
-                pl_status st = dist_device_allreduce_f32(p->xd_tp[d], grads + p->shard_off[node] + off[j], cnt[j],
-                                                         DIST_SUM, !p->tp.sp, be->err, sizeof be->err);
-                if (st != PL_OK) return st;
-            }
-        }
-        return PL_OK;
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        int64_t k = 0;
-        for (int node = 0; node < p->g->n_nodes; node++) {
-            if (p->placement[node] != d) continue;
-            int nt = hw_tp_replicated(p->g, node, p->tp.size, off, cnt);
-            for (int j = 0; j < nt; j++) {
-                float *g = grads + p->shard_off[node] + off[j];
-                pl_status st = pass == 0 ? be->ops->download(be, d, p->dp_buf + k, g, cnt[j] * 4)
-                                         : be->ops->upload(be, d, g, p->dp_buf + k, cnt[j] * 4);
-                if (st != PL_OK) return st;
-                k += cnt[j];
-            }
-        }
-        if (pass == 0) {
-            n = k;
-            pl_status st = dist_allreduce_f32(p->tp.g, p->dp_buf, n, DIST_SUM, be->err, sizeof be->err);
-            if (st != PL_OK) return st;
-        }
-    }
-    return PL_OK;
-}
-
 static int traced_kind(const hw_instr *in) {
     return in->kind != HI_RECORD && in->kind != HI_WAIT && in->kind != HI_DP_REDUCE;
 }
@@ -125,40 +72,17 @@ static pl_status run_instr(hw_program *p, int d, int i, int threaded) {
     case HI_BWD: {
         hw_node_call c;
         make_call(p, d, &p->calls[in->call], &c);
-        if (p->tp.g && p->xd_tp[d] && strcmp(ops->name, "cuda") == 0) {
-            /* tensor parallelism on CUDA: device buffers (dist_tp_cuda.cu) */
-#if PLACER_HAVE_CUDA
-            st = in->kind == HI_FWD ? hw_tp_forward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err)
-                                    : hw_tp_backward_cuda(&p->tp, p->xd_tp[d], be, d, &c, be->err, sizeof be->err);
-#else
-            st = pl_fail(be->err, sizeof be->err, PL_ERR_UNSUPPORTED, "built without CUDA");
-#endif
-        } else if (p->tp.g) /* tensor parallelism: the rank's slice and its collectives (CPU backend) */
-            st = in->kind == HI_FWD ? hw_tp_forward(&p->tp, &c, be->err, sizeof be->err)
-                                    : hw_tp_backward(&p->tp, &c, be->err, sizeof be->err);
+        if (p->split.tp_size > 1) /* tensor parallelism: the rank's slice and its collectives */
+            st = p->par->ops->node_call(p->par_state, p, d, in->kind == HI_BWD, &c, be->err, sizeof be->err);
         else
             st = in->kind == HI_FWD ? ops->node_forward(be, d, &c) : ops->node_backward(be, d, &c);
-        if (in->kind == HI_BWD && p->dp_comm) hw_dp_note_bwd(p);
+        if (in->kind == HI_BWD && p->par) p->par->ops->backward_issued(p->par_state, p);
         break;
     }
     case HI_ADD: st = ops->add(be, d, (float *)(base + in->a), (const float *)(base + in->b), in->n); break;
-    case HI_ADAMW: {
-        /* overlapped dp buckets first: the means in place before anything reads the gradients */
-        if (p->dp_overlap > 0 && (st = hw_dp_join(p, d, be->err, sizeof be->err)) != PL_OK) break;
-        if (p->tp.g && (p->tp.sp || p->xd_tp[d]) && pd->param_floats > 0 && (st = tp_reduce_replicated(p, d)) != PL_OK)
-            break;
-        if (p->dp && pd->param_floats > 0) {
-            /* data parallelism: the replicas' mean gradient and the update, ZeRO-1 or not (dist_dp.h) */
-            st = hw_dp_update(p, d, be->err, sizeof be->err);
-            break;
-        }
-        hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
-                           (int *)(base + pd->off_step), PTR(base, pd->off_params16)};
-        if (pd->param_floats > 0)
-            st = ops->adamw(be, d, (float *)(base + pd->off_params), (const float *)(base + pd->off_grads),
-                            (float *)(base + pd->off_m), (float *)(base + pd->off_v), pd->param_floats, &a);
+    case HI_ADAMW: /* with process groups their gradients' sums and the update, ZeRO-1 or not */
+        st = p->par ? p->par->ops->update(p->par_state, p, d, be->err, sizeof be->err) : hw_program_adamw(p, d);
         break;
-    }
     case HI_RECORD: st = ops->event_record(be, d, in->stream, in->ev); break;
     case HI_WAIT: st = ops->event_wait(be, d, in->stream, in->peer, in->ev); break;
     case HI_SEND:
@@ -169,10 +93,24 @@ static pl_status run_instr(hw_program *p, int d, int i, int threaded) {
         }
         break;
     case HI_RECV: st = threaded ? ops->xfer_recv(be, d, in->peer, base + in->a, in->n) : PL_OK; break;
-    case HI_DP_REDUCE: st = hw_dp_reduce(p, d, in->a, in->n, be->err, sizeof be->err); break;
+    case HI_DP_REDUCE: /* emitted only with a dp group (program.c) */
+        st = p->par ? p->par->ops->bucket(p->par_state, p, d, in->a, in->n, be->err, sizeof be->err)
+                    : pl_fail(be->err, sizeof be->err, PL_ERR_INVALID, "a dp bucket without a dp group");
+        break;
     }
     if (st == PL_OK && mark) st = ops->mark(be, d, in->stream, 2 * i + 1);
     return st;
+}
+
+pl_status hw_program_adamw(hw_program *p, int d) {
+    hw_backend *be = p->e->be;
+    hw_program_dev *pd = &p->dev[d];
+    char *base = pd->base;
+    if (pd->param_floats <= 0) return PL_OK;
+    hw_adamw_args a = {p->adamw.lr, p->adamw.beta1, p->adamw.beta2, p->adamw.eps, p->adamw.weight_decay, p->t,
+                       (int *)(base + pd->off_step), PTR(base, pd->off_params16)};
+    return be->ops->adamw(be, d, (float *)(base + pd->off_params), (const float *)(base + pd->off_grads),
+                          (float *)(base + pd->off_m), (float *)(base + pd->off_v), pd->param_floats, &a);
 }
 
 /* Single-thread transfer: SEND (d, i) with its RECV (t, k). */
@@ -242,12 +180,12 @@ static pl_status device_list(hw_program *p, int d, int capture, int threaded) {
 }
 
 /* The engine's host threads: one per logical device, started by the first
- * threaded step of any plan on the engine and kept until the engine is
+ * threaded step of any program on the engine and kept until the engine is
  * destroyed, so a step costs a condition-variable handoff per device
  * instead of a thread creation and join. A step posts a job (each used
- * device's plan and capture flag) under a new generation number; every
+ * device's program and capture flag) under a new generation number; every
  * worker wakes, runs its device's list if it has one, and the last one to
- * finish signals the step. One step at a time per engine (hw.h: plans of
+ * finish signals the step. One step at a time per engine (hw.h: programs of
  * one engine are not stepped concurrently). */
 struct hw_pool {
     pthread_mutex_t mu;
@@ -402,7 +340,7 @@ pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t le
     double w0 = pl_now_us();
     int used = 0;
     for (int d = 0; d < p->n_dev; d++) used += p->dev[d].used;
-    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && !p->dp && !p->tp.g && p->graph_state >= 0 &&
+    int graphs = p->e->graphs && ops->capture_begin && !p->trace_on && !p->par && p->graph_state >= 0 &&
                  (p->threaded || used == 1);
     if (st == PL_OK && graphs && p->graph_state == 0 && p->steps_run >= 1) {
         /* capture this step (the first ran op by op, so libraries are warm) */
@@ -433,10 +371,10 @@ pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t le
     } else if (st == PL_OK) {
         st = p->threaded ? run_threads(p, 0) : run_single(p);
     }
-    if (p->dp_overlap > 0) {
-        /* overlapped dp buckets: none left in flight, whatever happened (dist_dp.h) */
+    if (p->par) {
+        /* the groups' work of the step (overlapped dp buckets): none left in flight, whatever happened */
         char dmsg[256];
-        pl_status ds = hw_dp_drain(p, dmsg, sizeof dmsg);
+        pl_status ds = p->par->ops->step_end(p->par_state, p, dmsg, sizeof dmsg);
         if (st == PL_OK && ds != PL_OK) {
             st = ds;
             snprintf(be->err, sizeof be->err, "%s", dmsg);
@@ -457,24 +395,10 @@ pl_status hw_program_step(hw_program *p, hw_step_result *r, char *msg, size_t le
     if ((st = ops->download(be, p->loss_dev, &sum, (char *)ld->base + ld->off_loss, 8)) != PL_OK)
         return pl_fail(msg, len, st, "reading the loss: %s", be->err);
     r->loss = sum / ((double)p->g->cfg.batch * p->g->cfg.seq_len);
-    if (p->dp) {
-        /* the group's mean loss (equal slices) and its slowest rank's times */
-        double mean = r->loss, times[2] = {r->step_us, r->wall_us};
-        st = dist_allreduce_f64(p->dp, &mean, 1, DIST_SUM, msg, len);
-        if (st == PL_OK) st = dist_allreduce_f64(p->dp, times, 2, DIST_MAX, msg, len);
-        if (st != PL_OK) return st;
-        r->loss = mean / dist_size(p->dp);
-        r->step_us = times[0];
-        r->wall_us = times[1];
-    }
-    if (p->tp.g) {
-        /* every tp rank has the same loss (the loss's statistics are all-reduced); the
-         * step takes as long as its slowest rank */
-        double times[2] = {r->step_us, r->wall_us};
-        if ((st = dist_allreduce_f64(p->tp.g, times, 2, DIST_MAX, msg, len)) != PL_OK) return st;
-        r->step_us = times[0];
-        r->wall_us = times[1];
-    }
+    /* the groups' mean loss and their slowest rank's times */
+    if (p->par &&
+        (st = p->par->ops->step_result(p->par_state, p, &r->loss, &r->step_us, &r->wall_us, msg, len)) != PL_OK)
+        return st;
     if (p->trace_on && (st = collect_trace(p)) != PL_OK)
         return pl_fail(msg, len, st, "reading the trace: %s", be->err);
     if (!p->trace_on) p->n_trace = 0;

@@ -9,7 +9,7 @@
  *   hw_program    one placement + schedule + caps compiled for an engine: the
  *              parameters live on their devices (flat buffers per device),
  *              every buffer of a step has its offset in the device's arena,
- *              and each device has its list of instructions. Creating a plan
+ *              and each device has its list of instructions. Creating a program
  *              is where an OOM is found, before any device memory is taken.
  *   step       zero gradients (on each device's comm stream beside the
  *              forward, except in bf16: hw/exec/program.c's setup_device); forward
@@ -25,9 +25,9 @@
  * (plus min, max, mean, sd) over the timed steps.
  *
  * Inside one node call on CUDA, the weight and bias gradients of a backward
- * run on a second stream of the device (hw/exec/side_stream.cu) beside the
+ * run on a second stream of the device (hw/kernels/side_stream.cu) beside the
  * input-gradient chain, and the compute stream waits for them before the
- * call returns: to the plan a node call is still one unit of the compute
+ * call returns: to the program a node call is still one unit of the compute
  * stream (PLACER_SIDE=0 keeps everything on one).
  *
  * Memory: each device's peak is the high-water mark of its arena, which
@@ -47,7 +47,7 @@
  *   Each device follows its order strictly. Only when a placement that is
  *   not contiguous would deadlock under strict 1f1b (every device waiting
  *   on another) does the device with the lowest index run its first ready
- *   operation early; this is deterministic and recorded in the plan.
+ *   operation early; this is deterministic and recorded in the program.
  */
 /*
  * Precision (hw_engine_opts.precision). Three modes; fp32 and tf32 differ
@@ -59,7 +59,7 @@
  *       update is computed in fp32; the AdamW pass also writes a bf16 copy
  *       of the weights (params16: the same flat layout, 2 bytes an element),
  *       which is what the GEMMs read. The copy is made from the master
- *       weights when a plan is created.
+ *       weights when a program is created.
  *     - every GEMM takes bf16 inputs and accumulates in fp32 (cuBLASLt,
  *       CUBLAS_COMPUTE_32F). An fp32 activation that feeds a GEMM is
  *       rounded to bf16 first (round to nearest even).
@@ -75,15 +75,15 @@
  *       row is read as bf16, its max, sum and log-sum-exp are fp32, and the
  *       loss sum is a double.
  *     - bias gradients are column sums in fp32.
- *   Buffers between nodes keep their fp32 sizes (layout.h); a bf16 tensor
+ *   Buffers between nodes keep their fp32 sizes (param_memory.h); a bf16 tensor
  *   fills the first half of its buffer. Only the logits and their gradient
  *   cross nodes as bf16.
  *   The CPU backend runs the same mode by rounding the same tensors to bf16
  *   values (stored as floats), so CI tests it (nodes.h: the bf16 reference).
  */
 /*
- * Tensor parallelism (hw_program_opts.tp; hw/dist/dist_tp.h has the details). A
- * plan with a tp group of t ranks is one rank of the Megatron split: each
+ * Tensor parallelism (dist_parallel.tp, hw/dist/dist_program.h; hw/dist/dist_tp.h
+ * has the details). A program with a tp group of t ranks is one rank of the Megatron split: each
  * attention node holds nh/t heads (their columns of the qkv weight and bias
  * and the matching rows of the projection, i.e. wproj's columns in this
  * engine's (out, in) storage); the MLP's fc holds F/t columns and its proj
@@ -113,6 +113,7 @@
 
 #include "backend.h"
 #include "graph.h"
+#include "parallel.h"
 #include "schedule.h"
 #include "status.h"
 
@@ -146,14 +147,13 @@ typedef struct {
     int strict_fp32;         /* CUDA: no TF32 tensor-core math (precision DEFAULT only) */
     hw_precision precision;  /* DEFAULT: by strict_fp32; FP32 / TF32 / BF16 override it */
     hw_issue_mode issue;     /* host issue mode */
-    int graphs;              /* CUDA: from a plan's second step on, replay each device's
+    int graphs;              /* CUDA: from a program's second step on, replay each device's
                                 step as a captured CUDA graph (one device, or one host
                                 thread per GPU); traced steps are never captured */
 } hw_engine_opts;
 
 typedef struct hw_engine hw_engine;
 typedef struct hw_program hw_program;
-struct dist_group;
 
 /* Create an engine. On success *out owns it (hw_engine_destroy). Errors:
  * PL_ERR_INVALID (bad device count), PL_ERR_UNSUPPORTED (CUDA asked for but
@@ -161,7 +161,7 @@ struct dist_group;
  * PL_ERR_CUDA, PL_ERR_NOMEM; msg says which. */
 pl_status hw_engine_create(const hw_engine_opts *o, hw_engine **out, char *msg, size_t len);
 
-/* Destroy an engine. Every plan made on it must be destroyed first. Accepts NULL. */
+/* Destroy an engine. Every program made on it must be destroyed first. Accepts NULL. */
 void hw_engine_destroy(hw_engine *e);
 
 int hw_engine_n_devices(const hw_engine *e);
@@ -175,8 +175,8 @@ hw_backend *hw_engine_backend(hw_engine *e);
  * (1-based) fails as if the device were out of memory; 0 turns it off. */
 void hw_engine_fail_alloc_at(hw_engine *e, int n);
 
-/* Device arenas currently allocated by this engine's plans (0 once every
- * plan is destroyed, and after every failed hw_program_create). */
+/* Device arenas currently allocated by this engine's programs (0 once every
+ * program is destroyed, and after every failed hw_program_create). */
 int hw_engine_live_arenas(const hw_engine *e);
 
 /* Free memory of a device now (CUDA), or -1 where the backend cannot tell. */
@@ -200,51 +200,14 @@ typedef struct {
     uint64_t seed;             /* parameter initialisation (hw_params_init) */
     const float *init_params;  /* or the model view to start from (copied); NULL: from seed */
     hw_adamw adamw;            /* optimizer settings */
-    struct dist_group *dp;     /* or NULL. Data parallelism over processes (hw/dist/dist_group.h;
-                                  CUDA: hw/dist/dist_device.h): this process is one replica of the
-                                  plan and the graph's batch is its slice of the global
-                                  batch (each rank the same size). Before AdamW, each
-                                  device's gradients are summed over the group in rank
-                                  order and divided by its size; the loss scales by
-                                  1 / (slice * T) (nodes.h), so the mean of the slices'
-                                  gradients is the full batch's. Steps report the group's
-                                  mean loss and its largest step and wall times. Every
-                                  rank must create the same plan and step it in lockstep;
-                                  the plan issues from one thread and captures no graph.
-                                  Borrowed: must outlive the plan. */
-    struct dist_group *tp;     /* or NULL. Tensor parallelism over processes (hw/dist/dist_tp.h;
-                                  any precision): this process is one tp rank; the
-                                  attention heads, MLP columns and vocabulary rows of the head
-                                  are split over the group (rules above). Every rank gets the
-                                  whole batch and creates the same plan. With dp as well, tp
-                                  groups the ranks of one replica and dp the same tp rank of
-                                  every replica. The plan issues from one thread and captures
-                                  no graph (every rank must call the collectives in the same
-                                  order). Borrowed: must outlive the plan. */
-    int seq_parallel;          /* with tp: sequence parallelism (dist_tp.h) */
-    int zero;                  /* with dp: 0, or 1 for ZeRO-1 (hw/dist/dist_dp.h): each rank keeps
-                                  AdamW's m and v for its 1/dp shard of every device's flat
-                                  parameter buffer, the gradients are reduce-scattered, the
-                                  update runs on the shard and the parameters are all-gathered
-                                  after it (static_bytes shrinks by the moments' share, and
-                                  grows by the update's dp x shard buffer where the
-                                  collectives run on device buffers: CUDA). Same
-                                  bits as zero 0 on the sockets transport; in bf16 the weight
-                                  copy is remade from the gathered weights. Without
-                                  dp (or dp of 1) a no-op. hw_program_get_grads then holds the
-                                  replicas' mean gradient only in this rank's shard (the rest
-                                  is the rank's own, as reduce-scatter leaves it) */
-    int64_t bucket_bytes;      /* with dp and zero 0: all-reduce the gradients in buckets of at
-                                  least this many bytes (closed at node boundaries), last
-                                  parameters first, each issued once backward has finished its
-                                  nodes (PyTorch DDP's order); 0: 25 MiB, DDP's default. The
-                                  all-reduces overlap the rest of backward (a comm thread on
-                                  host copies, or NCCL's comm stream) and are waited for at
-                                  the device's AdamW, same bits; PLACER_DP_OVERLAP=0 makes
-                                  each synchronous (hw/dist/dist_dp.h) */
+    const hw_parallel *parallel; /* or NULL: one process. The process groups this program is
+                                  one rank of (tensor and data parallelism over processes,
+                                  with their options): hw/dist/dist_program.h's
+                                  dist_parallel_hooks fills it; parallel.h says when the
+                                  executor calls its hooks. Borrowed: must outlive the program. */
 } hw_program_opts;
 
-/* Per-device memory of a plan, also filled when plan creation fails with
+/* Per-device memory of a program, also filled when program creation fails with
  * PL_ERR_DEVICE_OOM. */
 typedef struct {
     int n_devices;                       /* logical devices of the engine */
@@ -255,8 +218,8 @@ typedef struct {
     int oom_device;                      /* first device over its cap, -1 if none */
 } hw_mem_report;
 
-/* Compile a plan. g is borrowed and must outlive the plan. On success *out
- * owns the plan (hw_program_destroy). Errors: placement and schedule statuses
+/* Compile a program. g is borrowed and must outlive the program. On success *out
+ * owns the program (hw_program_destroy). Errors: placement and schedule statuses
  * (PL_ERR_PLACEMENT_*, PL_ERR_SCHEDULE), PL_ERR_DEVICE_OOM when a device's
  * need exceeds its cap or its memory could not be allocated (everything
  * taken so far is released), PL_ERR_UNSUPPORTED for a graph the executor
@@ -264,7 +227,7 @@ typedef struct {
 pl_status hw_program_create(hw_engine *e, const graph *g, const hw_program_opts *o, hw_program **out,
                          hw_mem_report *mem, char *msg, size_t len);
 
-/* Release a plan and all its device memory. Accepts NULL. */
+/* Release a program and all its device memory. Accepts NULL. */
 void hw_program_destroy(hw_program *p);
 
 /* Set the batch: tokens and targets, batch * seq_len ids each, in [0, vocab).
@@ -308,12 +271,12 @@ pl_status hw_program_get_grads(hw_program *p, float *model, char *msg, size_t le
  * deadlock (0 for contiguous placements). */
 int hw_program_reorders(const hw_program *p);
 
-/* 1 when the plan's steps now replay captured CUDA graphs, 0 when they are
- * issued op by op, -1 when capture was tried and failed (the plan then
+/* 1 when the program's steps now replay captured CUDA graphs, 0 when they are
+ * issued op by op, -1 when capture was tried and failed (the program then
  * keeps issuing op by op). */
 int hw_program_graph_state(const hw_program *p);
 
-/* How the plan's tp and dp collectives move data: "none" (no group),
+/* How the program's tp and dp collectives move data: "none" (no group),
  * "host" (CPU backend: host buffers), "nccl" or "host staging" (CUDA:
  * hw/dist/dist_device.h; the first used device's, the tp group's if any).
  * Static. */
@@ -340,7 +303,7 @@ typedef struct {
     double end_us;
 } hw_trace_event;
 
-/* Events of the last traced step (owned by the plan, valid until the next
+/* Events of the last traced step (owned by the program, valid until the next
  * step); *n gets their count. NULL when the last step was not traced. */
 const hw_trace_event *hw_program_trace(const hw_program *p, int *n);
 

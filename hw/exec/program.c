@@ -42,8 +42,6 @@
 #include <string.h>
 
 #include "arena.h"
-#include "dist_device.h"
-#include "dist_dp.h"
 #include "program_internal.h"
 #include "util.h"
 
@@ -311,14 +309,14 @@ static pl_status new_call(cctx *c, int node, int mb, int *idx) {
 
 static int dev_of(const cctx *c, int n) { return c->p->placement[n]; }
 
-/* A node's parameter shard and activation sizes on this plan's rank: the
+/* A node's parameter shard and activation sizes on this program's rank: the
  * whole node, or its tensor-parallel slice (param_memory.h, dist_tp.h). */
-static void plan_node_layout(const hw_program *p, int n, hw_param_map *pl) {
-    hw_node_param_map_tp(p->g, n, p->tp.size, pl);
+static void rank_param_map(const hw_program *p, int n, hw_param_map *pl) {
+    hw_node_param_map_tp(p->g, n, p->split.tp_size, pl);
 }
 
-static void plan_node_mem(const hw_program *p, int n, hw_node_mem *m) {
-    if (p->tp.size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->bf16, p->tp.size, p->tp.sp, m);
+static void rank_node_mem(const hw_program *p, int n, hw_node_mem *m) {
+    if (p->split.tp_size > 1) hw_node_mem_floats_tp(p->g, n, p->b, p->bf16, p->split.tp_size, p->split.seq_parallel, m);
     else hw_node_mem_floats_prec(p->g, n, p->b, p->bf16, m);
 }
 
@@ -336,7 +334,7 @@ static int consumers_on(const cctx *c, int p, int d) {
 
 static int64_t out_bytes(const cctx *c, int n) {
     hw_node_mem m;
-    plan_node_mem(c->p, n, &m);
+    rank_node_mem(c->p, n, &m);
     return m.out * 4;
 }
 
@@ -373,8 +371,8 @@ static pl_status issue_fwd(cctx *c, int n, int j) {
     int ci;
     if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
     hw_call_spec *s = &p->calls[ci];
-    plan_node_layout(p, n, &s->pl);
-    plan_node_mem(p, n, &s->mem);
+    rank_param_map(p, n, &s->pl);
+    rank_node_mem(p, n, &s->mem);
     for (int k = 0; k < nd->n_inputs; k++) {
         pbuf *b = input_buf(c, nd->inputs[k], j, d);
         if ((st = c_use(c, d, b)) != PL_OK) return st;
@@ -463,7 +461,7 @@ static pbuf *grad_target(cctx *c, int pr, int j, int d) {
  * runs the other way); once it holds bucket_floats not yet reduced (or at
  * the device's tail, flush) they go out as one HI_DP_REDUCE, so the
  * all-reduces are issued as backward finishes, last parameters first, as
- * PyTorch DDP's buckets are. Every rank compiles the same plan, so every
+ * PyTorch DDP's buckets are. Every rank compiles the same program, so every
  * rank issues the same collectives in the same order. */
 static pl_status dp_bucket_progress(cctx *c, int d, int flush) {
     hw_program *p = c->p;
@@ -478,7 +476,7 @@ static pl_status dp_bucket_progress(cctx *c, int d, int flush) {
     }
 frontier_done:;
     const int64_t ready = c->bucket_hi[d] - c->frontier[d];
-    if (ready <= 0 || (!flush && ready < p->bucket_floats)) return PL_OK;
+    if (ready <= 0 || (!flush && ready < p->split.bucket_floats)) return PL_OK;
     hw_instr in = instr(HI_DP_REDUCE, HW_STREAM_COMPUTE);
     in.a = c->frontier[d];
     in.n = ready;
@@ -497,8 +495,8 @@ static pl_status issue_bwd(cctx *c, int n, int j) {
         int ci;
         if ((st = new_call(c, n, j, &ci)) != PL_OK) return st;
         hw_call_spec *s = &p->calls[ci];
-        plan_node_layout(p, n, &s->pl);
-        plan_node_mem(p, n, &s->mem);
+        rank_param_map(p, n, &s->pl);
+        rank_node_mem(p, n, &s->mem);
         if (ns->grad.off < 0) return pl_fail(c->msg, c->len, PL_ERR_UNSUPPORTED, "node %s gets no gradient", nd->name);
         /* the output gradient: first wait for it and add what other devices sent */
         if ((st = c_use(c, d, &ns->grad)) != PL_OK) return st;
@@ -604,8 +602,8 @@ static pl_status issue_w(cctx *c, int n, int j) {
     pl_status st = new_call(c, n, j, &ci);
     if (st != PL_OK) return st;
     hw_call_spec *s = &p->calls[ci];
-    plan_node_layout(p, n, &s->pl);
-    plan_node_mem(p, n, &s->mem);
+    rank_param_map(p, n, &s->pl);
+    rank_node_mem(p, n, &s->mem);
     s->part = HW_BWD_WEIGHT;
     s->dout = ns->grad.off;
     s->saved = ns->saved;
@@ -650,13 +648,13 @@ static pl_status setup_device(cctx *c, int d) {
     for (int n = 0; n < c->nn; n++)
         if (dev_of(c, n) == d) {
             hw_param_map pl;
-            plan_node_layout(p, n, &pl);
+            rank_param_map(p, n, &pl);
             p->shard_off[n] = floats;
             floats += pl.floats;
         }
     pd->param_floats = floats;
     int64_t fb = (floats > 0 ? floats : 1) * 4;
-    pd->moment_floats = p->zero ? hw_dp_shard_floats(floats, dist_size(p->dp)) : floats; /* ZeRO-1 */
+    pd->moment_floats = p->split.zero ? hw_dp_shard_floats(floats, p->split.dp_size) : floats; /* ZeRO-1 */
     const int64_t mb = (pd->moment_floats > 0 ? pd->moment_floats : 1) * 4;
     pl_status st;
     if ((st = c_alloc(c, d, fb, 0, &pd->off_params)) != PL_OK) return st;
@@ -664,12 +662,12 @@ static pl_status setup_device(cctx *c, int d) {
     if ((st = c_alloc(c, d, mb, 0, &pd->off_m)) != PL_OK) return st;
     if ((st = c_alloc(c, d, mb, 0, &pd->off_v)) != PL_OK) return st;
     /* ZeRO-1 with the collectives on device buffers: the update's reduce-
-     * scatter input and all-gather output, dp shards (hw_dp_update). Static
-     * so the peak and static_bytes count it; the host path stages through
-     * p->dp_buf (host memory) instead and needs none. */
+     * scatter input and all-gather output, dp shards (the update hook,
+     * parallel.h). Static so the peak and static_bytes count it; the host
+     * path stages through host memory instead and needs none. */
     pd->off_zero1 = -1;
-    if (p->zero && dist_device_wanted(p->e->be) &&
-        (st = c_alloc(c, d, mb * dist_size(p->dp), 0, &pd->off_zero1)) != PL_OK)
+    if (p->split.zero && p->split.device_buffers &&
+        (st = c_alloc(c, d, mb * p->split.dp_size, 0, &pd->off_zero1)) != PL_OK)
         return st;
     pd->off_params16 = -1;
     if (p->bf16 && (st = c_alloc(c, d, (fb / 4) * p->e->be->copy_bytes, 0, &pd->off_params16)) != PL_OK) return st;
@@ -879,7 +877,7 @@ pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, c
     }
     for (int d = 0; d < c.nd; d++)
         if (p->dev[d].used && (st = setup_device(&c, d)) != PL_OK) goto out;
-    c.bucketing = p->dp && !p->zero; /* the dp all-reduce in buckets (dp_bucket_progress) */
+    c.bucketing = p->split.dp_group && !p->split.zero; /* the dp all-reduce in buckets (dp_bucket_progress) */
     for (int d = 0; d < c.nd; d++) {
         c.frontier[d] = c.bucket_hi[d] = p->dev[d].param_floats;
         c.cursor[d] = c.nn - 1;
@@ -949,6 +947,6 @@ out:
     free(c.fwd_done);
     free(c.bwd_done);
     if (st == PL_ERR_DEVICE_OOM) *oom_dev = c.oom_dev;
-    if (st == PL_ERR_NOMEM) pl_fail(msg, len, st, "out of host memory while compiling the plan");
+    if (st == PL_ERR_NOMEM) pl_fail(msg, len, st, "out of host memory while compiling the program");
     return st;
 }

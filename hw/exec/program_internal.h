@@ -1,8 +1,8 @@
 /*
- * program_internal.h: what a compiled plan holds, shared by the compiler
+ * program_internal.h: what a compiled program holds, shared by the compiler
  * (program.c) and the runner (exec.c). Not a public interface.
  *
- * A plan is a list of instructions per logical device plus one global issue
+ * A program is a list of instructions per logical device plus one global issue
  * order over all of them. Every instruction's buffers are byte offsets into
  * its device's arena; the runner adds the arena's base address. The global
  * order is a valid sequential execution of the step: running it on one host
@@ -16,8 +16,8 @@
 #include <pthread.h>
 
 #include "backend.h"
-#include "dist_tp.h"
 #include "hw.h"
+#include "parallel.h"
 
 typedef enum {
     HI_ZERO = 0, /* zero n bytes at a (compute; the parameter gradients' on comm) */
@@ -30,7 +30,7 @@ typedef enum {
     HI_SEND,     /* send n bytes at a to device peer (comm) */
     HI_RECV,     /* receive n bytes at a from device peer (comm) */
     HI_DP_REDUCE /* data parallelism: all-reduce (mean) of the device's gradients
-                    [a, a + n) in floats, once final (hw/dist/dist_dp.h) (compute) */
+                    [a, a + n) in floats, once final: the bucket hook (parallel.h) (compute) */
 } hi_kind;
 
 typedef struct {
@@ -64,8 +64,8 @@ typedef struct {
     int64_t param_floats;     /* floats in each flat buffer (params, grads; m, v without ZeRO) */
     int64_t moment_floats;    /* floats in m and in v: param_floats, or the ZeRO-1 shard's */
     int64_t off_params, off_grads, off_m, off_v; /* arena offsets, bytes */
-    int64_t off_zero1;         /* ZeRO-1 on device buffers (dist_device_wanted): the update's
-                                  dp x moment_floats floats (dist_dp.h), else -1 */
+    int64_t off_zero1;         /* ZeRO-1 on device buffers (hw_split.device_buffers): the update's
+                                  dp x moment_floats floats (the update hook's), else -1 */
     int64_t off_params16;      /* bf16 mode: the weight copy (backend copy_bytes each), else -1 */
     int64_t off_ws, ws_bytes;  /* backend workspace */
     int64_t off_loss;          /* double loss accumulator, -1 if the loss is elsewhere */
@@ -112,20 +112,11 @@ struct hw_program {
     int steps_run;            /* steps run so far */
     int graph_state;          /* 0 not captured, 1 replaying graphs, -1 capture failed */
     int loss_dev, emb_dev;
-    struct dist_group *dp;    /* data-parallel group (hw_program_opts.dp) or NULL */
-    float *dp_buf;            /* host staging of one device's gradients for the all-reduce
-                                 (data parallelism, and the sp all-reduce of replicated ones);
-                                 param_floats + DIST_MAX_RANKS floats (ZeRO-1 pads to dp shards) */
-    int zero;                 /* 1: ZeRO-1 over dp (hw/dist/dist_dp.h), else 0 */
-    int64_t bucket_floats;    /* dp all-reduce bucket (zero 0): the plan emits HI_DP_REDUCE */
-    int dp_overlap;           /* 0 not decided yet (the first bucket), 1 the comm thread, 2 NCCL's
-                                 comm stream, -1 synchronous (dist_dp.c) */
-    struct hw_dp_comm *dp_comm; /* overlap: the comm thread and its host buffer (dist_dp.c), or NULL */
-    hw_tp tp;                 /* tensor parallelism (hw_program_opts.tp): tp.g NULL and size 1
-                                 without; the node calls then go through dist_tp.c */
-    struct dist_device *xd_tp[HW_MAX_DEVICES]; /* CUDA backend: the tp group's collectives on each used
-                                 device's buffers (dist_device.h), else NULL (host buffers) */
-    struct dist_device *xd_dp[HW_MAX_DEVICES]; /* CUDA backend: the dp group's, else NULL */
+    hw_split split;           /* what the process groups split (parallel.h); hw_split_none()
+                                 for one process */
+    const hw_parallel *par;   /* the groups' hooks (hw_program_opts.parallel) when the split is
+                                 active (hw_split_active), else NULL */
+    hw_parallel_state *par_state; /* theirs, from the attach hook (NULL without par) */
     int64_t *model_off;       /* n_nodes + 1: model view offsets */
     int64_t *shard_off;       /* n_nodes: offset of node's shard in its device's flat buffers (floats) */
     hw_program_dev dev[HW_MAX_DEVICES];
@@ -147,5 +138,11 @@ pl_status hw_program_compile(hw_program *p, const int64_t *caps, int *oom_dev, c
 
 /* Free the compiled instruction lists (not the device memory). */
 void hw_program_free_code(hw_program *p);
+
+/* The plain AdamW update of device d's flat buffers (HI_ADAMW without
+ * process groups; the parallel update hook ends with it where no data
+ * parallelism takes over). PL_OK at once for a device without parameters;
+ * else the backend's status (its message in the backend's err). exec.c. */
+pl_status hw_program_adamw(hw_program *p, int d);
 
 #endif

@@ -16,7 +16,8 @@
 #include <cuda_runtime.h>
 
 extern "C" {
-#include "backend.h"
+#include "node_call.h"
+#include "status.h"
 }
 
 #define CU_KPROF_MAX 8192
@@ -99,7 +100,7 @@ typedef struct {
  * cu_side_back points ctx at the compute stream again. cu_side_join makes the
  * compute stream wait for the side stream (cu_node_backward calls it before
  * returning, so to the executor a node call stays one unit on the compute
- * stream, and the plan may reuse the call's buffers after it). All three do
+ * stream, and the executor may reuse the call's buffers after it). All three do
  * nothing without a side stream. cu_side_create makes one (a stream of the
  * compute stream's priority, a cuBLAS handle, two events), none with
  * PLACER_SIDE=0 or PLACER_KPROF (whose marks time one stream);
@@ -148,11 +149,5 @@ pl_status cu_node_forward(cu_ctx *ctx, const hw_node_call *c);
 pl_status cu_node_backward(cu_ctx *ctx, const hw_node_call *c);
 pl_status cu_add(cu_ctx *ctx, float *y, const float *x, int64_t n);
 pl_status cu_adamw(cu_ctx *ctx, float *p, const float *g, float *m, float *v, int64_t n, const hw_adamw_args *a);
-
-/* The node-kernel context of logical device d of the CUDA backend be, its
- * device made current (backend_cuda.cu; for hw/dist/dist_tp_cuda.cu and
- * hw/dist/dist_nccl.cu), and d's GPU ordinal. */
-cu_ctx *cu_backend_ctx(hw_backend *be, int d);
-int cu_backend_gpu(hw_backend *be, int d);
 
 #endif

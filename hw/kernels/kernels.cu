@@ -600,7 +600,7 @@ pl_status cu_nodes_init(cu_ctx *ctx) {
     int dev = 0;
     TRY(cudaGetDevice(&dev));
     /* the flash kernels use bf16 mma.sync (sm_80+); an older GPU (a T4) takes
-     * the unfused attention path, whose scratch the plan always reserves */
+     * the unfused attention path, whose scratch the executor always reserves */
     int major = 0;
     TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
     ctx->flash_ok = major >= 8;

@@ -574,7 +574,7 @@ static pl_status lin16_bwd_w(cu_ctx *ctx, float *dw, const bf16 *dout, const bf1
 
 static int64_t al64(int64_t x) { return (x + 63) / 64 * 64; }
 
-/* attention's bf16 input copy: after the T x T block (or lse) in saved slot 1 (layout.c) */
+/* attention's bf16 input copy: after the T x T block (or lse) in saved slot 1 (param_memory.c) */
 static bf16 *attn_x16(const hw_node_call *c) {
     return (bf16 *)(c->saved + c->mem.saved_off[1] + al64((int64_t)c->d.B * c->d.NH * c->d.T * c->d.T));
 }

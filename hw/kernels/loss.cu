@@ -3,7 +3,7 @@
  * is loss16_k in kernels_bf16.cu). One row of logits (stride Vp) a block:
  * loss = logsumexp - logit[target], dlogits = (softmax - onehot) * inv_norm
  * with the padding columns zeroed, written in place over the logits (the
- * plan aliases them). The row is 201 KB at the 49M GPT's vocabulary, so the
+ * executor's program aliases them). The row is 201 KB at the 49M GPT's vocabulary, so the
  * kernels differ in where they keep it between reading it and writing the
  * gradient (the read and the write of 823 MB are the whole cost: ~0.39 ms
  * on the H200 at the bandwidth a copy reaches):

@@ -69,7 +69,7 @@ void sim_ctx_destroy(sim_ctx *c) {
 
 #define ALLOC(ptr, count) (((ptr) = calloc((size_t)(count) > 0 ? (size_t)(count) : 1, sizeof *(ptr))) == NULL)
 
-/* The engine's rule (hw/exec/param_memory.c): which node kinds read their inputs again
+/* The engine's rule (hw/kernels/param_memory.c): which node kinds read their inputs again
  * in backward; their producers' outputs stay alive until then. */
 static int kind_bwd_reads_input(op_kind k) {
     return k == OP_LAYERNORM || k == OP_ATTENTION || k == OP_MLP || k == OP_HEAD;

@@ -1193,7 +1193,7 @@ static void test_graphs(void) {
 
 /* ---------------- the side stream ---------------- */
 
-/* The weight gradients on the side stream (hw/exec/side_stream.cu) against the
+/* The weight gradients on the side stream (hw/kernels/side_stream.cu) against the
  * engine on one stream (PLACER_SIDE=0), both with graphs, 5 steps at m = 1
  * and 4, on one logical device and on two sharing GPU 0 (transfers between
  * them): a missing fork or join (AdamW or a transfer reading a gradient the

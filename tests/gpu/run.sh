@@ -67,7 +67,7 @@ step racecheck_kernels_bf16 200 "$CS" --tool racecheck --error-exitcode 3 "$T" k
 step kprof 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --warmup 2 --steps 5
 step kprof_bf16 60 env PLACER_KPROF=1 "$B/benchmarks/hw/bench_step" --quick --precision bf16 --warmup 2 --steps 5
 step graphs 90 "$T" graphs
-# the side stream of the weight gradients against one stream (hw/exec/side_stream.cu)
+# the side stream of the weight gradients against one stream (hw/kernels/side_stream.cu)
 step side 90 "$T" side
 # tensor and data parallelism on CUDA, ranks sharing GPU 0 (tests/gpu/tp.sh; its own $OUT/tp.log)
 step tp 150 bash tests/gpu/tp.sh "$B"

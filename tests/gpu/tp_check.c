@@ -70,6 +70,7 @@
 
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "dist_program.h"
 #include "dist_tp.h"
 #include "graph.h"
 #include "hw.h"
@@ -138,10 +139,8 @@ static int rank_fn(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    o.tp = tg;
-    o.dp = dg;
-    o.seq_parallel = c->sp;
-    o.zero = c->zero;
+    dist_parallel par = {.dp = dg, .tp = tg, .seq_parallel = c->sp, .zero = c->zero};
+    o.parallel = dist_parallel_hooks(&par);
     pl_status st = hw_program_create(e, g, &o, &p, NULL, err, errlen);
     if (st != PL_OK) {
         rc = st == PL_ERR_UNSUPPORTED ? 3 : 2;

@@ -32,6 +32,7 @@
 #include "arena.h"
 #include "dist_device.h"
 #include "dist_dp.h"
+#include "dist_program.h"
 #include "dist_tp.h"
 #include "helpers.h"
 #include "launcher.h"
@@ -224,11 +225,8 @@ static int eng_rank(dist_group *grp, int rank, void *vctx, char *err, size_t err
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = 1e-3f;
-    o.tp = tg;
-    o.dp = dg;
-    o.seq_parallel = c->sp;
-    o.zero = c->zero;
-    o.bucket_bytes = c->bucket_bytes;
+    dist_parallel par = {.dp = dg, .tp = tg, .seq_parallel = c->sp, .zero = c->zero, .bucket_bytes = c->bucket_bytes};
+    o.parallel = dist_parallel_hooks(&par);
     if (hw_program_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
     const char *want = getenv("PLACER_TEST_DEVICE_COLLECTIVES") ? "host staging" : "host";
     if (strcmp(hw_program_collectives(p), want) != 0) {
@@ -314,8 +312,8 @@ static pl_status z1_plan(hw_engine *e, const graph *g, dist_group *dg, const int
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.caps = caps;
-    o.dp = dg;
-    o.zero = 1;
+    dist_parallel par = {.dp = dg, .zero = 1};
+    o.parallel = dist_parallel_hooks(&par);
     hw_program *p = NULL;
     pl_status st = hw_program_create(e, g, &o, &p, mem, err, errlen);
     hw_program_destroy(p);

@@ -42,6 +42,7 @@
 
 #include "arena.h"
 #include "dist_dp.h"
+#include "dist_program.h"
 #include "helpers.h"
 #include "launcher.h"
 #include "program_internal.h" /* the bucket test reads the compiled order */
@@ -98,9 +99,8 @@ static int dp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    o.dp = c->scale_wrong ? NULL : grp;
-    o.zero = c->zero;
-    o.bucket_bytes = c->bucket_bytes;
+    dist_parallel par = {.dp = c->scale_wrong ? NULL : grp, .zero = c->zero, .bucket_bytes = c->bucket_bytes};
+    o.parallel = dist_parallel_hooks(&par);
     hw_program *p = NULL;
     hw_mem_report mem;
     int rc = 2;
@@ -406,8 +406,8 @@ static int bf16_zero_rank(dist_group *grp, int rank, void *vctx, char *err, size
     po.placement = pl;
     po.sched = schedule_make(1, SCHED_1F1B);
     po.adamw = hw_adamw_default();
-    po.dp = grp;
-    po.zero = 1;
+    dist_parallel par = {.dp = grp, .zero = 1};
+    po.parallel = dist_parallel_hooks(&par);
     hw_program *p = NULL;
     o->status[rank] = hw_program_create(e, g, &po, &p, NULL, err, errlen);
     hw_program_destroy(p);
@@ -426,15 +426,16 @@ Test(dist_dp, zero_options_are_checked) {
     o.adamw = hw_adamw_default();
     hw_program *p = NULL;
     char msg[256];
-    o.zero = 2;
+    dist_parallel par = {.zero = 2}; /* no group: the options are checked all the same */
+    o.parallel = dist_parallel_hooks(&par);
     cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
     cr_expect(strstr(msg, "ZeRO 0 or 1") != NULL, "%s", msg);
-    o.zero = 0;
-    o.bucket_bytes = -1;
+    par.zero = 0;
+    par.bucket_bytes = -1;
     cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_ERR_INVALID);
     /* zero 1 without dp is a no-op, as layout_validate says */
-    o.bucket_bytes = 0;
-    o.zero = 1;
+    par.bucket_bytes = 0;
+    par.zero = 1;
     cr_expect_eq(hw_program_create(e, g, &o, &p, NULL, msg, sizeof msg), PL_OK, "%s", msg);
     hw_program_destroy(p);
     hw_engine_destroy(e);
@@ -475,8 +476,8 @@ static int order_rank(dist_group *grp, int rank, void *vctx, char *err, size_t e
     po.placement = pl;
     po.sched = schedule_make(2, SCHED_1F1B);
     po.adamw = hw_adamw_default();
-    po.dp = grp;
-    po.bucket_bytes = o->bucket_bytes;
+    dist_parallel par = {.dp = grp, .bucket_bytes = o->bucket_bytes};
+    po.parallel = dist_parallel_hooks(&par);
     hw_program *p = NULL;
     int rc = 2;
     if (hw_program_create(e, g, &po, &p, NULL, err, errlen) != PL_OK) goto out;

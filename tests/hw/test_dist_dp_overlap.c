@@ -36,6 +36,7 @@
 
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "dist_program.h"
 #include "dist_tp.h"
 #include "helpers.h"
 #include "launcher.h"
@@ -87,10 +88,8 @@ static int ov_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    o.tp = tg;
-    o.dp = dg;
-    o.seq_parallel = c->sp;
-    o.bucket_bytes = BUCKET;
+    dist_parallel par = {.dp = dg, .tp = tg, .seq_parallel = c->sp, .bucket_bytes = BUCKET};
+    o.parallel = dist_parallel_hooks(&par);
     if (hw_program_create(e, g, &o, &p, NULL, err, errlen) != PL_OK) goto out;
     hw_make_batch(&cfg, 99, tok, tgt);
     if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;

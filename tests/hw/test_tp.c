@@ -60,6 +60,7 @@
 
 #include "dist_dp.h"
 #include "dist_group.h"
+#include "dist_program.h"
 #include "dist_tp.h"
 #include "helpers.h"
 #include "launcher.h"
@@ -86,8 +87,10 @@ static void fill_nan(float *x, int64_t n) {
     for (int64_t i = 0; i < n; i++) x[i] = NAN;
 }
 
+/* The program of one rank; par (the caller's: it must outlive the program)
+ * gets the groups and options. */
 static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_group *tp, dist_group *dp, int sp,
-                           int zero, hw_program **p, char *err, size_t errlen) {
+                           int zero, dist_parallel *par, hw_program **p, char *err, size_t errlen) {
     static int pl[256];
     for (int i = 0; i < g->n_nodes; i++) pl[i] = i * n_dev / g->n_nodes;
     hw_program_opts o = {0};
@@ -96,10 +99,8 @@ static pl_status make_plan(const graph *g, hw_engine *e, int n_dev, int m, dist_
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    o.tp = tp;
-    o.dp = dp;
-    o.seq_parallel = sp;
-    o.zero = zero;
+    *par = (dist_parallel){.dp = dp, .tp = tp, .seq_parallel = sp, .zero = zero};
+    o.parallel = dist_parallel_hooks(par);
     return hw_program_create(e, g, &o, p, NULL, err, errlen);
 }
 
@@ -125,11 +126,12 @@ static int tp_rank(dist_group *grp, int rank, void *vctx, char *err, size_t errl
     eo.precision = c->bf16 ? HW_PREC_BF16 : HW_PREC_DEFAULT;
     hw_engine *e = NULL;
     hw_program *p = NULL;
+    dist_parallel par;
     int *tok = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int *tgt = malloc(sizeof(int) * (size_t)(cfg.batch * cfg.seq_len));
     int rc = 2;
     if (!tok || !tgt || hw_engine_create(&eo, &e, err, errlen) != PL_OK) goto out;
-    if (make_plan(g, e, c->n_dev, c->m, tg, dg, c->sp, c->zero, &p, err, errlen) != PL_OK) goto out;
+    if (make_plan(g, e, c->n_dev, c->m, tg, dg, c->sp, c->zero, &par, &p, err, errlen) != PL_OK) goto out;
     hw_make_batch(&cfg, 99, tok, tgt);
     if (hw_program_set_batch(p, tok + first * cfg.seq_len, tgt + first * cfg.seq_len, err, errlen) != PL_OK) goto out;
     float *gv = c->grads + (size_t)me * (size_t)c->n, *pv = c->params + (size_t)me * (size_t)c->n;
@@ -167,7 +169,8 @@ static void reference(const char *cfgtext, int bf16, double *loss, float *grads,
     hw_program *p = NULL;
     char msg[256];
     cr_assert_eq(hw_engine_create(&eo, &e, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_eq(make_plan(g, e, 1, 1, NULL, NULL, 0, 0, &p, msg, sizeof msg), PL_OK, "%s", msg);
+    dist_parallel par;
+    cr_assert_eq(make_plan(g, e, 1, 1, NULL, NULL, 0, 0, &par, &p, msg, sizeof msg), PL_OK, "%s", msg);
     const int n = g->cfg.batch * g->cfg.seq_len;
     int *tok = malloc(sizeof(int) * (size_t)n), *tgt = malloc(sizeof(int) * (size_t)n);
     hw_make_batch(&g->cfg, 99, tok, tgt);
@@ -368,8 +371,9 @@ static int refuse_rank(dist_group *grp, int rank, void *vctx, char *err, size_t 
     hw_program *p = NULL;
     char msg[256] = "";
     int rc = 3;
+    dist_parallel par;
     if (hw_engine_create(&eo, &e, err, errlen) == PL_OK) {
-        pl_status st = make_plan(g, e, 1, 1, grp, NULL, 0, 0, &p, msg, sizeof msg);
+        pl_status st = make_plan(g, e, 1, 1, grp, NULL, 0, 0, &par, &p, msg, sizeof msg);
         if (st == PL_ERR_INVALID && strstr(msg, "tp = 3 must divide the 4 attention heads")) rc = 0;
         else snprintf(err, errlen, "status %d: %s", (int)st, msg);
     }

@@ -25,6 +25,7 @@
 #include "dist_dp.h"
 #include "dist_group.h"
 #include "dist_mpi.h"
+#include "dist_program.h"
 #include "graph.h"
 #include "hw.h"
 #include "param_memory.h"
@@ -72,9 +73,8 @@ static int run_steps(const check_args *a, dist_group *dp, int first, int count, 
     o.seed = 1234;
     o.adamw = hw_adamw_default();
     o.adamw.lr = LR;
-    o.dp = dp;
-    o.zero = dp ? a->zero : 0;
-    o.bucket_bytes = dp ? a->bucket : 0;
+    dist_parallel par = {.dp = dp, .zero = dp ? a->zero : 0, .bucket_bytes = dp ? a->bucket : 0};
+    o.parallel = dist_parallel_hooks(&par);
     hw_mem_report mem;
     if (hw_program_create(e, g, &o, &p, &mem, err, len) != PL_OK) goto out;
     if (static_bytes)

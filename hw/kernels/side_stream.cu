@@ -14,7 +14,7 @@
  * Contract (cuda_nodes.h): cu_side_fork / cu_side_back bracket the side's
  * work inside a node call; cu_node_backward joins before it returns, so the
  * executor's view (one node call = one unit of the compute stream, whose
- * buffers the plan may reuse afterwards) is unchanged, and a graph capture
+ * buffers the executor may reuse afterwards) is unchanged, and a graph capture
  * sees the fork and the join as edges of one graph. The side stream takes
  * the same GEMM calls with its own cuBLAS handle and the upper half of the
  * workspace (the compute stream keeps the lower half).

@@ -28,8 +28,8 @@
  *            attention qkvr, att, y; mlp h, g (see nodes.h)
  *   scratch  transient buffers of one forward or backward call
  */
-#ifndef PLACER_HW_LAYOUT_H
-#define PLACER_HW_LAYOUT_H
+#ifndef PLACER_HW_PARAM_MEMORY_H
+#define PLACER_HW_PARAM_MEMORY_H
 
 #include <stdint.h>
 
@@ -99,6 +99,15 @@ typedef struct {
  * tp = 1 gives hw_node_param_map. The caller has checked that tp divides
  * the heads and F (hw_tp_check). */
 void hw_node_param_map_tp(const graph *g, int i, int tp, hw_param_map *pl);
+
+/* The shard of node `node` that tp rank `rank` of `size` holds
+ * (hw_node_param_map_tp), from the node's whole shard `full`
+ * (hw_node_param_map): local gets every float (its padding rows 0). */
+void hw_tp_shard_from_full(const graph *g, int node, int rank, int size, const float *full, float *local);
+/* The reverse: the rank's slice of local written to its places in full;
+ * the rest of full (the other ranks' slices, the vocabulary padding rows)
+ * is left as it is. */
+void hw_tp_shard_to_full(const graph *g, int node, int rank, int size, const float *local, float *full);
 
 /* Activation sizes of node i for a micro-batch of b samples. */
 void hw_node_mem_floats(const graph *g, int i, int b, hw_node_mem *m);
