@@ -2,7 +2,7 @@
  * cluster.h: a cluster description in memory: what the layout simulator
  * knows about GPUs and the wires between them. Loaded from the JSON files
  * users write (data/clusters/NAME.json, documented in docs/clusters.md) by
- * profile/cluster_file.c; nothing here parses JSON.
+ * inputs/cluster_file.c; nothing here parses JSON.
  *
  * Units: bytes, bytes per second, FLOP per second, microseconds. Bandwidths
  * are per direction (unidirectional), the way NCCL's bus bandwidth counts

@@ -66,15 +66,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-const char *coll_kind_name(coll_kind k) {
-    switch (k) {
-    case COLL_ALL_REDUCE: return "all-reduce";
-    case COLL_ALL_GATHER: return "all-gather";
-    case COLL_REDUCE_SCATTER: return "reduce-scatter";
-    default: return "unknown";
-    }
-}
-
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);

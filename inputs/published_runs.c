@@ -57,7 +57,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout_memory.h"
+#include "util.h"
+
+/* Largest table read (bytes; a table is a few KB). */
+#define PUB_TABLE_FILE_MAX (16 << 20)
 
 const char *pub_table_file(pub_table t) {
     switch (t) {
@@ -454,13 +457,22 @@ pl_status pub_rows_from_csv(pub_table t, const pub_csv *csv, pub_row **rows, int
     return PL_OK;
 }
 
-double pub_step_flops(const pub_row *r) {
-    const gpt_config *m = &r->model;
-    const double B = r->lay.global_batch, s = m->seq_len, l = m->n_layers, h = m->d_model, V = m->vocab;
-    if (r->flops == PUB_FLOPS_MEGATRON) return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
-    layout one;
-    layout_default(&one);
-    double Vp = m->vocab_multiple > 0 ? ceil(V / m->vocab_multiple) * m->vocab_multiple : V;
-    double N = (double)layer_params_per_gpu(m, &one) * l + Vp * h;
-    return B * s * (6.0 * N + 12.0 * l * h * s);
+pl_status pub_table_load(const char *dir, pub_table t, pub_row **rows, int *n, char *msg, size_t len) {
+    *rows = NULL;
+    *n = 0;
+    if (t < 0 || t >= PUB_TABLE_COUNT) return pl_fail(msg, len, PL_ERR_INVALID, "unknown table");
+    char path[4096], m2[512];
+    if (snprintf(path, sizeof path, "%s/%s", dir, pub_table_file(t)) >= (int)sizeof path)
+        return pl_fail(msg, len, PL_ERR_INVALID, "--dir is too long");
+    size_t sz = 0;
+    char *text = NULL;
+    if (pl_read_file(path, PUB_TABLE_FILE_MAX, "check-set", &text, &sz, m2, sizeof m2) != PL_OK)
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s; --dir names the folder of the three CSV files", m2);
+    pub_csv csv;
+    pl_status st = pub_csv_parse(text, sz, &csv, m2, sizeof m2);
+    free(text);
+    if (st != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "%s: %s", path, m2);
+    st = pub_rows_from_csv(t, &csv, rows, n, msg, len);
+    pub_csv_free(&csv);
+    return st;
 }

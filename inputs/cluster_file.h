@@ -3,8 +3,8 @@
  * The format, every key and its unit, is documented in docs/clusters.md;
  * shipped files live in data/clusters/NAME.json.
  */
-#ifndef PLACER_PROFILE_CLUSTER_FILE_H
-#define PLACER_PROFILE_CLUSTER_FILE_H
+#ifndef PLACER_INPUTS_CLUSTER_FILE_H
+#define PLACER_INPUTS_CLUSTER_FILE_H
 
 #include <stddef.h>
 

@@ -1,5 +1,5 @@
 /*
- * framework_file.h (calib): framework profiles (sim/layout/framework.h) as JSON
+ * framework_file.h: framework profiles (framework_profile.h) as JSON
  * data files (jansson). The format, every key and its unit, is documented
  * in docs/frameworks.md; shipped files live in data/frameworks/NAME.json
  * (megatron, torchtitan, hf), and `placer calibrate --layout-runs` writes
@@ -21,12 +21,12 @@
  * Any other key, a wrong type or a value out of range is one line naming
  * the key.
  */
-#ifndef PLACER_PROFILE_FRAMEWORK_FILE_H
-#define PLACER_PROFILE_FRAMEWORK_FILE_H
+#ifndef PLACER_INPUTS_FRAMEWORK_FILE_H
+#define PLACER_INPUTS_FRAMEWORK_FILE_H
 
 #include <stddef.h>
 
-#include "framework.h"
+#include "framework_profile.h"
 #include "status.h"
 
 /* Parse a JSON text of n bytes into *out. PL_OK, or PL_ERR_INVALID with a

@@ -42,8 +42,8 @@
  * non-positive size or a JSON syntax error is PL_ERR_INVALID with one line
  * naming it (and the line/column for syntax errors).
  */
-#ifndef PLACER_CORE_MODEL_CONFIG_H
-#define PLACER_CORE_MODEL_CONFIG_H
+#ifndef PLACER_INPUTS_MODEL_CONFIG_H
+#define PLACER_INPUTS_MODEL_CONFIG_H
 
 #include <stddef.h>
 
@@ -79,16 +79,5 @@ const char *const *model_default_dirs(int *n);
 /* Write the shipped model names (the first directory above that has any),
  * sorted and comma-separated, into buf (may be NULL); returns how many. */
 int model_list_shipped(char *buf, size_t len);
-
-/* Effective figures of a config (0-valued extensions resolved). Defined in
- * core/graph.c (the builder needs them) and declared in graph.h too. */
-int gpt_kv_heads(const gpt_config *c);   /* n_kv_heads or n_heads */
-int gpt_d_ff(const gpt_config *c);       /* d_ff or 4 * d_model */
-int gpt_vocab_padded(const gpt_config *c); /* vocab rounded up to vocab_multiple */
-
-/* Parameter count of the model, from the formulas (not a graph build), for
- * models too large to build a per-node graph of cheaply. Equals
- * graph->total_params for every config graph_build_gpt accepts. */
-int64_t gpt_param_count(const gpt_config *c);
 
 #endif
