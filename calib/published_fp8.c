@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "cluster_file.h"
+#include "data_file.h"
 #include "model_config.h"
 #include "published_runs.h"
 #include "util.h"
@@ -144,7 +145,7 @@ pl_status pub_fp8_check_run(const char *dir, int fit, double blackwell_eff, pub_
     fclose(probe);
     char *buf = NULL;
     size_t got = 0;
-    pl_status st = pl_read_file(path, 4 << 20, "FP8 check set", &buf, &got, msg, len);
+    pl_status st = data_file_read(path, 4 << 20, "FP8 check set", &buf, &got, msg, len);
     if (st != PL_OK) return st;
     pub_csv csv;
     st = pub_csv_parse(buf, got, &csv, m, sizeof m);

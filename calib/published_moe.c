@@ -12,6 +12,7 @@
 
 #include "cluster.h"
 #include "cluster_file.h"
+#include "data_file.h"
 #include "layout_sim.h"
 #include "model_config.h"
 #include "published_runs.h"
@@ -140,7 +141,7 @@ pl_status pub_moe_check(const char *csv_path, const char *clusters_dir, pub_moe_
     const char *path = csv_path ? csv_path : PLACER_SOURCE_DIR "/data/published-runs/moe-runs.csv";
     char *text = NULL;
     size_t n = 0;
-    pl_status st = pl_read_file(path, 16 << 20, "MoE check set", &text, &n, msg, len);
+    pl_status st = data_file_read(path, 16 << 20, "MoE check set", &text, &n, msg, len);
     if (st != PL_OK) return st;
     pub_csv csv;
     char m[256];

@@ -10,7 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "data_file.h"
 #include "published_runs.h"
+
+/* Largest runs file read (bytes). */
+#define LAYOUT_RUNS_FILE_MAX (1 << 20)
 
 typedef struct {
     const char *prefix; /* column name before the unit ("" for unitless) */
@@ -181,22 +185,12 @@ pl_status layout_runs_parse(const char *text, size_t n, layout_run **runs, int *
 pl_status layout_runs_load(const char *path, layout_run **runs, int *n_runs, char *msg, size_t len) {
     *runs = NULL;
     *n_runs = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return pl_fail(msg, len, PL_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-    enum { MAX = 1 << 20 };
-    char *buf = malloc(MAX + 1);
-    if (!buf) {
-        fclose(f);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
-    }
-    size_t n = fread(buf, 1, MAX + 1, f);
-    int err = ferror(f);
-    fclose(f);
-    pl_status st;
+    char *text = NULL;
+    size_t n = 0;
+    pl_status st = data_file_read(path, LAYOUT_RUNS_FILE_MAX, "layout runs", &text, &n, msg, len);
+    if (st != PL_OK) return st;
     char m2[400] = "";
-    if (err) st = pl_fail(msg, len, PL_ERR_IO, "cannot read '%s'", path);
-    else if (n > MAX) st = pl_fail(msg, len, PL_ERR_INVALID, "'%s' is larger than 1 MiB", path);
-    else if ((st = layout_runs_parse(buf, n, runs, n_runs, m2, sizeof m2)) != PL_OK) pl_fail(msg, len, st, "%s: %s", path, m2);
-    free(buf);
+    if ((st = layout_runs_parse(text, n, runs, n_runs, m2, sizeof m2)) != PL_OK) pl_fail(msg, len, st, "%s: %s", path, m2);
+    free(text);
     return st;
 }

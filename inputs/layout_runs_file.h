@@ -52,7 +52,9 @@ typedef struct {
  * PL_ERR_INVALID with one line on bad input; *runs NULL then. */
 pl_status layout_runs_parse(const char *text, size_t n, layout_run **runs, int *n_runs, char *msg, size_t len);
 
-/* The same from a file (PL_ERR_IO when it cannot be read). */
+/* The same from a file: data_file.h's statuses when it cannot be read
+ * (PL_ERR_NOT_FOUND, PL_ERR_IO, PL_ERR_INVALID over 1 MiB), else as
+ * layout_runs_parse with the path in front of the message. */
 pl_status layout_runs_load(const char *path, layout_run **runs, int *n_runs, char *msg, size_t len);
 
 #endif

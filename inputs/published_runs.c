@@ -57,7 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
+#include "data_file.h"
 
 /* Largest table read (bytes; a table is a few KB). */
 #define PUB_TABLE_FILE_MAX (16 << 20)
@@ -466,7 +466,7 @@ pl_status pub_table_load(const char *dir, pub_table t, pub_row **rows, int *n, c
         return pl_fail(msg, len, PL_ERR_INVALID, "--dir is too long");
     size_t sz = 0;
     char *text = NULL;
-    if (pl_read_file(path, PUB_TABLE_FILE_MAX, "check-set", &text, &sz, m2, sizeof m2) != PL_OK)
+    if (data_file_read(path, PUB_TABLE_FILE_MAX, "check-set", &text, &sz, m2, sizeof m2) != PL_OK)
         return pl_fail(msg, len, PL_ERR_INVALID, "%s; --dir names the folder of the three CSV files", m2);
     pub_csv csv;
     pl_status st = pub_csv_parse(text, sz, &csv, m2, sizeof m2);

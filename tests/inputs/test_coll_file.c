@@ -49,7 +49,7 @@ Test(coll_file, malformed_files_are_one_line_naming_the_key) {
               "{\"kind\": \"all_reduce\", \"ranks\": 2, \"bytes\": [4, 8], \"us\": [9, 9]}]}",
          "two curves of all-reduce over 2 ranks"},
         {HEAD AR ", " AR "}", "duplicate"},
-        {"{\"format\": \"placer-collectives\", \"versio\\n\": 1}", "unknown key 'versio '"}, /* fuzz: a key with a newline */
+        {"{\"format\": \"placer-collectives\", \"versio\\n\": 1}", "unknown key 'versio?'"}, /* fuzz: a key with a newline */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         coll_measured m;

@@ -40,7 +40,7 @@ Test(framework_file, a_profile_round_trips_and_bad_files_are_one_line) {
         {"{\"name\": \"x\", \"act_scale\": \"2\"}", "'act_scale' must be a number"},
         {"{\"name\": \"x\", \"attention\": \"fast\"}", "'attention' must be"},
         {"{\"name\": \"x\", \"fp32_params\": 1}", "'fp32_params' must be true or false"},
-        {"{\"name\": \"x\",", "JSON error at line 1"},
+        {"{\"name\": \"x\",", "framework file is not valid JSON"},
         {"[1]", "top level must be an object"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -233,7 +233,7 @@ static const bad_case CASES[] = {
     {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework nope", 2, "unknown framework 'nope'",
      "megatron, torchtitan, hf, or a profile file path"},
     {"plan --model gpt12 --cluster h200x2 --framework nope", 2, "unknown framework 'nope'", "or a profile file path"},
-    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {TEXT}", 2, "framework file: JSON error",
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {TEXT}", 2, "framework file is not valid JSON",
      "line 1"},
     {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {MISSING}", 2, "framework file", "No such file"},
     {"calibrate --layout-runs {EMPTY}", 2, "empty", "header"},
