@@ -32,9 +32,10 @@
  *           paper's text); vp 3 for 530B (as Table 1), vp 1 for 175B
  *           (ASSUMED: not published), 'local' DDP as Table 1's large rows
  * Llama 3 Table 4:
- *   model   Llama 3 405B (126 layers, h 16384, FFN 53248, 128 heads, 8 KV
- *           heads, vocabulary 128,000, SwiGLU, RoPE, RMSNorm, no biases,
- *           untied, no dropout), the row's sequence length
+ *   model   Llama 3 405B as data/models/llama-3-405b.json gives it (126
+ *           layers, h 16384, FFN 53248, 128 heads, 8 KV heads, SwiGLU, RoPE,
+ *           RMSNorm, no biases, untied, no dropout) with the paper's
+ *           vocabulary of 128,000, at the row's sequence length
  *   layout  tp, cp, pp, dp from the row; global batch = batch_per_dp * dp
  *           sequences; micro-batch 1 and vp 2 (ASSUMED: neither is
  *           published; with vp 2 the uniform split gives 3 layers to the first
@@ -58,6 +59,7 @@
 #include <string.h>
 
 #include "data_file.h"
+#include "model_config.h"
 
 /* Largest table read (bytes; a table is a few KB). */
 #define PUB_TABLE_FILE_MAX (16 << 20)
@@ -287,22 +289,17 @@ static gpt_config megatron_gpt(int h, int a, int l, int tp) {
     return g;
 }
 
-static gpt_config llama405b(int seq) {
-    gpt_config g;
-    memset(&g, 0, sizeof g);
-    g.vocab = 128000;
-    g.d_model = 16384;
-    g.n_heads = 128;
-    g.n_kv_heads = 8;
-    g.d_ff = 53248;
-    g.n_layers = 126;
-    g.seq_len = seq;
-    g.batch = 1;
-    g.norm = NORM_RMSNORM;
-    g.mlp = MLP_SWIGLU;
-    g.pos = POS_ROTARY;
-    g.no_bias = 1;
-    return g;
+/* Llama 3 405B from its shipped config (data/models/llama-3-405b.json: the
+ * paper's Table 3), at the paper's vocabulary of 128,000 (the file's
+ * 128,256 is the released tokenizer's) and the row's sequence length. */
+static void llama405b(cell_reader *r, int seq, gpt_config *g) {
+    char m[256] = "";
+    pl_status st = model_config_load("llama-3-405b,vocab=128000", g, NULL, 0, m, sizeof m);
+    if (st != PL_OK) {
+        if (r->st == PL_OK) r->st = pl_fail(r->msg, r->len, st, "row %d: %s", r->row + 1, m);
+        return;
+    }
+    g->seq_len = seq;
 }
 
 static void base_layout(layout *l) {
@@ -402,7 +399,7 @@ static void row_llama(cell_reader *r, pub_row *p) {
     p->params_b = 405;
     p->gpus = inum(r, "gpus", 0, 1);
     int seq = inum(r, "seq_len", 0, 1);
-    p->model = llama405b(seq);
+    llama405b(r, seq, &p->model);
     layout_default(&p->lay);
     p->lay.tp = inum(r, "tp", 0, 1);
     p->lay.cp = inum(r, "cp", 0, 1);

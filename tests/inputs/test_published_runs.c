@@ -67,6 +67,12 @@ Test(published_runs, rows_from_tables) {
     cr_assert_eq(rows[0].attention, ATTENTION_FLASH);
     cr_assert_eq(rows[0].flops, PUB_FLOPS_MODEL);
     cr_assert_eq(rows[0].model.seq_len, 131072);
+    /* the model from data/models/llama-3-405b.json as the paper's Table 3 gives it */
+    const gpt_config *m = &rows[0].model;
+    cr_assert(m->n_layers == 126 && m->d_model == 16384 && m->d_ff == 53248 && m->n_heads == 128 &&
+              m->n_kv_heads == 8 && m->vocab == 128000 && m->batch == 1);
+    cr_assert(m->norm == NORM_RMSNORM && m->mlp == MLP_SWIGLU && m->pos == POS_ROTARY && m->no_bias && !m->qkv_bias &&
+              !m->tied && !m->head_dim && !m->n_experts);
     cr_assert_eq(rows[0].lay.cp, 16);
     free(rows);
     pub_csv_free(&c);
