@@ -37,6 +37,16 @@ FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
 FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
 
+# profile/spec.c takes the H200's figures from data/clusters/h200x2.json through
+# a header the build writes (profile/meson.build: spec_gpus.h); the same here
+if [ ! -f "$OUT/spec_gpus.h" ] || [ data/clusters/h200x2.json -nt "$OUT/spec_gpus.h" ] ||
+   [ profile/spec_gpu_figures.c -nt "$OUT/spec_gpus.h" ]; then
+  # shellcheck disable=SC2086
+  clang -std=c11 -D_GNU_SOURCE -Icore -Iinputs -o "$OUT/spec_gpu_figures" profile/spec_gpu_figures.c $CORE $INPUTS \
+    -ljansson -lm
+  "$OUT/spec_gpu_figures" data/clusters/h200x2.json SPEC_H200 "$OUT/spec_gpus.h"
+fi
+
 # Compile a source once into build-fuzz/obj (rebuilt when it or a header changed).
 obj() {
   o="$OUT/obj/$(echo "$1" | tr / _).o"
