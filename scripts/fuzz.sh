@@ -26,7 +26,7 @@ CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
-  core/precision.c core/layout.c core/model_params.c core/cluster.c"
+  core/precision.c core/layout.c core/model_params.c"
 # the readers of model configs, clusters, frameworks, collectives and the check sets (core and jansson only)
 INPUTS="$(ls inputs/*.c)"
 # everything the command line links, but main.c (the harness calls cmd_* itself)

@@ -1,6 +1,6 @@
 /*
  * collective.c: NCCL-style collective and point-to-point times on a cluster
- * description (core/cluster.h), as a bandwidth / latency model of the
+ * description (inputs/cluster.h), as a bandwidth / latency model of the
  * algorithms NCCL picks from (ring, tree, hierarchical); collective.h gives
  * the figures' definitions (nccl-tests' algbw and busbw).
  *

@@ -1,6 +1,6 @@
 /*
  * collective.h: the time of NCCL-style collectives and point-to-point sends
- * on a cluster (core/cluster.h), as a bandwidth / latency model of the
+ * on a cluster (inputs/cluster.h), as a bandwidth / latency model of the
  * algorithm NCCL would pick.
  *
  * A group is a set of global GPU ranks (from layout_group_ranks), so where

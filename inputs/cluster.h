@@ -28,8 +28,8 @@
  * (n_gpu_types >= 1), so a mixed cluster (8 x H100 nodes and 8 x A100 nodes)
  * is one file. Nodes are numbered group by group.
  */
-#ifndef PLACER_CORE_CLUSTER_H
-#define PLACER_CORE_CLUSTER_H
+#ifndef PLACER_INPUTS_CLUSTER_H
+#define PLACER_INPUTS_CLUSTER_H
 
 #include <stddef.h>
 #include <stdint.h>
