@@ -4,7 +4,8 @@
  *
  * Input: the store's collective_point rows (profile/store.h: kind, ranks,
  * transport, bytes, median and IQR), as `placer profile --collectives N`
- * writes them. Output: sim/collective/coll_measured.h's per-kind ring model
+ * writes them. Output: a coll_measured (inputs/coll_curves.h; timed by
+ * sim/collective/coll_measured.h): the per-kind ring model
  *     t(S, n) = base_us + steps(n) * alpha_us + frac(n) * S / busbw
  * (steps(n) = 2(n-1) all-reduce, n-1 all-gather / reduce-scatter;
  * frac(n) = steps(n) / n), fitted per kind over every rank count measured,

@@ -1,6 +1,6 @@
 /*
  * coll_load.h: measured collective times from wherever a user keeps them
- * (placer layout --collectives-from): a collectives file (coll_file.h,
+ * (placer layout --collectives-from): a collectives file (inputs/coll_file.h,
  * written by placer calibrate --collectives --write) or a profile database
  * with collective curves, fitted on the spot (coll_fit.h). A file is a
  * database when it starts with SQLite's 16-byte header.
@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "coll_measured.h"
+#include "coll_curves.h"
 #include "status.h"
 
 /* Fill *m from path (m's memory is the caller's). PL_ERR_NOT_FOUND or

@@ -1,30 +1,12 @@
 /*
- * layout_runs.h: calibration of a framework profile (sim/layout/
- * framework.h) from measured training runs (`placer calibrate
+ * layout_runs.h: calibration of a framework profile (inputs/
+ * framework_profile.h) from measured training runs (`placer calibrate
  * --layout-runs FILE`): the runs read from a documented CSV, each predicted
  * by the layout simulator (plan/layout_eval.h, the same call as placer
  * layout) under a profile, the profile's three constants fitted on half of
  * the runs, the other half predicted: the held-out error report.
  *
- * The CSV (docs/frameworks.md): one header row, comma-separated, fields
- * double-quoted where they hold commas (the model and layout texts).
- * Required columns:
- *   model      placer's model text (e.g. "llama-3-8b,layers=8")
- *   cluster    a cluster name or file (h200x2, ...)
- *   gpus       GPUs used (placer layout --gpus)
- *   layout     placer's layout text ("mbs=1,gbs=1,recompute=none,precision=bf16")
- *   seq        sequence length
- *   framework  the stack's name (rows are fitted per framework)
- *   step_<u>   step time, u one of us, ms, s
- * Optional:
- *   peak_<u>     peak allocated memory, u one of bytes, mib, gib, mb, gb
- *   reserved_<u> peak reserved memory, the same units
- *   run          an identifier for the report
- *   split        fit | test: which half the row belongs to (default: the
- *                rows of a framework alternate, the first fitted)
- * A column the list does not name, a unit it does not know, a required
- * column missing, a column twice, an empty or malformed value: one line
- * naming it, PL_ERR_INVALID.
+ * The runs' CSV and its reader: inputs/layout_runs_file.h.
  *
  * The fit: per framework, starting from a base profile (its memory
  * conventions), gemm_scale and memory_scale by nonlinear least squares on
@@ -41,30 +23,8 @@
 #include <stdint.h>
 
 #include "framework.h"
+#include "layout_runs_file.h"
 #include "status.h"
-
-#define LAYOUT_RUNS_TEXT 256
-
-typedef struct {
-    char id[64];                      /* run column, or "row N" */
-    char model[LAYOUT_RUNS_TEXT];
-    char cluster[LAYOUT_RUNS_TEXT];
-    char layout[LAYOUT_RUNS_TEXT];
-    char framework[FRAMEWORK_NAME_LEN];
-    int64_t gpus;
-    int seq;
-    double step_us;                   /* measured */
-    double peak_bytes;                /* measured peak allocated; < 0: not given */
-    double reserved_bytes;            /* measured peak reserved; < 0: not given */
-    int split;                        /* -1 not given, 0 fit, 1 test */
-} layout_run;
-
-/* Parse n bytes of the CSV into a heap array *runs of *n_runs (free()).
- * PL_ERR_INVALID with one line on bad input; *runs NULL then. */
-pl_status layout_runs_parse(const char *text, size_t n, layout_run **runs, int *n_runs, char *msg, size_t len);
-
-/* The same from a file (PL_ERR_IO when it cannot be read). */
-pl_status layout_runs_load(const char *path, layout_run **runs, int *n_runs, char *msg, size_t len);
 
 /* Predict one run under profile f: step time and peak allocated bytes
  * (and reserved). PL_ERR_INVALID with one line naming the run when its

@@ -6,7 +6,6 @@
  */
 #include "published_check.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +13,7 @@
 
 #include "cluster.h"
 #include "cluster_file.h"
+#include "layout_memory.h"
 
 #define DEFAULT_CLUSTER_A100 "dgx-a100-80gb"
 #define DEFAULT_CLUSTER_H100 "llama3-h100"
@@ -34,64 +34,15 @@ void pub_check_free(pub_check_result *r) {
     memset(r, 0, sizeof *r);
 }
 
-/* A whole file into a NUL-terminated heap buffer (a check-set table is a
- * few KB; more than 16 MB is EFBIG). NULL with errno on failure. */
-static char *read_text(const char *path, size_t *n) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = NULL;
-    size_t cap = 0, used = 0;
-    for (;;) {
-        if (used + 4096 > cap) {
-            if (cap > (16u << 20)) {
-                free(buf);
-                fclose(f);
-                errno = EFBIG;
-                return NULL;
-            }
-            size_t nc = cap ? cap * 2 : 8192;
-            char *nb = realloc(buf, nc);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return NULL;
-            }
-            buf = nb;
-            cap = nc;
-        }
-        size_t got = fread(buf + used, 1, cap - used - 1, f);
-        used += got;
-        if (got == 0) break;
-    }
-    int err = ferror(f);
-    fclose(f);
-    if (err) {
-        free(buf);
-        errno = EIO;
-        return NULL;
-    }
-    buf[used] = 0;
-    *n = used;
-    return buf;
-}
-
-/* Load one table of dir into *rows / *n. */
-static pl_status load_table(const char *dir, pub_table t, pub_row **rows, int *n, char *msg, size_t len) {
-    char path[4096], m2[512];
-    if (snprintf(path, sizeof path, "%s/%s", dir, pub_table_file(t)) >= (int)sizeof path)
-        return pl_fail(msg, len, PL_ERR_INVALID, "--dir is too long");
-    size_t sz = 0;
-    char *text = read_text(path, &sz);
-    if (!text)
-        return pl_fail(msg, len, PL_ERR_INVALID, "cannot read %s: %s; --dir names the folder of the three CSV files",
-                       path, strerror(errno));
-    pub_csv csv;
-    pl_status st = pub_csv_parse(text, sz, &csv, m2, sizeof m2);
-    free(text);
-    if (st != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "%s: %s", path, m2);
-    st = pub_rows_from_csv(t, &csv, rows, n, msg, len);
-    pub_csv_free(&csv);
-    return st;
+double pub_step_flops(const pub_row *r) {
+    const gpt_config *m = &r->model;
+    const double B = r->lay.global_batch, s = m->seq_len, l = m->n_layers, h = m->d_model, V = m->vocab;
+    if (r->flops == PUB_FLOPS_MEGATRON) return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
+    layout one;
+    layout_default(&one);
+    double Vp = m->vocab_multiple > 0 ? ceil(V / m->vocab_multiple) * m->vocab_multiple : V;
+    double N = (double)layer_params_per_gpu(m, &one) * l + Vp * h;
+    return B * s * (6.0 * N + 12.0 * l * h * s);
 }
 
 /* The constants a row is simulated with. */
@@ -281,7 +232,7 @@ pl_status pub_check_run(const pub_check_options *o, pub_check_result *out, char 
     pl_status st = cluster_load(o->cluster_a100, NULL, &a100, msg, len);
     if (st == PL_OK) st = cluster_load(o->cluster_h100, NULL, &h100, msg, len);
     for (int i = 0; i < PUB_TABLE_COUNT && st == PL_OK; i++)
-        st = load_table(o->dir, (pub_table)i, &out->rows[i], &out->n_rows[i], msg, len);
+        st = pub_table_load(o->dir, (pub_table)i, &out->rows[i], &out->n_rows[i], msg, len);
     if (st != PL_OK) return st;
     if (o->llama_vp > 0)
         for (int j = 0; j < out->n_rows[PUB_LLAMA]; j++) out->rows[PUB_LLAMA][j].lay.vp = o->llama_vp;

@@ -66,6 +66,9 @@ typedef struct {
     int llama_vp;              /* > 0: interleaving depth of the Llama 3 rows */
 } pub_check_options;
 
+/* FLOPs of one step of row r as its table counts them (pub_flops). */
+double pub_step_flops(const pub_row *r);
+
 /* Defaults: the shipped clusters, no fit, stored constants; dir NULL. */
 void pub_check_options_default(pub_check_options *o);
 

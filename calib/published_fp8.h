@@ -6,18 +6,9 @@
  * data/published-runs/MOE-FP8.md gives every cell's source) simulated on
  * the cluster each ran on, predicted against published tokens/s per GPU.
  *
- * Which rows: precision fp8, a model file this tree ships
- * (data/models/NAME.json) that the model loader reads, not a fine-tuning
- * row (SFT, LoRA: no full backward of the base weights). The others are
- * listed as skipped with the reason. What each row becomes (ASSUMED where
- * the source is silent): the row's tp, pp, vp, cp, dp, micro-batch, global
- * batch and sequence; sequence parallelism with tp > 1 (NeMo's default);
- * the distributed optimizer (zero 1), or zero 3 where the row says FSDP 1
- * (NeMo's Megatron FSDP shards weights, gradients and optimizer);
- * no recomputation (NeMo's performance configurations; the rows say "not
- * stated"); flash attention; the recipe the row states (per-tensor current
- * scaling -> tensorwise, else delayed: NeMo's and MLPerf's); the cluster
- * file of the row's `cluster` column with enough nodes added for the row.
+ * Which rows and what each becomes: inputs/fp8_runs.h (its reader); the
+ * cluster file of the row's `cluster` column with enough nodes added for
+ * the row.
  *
  * One fitted constant: the GEMM base of Blackwell GPUs
  * (compute_params.blackwell_gemm_efficiency; nothing measured on one
@@ -30,25 +21,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fp8_runs.h"
 #include "graph.h"
 #include "layout.h"
 #include "layout_sim.h"
 #include "status.h"
 
-#define PUB_FP8_FILE "fp8-runs.csv"
 /* The row the Blackwell base is fitted on: the middle NeMo 25.02 DGX-B200
  * Llama 3 row, chosen before the errors were looked at. */
 #define PUB_FP8_FIT_ROW "nemo2502-b200-llama3-70b"
-#define PUB_FP8_MAX_ROWS 128
 
 typedef struct {
-    char run_id[64];
-    char cluster[64];
-    char skipped[160];        /* non-empty: why the row is not simulated */
-    int64_t gpus;
-    gpt_config model;
-    layout lay;
-    double published_tokens;  /* tokens/s per GPU */
+    pub_fp8_run run;          /* the row as read */
     double predicted_tokens;
     double err;               /* (predicted - published) / published */
     int fitted;               /* the fit row */
@@ -68,16 +52,16 @@ typedef struct {
     int rows_h100;
 } pub_fp8_result;
 
-/* Read dir/fp8-runs.csv (models from model_default_dirs, clusters from
- * cluster_default_dirs), fit when fit != 0 (else blackwell_eff > 0
- * overrides the stored base), simulate every row. PL_ERR_NOT_FOUND when
- * the file is absent (the caller may skip the section), PL_ERR_INVALID with
- * one line for a malformed file or a missing fit row. Free with
- * pub_fp8_free (also after a failure). */
 /* Why a row that ran is predicted OOM (the audited rows' static text,
  * else "not audited"). Pure. */
 const char *pub_fp8_mem_why(const char *run_id);
 
+/* Read dir/fp8-runs.csv (pub_fp8_runs_load; clusters from the shipped
+ * ones, cluster_file.h), fit when fit != 0 (else blackwell_eff > 0
+ * overrides the stored base), simulate every row. PL_ERR_NOT_FOUND when
+ * the file is absent (the caller may skip the section), PL_ERR_INVALID with
+ * one line for a malformed file or a missing fit row. Free with
+ * pub_fp8_free (also after a failure). */
 pl_status pub_fp8_check_run(const char *dir, int fit, double blackwell_eff, pub_fp8_result *out, char *msg,
                             size_t len);
 void pub_fp8_free(pub_fp8_result *r);

@@ -1,7 +1,8 @@
 /*
  * published_moe.c: the mixture-of-experts check set (published_moe.h):
- * moe-runs.csv's rows as model, cluster and layout, simulated by the layout
- * simulator, held against the published step time.
+ * moe-runs.csv's rows as model, cluster and layout (read by
+ * inputs/moe_runs.c), simulated by the layout simulator, held against the
+ * published step time.
  */
 #include "published_moe.h"
 
@@ -10,123 +11,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "cluster_file.h"
 #include "layout_sim.h"
-#include "model_config.h"
-#include "published_runs.h"
-#include "util.h"
 
-#ifndef PLACER_SOURCE_DIR
-#define PLACER_SOURCE_DIR "."
-#endif
-
-static int cell_int(const pub_csv *c, int r, const char *col, int dflt) {
-    const int k = pub_csv_col(c, col);
-    if (k < 0) return dflt;
-    const char *s = pub_csv_cell(c, r, k);
-    if (!s || !*s) return dflt;
-    char *end = NULL;
-    long v = strtol(s, &end, 10);
-    return end != s && v > 0 && v < 100000000 ? (int)v : -1;
-}
-
-static const char *cell(const pub_csv *c, int r, const char *col) {
-    const int k = pub_csv_col(c, col);
-    const char *s = k >= 0 ? pub_csv_cell(c, r, k) : NULL;
-    return s ? s : "";
-}
-
-static int has(const char *s, const char *w) { return strstr(s, w) != NULL; }
-
-/* One row: its model, cluster and layout, simulated. Leaves row->simulated 0
- * with row->why on any reason it cannot be run. */
-static void run_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_row *row) {
-    snprintf(row->run_id, sizeof row->run_id, "%s", cell(c, r, "run_id"));
-    const char *prec = cell(c, r, "precision"), *mfile = cell(c, r, "model_file"), *cname = cell(c, r, "cluster");
-    const double tps = atof(cell(c, r, "tokens_per_s_per_gpu"));
-    const int gpus = cell_int(c, r, "gpus", 0);
-    if (!(tps > 0)) { snprintf(row->why, sizeof row->why, "no published tokens/s"); return; }
-    if (strcmp(prec, "bf16") && strcmp(prec, "fp8")) {
-        snprintf(row->why, sizeof row->why, "precision '%.40s' not modelled", prec);
+/* One row read, simulated into *row (row->why set when it cannot be). */
+static void run_row(const pub_moe_run *run, pub_moe_row *row) {
+    snprintf(row->run_id, sizeof row->run_id, "%s", run->run_id);
+    if (run->why[0]) {
+        snprintf(row->why, sizeof row->why, "%s", run->why);
         return;
     }
-    char model[128];
-    snprintf(model, sizeof model, "%s", mfile);
-    char *dot = strstr(model, ".json");
-    if (dot) *dot = 0;
-    gpt_config cfg;
+    layout_format(&run->lay, row->layout_text, sizeof row->layout_text);
     char m[512];
-    if (!*model || model_config_load(model, &cfg, NULL, 0, m, sizeof m) != PL_OK) {
-        snprintf(row->why, sizeof row->why, "no shipped model '%.60s'", model);
-        return;
-    }
-    cluster cl;
-    if (cluster_load(cname, clusters_dir, &cl, m, sizeof m) != PL_OK) {
-        snprintf(row->why, sizeof row->why, "no cluster '%.60s'", cname);
-        return;
-    }
-    if (cl.n_groups != 1 || gpus <= 0 || gpus % cl.gpus_per_node) {
-        snprintf(row->why, sizeof row->why, "cluster '%.40s' not one group of whole nodes", cname);
-        return;
-    }
-    cl.groups[0].n_nodes = gpus / cl.gpus_per_node;
-    /* a job that fills no whole number of NVLink domains (64 GB200 of a 72-GPU NVL72 rack, 256 over
-     * four racks): spread evenly over the fewest racks, each rack's share its NVLink domain (NeMo's
-     * GB200 rows: 16 compute trays a rack, moe-runs.csv's assumptions) */
-    const int dom = cl.nvlink_domain_gpus;
-    if (dom > cl.gpus_per_node && gpus % dom) {
-        const int racks = (gpus + dom - 1) / dom;
-        if (gpus % racks == 0 && (gpus / racks) % cl.gpus_per_node == 0) cl.nvlink_domain_gpus = gpus / racks;
-    }
-    layout l;
-    layout_default(&l);
-    l.tp = cell_int(c, r, "tp", 1), l.pp = cell_int(c, r, "pp", 1), l.vp = cell_int(c, r, "vp", 1);
-    l.cp = cell_int(c, r, "cp", 1), l.ep = cell_int(c, r, "ep", 1), l.etp = cell_int(c, r, "etp", 1);
-    l.micro_batch = cell_int(c, r, "micro_batch", 1), l.global_batch = cell_int(c, r, "global_batch", 0);
-    const int seq = cell_int(c, r, "seq", 0);
-    if (l.tp < 1 || l.pp < 1 || l.vp < 1 || l.cp < 1 || l.ep < 1 || l.etp < 1 || l.micro_batch < 1 ||
-        l.global_batch < 1 || seq < 1) {
-        snprintf(row->why, sizeof row->why, "a layout cell is missing or not a count");
-        return;
-    }
-    l.dp = (int)(gpus / ((int64_t)l.tp * l.pp * l.cp));
-    l.sp = l.tp > 1;
-    l.prec = !strcmp(prec, "fp8") ? PRECISION_FP8 : PRECISION_BF16;
-    const char *disp = cell(c, r, "dispatcher"), *rc = cell(c, r, "recompute"), *z = cell(c, r, "zero_fsdp");
-    l.dispatcher = has(disp, "DeepEP") || has(disp, "flex") || has(disp, "DeepSeek") ? MOE_DISPATCH_FLEX
-                   : has(disp, "allgather")                                          ? MOE_DISPATCH_ALLGATHER
-                                                                                     : MOE_DISPATCH_ALLTOALL;
-    l.recompute = !strncmp(rc, "none", 4) ? RECOMPUTE_NONE : !strncmp(rc, "full", 4) ? RECOMPUTE_FULL
-                                                                                    : RECOMPUTE_SELECTIVE;
-    l.zero = has(z, "FSDP") ? ZERO_FSDP : ZERO_1;
-    cfg.seq_len = seq;
-    /* DualPipe (two chunks per rank, bidirectional) is not modelled: its row runs as 1F1B with vp 1 */
-    if (has(cell(c, r, "schedule"), "dualpipe")) l.vp = 1;
-    /* one or two more chunks than layers (Qwen3-235B's 94 layers on pp 32 x vp 3): the first and last
-     * chunks hold only the embedding and the loss, as a Megatron pipeline layout "E|t|...|t|L" does */
-    const int K = l.pp * l.vp;
-    if (K > cfg.n_layers && K - cfg.n_layers <= 2 && K <= LAYOUT_MAX_CHUNKS) {
-        for (int k = 0; k < K; k++) l.stage_layers[k] = 1;
-        l.stage_layers[0] = 0;
-        if (K - cfg.n_layers == 2) l.stage_layers[K - 1] = 0;
-        l.n_stage_layers = K;
-    }
-    if (layout_validate(&l, &cfg, cluster_n_gpus(&cl), m, sizeof m) != PL_OK) {
-        snprintf(row->why, sizeof row->why, "layout: %.140s", m);
-        return;
-    }
-    layout_format(&l, row->layout_text, sizeof row->layout_text);
     layout_sim *s = NULL;
     layout_result res;
-    if (layout_sim_create(&cfg, &l, &cl, &s, m, sizeof m) != PL_OK ||
+    if (layout_sim_create(&run->model, &run->lay, &run->cl, &s, m, sizeof m) != PL_OK ||
         layout_sim_run(s, NULL, 0, &res, m, sizeof m) != PL_OK) {
         layout_sim_destroy(s);
         snprintf(row->why, sizeof row->why, "simulator: %.140s", m);
         return;
     }
     layout_sim_destroy(s);
-    row->published_step_s = (double)l.global_batch * seq / (tps * gpus);
+    row->published_step_s = (double)run->lay.global_batch * run->seq / (run->tokens_per_s * run->gpus);
     row->predicted_step_s = res.step_us * 1e-6;
     row->err = row->predicted_step_s / row->published_step_s - 1.0;
     row->mem_gb = res.mem.total / 1e9;
@@ -137,30 +42,20 @@ static void run_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_r
 pl_status pub_moe_check(const char *csv_path, const char *clusters_dir, pub_moe_result *out, char *msg, size_t len) {
     if (!out) return pl_fail(msg, len, PL_ERR_INVALID, "pub_moe_check: NULL result");
     memset(out, 0, sizeof *out);
-    const char *path = csv_path ? csv_path : PLACER_SOURCE_DIR "/data/published-runs/moe-runs.csv";
-    char *text = NULL;
-    size_t n = 0;
-    pl_status st = pl_read_file(path, 16 << 20, "MoE check set", &text, &n, msg, len);
+    pub_moe_run *runs = NULL;
+    int n = 0;
+    pl_status st = pub_moe_runs_load(csv_path, clusters_dir, &runs, &n, msg, len);
     if (st != PL_OK) return st;
-    pub_csv csv;
-    char m[256];
-    st = pub_csv_parse(text, n, &csv, m, sizeof m);
-    free(text);
-    if (st != PL_OK) return pl_fail(msg, len, st, "%s: %s", path, m);
-    if (pub_csv_col(&csv, "run_id") < 0 || pub_csv_col(&csv, "tokens_per_s_per_gpu") < 0) {
-        pub_csv_free(&csv);
-        return pl_fail(msg, len, PL_ERR_INVALID, "%s: no run_id or tokens_per_s_per_gpu column", path);
-    }
     double sum = 0;
-    for (int r = 0; r < csv.n_rows && out->n < PUB_MOE_MAX_ROWS; r++) {
+    for (int r = 0; r < n; r++) {
         pub_moe_row *row = &out->rows[out->n++];
-        run_row(&csv, r, clusters_dir, row);
+        run_row(&runs[r], row);
         if (!row->simulated) continue;
         out->n_simulated++;
         sum += fabs(row->err);
         if (fabs(row->err) > out->max_abs_err) out->max_abs_err = fabs(row->err);
     }
     out->mean_abs_err = out->n_simulated ? sum / out->n_simulated : 0.0;
-    pub_csv_free(&csv);
+    free(runs);
     return PL_OK;
 }

@@ -8,16 +8,7 @@
  * other rows are listed with the reason they are skipped. No constant is
  * fitted: every figure is a prediction.
  *
- * Row fields to layout: tp pp vp cp ep etp dp micro_batch global_batch seq
- * as given; precision bf16 | fp8 (mxfp8: skipped); dispatcher: "DeepEP",
- * "flex..." or "DeepSeek..." -> flex (a token once per remote node),
- * "allgather" -> allgather, else alltoall; recompute: "none" / "full" /
- * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> fsdp,
- * else ZeRO-1 (Megatron's distributed optimizer, the rows' default);
- * sp on when tp > 1 (Megatron requires it with MoE); the cluster file's
- * one node group cut to the row's GPUs; a "dualpipe" schedule as vp 1
- * (DualPipe not modelled); one or two more chunks than layers as empty
- * first / last chunks (the embedding and the loss alone).
+ * Which rows run and what each becomes: inputs/moe_runs.h (its reader).
  */
 #ifndef PLACER_CALIB_PUBLISHED_MOE_H
 #define PLACER_CALIB_PUBLISHED_MOE_H
@@ -25,9 +16,8 @@
 #include <stddef.h>
 
 #include "layout.h"
+#include "moe_runs.h"
 #include "status.h"
-
-#define PUB_MOE_MAX_ROWS 64
 
 typedef struct {
     char run_id[96];

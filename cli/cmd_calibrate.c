@@ -5,7 +5,7 @@
  * and after, and stores the parameters so the simulator uses them.
  * `placer calibrate --collectives` fits the layout simulator's collective
  * model to a profile's measured collective curves instead (calib/coll_fit.h)
- * and can write it as a collectives file (calib/coll_file.h). Both parse,
+ * and can write it as a collectives file (inputs/coll_file.h). Both parse,
  * call the library (calib_run, calib/calibrate_run.h; calib_coll_fit_db)
  * and print.
  */

@@ -256,9 +256,9 @@ static void print_fp8_text(const pub_fp8_result *f) {
     printf("%-34s %6s %-8s %10s %10s %8s %7s\n", "row", "GPUs", "recipe", "published", "predicted", "error", "mem GB");
     for (int i = 0; i < f->n; i++) {
         const pub_fp8_row *w = &f->rows[i];
-        if (w->skipped[0]) continue;
-        printf("%-34s %6lld %-8s %10.1f %10.1f %+7.1f%% %7.1f%s%s\n", w->run_id, (long long)w->gpus,
-               fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, 100 * w->err,
+        if (w->run.skipped[0]) continue;
+        printf("%-34s %6lld %-8s %10.1f %10.1f %+7.1f%% %7.1f%s%s\n", w->run.run_id, (long long)w->run.gpus,
+               fp8_recipe_name(w->run.lay.fp8), w->run.published_tokens, w->predicted_tokens, 100 * w->err,
                cli_gb(w->res.mem.total), w->res.oom ? " OOM" : "", w->fitted ? "  (fitted)" : "");
         if (w->res.oom)
             printf("    memory: predicted OOM (%.1f of %.1f GB) for a run that ran, NOT as published: %s\n",
@@ -268,10 +268,10 @@ static void print_fp8_text(const pub_fp8_result *f) {
            f->rows_scored, 100 * f->mean_abs_error, 100 * f->max_abs_error, f->rows_h100,
            100 * f->mean_abs_error_h100, 100 * f->max_abs_error_h100);
     int skipped = 0;
-    for (int i = 0; i < f->n; i++) skipped += f->rows[i].skipped[0] != 0;
+    for (int i = 0; i < f->n; i++) skipped += f->rows[i].run.skipped[0] != 0;
     printf("skipped %d rows (no shipped model the loader reads, or fine-tuning; --json says why):", skipped);
     for (int i = 0, k = 0; i < f->n; i++)
-        if (f->rows[i].skipped[0]) printf("%s %s", k++ ? "," : "", f->rows[i].run_id);
+        if (f->rows[i].run.skipped[0]) printf("%s %s", k++ ? "," : "", f->rows[i].run.run_id);
     printf("\n");
 }
 
@@ -284,17 +284,17 @@ static void print_fp8_json(const pub_fp8_result *f) {
     for (int i = 0, k = 0; i < f->n; i++) {
         const pub_fp8_row *w = &f->rows[i];
         printf("%s\n  {\"run_id\": ", k++ ? "," : "");
-        pl_json_string(stdout, w->run_id);
-        if (w->skipped[0]) {
+        pl_json_string(stdout, w->run.run_id);
+        if (w->run.skipped[0]) {
             printf(", \"skipped\": ");
-            pl_json_string(stdout, w->skipped);
+            pl_json_string(stdout, w->run.skipped);
             printf("}");
             continue;
         }
         printf(", \"gpus\": %lld, \"recipe\": \"%s\", \"published_tokens_per_gpu\": %.3f, "
                "\"predicted_tokens_per_gpu\": %.3f, \"error\": %.6f, \"fitted\": %s, \"blackwell\": %s",
-               (long long)w->gpus, fp8_recipe_name(w->lay.fp8), w->published_tokens, w->predicted_tokens, w->err,
-               w->fitted ? "true" : "false", w->blackwell ? "true" : "false");
+               (long long)w->run.gpus, fp8_recipe_name(w->run.lay.fp8), w->run.published_tokens, w->predicted_tokens,
+               w->err, w->fitted ? "true" : "false", w->blackwell ? "true" : "false");
         if (w->res.oom) {
             printf(", \"mem_why\": ");
             pl_json_string(stdout, w->mem_why ? w->mem_why : "not audited");

@@ -2,7 +2,6 @@
 #include "util.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -142,72 +141,6 @@ void pl_format_bytes(double b, char *buf, size_t len) {
     int i = 0;
     while (fabs(b) >= 1000 && i < 4) { b /= 1000; i++; }
     snprintf(buf, len, i ? "%.1f %s" : "%.0f %s", b, u[i]);
-}
-
-pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *n, char *msg,
-                       size_t len) {
-    *out = NULL;
-    *n = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "cannot read %s file '%s': %s", what,
-                       path, strerror(errno));
-    /* size the buffer by the file; a file that cannot seek (a pipe) gets the maximum */
-    long want = -1;
-    if (fseek(f, 0, SEEK_END) == 0) want = ftell(f);
-    if (want < 0 || fseek(f, 0, SEEK_SET) != 0 || (size_t)want > max_bytes) want = (long)max_bytes;
-    char *buf = malloc((size_t)want + 2);
-    if (!buf) {
-        fclose(f);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory reading '%s'", path);
-    }
-    size_t got = fread(buf, 1, (size_t)want + 1, f);
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return pl_fail(msg, len, PL_ERR_IO, "cannot read %s file '%s'", what, path);
-    }
-    if (got > (size_t)want || got > max_bytes) { /* grew while read, or over the limit */
-        free(buf);
-        return pl_fail(msg, len, PL_ERR_INVALID, "%s file '%s' is larger than %zu MB", what, path, max_bytes >> 20);
-    }
-    buf[got] = 0;
-    *out = buf;
-    *n = got;
-    return PL_OK;
-}
-
-int pl_list_json_names(const char *dir, char *buf, size_t len) {
-    if (buf && len) buf[0] = 0;
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    char names[128][64];
-    int nn = 0;
-    struct dirent *ent;
-    while ((ent = readdir(d)) && nn < 128) {
-        size_t l = strlen(ent->d_name);
-        if (l < 6 || l - 5 >= sizeof names[0] || strcmp(ent->d_name + l - 5, ".json")) continue;
-        memcpy(names[nn], ent->d_name, l - 5);
-        names[nn][l - 5] = 0;
-        nn++;
-    }
-    closedir(d);
-    /* insertion sort: a few dozen names */
-    for (int i = 1; i < nn; i++)
-        for (int j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
-            char t[64];
-            memcpy(t, names[j], sizeof t);
-            memcpy(names[j], names[j - 1], sizeof t);
-            memcpy(names[j - 1], t, sizeof t);
-        }
-    size_t off = 0;
-    for (int i = 0; i < nn && buf; i++) {
-        if (off >= len) break;
-        int w = snprintf(buf + off, len - off, "%s%s", i ? ", " : "", names[i]);
-        if (w > 0) off += (size_t)w;
-    }
-    return nn;
 }
 
 void pl_json_text(FILE *f, const char *s) {

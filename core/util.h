@@ -52,20 +52,6 @@ pl_status pl_parse_mem_cap(const char *text, int64_t device_bytes, int64_t *out,
  * next to measured bandwidths: MB, GB). */
 void pl_format_bytes(double bytes, char *buf, size_t len);
 
-/* Read a whole small file (a model config, a cluster file) into a new
- * NUL-terminated buffer that the caller frees; *n gets its length. Files
- * larger than max_bytes are refused. `what` names the file in messages
- * ("model", "cluster"). PL_ERR_NOT_FOUND (no such file), PL_ERR_IO,
- * PL_ERR_NOMEM, PL_ERR_INVALID (too large); *out is NULL on failure. */
-pl_status pl_read_file(const char *path, size_t max_bytes, const char *what, char **out, size_t *n, char *msg,
-                       size_t len);
-
-/* The names of dir's *.json files without the extension (the shipped
- * models or clusters), sorted, comma-separated into buf (may be NULL;
- * truncated to len). Returns how many there are (at most 128 are read);
- * 0 when dir cannot be opened. */
-int pl_list_json_names(const char *dir, char *buf, size_t len);
-
 /* Write s on f as the inside of a JSON string: '"', '\\' and control
  * characters escaped, no quotes (for text that shares a string). */
 void pl_json_text(FILE *f, const char *s);

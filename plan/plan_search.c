@@ -150,7 +150,7 @@ static const cluster_gpu *fastest_gpu(const cluster *c, precision prec) {
     return best;
 }
 
-/* GPUs of the cluster (core/cluster.h's numbering: group by group). */
+/* GPUs of the cluster (inputs/cluster.h's numbering: group by group). */
 static int64_t total_gpus(const cluster *c) {
     int64_t lo, hi;
     group_range(c, c->n_groups - 1, &lo, &hi);

@@ -5,6 +5,18 @@
  * does (fp32 storage, fp32 or TF32 matmuls, one kernel stream per device),
  * not the marketing peaks; each one says where it comes from. A spec profile
  * is a starting point for the offline path; a measured profile replaces it.
+ *
+ * The H200's memory bandwidth, memory size and SM count are not written
+ * here: they are data/clusters/h200x2.json's (its GPU type's hbm_gb_s,
+ * hbm_mib and sm_count, with their sources), which the build writes into
+ * spec_gpus.h (profile/spec_gpu_figures.c, through inputs/'s cluster
+ * loader). The figures that stay here have no cluster-file twin: the
+ * effective TF32 ceiling (a cluster file holds datasheet peaks), the launch
+ * overhead, the cuBLAS workspace, the T4 and the L40S (no cluster file),
+ * and the links: the pair's 15 us and 390 GB/s are the peer-copy
+ * measurements of DEVICE.md, where h200x2.json's intra_node holds the
+ * profiler's fit over 67 sizes (6.0 us, 373.3 GB/s); both are kept, each
+ * with its source.
  */
 #include "spec.h"
 
@@ -12,6 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "spec_gpus.h" /* SPEC_H200_*: generated from data/clusters/h200x2.json */
 
 #define MIB (1024LL * 1024LL)
 
@@ -24,8 +38,9 @@
  * 45 GiB of the 48 GB card (ECC and the driver's reservation); 4 MiB
  * cuBLAS workspace before Hopper. Not measured here: nobody has one. */
 static const spec_device MIXED_DEVICES[] = {
-    {.device_name = "NVIDIA H200", .peak_flops = 400e12, .mem_bw = 4.8e12, .mem_bytes = 143771 * MIB,
-     .launch_us = 4.0, .sm_count = 132, .matmul_workspace_bytes = 32 * MIB},
+    {.device_name = "NVIDIA H200", .peak_flops = 400e12, .mem_bw = SPEC_H200_HBM_BW,
+     .mem_bytes = SPEC_H200_HBM_BYTES, .launch_us = 4.0, .sm_count = SPEC_H200_SM_COUNT,
+     .matmul_workspace_bytes = 32 * MIB},
     {.device_name = "NVIDIA L40S", .peak_flops = 146e12, .mem_bw = 864e9, .mem_bytes = 46080 * MIB,
      .launch_us = 5.0, .sm_count = 142, .matmul_workspace_bytes = 4 * MIB},
 };
@@ -104,14 +119,15 @@ static const machine_spec SPECS[] = {
          * 8192^3 GEMM measured 395 TFLOP/s on the project's H200 (DEVICE.md),
          * so 400 TFLOP/s is the achievable ceiling. */
         .peak_flops = 400e12,
-        /* HBM3e at 4.8 TB/s (datasheet); a 4 GiB device copy measured
-         * 4.27 TB/s, so real kernels sit 10-20% under this ceiling. */
-        .mem_bw = 4.8e12,
-        /* 141 GB card; nvidia-smi reports 143,771 MiB on the project's H200. */
-        .mem_bytes = 143771 * MIB,
+        /* HBM3e at 4.8 TB/s (datasheet; h200x2.json); a 4 GiB device copy
+         * measured 4.27 TB/s, so real kernels sit 10-20% under this ceiling. */
+        .mem_bw = SPEC_H200_HBM_BW,
+        /* 141 GB card; nvidia-smi reports 143,771 MiB on the project's H200
+         * (h200x2.json). */
+        .mem_bytes = SPEC_H200_HBM_BYTES,
         /* Launch overhead on Hopper with a recent driver, about 4 us. */
         .launch_us = 4.0,
-        .sm_count = 132,
+        .sm_count = SPEC_H200_SM_COUNT,
         /* cuBLAS recommends a 32 MiB workspace on Hopper (cublasSetWorkspace). */
         .matmul_workspace_bytes = 32 * MIB,
         /* Peer copy GPU0 -> GPU1 measured 4 KB in 15 us and 823 MB in 2.19 ms
@@ -128,10 +144,10 @@ static const machine_spec SPECS[] = {
         /* Same device and per-pair link as h200x2-nvlink: on an NVSwitch
          * system every pair gets the full per-direction NVLink bandwidth. */
         .peak_flops = 400e12,
-        .mem_bw = 4.8e12,
-        .mem_bytes = 143771 * MIB,
+        .mem_bw = SPEC_H200_HBM_BW,
+        .mem_bytes = SPEC_H200_HBM_BYTES,
         .launch_us = 4.0,
-        .sm_count = 132,
+        .sm_count = SPEC_H200_SM_COUNT,
         .matmul_workspace_bytes = 32 * MIB,
         .link_latency_us = 15.0,
         .link_bandwidth = 390e9,
@@ -144,10 +160,10 @@ static const machine_spec SPECS[] = {
         .n_devices = 4,
         /* device 0's figures (an H200) and the default link (NVLink) */
         .peak_flops = 400e12,
-        .mem_bw = 4.8e12,
-        .mem_bytes = 143771 * MIB,
+        .mem_bw = SPEC_H200_HBM_BW,
+        .mem_bytes = SPEC_H200_HBM_BYTES,
         .launch_us = 4.0,
-        .sm_count = 132,
+        .sm_count = SPEC_H200_SM_COUNT,
         .matmul_workspace_bytes = 32 * MIB,
         .link_latency_us = 15.0,
         .link_bandwidth = 390e9,
@@ -164,10 +180,10 @@ static const machine_spec SPECS[] = {
         .device_name = "NVIDIA H200",
         .n_devices = 8,
         .peak_flops = 400e12,
-        .mem_bw = 4.8e12,
-        .mem_bytes = 143771 * MIB,
+        .mem_bw = SPEC_H200_HBM_BW,
+        .mem_bytes = SPEC_H200_HBM_BYTES,
         .launch_us = 4.0,
-        .sm_count = 132,
+        .sm_count = SPEC_H200_SM_COUNT,
         .matmul_workspace_bytes = 32 * MIB,
         .link_latency_us = 15.0,
         .link_bandwidth = 390e9,

@@ -3,7 +3,9 @@
 C/CUDA sources and fails when one runs up the dependency order or when
 files include each other in a circle.
 
-Order (DESIGN.md): core <- hw, sim <- profile <- policy <- plan, calib <- cli.
+Order: core <- inputs <- hw, sim <- profile <- policy <- plan, calib <- cli
+(hw and sim side by side, and plan and calib: neither of a pair includes the
+other; ALLOWED below lists exactly which folders each may include from).
 A module is a file name without its extension (x.h, x.c, x.cu are one
 module); a module depends on every module whose header it includes. A header
 with no implementation of its own (x_internal.h, shared declarations) passes
@@ -20,16 +22,17 @@ import glob, os, re, subprocess, sys
 # the top folders of the library, and the folders each may include from
 ALLOWED = {
     "core":    {"core"},
-    "hw":      {"core", "hw"},
-    "sim":     {"core", "sim"},
-    "profile": {"core", "hw", "sim", "profile"},
-    "policy":  {"core", "sim", "profile", "policy"},
-    "plan":    {"core", "sim", "profile", "policy", "plan"},
-    "calib":   {"core", "hw", "sim", "profile", "policy", "plan", "calib"},
-    "cli":     {"core", "hw", "sim", "profile", "policy", "plan", "calib", "cli"},
-    "python":  {"core", "hw", "sim", "profile", "policy", "plan", "calib", "python"},
+    "inputs":  {"core", "inputs"},
+    "hw":      {"core", "inputs", "hw"},
+    "sim":     {"core", "inputs", "sim"},
+    "profile": {"core", "inputs", "hw", "sim", "profile"},
+    "policy":  {"core", "inputs", "sim", "profile", "policy"},
+    "plan":    {"core", "inputs", "sim", "profile", "policy", "plan"},
+    "calib":   {"core", "inputs", "hw", "sim", "profile", "policy", "plan", "calib"},
+    "cli":     {"core", "inputs", "hw", "sim", "profile", "policy", "plan", "calib", "cli"},
+    "python":  {"core", "inputs", "hw", "sim", "profile", "policy", "plan", "calib", "python"},
 }
-NO_CUDA = {"core", "sim", "policy", "plan"}   # folders that never include CUDA headers
+NO_CUDA = {"core", "inputs", "sim", "policy", "plan"}   # folders that never include CUDA headers
 EXTS = (".c", ".h", ".cu", ".cuh")
 INC = re.compile(r'^\s*#\s*include\s*([<"])([^">]+)[">]')
 

@@ -20,26 +20,37 @@ REPLAY="${REPLAY:-0}"
 OUT="$ROOT/build-fuzz"
 mkdir -p "$OUT/obj"
 CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all
-  -Icore -Iprofile -Isim/placement -Isim/layout -Isim/collective -Ipolicy -Iplan -Icalib
+  -Icore -Iinputs -Iprofile -Isim/placement -Isim/layout -Isim/collective -Ipolicy -Iplan -Icalib
   -Ihw -Ihw/kernels -Ihw/exec -Ihw/dist -Icli -I$OUT -DPLACER_SOURCE_DIR=\"/nonexistent\"
   -I/usr/include/x86_64-linux-gnu/openblas-pthread"
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
-  core/precision.c core/layout.c core/model_config.c core/model_params.c core/cluster.c"
+  core/precision.c core/layout.c core/model_params.c"
+# the readers of model configs, clusters, frameworks, collectives and the check sets (core and jansson only)
+INPUTS="$(ls inputs/*.c)"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
-FULL="$CORE $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
+FULL="$CORE $INPUTS $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
   $(ls hw/kernels/*.c hw/exec/*.c hw/dist/*.c)
-  $(ls sim/*/*.c) $(ls policy/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)
-  profile/cluster_file.c"
+  $(ls sim/*/*.c) $(ls policy/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
 FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
 
+# profile/spec.c takes the H200's figures from data/clusters/h200x2.json through
+# a header the build writes (profile/meson.build: spec_gpus.h); the same here
+if [ ! -f "$OUT/spec_gpus.h" ] || [ data/clusters/h200x2.json -nt "$OUT/spec_gpus.h" ] ||
+   [ profile/spec_gpu_figures.c -nt "$OUT/spec_gpus.h" ]; then
+  # shellcheck disable=SC2086
+  clang -std=c11 -D_GNU_SOURCE -Icore -Iinputs -o "$OUT/spec_gpu_figures" profile/spec_gpu_figures.c $CORE $INPUTS \
+    -ljansson -lm
+  "$OUT/spec_gpu_figures" data/clusters/h200x2.json SPEC_H200 "$OUT/spec_gpus.h"
+fi
+
 # Compile a source once into build-fuzz/obj (rebuilt when it or a header changed).
 obj() {
   o="$OUT/obj/$(echo "$1" | tr / _).o"
-  newest=$(ls -t "$1" core/*.h profile/*.h sim/*/*.h policy/*.h plan/*.h calib/*.h hw/*/*.h cli/*.h "$OUT/placer_config.h" | head -1)
+  newest=$(ls -t "$1" core/*.h inputs/*.h profile/*.h sim/*/*.h policy/*.h plan/*.h calib/*.h hw/*/*.h cli/*.h "$OUT/placer_config.h" | head -1)
   if [ ! -f "$o" ] || [ "$newest" -nt "$o" ]; then
     # shellcheck disable=SC2086
     clang $CFLAGS -fsanitize=fuzzer-no-link -c -o "$o" "$1"
@@ -51,19 +62,18 @@ targets="${*:-placement schedule store cli model_config cluster layout plan publ
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
-    model_config) srcs="$CORE"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    model_config) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     layout) srcs="$CORE"; libs="-ljansson -lm"; maxlen=1024; extra_flags="" ;;
-    cluster) srcs="$CORE profile/cluster_file.c"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
-    collectives) srcs="$CORE sim/collective/collective.c sim/collective/coll_measured.c calib/coll_file.c"; libs="-ljansson -lm"
+    cluster) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
+    collectives) srcs="$CORE $INPUTS sim/collective/collective.c sim/collective/coll_measured.c"; libs="-ljansson -lm"
       maxlen=16384; extra_flags="" ;;
     # plan/plan_run.c searches placements (plan_profile.c: policy/, hw/) and
-    # loads clusters (profile/cluster_file.c): the command line's whole set
+    # loads clusters (inputs/cluster_file.c): the command line's whole set
     plan) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=512; extra_flags="" ;;
-    published) srcs="$CORE sim/layout/compute_model.c sim/layout/fp8.c sim/layout/layout_memory.c sim/layout/moe.c sim/collective/collective.c calib/published_runs.c"; libs="-ljansson -lm"
+    # the rows' FLOP count (calib/published_check.c) needs the layout simulator's parameter split
+    published) srcs="$CORE $INPUTS $(ls sim/*/*.c) calib/published_check.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
-    frameworks) srcs="$CORE $(ls sim/*/*.c) plan/layout_eval.c plan/plan_model.c profile/cluster_file.c
-      calib/published_runs.c calib/framework_file.c calib/layout_runs.c"
-      libs="/usr/lib/x86_64-linux-gnu/libgsl.a /usr/lib/x86_64-linux-gnu/libgslcblas.a -ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    frameworks) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
     *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks)" >&2; exit 2 ;;

@@ -5,10 +5,10 @@
  * (the shipped data/models/deepseek-v3.json) on 2,048 H800s, PP16 EP64, in
  * <= 5 ms.
  *
- * Clusters and models are filled in directly (tests/sim/cost_fixtures.h:
- * DGX A100 Selene-class; an H100 cluster with Llama 3's 400 Gb/s per GPU
- * and 3,072-GPU pods at 1:7), so the figure does not depend on cluster
- * files. For each case: layout_sim_create once (groups, collectives,
+ * Clusters are filled in directly (tests/sim/cost_fixtures.h: DGX A100
+ * Selene-class; an H100 cluster with Llama 3's 400 Gb/s per GPU and
+ * 3,072-GPU pods at 1:7), so the figure does not depend on cluster files;
+ * the models are the shipped configs (data/models). For each case: layout_sim_create once (groups, collectives,
  * orders), then layout_sim_run (both of its passes: the bubble pass with
  * free sends and the real one) repeated for --seconds after a warm-up;
  * reported as the median and the minimum of --rounds rounds of the mean

@@ -5,7 +5,9 @@
  *
  * Two sources, both from `placer profile --collectives N` (the store's
  * collective_point rows) through `placer calibrate --collectives`
- * (calib/coll_fit.h) or a collectives file (calib/coll_file.h):
+ * (calib/coll_fit.h) or a collectives file (inputs/coll_file.h); the data
+ * (coll_measured, its curves and fitted constants) and its checks are
+ * inputs/coll_curves.h:
  *
  *   fitted   per kind (all-reduce, all-gather, reduce-scatter), the ring
  *            model of collective.h with its free constants fitted:
@@ -37,35 +39,9 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "coll_curves.h"
 #include "collective.h"
 #include "status.h"
-
-#define COLL_CURVE_MAX_POINTS 64
-#define COLL_MAX_CURVES 24
-
-typedef struct {
-    int fitted;        /* 1: the constants below hold a fit */
-    double base_us;    /* per-call latency, >= 0 */
-    double alpha_us;   /* per ring step latency, >= 0 */
-    double busbw;      /* bus bandwidth for large buffers, bytes/s, > 0 */
-} coll_ab;
-
-typedef struct {
-    coll_kind kind;                        /* which collective */
-    int ranks;                             /* group size, >= 2 */
-    int n;                                 /* points, 2..COLL_CURVE_MAX_POINTS */
-    double bytes[COLL_CURVE_MAX_POINTS];   /* buffer sizes (collective.h's S), ascending, > 0 */
-    double us[COLL_CURVE_MAX_POINTS];      /* median times, > 0 */
-} coll_curve;
-
-typedef struct {
-    char source[256];                      /* where the figures come from (one line) */
-    coll_ab model[COLL_KIND_COUNT];        /* the fitted model per kind */
-    int n_curves;                          /* entries of curves */
-    coll_curve curves[COLL_MAX_CURVES];    /* at most one per (kind, ranks) */
-    int use_curves;                        /* 1: interpolate the curves where a group matches;
-                                              0: the fitted model only */
-} coll_measured;
 
 /* Ring steps and bus factor of kind k over n ranks (0 for n < 2). */
 double coll_ring_steps(coll_kind k, int n);
@@ -73,17 +49,6 @@ double coll_ring_frac(coll_kind k, int n);
 
 /* The fitted model's time (see above); m->fitted must be set. */
 double coll_ab_time_us(const coll_ab *m, coll_kind k, int n, double bytes);
-
-/* Check m: every fitted kind has finite base, alpha >= 0 and busbw > 0;
- * every curve a known kind, ranks in 2..1024, 2.. points with ascending
- * positive finite sizes and positive finite times, no two curves of one
- * (kind, ranks), and a fitted model for the kind of each curve (it
- * extrapolates); at least one kind fitted. One line in msg naming the first
- * problem. PL_OK or PL_ERR_INVALID. */
-pl_status coll_measured_validate(const coll_measured *m, char *msg, size_t len);
-
-/* The curve of (k, ranks), or NULL. */
-const coll_curve *coll_measured_curve(const coll_measured *m, coll_kind k, int ranks);
 
 /* The time of k over a group of n members all inside one node from m:
  * the curve (use_curves) or the fitted model. Returns 1 with *us and

@@ -1,6 +1,6 @@
 /*
  * collective.c: NCCL-style collective and point-to-point times on a cluster
- * description (core/cluster.h), as a bandwidth / latency model of the
+ * description (inputs/cluster.h), as a bandwidth / latency model of the
  * algorithms NCCL picks from (ring, tree, hierarchical); collective.h gives
  * the figures' definitions (nccl-tests' algbw and busbw).
  *
@@ -65,15 +65,6 @@
 
 #include <math.h>
 #include <stdlib.h>
-
-const char *coll_kind_name(coll_kind k) {
-    switch (k) {
-    case COLL_ALL_REDUCE: return "all-reduce";
-    case COLL_ALL_GATHER: return "all-gather";
-    case COLL_REDUCE_SCATTER: return "reduce-scatter";
-    default: return "unknown";
-    }
-}
 
 static int cmp_i64(const void *a, const void *b) {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;

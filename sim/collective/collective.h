@@ -1,6 +1,6 @@
 /*
  * collective.h: the time of NCCL-style collectives and point-to-point sends
- * on a cluster (core/cluster.h), as a bandwidth / latency model of the
+ * on a cluster (inputs/cluster.h), as a bandwidth / latency model of the
  * algorithm NCCL would pick.
  *
  * A group is a set of global GPU ranks (from layout_group_ranks), so where
@@ -31,14 +31,8 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "coll_curves.h" /* coll_kind, coll_kind_name */
 #include "status.h"
-
-typedef enum {
-    COLL_ALL_REDUCE = 0,
-    COLL_ALL_GATHER,
-    COLL_REDUCE_SCATTER,
-    COLL_KIND_COUNT
-} coll_kind;
 
 typedef struct {
     double time_us;       /* predicted time */
@@ -54,9 +48,6 @@ typedef struct {
     const char *source;   /* where time_us came from: "model" (the cluster's figures, here),
                              "measured" or "fitted" (sim/collective/coll_measured.h); static */
 } coll_estimate;
-
-/* "all-reduce", "all-gather", "reduce-scatter". Static. */
-const char *coll_kind_name(coll_kind k);
 
 /* Time of collective k over the n ranks in ranks[] (global GPU indices,
  * distinct, each < cluster_n_gpus) moving `bytes` (the full buffer, see

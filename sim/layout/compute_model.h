@@ -27,17 +27,10 @@
 #include <stdint.h>
 
 #include "cluster.h"
+#include "framework_profile.h" /* attention_impl: the stack decides the attention kernel */
 #include "graph.h"
 #include "layout.h"
 #include "precision.h"
-
-/* How the attention core runs: fused (FlashAttention: no T x T score
- * matrix in memory, causal blocks skipped, the backward recomputes the
- * scores) or unfused (Megatron-LM 2021: batched GEMMs for Q K^T and P V,
- * a fused scale-mask-softmax and a dropout over the full T x T scores in
- * HBM, kept for backward). Decides both the time here and the activation
- * memory in layout_memory.c. */
-typedef enum { ATTENTION_FLASH = 0, ATTENTION_UNFUSED } attention_impl;
 
 typedef struct {
     double gemm_efficiency;   /* base fraction of peak a large GEMM reaches (fitted or default) */

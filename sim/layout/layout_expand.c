@@ -17,8 +17,8 @@
 #include <string.h>
 
 #include "fp8.h"
+#include "graph.h"
 #include "layout_internal.h"
-#include "model_config.h"
 #include "model_params.h"
 
 void ls_msg(char *msg, size_t len, const char *fmt, ...) {

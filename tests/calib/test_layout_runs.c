@@ -1,11 +1,10 @@
 /*
- * test_layout_runs.c: framework profiles and their calibration from
- * measured runs (sim/layout/framework.h, calib/framework_file.h,
+ * test_layout_runs.c: framework profiles applied by the layout simulator
+ * and their calibration from measured runs (sim/layout/framework.h,
  * calib/layout_runs.h): Megatron's profile changes nothing, the memory
- * conventions move the parts they name, a profile file round-trips, bad
- * runs files and bad profile files are one line each, and a fit on
- * synthetic runs (made by the simulator with known constants) recovers
- * the constants.
+ * conventions move the parts they name, and a fit on synthetic runs (made
+ * by the simulator with known constants) recovers the constants. The
+ * profile and runs files' readers are tests/inputs'.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -81,87 +80,7 @@ Test(framework, fp32_params_and_lazy_grads_move_the_parts_they_name) {
     cr_assert_eq(d.activations, 2 * a.activations);
 }
 
-Test(framework, profile_file_round_trips_and_bad_files_are_one_line) {
-    framework_profile f, g;
-    framework_default(&f);
-    snprintf(f.name, sizeof f.name, "mine");
-    f.k[FW_K_GEMM] = 0.8125;
-    f.k[FW_K_MEMORY] = 2.5;
-    f.k[FW_K_ACT] = 1.375;
-    f.logits_bytes = 14;
-    f.fp32_params = f.grads_lazy = 1;
-    f.step_fixed_us = 1500;
-    char path[] = "/tmp/placer-fw-XXXXXX", msg[512];
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    cr_assert_eq(framework_write_json(&f, "test", "{\"runs\": 3}", path, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_eq(framework_load(path, &g, msg, sizeof msg), PL_OK, "%s", msg);
-    remove(path);
-    cr_assert_str_eq(g.name, "mine");
-    for (int k = 0; k < FW_K_COUNT; k++) cr_assert(fabs(g.k[k] - f.k[k]) < 1e-9);
-    cr_assert(g.fp32_params && g.grads_lazy && fabs(g.step_fixed_us - 1500) < 1e-6 && g.logits_bytes == 14);
-    static const struct {
-        const char *text, *want;
-    } bad[] = {
-        {"{\"name\": \"x\", \"bogus\": 1}", "unknown key 'bogus'"},
-        {"{\"gemm_scale\": 1}", "missing 'name'"},
-        {"{\"name\": \"x\", \"gemm_scale\": 0}", "'gemm_scale' must be a number in (0"},
-        {"{\"name\": \"x\", \"act_scale\": \"2\"}", "'act_scale' must be a number"},
-        {"{\"name\": \"x\", \"attention\": \"fast\"}", "'attention' must be"},
-        {"{\"name\": \"x\", \"fp32_params\": 1}", "'fp32_params' must be true or false"},
-        {"{\"name\": \"x\",", "JSON error at line 1"},
-        {"[1]", "top level must be an object"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        msg[0] = 0;
-        cr_assert_eq(framework_parse_json(bad[i].text, strlen(bad[i].text), &g, msg, sizeof msg), PL_ERR_INVALID,
-                     "%s", bad[i].text);
-        cr_assert(strstr(msg, bad[i].want), "'%s' gave '%s'", bad[i].text, msg);
-        cr_assert(!strchr(msg, '\n'));
-    }
-    cr_assert_eq(framework_load("nope", &g, msg, sizeof msg), PL_ERR_NOT_FOUND);
-    cr_assert(strstr(msg, "unknown framework 'nope'"));
-}
-
 #define HDR "run,model,cluster,gpus,layout,seq,framework,step_ms,peak_gib\n"
-#define ROW "a,\"llama-3-8b,layers=2\",h200x2,1,\"mbs=1,gbs=1\",1024,hf,10,5\n"
-
-Test(layout_runs, bad_files_are_one_line_naming_the_problem) {
-    static const struct {
-        const char *text, *want;
-    } bad[] = {
-        {"run,model,cluster,gpus,layout,seq,framework,peak_gib\n" "a,m,c,1,l,1,hf,5\n", "missing column 'step_<unit>'"},
-        {"model,cluster,gpus,layout,seq,step_ms\n" "m,c,1,l,1,5\n", "missing column 'framework'"},
-        {"run,model,cluster,gpus,layout,seq,framework,step_min\n" "a,m,c,1,l,1,hf,5\n", "unknown unit 'min'"},
-        {"run,model,cluster,gpus,layout,seq,framework,step_ms,peak_furlongs\n" "a,m,c,1,l,1,hf,5,5\n",
-         "unknown unit 'furlongs'"},
-        {HDR "a,m,c,1,l,1,hf,5\n", "8 fields, the header has 9"},
-        {"run,model,cluster,gpus,layout,seq,framework,step_ms,colour\n" "a,m,c,1,l,1,hf,5,red\n", "unknown column 'colour'"},
-        {"run,model,cluster,gpus,layout,seq,framework,step_ms,step_us\n" "a,m,c,1,l,1,hf,5,5\n", "appears twice"},
-        {HDR "a,m,c,1,l,1,hf,fast,5\n", "step time must be a positive number"},
-        {HDR "a,m,c,0,l,1,hf,5,5\n", "gpus must be a positive integer"},
-        {HDR, "no runs"},
-    };
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        layout_run *runs = (layout_run *)1;
-        int n = 7;
-        char msg[512] = "";
-        cr_assert_eq(layout_runs_parse(bad[i].text, strlen(bad[i].text), &runs, &n, msg, sizeof msg), PL_ERR_INVALID,
-                     "case %zu", i);
-        cr_assert(strstr(msg, bad[i].want), "case %zu gave '%s'", i, msg);
-        cr_assert(!strchr(msg, '\n'));
-        cr_assert_null(runs);
-        cr_assert_eq(n, 0);
-    }
-    layout_run *runs = NULL;
-    int n = 0;
-    char msg[512];
-    cr_assert_eq(layout_runs_parse(HDR ROW, strlen(HDR ROW), &runs, &n, msg, sizeof msg), PL_OK, "%s", msg);
-    cr_assert_eq(n, 1);
-    cr_assert_str_eq(runs[0].model, "llama-3-8b,layers=2");
-    cr_assert(fabs(runs[0].step_us - 10e3) < 1e-9 && fabs(runs[0].peak_bytes - 5.0 * 1073741824.0) < 1);
-    free(runs);
-}
 
 /* Runs made by the simulator under known constants, then fitted from the
  * base (every constant 1): the fit must find the constants again. */

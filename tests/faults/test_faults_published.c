@@ -1,6 +1,6 @@
 /*
  * test_faults_published.c: allocation failures in the published-runs CSV
- * reader and row builder (calib/published_runs.c) and in the collective
+ * reader and row builder (inputs/published_runs.c) and in the collective
  * model's one allocation (coll_time on an unsorted group): every failure
  * comes back as PL_ERR_NOMEM with nothing leaked.
  */

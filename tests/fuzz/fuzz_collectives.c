@@ -1,5 +1,5 @@
 /* fuzz_collectives.c: libFuzzer target for coll_file_parse (collectives
- * files, calib/coll_file.h, jansson). An accepted file must validate, and
+ * files, inputs/coll_file.h, jansson). An accepted file must validate, and
  * every time it gives (each kind, curves on and off, sizes below, inside
  * and above each curve) must be positive and finite; a refusal must
  * explain itself in one line. */
@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "coll_file.h"
+#include "coll_measured.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     coll_measured m;

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "framework_file.h"
-#include "layout_runs.h"
+#include "layout_runs_file.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (size < 1) return 0;

@@ -1,5 +1,5 @@
 /* fuzz_published.c: libFuzzer target for the published-runs CSV reader
- * and row builder (calib/published_runs.c): any bytes are parsed as CSV; a
+ * and row builder (inputs/published_runs.c): any bytes are parsed as CSV; a
  * text that parses is turned into rows of the table the first byte picks,
  * and each row's FLOP count must be positive and finite. */
 #include <math.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "published_check.h" /* pub_step_flops */
 #include "published_runs.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

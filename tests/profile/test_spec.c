@@ -1,8 +1,10 @@
-/* test_spec.c: spec (roofline) profiles have plausible magnitudes. */
+/* test_spec.c: spec (roofline) profiles have plausible magnitudes, and the
+ * H200 figures they share with a cluster file are that file's. */
 #include <criterion/criterion.h>
 #include <criterion/new/assert.h>
 #include <math.h>
 
+#include "cluster_file.h"
 #include "graph.h"
 #include "helpers.h"
 #include "spec.h"
@@ -119,6 +121,27 @@ Test(spec, device_figures_match_the_cards) {
     cr_assert(h->mem_bw / t4->mem_bw > 10.0);
     cr_assert_str_eq(t4->link_kind, "pcie3-host");
     cr_assert_str_eq(h->link_kind, "nvlink");
+}
+
+/* Every H200 of every spec carries the figures of the cluster file that
+ * documents the card (the build copies them: profile/spec_gpu_figures.c). */
+Test(spec, h200_figures_are_the_cluster_files) {
+    cluster c;
+    char msg[512] = "";
+    cr_assert_eq(cluster_load("h200x2", NULL, &c, msg, sizeof msg), PL_OK, "%s", msg);
+    int seen = 0;
+    for (int i = 0; i < spec_count(); i++) {
+        const machine_spec *s = spec_get(i);
+        for (int d = 0; d < s->n_devices; d++) {
+            spec_device x = spec_device_at(s, d);
+            if (strcmp(x.device_name, "NVIDIA H200")) continue;
+            cr_assert_eq(x.mem_bw, c.gpus[0].hbm_bw, "%s device %d", s->name, d);
+            cr_assert_eq(x.mem_bytes, c.gpus[0].hbm_bytes, "%s device %d", s->name, d);
+            cr_assert_eq(x.sm_count, c.gpus[0].sm_count, "%s device %d", s->name, d);
+            seen++;
+        }
+    }
+    cr_assert_eq(seen, 2 + 4 + 2 + 8, "the H200s of h200x2-nvlink, h200x4-nvlink, h200x2-l40sx2, h200x8-nvpairs");
 }
 
 Test(spec, node_memory_comes_from_the_graph_with_matmul_workspace) {

@@ -233,7 +233,7 @@ static const bad_case CASES[] = {
     {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework nope", 2, "unknown framework 'nope'",
      "megatron, torchtitan, hf, or a profile file path"},
     {"plan --model gpt12 --cluster h200x2 --framework nope", 2, "unknown framework 'nope'", "or a profile file path"},
-    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {TEXT}", 2, "framework file: JSON error",
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {TEXT}", 2, "framework file is not valid JSON",
      "line 1"},
     {"layout --model gpt12 --cluster h200x2 --layout tp=1 --framework {MISSING}", 2, "framework file", "No such file"},
     {"calibrate --layout-runs {EMPTY}", 2, "empty", "header"},
@@ -257,7 +257,7 @@ static const bad_case CASES[] = {
     {"layout --model default --cluster h200x2 --layout tp=1 --bogus", 2, "unknown or incomplete option '--bogus'",
      "see placer layout --help"},
     {"layout --model default --cluster h200x2", 2, "no layout", "pass --layout"},
-    /* mixture of experts (parse-level refusals of MoE keys: tests/core/test_model_config.c) */
+    /* mixture of experts (parse-level refusals of MoE keys: tests/inputs/test_model_config.c) */
     {"layout --model mixtral-8x7b --cluster dgx-h100 --layout tp=1,dp=32,ep=16,gbs=32", 2,
      "ep (16) must divide the routed experts (8)", "routed experts (8)"},
     {"layout --model llama-3-8b --cluster dgx-h100 --layout tp=1,dp=8,ep=8,gbs=8", 2,

@@ -3,15 +3,13 @@
  * on the shipped data/published-runs/fp8-runs.csv: the bar (mean absolute
  * error <= 10%, max <= 20% over the rows not fitted on, recomputed here
  * from the per-row figures), one fitted constant on one named row that
- * --fit reproduces, the Llama 3 rows on H100 among the simulated ones, and
- * bad files refused with one line.
+ * --fit reproduces, the Llama 3 rows on H100 among the simulated ones (the
+ * file's reader: tests/inputs/test_fp8_runs.c).
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "published_fp8.h"
 
@@ -25,18 +23,18 @@ Test(check_fp8, meets_the_bar_on_rows_not_fitted_on, .timeout = 60) {
     int n = 0, fitted = 0, llama_h100 = 0;
     for (int i = 0; i < r.n; i++) {
         const pub_fp8_row *w = &r.rows[i];
-        if (w->skipped[0]) continue;
-        cr_assert(w->predicted_tokens > 0, "%s", w->run_id);
-        cr_assert(fabs(w->err - (w->predicted_tokens / w->published_tokens - 1)) < 1e-12);
+        if (w->run.skipped[0]) continue;
+        cr_assert(w->predicted_tokens > 0, "%s", w->run.run_id);
+        cr_assert(fabs(w->err - (w->predicted_tokens / w->run.published_tokens - 1)) < 1e-12);
         if (w->fitted) {
             fitted++;
-            cr_assert_str_eq(w->run_id, PUB_FP8_FIT_ROW);
+            cr_assert_str_eq(w->run.run_id, PUB_FP8_FIT_ROW);
             continue;
         }
         sum += fabs(w->err);
         if (fabs(w->err) > mx) mx = fabs(w->err);
         n++;
-        if (strstr(w->run_id, "h100") && strstr(w->run_id, "llama3")) llama_h100++;
+        if (strstr(w->run.run_id, "h100") && strstr(w->run.run_id, "llama3")) llama_h100++;
     }
     cr_assert_eq(fitted, 1, "one fitted row");
     cr_assert_geq(n, 20, "the check set has %d rows scored", n);
@@ -59,22 +57,22 @@ Test(check_fp8, rows_that_ran_fit_or_say_why, .timeout = 60) {
     int fsdp = 0, simulated = 0;
     for (int i = 0; i < r.n; i++) {
         const pub_fp8_row *w = &r.rows[i];
-        if (w->skipped[0]) continue;
+        if (w->run.skipped[0]) continue;
         simulated++;
-        cr_assert(w->res.mem_cap > 0, "%s", w->run_id);
+        cr_assert(w->res.mem_cap > 0, "%s", w->run.run_id);
         if (w->res.oom) {
-            cr_assert_not_null(w->mem_why, "%s is OOM without a reason", w->run_id);
+            cr_assert_not_null(w->mem_why, "%s is OOM without a reason", w->run.run_id);
             cr_assert(strcmp(w->mem_why, "not audited") != 0, "%s: predicted OOM (%.1f of %.1f GB), not audited",
-                      w->run_id, w->res.mem.total * 1e-9, w->res.mem_cap * 1e-9);
+                      w->run.run_id, w->res.mem.total * 1e-9, w->res.mem_cap * 1e-9);
         } else {
-            cr_assert_null(w->mem_why, "%s fits: no reason", w->run_id);
+            cr_assert_null(w->mem_why, "%s fits: no reason", w->run.run_id);
         }
-        if (strstr(w->run_id, "-fsdp")) {
+        if (strstr(w->run.run_id, "-fsdp")) {
             fsdp++;
-            cr_assert_eq(w->lay.zero, ZERO_3, "%s: Megatron FSDP shards the weights", w->run_id);
-            if (strstr(w->run_id, "70b")) cr_assert(!w->res.oom, "%s", w->run_id);
+            cr_assert_eq(w->run.lay.zero, ZERO_3, "%s: Megatron FSDP shards the weights", w->run.run_id);
+            if (strstr(w->run.run_id, "70b")) cr_assert(!w->res.oom, "%s", w->run.run_id);
         } else {
-            cr_assert_eq(w->lay.zero, ZERO_1, "%s: the distributed optimizer", w->run_id);
+            cr_assert_eq(w->run.lay.zero, ZERO_1, "%s: the distributed optimizer", w->run.run_id);
         }
     }
     cr_assert_geq(simulated, 20);
@@ -95,27 +93,4 @@ Test(check_fp8, fit_reproduces_the_stored_constant, .timeout = 120) {
         if (r.rows[i].fitted) cr_assert(fabs(r.rows[i].err) < 1e-3, "the fit row is predicted exactly");
     pub_fp8_free(&r);
     pub_fp8_free(&s);
-}
-
-Test(check_fp8, bad_files_are_refused_with_one_line) {
-    pub_fp8_result r;
-    char msg[512] = "", dir[64], path[128];
-    cr_assert_eq(pub_fp8_check_run("/nonexistent", 0, 0, &r, msg, sizeof msg), PL_ERR_NOT_FOUND);
-    pub_fp8_free(&r);
-    snprintf(dir, sizeof dir, "/tmp/placer-fp8-%d", (int)getpid());
-    mkdir(dir, 0700);
-    snprintf(path, sizeof path, "%s/" PUB_FP8_FILE, dir);
-    static const char *const bad[] = {"run_id,gpus\nx,8\n", "run_id,model_file\n\"unterminated\n"};
-    for (size_t i = 0; i < 2; i++) {
-        FILE *f = fopen(path, "w");
-        cr_assert_not_null(f);
-        fputs(bad[i], f);
-        fclose(f);
-        msg[0] = 0;
-        cr_assert_eq(pub_fp8_check_run(dir, 0, 0, &r, msg, sizeof msg), PL_ERR_INVALID, "case %zu", i);
-        cr_assert(msg[0] && !strchr(msg, '\n'), "%s", msg);
-        pub_fp8_free(&r);
-    }
-    unlink(path);
-    rmdir(dir);
 }

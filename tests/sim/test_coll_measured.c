@@ -73,26 +73,6 @@ Test(coll_measured, curves_interpolate_log_log_and_extrapolate_continuously) {
     cr_assert_eq(coll_measured_time(&m, COLL_REDUCE_SCATTER, 2, 1e6, &us, &src), 0);
 }
 
-Test(coll_measured, validate_names_the_first_problem) {
-    coll_measured m;
-    char msg[256];
-    make(&m, 5.0, 10e9, 1.0);
-    m.curves[0].n = 1;
-    cr_assert_eq(coll_measured_validate(&m, msg, sizeof msg), PL_ERR_INVALID);
-    cr_assert(strstr(msg, "1 points") != NULL, "%s", msg);
-    make(&m, 5.0, 10e9, 1.0);
-    m.curves[0].bytes[3] = m.curves[0].bytes[2];
-    cr_assert_eq(coll_measured_validate(&m, msg, sizeof msg), PL_ERR_INVALID);
-    cr_assert(strstr(msg, "ascending") != NULL, "%s", msg);
-    make(&m, 5.0, 10e9, 1.0);
-    m.model[0].busbw = 0;
-    cr_assert_eq(coll_measured_validate(&m, msg, sizeof msg), PL_ERR_INVALID);
-    make(&m, 5.0, 10e9, 1.0);
-    for (int k = 0; k < COLL_KIND_COUNT; k++) m.model[k].fitted = 0;
-    cr_assert_eq(coll_measured_validate(&m, msg, sizeof msg), PL_ERR_INVALID);
-    cr_assert(strstr(msg, "no collective kind") != NULL, "%s", msg);
-}
-
 /* One step of the default GPT under text on cluster name with meas (or NULL). */
 static layout_result step(const char *cluster_name, const char *text, const coll_measured *meas, int *src) {
     cluster c;

@@ -1,5 +1,5 @@
 /*
- * test_nvlink_domain.c: NVLink domains wider than a node (core/cluster.h,
+ * test_nvlink_domain.c: NVLink domains wider than a node (inputs/cluster.h,
  * sim/collective/collective.c). A tensor-parallel all-reduce of 16 GPUs
  * inside one GB200 NVL72 rack (4 GPUs a tray, 72 a domain) runs on NVLink
  * across four trays; the same 16 GPUs over two DGX B200 nodes (8 a node and

@@ -32,9 +32,10 @@
  *           paper's text); vp 3 for 530B (as Table 1), vp 1 for 175B
  *           (ASSUMED: not published), 'local' DDP as Table 1's large rows
  * Llama 3 Table 4:
- *   model   Llama 3 405B (126 layers, h 16384, FFN 53248, 128 heads, 8 KV
- *           heads, vocabulary 128,000, SwiGLU, RoPE, RMSNorm, no biases,
- *           untied, no dropout), the row's sequence length
+ *   model   Llama 3 405B as data/models/llama-3-405b.json gives it (126
+ *           layers, h 16384, FFN 53248, 128 heads, 8 KV heads, SwiGLU, RoPE,
+ *           RMSNorm, no biases, untied, no dropout) with the paper's
+ *           vocabulary of 128,000, at the row's sequence length
  *   layout  tp, cp, pp, dp from the row; global batch = batch_per_dp * dp
  *           sequences; micro-batch 1 and vp 2 (ASSUMED: neither is
  *           published; with vp 2 the uniform split gives 3 layers to the first
@@ -57,7 +58,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "layout_memory.h"
+#include "data_file.h"
+#include "model_config.h"
+
+/* Largest table read (bytes; a table is a few KB). */
+#define PUB_TABLE_FILE_MAX (16 << 20)
 
 const char *pub_table_file(pub_table t) {
     switch (t) {
@@ -284,22 +289,17 @@ static gpt_config megatron_gpt(int h, int a, int l, int tp) {
     return g;
 }
 
-static gpt_config llama405b(int seq) {
-    gpt_config g;
-    memset(&g, 0, sizeof g);
-    g.vocab = 128000;
-    g.d_model = 16384;
-    g.n_heads = 128;
-    g.n_kv_heads = 8;
-    g.d_ff = 53248;
-    g.n_layers = 126;
-    g.seq_len = seq;
-    g.batch = 1;
-    g.norm = NORM_RMSNORM;
-    g.mlp = MLP_SWIGLU;
-    g.pos = POS_ROTARY;
-    g.no_bias = 1;
-    return g;
+/* Llama 3 405B from its shipped config (data/models/llama-3-405b.json: the
+ * paper's Table 3), at the paper's vocabulary of 128,000 (the file's
+ * 128,256 is the released tokenizer's) and the row's sequence length. */
+static void llama405b(cell_reader *r, int seq, gpt_config *g) {
+    char m[256] = "";
+    pl_status st = model_config_load("llama-3-405b,vocab=128000", g, NULL, 0, m, sizeof m);
+    if (st != PL_OK) {
+        if (r->st == PL_OK) r->st = pl_fail(r->msg, r->len, st, "row %d: %s", r->row + 1, m);
+        return;
+    }
+    g->seq_len = seq;
 }
 
 static void base_layout(layout *l) {
@@ -399,7 +399,7 @@ static void row_llama(cell_reader *r, pub_row *p) {
     p->params_b = 405;
     p->gpus = inum(r, "gpus", 0, 1);
     int seq = inum(r, "seq_len", 0, 1);
-    p->model = llama405b(seq);
+    llama405b(r, seq, &p->model);
     layout_default(&p->lay);
     p->lay.tp = inum(r, "tp", 0, 1);
     p->lay.cp = inum(r, "cp", 0, 1);
@@ -454,13 +454,22 @@ pl_status pub_rows_from_csv(pub_table t, const pub_csv *csv, pub_row **rows, int
     return PL_OK;
 }
 
-double pub_step_flops(const pub_row *r) {
-    const gpt_config *m = &r->model;
-    const double B = r->lay.global_batch, s = m->seq_len, l = m->n_layers, h = m->d_model, V = m->vocab;
-    if (r->flops == PUB_FLOPS_MEGATRON) return 96.0 * B * s * l * h * h * (1.0 + s / (6.0 * h) + V / (16.0 * l * h));
-    layout one;
-    layout_default(&one);
-    double Vp = m->vocab_multiple > 0 ? ceil(V / m->vocab_multiple) * m->vocab_multiple : V;
-    double N = (double)layer_params_per_gpu(m, &one) * l + Vp * h;
-    return B * s * (6.0 * N + 12.0 * l * h * s);
+pl_status pub_table_load(const char *dir, pub_table t, pub_row **rows, int *n, char *msg, size_t len) {
+    *rows = NULL;
+    *n = 0;
+    if (t < 0 || t >= PUB_TABLE_COUNT) return pl_fail(msg, len, PL_ERR_INVALID, "unknown table");
+    char path[4096], m2[512];
+    if (snprintf(path, sizeof path, "%s/%s", dir, pub_table_file(t)) >= (int)sizeof path)
+        return pl_fail(msg, len, PL_ERR_INVALID, "--dir is too long");
+    size_t sz = 0;
+    char *text = NULL;
+    if (data_file_read(path, PUB_TABLE_FILE_MAX, "check-set", &text, &sz, m2, sizeof m2) != PL_OK)
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s; --dir names the folder of the three CSV files", m2);
+    pub_csv csv;
+    pl_status st = pub_csv_parse(text, sz, &csv, m2, sizeof m2);
+    free(text);
+    if (st != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "%s: %s", path, m2);
+    st = pub_rows_from_csv(t, &csv, rows, n, msg, len);
+    pub_csv_free(&csv);
+    return st;
 }

@@ -12,19 +12,14 @@
  */
 #include "cluster_file.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
-
-#ifndef PLACER_SOURCE_DIR
-#define PLACER_SOURCE_DIR "."
-#endif
+#include "data_file.h"
+#include "json_doc.h"
 
 #define CLUSTER_FILE_MAX (4 << 20)
 
@@ -40,19 +35,7 @@ static pl_status bad(errbuf *e, const char *fmt, const char *path, const char *w
 
 /* Refuse keys of obj not in allowed (NULL-terminated). */
 static pl_status only_keys(json_t *obj, const char *path, const char *const *allowed, errbuf *e) {
-    const char *k;
-    json_t *v;
-    json_object_foreach(obj, k, v) {
-        int ok = 0;
-        for (int i = 0; allowed[i] && !ok; i++) ok = !strcmp(k, allowed[i]);
-        if (!ok) {
-            char buf[160];
-            snprintf(buf, sizeof buf, "%.60s", k);
-            return pl_fail(e->msg, e->len, PL_ERR_INVALID, "cluster file: unknown key '%s%s%s'", path,
-                           *path ? "." : "", buf);
-        }
-    }
-    return PL_OK;
+    return json_only_keys(obj, "cluster file: ", path, allowed, e->msg, e->len);
 }
 
 /* A number at obj[key]: 1 read, 0 absent (only when !required), else a
@@ -248,17 +231,11 @@ static pl_status parse_inter(json_t *o, const char *path, cluster *c, cluster_gr
 }
 
 pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg, size_t len) {
-    if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no cluster text");
     errbuf e = {msg, len};
-    json_error_t jerr;
-    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root && (json_error_code(&jerr) == json_error_out_of_memory || !jerr.text[0])) /* as in model_config.c */
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a cluster file");
-    if (!root)
-        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "cluster file is not valid JSON: %s (line %d, column %d)",
-                                jerr.text, jerr.line, jerr.column),
-                        msg, len);
-    pl_status st = PL_ERR_INVALID;
+    json_t *root = NULL;
+    pl_status st = json_doc_parse(text, n, "cluster file", &root, msg, len);
+    if (st != PL_OK) return st;
+    st = PL_ERR_INVALID;
     cluster *c = calloc(1, sizeof *c);
     if (!c) {
         json_decref(root);
@@ -392,27 +369,8 @@ out:
     return pl_one_line(st, msg, len);
 }
 
-const char *const *cluster_default_dirs(int *n) {
-    static const char *dirs[3];
-    int k = 0;
-    const char *env = getenv("PLACER_CLUSTERS");
-    if (env && *env) dirs[k++] = env;
-    dirs[k++] = PLACER_SOURCE_DIR "/data/clusters";
-    dirs[k++] = "data/clusters";
-    *n = k;
-    return dirs;
-}
-
-static pl_status load_path(const char *path, cluster *out, char *msg, size_t len) {
-    char *buf = NULL;
-    size_t got = 0;
-    pl_status st = pl_read_file(path, CLUSTER_FILE_MAX, "cluster", &buf, &got, msg, len);
-    if (st != PL_OK) return st;
-    char m[384] = "";
-    st = cluster_parse_json(buf, got, out, m, sizeof m);
-    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s", path, m);
-    free(buf);
-    return st;
+static pl_status read_cluster(const char *text, size_t n, void *out, char *msg, size_t len) {
+    return cluster_parse_json(text, n, out, msg, len);
 }
 
 static pl_status load_any(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len) {
@@ -420,28 +378,23 @@ static pl_status load_any(const char *name_or_path, const char *dir, cluster *ou
         return pl_fail(msg, len, PL_ERR_INVALID, "no cluster given (a name such as dgx-h100, or a .json path)");
     size_t n = strlen(name_or_path);
     if (n > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "cluster name too long");
-    if (strchr(name_or_path, '/') || (n >= 5 && !strcmp(name_or_path + n - 5, ".json")))
-        return load_path(name_or_path, out, msg, len);
-    for (const char *p = name_or_path; *p; p++)
-        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-              (*p >= 'A' && *p <= 'Z')))
-            return pl_fail(msg, len, PL_ERR_INVALID,
-                           "cluster name '%.64s' has a character other than letters, digits, '-', '_' and '.'",
-                           name_or_path);
-    int ndirs = 1;
-    const char *one[1] = {dir};
-    const char *const *dirs = dir ? one : cluster_default_dirs(&ndirs);
-    for (int d = 0; d < ndirs; d++) {
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s.json", dirs[d], name_or_path);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        fclose(f);
-        return load_path(path, out, msg, len);
+    if (data_is_path(name_or_path))
+        return json_doc_load(name_or_path, CLUSTER_FILE_MAX, "cluster", read_cluster, out, NULL, msg, len);
+    if (!data_name_ok(name_or_path, n))
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "cluster name '%.64s' has a character other than letters, digits, '-', '_' and '.'",
+                       name_or_path);
+    data_dirs d;
+    data_dirs_of("PLACER_CLUSTERS", "clusters", &d);
+    if (dir) { /* the caller's directory alone */
+        d.dir[0] = dir;
+        d.n = 1;
     }
+    char path[8192];
+    if (data_find(&d, name_or_path, n, path, sizeof path))
+        return json_doc_load(path, CLUSTER_FILE_MAX, "cluster", read_cluster, out, NULL, msg, len);
     char list[1024] = "";
-    int cnt = 0;
-    for (int d = 0; d < ndirs && !cnt; d++) cnt = pl_list_json_names(dirs[d], list, sizeof list);
+    int cnt = data_list(&d, list, sizeof list);
     return pl_fail(msg, len, PL_ERR_NOT_FOUND, "unknown cluster '%.64s' (%s%s; or give a .json path)", name_or_path,
                    cnt ? "shipped: " : "no cluster files found", cnt ? list : "");
 }

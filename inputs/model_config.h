@@ -42,8 +42,8 @@
  * non-positive size or a JSON syntax error is PL_ERR_INVALID with one line
  * naming it (and the line/column for syntax errors).
  */
-#ifndef PLACER_CORE_MODEL_CONFIG_H
-#define PLACER_CORE_MODEL_CONFIG_H
+#ifndef PLACER_INPUTS_MODEL_CONFIG_H
+#define PLACER_INPUTS_MODEL_CONFIG_H
 
 #include <stddef.h>
 
@@ -62,7 +62,8 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
  * containing '/'; overrides may follow the ".json": "./m.json,seq=4096"),
  * else a preset text for gpt_config_parse ("default",
  * "gpt12,layers=24", ...), else a shipped model's name, NAME.json in the
- * directories of model_default_dirs, optionally followed by overrides
+ * directories searched for models ($PLACER_MODELS, the source tree's
+ * data/models, ./data/models: data_file.h), optionally followed by overrides
  * ("llama-3-8b,seq=4096,batch=8"; gpt_config_apply_overrides). Name
  * characters: letters, digits, '-', '_', '.'. PL_ERR_IO / PL_ERR_NOT_FOUND
  * for an unreadable file or an unknown name (the message lists the shipped
@@ -71,24 +72,22 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
 pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
                             char *msg, size_t len);
 
-/* The directories searched for model names, in order: $PLACER_MODELS, the
- * source tree's data/models (compiled in), ./data/models. Static strings
- * (the array is rebuilt on each call); *n gets the count. */
-const char *const *model_default_dirs(int *n);
+/* What a model text says of its training length, beyond the config
+ * (plan/plan_model.h's rules read it). */
+typedef struct {
+    int file;          /* 1: read from a config file (a path or a shipped name); 0: a preset */
+    int seq_override;  /* 1: the overrides after the name or path set seq= */
+    int seq_length;    /* 1: the file's top level has "seq_length" (any value) */
+    int positions;     /* the file's top-level max_position_embeddings, else n_positions, when an
+                          integer; else 0 */
+} model_seq_info;
 
-/* Write the shipped model names (the first directory above that has any),
+/* model_config_load, and *info (zeroed first) filled as above. */
+pl_status model_config_load_seq(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
+                                model_seq_info *info, char *msg, size_t len);
+
+/* Write the shipped model names (the first directory searched that has any),
  * sorted and comma-separated, into buf (may be NULL); returns how many. */
 int model_list_shipped(char *buf, size_t len);
-
-/* Effective figures of a config (0-valued extensions resolved). Defined in
- * core/graph.c (the builder needs them) and declared in graph.h too. */
-int gpt_kv_heads(const gpt_config *c);   /* n_kv_heads or n_heads */
-int gpt_d_ff(const gpt_config *c);       /* d_ff or 4 * d_model */
-int gpt_vocab_padded(const gpt_config *c); /* vocab rounded up to vocab_multiple */
-
-/* Parameter count of the model, from the formulas (not a graph build), for
- * models too large to build a per-node graph of cheaply. Equals
- * graph->total_params for every config graph_build_gpt accepts. */
-int64_t gpt_param_count(const gpt_config *c);
 
 #endif

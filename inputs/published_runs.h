@@ -2,7 +2,9 @@
  * published_runs.h: the public check set of `placer check-published`
  * (../shared/published-runs/, copied to data/published-runs/): a small CSV
  * reader, and each table's rows turned into a model, a layout and the
- * published throughput, with the FLOP count each table uses.
+ * published throughput, with the way each table counts FLOPs (the count
+ * itself, which needs the layout simulator's parameter split, is
+ * calib/published_check.h's pub_step_flops).
  *
  * Tables (file names as shipped):
  *   megatron-sc21-table1.csv  Narayanan et al. SC21 Table 1 (PTD-P, 32 to
@@ -19,13 +21,13 @@
  * and PUB_CSV_MAX_FIELD bytes per field; anything else is PL_ERR_INVALID
  * naming the line.
  */
-#ifndef PLACER_CALIB_PUBLISHED_RUNS_H
-#define PLACER_CALIB_PUBLISHED_RUNS_H
+#ifndef PLACER_INPUTS_PUBLISHED_RUNS_H
+#define PLACER_INPUTS_PUBLISHED_RUNS_H
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "compute_model.h"
+#include "framework_profile.h" /* attention_impl */
 #include "graph.h"
 #include "layout.h"
 #include "status.h"
@@ -79,10 +81,13 @@ typedef struct {
  * PL_ERR_INVALID naming the missing column or bad cell. */
 pl_status pub_rows_from_csv(pub_table t, const pub_csv *csv, pub_row **rows, int *n, char *msg, size_t len);
 
-/* FLOPs of one step of row r as its table counts them. */
-double pub_step_flops(const pub_row *r);
-
 /* File name of a table ("megatron-sc21-table1.csv", ...). Static. */
 const char *pub_table_file(pub_table t);
+
+/* Read dir/pub_table_file(t) and turn it into rows (*rows allocated, *n
+ * entries; free()). PL_ERR_INVALID with one line naming the file: one that
+ * cannot be read (the line says --dir names the folder of the three CSV
+ * files), malformed CSV, or pub_rows_from_csv's complaint. */
+pl_status pub_table_load(const char *dir, pub_table t, pub_row **rows, int *n, char *msg, size_t len);
 
 #endif

@@ -1,5 +1,5 @@
 /*
- * coll_file.h: a collectives file, the JSON form of sim/collective/coll_measured.h
+ * coll_file.h: a collectives file, the JSON form of coll_curves.h's data
  * that `placer calibrate --collectives --write FILE` writes and
  * `placer layout --collectives-from FILE` reads (docs/layouts.md,
  * "Collectives from measurements"):
@@ -24,13 +24,13 @@
  * unknown keys (a misspelt key is an error naming it); every error is one
  * line naming the key by its path, as cluster files do.
  */
-#ifndef PLACER_CALIB_COLL_FILE_H
-#define PLACER_CALIB_COLL_FILE_H
+#ifndef PLACER_INPUTS_COLL_FILE_H
+#define PLACER_INPUTS_COLL_FILE_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-#include "coll_measured.h"
+#include "coll_curves.h"
 #include "status.h"
 
 /* Largest file read (bytes). */

@@ -3,8 +3,8 @@
  * The format, every key and its unit, is documented in docs/clusters.md;
  * shipped files live in data/clusters/NAME.json.
  */
-#ifndef PLACER_PROFILE_CLUSTER_FILE_H
-#define PLACER_PROFILE_CLUSTER_FILE_H
+#ifndef PLACER_INPUTS_CLUSTER_FILE_H
+#define PLACER_INPUTS_CLUSTER_FILE_H
 
 #include <stddef.h>
 
@@ -18,15 +18,11 @@
 pl_status cluster_parse_json(const char *text, size_t n, cluster *out, char *msg, size_t len);
 
 /* Load a cluster by file path (anything containing '/' or ending ".json")
- * or by name: NAME.json in dir (NULL: the directories of
- * cluster_default_dirs). PL_ERR_NOT_FOUND naming the cluster and the
- * shipped names when no such file exists; PL_ERR_IO; as cluster_parse_json. */
+ * or by name: NAME.json in dir (NULL: the directories searched for
+ * clusters: $PLACER_CLUSTERS, the source tree's data/clusters, then
+ * ./data/clusters, data_file.h). PL_ERR_NOT_FOUND naming the cluster and
+ * the shipped names when no such file exists; PL_ERR_IO; as
+ * cluster_parse_json (the message starting with the file's path). */
 pl_status cluster_load(const char *name_or_path, const char *dir, cluster *out, char *msg, size_t len);
-
-/* The directories searched for cluster names, in order: $PLACER_CLUSTERS,
- * then the source tree's data/clusters (compiled in), then ./data/clusters
- * (a binary carried to another machine). Static strings (the array is
- * rebuilt on each call); *n gets the count. */
-const char *const *cluster_default_dirs(int *n);
 
 #endif

@@ -21,18 +21,13 @@
  */
 #include "model_config.h"
 
-#include <dirent.h>
-#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "util.h"
-
-#ifndef PLACER_SOURCE_DIR
-#define PLACER_SOURCE_DIR "."
-#endif
+#include "data_file.h"
+#include "json_doc.h"
 
 #define MODEL_FILE_MAX (16 << 20) /* bytes; a config.json is a few KB */
 
@@ -235,20 +230,22 @@ static pl_status parse_moe_mla(json_t *root, gpt_config *c, char *msg, size_t le
     return PL_OK;
 }
 
-pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
-                                  char *msg, size_t len) {
-    if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no model config text");
-    json_error_t err;
-    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
-    /* jansson reports its own allocation failures as out_of_memory, except
-     * the first (lex_init), which leaves the error text empty */
-    if (!root && (json_error_code(&err) == json_error_out_of_memory || !err.text[0]))
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory parsing a model config");
-    if (!root)
-        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "model config is not valid JSON: %s (line %d, column %d)",
-                                err.text, err.line, err.column),
-                        msg, len);
-    pl_status st = PL_ERR_INVALID;
+/* What the document says of its training length, from its top level (the
+ * keys plan/plan_model.c's rules read). */
+static void seq_keys(json_t *doc, model_seq_info *info) {
+    json_t *pos = json_object_get(doc, "max_position_embeddings");
+    if (!json_is_integer(pos)) pos = json_object_get(doc, "n_positions");
+    info->positions = json_is_integer(pos) ? (int)json_integer_value(pos) : 0;
+    info->seq_length = json_object_get(doc, "seq_length") != NULL;
+}
+
+/* model_config_parse_json, and the length keys into *info (may be NULL). */
+static pl_status parse_doc(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
+                           model_seq_info *info, char *msg, size_t len) {
+    json_t *root = NULL;
+    pl_status st = json_doc_parse(text, n, "model config", &root, msg, len);
+    if (st != PL_OK) return st;
+    st = PL_ERR_INVALID;
     json_t *const doc = root; /* the whole document; root the object whose keys are read */
     gpt_config c;
     memset(&c, 0, sizeof c);
@@ -352,6 +349,7 @@ pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, c
         for (char *p = name; *p; p++)
             if ((unsigned char)*p < 0x20 || *p == 0x7f) *p = '?';
     }
+    if (info) seq_keys(doc, info);
     *cfg = c;
     st = PL_OK;
 out:
@@ -359,39 +357,46 @@ out:
     return pl_one_line(st, msg, len);
 }
 
-static pl_status load_file(const char *path, gpt_config *cfg, char *name, size_t name_len, char *msg, size_t len) {
-    char *text = NULL;
-    size_t n = 0;
-    pl_status st = pl_read_file(path, MODEL_FILE_MAX, "model", &text, &n, msg, len);
-    if (st != PL_OK) return st;
-    char m[256] = "";
-    st = model_config_parse_json(text, n, cfg, name, name_len, m, sizeof m);
-    free(text);
-    if (st != PL_OK) return pl_fail(msg, len, st, "%s: %s", path, m);
-    return PL_OK;
+pl_status model_config_parse_json(const char *text, size_t n, gpt_config *cfg, char *name, size_t name_len,
+                                  char *msg, size_t len) {
+    return parse_doc(text, n, cfg, name, name_len, NULL, msg, len);
 }
 
-const char *const *model_default_dirs(int *n) {
-    static const char *dirs[3];
-    int k = 0;
-    const char *env = getenv("PLACER_MODELS");
-    if (env && *env) dirs[k++] = env;
-    dirs[k++] = PLACER_SOURCE_DIR "/data/models";
-    dirs[k++] = "data/models";
-    *n = k;
-    return dirs;
+/* One file's reading: where it goes (json_doc_reader's out). */
+typedef struct {
+    gpt_config *cfg;
+    char *name;
+    size_t name_len;
+    model_seq_info *info;
+} model_read;
+
+static pl_status read_model(const char *text, size_t n, void *out, char *msg, size_t len) {
+    model_read *r = out;
+    return parse_doc(text, n, r->cfg, r->name, r->name_len, r->info, msg, len);
+}
+
+static pl_status load_file(const char *path, gpt_config *cfg, char *name, size_t name_len, model_seq_info *info,
+                           char *msg, size_t len) {
+    model_read r = {cfg, name, name_len, info};
+    if (info) info->file = 1;
+    return json_doc_load(path, MODEL_FILE_MAX, "model", read_model, &r, NULL, msg, len);
 }
 
 int model_list_shipped(char *buf, size_t len) {
-    int ndirs = 0, count = 0;
-    const char *const *dirs = model_default_dirs(&ndirs);
-    if (buf && len) buf[0] = 0;
-    for (int d = 0; d < ndirs && count == 0; d++) count = pl_list_json_names(dirs[d], buf, len);
-    return count;
+    data_dirs d;
+    data_dirs_of("PLACER_MODELS", "models", &d);
+    return data_list(&d, buf, len);
 }
 
-static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
-                          size_t len) {
+/* 1 when the overrides (comma-separated key=value, may be NULL) set seq. */
+static int sets_seq(const char *ov) {
+    for (const char *p = ov; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, "seq=", 4)) return 1;
+    return 0;
+}
+
+static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
+                          model_seq_info *info, char *msg, size_t len) {
     const char *s = path_or_preset && *path_or_preset ? path_or_preset : "default";
     size_t n = strlen(s);
     if (n > 4000) return pl_fail(msg, len, PL_ERR_INVALID, "model name too long");
@@ -403,38 +408,32 @@ static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *nam
         memcpy(path, s, pl);
         path[pl] = 0;
         gpt_config c;
-        pl_status st = load_file(path, &c, name, name_len, msg, len);
+        pl_status st = load_file(path, &c, name, name_len, info, msg, len);
         if (st == PL_OK) st = gpt_config_apply_overrides(ov + 6, &c, msg, len);
         if (st == PL_OK) *cfg = c;
+        if (info) info->seq_override = sets_seq(ov + 6);
         return st;
     }
-    if (strchr(s, '/') || (n >= 5 && !strcmp(s + n - 5, ".json"))) return load_file(s, cfg, name, name_len, msg, len);
-    char base[4096];
+    if (data_is_path(s)) return load_file(s, cfg, name, name_len, info, msg, len);
     const char *comma = strchr(s, ',');
-    size_t bl = comma ? (size_t)(comma - s) : n;
-    memcpy(base, s, bl);
-    base[bl] = 0;
-    if (!strcmp(base, "default") || !strcmp(base, "gpt12") || !strcmp(base, "tiny")) {
+    const size_t bl = comma ? (size_t)(comma - s) : n;
+    if (info) info->seq_override = sets_seq(comma ? comma + 1 : NULL);
+    if ((bl == 7 && !strncmp(s, "default", 7)) || (bl == 5 && !strncmp(s, "gpt12", 5)) ||
+        (bl == 4 && !strncmp(s, "tiny", 4))) {
         pl_status st = gpt_config_parse(s, cfg, msg, len);
-        if (st == PL_OK && name && name_len) snprintf(name, name_len, "%s", base);
+        if (st == PL_OK && name && name_len) snprintf(name, name_len, "%.*s", (int)bl, s);
         return st;
     }
     /* a shipped model by name, with optional overrides */
-    for (const char *p = base; *p; p++)
-        if (!(*p == '-' || *p == '_' || *p == '.' || (*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
-              (*p >= 'A' && *p <= 'Z')))
-            return pl_fail(msg, len, PL_ERR_INVALID, "model name '%.64s' has a character other than letters, digits, "
-                                                     "'-', '_' and '.'", base);
-    int ndirs = 0;
-    const char *const *dirs = model_default_dirs(&ndirs);
-    for (int d = 0; d < ndirs; d++) {
-        char path[8192];
-        snprintf(path, sizeof path, "%s/%s.json", dirs[d], base);
-        FILE *f = fopen(path, "rb");
-        if (!f) continue;
-        fclose(f);
+    if (!data_name_ok(s, bl))
+        return pl_fail(msg, len, PL_ERR_INVALID, "model name '%.*s' has a character other than letters, digits, "
+                                                 "'-', '_' and '.'", (int)(bl < 64 ? bl : 64), s);
+    data_dirs d;
+    data_dirs_of("PLACER_MODELS", "models", &d);
+    char path[8192];
+    if (data_find(&d, s, bl, path, sizeof path)) {
         gpt_config c;
-        pl_status st = load_file(path, &c, name, name_len, msg, len);
+        pl_status st = load_file(path, &c, name, name_len, info, msg, len);
         if (st != PL_OK) return st;
         if (comma) {
             st = gpt_config_apply_overrides(comma + 1, &c, msg, len);
@@ -444,13 +443,19 @@ static pl_status load_any(const char *path_or_preset, gpt_config *cfg, char *nam
         return PL_OK;
     }
     char list[1024];
-    int cnt = model_list_shipped(list, sizeof list);
+    int cnt = data_list(&d, list, sizeof list);
     return pl_fail(msg, len, PL_ERR_NOT_FOUND,
-                   "unknown model '%.64s' (a preset default, gpt12 or tiny, a config.json path, or a shipped model%s%s)",
-                   base, cnt ? ": " : "", cnt ? list : "");
+                   "unknown model '%.*s' (a preset default, gpt12 or tiny, a config.json path, or a shipped model%s%s)",
+                   (int)(bl < 64 ? bl : 64), s, cnt ? ": " : "", cnt ? list : "");
 }
 
 pl_status model_config_load(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len, char *msg,
                             size_t len) {
-    return pl_one_line(load_any(path_or_preset, cfg, name, name_len, msg, len), msg, len);
+    return pl_one_line(load_any(path_or_preset, cfg, name, name_len, NULL, msg, len), msg, len);
+}
+
+pl_status model_config_load_seq(const char *path_or_preset, gpt_config *cfg, char *name, size_t name_len,
+                                model_seq_info *info, char *msg, size_t len) {
+    memset(info, 0, sizeof *info);
+    return pl_one_line(load_any(path_or_preset, cfg, name, name_len, info, msg, len), msg, len);
 }

@@ -2,7 +2,7 @@
  * cluster.h: a cluster description in memory: what the layout simulator
  * knows about GPUs and the wires between them. Loaded from the JSON files
  * users write (data/clusters/NAME.json, documented in docs/clusters.md) by
- * profile/cluster_file.c; nothing here parses JSON.
+ * inputs/cluster_file.c; nothing here parses JSON.
  *
  * Units: bytes, bytes per second, FLOP per second, microseconds. Bandwidths
  * are per direction (unidirectional), the way NCCL's bus bandwidth counts
@@ -28,8 +28,8 @@
  * (n_gpu_types >= 1), so a mixed cluster (8 x H100 nodes and 8 x A100 nodes)
  * is one file. Nodes are numbered group by group.
  */
-#ifndef PLACER_CORE_CLUSTER_H
-#define PLACER_CORE_CLUSTER_H
+#ifndef PLACER_INPUTS_CLUSTER_H
+#define PLACER_INPUTS_CLUSTER_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -10,9 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifndef PLACER_SOURCE_DIR
-#define PLACER_SOURCE_DIR "."
-#endif
+#include "data_file.h"
+#include "json_doc.h"
 
 #define FRAMEWORK_FILE_MAX (1 << 20)
 
@@ -39,14 +38,13 @@ static const char *const TEXT_KEYS[] = {"name", "attention", "fp32_params", "gra
 
 static pl_status parse_obj(json_t *root, framework_profile *f, char *msg, size_t len) {
     if (!json_is_object(root)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: the top level must be an object");
-    const char *k;
-    json_t *v;
-    json_object_foreach(root, k, v) {
-        int known = 0;
-        for (size_t i = 0; i < N_NUM_KEYS && !known; i++) known = !strcmp(k, NUM_KEYS[i].key);
-        for (size_t i = 0; i < sizeof TEXT_KEYS / sizeof TEXT_KEYS[0] && !known; i++) known = !strcmp(k, TEXT_KEYS[i]);
-        if (!known) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: unknown key '%.60s'", k);
-    }
+    const char *keys[N_NUM_KEYS + sizeof TEXT_KEYS / sizeof TEXT_KEYS[0] + 1];
+    size_t nk = 0;
+    for (size_t i = 0; i < N_NUM_KEYS; i++) keys[nk++] = NUM_KEYS[i].key;
+    for (size_t i = 0; i < sizeof TEXT_KEYS / sizeof TEXT_KEYS[0]; i++) keys[nk++] = TEXT_KEYS[i];
+    keys[nk] = NULL;
+    pl_status st = json_only_keys(root, "framework file: ", "", keys, msg, len);
+    if (st != PL_OK) return st;
     json_t *name = json_object_get(root, "name");
     if (!name) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: missing 'name'");
     if (!json_is_string(name) || json_string_length(name) < 1 || json_string_length(name) >= FRAMEWORK_NAME_LEN)
@@ -95,85 +93,40 @@ static pl_status parse_obj(json_t *root, framework_profile *f, char *msg, size_t
 }
 
 pl_status framework_parse_json(const char *text, size_t n, framework_profile *out, char *msg, size_t len) {
-    if (!text || !out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_parse_json: NULL argument");
-    json_error_t err;
-    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &err);
-    if (!root)
-        return pl_one_line(pl_fail(msg, len, PL_ERR_INVALID, "framework file: JSON error at line %d, column %d: %s",
-                                err.line, err.column, err.text),
-                        msg, len);
+    if (!out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_parse_json: NULL argument");
+    json_t *root = NULL;
+    pl_status st = json_doc_parse(text, n, "framework file", &root, msg, len);
+    if (st != PL_OK) return st;
     framework_profile f;
     framework_default(&f);
-    pl_status st = parse_obj(root, &f, msg, len);
+    st = parse_obj(root, &f, msg, len);
     json_decref(root);
     if (st == PL_OK) *out = f;
     return pl_one_line(st, msg, len);
 }
 
-const char *const *framework_default_dirs(int *n) {
-    static const char *dirs[3];
-    int k = 0;
-    const char *env = getenv("PLACER_FRAMEWORKS");
-    if (env && *env) dirs[k++] = env;
-    dirs[k++] = PLACER_SOURCE_DIR "/data/frameworks";
-    dirs[k++] = "data/frameworks";
-    *n = k;
-    return dirs;
-}
-
-static pl_status load_path(const char *path, framework_profile *out, char *msg, size_t len) {
-    FILE *fp = fopen(path, "rb");
-    if (!fp) return pl_fail(msg, len, errno == ENOENT ? PL_ERR_NOT_FOUND : PL_ERR_IO, "framework file '%s': %s", path, strerror(errno));
-    char *buf = malloc(FRAMEWORK_FILE_MAX + 1);
-    if (!buf) {
-        fclose(fp);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
-    }
-    size_t n = fread(buf, 1, FRAMEWORK_FILE_MAX + 1, fp);
-    int rerr = ferror(fp);
-    fclose(fp);
-    pl_status st;
-    char m2[400] = "";
-    if (rerr) st = pl_fail(msg, len, PL_ERR_IO, "framework file '%s': read error", path);
-    else if (n > FRAMEWORK_FILE_MAX) st = pl_fail(msg, len, PL_ERR_INVALID, "framework file '%s': larger than 1 MiB", path);
-    else if ((st = framework_parse_json(buf, n, out, m2, sizeof m2)) != PL_OK)
-        pl_fail(msg, len, st, "'%s': %s", path, m2);
-    free(buf);
-    return st;
-}
-
-static int is_name(const char *s) {
-    if (!*s) return 0;
-    for (; *s; s++)
-        if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || (*s >= '0' && *s <= '9') || *s == '-' || *s == '_'))
-            return 0;
-    return 1;
+static pl_status read_framework(const char *text, size_t n, void *out, char *msg, size_t len) {
+    return framework_parse_json(text, n, out, msg, len);
 }
 
 pl_status framework_load(const char *name_or_path, framework_profile *out, char *msg, size_t len) {
     if (!name_or_path || !out) return pl_fail(msg, len, PL_ERR_INVALID, "framework_load: NULL argument");
-    const size_t n = strlen(name_or_path);
-    if (strchr(name_or_path, '/') || (n > 5 && !strcmp(name_or_path + n - 5, ".json")))
-        return pl_one_line(load_path(name_or_path, out, msg, len), msg, len);
+    if (data_is_path(name_or_path))
+        return json_doc_load(name_or_path, FRAMEWORK_FILE_MAX, "framework", read_framework, out, NULL, msg, len);
     if (!strcmp(name_or_path, "megatron")) {
         framework_default(out);
         return PL_OK;
     }
-    if (is_name(name_or_path)) {
-        int nd;
-        const char *const *dirs = framework_default_dirs(&nd);
-        for (int i = 0; i < nd; i++) {
-            char path[4096];
-            if (snprintf(path, sizeof path, "%s/%s.json", dirs[i], name_or_path) >= (int)sizeof path) continue;
-            FILE *fp = fopen(path, "rb");
-            if (!fp) continue;
-            fclose(fp);
-            return pl_one_line(load_path(path, out, msg, len), msg, len);
-        }
-    }
+    data_dirs d;
+    data_dirs_of("PLACER_FRAMEWORKS", "frameworks", &d);
+    char path[8192];
+    const size_t n = strlen(name_or_path);
+    if (n <= 4000 && data_name_ok(name_or_path, n) && data_find(&d, name_or_path, n, path, sizeof path))
+        return json_doc_load(path, FRAMEWORK_FILE_MAX, "framework", read_framework, out, NULL, msg, len);
     return pl_one_line(pl_fail(msg, len, PL_ERR_NOT_FOUND,
-                            "unknown framework '%.60s' (megatron, torchtitan, hf, or a profile file path)", name_or_path),
-                    msg, len);
+                               "unknown framework '%.60s' (megatron, torchtitan, hf, or a profile file path)",
+                               name_or_path),
+                       msg, len);
 }
 
 pl_status framework_write_json(const framework_profile *f, const char *description, const char *fit_json,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json_doc.h"
 #include "util.h"
 
 static const char *const KIND_TEXT[COLL_KIND_COUNT] = {"all_reduce", "all_gather", "reduce_scatter"};
@@ -25,14 +26,7 @@ static int kind_by_name(const char *s) {
 
 /* Keys of obj must be among the NULL-terminated list; else one message naming the first stray key. */
 static pl_status only_keys(json_t *obj, const char *path, const char *const *keys, char *msg, size_t len) {
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v) {
-        int ok = 0;
-        for (const char *const *k = keys; *k; k++) ok |= !strcmp(*k, key);
-        if (!ok) return pl_fail(msg, len, PL_ERR_INVALID, "unknown key '%s%s%.64s'", path, *path ? "." : "", key);
-    }
-    return PL_OK;
+    return json_only_keys(obj, "", path, keys, msg, len);
 }
 
 static pl_status get_number(json_t *obj, const char *path, const char *key, double *out, char *msg, size_t len) {
@@ -133,24 +127,13 @@ static pl_status parse_curves(json_t *curves, coll_measured *m, char *msg, size_
     return PL_OK;
 }
 
-/* Keys and JSON errors quoted into msg may hold control characters: keep the message one line. */
-static pl_status one_line(pl_status st, char *msg, size_t len) {
-    if (msg && len)
-        for (char *p = msg; *p; p++)
-            if ((unsigned char)*p < 0x20) *p = ' ';
-    return st;
-}
-
 pl_status coll_file_parse(const char *text, size_t n, coll_measured *out, char *msg, size_t len) {
-    if (!text || !out) return pl_fail(msg, len, PL_ERR_INVALID, "coll_file_parse: NULL argument");
-    json_error_t jerr;
-    json_t *root = json_loadb(text, n, JSON_REJECT_DUPLICATES, &jerr);
-    if (!root)
-        return one_line(pl_fail(msg, len, PL_ERR_INVALID, "not valid JSON: %.160s (line %d, column %d)", jerr.text,
-                                jerr.line, jerr.column),
-                        msg, len);
+    if (!out) return pl_fail(msg, len, PL_ERR_INVALID, "coll_file_parse: NULL argument");
+    json_t *root = NULL;
+    pl_status st = json_doc_parse(text, n, "collectives file", &root, msg, len);
+    if (st != PL_OK) return st;
     coll_measured *m = calloc(1, sizeof *m);
-    pl_status st = PL_ERR_NOMEM;
+    st = PL_ERR_NOMEM;
     if (!m) goto out;
     st = PL_ERR_INVALID;
     if (!json_is_object(root)) {
@@ -207,21 +190,16 @@ out:
     if (st == PL_ERR_NOMEM) pl_fail(msg, len, st, "out of memory reading a collectives file");
     free(m);
     json_decref(root);
-    return one_line(st, msg, len);
+    return pl_one_line(st, msg, len);
+}
+
+static pl_status read_coll(const char *text, size_t n, void *out, char *msg, size_t len) {
+    return coll_file_parse(text, n, out, msg, len);
 }
 
 pl_status coll_file_load(const char *path, coll_measured *out, char *msg, size_t len) {
-    char *buf = NULL;
-    size_t got = 0;
-    pl_status st = pl_read_file(path, COLL_FILE_MAX, "collectives", &buf, &got, msg, len);
-    if (st != PL_OK) return st;
-    char m[384] = "";
-    st = coll_file_parse(buf, got, out, m, sizeof m);
-    if (st != PL_OK)
-        pl_fail(msg, len, st, "collectives file %s: %s (placer calibrate --collectives --write FILE writes one)", path,
-                m);
-    free(buf);
-    return st;
+    return json_doc_load(path, COLL_FILE_MAX, "collectives", read_coll, out,
+                         "placer calibrate --collectives --write FILE writes one", msg, len);
 }
 
 pl_status coll_file_write(FILE *f, const coll_measured *m, const char *const *fit_json) {

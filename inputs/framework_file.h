@@ -1,5 +1,5 @@
 /*
- * framework_file.h (calib): framework profiles (sim/layout/framework.h) as JSON
+ * framework_file.h: framework profiles (framework_profile.h) as JSON
  * data files (jansson). The format, every key and its unit, is documented
  * in docs/frameworks.md; shipped files live in data/frameworks/NAME.json
  * (megatron, torchtitan, hf), and `placer calibrate --layout-runs` writes
@@ -21,12 +21,12 @@
  * Any other key, a wrong type or a value out of range is one line naming
  * the key.
  */
-#ifndef PLACER_CALIB_FRAMEWORK_FILE_H
-#define PLACER_CALIB_FRAMEWORK_FILE_H
+#ifndef PLACER_INPUTS_FRAMEWORK_FILE_H
+#define PLACER_INPUTS_FRAMEWORK_FILE_H
 
 #include <stddef.h>
 
-#include "framework.h"
+#include "framework_profile.h"
 #include "status.h"
 
 /* Parse a JSON text of n bytes into *out. PL_OK, or PL_ERR_INVALID with a
@@ -34,15 +34,12 @@
 pl_status framework_parse_json(const char *text, size_t n, framework_profile *out, char *msg, size_t len);
 
 /* Load a profile by name (megatron, torchtitan, hf: NAME.json in the
- * directories of framework_default_dirs; "megatron" needs no file) or by
- * path (anything containing '/' or ending ".json"). PL_ERR_NOT_FOUND for
- * an unknown name (the message lists the shipped ones), PL_ERR_IO for an
- * unreadable file, else as framework_parse_json; the message names the
- * file. */
+ * directories searched for frameworks: $PLACER_FRAMEWORKS, the source
+ * tree's data/frameworks, ./data/frameworks, data_file.h; "megatron" needs
+ * no file) or by path (anything containing '/' or ending ".json").
+ * PL_ERR_NOT_FOUND for an unknown name, PL_ERR_IO for an unreadable file,
+ * else as framework_parse_json; the message starts with the file's path. */
 pl_status framework_load(const char *name_or_path, framework_profile *out, char *msg, size_t len);
-
-/* $PLACER_FRAMEWORKS, the source tree's data/frameworks, ./data/frameworks. */
-const char *const *framework_default_dirs(int *n);
 
 /* Write f as a profile file (the format above) with a free-text
  * description (may be NULL) and a "fit" object of the caller's JSON text

@@ -1,0 +1,53 @@
+/*
+ * moe_runs.h: the mixture-of-experts check set's rows
+ * (data/published-runs/moe-runs.csv) read into a model, a cluster and a
+ * layout each, or the reason a row cannot be run: no published tokens/s,
+ * a precision the layout simulator does not know (mxfp8), no shipped model
+ * file (data/models), no shipped cluster file, a cluster of more than one
+ * node group or not whole nodes, a layout that does not validate.
+ * calib/published_moe.h simulates them.
+ *
+ * Row fields to layout: tp pp vp cp ep etp dp micro_batch global_batch seq
+ * as given; precision bf16 | fp8 (mxfp8: skipped); dispatcher: "DeepEP",
+ * "flex..." or "DeepSeek..." -> flex (a token once per remote node),
+ * "allgather" -> allgather, else alltoall; recompute: "none" / "full" /
+ * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> fsdp,
+ * else ZeRO-1 (Megatron's distributed optimizer, the rows' default);
+ * sp on when tp > 1 (Megatron requires it with MoE); the cluster file's
+ * one node group cut to the row's GPUs; a "dualpipe" schedule as vp 1
+ * (DualPipe not modelled); one or two more chunks than layers as empty
+ * first / last chunks (the embedding and the loss alone).
+ */
+#ifndef PLACER_INPUTS_MOE_RUNS_H
+#define PLACER_INPUTS_MOE_RUNS_H
+
+#include <stddef.h>
+
+#include "cluster.h"
+#include "graph.h"
+#include "layout.h"
+#include "status.h"
+
+#define PUB_MOE_MAX_ROWS 64
+
+typedef struct {
+    char run_id[96];
+    char why[160];           /* non-empty: why the row cannot be simulated (the rest unset) */
+    gpt_config model;        /* at the row's sequence length */
+    cluster cl;              /* the row's cluster, cut to its GPUs */
+    layout lay;              /* validated against model and cl */
+    int gpus;
+    int seq;
+    double tokens_per_s;     /* published, per GPU */
+} pub_moe_run;
+
+/* Read csv_path (NULL: the shipped data/published-runs/moe-runs.csv), its
+ * clusters from clusters_dir (NULL: the shipped ones), into a heap array
+ * *runs of *n rows (at most PUB_MOE_MAX_ROWS; free()). PL_ERR_IO /
+ * PL_ERR_NOT_FOUND / PL_ERR_INVALID with one line for an unreadable or
+ * malformed file; a row that cannot be run is a row with its why, not an
+ * error. *runs NULL on failure. */
+pl_status pub_moe_runs_load(const char *csv_path, const char *clusters_dir, pub_moe_run **runs, int *n, char *msg,
+                            size_t len);
+
+#endif
