@@ -1,47 +1,18 @@
 /*
- * calib_db.c: calib's tables in the profile store, and reading stored
- * measurements back as a calibration dataset (see calib_db.h).
+ * calib_db.c: what calib keeps in the profile store (see calib_db.h): its
+ * confirmations and calibrations turned into the store's rows
+ * (profile/store_calib.h, where every statement lives), and stored
+ * measurements read back as a calibration dataset.
  */
 #include "calib_db.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "placement.h"
-
-static const char *SCHEMA =
-    "CREATE TABLE IF NOT EXISTS calib_confirm("
-    " id INTEGER PRIMARY KEY, label TEXT NOT NULL, run_id INTEGER, graph_key TEXT NOT NULL,"
-    " micro_batches INTEGER NOT NULL, schedule TEXT NOT NULL, mem_cap INTEGER NOT NULL,"
-    " selection_rounds INTEGER NOT NULL, confirm_rounds INTEGER NOT NULL, steps INTEGER NOT NULL,"
-    " warmup INTEGER NOT NULL, seed INTEGER NOT NULL, timer TEXT NOT NULL,"
-    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"
-    "CREATE TABLE IF NOT EXISTS calib_confirm_side("
-    " confirm_id INTEGER NOT NULL REFERENCES calib_confirm(id) ON DELETE CASCADE,"
-    " side_idx INTEGER NOT NULL, side TEXT NOT NULL, candidate TEXT, placement TEXT,"
-    " n_candidates INTEGER NOT NULL, n_oom INTEGER NOT NULL, n INTEGER NOT NULL,"
-    " mean_us REAL, sd_us REAL, se_us REAL, pred_us REAL, pred_peak INTEGER, peak_bytes INTEGER,"
-    " rounds TEXT, PRIMARY KEY(confirm_id, side_idx));"
-    "CREATE TABLE IF NOT EXISTS calib_fit("
-    " id INTEGER PRIMARY KEY, graph_key TEXT NOT NULL, timer TEXT NOT NULL,"
-    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
-    " seed INTEGER NOT NULL, holdout REAL NOT NULL, n_train INTEGER NOT NULL, n_test INTEGER NOT NULL,"
-    " iterations INTEGER, chisq0 REAL, chisq REAL,"
-    " before_mape REAL, before_max_ape REAL, before_tau REAL, before_mem_mape REAL, before_mem_max_ape REAL,"
-    " after_mape REAL, after_max_ape REAL, after_tau REAL, after_mem_mape REAL, after_mem_max_ape REAL,"
-    " train_before_mape REAL, train_after_mape REAL, params TEXT NOT NULL, errors TEXT NOT NULL,"
-    " before_params TEXT NOT NULL);"
-    "CREATE TABLE IF NOT EXISTS calib_fit_point("
-    " fit_id INTEGER NOT NULL REFERENCES calib_fit(id) ON DELETE CASCADE, measurement_id INTEGER,"
-    " split TEXT NOT NULL, placement TEXT NOT NULL, micro_batches INTEGER NOT NULL, schedule TEXT NOT NULL,"
-    " measured_us REAL, pred_before_us REAL, pred_after_us REAL, measured_peak INTEGER, pred_peak INTEGER);"
-    "CREATE TABLE IF NOT EXISTS calib_trace("
-    " confirm_id INTEGER NOT NULL REFERENCES calib_confirm(id) ON DELETE CASCADE, side TEXT NOT NULL,"
-    " placement TEXT NOT NULL, json TEXT NOT NULL,"
-    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));";
+#include "store_calib.h"
 
 pl_status calib_model_load(profile_db *db, const char *config, calib_model *m, char *msg, size_t len) {
     if (!db || !m) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
@@ -84,18 +55,6 @@ pl_status calib_parse_int_list(const char *text, int *out, int max, int *n, char
         p = end + 1;
     }
     *n = k;
-    return PL_OK;
-}
-
-pl_status calib_db_ensure(profile_db *db, char *msg, size_t len) {
-    sqlite3 *h = db ? profile_db_handle(db) : NULL;
-    if (!h) return pl_fail(msg, len, PL_ERR_INVALID, "no database");
-    char *err = NULL;
-    if (sqlite3_exec(h, SCHEMA, NULL, NULL, &err) != SQLITE_OK) {
-        pl_fail(msg, len, PL_ERR_DB, "cannot create calibration tables: %s", err ? err : sqlite3_errmsg(h));
-        sqlite3_free(err);
-        return PL_ERR_DB;
-    }
     return PL_OK;
 }
 
@@ -178,142 +137,86 @@ pl_status calib_db_load_dataset(profile_db *db, const char *graph_key, const cha
     return PL_OK;
 }
 
-/* Bind a double, NULL when not finite. */
-static int bind_real(sqlite3_stmt *s, int i, double v) {
-    return isfinite(v) ? sqlite3_bind_double(s, i, v) : sqlite3_bind_null(s, i);
-}
-
-/* Begin a transaction on db: our own (returned 1) unless the caller has
- * one open (returned 0). Negative on failure. */
-static int tx_begin(profile_db *db) {
-    sqlite3 *h = profile_db_handle(db);
-    if (!sqlite3_get_autocommit(h)) return 0;
-    return profile_db_begin(db) == PL_OK ? 1 : -1;
-}
-
-static pl_status tx_end(profile_db *db, int own, pl_status st) {
-    if (own != 1) return st;
-    if (st == PL_OK) return profile_db_commit(db);
-    profile_db_rollback(db);
-    return st;
+/* The "rounds" text of side sd into buf: "[a,b,...]", the medians of its
+ * confirmation rounds (-1 for one not timed). */
+static void rounds_json(const calib_side *sd, int confirm_rounds, char *buf, size_t len) {
+    int w = snprintf(buf, len, "[");
+    for (int r = 0; r < confirm_rounds && sd->confirm_us; r++)
+        w += snprintf(buf + w, len - (size_t)w, "%s%.3f", r ? "," : "",
+                      isfinite(sd->confirm_us[r]) ? sd->confirm_us[r] : -1.0);
+    snprintf(buf + w, len - (size_t)w, "]");
 }
 
 pl_status calib_db_save_confirm(profile_db *db, const calib_confirm *c, const calib_confirm_config *cfg,
                                 const char *timer_name, int64_t *id, char *msg, size_t len) {
     if (!db || !c || !cfg || !cfg->graph_key) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
-    pl_status st = calib_db_ensure(db, msg, len);
-    if (st != PL_OK) return st;
-    sqlite3 *h = profile_db_handle(db);
-    int own = tx_begin(db);
-    if (own < 0) return pl_fail(msg, len, PL_ERR_DB, "cannot begin a transaction: %s", sqlite3_errmsg(h));
-    sqlite3_stmt *s1 = NULL, *s2 = NULL;
-    char *ptext = NULL, *rounds = NULL;
-    size_t plen = (size_t)c->n_nodes * 4 + 8, rlen = 32 + (size_t)c->confirm_rounds * 24;
-    ptext = malloc(plen);
-    rounds = malloc(rlen);
-    if (!ptext || !rounds) {
+    const size_t plen = (size_t)c->n_nodes * 4 + 8, rlen = 32 + (size_t)c->confirm_rounds * 24;
+    const int n = c->n_sides;
+    char *ptext = malloc(plen * (size_t)(n > 0 ? n : 1));
+    char *rounds = malloc(rlen * (size_t)(n > 0 ? n : 1));
+    profile_calib_side *rows = calloc((size_t)(n > 0 ? n : 1), sizeof *rows);
+    pl_status st = PL_OK;
+    if (!ptext || !rounds || !rows) {
         st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if (sqlite3_prepare_v2(h,
-                           "INSERT INTO calib_confirm(label, run_id, graph_key, micro_batches, schedule, mem_cap,"
-                           " selection_rounds, confirm_rounds, steps, warmup, seed, timer)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &s1, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(h,
-                           "INSERT INTO calib_confirm_side(confirm_id, side_idx, side, candidate, placement,"
-                           " n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us, pred_peak, peak_bytes, rounds)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &s2, NULL) != SQLITE_OK) {
-        st = pl_fail(msg, len, PL_ERR_DB, "cannot prepare: %s", sqlite3_errmsg(h));
-        goto out;
-    }
-    sqlite3_bind_text(s1, 1, cfg->label ? cfg->label : "", -1, SQLITE_TRANSIENT);
-    if (cfg->run_id) sqlite3_bind_int64(s1, 2, cfg->run_id);
-    else sqlite3_bind_null(s1, 2);
-    sqlite3_bind_text(s1, 3, cfg->graph_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int(s1, 4, cfg->sched.micro_batches);
-    sqlite3_bind_text(s1, 5, schedule_order_name(cfg->sched.order), -1, SQLITE_STATIC);
-    sqlite3_bind_int64(s1, 6, cfg->mem_cap);
-    sqlite3_bind_int(s1, 7, cfg->selection_rounds);
-    sqlite3_bind_int(s1, 8, cfg->confirm_rounds);
-    sqlite3_bind_int(s1, 9, cfg->steps);
-    sqlite3_bind_int(s1, 10, cfg->warmup);
-    sqlite3_bind_int64(s1, 11, (sqlite3_int64)cfg->seed);
-    sqlite3_bind_text(s1, 12, timer_name ? timer_name : "", -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s1) != SQLITE_DONE) {
-        st = pl_fail(msg, len, PL_ERR_DB, "cannot store the confirmation: %s", sqlite3_errmsg(h));
-        goto out;
-    }
-    int64_t cid = sqlite3_last_insert_rowid(h);
-    for (int s = 0; s < c->n_sides; s++) {
+    for (int s = 0; s < n; s++) {
         const calib_side *sd = &c->sides[s];
+        profile_calib_side *w = &rows[s];
         int n_oom = 0;
         for (int i = 0; i < c->n_cand; i++) n_oom += c->cands[i].side == s && c->cands[i].oom;
         const calib_candidate *k = sd->pick >= 0 ? &c->cands[sd->pick] : NULL;
-        int w = snprintf(rounds, rlen, "[");
-        for (int r = 0; r < c->confirm_rounds && sd->confirm_us; r++)
-            w += snprintf(rounds + w, rlen - (size_t)w, "%s%.3f", r ? "," : "",
-                          isfinite(sd->confirm_us[r]) ? sd->confirm_us[r] : -1.0);
-        snprintf(rounds + w, rlen - (size_t)w, "]");
-        sqlite3_reset(s2);
-        sqlite3_clear_bindings(s2);
-        sqlite3_bind_int64(s2, 1, cid);
-        sqlite3_bind_int(s2, 2, s);
-        sqlite3_bind_text(s2, 3, sd->name, -1, SQLITE_TRANSIENT);
-        if (k) {
-            placement_format(k->placement, c->n_nodes, ptext, plen);
-            sqlite3_bind_text(s2, 4, k->label, -1, SQLITE_TRANSIENT);
-            sqlite3_bind_text(s2, 5, ptext, -1, SQLITE_TRANSIENT);
-        }
-        sqlite3_bind_int(s2, 6, sd->n_cand);
-        sqlite3_bind_int(s2, 7, n_oom);
-        sqlite3_bind_int(s2, 8, sd->summary.n);
-        bind_real(s2, 9, sd->summary.n ? sd->summary.mean : NAN);
-        bind_real(s2, 10, sd->summary.n ? sd->summary.sd : NAN);
-        bind_real(s2, 11, sd->summary.n ? sd->summary.se : NAN);
-        if (k) {
-            bind_real(s2, 12, k->pred_us);
-            sqlite3_bind_int64(s2, 13, k->pred_peak);
-            sqlite3_bind_int64(s2, 14, k->peak_bytes);
-        }
-        sqlite3_bind_text(s2, 15, rounds, -1, SQLITE_TRANSIENT);
-        if (sqlite3_step(s2) != SQLITE_DONE) {
-            st = pl_fail(msg, len, PL_ERR_DB, "cannot store a side: %s", sqlite3_errmsg(h));
-            goto out;
+        rounds_json(sd, c->confirm_rounds, rounds + (size_t)s * rlen, rlen);
+        w->side = sd->name;
+        w->n_candidates = sd->n_cand;
+        w->n_oom = n_oom;
+        w->n = sd->summary.n;
+        w->mean_us = sd->summary.n ? sd->summary.mean : NAN;
+        w->sd_us = sd->summary.n ? sd->summary.sd : NAN;
+        w->se_us = sd->summary.n ? sd->summary.se : NAN;
+        w->rounds = rounds + (size_t)s * rlen;
+        if (k) { /* the pick; without one these stay NULL in the row */
+            placement_format(k->placement, c->n_nodes, ptext + (size_t)s * plen, plen);
+            w->candidate = k->label;
+            w->placement = ptext + (size_t)s * plen;
+            w->pred_us = k->pred_us;
+            w->pred_peak = k->pred_peak;
+            w->peak_bytes = k->peak_bytes;
         }
     }
-    if (id) *id = cid;
+    const profile_calib_confirm row = {
+        .label = cfg->label,
+        .run_id = cfg->run_id,
+        .graph_key = cfg->graph_key,
+        .micro_batches = cfg->sched.micro_batches,
+        .schedule = schedule_order_name(cfg->sched.order),
+        .mem_cap = cfg->mem_cap,
+        .selection_rounds = cfg->selection_rounds,
+        .confirm_rounds = cfg->confirm_rounds,
+        .steps = cfg->steps,
+        .warmup = cfg->warmup,
+        .seed = cfg->seed,
+        .timer = timer_name,
+    };
+    if ((st = profile_db_calib_save_confirm(db, &row, rows, n, id)) != PL_OK)
+        pl_fail(msg, len, st, "cannot store the confirmation: %s", profile_db_last_error(db));
 out:
-    sqlite3_finalize(s1);
-    sqlite3_finalize(s2);
     free(ptext);
     free(rounds);
-    st = tx_end(db, own, st);
-    if (st != PL_OK && msg && len && !*msg) pl_fail(msg, len, st, "cannot commit: %s", sqlite3_errmsg(h));
+    free(rows);
     return st;
 }
 
 pl_status calib_db_save_trace(profile_db *db, int64_t confirm_id, const char *side, const char *placement,
                               const char *json, char *msg, size_t len) {
     if (!db || !side || !placement || !json) return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
-    pl_status st = calib_db_ensure(db, msg, len);
-    if (st != PL_OK) return st;
-    sqlite3 *h = profile_db_handle(db);
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(h, "INSERT INTO calib_trace(confirm_id, side, placement, json) VALUES(?,?,?,?)", -1, &s,
-                           NULL) != SQLITE_OK)
-        return pl_fail(msg, len, PL_ERR_DB, "cannot prepare: %s", sqlite3_errmsg(h));
-    sqlite3_bind_int64(s, 1, confirm_id);
-    sqlite3_bind_text(s, 2, side, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 3, placement, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s, 4, json, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s) != SQLITE_DONE) st = pl_fail(msg, len, PL_ERR_DB, "cannot store the trace: %s", sqlite3_errmsg(h));
-    sqlite3_finalize(s);
-    return st;
+    pl_status st = profile_db_calib_save_trace(db, confirm_id, side, placement, json);
+    if (st != PL_OK) return pl_fail(msg, len, st, "cannot store the trace: %s", profile_db_last_error(db));
+    return PL_OK;
 }
 
-/* "[a,b,...]" of the six parameters (or their errors) into buf. */
+/* "{"name":v,...}" of the six parameters (or their errors; null where not
+ * finite) into buf. */
 static void params_json(char *buf, size_t len, const double *v) {
     int w = snprintf(buf, len, "{");
     for (int i = 0; i < SIM_N_PARAMS && w > 0 && (size_t)w < len; i++) {
@@ -323,101 +226,79 @@ static void params_json(char *buf, size_t len, const double *v) {
     if (w > 0 && (size_t)w < len) snprintf(buf + w, len - (size_t)w, "}");
 }
 
+/* params_json of a parameter set. */
+static void sim_params_json(char *buf, size_t len, const sim_params *prm) {
+    double v[SIM_N_PARAMS];
+    sim_params tmp = *prm;
+    for (int i = 0; i < SIM_N_PARAMS; i++) v[i] = *sim_param_ptr(&tmp, i);
+    params_json(buf, len, v);
+}
+
+/* A held-out or training accuracy as the store keeps it. */
+static profile_calib_accuracy accuracy_row(const calib_eval *e) {
+    profile_calib_accuracy a = {e->mape, e->max_ape, e->tau, e->mem_mape, e->mem_max_ape};
+    return a;
+}
+
 pl_status calib_db_save_fit(profile_db *db, const calib_fit_record *r, const calib_dataset *d, const int *idx,
                             const int *is_test, const double *pred_before, const double *pred_after,
                             const int64_t *pred_peak, int n, int64_t *id, char *msg, size_t len) {
     if (!db || !r || !r->fit || !r->graph_key || !d || (n > 0 && (!idx || !is_test)))
         return pl_fail(msg, len, PL_ERR_INVALID, "missing argument");
-    pl_status st = calib_db_ensure(db, msg, len);
-    if (st != PL_OK) return st;
-    sqlite3 *h = profile_db_handle(db);
-    int own = tx_begin(db);
-    if (own < 0) return pl_fail(msg, len, PL_ERR_DB, "cannot begin a transaction: %s", sqlite3_errmsg(h));
-    sqlite3_stmt *s1 = NULL, *s2 = NULL;
-    size_t plen = (size_t)d->n_nodes * 4 + 8;
-    char *ptext = malloc(plen);
     char pj[1024], ej[1024], bj[1024];
-    double v[SIM_N_PARAMS];
-    sim_params tmp = r->fit->params;
-    for (int i = 0; i < SIM_N_PARAMS; i++) v[i] = *sim_param_ptr(&tmp, i);
-    params_json(pj, sizeof pj, v);
+    sim_params start;
+    if (r->before) start = *r->before;
+    else sim_params_default(&start);
+    sim_params_json(pj, sizeof pj, &r->fit->params);
     params_json(ej, sizeof ej, r->fit->err);
-    if (r->before) tmp = *r->before;
-    else sim_params_default(&tmp);
-    for (int i = 0; i < SIM_N_PARAMS; i++) v[i] = *sim_param_ptr(&tmp, i);
-    params_json(bj, sizeof bj, v);
-    if (!ptext) {
+    sim_params_json(bj, sizeof bj, &start);
+    const size_t plen = (size_t)d->n_nodes * 4 + 8;
+    char *ptext = malloc(plen * (size_t)(n > 0 ? n : 1));
+    profile_calib_fit_point *pts = calloc((size_t)(n > 0 ? n : 1), sizeof *pts);
+    pl_status st = PL_OK;
+    if (!ptext || !pts) {
         st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
         goto out;
     }
-    if (sqlite3_prepare_v2(h,
-                           "INSERT INTO calib_fit(graph_key, timer, seed, holdout, n_train, n_test, iterations,"
-                           " chisq0, chisq, before_mape, before_max_ape, before_tau, before_mem_mape,"
-                           " before_mem_max_ape, after_mape, after_max_ape, after_tau, after_mem_mape,"
-                           " after_mem_max_ape, train_before_mape, train_after_mape, params, errors, before_params)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &s1, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(h,
-                           "INSERT INTO calib_fit_point(fit_id, measurement_id, split, placement, micro_batches,"
-                           " schedule, measured_us, pred_before_us, pred_after_us, measured_peak, pred_peak)"
-                           " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
-                           -1, &s2, NULL) != SQLITE_OK) {
-        st = pl_fail(msg, len, PL_ERR_DB, "cannot prepare: %s", sqlite3_errmsg(h));
-        goto out;
-    }
-    int k = 1;
-    sqlite3_bind_text(s1, k++, r->graph_key, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s1, k++, r->timer ? r->timer : "", -1, SQLITE_TRANSIENT);
-    sqlite3_bind_int64(s1, k++, (sqlite3_int64)r->seed);
-    sqlite3_bind_double(s1, k++, r->holdout);
-    sqlite3_bind_int(s1, k++, r->train_after.n);
-    sqlite3_bind_int(s1, k++, r->test_after.n);
-    sqlite3_bind_int(s1, k++, r->fit->iterations);
-    bind_real(s1, k++, r->fit->chisq0);
-    bind_real(s1, k++, r->fit->chisq);
-    const calib_eval *e[2] = {&r->test_before, &r->test_after};
-    for (int j = 0; j < 2; j++) {
-        bind_real(s1, k++, e[j]->mape);
-        bind_real(s1, k++, e[j]->max_ape);
-        bind_real(s1, k++, e[j]->tau);
-        bind_real(s1, k++, e[j]->mem_mape);
-        bind_real(s1, k++, e[j]->mem_max_ape);
-    }
-    bind_real(s1, k++, r->train_before.mape);
-    bind_real(s1, k++, r->train_after.mape);
-    sqlite3_bind_text(s1, k++, pj, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s1, k++, ej, -1, SQLITE_TRANSIENT);
-    sqlite3_bind_text(s1, k++, bj, -1, SQLITE_TRANSIENT);
-    if (sqlite3_step(s1) != SQLITE_DONE) {
-        st = pl_fail(msg, len, PL_ERR_DB, "cannot store the fit: %s", sqlite3_errmsg(h));
-        goto out;
-    }
-    int64_t fid = sqlite3_last_insert_rowid(h);
     for (int j = 0; j < n; j++) {
-        int i = idx[j];
-        placement_format(d->placements + (size_t)i * d->n_nodes, d->n_nodes, ptext, plen);
-        sqlite3_reset(s2);
-        sqlite3_clear_bindings(s2);
-        sqlite3_bind_int64(s2, 1, fid);
-        if (d->measurement_id[i]) sqlite3_bind_int64(s2, 2, d->measurement_id[i]);
-        sqlite3_bind_text(s2, 3, is_test[j] ? "test" : "train", -1, SQLITE_STATIC);
-        sqlite3_bind_text(s2, 4, ptext, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_int(s2, 5, d->sched[i].micro_batches);
-        sqlite3_bind_text(s2, 6, schedule_order_name(d->sched[i].order), -1, SQLITE_STATIC);
-        bind_real(s2, 7, d->step_us[i]);
-        bind_real(s2, 8, pred_before ? pred_before[j] : NAN);
-        bind_real(s2, 9, pred_after ? pred_after[j] : NAN);
-        sqlite3_bind_int64(s2, 10, d->peak_bytes[i]);
-        sqlite3_bind_int64(s2, 11, pred_peak ? pred_peak[j] : 0);
-        if (sqlite3_step(s2) != SQLITE_DONE) {
-            st = pl_fail(msg, len, PL_ERR_DB, "cannot store a fit point: %s", sqlite3_errmsg(h));
-            goto out;
-        }
+        const int i = idx[j];
+        char *pt = ptext + (size_t)j * plen;
+        placement_format(d->placements + (size_t)i * d->n_nodes, d->n_nodes, pt, plen);
+        pts[j] = (profile_calib_fit_point){
+            .measurement_id = d->measurement_id[i],
+            .split = is_test[j] ? "test" : "train",
+            .placement = pt,
+            .micro_batches = d->sched[i].micro_batches,
+            .schedule = schedule_order_name(d->sched[i].order),
+            .measured_us = d->step_us[i],
+            .pred_before_us = pred_before ? pred_before[j] : NAN,
+            .pred_after_us = pred_after ? pred_after[j] : NAN,
+            .measured_peak = d->peak_bytes[i],
+            .pred_peak = pred_peak ? pred_peak[j] : 0,
+        };
     }
-    if (id) *id = fid;
+    const profile_calib_fit row = {
+        .graph_key = r->graph_key,
+        .timer = r->timer,
+        .seed = r->seed,
+        .holdout = r->holdout,
+        .n_train = r->train_after.n,
+        .n_test = r->test_after.n,
+        .iterations = r->fit->iterations,
+        .chisq0 = r->fit->chisq0,
+        .chisq = r->fit->chisq,
+        .before = accuracy_row(&r->test_before),
+        .after = accuracy_row(&r->test_after),
+        .train_before_mape = r->train_before.mape,
+        .train_after_mape = r->train_after.mape,
+        .params = pj,
+        .errors = ej,
+        .before_params = bj,
+    };
+    if ((st = profile_db_calib_save_fit(db, &row, pts, n, id)) != PL_OK)
+        pl_fail(msg, len, st, "cannot store the fit: %s", profile_db_last_error(db));
 out:
-    sqlite3_finalize(s1);
-    sqlite3_finalize(s2);
     free(ptext);
-    return tx_end(db, own, st);
+    free(pts);
+    return st;
 }

@@ -2,28 +2,13 @@
  * calib_db.h: what calibration and confirmation keep in the profile store.
  *
  * Raw timings go to the store's own measurement table (purposes
- * "calibrate", "confirm-select", "confirm"). On top of them calib owns
- * three tables, created on first write (CREATE TABLE IF NOT EXISTS, so
- * older files gain them without a schema bump):
+ * "calibrate", "confirm-select", "confirm"), fitted parameters to its
+ * sim_params table. Confirmations (with their sides and a measured trace of
+ * the winner) and calibrations (with the placements they used) go to five
+ * tables of their own, which profile/store_calib.h describes and writes:
+ * this file turns calib's objects into the store's rows, and back.
  *
- *   calib_confirm(id, label, run_id, graph_key, micro_batches, schedule,
- *                 mem_cap, selection_rounds, confirm_rounds, steps, warmup,
- *                 seed, timer, created_at)
- *   calib_confirm_side(confirm_id, side_idx, side, candidate, placement,
- *                 n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us,
- *                 pred_peak, peak_bytes, rounds)          one row per side
- *   calib_fit(id, graph_key, timer, created_at, seed, holdout, n_train,
- *                 n_test, iterations, chisq0, chisq, before_*, after_*,
- *                 train_before_mape, train_after_mape, params, errors)
- *   calib_fit_point(fit_id, measurement_id, split, placement, micro_batches,
- *                 schedule, measured_us, pred_before_us, pred_after_us,
- *                 measured_peak, pred_peak)
- *   calib_trace(confirm_id, side, placement, json, created_at)
- *                 a measured Chrome trace of one step of a confirmation's
- *                 winner, recorded on the hardware so that the report (run
- *                 anywhere) can write it out
- *
- * The report reads them back; every number it prints comes from here.
+ * The report reads them back; every number it prints comes from there.
  */
 #ifndef PLACER_CALIB_DB_H
 #define PLACER_CALIB_DB_H
@@ -58,9 +43,6 @@ void calib_model_free(calib_model *m);
  * message on junk, an empty field or too many entries. */
 pl_status calib_parse_int_list(const char *text, int *out, int max, int *n, char *msg, size_t len);
 
-/* Create calib's tables when missing. Needs a writable handle. */
-pl_status calib_db_ensure(profile_db *db, char *msg, size_t len);
-
 /* Neutral parameters overwritten by those stored for graph_key (when any);
  * *found (may be NULL) gets how many were stored (0 = never calibrated). */
 pl_status calib_db_load_params(profile_db *db, const char *graph_key, sim_params *prm, int *found, char *msg,
@@ -79,12 +61,14 @@ pl_status calib_db_load_dataset(profile_db *db, const char *graph_key, const cha
                                 calib_dataset *d, int *skipped, char *msg, size_t len);
 
 /* Store the summary of a finished confirmation; *id (may be NULL) gets the
- * calib_confirm row id. One transaction. */
+ * calib_confirm row id. One transaction; the tables are created when
+ * missing. PL_ERR_INVALID for a missing argument or a READ handle,
+ * PL_ERR_NOMEM, PL_ERR_DB; msg says which. */
 pl_status calib_db_save_confirm(profile_db *db, const calib_confirm *c, const calib_confirm_config *cfg,
                                 const char *timer_name, int64_t *id, char *msg, size_t len);
 
 /* Store a measured Chrome trace (JSON text) of the winner of confirmation
- * confirm_id. */
+ * confirm_id. Errors as calib_db_save_confirm. */
 pl_status calib_db_save_trace(profile_db *db, int64_t confirm_id, const char *side, const char *placement,
                               const char *json, char *msg, size_t len);
 
@@ -102,7 +86,8 @@ typedef struct {
 
 /* Store a calibration and its points: for each of the n entries idx[k]
  * of d, its split ("train"/"test" from is_test[k]) and predictions. *id
- * (may be NULL) gets the calib_fit row id. One transaction. */
+ * (may be NULL) gets the calib_fit row id. One transaction; errors as
+ * calib_db_save_confirm. */
 pl_status calib_db_save_fit(profile_db *db, const calib_fit_record *r, const calib_dataset *d, const int *idx,
                             const int *is_test, const double *pred_before, const double *pred_after,
                             const int64_t *pred_peak, int n, int64_t *id, char *msg, size_t len);

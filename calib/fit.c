@@ -212,6 +212,146 @@ static int max_m(const calib_dataset *d, const int *idx, int n_idx) {
     return m;
 }
 
+/* Which parameters the data can move: chisq at the start values into
+ * res->chisq0, then each parameter of opt->fit_mask nudged by a visible step
+ * (1% of a scale, a tenth of a unit of an additive one); one that moves no
+ * residual by 1e-9 is CALIB_PARAM_UNIDENTIFIABLE, the others go to fd->map
+ * (fd->n_theta of them). PL_ERR_NOMEM, or the simulator's failure on a
+ * measured placement. */
+static pl_status choose_fitted(fit_data *fd, const calib_fit_options *opt, calib_fit_result *res, char *msg,
+                               size_t len) {
+    const int n_idx = fd->n_idx;
+    double *base_r = malloc(sizeof(double) * (size_t)n_idx);
+    if (!base_r) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    pl_status st = PL_OK;
+    for (int k = 0; k < n_idx; k++) base_r[k] = residual(fd, k, &fd->base);
+    if (fd->sim_status != PL_OK) {
+        st = pl_fail(msg, len, fd->sim_status, "the simulator rejected a measured placement (%s)",
+                     pl_status_str(fd->sim_status));
+        goto out;
+    }
+    res->chisq0 = 0;
+    for (int k = 0; k < n_idx; k++) res->chisq0 += base_r[k] * base_r[k];
+    for (int i = 0; i < SIM_N_PARAMS; i++) {
+        if (!opt->fit_mask[i]) continue;
+        const char *nm = sim_param_name(i);
+        sim_params probe = fd->base;
+        double *v = sim_param_ptr(&probe, i);
+        *v = param_is_scale(nm) ? *v * 1.01 : *v + 0.01 * param_unit(nm) * 10.0;
+        double mx = 0;
+        for (int k = 0; k < n_idx; k++) {
+            double dr = fabs(residual(fd, k, &probe) - base_r[k]);
+            if (dr > mx) mx = dr;
+        }
+        if (mx < 1e-9) {
+            res->state[i] = CALIB_PARAM_UNIDENTIFIABLE;
+            continue;
+        }
+        fd->map[fd->n_theta++] = i;
+    }
+out:
+    free(base_r);
+    return st;
+}
+
+/* The start point x (fd->n_theta entries) from fd->base, in theta space.
+ * PL_ERR_INVALID naming a start value out of its parameter's range. */
+static pl_status start_theta(const fit_data *fd, gsl_vector *x, char *msg, size_t len) {
+    sim_params base = fd->base;
+    for (int j = 0; j < fd->n_theta; j++) {
+        int i = fd->map[j];
+        const char *nm = sim_param_name(i);
+        double v = *sim_param_ptr(&base, i);
+        if ((param_is_scale(nm) && !(v > 0)) || (!(v >= 0) && !param_signed(nm)) || !isfinite(v))
+            return pl_fail(msg, len, PL_ERR_INVALID, "start value %g of %s is out of range", v, nm);
+        gsl_vector_set(x, (size_t)j, theta_from_param(nm, v));
+    }
+    return PL_OK;
+}
+
+/* The fitted parameters' covariance-scaled 1-sigma errors into res->err,
+ * from the covariance covar (theta space) at the solution sol, over dof
+ * degrees of freedom; each fitted parameter becomes CALIB_PARAM_FITTED. */
+static void fitted_errors(const fit_data *fd, const gsl_vector *sol, const gsl_matrix *covar, double dof,
+                          calib_fit_result *res) {
+    double c = sqrt(res->chisq / dof);
+    for (int j = 0; j < fd->n_theta; j++) {
+        int i = fd->map[j];
+        const char *nm = sim_param_name(i);
+        double cjj = gsl_matrix_get(covar, (size_t)j, (size_t)j);
+        /* GSL zeroes the covariance of columns it finds linearly dependent:
+         * that parameter's error is undetermined, not zero */
+        double sd_theta = cjj > 0 ? c * sqrt(cjj) : NAN;
+        res->err[i] = param_dtheta(nm, gsl_vector_get(sol, (size_t)j)) * sd_theta;
+        res->state[i] = CALIB_PARAM_FITTED;
+    }
+}
+
+/* The trust-region fit (Levenberg-Marquardt, forward differences) of the
+ * fd->n_theta parameters chosen by choose_fitted, from fd->base: the
+ * solution, iterations, chisq and errors into res. Needs more residuals
+ * than parameters. PL_ERR_NOMEM, PL_ERR_INVALID when GSL cannot start,
+ * fails, or cannot give the covariance; the simulator's failure. */
+static pl_status run_trust_region(fit_data *fd, const calib_fit_options *opt, calib_fit_result *res, char *msg,
+                                  size_t len) {
+    pl_status st = PL_OK;
+    size_t n = (size_t)fd->n_idx, np = (size_t)fd->n_theta;
+    gsl_vector *x = gsl_vector_alloc(np);
+    gsl_matrix *covar = gsl_matrix_alloc(np, np);
+    gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
+    fp.trs = gsl_multifit_nlinear_trs_lm;
+    fp.scale = gsl_multifit_nlinear_scale_more;
+    fp.h_df = 1e-6;
+    gsl_multifit_nlinear_workspace *w =
+        x && covar ? gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n, np) : NULL;
+    if (!w) {
+        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for the fit");
+        goto out;
+    }
+    if ((st = start_theta(fd, x, msg, len)) != PL_OK) goto out;
+    gsl_multifit_nlinear_fdf fdf;
+    memset(&fdf, 0, sizeof fdf);
+    fdf.f = fit_f;
+    fdf.df = NULL; /* forward differences */
+    fdf.fvv = NULL;
+    fdf.n = n;
+    fdf.p = np;
+    fdf.params = fd;
+    int gs = gsl_multifit_nlinear_init(x, &fdf, w);
+    if (gs != GSL_SUCCESS) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "GSL could not start the fit: %s", gsl_strerror(gs));
+        goto out;
+    }
+    int info = 0;
+    gs = gsl_multifit_nlinear_driver((size_t)opt->max_iter, opt->xtol, opt->gtol, opt->ftol, NULL, NULL, &info, w);
+    /* GSL_EMAXITER and GSL_ENOPROG leave a usable (if not converged) point */
+    if (gs != GSL_SUCCESS && gs != GSL_EMAXITER && gs != GSL_ENOPROG) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "the fit failed: %s", gsl_strerror(gs));
+        goto out;
+    }
+    if (fd->sim_status != PL_OK) {
+        st = pl_fail(msg, len, fd->sim_status, "the simulator failed during the fit (%s)",
+                     pl_status_str(fd->sim_status));
+        goto out;
+    }
+    res->iterations = (int)gsl_multifit_nlinear_niter(w);
+    res->info = gs == GSL_SUCCESS ? info : 0;
+    const gsl_vector *sol = gsl_multifit_nlinear_position(w);
+    theta_to_params(fd, sol, &res->params);
+    res->chisq = chisq_at(fd, &res->params);
+    gs = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar);
+    if (gs != GSL_SUCCESS) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "the covariance could not be computed: %s", gsl_strerror(gs));
+        goto out;
+    }
+    fitted_errors(fd, sol, covar, (double)(n - np), res);
+out:
+    gsl_multifit_nlinear_free(w);
+    gsl_matrix_free(covar);
+    gsl_vector_free(x);
+    return st;
+}
+
 pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *d, const int *idx,
                     int n_idx, const sim_params *start, const calib_fit_options *opt, calib_fit_result *res,
                     char *msg, size_t len) {
@@ -243,126 +383,19 @@ pl_status calib_fit(const graph *g, const profile_data *p, const calib_dataset *
 
     pl_status st = sim_ctx_create(g, p, max_m(d, idx, n_idx), &fd.ctx);
     if (st != PL_OK) return pl_fail(msg, len, st, "cannot create a simulator (%s)", pl_status_str(st));
-
-    gsl_vector *x = NULL;
-    gsl_matrix *covar = NULL;
-    gsl_multifit_nlinear_workspace *w = NULL;
-    double *base_r = malloc(sizeof(double) * (size_t)n_idx);
-    if (!base_r) {
-        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
-        goto out;
-    }
-
-    /* Which parameters can the data move? Probe each with a visible step. */
-    for (int k = 0; k < n_idx; k++) base_r[k] = residual(&fd, k, &fd.base);
-    if (fd.sim_status != PL_OK) {
-        st = pl_fail(msg, len, fd.sim_status, "the simulator rejected a measured placement (%s)",
-                     pl_status_str(fd.sim_status));
-        goto out;
-    }
-    res->chisq0 = 0;
-    for (int k = 0; k < n_idx; k++) res->chisq0 += base_r[k] * base_r[k];
-    for (int i = 0; i < SIM_N_PARAMS; i++) {
-        if (!opt->fit_mask[i]) continue;
-        const char *nm = sim_param_name(i);
-        sim_params probe = fd.base;
-        double *v = sim_param_ptr(&probe, i);
-        *v = param_is_scale(nm) ? *v * 1.01 : *v + 0.01 * param_unit(nm) * 10.0;
-        double mx = 0;
-        for (int k = 0; k < n_idx; k++) {
-            double dr = fabs(residual(&fd, k, &probe) - base_r[k]);
-            if (dr > mx) mx = dr;
-        }
-        if (mx < 1e-9) {
-            res->state[i] = CALIB_PARAM_UNIDENTIFIABLE;
-            continue;
-        }
-        fd.map[fd.n_theta++] = i;
-    }
+    if ((st = choose_fitted(&fd, opt, res, msg, len)) != PL_OK) goto out;
     res->n_fitted = fd.n_theta;
     if (fd.n_theta == 0) {
-        res->chisq = res->chisq0;
-        goto out; /* nothing the data can move: the start values stand */
+        res->chisq = res->chisq0; /* nothing the data can move: the start values stand */
+        goto out;
     }
     if (n_idx <= fd.n_theta) {
         st = pl_fail(msg, len, PL_ERR_INVALID, "%d measurements cannot fit %d parameters; measure more placements",
                      n_idx, fd.n_theta);
         goto out;
     }
-
-    size_t n = (size_t)n_idx, np = (size_t)fd.n_theta;
-    x = gsl_vector_alloc(np);
-    covar = gsl_matrix_alloc(np, np);
-    gsl_multifit_nlinear_parameters fp = gsl_multifit_nlinear_default_parameters();
-    fp.trs = gsl_multifit_nlinear_trs_lm;
-    fp.scale = gsl_multifit_nlinear_scale_more;
-    fp.h_df = 1e-6;
-    w = x && covar ? gsl_multifit_nlinear_alloc(gsl_multifit_nlinear_trust, &fp, n, np) : NULL;
-    if (!w) {
-        st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for the fit");
-        goto out;
-    }
-    for (int j = 0; j < fd.n_theta; j++) {
-        int i = fd.map[j];
-        const char *nm = sim_param_name(i);
-        double v = *sim_param_ptr(&fd.base, i);
-        if ((param_is_scale(nm) && !(v > 0)) || (!(v >= 0) && !param_signed(nm)) || !isfinite(v)) {
-            st = pl_fail(msg, len, PL_ERR_INVALID, "start value %g of %s is out of range", v, nm);
-            goto out;
-        }
-        gsl_vector_set(x, (size_t)j, theta_from_param(nm, v));
-    }
-    gsl_multifit_nlinear_fdf fdf;
-    memset(&fdf, 0, sizeof fdf);
-    fdf.f = fit_f;
-    fdf.df = NULL; /* forward differences */
-    fdf.fvv = NULL;
-    fdf.n = n;
-    fdf.p = np;
-    fdf.params = &fd;
-    int gs = gsl_multifit_nlinear_init(x, &fdf, w);
-    if (gs != GSL_SUCCESS) {
-        st = pl_fail(msg, len, PL_ERR_INVALID, "GSL could not start the fit: %s", gsl_strerror(gs));
-        goto out;
-    }
-    int info = 0;
-    gs = gsl_multifit_nlinear_driver((size_t)opt->max_iter, opt->xtol, opt->gtol, opt->ftol, NULL, NULL, &info, w);
-    /* GSL_EMAXITER and GSL_ENOPROG leave a usable (if not converged) point */
-    if (gs != GSL_SUCCESS && gs != GSL_EMAXITER && gs != GSL_ENOPROG) {
-        st = pl_fail(msg, len, PL_ERR_INVALID, "the fit failed: %s", gsl_strerror(gs));
-        goto out;
-    }
-    if (fd.sim_status != PL_OK) {
-        st = pl_fail(msg, len, fd.sim_status, "the simulator failed during the fit (%s)", pl_status_str(fd.sim_status));
-        goto out;
-    }
-    res->iterations = (int)gsl_multifit_nlinear_niter(w);
-    res->info = gs == GSL_SUCCESS ? info : 0;
-    const gsl_vector *sol = gsl_multifit_nlinear_position(w);
-    theta_to_params(&fd, sol, &res->params);
-    res->chisq = chisq_at(&fd, &res->params);
-    gs = gsl_multifit_nlinear_covar(gsl_multifit_nlinear_jac(w), 0.0, covar);
-    if (gs != GSL_SUCCESS) {
-        st = pl_fail(msg, len, PL_ERR_INVALID, "the covariance could not be computed: %s", gsl_strerror(gs));
-        goto out;
-    }
-    double dof = (double)(n - np);
-    double c = sqrt(res->chisq / dof);
-    for (int j = 0; j < fd.n_theta; j++) {
-        int i = fd.map[j];
-        const char *nm = sim_param_name(i);
-        double cjj = gsl_matrix_get(covar, (size_t)j, (size_t)j);
-        /* GSL zeroes the covariance of columns it finds linearly dependent:
-         * that parameter's error is undetermined, not zero */
-        double sd_theta = cjj > 0 ? c * sqrt(cjj) : NAN;
-        res->err[i] = param_dtheta(nm, gsl_vector_get(sol, (size_t)j)) * sd_theta;
-        res->state[i] = CALIB_PARAM_FITTED;
-    }
+    st = run_trust_region(&fd, opt, res, msg, len);
 out:
-    gsl_multifit_nlinear_free(w);
-    gsl_matrix_free(covar);
-    gsl_vector_free(x);
-    free(base_r);
     sim_ctx_destroy(fd.ctx);
     return st;
 }

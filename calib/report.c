@@ -7,7 +7,6 @@
 
 #include <errno.h>
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +18,7 @@
 #include "placement.h"
 #include "sim.h"
 #include "stats.h"
+#include "store_calib.h"
 #include "util.h"
 
 #define PATH_LEN 4096
@@ -27,7 +27,6 @@ typedef struct {
     const calib_report_options *opt;
     char png_term[128];        /* "pngcairo ..." or "png ..." */
     profile_db *db;
-    sqlite3 *h;
     graph *g;                  /* the profile's graph, owned */
     profile_data *p;           /* owned */
     gpt_config cfg;
@@ -129,25 +128,9 @@ static pl_status draw(report *r, const char *base, const char *body) {
 
 static const char *img(report *r) { return r->opt->image_prefix ? r->opt->image_prefix : ""; }
 
-static int table_exists(report *r, const char *name) {
-    sqlite3_stmt *s = NULL;
-    int yes = 0;
-    if (sqlite3_prepare_v2(r->h, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", -1, &s, NULL) ==
-        SQLITE_OK) {
-        sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-        yes = sqlite3_step(s) == SQLITE_ROW;
-    }
-    sqlite3_finalize(s);
-    return yes;
-}
-
-static double col_real(sqlite3_stmt *s, int i) {
-    return sqlite3_column_type(s, i) == SQLITE_NULL ? NAN : sqlite3_column_double(s, i);
-}
-
-static const char *col_text(sqlite3_stmt *s, int i) {
-    const unsigned char *t = sqlite3_column_text(s, i);
-    return t ? (const char *)t : "";
+/* Fail with the store's detail of what went wrong. */
+static pl_status store_fail(report *r, pl_status st, const char *what) {
+    return pl_fail(r->msg, r->len, st, "cannot read %s: %s", what, profile_db_last_error(r->db));
 }
 
 /* Copy text for a markdown table cell: '|' escaped. */
@@ -344,50 +327,70 @@ static pl_status learning_section(report *r) {
 
 /* ---- calibration ---- */
 
-static pl_status calibration_section(report *r) {
-    fprintf(r->md, "\n## Simulator calibration\n\n");
-    if (!table_exists(r, "calib_fit")) {
-        fprintf(r->md, "No calibration is stored (run `placer calibrate`).\n");
-        return PL_OK;
-    }
-    sqlite3_stmt *s = NULL;
-    pl_status st = PL_OK;
-    if (sqlite3_prepare_v2(r->h,
-                           "SELECT id, graph_key, timer, created_at, seed, holdout, n_train, n_test, iterations,"
-                           " before_mape, before_max_ape, before_tau, before_mem_mape, before_mem_max_ape,"
-                           " after_mape, after_max_ape, after_tau, after_mem_mape, after_mem_max_ape,"
-                           " train_before_mape, train_after_mape, params, errors, before_params"
-                           " FROM calib_fit ORDER BY id DESC LIMIT 1",
-                           -1, &s, NULL) != SQLITE_OK)
-        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read calibrations: %s", sqlite3_errmsg(r->h));
-    if (sqlite3_step(s) != SQLITE_ROW) {
-        fprintf(r->md, "No calibration is stored (run `placer calibrate`).\n");
-        sqlite3_finalize(s);
-        return PL_OK;
-    }
-    int64_t fid = sqlite3_column_int64(s, 0);
+/* The header and accuracy table of the latest calibration (store_calib.h). */
+typedef struct {
+    report *r;
+    int found;        /* 1 once the latest calibration was read */
+    int64_t fit_id;   /* its row id */
+} fit_head;
+
+static int print_fit_head(void *ctx, const profile_calib_fit *f) {
+    fit_head *h = ctx;
+    report *r = h->r;
+    h->found = 1;
+    h->fit_id = f->id;
     r->sum.has_fit = 1;
     fprintf(r->md,
             "Fit %lld (%s), timings from `%s`, graph `%s`: %d placements to fit on, %d held out (fraction %.2f, "
             "split seed %lld), %d trust-region iterations. Residuals are log(predicted) - log(measured).\n\n",
-            (long long)fid, col_text(s, 3), col_text(s, 2), col_text(s, 1), sqlite3_column_int(s, 6),
-            sqlite3_column_int(s, 7), col_real(s, 5), (long long)sqlite3_column_int64(s, 4), sqlite3_column_int(s, 8));
+            (long long)f->id, f->created_at, f->timer, f->graph_key, f->n_train, f->n_test, f->holdout,
+            (long long)f->seed, f->iterations);
     fprintf(r->md, "| held-out placements | MAPE | max error | Kendall's tau | peak-memory MAPE | peak-memory max error |\n");
     fprintf(r->md, "|---|---|---|---|---|---|\n");
     for (int j = 0; j < 2; j++) {
-        int b = 9 + 5 * j;
+        const profile_calib_accuracy *e = j ? &f->after : &f->before;
         fprintf(r->md, "| %s | %.2f%% | %.2f%% | %.3f | %.2f%% | %.2f%% |\n",
-                j ? "after calibration" : "before (neutral parameters)", col_real(s, b), col_real(s, b + 1),
-                col_real(s, b + 2), col_real(s, b + 3), col_real(s, b + 4));
+                j ? "after calibration" : "before (neutral parameters)", e->mape, e->max_ape, e->tau, e->mem_mape,
+                e->mem_max_ape);
     }
     fprintf(r->md, "| target | <= 3%% | <= 10%% | >= 0.85 | <= 5%% | |\n\n");
-    fprintf(r->md, "On the placements it was fitted on: MAPE %.2f%% before, %.2f%% after.\n\n", col_real(s, 19),
-            col_real(s, 20));
+    fprintf(r->md, "On the placements it was fitted on: MAPE %.2f%% before, %.2f%% after.\n\n", f->train_before_mape,
+            f->train_after_mape);
     fprintf(r->md, "Fitted parameters (value ± covariance-scaled 1-sigma error; null = not fitted): `%s` ± `%s`; "
                    "starting point `%s`.\n\n",
-            col_text(s, 21), col_text(s, 22), col_text(s, 23));
-    sqlite3_finalize(s);
-    s = NULL;
+            f->params, f->errors, f->before_params);
+    return 1;
+}
+
+/* The scatter's rows: each point to the training or the held-out file,
+ * and the range of the finite times. */
+typedef struct {
+    FILE *train, *test;
+    double lo, hi;
+} fit_scatter;
+
+static int scatter_point(void *ctx, const profile_calib_fit_point *p) {
+    fit_scatter *sc = ctx;
+    FILE *f = strcmp(p->split, "test") ? sc->train : sc->test;
+    double v[3] = {p->measured_us, p->pred_before_us, p->pred_after_us};
+    for (int j = 0; j < 3; j++)
+        if (isfinite(v[j])) {
+            if (v[j] < sc->lo) sc->lo = v[j];
+            if (v[j] > sc->hi) sc->hi = v[j];
+        }
+    fprintf(f, "%.4f %.4f %.4f %d %s\n", v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0, p->micro_batches, p->schedule);
+    return 0;
+}
+
+static pl_status calibration_section(report *r) {
+    fprintf(r->md, "\n## Simulator calibration\n\n");
+    fit_head head = {r, 0, 0};
+    pl_status st = profile_db_calib_last_fit(r->db, print_fit_head, &head);
+    if (st != PL_OK) return store_fail(r, st, "calibrations");
+    if (!head.found) {
+        fprintf(r->md, "No calibration is stored (run `placer calibrate`).\n");
+        return PL_OK;
+    }
 
     /* the scatter */
     FILE *ftr = open_out(r, "calibration-train.dat", "w");
@@ -398,31 +401,12 @@ static pl_status calibration_section(report *r) {
     }
     fprintf(ftr, "# measured_ms pred_before_ms pred_after_ms micro_batches schedule\n");
     fprintf(fte, "# measured_ms pred_before_ms pred_after_ms micro_batches schedule\n");
-    double lo = INFINITY, hi = 0;
-    if (sqlite3_prepare_v2(r->h,
-                           "SELECT split, measured_us, pred_before_us, pred_after_us, micro_batches, schedule"
-                           " FROM calib_fit_point WHERE fit_id = ? ORDER BY rowid",
-                           -1, &s, NULL) != SQLITE_OK) {
-        st = pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read fit points: %s", sqlite3_errmsg(r->h));
-        fclose(ftr);
-        fclose(fte);
-        return st;
-    }
-    sqlite3_bind_int64(s, 1, fid);
-    while (sqlite3_step(s) == SQLITE_ROW) {
-        FILE *f = strcmp(col_text(s, 0), "test") ? ftr : fte;
-        double v[3] = {col_real(s, 1), col_real(s, 2), col_real(s, 3)};
-        for (int j = 0; j < 3; j++)
-            if (isfinite(v[j])) {
-                if (v[j] < lo) lo = v[j];
-                if (v[j] > hi) hi = v[j];
-            }
-        fprintf(f, "%.4f %.4f %.4f %d %s\n", v[0] / 1000.0, v[1] / 1000.0, v[2] / 1000.0, sqlite3_column_int(s, 4),
-                col_text(s, 5));
-    }
-    sqlite3_finalize(s);
+    fit_scatter sc = {ftr, fte, INFINITY, 0};
+    st = profile_db_calib_fit_points(r->db, head.fit_id, scatter_point, &sc);
     fclose(ftr);
     fclose(fte);
+    if (st != PL_OK) return store_fail(r, st, "fit points");
+    double lo = sc.lo, hi = sc.hi;
     if (!(hi > 0)) return PL_OK;
     lo = lo / 1000.0 * 0.9;
     hi = hi / 1000.0 * 1.1;
@@ -519,29 +503,23 @@ static pl_status trace_winner(report *r, const char *fname, const char *ptext, c
 /* Write the measured trace stored for confirmation cid, if any. */
 static pl_status measured_trace(report *r, int64_t cid, const char *fname, int *found) {
     *found = 0;
-    if (!table_exists(r, "calib_trace")) return PL_OK;
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(r->h, "SELECT json FROM calib_trace WHERE confirm_id = ? ORDER BY rowid DESC LIMIT 1", -1,
-                           &s, NULL) != SQLITE_OK)
-        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read traces: %s", sqlite3_errmsg(r->h));
-    sqlite3_bind_int64(s, 1, cid);
-    pl_status st = PL_OK;
-    if (sqlite3_step(s) == SQLITE_ROW) {
-        FILE *f = open_out(r, fname, "w");
-        if (!f) st = PL_ERR_IO;
+    char *json = NULL;
+    pl_status st = profile_db_calib_trace(r->db, cid, &json);
+    if (st != PL_OK) return store_fail(r, st, "traces");
+    if (!json) return PL_OK;
+    FILE *f = open_out(r, fname, "w");
+    if (!f) st = PL_ERR_IO;
+    else {
+        size_t n = strlen(json);
+        if (fwrite(json, 1, n, f) != n) st = PL_ERR_IO;
+        if (fclose(f)) st = PL_ERR_IO;
+        if (st != PL_OK) pl_fail(r->msg, r->len, st, "cannot write %s", fname);
         else {
-            const char *json = col_text(s, 0);
-            size_t n = strlen(json);
-            if (fwrite(json, 1, n, f) != n) st = PL_ERR_IO;
-            if (fclose(f)) st = PL_ERR_IO;
-            if (st != PL_OK) pl_fail(r->msg, r->len, st, "cannot write %s", fname);
-            else {
-                *found = 1;
-                r->sum.n_traces++;
-            }
+            *found = 1;
+            r->sum.n_traces++;
         }
     }
-    sqlite3_finalize(s);
+    free(json);
     return st;
 }
 
@@ -672,16 +650,52 @@ static const char *verdict(const side_row *rl, const side_row *rows, int n, char
     return buf;
 }
 
-static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
-    int64_t cid = sqlite3_column_int64(cs, 0);
+/* The sides of one confirmation as read back, with the simulator's
+ * predictions of their picks under the confirmation's setting. */
+typedef struct {
+    report *r;
+    side_row *rows;      /* MAX_SIDES */
+    int n;
+    int same_graph;      /* the confirmation is of the report's graph: predict */
+    const schedule *sc;
+    int64_t cap;
+} side_reader;
+
+static int read_side(void *ctx, const profile_calib_side *s) {
+    side_reader *sr = ctx;
+    if (sr->n >= MAX_SIDES) return 1;
+    report *r = sr->r;
+    side_row *w = &sr->rows[sr->n++];
+    snprintf(w->side, sizeof w->side, "%s", s->side);
+    snprintf(w->cand, sizeof w->cand, "%s", s->candidate ? s->candidate : "");
+    w->placement = s->placement ? strdup(s->placement) : NULL;
+    w->n_cand = s->n_candidates;
+    w->n_oom = s->n_oom;
+    w->n = s->n;
+    w->mean = s->mean_us;
+    w->sd = s->sd_us;
+    w->se = s->se_us;
+    w->pred_at_confirm = s->pred_us;
+    w->peak = s->peak_bytes;
+    int o1 = 0;
+    w->pred_neutral = w->pred_cal = NAN;
+    if (sr->same_graph && w->placement) {
+        predict(r, w->placement, sr->sc, sr->cap, &r->neutral, &w->pred_neutral, &w->pred_oom);
+        predict(r, w->placement, sr->sc, sr->cap, &r->calibrated, &w->pred_cal, &o1);
+    }
+    return 0;
+}
+
+static pl_status one_confirm(report *r, const profile_calib_confirm *cs, FILE *summary_rows) {
+    int64_t cid = cs->id;
     char label[64], safe[64];
-    snprintf(label, sizeof label, "%s", col_text(cs, 1));
+    snprintf(label, sizeof label, "%s", cs->label);
     file_safe(label, safe, sizeof safe);
-    int64_t run = sqlite3_column_int64(cs, 2);
-    const char *gkey = col_text(cs, 3);
-    schedule sc = schedule_make(sqlite3_column_int(cs, 4), SCHED_GPIPE);
-    schedule_parse_order(col_text(cs, 5), &sc.order, NULL, 0);
-    int64_t cap = sqlite3_column_int64(cs, 6);
+    int64_t run = cs->run_id;
+    const char *gkey = cs->graph_key;
+    schedule sc = schedule_make(cs->micro_batches, SCHED_GPIPE);
+    schedule_parse_order(cs->schedule, &sc.order, NULL, 0);
+    int64_t cap = cs->mem_cap;
     int same_graph = !strcmp(gkey, r->graph_key);
     char capbuf[32] = "none";
     if (cap > 0) pl_format_bytes((double)cap, capbuf, sizeof capbuf);
@@ -691,41 +705,17 @@ static pl_status one_confirm(report *r, sqlite3_stmt *cs, FILE *summary_rows) {
             "Confirmation %lld (%s) on `%s`, shortlist from run %lld: %d selection rounds over every candidate, then "
             "%d confirmation rounds of the picks, each timing %d steps after %d warm-up steps, shuffled (seed %lld). "
             "Only confirmation rounds are reported.\n\n",
-            (long long)cid, col_text(cs, 13), col_text(cs, 12), (long long)run, sqlite3_column_int(cs, 7),
-            sqlite3_column_int(cs, 8), sqlite3_column_int(cs, 9), sqlite3_column_int(cs, 10),
-            (long long)sqlite3_column_int64(cs, 11));
+            (long long)cid, cs->created_at, cs->timer, (long long)run, cs->selection_rounds, cs->confirm_rounds,
+            cs->steps, cs->warmup, (long long)cs->seed);
     side_row rows[MAX_SIDES];
     memset(rows, 0, sizeof rows);
-    int n = 0;
-    sqlite3_stmt *s = NULL;
-    pl_status st = PL_OK;
-    if (sqlite3_prepare_v2(r->h,
-                           "SELECT side, candidate, placement, n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us,"
-                           " peak_bytes FROM calib_confirm_side WHERE confirm_id = ? ORDER BY side_idx",
-                           -1, &s, NULL) != SQLITE_OK)
-        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read sides: %s", sqlite3_errmsg(r->h));
-    sqlite3_bind_int64(s, 1, cid);
-    while (n < MAX_SIDES && sqlite3_step(s) == SQLITE_ROW) {
-        side_row *w = &rows[n++];
-        snprintf(w->side, sizeof w->side, "%s", col_text(s, 0));
-        snprintf(w->cand, sizeof w->cand, "%s", col_text(s, 1));
-        w->placement = sqlite3_column_type(s, 2) == SQLITE_NULL ? NULL : strdup(col_text(s, 2));
-        w->n_cand = sqlite3_column_int(s, 3);
-        w->n_oom = sqlite3_column_int(s, 4);
-        w->n = sqlite3_column_int(s, 5);
-        w->mean = col_real(s, 6);
-        w->sd = col_real(s, 7);
-        w->se = col_real(s, 8);
-        w->pred_at_confirm = col_real(s, 9);
-        w->peak = sqlite3_column_int64(s, 10);
-        int o1 = 0;
-        w->pred_neutral = w->pred_cal = NAN;
-        if (same_graph && w->placement) {
-            predict(r, w->placement, &sc, cap, &r->neutral, &w->pred_neutral, &w->pred_oom);
-            predict(r, w->placement, &sc, cap, &r->calibrated, &w->pred_cal, &o1);
-        }
+    side_reader sr = {r, rows, 0, same_graph, &sc, cap};
+    pl_status st = profile_db_calib_sides(r->db, cid, read_side, &sr);
+    const int n = sr.n;
+    if (st != PL_OK) {
+        store_fail(r, st, "sides");
+        goto out;
     }
-    sqlite3_finalize(s);
     int use_cal = r->n_calibrated > 0;
     fprintf(r->md, "| side | pick | candidates (OOM) | confirmed mean ± sd (ms) | se (ms) | predicted%s (ms) |%s "
                    "measured peak |\n|---|---|---|---|---|---|%s---|\n",
@@ -821,26 +811,25 @@ out:
     return st;
 }
 
+/* Each confirmation read back, written by one_confirm until one fails. */
+typedef struct {
+    report *r;
+    FILE *summary_rows;
+    pl_status st;        /* one_confirm's first failure */
+} confirm_reader;
+
+static int read_confirm(void *ctx, const profile_calib_confirm *c) {
+    confirm_reader *cr = ctx;
+    cr->st = one_confirm(cr->r, c, cr->summary_rows);
+    return cr->st != PL_OK;
+}
+
 static pl_status confirm_section(report *r) {
     fprintf(r->md, "\n## Head to head on hardware\n\n");
-    if (!table_exists(r, "calib_confirm")) {
-        fprintf(r->md, "No confirmation is stored (run `placer confirm`).\n");
-        return PL_OK;
-    }
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(r->h,
-                           "SELECT id, label, run_id, graph_key, micro_batches, schedule, mem_cap, selection_rounds,"
-                           " confirm_rounds, steps, warmup, seed, timer, created_at FROM calib_confirm"
-                           " WHERE id IN (SELECT MAX(id) FROM calib_confirm GROUP BY label) ORDER BY label",
-                           -1, &s, NULL) != SQLITE_OK)
-        return pl_fail(r->msg, r->len, PL_ERR_DB, "cannot read confirmations: %s", sqlite3_errmsg(r->h));
     char *rows_text = NULL;
     size_t rows_len = 0;
     FILE *rows = open_memstream(&rows_text, &rows_len);
-    if (!rows) {
-        sqlite3_finalize(s);
-        return pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
-    }
+    if (!rows) return pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
     /* the detailed sections go to a second buffer so the summary table leads */
     char *detail_text = NULL;
     size_t detail_len = 0;
@@ -849,9 +838,13 @@ static pl_status confirm_section(report *r) {
     pl_status st = PL_OK;
     if (!detail) st = pl_fail(r->msg, r->len, PL_ERR_NOMEM, "out of memory");
     r->md = detail;
-    while (st == PL_OK && sqlite3_step(s) == SQLITE_ROW) st = one_confirm(r, s, rows);
+    confirm_reader cr = {r, rows, PL_OK};
+    if (st == PL_OK) {
+        st = profile_db_calib_confirms(r->db, read_confirm, &cr);
+        if (st != PL_OK) store_fail(r, st, "confirmations");
+        else st = cr.st;
+    }
     r->md = md;
-    sqlite3_finalize(s);
     fclose(rows);
     if (detail) fclose(detail);
     if (st == PL_OK) {
@@ -878,7 +871,6 @@ pl_status calib_report_write(profile_db *db, const calib_report_options *opt, ca
     memset(&r, 0, sizeof r);
     r.opt = opt;
     r.db = db;
-    r.h = profile_db_handle(db);
     r.msg = msg;
     r.len = len;
     pl_status st = PL_OK;

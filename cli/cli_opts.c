@@ -32,6 +32,45 @@ void cli_stack_default(cli_stack *s) {
     s->set = 0;
     framework_default(&s->fw);
     s->fw_set = 0;
+    s->attention_set = 0;
+    s->plans = 0;
+    s->runs = PLAN_FRAMEWORK_ANY;
+}
+
+/* 1 when --framework's value reads as a file path rather than a name
+ * (framework_load's rule: a '/' or a .json ending). */
+static int names_a_file(const char *arg) {
+    size_t n = strlen(arg);
+    return strchr(arg, '/') || (n >= 5 && !strcmp(arg + n - 5, ".json"));
+}
+
+/* --framework (or placer plan's --for) into s: a profile by name or file,
+ * applied to the simulator's settings; for placer plan also what the stack
+ * runs, where any and deepspeed name a stack without a profile. */
+static int framework_option(const char *cmd, const char *arg, cli_stack *s) {
+    char msg[512] = "";
+    if (s->fw_set) return cli_usage_error(cmd, "--framework given twice%s", s->plans ? " (--for is the same option)" : "");
+    plan_framework runs = PLAN_FRAMEWORK_ANY;
+    if (s->plans && plan_framework_parse(arg, &runs) &&
+        (runs == PLAN_FRAMEWORK_ANY || runs == PLAN_FRAMEWORK_DEEPSPEED)) {
+        s->runs = runs; /* Megatron's figures: the simulator's settings stay as they are */
+        s->fw_set = 1;
+        return 0;
+    }
+    pl_status st = framework_load(arg, &s->fw, msg, sizeof msg);
+    if (st == PL_ERR_NOT_FOUND && s->plans && !names_a_file(arg))
+        return cli_usage_error(cmd, "--framework: unknown framework '%.60s' (megatron, torchtitan, deepspeed, hf, "
+                                    "any, or a profile file path)", arg);
+    if (st != PL_OK) return cli_usage_error(cmd, "--framework: %s", msg);
+    const attention_impl given = s->params.compute.attention;
+    framework_apply_time(&s->fw, &s->params.compute, &s->params.step_fixed_us);
+    if (s->attention_set) s->params.compute.attention = given; /* an explicit --attention wins */
+    s->params.framework = &s->fw;
+    s->fw_set = 1;
+    s->runs = PLAN_FRAMEWORK_ANY;
+    plan_framework_parse(s->fw.name, &s->runs);
+    s->set = 1;
+    return 0;
 }
 
 int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
@@ -41,6 +80,7 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
         if (!strcmp(arg, "flash")) s->params.compute.attention = ATTENTION_FLASH;
         else if (!strcmp(arg, "unfused")) s->params.compute.attention = ATTENTION_UNFUSED;
         else return cli_usage_error(cmd, "--attention must be flash or unfused, not '%s'", arg);
+        s->attention_set = 1;
         break;
     case CLI_OPT_DP_OVERLAP:
         if (cli_long_arg(cmd, "--dp-overlap", arg, 0, 1, &v)) return CLI_EXIT_USAGE;
@@ -50,15 +90,7 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
         if (cli_long_arg(cmd, "--grad-bytes", arg, 1, 8, &v)) return CLI_EXIT_USAGE;
         s->params.grad_comm_bytes = (double)v;
         break;
-    case CLI_OPT_FRAMEWORK: {
-        char msg[512] = "";
-        if (s->fw_set) return cli_usage_error(cmd, "--framework given twice");
-        if (framework_load(arg, &s->fw, msg, sizeof msg) != PL_OK) return cli_usage_error(cmd, "--framework: %s", msg);
-        framework_apply_time(&s->fw, &s->params.compute, &s->params.step_fixed_us);
-        s->params.framework = &s->fw;
-        s->fw_set = 1;
-        break;
-    }
+    case CLI_OPT_FRAMEWORK: return framework_option(cmd, arg, s);
     default: return -1;
     }
     s->set = 1;

@@ -3,8 +3,13 @@
  * (placer layout, placer plan, placer check-published): numbers in a range
  * with one message form, and the software-stack options that describe how
  * the layout simulator models the framework (--attention, --dp-overlap,
- * --grad-bytes), declared once so that both commands take the same flags,
- * with the same help text and the same messages.
+ * --grad-bytes, --framework), declared once so that both commands take the
+ * same flags, with the same help text and the same messages.
+ *
+ * --framework names the stack a prediction is for; in placer plan the same
+ * value is also what the plan is exported to, and the search keeps only the
+ * layouts that stack runs (plan.h: plan_framework). plan takes --for as an
+ * alias of it (the option's older name).
  *
  * Each helper that reports prints one line "placer <cmd>: ..." on stderr
  * (cli_usage_error) and returns CLI_EXIT_USAGE; 0 means parsed.
@@ -16,6 +21,7 @@
 
 #include "framework.h"
 #include "layout_sim.h"
+#include "plan.h"
 
 /* text as a decimal integer in lo..hi into *out: 0, or CLI_EXIT_USAGE after
  * "<name> must be an integer in lo..hi, not '<text>'". */
@@ -34,14 +40,27 @@ enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_O
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
         {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}
 
-/* Their --help lines (16-column option field, as the commands' own). */
-#define CLI_STACK_HELP                                                                                               \
-    "  --attention     flash (default) or unfused attention kernels (2021's Megatron)\n"                              \
+/* Their --help lines (16-column option field, as the commands' own): the
+ * simulator's settings, then --framework as placer layout reads it
+ * (placer plan words its own: CLI_PLAN_FRAMEWORK_HELP). */
+#define CLI_STACK_SIM_HELP                                                                                           \
+    "  --attention     flash (default) or unfused attention kernels (2021's Megatron); given,\n"                     \
+    "                  it wins over --framework's kernel\n"                                                        \
     "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
     "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
-    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                          \
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+#define CLI_STACK_HELP                                                                                               \
+    CLI_STACK_SIM_HELP                                                                                               \
     "  --framework F   the software stack: megatron (default), torchtitan, hf, or a profile\n"              \
     "                  file (placer calibrate --layout-runs writes one; docs/frameworks.md)\n"
+#define CLI_PLAN_FRAMEWORK_HELP                                                                                      \
+    "  --framework F   the software stack the plan is predicted for and exported to: megatron,\n"                    \
+    "                  torchtitan, deepspeed, hf, any (default), or a profile file\n"                                \
+    "                  (docs/frameworks.md). Its profile gives the prediction's figures\n"                          \
+    "                  (deepspeed and any have none: Megatron's); the search keeps only the\n"                      \
+    "                  layouts it runs as planned (megatron, torchtitan, deepspeed; a profile\n"                    \
+    "                  file by its name; hf and any: all)\n"                                                        \
+    "  --for F         an alias of --framework (its older name)\n"
 
 /* The stack as the options describe it. */
 typedef struct {
@@ -50,12 +69,19 @@ typedef struct {
     framework_profile fw;     /* --framework (framework_default when none); params.framework
                                  points here once given, so the struct must not move after */
     int fw_set;               /* 1: --framework was given */
+    int attention_set;        /* 1: --attention was given: it wins over the profile's kernel,
+                                 whichever comes first */
+    int plans;                /* set by placer plan before parsing: --framework also names
+                                 what the plan runs on (any and deepspeed need no profile) */
+    plan_framework runs;      /* placer plan: what the named stack runs (ANY when not given,
+                                 or for a profile whose name is no plan_framework's) */
 } cli_stack;
 
 void cli_stack_default(cli_stack *s);
 
 /* If ch is a stack option code, parse arg into s: 0 parsed, CLI_EXIT_USAGE
- * after one line for a bad value. -1 when ch is no stack option. */
+ * after one line for a bad value or a second --framework. -1 when ch is no
+ * stack option. */
 int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s);
 
 #endif

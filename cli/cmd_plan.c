@@ -28,7 +28,7 @@ static void plan_usage(FILE *f) {
             "                   [--global-batch B] [--seq S] [--precision P] [--top K]\n"
             "                   [--max-tp N] [--max-cp N] [--max-vp N] [--max-mbs N] [--fix LIST]\n"
             "                   [--compare LAYOUT] [--splits] [--json] [--trace FILE]\n"
-            "                   [--export megatron|torchtitan|deepspeed|json]\n\n"
+            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json]\n\n"
             "Searches tensor, context, pipeline (with interleaving) and data parallelism,\n"
             "micro-batch size, recomputation, optimizer sharding and the stage boundaries\n"
             "for the fastest layout that fits, predicted by the layout simulator; prints the\n"
@@ -48,7 +48,8 @@ static void plan_usage(FILE *f) {
             "  --max-cp        largest context-parallel size (default: keeps seq / cp >= 4096)\n"
             "  --max-vp        most virtual chunks per stage tried (default 4)\n"
             "  --max-mbs       largest micro-batch tried (default 16)\n"
-            CLI_STACK_HELP
+            CLI_STACK_SIM_HELP
+            CLI_PLAN_FRAMEWORK_HELP
             "  --reserve       GB per GPU to leave free (allocator, fragmentation); default 0\n"
             "  --fix           hold dimensions fixed, e.g. tp=8,pp=16 or dp=1,mbs=4 (keys: tp cp\n"
             "                  pp vp dp mbs recompute zero)\n"
@@ -61,10 +62,9 @@ static void plan_usage(FILE *f) {
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
             "  --trace         write the best layout's Chrome trace to FILE\n"
-            "  --export        print only the best layout in that framework's format; the search\n"
-            "                  then keeps only what that framework runs (see --for)\n"
-            "  --for           megatron, torchtitan, deepspeed or any: search only the layouts\n"
-            "                  that framework runs as planned (default: any, or --export's)\n"
+            "  --export        print only the best layout in that framework's format; without\n"
+            "                  --framework the search keeps only what that framework runs\n"
+            "                  (predicted with Megatron's figures; --framework F sets both)\n"
             "  --db            plan on a measured profile instead of a cluster file: pipelines\n"
             "                  over its devices (tp = cp = dp = 1), every micro-batch count and\n"
             "                  GPipe / 1F1B, stage boundaries by the exact DP of placer search\n\n"
@@ -179,7 +179,7 @@ typedef struct {
     const char *db;            /* --db */
     const char *export_name;   /* --export */
     plan_export_format fmt;    /* its format */
-    int json, framework_set;
+    int json;
     int help;                  /* --help: print usage, run nothing */
 } plan_args;
 
@@ -210,15 +210,6 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
         if (!cli_double_arg(arg, &gb) || !(gb >= 0 && gb < 1e6))
             return cli_usage_error(CMD, "--reserve takes GB per GPU (e.g. 4), not '%s'", arg);
         o->reserve_bytes = (int64_t)(gb * CLI_GB);
-        break;
-    }
-    case 'W': {
-        int k = -1;
-        for (int i = 0; i < PLAN_FRAMEWORK_COUNT; i++)
-            if (!strcmp(arg, plan_framework_name((plan_framework)i))) k = i;
-        if (k < 0) return cli_usage_error(CMD, "--for must be megatron, torchtitan, deepspeed or any, not '%s'", arg);
-        o->framework = k;
-        a->framework_set = 1;
         break;
     }
     case 'F':
@@ -259,6 +250,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     memset(a, 0, sizeof *a);
     plan_options_default(&a->run.search);
     cli_stack_default(&a->stack);
+    a->stack.plans = 1; /* --framework also names what the plan runs on */
     a->fmt = PLAN_EXPORT_JSON;
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
@@ -271,7 +263,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         {"schedules", required_argument, 0, 'Q'},
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
-        CLI_STACK_OPTIONS,                       {"for", required_argument, 0, 'W'},
+        CLI_STACK_OPTIONS,                       {"for", required_argument, 0, CLI_OPT_FRAMEWORK}, /* alias */
         {"reserve", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
@@ -290,7 +282,8 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     plan_run_options *r = &a->run;
     if (optind < argc) return cli_usage_error(CMD, "unexpected argument '%s'; see placer plan --help", argv[optind]);
     if (a->stack.set) r->search.sim = &a->stack.params;
-    if (a->export_name && !a->framework_set)
+    if (a->stack.fw_set) r->search.framework = a->stack.runs;
+    else if (a->export_name)
         r->search.framework = a->fmt == PLAN_EXPORT_MEGATRON     ? PLAN_FRAMEWORK_MEGATRON
                               : a->fmt == PLAN_EXPORT_TORCHTITAN ? PLAN_FRAMEWORK_TORCHTITAN
                               : a->fmt == PLAN_EXPORT_DEEPSPEED  ? PLAN_FRAMEWORK_DEEPSPEED
@@ -446,7 +439,7 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
     printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
            x->model.name, cfg->n_layers, cfg->d_model, x->clu.name, (long long)so->gpus, so->global_batch, cfg->seq_len,
            note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precs, so->framework ? ", layouts " : "",
-           so->framework ? plan_framework_name((plan_framework)so->framework) : "");
+           so->framework ? plan_framework_name(so->framework) : "");
     printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
            "(%lld runs, %lld OOM; %lld runs refining the top splits) in %.2f s\n\n",
            (long long)res->considered, (long long)res->pruned_memory, (long long)res->pruned_bound,

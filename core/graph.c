@@ -370,40 +370,15 @@ static void set_residual(graph_node *nd, const gpt_config *cfg, const char *name
     nd->fwd_kernels = 1; nd->bwd_kernels = 1;
 }
 
-pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t len) {
-    *out = NULL;
-    pl_status st = gpt_config_validate(cfg, msg, len);
-    if (st != PL_OK) return st;
-    if (gpt_config_is_extended(cfg))
-        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
-                       "the per-node graph describes dense models with head size d_model / heads only (this one has "
-                       "experts, latent attention, a head_dim, sliding windows or squared ReLU): use placer layout");
-    const int64_t C = cfg->d_model, NH = cfg->n_heads, L = cfg->n_layers;
-    const int64_t T = cfg->seq_len, B = cfg->batch;
-    const int64_t V = gpt_vocab_padded(cfg);      /* the padded vocabulary everywhere */
-    const int64_t KV = gpt_kv_heads(cfg), HS = C / NH;
-    const int64_t Q = qkv_width(cfg);             /* C + 2 * KV * HS; 3C without GQA */
-    const int64_t F = gpt_d_ff(cfg);
-    const int rotary = cfg->pos == POS_ROTARY;
-    const double f = 4.0; /* bytes per float */
-    const int n = (int)(4 + 6 * L);
-
-    graph *g = calloc(1, sizeof *g);
-    if (!g) return PL_ERR_NOMEM;
-    g->cfg = *cfg;
-    g->n_nodes = n;
-    g->nodes = calloc((size_t)n, sizeof *g->nodes);
-    g->cons_start = calloc((size_t)n + 1, sizeof *g->cons_start);
-    if (!g->nodes || !g->cons_start) goto out_nomem;
-
-    char name[GRAPH_NAME_LEN];
-    graph_node *nd;
-    /* embedding: out = wte[tok] (+ wpe[pos] with learned positions); saves
-     * nothing but its output. With a tied head wte is also the head's. */
-    nd = &g->nodes[0];
+/* The embedding: out = wte[tok] (+ wpe[pos] with learned positions);
+ * saves nothing but its output. With a tied head wte is also the head's. */
+static void set_embedding(graph_node *nd, const gpt_config *cfg) {
+    const int64_t C = cfg->d_model, T = cfg->seq_len, B = cfg->batch;
+    const int64_t V = gpt_vocab_padded(cfg);
+    const double f = 4.0;
     set_node(nd, OP_EMBEDDING, "embedding", -1, -1, -1);
     set_shape3(nd, B, T, C);
-    if (rotary) {
+    if (cfg->pos == POS_ROTARY) {
         nd->params = V * C;
         nd->fwd_flops_per_sample = 0.0;
         nd->bwd_flops_per_sample = (double)T * C;
@@ -417,80 +392,96 @@ pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t 
         nd->bwd_bytes_per_sample = f * 5.0 * T * C;
     }
     nd->fwd_kernels = 1; nd->bwd_kernels = 1;
+}
 
-    int prev = 0; /* the residual stream entering the next block */
-    for (int l = 0; l < L; l++) {
-        int base = 1 + 6 * l;
-        snprintf(name, sizeof name, "ln1.%d", l);
-        set_norm(&g->nodes[base + 0], cfg, name, l, prev);
+/* Attention of layer l reading node `in`: qkv (T,Q), pre-softmax and
+ * softmax (NH,T,T), y (T,C). Grouped-query attention narrows k and v to KV
+ * heads (Q = C + 2 KV HS) but every query head still scores T x T, so the
+ * T x T work is the full C's. Rotary rotates q and k in place (no
+ * parameters). */
+static void set_attention(graph_node *nd, const gpt_config *cfg, const char *name, int l, int in) {
+    const int64_t C = cfg->d_model, NH = cfg->n_heads, T = cfg->seq_len, B = cfg->batch;
+    const int64_t KV = gpt_kv_heads(cfg), HS = C / NH;
+    const int64_t Q = qkv_width(cfg); /* C + 2 * KV * HS; 3C without GQA */
+    const int rotary = cfg->pos == POS_ROTARY;
+    const double f = 4.0;
+    set_node(nd, OP_ATTENTION, name, l, in, -1);
+    set_shape3(nd, B, T, C);
+    nd->params = attn_params(cfg);
+    double mm = 2.0 * T * C * Q + 2.0 * T * C * C;      /* qkv and proj */
+    double att = 2.0 * 2.0 * T * T * C;                  /* q@k^T and att@v */
+    double rope = rotary ? 3.0 * T * (C + KV * HS) : 0.0;
+    nd->fwd_flops_per_sample = mm + att + 5.0 * NH * T * T + rope;
+    nd->bwd_flops_per_sample = 2.0 * (mm + att) + 5.0 * NH * T * T + rope;
+    double wts = (double)C * Q + (double)C * C;
+    double rope_bytes = rotary ? f * 2.0 * T * (C + KV * HS) : 0.0;
+    nd->fwd_bytes_per_sample = f * (3.0 * T * C + 1.0 * T * Q + 3.0 * NH * T * T + wts) + rope_bytes;
+    nd->bwd_bytes_per_sample = f * (6.0 * T * C + 2.0 * T * Q + 5.0 * NH * T * T + 2.0 * wts) + rope_bytes;
+    nd->act_bytes_per_sample = 4 * (T * Q + 2 * NH * T * T + 2 * T * C);
+    nd->fwd_kernels = 6 + rotary; nd->bwd_kernels = 8 + rotary;
+}
 
-        /* attention: qkv (T,Q), pre-softmax and softmax (NH,T,T), y (T,C).
-         * Grouped-query attention narrows k and v to KV heads (Q = C + 2 KV HS)
-         * but every query head still scores T x T, so the T x T work is the
-         * full C's. Rotary rotates q and k in place (no parameters). */
-        nd = &g->nodes[base + 1];
-        snprintf(name, sizeof name, "attn.%d", l);
-        set_node(nd, OP_ATTENTION, name, l, base + 0, -1);
-        set_shape3(nd, B, T, C);
-        nd->params = attn_params(cfg);
-        double mm = 2.0 * T * C * Q + 2.0 * T * C * C;      /* qkv and proj */
-        double att = 2.0 * 2.0 * T * T * C;                  /* q@k^T and att@v */
-        double rope = rotary ? 3.0 * T * (C + KV * HS) : 0.0;
-        nd->fwd_flops_per_sample = mm + att + 5.0 * NH * T * T + rope;
-        nd->bwd_flops_per_sample = 2.0 * (mm + att) + 5.0 * NH * T * T + rope;
-        double wts = (double)C * Q + (double)C * C;
-        double rope_bytes = rotary ? f * 2.0 * T * (C + KV * HS) : 0.0;
-        nd->fwd_bytes_per_sample = f * (3.0 * T * C + 1.0 * T * Q + 3.0 * NH * T * T + wts) + rope_bytes;
-        nd->bwd_bytes_per_sample = f * (6.0 * T * C + 2.0 * T * Q + 5.0 * NH * T * T + 2.0 * wts) + rope_bytes;
-        nd->act_bytes_per_sample = 4 * (T * Q + 2 * NH * T * T + 2 * T * C);
-        nd->fwd_kernels = 6 + rotary; nd->bwd_kernels = 8 + rotary;
-
-        /* residual add: out = stream + attn */
-        snprintf(name, sizeof name, "res1.%d", l);
-        set_residual(&g->nodes[base + 2], cfg, name, l, prev, base + 1);
-
-        /* norm 2 reads the attention's sum, or with a parallel residual the
-         * block input itself: y = x + attn(ln1(x)) + mlp(ln2(x)), formed by
-         * the two adds res1 = x + attn and res2 = res1 + mlp. */
-        snprintf(name, sizeof name, "ln2.%d", l);
-        set_norm(&g->nodes[base + 3], cfg, name, l, cfg->parallel_residual ? prev : base + 2);
-
-        nd = &g->nodes[base + 4];
-        snprintf(name, sizeof name, "mlp.%d", l);
-        set_node(nd, OP_MLP, name, l, base + 3, -1);
-        set_shape3(nd, B, T, C);
-        nd->params = mlp_params(cfg);
-        if (cfg->mlp == MLP_SWIGLU) {
-            /* gate and up (T,F) each, h = silu(gate) * up (T,F), down to C;
-             * saves the input, gate, up and h */
-            double mlp = 2.0 * 3.0 * T * C * F;
-            nd->fwd_flops_per_sample = mlp + 6.0 * T * F;
-            nd->bwd_flops_per_sample = 2.0 * mlp + 12.0 * T * F;
-            nd->fwd_bytes_per_sample = f * (2.0 * T * C + 5.0 * T * F + 3.0 * C * F);
-            nd->bwd_bytes_per_sample = f * (4.0 * T * C + 9.0 * T * F + 6.0 * C * F);
-            nd->act_bytes_per_sample = 4 * (3 * T * F + T * C);
-            nd->fwd_kernels = 4; nd->bwd_kernels = 7;
-        } else {
-            /* fc, GELU, proj: saves fc pre-activation and GELU output (T,F) */
-            double mlp = 2.0 * 2.0 * T * C * F;
-            nd->fwd_flops_per_sample = mlp + 8.0 * T * F;
-            nd->bwd_flops_per_sample = 2.0 * mlp + 10.0 * T * F;
-            nd->fwd_bytes_per_sample = f * (2.0 * T * C + 3.0 * T * F + 2.0 * C * F);
-            nd->bwd_bytes_per_sample = f * (4.0 * T * C + 6.0 * T * F + 4.0 * C * F);
-            nd->act_bytes_per_sample = 4 * (2 * T * F + T * C);
-            nd->fwd_kernels = 3; nd->bwd_kernels = 5;
-        }
-
-        snprintf(name, sizeof name, "res2.%d", l);
-        set_residual(&g->nodes[base + 5], cfg, name, l, base + 2, base + 4);
-        prev = base + 5;
+/* The MLP of layer l reading node `in`: SwiGLU or fc-GELU-proj. */
+static void set_mlp(graph_node *nd, const gpt_config *cfg, const char *name, int l, int in) {
+    const int64_t C = cfg->d_model, T = cfg->seq_len, B = cfg->batch;
+    const int64_t F = gpt_d_ff(cfg);
+    const double f = 4.0;
+    set_node(nd, OP_MLP, name, l, in, -1);
+    set_shape3(nd, B, T, C);
+    nd->params = mlp_params(cfg);
+    if (cfg->mlp == MLP_SWIGLU) {
+        /* gate and up (T,F) each, h = silu(gate) * up (T,F), down to C;
+         * saves the input, gate, up and h */
+        double mlp = 2.0 * 3.0 * T * C * F;
+        nd->fwd_flops_per_sample = mlp + 6.0 * T * F;
+        nd->bwd_flops_per_sample = 2.0 * mlp + 12.0 * T * F;
+        nd->fwd_bytes_per_sample = f * (2.0 * T * C + 5.0 * T * F + 3.0 * C * F);
+        nd->bwd_bytes_per_sample = f * (4.0 * T * C + 9.0 * T * F + 6.0 * C * F);
+        nd->act_bytes_per_sample = 4 * (3 * T * F + T * C);
+        nd->fwd_kernels = 4; nd->bwd_kernels = 7;
+    } else {
+        /* fc, GELU, proj: saves fc pre-activation and GELU output (T,F) */
+        double mlp = 2.0 * 2.0 * T * C * F;
+        nd->fwd_flops_per_sample = mlp + 8.0 * T * F;
+        nd->bwd_flops_per_sample = 2.0 * mlp + 10.0 * T * F;
+        nd->fwd_bytes_per_sample = f * (2.0 * T * C + 3.0 * T * F + 2.0 * C * F);
+        nd->bwd_bytes_per_sample = f * (4.0 * T * C + 6.0 * T * F + 4.0 * C * F);
+        nd->act_bytes_per_sample = 4 * (2 * T * F + T * C);
+        nd->fwd_kernels = 3; nd->bwd_kernels = 5;
     }
-    int lnf = (int)(1 + 6 * L);
-    set_norm(&g->nodes[lnf], cfg, "ln_f", (int)L, prev);
+}
 
-    /* head: logits over the padded vocabulary, no bias; tied: no params of
-     * its own (see the opening comment), the FLOPs and traffic are the same */
-    nd = &g->nodes[lnf + 1];
+/* The six nodes of transformer block l from index base on (ln1, attn, res1,
+ * ln2, mlp, res2), reading the residual stream node `prev`. */
+static void set_block(graph *g, const gpt_config *cfg, int l, int base, int prev) {
+    char name[GRAPH_NAME_LEN];
+    snprintf(name, sizeof name, "ln1.%d", l);
+    set_norm(&g->nodes[base + 0], cfg, name, l, prev);
+    snprintf(name, sizeof name, "attn.%d", l);
+    set_attention(&g->nodes[base + 1], cfg, name, l, base + 0);
+    /* residual add: out = stream + attn */
+    snprintf(name, sizeof name, "res1.%d", l);
+    set_residual(&g->nodes[base + 2], cfg, name, l, prev, base + 1);
+    /* norm 2 reads the attention's sum, or with a parallel residual the
+     * block input itself: y = x + attn(ln1(x)) + mlp(ln2(x)), formed by
+     * the two adds res1 = x + attn and res2 = res1 + mlp. */
+    snprintf(name, sizeof name, "ln2.%d", l);
+    set_norm(&g->nodes[base + 3], cfg, name, l, cfg->parallel_residual ? prev : base + 2);
+    snprintf(name, sizeof name, "mlp.%d", l);
+    set_mlp(&g->nodes[base + 4], cfg, name, l, base + 3);
+    snprintf(name, sizeof name, "res2.%d", l);
+    set_residual(&g->nodes[base + 5], cfg, name, l, base + 2, base + 4);
+}
+
+/* The head (node lnf + 1) and the loss (lnf + 2) after the final norm lnf.
+ * Head: logits over the padded vocabulary, no bias; tied: no params of its
+ * own (see the opening comment), the FLOPs and traffic are the same. Loss:
+ * per-token loss (B,T); keeps softmax probabilities (T,V) for backward. */
+static void set_head_and_loss(graph *g, const gpt_config *cfg, int lnf) {
+    const int64_t C = cfg->d_model, L = cfg->n_layers, T = cfg->seq_len, B = cfg->batch;
+    const int64_t V = gpt_vocab_padded(cfg);
+    const double f = 4.0;
+    graph_node *nd = &g->nodes[lnf + 1];
     set_node(nd, OP_HEAD, "head", (int)L, lnf, -1);
     set_shape3(nd, B, T, V);
     nd->params = cfg->tied ? 0 : C * V;
@@ -500,7 +491,6 @@ pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t 
     nd->bwd_bytes_per_sample = f * (2.0 * T * C + 2.0 * C * V + 2.0 * T * V);
     nd->fwd_kernels = 1; nd->bwd_kernels = 2;
 
-    /* loss: per-token loss (B,T); keeps softmax probabilities (T,V) for backward */
     nd = &g->nodes[lnf + 2];
     set_node(nd, OP_LOSS, "loss", (int)L, lnf + 1, -1);
     nd->out_rank = 2; nd->out_shape[0] = B; nd->out_shape[1] = T;
@@ -510,9 +500,14 @@ pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t 
     nd->bwd_bytes_per_sample = f * 2.0 * T * V;
     nd->act_bytes_per_sample = 4 * (T * V + T);
     nd->fwd_kernels = 1; nd->bwd_kernels = 1;
+}
 
-    /* output bytes (and saved bytes where a node keeps only its output),
-     * consumers, total params */
+/* Once every node is set: output bytes (and saved bytes where a node keeps
+ * only its output), total params, and the consumer lists (g->cons, indexed
+ * by g->cons_start, which must be zeroed with n_nodes + 1 entries).
+ * PL_ERR_NOMEM leaves g->cons NULL or allocated, for graph_destroy. */
+static pl_status finish_nodes(graph *g) {
+    const int n = g->n_nodes;
     for (int i = 0; i < n; i++) {
         graph_node *x = &g->nodes[i];
         int64_t per = 1;
@@ -525,13 +520,48 @@ pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t 
     for (int i = 0; i < n; i++) g->cons_start[i + 1] += g->cons_start[i];
     g->cons = malloc(sizeof *g->cons * (size_t)(g->cons_start[n] > 0 ? g->cons_start[n] : 1));
     int *fill = calloc((size_t)n, sizeof *fill);
-    if (!g->cons || !fill) { free(fill); goto out_nomem; }
+    if (!g->cons || !fill) {
+        free(fill);
+        return PL_ERR_NOMEM;
+    }
     for (int i = 0; i < n; i++)
         for (int j = 0; j < g->nodes[i].n_inputs; j++) {
             int p = g->nodes[i].inputs[j];
             g->cons[g->cons_start[p] + fill[p]++] = i;
         }
     free(fill);
+    return PL_OK;
+}
+
+pl_status graph_build_gpt(const gpt_config *cfg, graph **out, char *msg, size_t len) {
+    *out = NULL;
+    pl_status st = gpt_config_validate(cfg, msg, len);
+    if (st != PL_OK) return st;
+    if (gpt_config_is_extended(cfg))
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED,
+                       "the per-node graph describes dense models with head size d_model / heads only (this one has "
+                       "experts, latent attention, a head_dim, sliding windows or squared ReLU): use placer layout");
+    const int64_t L = cfg->n_layers;
+    const int n = (int)(4 + 6 * L);
+
+    graph *g = calloc(1, sizeof *g);
+    if (!g) return PL_ERR_NOMEM;
+    g->cfg = *cfg;
+    g->n_nodes = n;
+    g->nodes = calloc((size_t)n, sizeof *g->nodes);
+    g->cons_start = calloc((size_t)n + 1, sizeof *g->cons_start);
+    if (!g->nodes || !g->cons_start) goto out_nomem;
+
+    set_embedding(&g->nodes[0], cfg);
+    int prev = 0; /* the residual stream entering the next block */
+    for (int l = 0; l < L; l++) {
+        set_block(g, cfg, l, 1 + 6 * l, prev);
+        prev = 1 + 6 * l + 5;
+    }
+    int lnf = (int)(1 + 6 * L);
+    set_norm(&g->nodes[lnf], cfg, "ln_f", (int)L, prev);
+    set_head_and_loss(g, cfg, lnf);
+    if (finish_nodes(g) != PL_OK) goto out_nomem;
     *out = g;
     return PL_OK;
 

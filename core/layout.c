@@ -82,6 +82,138 @@ pl_status layout_parse(const char *text, layout *out, char *msg, size_t len) {
     return layout_parse_given(text, out, NULL, msg, len);
 }
 
+/* The value of an integer key (tp, cp, pp, vp, dp, ep, etp, mbs, gbs) into
+ * its field of l. PL_ERR_INVALID with the key's range when val is not an
+ * integer in it. */
+static pl_status parse_int_key(layout_key k, const char *val, layout *l, char *msg, size_t len) {
+    long hi = LAYOUT_MAX_DIM;
+    int *field = NULL;
+    switch (k) {
+    case LAYOUT_KEY_TP: field = &l->tp; break;
+    case LAYOUT_KEY_CP: field = &l->cp; break;
+    case LAYOUT_KEY_DP: field = &l->dp; break;
+    case LAYOUT_KEY_EP: field = &l->ep; break;
+    case LAYOUT_KEY_ETP: field = &l->etp; break;
+    case LAYOUT_KEY_PP: field = &l->pp; hi = LAYOUT_MAX_CHUNKS; break;
+    case LAYOUT_KEY_VP: field = &l->vp; hi = LAYOUT_MAX_CHUNKS; break;
+    case LAYOUT_KEY_MBS: field = &l->micro_batch; hi = LAYOUT_MAX_BATCH; break;
+    case LAYOUT_KEY_GBS: field = &l->global_batch; hi = LAYOUT_MAX_BATCH; break;
+    default: return pl_fail(msg, len, PL_ERR_INVALID, "layout %s is not an integer key", KEYS[k]);
+    }
+    if (!parse_int(val, 1, hi, field))
+        return pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %ld, not '%.32s'", KEYS[k],
+                       hi, val);
+    return PL_OK;
+}
+
+/* The value of a named key (sp, zero, recompute, dispatcher, precision, fp8,
+ * sched) into its field of l. PL_ERR_INVALID listing the accepted names. */
+static pl_status parse_named_key(layout_key k, const char *val, layout *l, char *msg, size_t len) {
+    char pm[160];
+    schedule_order o;
+    switch (k) {
+    case LAYOUT_KEY_SP:
+        if (strcmp(val, "0") && strcmp(val, "1"))
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout sp must be 0 or 1, not '%.32s'", val);
+        l->sp = val[0] == '1';
+        return PL_OK;
+    case LAYOUT_KEY_ZERO:
+        if (!strcmp(val, "0") || !strcmp(val, "none")) l->zero = ZERO_NONE;
+        else if (!strcmp(val, "1")) l->zero = ZERO_1;
+        else if (!strcmp(val, "2")) l->zero = ZERO_2;
+        else if (!strcmp(val, "3")) l->zero = ZERO_3;
+        else if (!strcmp(val, "fsdp")) l->zero = ZERO_FSDP;
+        else return pl_fail(msg, len, PL_ERR_INVALID, "layout zero must be 0, 1, 2, 3 or fsdp, not '%.32s'", val);
+        return PL_OK;
+    case LAYOUT_KEY_RECOMPUTE:
+        if (!strcmp(val, "none")) l->recompute = RECOMPUTE_NONE;
+        else if (!strcmp(val, "selective")) l->recompute = RECOMPUTE_SELECTIVE;
+        else if (!strcmp(val, "full")) l->recompute = RECOMPUTE_FULL;
+        else
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout recompute must be none, selective or full, not '%.32s'",
+                           val);
+        return PL_OK;
+    case LAYOUT_KEY_DISPATCHER:
+        if (!strcmp(val, "alltoall")) l->dispatcher = MOE_DISPATCH_ALLTOALL;
+        else if (!strcmp(val, "allgather")) l->dispatcher = MOE_DISPATCH_ALLGATHER;
+        else if (!strcmp(val, "flex")) l->dispatcher = MOE_DISPATCH_FLEX;
+        else
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout dispatcher must be alltoall, allgather or flex, not '%.32s'",
+                           val);
+        return PL_OK;
+    case LAYOUT_KEY_PRECISION:
+        if (precision_parse(val, &l->prec, pm, sizeof pm) != PL_OK)
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout precision: %s", pm);
+        return PL_OK;
+    case LAYOUT_KEY_FP8:
+        if (fp8_recipe_parse(val, &l->fp8, pm, sizeof pm) != PL_OK)
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout fp8: %s", pm);
+        return PL_OK;
+    case LAYOUT_KEY_SCHED:
+        if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
+            (o != SCHED_1F1B && o != SCHED_ZB_H1 && o != SCHED_ZB_H2 && o != SCHED_ZB_V && o != SCHED_DUALPIPEV))
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev, not '%.32s' (interleaved "
+                           "is vp > 1)",
+                           val);
+        l->sched = o;
+        return PL_OK;
+    default: return pl_fail(msg, len, PL_ERR_INVALID, "layout %s is not a named key", KEYS[k]);
+    }
+}
+
+/* stages=: slash-separated layer counts (at most LAYOUT_MAX_CHUNKS) into
+ * l->stage_layers and l->n_stage_layers. PL_ERR_INVALID naming the entry. */
+static pl_status parse_stages(const char *val, layout *l, char *msg, size_t len) {
+    int cnt = 0, v = 0;
+    const char *p = val;
+    if (!*p) return pl_fail(msg, len, PL_ERR_INVALID, "layout stages is empty (e.g. stages=7/8/8/7)");
+    for (;;) {
+        const char *e = strchr(p, '/');
+        size_t w = e ? (size_t)(e - p) : strlen(p);
+        char num[16];
+        if (w == 0 || w >= sizeof num)
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout stages entry %d is not a layer count (e.g. stages=7/8/8/7)",
+                           cnt + 1);
+        memcpy(num, p, w);
+        num[w] = 0;
+        if (cnt >= LAYOUT_MAX_CHUNKS)
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout stages has more than %d entries", LAYOUT_MAX_CHUNKS);
+        if (!parse_int(num, 0, 1000000, &v))
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "layout stages entry %d ('%s') is not a layer count (e.g. stages=7/8/8/7)", cnt + 1, num);
+        l->stage_layers[cnt++] = v;
+        if (!e) break;
+        p = e + 1;
+    }
+    l->n_stage_layers = cnt;
+    return PL_OK;
+}
+
+/* One "key=value" field (tok, modified in place) into l; seen counts the
+ * keys met so far. PL_ERR_INVALID for a field without '=', an unknown or
+ * repeated key, or a bad value. */
+static pl_status parse_field(char *tok, layout *l, int *seen, char *msg, size_t len) {
+    char *eq = strchr(tok, '=');
+    if (!eq) return pl_fail(msg, len, PL_ERR_INVALID, "layout field '%.32s' is not key=value (e.g. tp=8)", trim(tok));
+    *eq = 0;
+    char *key = trim(tok), *val = trim(eq + 1);
+    int k = 0;
+    while (k < N_KEYS && strcmp(key, KEYS[k])) k++;
+    if (k == N_KEYS)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
+                       "precision, stages, fp8, sched, ep, etp, dispatcher)", key);
+    if (seen[k]++) return pl_fail(msg, len, PL_ERR_INVALID, "layout key '%s' is given twice", key);
+    switch ((layout_key)k) {
+    case LAYOUT_KEY_TP: case LAYOUT_KEY_CP: case LAYOUT_KEY_PP: case LAYOUT_KEY_VP: case LAYOUT_KEY_DP:
+    case LAYOUT_KEY_EP: case LAYOUT_KEY_ETP: case LAYOUT_KEY_MBS: case LAYOUT_KEY_GBS:
+        return parse_int_key((layout_key)k, val, l, msg, len);
+    case LAYOUT_KEY_STAGES: return parse_stages(val, l, msg, len);
+    default: return parse_named_key((layout_key)k, val, l, msg, len);
+    }
+}
+
 pl_status layout_parse_given(const char *text, layout *out, unsigned *given, char *msg, size_t len) {
     if (!text) return pl_fail(msg, len, PL_ERR_INVALID, "no layout given (e.g. tp=8,pp=4,dp=16,mbs=1,gbs=512)");
     size_t n = strlen(text);
@@ -99,150 +231,9 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
         goto out;
     }
     char *save = NULL;
-    for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *eq = strchr(tok, '=');
-        if (!eq) {
-            st = pl_fail(msg, len, PL_ERR_INVALID, "layout field '%.32s' is not key=value (e.g. tp=8)", trim(tok));
-            goto out;
-        }
-        *eq = 0;
-        char *key = trim(tok), *val = trim(eq + 1);
-        int k = 0;
-        while (k < N_KEYS && strcmp(key, KEYS[k])) k++;
-        if (k == N_KEYS) {
-            st = pl_fail(msg, len, PL_ERR_INVALID,
-                         "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
-                         "precision, stages, fp8, sched, ep, etp, dispatcher)", key);
-            goto out;
-        }
-        if (seen[k]++) {
-            st = pl_fail(msg, len, PL_ERR_INVALID, "layout key '%s' is given twice", key);
-            goto out;
-        }
-        int v = 0;
-        const char *kn = KEYS[k];
-        if (!strcmp(kn, "ep") || !strcmp(kn, "etp")) {
-            if (!parse_int(val, 1, LAYOUT_MAX_DIM, &v)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %d, not '%.32s'", kn,
-                             LAYOUT_MAX_DIM, val);
-                goto out;
-            }
-            if (kn[1] == 'p') l->ep = v;
-            else l->etp = v;
-        } else if (!strcmp(kn, "dispatcher")) {
-            if (!strcmp(val, "alltoall")) l->dispatcher = MOE_DISPATCH_ALLTOALL;
-            else if (!strcmp(val, "allgather")) l->dispatcher = MOE_DISPATCH_ALLGATHER;
-            else if (!strcmp(val, "flex")) l->dispatcher = MOE_DISPATCH_FLEX;
-            else {
-                st = pl_fail(msg, len, PL_ERR_INVALID,
-                             "layout dispatcher must be alltoall, allgather or flex, not '%.32s'", val);
-                goto out;
-            }
-        } else if (!strcmp(kn, "tp") || !strcmp(kn, "cp") || !strcmp(kn, "pp") || !strcmp(kn, "dp") ||
-            !strcmp(kn, "vp")) {
-            long hi = !strcmp(kn, "pp") || !strcmp(kn, "vp") ? LAYOUT_MAX_CHUNKS : LAYOUT_MAX_DIM;
-            if (!parse_int(val, 1, hi, &v)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %ld, not '%.32s'",
-                             kn, hi, val);
-                goto out;
-            }
-            if (!strcmp(kn, "tp")) l->tp = v;
-            else if (!strcmp(kn, "cp")) l->cp = v;
-            else if (!strcmp(kn, "pp")) l->pp = v;
-            else if (!strcmp(kn, "dp")) l->dp = v;
-            else l->vp = v;
-        } else if (!strcmp(kn, "mbs") || !strcmp(kn, "gbs")) {
-            if (!parse_int(val, 1, LAYOUT_MAX_BATCH, &v)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout %s must be an integer from 1 to %d, not '%.32s'", kn,
-                             LAYOUT_MAX_BATCH, val);
-                goto out;
-            }
-            if (kn[0] == 'm') l->micro_batch = v;
-            else l->global_batch = v;
-        } else if (!strcmp(kn, "sp")) {
-            if (strcmp(val, "0") && strcmp(val, "1")) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout sp must be 0 or 1, not '%.32s'", val);
-                goto out;
-            }
-            l->sp = val[0] == '1';
-        } else if (!strcmp(kn, "zero")) {
-            if (!strcmp(val, "0") || !strcmp(val, "none")) l->zero = ZERO_NONE;
-            else if (!strcmp(val, "1")) l->zero = ZERO_1;
-            else if (!strcmp(val, "2")) l->zero = ZERO_2;
-            else if (!strcmp(val, "3")) l->zero = ZERO_3;
-            else if (!strcmp(val, "fsdp")) l->zero = ZERO_FSDP;
-            else {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout zero must be 0, 1, 2, 3 or fsdp, not '%.32s'", val);
-                goto out;
-            }
-        } else if (!strcmp(kn, "recompute")) {
-            if (!strcmp(val, "none")) l->recompute = RECOMPUTE_NONE;
-            else if (!strcmp(val, "selective")) l->recompute = RECOMPUTE_SELECTIVE;
-            else if (!strcmp(val, "full")) l->recompute = RECOMPUTE_FULL;
-            else {
-                st = pl_fail(msg, len, PL_ERR_INVALID,
-                             "layout recompute must be none, selective or full, not '%.32s'", val);
-                goto out;
-            }
-        } else if (!strcmp(kn, "precision")) {
-            char pm[160];
-            if (precision_parse(val, &l->prec, pm, sizeof pm) != PL_OK) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout precision: %s", pm);
-                goto out;
-            }
-        } else if (!strcmp(kn, "fp8")) {
-            char pm[160];
-            if (fp8_recipe_parse(val, &l->fp8, pm, sizeof pm) != PL_OK) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout fp8: %s", pm);
-                goto out;
-            }
-        } else if (!strcmp(kn, "sched")) {
-            schedule_order o;
-            if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
-                (o != SCHED_1F1B && o != SCHED_ZB_H1 && o != SCHED_ZB_H2 && o != SCHED_ZB_V && o != SCHED_DUALPIPEV)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID,
-                             "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev, not '%.32s' (interleaved "
-                             "is vp > 1)",
-                             val);
-                goto out;
-            }
-            l->sched = o;
-        } else { /* stages: slash-separated layer counts */
-            int cnt = 0;
-            const char *p = val;
-            if (!*p) {
-                st = pl_fail(msg, len, PL_ERR_INVALID, "layout stages is empty (e.g. stages=7/8/8/7)");
-                goto out;
-            }
-            for (;;) {
-                const char *e = strchr(p, '/');
-                size_t w = e ? (size_t)(e - p) : strlen(p);
-                char num[16];
-                if (w == 0 || w >= sizeof num) {
-                    st = pl_fail(msg, len, PL_ERR_INVALID,
-                                 "layout stages entry %d is not a layer count (e.g. stages=7/8/8/7)", cnt + 1);
-                    goto out;
-                }
-                memcpy(num, p, w);
-                num[w] = 0;
-                if (cnt >= LAYOUT_MAX_CHUNKS) {
-                    st = pl_fail(msg, len, PL_ERR_INVALID, "layout stages has more than %d entries",
-                                 LAYOUT_MAX_CHUNKS);
-                    goto out;
-                }
-                if (!parse_int(num, 0, 1000000, &v)) {
-                    st = pl_fail(msg, len, PL_ERR_INVALID,
-                                 "layout stages entry %d ('%s') is not a layer count (e.g. stages=7/8/8/7)",
-                                 cnt + 1, num);
-                    goto out;
-                }
-                l->stage_layers[cnt++] = v;
-                if (!e) break;
-                p = e + 1;
-            }
-            l->n_stage_layers = cnt;
-        }
-    }
+    for (char *tok = strtok_r(buf, ",", &save); tok && st == PL_OK; tok = strtok_r(NULL, ",", &save))
+        st = parse_field(tok, l, seen, msg, len);
+    if (st != PL_OK) goto out;
     if (seen[LAYOUT_KEY_FP8]) { /* a recipe means fp8; beside another precision it is a contradiction */
         if (!seen[LAYOUT_KEY_PRECISION]) {
             l->prec = PRECISION_FP8;

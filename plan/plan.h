@@ -90,9 +90,13 @@
 #define PLAN_MAX_TOP 32
 #define PLAN_MAX_PRECISIONS 8
 
-/* What a training framework can run, as a filter on the layout space
- * (the exports write any layout, with notes for what the framework lacks;
- * with a framework set the search keeps only what it runs as planned):
+/* The software stack a plan is predicted for and exported to (one option,
+ * --framework, sets it; --for is its older name), as what it can run: a
+ * filter on the layout space (the exports write any layout, with notes for
+ * what the framework lacks; with a framework set the search keeps only
+ * what it runs as planned). The figures the stack is predicted with are
+ * its framework profile (sim/layout/framework.h), which travels in
+ * plan_options.sim; any and deepspeed have none (Megatron's are used):
  *   megatron    with pp > 1 no ZeRO beyond 1 (the distributed optimizer;
  *               --use-torch-fsdp2 does not support pipelines)
  *   torchtitan  no ZeRO 1 or 2 (DDP, or FSDP2: zero 3 / fsdp), no fp16
@@ -108,6 +112,9 @@ typedef enum {
 
 /* "any", "megatron", "torchtitan", "deepspeed". Static. */
 const char *plan_framework_name(plan_framework f);
+/* The framework named name (plan_framework_name's names) into *out: 1, or
+ * 0 with *out untouched for any other name (hf, a fitted profile's). */
+int plan_framework_parse(const char *name, plan_framework *out);
 /* 1 when framework f runs layout l as planned. */
 int plan_framework_accepts(plan_framework f, const layout *l);
 
@@ -124,7 +131,8 @@ typedef struct {
     int refine_sims;         /* simulator runs each top layout's split may spend on moving
                                 one layer across a chunk boundary while that helps
                                 (default 256; 0: no refinement) */
-    int framework;           /* plan_framework: keep only layouts that framework runs */
+    plan_framework framework; /* the stack the plan is predicted for and exported to: the
+                                search keeps only layouts it runs as planned (ANY: all) */
     int64_t reserve_bytes;   /* a layout fits when its peak + this <= the GPU's memory (0) */
     /* dimensions held fixed (plan_parse_fixed; 0 or -1: searched). A fixed
      * tp or cp is tried even beyond max_tp / max_cp. */

@@ -41,6 +41,15 @@ const char *plan_framework_name(plan_framework f) {
     return f >= 0 && f < PLAN_FRAMEWORK_COUNT ? names[f] : "unknown";
 }
 
+int plan_framework_parse(const char *name, plan_framework *out) {
+    for (int i = 0; name && i < PLAN_FRAMEWORK_COUNT; i++)
+        if (!strcmp(name, plan_framework_name((plan_framework)i))) {
+            *out = (plan_framework)i;
+            return 1;
+        }
+    return 0;
+}
+
 int plan_framework_accepts(plan_framework f, const layout *l) {
     const int sharded = l->dp > 1 ? (int)l->zero : 0;
     switch (f) {
@@ -524,7 +533,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                         continue;
                                     l->sched = (schedule_order)so;
                                     if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
-                                    if (!plan_framework_accepts((plan_framework)o->framework, l)) continue;
+                                    if (!plan_framework_accepts(o->framework, l)) continue;
                                     if (fn(ctx, l, index++) != 0) {
                                         st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
                                         goto out;

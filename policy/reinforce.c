@@ -11,7 +11,6 @@
 #include "reinforce.h"
 
 #include <math.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -541,20 +540,6 @@ static void note_top(reinforce *r, const int *unit_dev, const policy_eval *e) {
     memcpy(r->top_dev + (size_t)pos * U, unit_dev, sizeof *unit_dev * (size_t)U);
 }
 
-/* Delete the checkpoints of run_id older than update (only the latest is kept). */
-static pl_status prune_checkpoints(profile_db *db, int64_t run_id, int update) {
-    sqlite3 *h = profile_db_handle(db);
-    sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(h, "DELETE FROM checkpoint WHERE run_id = ?1 AND update_idx < ?2", -1, &s, NULL) !=
-        SQLITE_OK)
-        return PL_ERR_DB;
-    sqlite3_bind_int64(s, 1, run_id);
-    sqlite3_bind_int(s, 2, update);
-    int rc = sqlite3_step(s);
-    sqlite3_finalize(s);
-    return rc == SQLITE_DONE ? PL_OK : PL_ERR_DB;
-}
-
 /* Write one update's samples and the checkpoint in one transaction. */
 static pl_status log_update(reinforce *r, profile_db *db, int64_t run_id, int update, char *msg, size_t len) {
     pl_status st = profile_db_begin(db);
@@ -571,7 +556,7 @@ static pl_status log_update(reinforce *r, profile_db *db, int64_t run_id, int up
     if (st == PL_OK) st = reinforce_serialize(r, &blob, &n);
     if (st == PL_OK) st = profile_db_checkpoint_save(db, run_id, update, blob, n);
     free(blob);
-    if (st == PL_OK) st = prune_checkpoints(db, run_id, update);
+    if (st == PL_OK) st = profile_db_checkpoint_prune(db, run_id, update); /* only the latest is kept */
     if (st != PL_OK) {
         pl_fail(msg, len, st, "cannot log update %d of run %lld: %s", update, (long long)run_id,
                 profile_db_last_error(db));

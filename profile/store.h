@@ -24,6 +24,9 @@
  *   run(id, method, args, created_at, finished)
  *   run_sample(run_id, update_idx, sample, placement, step_us, peak_bytes, oom)
  *   checkpoint(run_id, update_idx, blob, saved_at)
+ *   calib_confirm, calib_confirm_side, calib_fit, calib_fit_point, calib_trace
+ *        calibration and confirmation (store_calib.h), created on a file's
+ *        first calibration write, outside the versioned schema
  *   collective_point(machine_id, op, ranks, transport, bytes, us, spread_us, reps, measured_at)
  *        (schema 2) collective curves: op 'all_reduce', 'all_gather' or
  *        'reduce_scatter' over a group of `ranks` processes
@@ -309,6 +312,11 @@ pl_status profile_db_checkpoint_save(profile_db *db, int64_t run_id, int update,
 pl_status profile_db_checkpoint_load(profile_db *db, int64_t run_id, int update, int *update_out, void **blob,
                                      size_t *n);
 
+/* Delete the checkpoints of run_id saved at updates before `update` (a run
+ * keeps only its latest). PL_OK also when there were none; PL_ERR_INVALID on
+ * a READ handle; PL_ERR_DB when SQLite fails. */
+pl_status profile_db_checkpoint_prune(profile_db *db, int64_t run_id, int update);
+
 /* ---- hardware measurements of whole placements --------------------------- */
 
 /* Hardware measurement of a whole placement. */
@@ -393,8 +401,10 @@ pl_status profile_db_has_collective_point(profile_db *db, const char *machine, p
  * a row out of range (unknown op, ranks < 2, a time that is not positive). */
 pl_status profile_db_collective_points(profile_db *db, profile_coll_point **out, int *n);
 
-/* The underlying SQLite handle, for modules that own their own tables
- * (checkpoints, calibration). Borrowed. */
+/* The underlying SQLite handle, borrowed. Library code outside profile/
+ * never calls it (every statement of the project's tables lives in profile/:
+ * here, store_calib.h); it is for tests and fuzzers that inspect a file's
+ * rows or damage a file on purpose. */
 struct sqlite3 *profile_db_handle(profile_db *db);
 
 #endif

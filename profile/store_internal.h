@@ -2,7 +2,8 @@
  * store_internal.h: what the pieces of the profile store share.
  *
  * Internal to profile/: only store.c, store_profile.c, store_units.c,
- * store_runs.c, store_measurements.c and store_schema.c include it; everything else goes through store.h.
+ * store_runs.c, store_measurements.c, store_calib.c and store_schema.c
+ * include it; everything else goes through store.h (and store_calib.h).
  * It holds the handle's layout, the ids of the prepared statements (their
  * SQL is in store_schema.c) and the small helpers that more than one piece calls.
  * Each helper's contract is the comment at its definition in store.c.
@@ -76,6 +77,18 @@ enum {
     S_COLL_HAS,
     S_COLL_LIST,
     S_COLL_TABLE,
+    S_CKPT_PRUNE,
+    S_TABLE_EXISTS,
+    S_CALIB_CONFIRM_PUT,
+    S_CALIB_SIDE_PUT,
+    S_CALIB_TRACE_PUT,
+    S_CALIB_FIT_PUT,
+    S_CALIB_POINT_PUT,
+    S_CALIB_CONFIRM_LIST,
+    S_CALIB_SIDE_LIST,
+    S_CALIB_FIT_LAST,
+    S_CALIB_POINT_LIST,
+    S_CALIB_TRACE_GET,
     N_STMT
 };
 
@@ -96,6 +109,9 @@ extern const char *const PHASE_TEXT[PHASE_COUNT];
 extern const char store_schema_v0[];
 extern const char *const store_migrations[PROFILE_DB_SCHEMA_VERSION];
 extern const char *const store_stmt_sql[N_STMT];
+/* store_schema.c: calib's five tables (store_calib.h), created on a file's
+ * first calibration write rather than by a migration */
+extern const char store_calib_schema[];
 
 /* ---- small helpers (store.c) ----------------------------------------------- */
 

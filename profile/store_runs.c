@@ -4,7 +4,8 @@
  *
  * Fitted simulator parameters are kept per machine and graph key. A placer
  * run is one row (method, arguments) with one row per sampled placement; a
- * checkpoint is the policy's opaque blob saved at an update of a run.
+ * checkpoint is the policy's opaque blob saved at an update of a run (a
+ * training run prunes the older ones as it goes).
  */
 #include "store_internal.h"
 
@@ -243,4 +244,19 @@ pl_status profile_db_checkpoint_load(profile_db *db, int64_t run_id, int update,
     }
     stmt_done(s);
     return st;
+}
+
+pl_status profile_db_checkpoint_prune(profile_db *db, int64_t run_id, int update) {
+    int kind;
+    pl_status st = wtx_begin(db, &kind);
+    if (st != PL_OK) return st;
+    sqlite3_stmt *s = stmt_get(db, S_CKPT_PRUNE);
+    if (!s) {
+        st = PL_ERR_DB;
+    } else {
+        sqlite3_bind_int64(s, 1, run_id);
+        sqlite3_bind_int(s, 2, update);
+        st = step_done(db, s, "pruning checkpoints");
+    }
+    return wtx_end(db, kind, st);
 }

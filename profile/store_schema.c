@@ -2,7 +2,8 @@
  * store_schema.c: the profile store's SQL text: the schema as its
  * migrations (version 0 -> 1 -> 2 -> 3 -> 4; store.c's migrate runs them) and
  * every prepared statement by id (store_internal.h; store.c's stmt_get
- * prepares them). Changing the schema means a new migration here, a bump
+ * prepares them), and calib's tables (store_calib.h), which are not
+ * versioned. Changing the schema means a new migration here, a bump
  * of PROFILE_DB_SCHEMA_VERSION (store.h), and statements that read files of
  * the older versions a READ open still accepts.
  */
@@ -226,4 +227,75 @@ const char *const store_stmt_sql[N_STMT] = {
     [S_COLL_LIST] = "SELECT op, ranks, transport, bytes, us, spread_us, reps FROM collective_point "
                     "WHERE machine_id = ?1 ORDER BY op, ranks, transport, bytes",
     [S_COLL_TABLE] = "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'collective_point'",
+    /* a training run keeps only its latest checkpoint (policy/reinforce.c) */
+    [S_CKPT_PRUNE] = "DELETE FROM checkpoint WHERE run_id = ?1 AND update_idx < ?2",
+    [S_TABLE_EXISTS] = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+    /* calib's tables (store_calib.h; store_calib_schema below creates them) */
+    [S_CALIB_CONFIRM_PUT] = "INSERT INTO calib_confirm(label, run_id, graph_key, micro_batches, schedule, mem_cap,"
+                            " selection_rounds, confirm_rounds, steps, warmup, seed, timer)"
+                            " VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_CALIB_SIDE_PUT] = "INSERT INTO calib_confirm_side(confirm_id, side_idx, side, candidate, placement,"
+                         " n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us, pred_peak, peak_bytes, rounds)"
+                         " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_CALIB_TRACE_PUT] = "INSERT INTO calib_trace(confirm_id, side, placement, json) VALUES(?,?,?,?)",
+    [S_CALIB_FIT_PUT] = "INSERT INTO calib_fit(graph_key, timer, seed, holdout, n_train, n_test, iterations,"
+                        " chisq0, chisq, before_mape, before_max_ape, before_tau, before_mem_mape,"
+                        " before_mem_max_ape, after_mape, after_max_ape, after_tau, after_mem_mape,"
+                        " after_mem_max_ape, train_before_mape, train_after_mape, params, errors, before_params)"
+                        " VALUES(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+    [S_CALIB_POINT_PUT] = "INSERT INTO calib_fit_point(fit_id, measurement_id, split, placement, micro_batches,"
+                          " schedule, measured_us, pred_before_us, pred_after_us, measured_peak, pred_peak)"
+                          " VALUES(?,?,?,?,?,?,?,?,?,?,?)",
+    [S_CALIB_CONFIRM_LIST] = "SELECT id, label, run_id, graph_key, micro_batches, schedule, mem_cap, selection_rounds,"
+                             " confirm_rounds, steps, warmup, seed, timer, created_at FROM calib_confirm"
+                             " WHERE id IN (SELECT MAX(id) FROM calib_confirm GROUP BY label) ORDER BY label",
+    [S_CALIB_SIDE_LIST] = "SELECT side, candidate, placement, n_candidates, n_oom, n, mean_us, sd_us, se_us, pred_us,"
+                          " pred_peak, peak_bytes, rounds FROM calib_confirm_side WHERE confirm_id = ?1"
+                          " ORDER BY side_idx",
+    [S_CALIB_FIT_LAST] = "SELECT id, graph_key, timer, created_at, seed, holdout, n_train, n_test, iterations,"
+                         " chisq0, chisq,"
+                         " before_mape, before_max_ape, before_tau, before_mem_mape, before_mem_max_ape,"
+                         " after_mape, after_max_ape, after_tau, after_mem_mape, after_mem_max_ape,"
+                         " train_before_mape, train_after_mape, params, errors, before_params"
+                         " FROM calib_fit ORDER BY id DESC LIMIT 1",
+    [S_CALIB_POINT_LIST] = "SELECT measurement_id, split, placement, micro_batches, schedule, measured_us,"
+                           " pred_before_us, pred_after_us, measured_peak, pred_peak"
+                           " FROM calib_fit_point WHERE fit_id = ?1 ORDER BY rowid",
+    [S_CALIB_TRACE_GET] = "SELECT json FROM calib_trace WHERE confirm_id = ?1 ORDER BY rowid DESC LIMIT 1",
 };
+
+/* ---- calib's tables --------------------------------------------------------- */
+
+/* Created on a file's first calibration write (store_calib.c), outside the
+ * versioned schema: CREATE TABLE IF NOT EXISTS, so files of any version gain
+ * them without a migration, and files never calibrated stay as they were. */
+const char store_calib_schema[] =
+    "CREATE TABLE IF NOT EXISTS calib_confirm("
+    " id INTEGER PRIMARY KEY, label TEXT NOT NULL, run_id INTEGER, graph_key TEXT NOT NULL,"
+    " micro_batches INTEGER NOT NULL, schedule TEXT NOT NULL, mem_cap INTEGER NOT NULL,"
+    " selection_rounds INTEGER NOT NULL, confirm_rounds INTEGER NOT NULL, steps INTEGER NOT NULL,"
+    " warmup INTEGER NOT NULL, seed INTEGER NOT NULL, timer TEXT NOT NULL,"
+    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));"
+    "CREATE TABLE IF NOT EXISTS calib_confirm_side("
+    " confirm_id INTEGER NOT NULL REFERENCES calib_confirm(id) ON DELETE CASCADE,"
+    " side_idx INTEGER NOT NULL, side TEXT NOT NULL, candidate TEXT, placement TEXT,"
+    " n_candidates INTEGER NOT NULL, n_oom INTEGER NOT NULL, n INTEGER NOT NULL,"
+    " mean_us REAL, sd_us REAL, se_us REAL, pred_us REAL, pred_peak INTEGER, peak_bytes INTEGER,"
+    " rounds TEXT, PRIMARY KEY(confirm_id, side_idx));"
+    "CREATE TABLE IF NOT EXISTS calib_fit("
+    " id INTEGER PRIMARY KEY, graph_key TEXT NOT NULL, timer TEXT NOT NULL,"
+    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),"
+    " seed INTEGER NOT NULL, holdout REAL NOT NULL, n_train INTEGER NOT NULL, n_test INTEGER NOT NULL,"
+    " iterations INTEGER, chisq0 REAL, chisq REAL,"
+    " before_mape REAL, before_max_ape REAL, before_tau REAL, before_mem_mape REAL, before_mem_max_ape REAL,"
+    " after_mape REAL, after_max_ape REAL, after_tau REAL, after_mem_mape REAL, after_mem_max_ape REAL,"
+    " train_before_mape REAL, train_after_mape REAL, params TEXT NOT NULL, errors TEXT NOT NULL,"
+    " before_params TEXT NOT NULL);"
+    "CREATE TABLE IF NOT EXISTS calib_fit_point("
+    " fit_id INTEGER NOT NULL REFERENCES calib_fit(id) ON DELETE CASCADE, measurement_id INTEGER,"
+    " split TEXT NOT NULL, placement TEXT NOT NULL, micro_batches INTEGER NOT NULL, schedule TEXT NOT NULL,"
+    " measured_us REAL, pred_before_us REAL, pred_after_us REAL, measured_peak INTEGER, pred_peak INTEGER);"
+    "CREATE TABLE IF NOT EXISTS calib_trace("
+    " confirm_id INTEGER NOT NULL REFERENCES calib_confirm(id) ON DELETE CASCADE, side TEXT NOT NULL,"
+    " placement TEXT NOT NULL, json TEXT NOT NULL,"
+    " created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')));";

@@ -16,13 +16,13 @@
 #       out/experiments/, trains A, B and C offline and runs the searches.
 #   scripts/experiments.sh gpu              on the GPU machine, with
 #       build-gpu (6 MB, no OpenBLAS) and out/experiments carried (the
-#       device tool takes 64 MiB with the 31 MB of tracked files): profiles if needed (then trains there),
+#       device tool carries 64 MiB, the about 34 MB of tracked files included): profiles if needed (then trains there),
 #       confirms A, B, C and calibrates. Logs and the database go to
 #       $OUT/results.tar.gz after every step (and $OUT/experiments.log), so a
 #       run cut short still returns what it measured. Budget: about 8 minutes.
 #   scripts/experiments.sh report [TARBALL] here: unpacks TARBALL (the GPU
 #       run's results.tar.gz) into out/, then draws docs/results/ and writes
-#       docs/results.md.
+#       docs/results.md; the database goes to data/results/, xz-compressed.
 #   scripts/experiments.sh                  all three in a row, on a machine
 #       that has the GPUs and gnuplot.
 #
@@ -212,15 +212,23 @@ report() {
   rm -rf "docs/$RES"
   mkdir -p "docs/$RES"
   "$PLACER" report --db "$DB" --out "docs/$RES" --markdown "docs/$RES.md" --image-prefix "$RES/"
-  # the raw material: every log and the database the report was read from
-  # (copied with SQLite's backup, then put in rollback-journal mode)
-  mkdir -p "docs/$RES/raw"
+  # the raw material: every log beside the page, and the database the report
+  # was read from in data/results/ (copied with SQLite's backup, put in
+  # rollback-journal mode, its SHA-256 kept in SHA256SUMS, then xz-compressed:
+  # raw data stays out of docs/; data/results/README.md says how to open it)
+  mkdir -p "docs/$RES/raw" data/results
   cp "$EXP"/*.log "$EXP/settings" "docs/$RES/raw/" 2>/dev/null || true
+  local raw="$RES-$MACH-experiments.db"
+  rm -f "data/results/$raw" "data/results/$raw.xz"
   python3 -c 'import sqlite3, sys
 dst = sqlite3.connect(sys.argv[2])
 sqlite3.connect(sys.argv[1]).backup(dst)
 dst.execute("PRAGMA journal_mode=DELETE")
-dst.close()' "$DB" "docs/$RES/raw/$MACH-experiments.db"
+dst.close()' "$DB" "data/results/$raw"
+  { grep -v "  $raw\$" data/results/SHA256SUMS 2>/dev/null || true
+    (cd data/results && sha256sum "$raw"); } | sort -k2 >data/results/SHA256SUMS.new
+  mv data/results/SHA256SUMS.new data/results/SHA256SUMS
+  xz -9e -T1 "data/results/$raw"
   {
     echo
     echo "## How these numbers were made"
@@ -231,7 +239,7 @@ dst.close()' "$DB" "docs/$RES/raw/$MACH-experiments.db"
     echo "- A: \`placer train/confirm --micro-batches 1 --schedule gpipe\` (run $RUN_A)"
     echo "- B: \`placer train/confirm --micro-batches 4 --schedule 1f1b\` (run $RUN_B)"
     echo "- C: \`placer train/confirm --micro-batches 1 --schedule gpipe --mem-cap $CAP_C\` (run $RUN_C): half-way between the simulator's single-GPU peak and the smallest 2-GPU split peak"
-    echo "- raw data: \`$RES/raw/\` (the logs of every stage, and \`$MACH-experiments.db\`, the database this page is read from)"
+    echo "- raw data: \`$RES/raw/\` (the logs of every stage) and [../data/results/$raw.xz](../data/results/$raw.xz), the database this page is read from (\`xz -dk data/results/$raw.xz\` gives the SQLite file; [../data/results/README.md](../data/results/README.md) says how to check and open it)"
     echo "- confirmation: 4 selection rounds, 8 confirmation rounds, 10 timed steps after 2 warm-up steps per timing; calibration: $COUNT designed placements, 30% held out"
     for x in confirm-A confirm-B confirm-C calibrate; do
       [ -f "$EXP/$x.log" ] || echo "- not run: $x (no $x.log in the results)"

@@ -8,14 +8,16 @@
 # fp32 gradients overlapped). Prints one line per row and the wall time of
 # each search; docs/plan.md has the table.
 #   PLACER=build/cli/placer scripts/plan-published.sh [--json DIR]
-#   FOR=megatron ...   search only layouts that framework runs (placer plan --for)
+#   FRAMEWORK=megatron ...  plan for that stack: only the layouts it runs
+#                      (placer plan --framework; FOR= is its older name)
 #   MARKDOWN=1 ...     one Markdown table row per run (docs/plan.md's table)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PLACER=${PLACER:-build/cli/placer}
 JSON_DIR=""
 EXTRA=()
-if [[ -n "${FOR:-}" ]]; then EXTRA=(--for "$FOR"); fi
+FRAMEWORK=${FRAMEWORK:-${FOR:-}}
+if [[ -n "$FRAMEWORK" ]]; then EXTRA=(--framework "$FRAMEWORK"); fi
 if [[ "${1:-}" == "--json" ]]; then JSON_DIR=$2; mkdir -p "$JSON_DIR"; fi
 
 # model gpus gbs published-layout dp_overlap

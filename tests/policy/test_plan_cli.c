@@ -265,3 +265,93 @@ Test(plan_cli, config_length_default_is_said_on_the_first_line) {
     free(out);
     free(err);
 }
+
+/* Every layout of a plan's --json top as (zero, dp, vp, cp) into z, d, v, c
+ * (at most n); the count. */
+static int top_layouts(const char *out, char z[][8], int *d, int *v, int *c, int n) {
+    json_error_t e;
+    json_t *j = json_loads(out, 0, &e);
+    cr_assert(j, "not JSON: %s\n%s", e.text, out);
+    json_t *top = json_object_get(j, "top");
+    int k = 0;
+    for (; k < n && (size_t)k < json_array_size(top); k++) {
+        json_t *l = json_object_get(json_array_get(top, (size_t)k), "layout");
+        snprintf(z[k], 8, "%s", json_string_value(json_object_get(l, "zero")));
+        d[k] = (int)json_integer_value(json_object_get(l, "dp"));
+        v[k] = (int)json_integer_value(json_object_get(l, "vp"));
+        c[k] = (int)json_integer_value(json_object_get(l, "cp"));
+    }
+    json_decref(j);
+    return k;
+}
+
+/* --framework names the stack a plan is predicted for and exported to, and
+ * --for is the same option under its older name: the same plan, the same
+ * filter on what the stack runs, and one of them at a time. */
+Test(plan_cli, framework_and_its_alias_for_are_one_option) {
+    const char *base = "plan --model gpt12 --cluster dgx-h100 --gpus 16 --global-batch 64 --top 6";
+    char args[512], *out[2], *err;
+    const char *opt[2] = {"--framework", "--for"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(args, sizeof args, "%s %s torchtitan --export json", base, opt[i]);
+        cr_assert_eq(run_plan(args, &out[i], &err), 0, "%s: %s", opt[i], err);
+        free(err);
+    }
+    cr_assert_str_eq(out[0], out[1], "--for and --framework plan alike");
+    free(out[0]);
+    free(out[1]);
+    char z[6][8];
+    int d[6], v[6], c[6];
+    /* torchtitan runs no ZeRO 1 or 2; DeepSpeed's pipeline engine no interleaving and no cp */
+    snprintf(args, sizeof args, "%s --framework torchtitan --json", base);
+    cr_assert_eq(run_plan(args, &out[0], &err), 0, "%s", err);
+    int n = top_layouts(out[0], z, d, v, c, 6);
+    cr_assert_gt(n, 0);
+    for (int k = 0; k < n; k++) cr_assert(d[k] == 1 || (strcmp(z[k], "1") && strcmp(z[k], "2")), "zero %s", z[k]);
+    free(out[0]);
+    free(err);
+    snprintf(args, sizeof args, "%s --framework deepspeed --json", base);
+    cr_assert_eq(run_plan(args, &out[0], &err), 0, "%s", err);
+    n = top_layouts(out[0], z, d, v, c, 6);
+    cr_assert_gt(n, 0);
+    for (int k = 0; k < n; k++) cr_assert(v[k] == 1 && c[k] == 1, "vp %d cp %d", v[k], c[k]);
+    free(out[0]);
+    free(err);
+    /* the text says which stack the layouts are for */
+    snprintf(args, sizeof args, "%s --for megatron", base);
+    cr_assert_eq(run_plan(args, &out[0], &err), 0, "%s", err);
+    cr_assert(strstr(out[0], ", layouts megatron\n"), "%s", out[0]);
+    free(out[0]);
+    free(err);
+    const char *bad[] = {"--for megatron --framework megatron", "--framework hf --framework hf", "--for nope",
+                         "--framework nope"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(args, sizeof args, "%s %s", base, bad[i]);
+        cr_assert_eq(run_plan(args, &out[0], &err), 2, "'%s': %s", bad[i], err);
+        cr_assert_eq(lines(err), 1, "'%s' printed:\n%s", bad[i], err);
+        cr_assert(strstr(err, "--framework"), "'%s': %s", bad[i], err);
+        free(out[0]);
+        free(err);
+    }
+    cr_assert_eq(run_plan("plan --help", &out[0], &err), 0);
+    cr_assert(strstr(out[0], "--for F         an alias of --framework"), "%s", out[0]);
+    free(out[0]);
+    free(err);
+}
+
+/* An explicit --attention wins over the framework profile's kernel, in
+ * either order (before, a later --framework silently undid it). */
+Test(plan_cli, explicit_attention_wins_over_the_framework_in_either_order) {
+    const char *base = "layout --model gpt12 --cluster h200x2 --gpus 1 --layout mbs=2,gbs=2 --json";
+    const char *tails[3] = {"--attention unfused --framework megatron", "--framework megatron --attention unfused",
+                            "--framework megatron"};
+    char *out[3], *err, args[512];
+    for (int i = 0; i < 3; i++) {
+        snprintf(args, sizeof args, "%s %s", base, tails[i]);
+        cr_assert_eq(run_plan(args, &out[i], &err), 0, "%s: %s", tails[i], err);
+        free(err);
+    }
+    cr_assert_str_eq(out[0], out[1], "the order of --attention and --framework does not matter");
+    cr_assert(strcmp(out[0], out[2]), "unfused attention predicts another step than flash");
+    for (int i = 0; i < 3; i++) free(out[i]);
+}

@@ -621,6 +621,38 @@ Test(store, checkpoints_round_trip_by_update_and_latest) {
     th_rmtree(dir);
 }
 
+Test(store, checkpoint_prune_keeps_the_latest_and_other_runs) {
+    char dir[256], path[512];
+    cr_assert_eq(th_mkdtemp(dir), 0);
+    th_path(path, sizeof path, dir, "p.db");
+    profile_db *db = open_db(path, PROFILE_DB_CREATE);
+    int64_t run, other;
+    cr_assert_eq(profile_db_run_create(db, "rl", "", &run), PL_OK);
+    cr_assert_eq(profile_db_run_create(db, "rl", "", &other), PL_OK);
+    unsigned char a[16] = {1, 2, 3};
+    for (int u = 0; u < 4; u++) cr_assert_eq(profile_db_checkpoint_save(db, run, u, a, sizeof a), PL_OK);
+    cr_assert_eq(profile_db_checkpoint_save(db, other, 0, a, sizeof a), PL_OK);
+    cr_assert_eq(profile_db_begin(db), PL_OK); /* as a training run prunes: inside its own transaction */
+    cr_assert_eq(profile_db_checkpoint_prune(db, run, 3), PL_OK, "%s", profile_db_last_error(db));
+    cr_assert_eq(profile_db_commit(db), PL_OK);
+    void *blob = NULL;
+    size_t n = 0;
+    int upd = -1;
+    for (int u = 0; u < 3; u++)
+        cr_assert_eq(profile_db_checkpoint_load(db, run, u, &upd, &blob, &n), PL_ERR_NOT_FOUND, "update %d pruned", u);
+    cr_assert_eq(profile_db_checkpoint_load(db, run, -1, &upd, &blob, &n), PL_OK);
+    cr_assert_eq(upd, 3, "the latest is kept");
+    free(blob);
+    cr_assert_eq(profile_db_checkpoint_load(db, other, 0, &upd, &blob, &n), PL_OK, "another run is untouched");
+    free(blob);
+    cr_assert_eq(profile_db_checkpoint_prune(db, run + 99, 5), PL_OK, "nothing to prune is no error");
+    profile_db_close(db);
+    db = open_db(path, PROFILE_DB_READ);
+    cr_assert_eq(profile_db_checkpoint_prune(db, run, 9), PL_ERR_INVALID, "a READ handle writes nothing");
+    profile_db_close(db);
+    th_rmtree(dir);
+}
+
 Test(store, unit_writes_resume_into_a_loadable_profile) {
     char dir[256], path[512], msg[512] = "";
     cr_assert_eq(th_mkdtemp(dir), 0);
