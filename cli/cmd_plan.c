@@ -75,16 +75,18 @@ static void plan_usage(FILE *f) {
 typedef struct {
     int tty;
     double t_last;
-} plan_progress;
+} progress_bar;
 
-static void on_progress(void *ctx, int64_t done, int64_t total) {
-    plan_progress *p = ctx;
+static int on_progress(void *ctx, const plan_progress *pp) {
+    progress_bar *p = ctx;
+    const int64_t done = pp->done, total = pp->total;
     const double now = pl_now_us();
-    if (!p->tty || (now - p->t_last < 1e5 && done < total)) return;
+    if (!p->tty || (now - p->t_last < 1e5 && done < total)) return 0;
     p->t_last = now;
     const int width = 30, fill = total > 0 ? (int)(width * done / total) : width;
     fprintf(stderr, "\r\033[Kplacer plan: [%.*s%*s] %lld/%lld bounded layouts", fill,
             "##############################", width - fill, "", (long long)done, (long long)total);
+    return 0;
 }
 
 /* "tp8 cp1 pp16x2 dp64 mbs1 full z1"; an MoE layout adds " ep8" (or " ep8/2" with etp 2) after dp */
@@ -507,7 +509,7 @@ int cmd_plan(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (a.db) return plan_on_profile(&a);
-    plan_progress pg = {cli_stderr_is_tty(), 0};
+    progress_bar pg = {cli_stderr_is_tty(), 0};
     a.run.progress = on_progress;
     a.run.progress_ctx = &pg;
     plan_run_result x;

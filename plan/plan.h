@@ -214,9 +214,29 @@ typedef struct {
                                 when none was simulated the smallest lower bound */
 } plan_result;
 
-/* Called as the search advances (done of total simulation candidates);
- * may be NULL. */
-typedef void (*plan_progress_fn)(void *ctx, int64_t done, int64_t total);
+/* A snapshot of the search, handed to the progress callback. Counts are
+ * of the precision pass under way (pass of n_passes; one pass unless
+ * plan_options.n_prec > 1); best points into the search's own state and is
+ * valid only during the call. */
+typedef struct {
+    int64_t done;            /* simulation candidates handled so far, of total */
+    int64_t total;           /* candidates that passed the memory prune (bounded layouts) */
+    int pass, n_passes;      /* precision pass, 0-based, and how many there are */
+    int64_t considered;      /* as plan_result's fields, so far */
+    int64_t pruned_memory;
+    int64_t pruned_bound;
+    int64_t simulated;
+    const plan_entry *best;  /* fastest fitting layout of this pass so far; NULL when none */
+    double elapsed_s;        /* seconds since the search began */
+} plan_progress;
+
+/* Called as the search advances (about every 8 candidates, and once at the
+ * end of each pass); may be NULL. Returning non-zero cancels the search:
+ * plan_search then returns PL_ERR_INTERRUPTED with *res holding what was
+ * found so far (top sorted, counts as far as they got; the refinement of
+ * splits is skipped). The server cancels when its client disconnects, the
+ * CLI on Ctrl-C. */
+typedef int (*plan_progress_fn)(void *ctx, const plan_progress *p);
 
 /* Search the layouts of model cfg (cfg->seq_len is the sequence) on
  * cluster c. *res is filled (n_top = 0 when nothing fits: then see
@@ -224,7 +244,8 @@ typedef void (*plan_progress_fn)(void *ctx, int64_t done, int64_t total);
  * options (no valid layout at all, gpus beyond the cluster, ...); a
  * simulator error is passed up with its message. res is large (about
  * 0.5 MB: a layout and a result with per-stage memory per entry): allocate
- * it, do not put it on the stack. */
+ * it, do not put it on the stack. PL_ERR_INTERRUPTED when progress asked
+ * to stop (see plan_progress_fn). */
 pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
                       void *progress_ctx, plan_result *res, char *msg, size_t len);
 

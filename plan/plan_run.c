@@ -130,6 +130,8 @@ pl_status plan_run(const plan_run_options *o, plan_run_result *out, char *msg, s
     st = plan_search(&out->model.cfg, &out->clu, so, o->progress, o->progress_ctx, out->res, msg, len);
     if (st == PL_ERR_UNSUPPORTED && !*msg)
         return pl_fail(msg, len, st, "the layout simulator is not built in; placer plan needs it");
+    if (st == PL_ERR_INTERRUPTED) /* stopped: the best found so far, nothing more */
+        out->best = out->res->n_top > 0 ? &out->res->top[0] : NULL;
     if (st != PL_OK) return st;
     if (o->compare) {
         out->cmp.l = cmp;

@@ -647,8 +647,17 @@ out:
 }
 
 /* The search for one precision (o->prec, o->fp8). */
+/* Tell progress (when set) where the search stands; 1 when it asks to stop. */
+static int report(plan_progress_fn progress, void *ctx, const plan_result *res, int64_t done, int64_t total, int pass,
+                  int n_passes, double t0) {
+    if (!progress) return 0;
+    plan_progress p = {done, total, pass, n_passes, res->considered, res->pruned_memory, res->pruned_bound,
+                       res->simulated, res->n_top > 0 ? &res->top[0] : NULL, (pl_now_us() - t0) / 1e6};
+    return progress(ctx, &p) != 0;
+}
+
 static pl_status search_one(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
-                            void *progress_ctx, plan_result *res, char *msg, size_t len) {
+                            void *progress_ctx, int pass, int n_passes, plan_result *res, char *msg, size_t len) {
     memset(res, 0, sizeof *res);
     res->min_mem_bytes = INT64_MAX;
     const double t0 = pl_now_us();
@@ -703,7 +712,11 @@ static pl_status search_one(const gpt_config *cfg, const cluster *c, const plan_
             res->pruned_bound += n_cands - i;
             break;
         }
-        if (progress && (i % 8 == 0)) progress(progress_ctx, i, n_cands);
+        if (i % 8 == 0 && report(progress, progress_ctx, res, i, n_cands, pass, n_passes, t0)) {
+            st = pl_fail(msg, len, PL_ERR_INTERRUPTED, "the search was stopped after %lld of %lld candidates",
+                         (long long)i, (long long)n_cands);
+            break;
+        }
         /* the DP split, and the uniform one */
         cand_layout(k, o, &e->l);
         e->lb_us = k->lb_us;
@@ -748,7 +761,8 @@ static pl_status search_one(const gpt_config *cfg, const cluster *c, const plan_
         }
         top_insert(res, o->top_k, e);
     }
-    if (progress && st == PL_OK) progress(progress_ctx, n_cands, n_cands);
+    if (st == PL_OK && report(progress, progress_ctx, res, n_cands, n_cands, pass, n_passes, t0))
+        st = pl_fail(msg, len, PL_ERR_INTERRUPTED, "the search was stopped before refining the top splits");
     /* the refinement spends at most as many runs as the search did */
     for (int i = 0; st == PL_OK && i < res->n_top && res->refine_runs < res->sim_runs; i++)
         st = refine_entry(cfg, c, prm, o, &res->top[i], res, res->sim_runs - res->refine_runs, msg, len);
@@ -840,7 +854,7 @@ static int cluster_runs(const cluster *c, precision p, fp8_recipe r) {
 
 pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_options *o, plan_progress_fn progress,
                       void *progress_ctx, plan_result *res, char *msg, size_t len) {
-    if (o->n_prec <= 0) return search_one(cfg, c, o, progress, progress_ctx, res, msg, len);
+    if (o->n_prec <= 0) return search_one(cfg, c, o, progress, progress_ctx, 0, 1, res, msg, len);
     /* one search per precision the cluster runs; the top lists merged */
     if (o->n_prec > PLAN_MAX_PRECISIONS)
         return pl_fail(msg, len, PL_ERR_INVALID, "more than %d precisions", PLAN_MAX_PRECISIONS);
@@ -854,16 +868,17 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     memset(res, 0, sizeof *res);
     res->min_mem_bytes = INT64_MAX;
     pl_status st = PL_OK;
-    int ran = 0;
+    int ran = 0, n_passes = 0, pass = 0;
+    for (int i = 0; i < o->n_prec; i++) n_passes += cluster_runs(c, o->precs[i], o->fp8s[i]);
     for (int i = 0; i < o->n_prec && st == PL_OK; i++) {
         if (!cluster_runs(c, o->precs[i], o->fp8s[i])) continue;
         *oi = *o;
         oi->n_prec = 0;
         oi->prec = o->precs[i];
         oi->fp8 = o->fp8s[i];
-        st = search_one(cfg, c, oi, progress, progress_ctx, one, msg, len);
-        if (st != PL_OK) break;
-        ran++;
+        st = search_one(cfg, c, oi, progress, progress_ctx, pass++, n_passes, one, msg, len);
+        if (st != PL_OK && st != PL_ERR_INTERRUPTED) break;
+        ran++; /* an interrupted pass still gives what it found */
         res->considered += one->considered;
         res->pruned_memory += one->pruned_memory;
         res->pruned_bound += one->pruned_bound;

@@ -258,6 +258,66 @@ Test(plan, bounds_hold_and_the_top_k_is_the_brute_force_top_k, .timeout = 120) {
     check_against_brute_force("default,layers=12,seq=1024", 2, 0.8, 32);
 }
 
+/* ---- progress and cancellation (the seam the server and Ctrl-C use) ------ */
+
+typedef struct {
+    int calls;           /* callbacks seen */
+    int stop_after;      /* ask to stop on this call (0: never) */
+    int64_t last_done;   /* done of the previous call, for monotonicity */
+    int had_best;        /* a best layout was reported */
+    double best_step;    /* its step at the last report */
+} cancel_ctx;
+
+static int stop_on_call(void *ctx, const plan_progress *p) {
+    cancel_ctx *k = ctx;
+    k->calls++;
+    cr_assert_leq(p->done, p->total);
+    cr_assert_geq(p->done, k->last_done, "progress went backwards: %lld after %lld", (long long)p->done,
+                  (long long)k->last_done);
+    cr_assert_eq(p->pruned_memory + p->pruned_bound + p->simulated <= p->considered, 1);
+    k->last_done = p->done;
+    if (p->best) {
+        k->had_best = 1;
+        k->best_step = p->best->res.step_us;
+    }
+    return k->stop_after > 0 && k->calls >= k->stop_after;
+}
+
+Test(plan, progress_reports_and_a_cancel_returns_the_best_so_far, .timeout = 120) {
+    gpt_config cfg = model("gpt12,layers=8");
+    cluster c = make_cluster(2, 1.0);
+    plan_options o;
+    plan_options_default(&o);
+    o.gpus = 16;
+    o.global_batch = 32;
+    o.max_vp = 2;
+    o.max_mbs = 4;
+    char msg[256];
+    plan_result *full = calloc(1, sizeof *full), *part = calloc(1, sizeof *part);
+    cancel_ctx all = {0};
+    cr_assert_eq(plan_search(&cfg, &c, &o, stop_on_call, &all, full, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(all.calls, 3, "too few reports (%d) to cancel in the middle", all.calls);
+    cr_assert(all.had_best);
+    cr_assert_gt(full->n_top, 0);
+    /* stop half way: PL_ERR_INTERRUPTED, a message, and the best found up to then */
+    cancel_ctx half = {.stop_after = all.calls / 2};
+    cr_assert_eq(plan_search(&cfg, &c, &o, stop_on_call, &half, part, msg, sizeof msg), PL_ERR_INTERRUPTED);
+    cr_assert(strstr(msg, "stopped"), "%s", msg);
+    cr_assert_eq(half.calls, all.calls / 2);
+    cr_assert_lt(part->simulated, full->simulated);
+    if (half.had_best) {
+        cr_assert_gt(part->n_top, 0);
+        cr_assert_geq(part->top[0].res.step_us, full->top[0].res.step_us * (1 - 1e-12));
+        for (int i = 1; i < part->n_top; i++) cr_assert_geq(part->top[i].res.step_us, part->top[i - 1].res.step_us);
+    }
+    /* a precision search stops in its first pass and still returns what it found */
+    cr_assert_eq(plan_parse_precisions("bf16,fp16", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    cancel_ctx first = {.stop_after = 2};
+    cr_assert_eq(plan_search(&cfg, &c, &o, stop_on_call, &first, part, msg, sizeof msg), PL_ERR_INTERRUPTED);
+    free(full);
+    free(part);
+}
+
 /* ---- mixed GPUs --------------------------------------------------------- */
 
 Test(plan, faster_stage_gets_more_layers_on_mixed_gpus) {
