@@ -3,7 +3,7 @@
  * (inputs/published_runs.h) on texts of their own: quotes, line ends,
  * wrong shapes and bad cells; Table 1's and the Llama 3 table's rows as
  * models and layouts. (The FLOP counts and the check itself:
- * tests/sim/test_check_published.c.)
+ * tests/calib/test_check_published.c.)
  */
 #include <criterion/criterion.h>
 #include <stdlib.h>
