@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The MoE layer's parts other than the expert GEMMs, timed one by one the
-way torchtitan 0.2.2's MoE (torchtitan/models/moe/moe.py and utils.py) runs
+way torchtitan 0.2.2's MoE (its models/moe package: the MoE module and its utilities) runs
 them, on one GPU, per model shape and tokens per micro-batch; forward, data
 gradient and weight gradient apart. The expert GEMMs are
 grouped_mm_torch.py's and grouped_gemm_sweep.cu's.
