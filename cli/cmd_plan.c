@@ -16,6 +16,7 @@
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "export_plan.h"
+#include "model_arch.h"
 #include "plan_run.h"
 #include "util.h"
 
@@ -28,7 +29,7 @@ static void plan_usage(FILE *f) {
             "                   [--global-batch B] [--seq S] [--precision P] [--top K]\n"
             "                   [--max-tp N] [--max-cp N] [--max-vp N] [--max-mbs N] [--fix LIST]\n"
             "                   [--compare LAYOUT] [--splits] [--json] [--trace FILE]\n"
-            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json]\n\n"
+            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json [--out DIR]]\n\n"
             "Searches tensor, context, pipeline (with interleaving) and data parallelism,\n"
             "micro-batch size, recomputation, optimizer sharding and the stage boundaries\n"
             "for the fastest layout that fits, predicted by the layout simulator; prints the\n"
@@ -62,9 +63,18 @@ static void plan_usage(FILE *f) {
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
             "  --trace         write the best layout's Chrome trace to FILE\n"
-            "  --export        print only the best layout in that framework's format; without\n"
-            "                  --framework the search keeps only what that framework runs\n"
-            "                  (predicted with Megatron's figures; --framework F sets both)\n"
+            "  --export        the best layout in that framework's own files, at the version\n"
+            "                  placer targets (Megatron-LM d98e8a6 with megatron-core 0.16.1,\n"
+            "                  torchtitan 0.2.2, DeepSpeed 0.19.8; docs/exports.md); prints the\n"
+            "                  first (megatron: the arguments alone; torchtitan: the TOML;\n"
+            "                  deepspeed: ds_config.json; json: the plan), notes on stderr.\n"
+            "                  Without --framework the search keeps only what that framework\n"
+            "                  runs (predicted with Megatron's figures; --framework F sets both);\n"
+            "                  a model or layout it cannot run is refused with one line (exit 2)\n"
+            "  --out DIR       with --export: write all its files into DIR (megatron: args.txt,\n"
+            "                  env.sh, README; torchtitan: job.toml, README and, for a flavor cut\n"
+            "                  to other layers, placer_model.py; deepspeed: ds_config.json,\n"
+            "                  partition.json, pipeline.py, README; json: plan.json)\n"
             "  --db            plan on a measured profile instead of a cluster file: pipelines\n"
             "                  over its devices (tp = cp = dp = 1), every micro-batch count and\n"
             "                  GPipe / 1F1B, stage boundaries by the exact DP of placer search\n\n"
@@ -181,6 +191,7 @@ typedef struct {
     const char *db;            /* --db */
     const char *export_name;   /* --export */
     plan_export_format fmt;    /* its format */
+    const char *out_dir;       /* --out: the export's files go there */
     int json;
     int help;                  /* --help: print usage, run nothing */
 } plan_args;
@@ -242,6 +253,10 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
         if (plan_export_parse_format(arg, &a->fmt, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "%s", msg);
         a->export_name = arg;
         break;
+    case 'o':
+        if (!*arg) return cli_usage_error(CMD, "--out takes a directory");
+        a->out_dir = arg;
+        break;
     default: rc = cli_stack_option(CMD, ch, arg, &a->stack); break;
     }
     return rc;
@@ -265,6 +280,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         {"schedules", required_argument, 0, 'Q'},
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
+        {"out", required_argument, 0, 'o'},
         CLI_STACK_OPTIONS,                       {"for", required_argument, 0, CLI_OPT_FRAMEWORK}, /* alias */
         {"reserve", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},
@@ -294,8 +310,8 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         if (a->stack.set)
             return cli_usage_error(CMD, "--db uses the profile's calibrated simulator; --attention, --dp-overlap and "
                                         "--grad-bytes need a cluster");
-        if (r->cluster || r->compare || r->trace_path || a->export_name || r->splits || r->gpus || r->global_batch ||
-            r->seq)
+        if (r->cluster || r->compare || r->trace_path || a->export_name || a->out_dir || r->splits || r->gpus ||
+            r->global_batch || r->seq)
             return cli_usage_error(CMD, "--db plans on the profile's own devices and batch; --cluster, --gpus, "
                                         "--global-batch, --seq, --compare, --splits, --trace and --export need a "
                                         "cluster (drop --db)");
@@ -304,6 +320,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     if (!r->model) return cli_usage_error(CMD, "--model is required (a config.json or a preset such as gpt12)");
     if (!r->cluster) return cli_usage_error(CMD, "--cluster is required (a name in data/clusters or a file)");
     if (a->json && a->export_name) return cli_usage_error(CMD, "--json and --export both write stdout; give one");
+    if (a->out_dir && !a->export_name) return cli_usage_error(CMD, "--out writes an export's files: give --export too");
     /* the export path writes no trace */
     if (a->export_name) r->trace_path = NULL;
     return 0;
@@ -485,19 +502,71 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
     if (o->trace_path) printf("  trace: %s\n", o->trace_path);
 }
 
-/* --export: only the best layout, in the framework's format, on stdout. */
+/* --export: only the best layout, in the framework's files: the first on
+ * stdout and the notes on stderr, or all of them into --out DIR. A model or
+ * layout the framework cannot run is refused with one line. */
 static int print_export(const plan_args *a, const plan_run_result *x) {
     const plan_entry *best = x->best;
     char msg[512] = "";
-    int chunks[LAYOUT_MAX_CHUNKS], rc = CLI_EXIT_OK;
-    pl_status st = layout_chunk_layers(&best->l, x->model.cfg.n_layers, chunks, msg, sizeof msg);
-    if (st == PL_OK) st = plan_export_write(stdout, a->fmt, &x->model.cfg, &best->l, chunks, &best->res, msg, sizeof msg);
-    if (st != PL_OK) rc = cli_report(CMD, st, msg);
+    int chunks[LAYOUT_MAX_CHUNKS];
+    model_arch arch;
+    pl_status st = model_arch_load(a->run.model, &arch, msg, sizeof msg);
+    if (st == PL_OK) st = layout_chunk_layers(&best->l, x->model.cfg.n_layers, chunks, msg, sizeof msg);
+    if (st != PL_OK) return cli_report(CMD, st, msg);
+    const plan_export_in in = {&x->model.cfg, &arch, x->model.name, &best->l, chunks, &best->res,
+                               x->search.framework};
+    plan_export_files out;
+    st = plan_export_build(a->fmt, &in, &out, msg, sizeof msg);
+    if (st == PL_OK && a->out_dir) st = plan_export_save(&out, a->out_dir, msg, sizeof msg);
+    if (st != PL_OK) {
+        plan_export_files_free(&out);
+        return cli_report(CMD, st, msg);
+    }
+    if (!a->out_dir) fputs(out.text[0], stdout);
     fprintf(stderr, "placer plan: best of %lld layouts (%lld simulated in %.1f s): %.2f ms per step, %.2f GB of "
                     "%.2f GB per GPU\n",
             (long long)x->res->considered, (long long)x->res->simulated, x->res->wall_s, best->res.step_us / 1e3,
             cli_gb(best->res.mem.total), cli_gb(best->res.mem_cap));
-    return rc;
+    if (a->out_dir) {
+        fprintf(stderr, "placer plan: wrote");
+        for (int i = 0; i < out.n; i++) fprintf(stderr, "%s %s/%s", i ? "," : "", a->out_dir, out.name[i]);
+        fprintf(stderr, "\n");
+    } else {
+        for (int i = 0; i < out.n_notes; i++) fprintf(stderr, "placer plan: note: %s\n", out.notes[i]);
+    }
+    plan_export_files_free(&out);
+    return CLI_EXIT_OK;
+}
+
+/* With a framework to plan for (--framework, or --export's), the model and
+ * the fixed dimensions, precisions and orders asked for must leave it
+ * something to run: else one line says what it lacks (exit 2), rather than
+ * a search that finds nothing. 0, or the exit code. */
+static int check_framework(const plan_args *a) {
+    const plan_options *o = &a->run.search;
+    plan_framework f = o->framework;
+    if (a->export_name && plan_export_framework(a->fmt) != PLAN_FRAMEWORK_ANY) f = plan_export_framework(a->fmt);
+    if (f == PLAN_FRAMEWORK_ANY) return 0;
+    plan_model m;
+    model_arch arch;
+    char msg[512] = "", why[320] = "";
+    if (plan_model_load(a->run.model, a->run.seq, &m, msg, sizeof msg) != PL_OK ||
+        model_arch_load(a->run.model, &arch, msg, sizeof msg) != PL_OK)
+        return 0; /* plan_run reports a bad model with its own message */
+    if (!plan_framework_model_runs(f, &m.cfg, &arch, why, sizeof why)) return cli_usage_error(CMD, "%s", why);
+    plan_framework_ask ask = {o->fix_tp, o->fix_cp, o->fix_pp, o->fix_vp, o->fix_dp, o->fix_zero, o->fix_recompute,
+                              o->n_prec, {0}, {0}, o->sched_mask};
+    if (o->n_prec == 0) {
+        ask.n_prec = 1;
+        ask.prec[0] = o->prec;
+        ask.fp8[0] = o->fp8;
+    }
+    for (int i = 0; i < o->n_prec && i < 8; i++) {
+        ask.prec[i] = o->precs[i];
+        ask.fp8[i] = o->fp8s[i];
+    }
+    if (!plan_framework_ask_runs(f, &m.cfg, &ask, why, sizeof why)) return cli_usage_error(CMD, "%s", why);
+    return 0;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -509,6 +578,7 @@ int cmd_plan(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (a.db) return plan_on_profile(&a);
+    if ((rc = check_framework(&a)) != 0) return rc;
     progress_bar pg = {cli_stderr_is_tty(), 0};
     a.run.progress = on_progress;
     a.run.progress_ctx = &pg;

@@ -508,7 +508,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                         continue;
                                     l->sched = (schedule_order)so;
                                     if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
-                                    if (!plan_framework_accepts(o->framework, l)) continue;
+                                    if (!plan_framework_runs(o->framework, cfg, l)) continue;
                                     if (fn(ctx, l, index++) != 0) {
                                         st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
                                         goto out;
