@@ -106,7 +106,7 @@ void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, d
 void layout_sim_destroy(layout_sim *s) {
     if (!s) return;
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
-    free(s->n_ops_r); free(s->overlap); free(s->w_us);
+    free(s->n_ops_r); free(s->rank_of); free(s->w_us);
     free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs); free(s->tp_ag8);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
     free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
@@ -194,6 +194,37 @@ static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *
     return PL_OK;
 }
 
+/* The schedule a layout runs: Megatron-LM's 1f1b is interleaved over vp
+ * chunks when vp > 1; the other orders as named (layout_validate checked
+ * vp against their chunk count). */
+static schedule layout_order(const layout *l, int m) {
+    schedule sc = schedule_make(m, l->sched);
+    if (l->sched == SCHED_1F1B && l->vp > 1) {
+        sc.order = SCHED_INTERLEAVED;
+        sc.chunks = l->vp;
+    }
+    return sc;
+}
+
+/* Every rank's order of s->sched (core/schedule.c) into s->order, and the
+ * rank of every stage (ls_rank_of). PL_ERR_SCHEDULE with a message when
+ * core builds no order (out of memory). */
+static pl_status expand_orders(layout_sim *s, char *msg, size_t len) {
+    const int pp = s->pp, vp = s->vp;
+    for (int r = 0; r < pp; r++)
+        for (int c = 0; c < vp; c++) s->rank_of[ls_stage_of(s, r, c)] = r;
+    for (int r = 0; r < pp; r++) {
+        const int n = schedule_rank_ops(&s->sched, pp, r, s->order + (size_t)r * s->n_ops_stage);
+        if (n < 0) {
+            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
+                   schedule_order_name(s->l->sched), pp, s->m);
+            return PL_ERR_SCHEDULE;
+        }
+        s->n_ops_r[r] = n;
+    }
+    return PL_OK;
+}
+
 pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out, char *msg,
                             size_t len) {
     return layout_sim_create_measured(cfg, l, c, NULL, out, msg, len);
@@ -246,9 +277,8 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
     s->K = K;
     s->m = m;
     s->split = schedule_splits_backward(l->sched);
-    s->vshape = schedule_v_chunks(l->sched) == 2;
-    s->n_ops_stage = (s->split ? 3 : 2) * vp * m;
-    const int64_t world = layout_world_size(l);
+    s->sched = layout_order(l, m);
+    s->n_ops_stage = schedule_max_ops(&s->sched);
     const int gmax = l->tp > l->dp ? (l->tp > l->cp ? l->tp : l->cp) : (l->dp > l->cp ? l->dp : l->cp);
     pl_status st = PL_ERR_NOMEM;
     if (LS_ALLOC(s->chunk_layers, K) || LS_ALLOC(s->stage_layers, pp) || LS_ALLOC(s->stage_rank, pp) ||
@@ -265,8 +295,9 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
         LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
         LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp) ||
-        LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->overlap, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->w_us, K))
+        LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->rank_of, K) || LS_ALLOC(s->w_us, K))
         goto fail;
+    if ((st = expand_orders(s, msg, len)) != PL_OK) goto fail;
     st = layout_chunk_layers(l, cfg->n_layers, s->chunk_layers, m2, sizeof m2);
     if (st != PL_OK) {
         ls_msg(msg, len, "%s", m2);
@@ -279,36 +310,7 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         co.c[LAYOUT_DIM_PP] = r;
         s->stage_rank[r] = layout_rank_of(l, &co);
         s->gpu[r] = cluster_gpu_of(c, s->stage_rank[r]);
-        s->n_ops_r[r] = 2 * vp * m;
-        if (!s->split) pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
     }
-    if (s->split) { /* ---- the split orders: core/schedule.c's per-rank orders ---- */
-        schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(l->sched, m));
-        for (int r = 0; r < pp && ops; r++) {
-            const int n = schedule_rank_ops(l->sched, pp, r, m, ops);
-            if (n < 0 || n > s->n_ops_stage) {
-                free(ops);
-                ops = NULL;
-                break;
-            }
-            pipe_op *o = s->order + (size_t)r * s->n_ops_stage;
-            uint8_t *ov = s->overlap + (size_t)r * s->n_ops_stage;
-            for (int q = 0; q < n; q++) {
-                const int code = ops[q].kind == SOP_F ? 0 : ops[q].kind == SOP_BW ? 1 : ops[q].kind == SOP_B ? 2 : 3;
-                o[q] = (pipe_op){ops[q].chunk, ops[q].mb, code};
-                ov[q] = (uint8_t)ops[q].overlap;
-            }
-            s->n_ops_r[r] = n;
-        }
-        if (!ops) {
-            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
-                   schedule_order_name(l->sched), pp, m);
-            st = PL_ERR_SCHEDULE;
-            goto fail;
-        }
-        free(ops);
-    }
-    (void)world;
     /* FP8: every stage's GPU must run the recipe (MXFP8 needs Blackwell) */
     if (l->prec == PRECISION_FP8)
         for (int r = 0; r < pp; r++)

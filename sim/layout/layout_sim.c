@@ -9,9 +9,10 @@
  * follows the rank grid (tp innermost, then cp, dp, pp). Each stage has
  *   - a compute stream, in order, running the stage's schedule order of
  *     chunk forwards F(k, j) and backwards B(k, j) (chunk k of the pipeline's
- *     pp * vp in model order, micro-batch j); the order is Megatron-LM's
- *     (sim_pipeline.h, shared with the placement simulator): 1F1B for
- *     vp = 1, interleaved 1F1B for vp > 1. Megatron's tensor-parallel
+ *     pp * vp in model order, micro-batch j); the order is core/schedule.c's
+ *     (schedule_rank_ops, as the placement simulator's and the engine's):
+ *     Megatron-LM's 1F1B for vp = 1, interleaved 1F1B for vp > 1, or the
+ *     layout's sched (zb-h1, zb-h2, zb-v, dualpipev). Megatron's tensor-parallel
  *     collectives and context parallel's key/value all-gathers are blocking
  *     on this stream (Megatron runs them on the compute stream), so they add
  *     to the op's duration and are counted apart (tp, cp);
@@ -231,12 +232,12 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
     while (remaining > 0) {
         int progress = 0;
         for (int r = 0; r < pp; r++) {
-            const pipe_op *ord = s->order + (size_t)r * nops;
+            const schedule_op *ord = s->order + (size_t)r * nops;
             while (s->pos[r] < s->n_ops_r[r]) {
-                const pipe_op op = ord[s->pos[r]];
-                const int k = ls_stage_of(s, r, op.chunk), j = op.mb;
+                const schedule_op op = ord[s->pos[r]];
+                const int k = ls_stage_of(s, r, op.chunk), j = op.mb, bwd = op.kind != SOP_F;
                 const size_t idx = (size_t)k * m + j;
-                if (op.bwd == 3) { /* ---- W (split orders): after its B on this rank, no message ---- */
+                if (op.kind == SOP_W) { /* ---- W (split orders): after its B on this rank, no message ---- */
                     double t = s->ct[r];
                     const double w = s->w_us[k], end = t + w;
                     s->p_comp[r] += w;
@@ -255,7 +256,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     progress = 1;
                     continue;
                 }
-                const double arr = op.bwd ? (k == K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
+                const double arr = bwd ? (k == K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
                 if (arr < 0) break;
                 double t = s->ct[r];
                 if (arr > t) {
@@ -264,10 +265,10 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                 }
                 const ls_chunk_cost *c = &s->cost[k];
                 double gwait = 0.0;
-                if (gather_every || (gather_first && !op.bwd && j == 0)) {
+                if (gather_every || (gather_first && !bwd && j == 0)) {
                     /* the op runs unit by unit behind its parameters' gathers */
                     double last_start;
-                    gwait = gathered_op(s, c, r, k, j, op.bwd, t, gather_every ? cs * p->zero3_gather_scale : cs,
+                    gwait = gathered_op(s, c, r, k, j, bwd, t, gather_every ? cs * p->zero3_gather_scale : cs,
                                         !gather_every, gather_every && !p->zero3_prefetch, &last_start);
                     s->p_dp[r] += gwait;
                     s->prev_start[r] = last_start;
@@ -275,7 +276,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                     s->prev_start[r] = t;
                 }
                 double end;
-                if (!op.bwd) {
+                if (!bwd) {
                     end = t + c->f_us + gwait;
                     s->p_comp[r] += c->f_comp;
                     s->p_tp[r] += c->f_tp;
@@ -300,15 +301,15 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                         }
                     }
                 } else {
-                    /* op.bwd 2: B alone (split orders), its W later */
-                    const double wpart = op.bwd == 2 ? s->w_us[k] : 0.0;
+                    /* B alone (split orders): its W later */
+                    const double wpart = op.kind == SOP_B ? s->w_us[k] : 0.0;
                     end = t + c->b_us - wpart + gwait;
                     s->p_comp[r] += c->b_comp - wpart;
                     s->p_recomp[r] += c->b_recomp;
                     s->p_tp[r] += c->b_tp;
                     s->p_cp[r] += c->b_cp;
                     if (s->moe) s->p_ep[r] += c->b_ep;
-                    if (op.bwd != 2) {
+                    if (op.kind != SOP_B) {
                         s->stash[r] -= s->chunk_layers[k];
                         s->nstash[r]--;
                     }
@@ -326,7 +327,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                             trace_push(s, r, 2, k, j, -1, 'g', st, st + x);
                         }
                     }
-                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1) && op.bwd != 2)
+                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1) && op.kind != SOP_B)
                         for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
                             const double rdy = t + bucket_offset(s, c, &s->buckets[b], k);
                             const double bs = rdy > s->dpr[r] ? rdy : s->dpr[r];
@@ -338,12 +339,12 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
                  * another's backward): each op's TP and CP collectives run
                  * under the other's compute, so the pair's second op ends
                  * earlier by what the first's collectives hid */
-                const double comm = op.bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
-                const double comp = op.bwd ? c->b_comp : c->f_comp;
-                if (s->overlap[(size_t)r * nops + s->pos[r]]) {
+                const double comm = bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
+                const double comp = bwd ? c->b_comp : c->f_comp;
+                if (op.overlap) {
                     pair_comm[r] = comm;
                     pair_comp[r] = comp;
-                } else if (s->pos[r] > 0 && s->overlap[(size_t)r * nops + s->pos[r] - 1]) {
+                } else if (s->pos[r] > 0 && ord[s->pos[r] - 1].overlap) {
                     const double h1 = pair_comm[r] < comp ? pair_comm[r] : comp;
                     const double h2 = comm < pair_comp[r] ? comm : pair_comp[r];
                     const double hide = h1 + h2 < end - t ? h1 + h2 : end - t;

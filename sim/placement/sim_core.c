@@ -11,7 +11,8 @@
  *
  * What the engine does (hw/exec/hw.h, hw/exec/program.c), and so what is simulated
  * --------------------------------------------------------------------
- * 1. Order. Each used device has its schedule order of operations: F(j),
+ * 1. Order. Each used device has its schedule order of operations
+ *    (core/schedule.c's per-rank order, expanded by sim_order.c): F(j),
  *    the forward of micro-batch j over the device's nodes in node order,
  *    and B(j), the backward in reverse node order.
  *      gpipe       F(0..m-1), then B(0..m-1)
@@ -20,7 +21,7 @@
  *                  and one backward, then the remaining backwards
  *      interleaved (chunks v > 1) Megatron-LM's interleaved 1F1B on a chunk
  *                  placement (the engine has no such order; kept for the
- *                  placers' what-if questions, see order_interleaved; its
+ *                  placers' what-if questions, see sim_order.c; its
  *                  transfers use ideal per-link FIFO queues that leave when
  *                  their producer ends, see ideal_xfer: an interleaved
  *                  order on the engine's single comm stream per device
@@ -745,20 +746,8 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         c->dnodes[c->next[d]++] = i;
         c->pbytes[d] += c->param_b[i];
     }
-    if (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) {
-        sim_build_stages(c);
-        pl_status st = sim_order_interleaved(c, sched->chunks);
-        if (st != PL_OK) return st;
-        for (int k = 0; k < off; k++) {
-            const uint32_t o = c->seq[k];
-            c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
-        }
-    } else if (split) {
-        pl_status st = sim_order_split(c, sched->order); /* fills pos_of too */
-        if (st != PL_OK) return st;
-    } else {
-        sim_order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
-    }
+    pl_status st = sim_order(c, sched); /* fills pos_of too */
+    if (st != PL_OK) return st;
 
     run r;
     r.c = c;
