@@ -206,20 +206,23 @@ static schedule layout_order(const layout *l, int m) {
     return sc;
 }
 
-/* Every rank's order of s->sched (core/schedule.c) into s->order, and the
- * rank of every stage (ls_rank_of). PL_ERR_SCHEDULE with a message when
+/* Every rank's order of s->sched (core/schedule.c) into s->order, each
+ * op's chunk turned into its stage (the event loop's index), and the rank
+ * of every stage (ls_rank_of). PL_ERR_SCHEDULE with a message when
  * core builds no order (out of memory). */
 static pl_status expand_orders(layout_sim *s, char *msg, size_t len) {
     const int pp = s->pp, vp = s->vp;
     for (int r = 0; r < pp; r++)
         for (int c = 0; c < vp; c++) s->rank_of[ls_stage_of(s, r, c)] = r;
     for (int r = 0; r < pp; r++) {
-        const int n = schedule_rank_ops(&s->sched, pp, r, s->order + (size_t)r * s->n_ops_stage);
+        schedule_op *ops = s->order + (size_t)r * s->n_ops_stage;
+        const int n = schedule_rank_ops(&s->sched, pp, r, ops);
         if (n < 0) {
             ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
                    schedule_order_name(s->l->sched), pp, s->m);
             return PL_ERR_SCHEDULE;
         }
+        for (int q = 0; q < n; q++) ops[q].chunk = (unsigned short)ls_stage_of(s, r, ops[q].chunk);
         s->n_ops_r[r] = n;
     }
     return PL_OK;

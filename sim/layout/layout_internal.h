@@ -59,8 +59,9 @@ struct layout_sim {
     int *stage_layers;          /* [pp] */
     int64_t *stage_rank;        /* [pp] GPU of stage s */
     const cluster_gpu **gpu;    /* [pp] */
-    schedule_op *order;         /* [pp * n_ops_stage] each rank's order (core/schedule.c's
-                                   schedule_rank_ops; chunk: the rank's chunk, see ls_stage_of) */
+    schedule_op *order;         /* [pp * n_ops_stage] each rank's order: core/schedule.c's
+                                   schedule_rank_ops, with each op's chunk turned into its
+                                   stage (ls_stage_of, once in layout_sim_create) */
     int n_ops_stage;            /* schedule_max_ops(&sched) */
     schedule sched;             /* the layout's schedule (1f1b with vp > 1: interleaved) */
     int *rank_of;               /* [K] the rank of stage k (from schedule_stage_of) */

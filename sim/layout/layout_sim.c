@@ -337,7 +337,7 @@ static double run_b(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, in
  * collectives hid under each other's compute. Returns 1 once it ran. */
 static int run_op(layout_sim *s, ls_pass *ps, int r, const schedule_op *ord, int pos) {
     const schedule_op op = ord[pos];
-    const int k = ls_stage_of(s, r, op.chunk), j = op.mb, bwd = op.kind != SOP_F;
+    const int k = op.chunk, j = op.mb, bwd = op.kind != SOP_F; /* chunk: the op's stage (layout_internal.h) */
     const size_t idx = (size_t)k * s->m + j;
     const double arr = bwd ? (k == s->K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
     if (arr < 0) return 0;
@@ -448,7 +448,7 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
             const schedule_op *ord = s->order + (size_t)r * s->n_ops_stage;
             while (s->pos[r] < s->n_ops_r[r]) {
                 const schedule_op *op = &ord[s->pos[r]];
-                if (op->kind == SOP_W) run_w(s, &ps, r, ls_stage_of(s, r, op->chunk), op->mb);
+                if (op->kind == SOP_W) run_w(s, &ps, r, op->chunk, op->mb);
                 else if (!run_op(s, &ps, r, ord, s->pos[r])) break;
                 s->pos[r]++;
                 remaining--;
