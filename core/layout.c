@@ -29,6 +29,12 @@ const char *recompute_kind_name(recompute_kind r) {
     return ((unsigned)r <= RECOMPUTE_FULL) ? names[r] : "unknown";
 }
 
+int recompute_kind_from_name(const char *name) {
+    for (int r = RECOMPUTE_NONE; name && r <= RECOMPUTE_FULL; r++)
+        if (!strcmp(name, recompute_kind_name((recompute_kind)r))) return r;
+    return -1;
+}
+
 void layout_default(layout *l) {
     memset(l, 0, sizeof *l);
     l->tp = l->cp = l->pp = l->vp = l->dp = 1;
@@ -176,9 +182,8 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
                 goto out;
             }
         } else if (!strcmp(kn, "recompute")) {
-            if (!strcmp(val, "none")) l->recompute = RECOMPUTE_NONE;
-            else if (!strcmp(val, "selective")) l->recompute = RECOMPUTE_SELECTIVE;
-            else if (!strcmp(val, "full")) l->recompute = RECOMPUTE_FULL;
+            const int rk = recompute_kind_from_name(val);
+            if (rk >= 0) l->recompute = (recompute_kind)rk;
             else {
                 st = pl_fail(msg, len, PL_ERR_INVALID,
                              "layout recompute must be none, selective or full, not '%.32s'", val);
