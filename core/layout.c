@@ -202,13 +202,14 @@ pl_status layout_parse_given(const char *text, layout *out, unsigned *given, cha
                 goto out;
             }
         } else if (!strcmp(kn, "sched")) {
+            /* every order but gpipe (no layout runs it) and interleaved (1f1b with vp > 1) */
+            const unsigned not_here = 1u << SCHED_GPIPE | 1u << SCHED_INTERLEAVED;
             schedule_order o;
-            if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
-                (o != SCHED_1F1B && o != SCHED_ZB_H1 && o != SCHED_ZB_H2 && o != SCHED_ZB_V && o != SCHED_DUALPIPEV)) {
-                st = pl_fail(msg, len, PL_ERR_INVALID,
-                             "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev, not '%.32s' (interleaved "
-                             "is vp > 1)",
-                             val);
+            if (schedule_parse_order(val, &o, NULL, 0) != PL_OK || (not_here >> o & 1u)) {
+                char names[160];
+                schedule_order_names(names, sizeof names, not_here);
+                st = pl_fail(msg, len, PL_ERR_INVALID, "layout sched must be %s, not '%.32s' (interleaved is vp > 1)",
+                             names, val);
                 goto out;
             }
             l->sched = o;

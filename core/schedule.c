@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,14 +28,31 @@ const char *schedule_order_name(schedule_order o) {
     }
 }
 
+int schedule_order_names(char *buf, size_t len, unsigned skip) {
+    int n = 0, left = 0, total = 0;
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++) left += !(skip >> o & 1u);
+    if (len > 0) buf[0] = 0;
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++) {
+        if (skip >> o & 1u) continue;
+        const char *sep = n == 0 ? "" : n == left - 1 ? " or " : ", ";
+        const size_t at = (size_t)total < len ? (size_t)total : len;
+        const int w = snprintf(len > at ? buf + at : NULL, len > at ? len - at : 0, "%s%s", sep,
+                               schedule_order_name((schedule_order)o));
+        if (w > 0) total += w;
+        n++;
+    }
+    return total;
+}
+
 pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg, size_t len) {
     for (int o = 0; o < SCHED_ORDER_COUNT; o++)
         if (text && strcmp(text, schedule_order_name((schedule_order)o)) == 0) {
             *out = (schedule_order)o;
             return PL_OK;
         }
-    return pl_fail(msg, len, PL_ERR_SCHEDULE,
-                   "unknown schedule '%s' (use gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or dualpipev)", text ? text : "");
+    char names[160];
+    schedule_order_names(names, sizeof names, 0);
+    return pl_fail(msg, len, PL_ERR_SCHEDULE, "unknown schedule '%s' (use %s)", text ? text : "", names);
 }
 
 pl_status schedule_parse_micro_batches(const char *text, int *out, char *msg, size_t len) {

@@ -57,6 +57,11 @@ typedef struct {
 /* "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev". */
 const char *schedule_order_name(schedule_order o);
 
+/* The names of every order whose bit (1u << o) is not in skip, in enum
+ * order, as "a, b or c" into buf (NUL-terminated, cut at len; len 0
+ * writes nothing). Returns the length of the whole list. */
+int schedule_order_names(char *buf, size_t len, unsigned skip);
+
 /* Parse an order name (case-sensitive). PL_ERR_SCHEDULE with a message
  * listing the valid names on failure. */
 pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg, size_t len);

@@ -774,9 +774,9 @@ static void run_init(run *r, sim_ctx *c, const schedule *sched, const sim_params
     r->record = r->tracing || c->force_record;
     c->last_sched = *sched;
     c->last_prm = *prm;
-    /* orders the engine does not run: transfers on ideal per-link queues */
-    r->ideal = (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) || sched->order == SCHED_ZB_V ||
-               sched->order == SCHED_DUALPIPEV;
+    /* orders of several chunks a device (interleaved, the V orders; the
+     * engine runs none of them): transfers on ideal per-link queues */
+    r->ideal = schedule_rank_chunks(sched) > 1;
     if (r->ideal)
         for (int l = 0; l < r->D * r->D; l++) {
             c->lfree[l] = 0;

@@ -435,3 +435,32 @@ Test(schedule, stage_of_chunks) {
     cr_assert_eq(schedule_max_ops(&zbv), 48);
     cr_assert_eq(schedule_max_ops(&h1), 24);
 }
+
+/* The list of order names the parsers' messages print: every order in
+ * enum order, "a, b or c", the skipped ones left out, cut at the buffer's
+ * end with its whole length returned */
+Test(schedule, order_names_list_every_order) {
+    char buf[256], all[256];
+    const int n = schedule_order_names(all, sizeof all, 0);
+    strcpy(buf, all);
+    cr_assert_eq(n, (int)strlen(buf));
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++)
+        cr_assert(strstr(buf, schedule_order_name((schedule_order)o)), "%s lacks %s", buf,
+                  schedule_order_name((schedule_order)o));
+    char want[256];
+    snprintf(want, sizeof want, " or %s", schedule_order_name((schedule_order)(SCHED_ORDER_COUNT - 1)));
+    cr_assert(strstr(buf, want) && !strstr(buf + strlen(buf) - strlen(want) + 1, ","), "%s", buf);
+    schedule_order_names(buf, sizeof buf, ~(1u << SCHED_ZB_H1 | 1u << SCHED_ZB_V));
+    cr_assert_str_eq(buf, "zb-h1 or zb-v");
+    schedule_order_names(buf, sizeof buf, ~(1u << SCHED_1F1B));
+    cr_assert_str_eq(buf, "1f1b");
+    char small[8];
+    cr_assert_eq(schedule_order_names(small, sizeof small, 0), n);
+    cr_assert_eq(strlen(small), sizeof small - 1);
+    cr_assert_eq(strncmp(small, all, sizeof small - 1), 0);
+    cr_assert_eq(schedule_order_names(NULL, 0, 0), n);
+    schedule_order o;
+    char msg[256];
+    cr_assert_eq(schedule_parse_order("zb", &o, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, all), "%s", msg);
+}
