@@ -188,8 +188,13 @@ struct sim_ctx {
     double *wfrac;             /* [n] the W share of each node's backward (profile_w_frac) */
     uint8_t *has_w;            /* [n] the node has a W op of its own (wfrac > 0, not the loss) */
     int *nw_on;                /* [D] such nodes on each device */
-    schedule_op *sched_ops;    /* [max(3nM, 6M)] one rank's order (schedule_rank_ops: at
-                                  most 2vm ops, v <= n runs of nodes, or 6m for the V) */
+    /* every rank's order of the last schedule (schedule_rank_ops), kept
+     * while the schedule and the rank count stay (sim_order.c) */
+    schedule_op *sched_ops;    /* [3M(n+1)] rank r's at ord_start[r]: at most 2vm ops a rank
+                                  over vp <= n runs, 3m over p <= n ranks, 6m over a V's 2p-1 <= n */
+    int *ord_start;            /* [n+1] */
+    schedule ord_sched;        /* what sched_ops holds: its schedule, */
+    int ord_p;                 /* its rank count (0: nothing yet) */
     int64_t *wst_ps;           /* [n] bytes per sample B keeps for W: the engine's
                                   (attention dqkv 3TC floats, MLP dh 4TC, else 0) */
     int64_t *wst_len;          /* [n] that block at cached_mb (aligned; 0: none) */

@@ -47,7 +47,7 @@ void sim_build_stages(sim_ctx *c) {
 
 /* Put op code q (node i, micro-batch j; a backward when b, a W when w)
  * at position pos of the orders, and pos into pos_of. */
-static inline void put_op(sim_ctx *c, int pos, int i, int j, int b, int w) {
+static SIM_HOT_INLINE void put_op(sim_ctx *c, int pos, int i, int j, int b, int w) {
     c->seq[pos] = OPC(i, j, b) | (w ? OPW : 0u);
     c->pos_of[w ? OPKEY_W(c->n, c->m, i, j) : OPKEY(c->m, i, j, b)] = pos;
 }
@@ -58,7 +58,7 @@ static inline void put_op(sim_ctx *c, int pos, int i, int j, int b, int w) {
  * B and W in reverse, W only for nodes with a W op; a fused BW is the B
  * ops, then, when the run's order splits backwards (DualPipeV's
  * overlapped phases), their W ops right after. Returns the next position. */
-static int expand_op(sim_ctx *c, int pos, const schedule_op *op, const int *nl, int lo, int nn) {
+static SIM_HOT_INLINE int expand_op(sim_ctx *c, int pos, const schedule_op *op, const int *nl, int lo, int nn) {
 #define NODE(q) (nl ? nl[q] : lo + (q))
     const int j = op->mb;
     if (op->kind == SOP_F)
@@ -135,6 +135,30 @@ static pl_status build_v_stages(sim_ctx *c, schedule_order o) {
     return PL_OK;
 }
 
+/* Every rank's order of sched over p ranks (core/schedule.c) in
+ * c->sched_ops, rank r's from ord_start[r]; kept from the last run while
+ * the schedule and p are the same (the lists depend on nothing else).
+ * PL_ERR_NOMEM (c->err set) when core builds none. */
+static pl_status rank_orders(sim_ctx *c, const schedule *sched, int p) {
+    if (c->ord_p == p && c->ord_sched.order == sched->order && c->ord_sched.chunks == sched->chunks &&
+        c->ord_sched.micro_batches == sched->micro_batches)
+        return PL_OK;
+    c->ord_p = 0;
+    const long cap = 3L * c->M * (c->n + 1), most = schedule_max_ops(sched);
+    long off = 0;
+    for (int r = 0; r < p; r++) {
+        const int n = off + most <= cap ? schedule_rank_ops(sched, p, r, c->sched_ops + off) : -1;
+        if (n < 0)
+            return sim_fail(c, PL_ERR_NOMEM, "%s: no order for rank %d", schedule_order_name(sched->order), r);
+        c->ord_start[r] = (int)off;
+        off += n;
+    }
+    c->ord_start[p] = (int)off;
+    c->ord_sched = *sched;
+    c->ord_p = p;
+    return PL_OK;
+}
+
 pl_status sim_order(sim_ctx *c, const schedule *sched) {
     const schedule_order o = sched->order;
     const int m = c->m, p = c->n_used, v = schedule_rank_chunks(sched);
@@ -150,18 +174,18 @@ pl_status sim_order(sim_ctx *c, const schedule *sched) {
             return sim_fail(c, PL_ERR_SCHEDULE, "%s", msg);
         if (v == 2) st = build_v_stages(c, o);
     }
-    if (st != PL_OK) return st;
+    if (st != PL_OK || (st = rank_orders(c, sched, p)) != PL_OK) return st;
     for (int u = 0; u < p; u++) {
         /* rank: devices by first node (1f1b's; the V's and interleaved's
          * position of the device's first run are the same: their first p
          * runs are the p devices in first-node order) */
         const int d = c->used[u], r = c->rank[d];
-        const int n_ops = schedule_rank_ops(sched, p, r, c->sched_ops);
-        if (n_ops < 0) return sim_fail(c, PL_ERR_NOMEM, "%s: no order for rank %d", schedule_order_name(o), r);
+        const schedule_op *ops = c->sched_ops + c->ord_start[r];
+        const int n_ops = c->ord_start[r + 1] - c->ord_start[r];
         const int *nl = c->dnodes + c->dn_start[d], nn = c->dn_start[d + 1] - c->dn_start[d];
         int pos = c->dstart[d];
         for (int k = 0; k < n_ops; k++) {
-            const schedule_op *op = &c->sched_ops[k];
+            const schedule_op *op = &ops[k];
             if (v == 1) {
                 pos = expand_op(c, pos, op, nl, 0, nn);
             } else {
