@@ -1,7 +1,8 @@
 /*
  * layout_internal.h: what the layout simulator's two files share:
  *   layout_expand.c  the layout expanded for one model on one cluster (once,
- *                    in layout_sim_create): stages, ranks and GPU types,
+ *                    in layout_sim_create): the ranks' orders (core/schedule.c's
+ *                    schedule_rank_ops), stages, ranks and GPU types,
  *                    chunk layers, the per-stage collective and send times,
  *                    parameters per chunk, gradient buckets; and per run the
  *                    chunks' op durations from the compute model

@@ -6,7 +6,8 @@
  *   sim_core.c   parameters, the context, the engine's bookkeeping (streams,
  *                transfers, buffers, dependencies) and the issue loop, sim_run
  *   sim_arena.h  the first-fit arena (header-only: hot path)
- *   sim_order.c  the per-device orders: gpipe, 1f1b, interleaved
+ *   sim_order.c  the per-device orders: core/schedule.c's per-rank orders
+ *                (every order) expanded over each device's nodes or runs
  *   sim_trace.c  events, the critical path, the Chrome trace
  */
 #ifndef PLACER_SIM_INTERNAL_H
