@@ -51,7 +51,8 @@ static void arg(args_out *a, megatron_key k, const char *fmt, ...) {
 /* The stage split when the uniform arguments cannot say it:
  * --decoder-first/last-pipeline-num-layers when vp = 1 and only the ends
  * differ, else the layout string over every chunk in pipeline order (E the
- * embedding, t a decoder layer, L the loss, '|' between chunks; a run of
+ * embedding, t a decoder layer, L the loss after the last chunk's layers,
+ * set off by a comma that Megatron reads as cosmetic; '|' between chunks; a run of
  * k >= 3 equal middle chunks as "(t*n|)*k"). */
 static void write_split(args_out *a, const layout *l, const int *ch) {
     const int P = l->pp, C = l->pp * l->vp;
@@ -77,7 +78,7 @@ static void write_split(args_out *a, const layout *l, const int *ch) {
             run = 1;
             if (ch[c] == 1) o += (size_t)snprintf(s + o, sizeof s - o, "t");
             else if (ch[c] > 1) o += (size_t)snprintf(s + o, sizeof s - o, "t*%d", ch[c]);
-            if (o < sizeof s) o += (size_t)snprintf(s + o, sizeof s - o, "%s", c == C - 1 ? "L" : "|");
+            if (o < sizeof s) o += (size_t)snprintf(s + o, sizeof s - o, "%s", c == C - 1 ? ",L" : "|");
         }
         c += run;
     }

@@ -153,13 +153,26 @@ pl_status plan_export_build(plan_export_format fmt, const plan_export_in *in, pl
     case PLAN_EXPORT_JSON: st = export_json_build(in, out, msg, len); break;
     default: return pl_fail(msg, len, PL_ERR_INVALID, "unknown export format %d", (int)fmt);
     }
+    /* every framework's set carries the plan itself, as the json export writes it */
+    if (st == PL_OK && fmt != PLAN_EXPORT_JSON) st = export_json_build(in, out, msg, len);
     return st;
 }
 
 pl_status plan_export_save(const plan_export_files *out, const char *dir, char *msg, size_t len) {
     if (!dir || !*dir) return pl_fail(msg, len, PL_ERR_INVALID, "no directory to write the export into");
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return pl_fail(msg, len, PL_ERR_IO, "cannot create directory '%s': %s", dir, strerror(errno));
+    char part[4096];
+    if (strlen(dir) >= sizeof part) return pl_fail(msg, len, PL_ERR_INVALID, "the directory name is too long");
+    /* as mkdir -p: each missing component in turn */
+    for (size_t i = 1, n = strlen(dir); i <= n; i++) {
+        if (dir[i] != '/' && dir[i] != 0) continue;
+        memcpy(part, dir, i);
+        part[i] = 0;
+        struct stat st;
+        if (mkdir(part, 0777) != 0 && errno != EEXIST)
+            return pl_fail(msg, len, PL_ERR_IO, "cannot create directory '%s': %s", part, strerror(errno));
+        if (dir[i] == 0 && (stat(part, &st) != 0 || !S_ISDIR(st.st_mode)))
+            return pl_fail(msg, len, PL_ERR_IO, "'%s' is not a directory", part);
+    }
     for (int i = 0; i < out->n; i++) {
         char path[4096];
         if ((size_t)snprintf(path, sizeof path, "%s/%s", dir, out->name[i]) >= sizeof path)

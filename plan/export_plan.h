@@ -55,6 +55,8 @@
  *               README
  *   json        plan.json  the layout (with its text form), its chunks, the
  *                          model and, when given, the prediction
+ * and every framework's set ends with that plan.json too: what placer
+ * simulated, for the parsers' check to compare the files with.
  */
 #ifndef PLACER_PLAN_EXPORT_PLAN_H
 #define PLACER_PLAN_EXPORT_PLAN_H
@@ -120,8 +122,9 @@ pl_status plan_export_build(plan_export_format fmt, const plan_export_in *in, pl
                             size_t len);
 void plan_export_files_free(plan_export_files *f);
 
-/* Write out's files into the directory dir (created when missing; files
- * of the same names replaced). PL_ERR_IO naming the file that failed. */
+/* Write out's files into the directory dir (created with its missing
+ * parents, as mkdir -p; files of the same names replaced). PL_ERR_IO
+ * naming the directory or file that failed. */
 pl_status plan_export_save(const plan_export_files *out, const char *dir, char *msg, size_t len);
 
 /* The first file of the export of layout l of model cfg (no architecture

@@ -164,6 +164,9 @@ static int torchtitan_runs(const gpt_config *c, const layout *l, char *why, size
     if (l->pp > 1 && (l->sched == SCHED_ZB_H1 || l->sched == SCHED_ZB_H2))
         return no(why, len, "%s has no %s schedule (its zero-bubble orders are ZBVZeroBubble and DualPipeV, "
                             "sched=zb-v and dualpipev)", v, schedule_order_name(l->sched));
+    if (l->pp > 1 && l->sched == SCHED_DUALPIPEV && (l->tp > 1 || l->cp > 1))
+        return no(why, len, "%s's DualPipeV overlaps a pair's expert-parallel traffic only; the plan hides its tp "
+                            "and cp collectives under the paired compute (tp=1, cp=1)", v);
     if (l->pp > 1 && t && !t->pipelines)
         return no(why, len, "%s: its %s model has no pipelining function (pp=1 only)", v, t->model);
     if (l->dp > 1 && (l->zero == ZERO_1 || l->zero == ZERO_2))
@@ -254,27 +257,35 @@ int plan_framework_ask_runs(plan_framework f, const gpt_config *c, const plan_fr
     orders[n_ord++] = SCHED_1F1B;
     for (int o = SCHED_ZB_H1; o < SCHED_ORDER_COUNT; o++)
         if (a->sched_mask & (1u << o)) orders[n_ord++] = (schedule_order)o;
+    /* unfixed sizes take 1 and 2 (the first that a rule refuses is the reason);
+     * a fixed sharding asks for data parallelism, so dp 2 then */
+    const int shards = a->zero > 0;
+    const int pps[2] = {a->pp > 0 ? a->pp : 1, 2}, dps[2] = {a->dp > 0 ? a->dp : shards ? 2 : 1, 2};
+    const int n_pp = a->pp > 0 ? 1 : 2, n_dp = a->dp > 0 || shards ? 1 : 2;
     for (int p = 0; p < n_prec; p++)
         for (int z = a->zero >= 0 ? a->zero : 0; z <= (a->zero >= 0 ? a->zero : ZERO_FSDP); z++)
             for (int r = a->recompute >= 0 ? a->recompute : 0; r <= (a->recompute >= 0 ? a->recompute : RECOMPUTE_FULL);
                  r++)
-                for (int o = 0; o < n_ord; o++) {
-                    layout l;
-                    layout_default(&l);
-                    l.tp = a->tp > 0 ? a->tp : 1;
-                    l.sp = l.tp > 1;
-                    l.cp = a->cp > 0 ? a->cp : 1;
-                    l.vp = a->vp > 0 ? a->vp : schedule_v_chunks(orders[o]);
-                    l.pp = a->pp > 0 ? a->pp : (l.vp > 1 || orders[o] != SCHED_1F1B ? 2 : 1);
-                    l.dp = a->dp > 0 ? a->dp : (z != ZERO_NONE ? 2 : 1);
-                    l.zero = (zero_kind)z;
-                    l.recompute = (recompute_kind)r;
-                    l.prec = a->n_prec > 0 ? a->prec[p] : PRECISION_BF16;
-                    l.fp8 = a->n_prec > 0 ? a->fp8[p] : FP8_RECIPE_DELAYED;
-                    l.sched = orders[o];
-                    char w[320];
-                    if (plan_framework_layout_runs(f, c, &l, w, sizeof w)) return 1;
-                    if (!first[0]) snprintf(first, sizeof first, "%s", w);
-                }
+                for (int o = 0; o < n_ord; o++)
+                    for (int ip = 0; ip < n_pp; ip++)
+                        for (int id = 0; id < n_dp; id++) {
+                            layout l;
+                            layout_default(&l);
+                            l.tp = a->tp > 0 ? a->tp : 1;
+                            l.sp = l.tp > 1;
+                            l.cp = a->cp > 0 ? a->cp : 1;
+                            l.vp = a->vp > 0 ? a->vp : schedule_v_chunks(orders[o]);
+                            l.pp = pps[ip];
+                            if (l.pp == 1 && (l.vp > 1 || orders[o] != SCHED_1F1B)) continue;
+                            l.dp = dps[id];
+                            l.zero = (zero_kind)z;
+                            l.recompute = (recompute_kind)r;
+                            l.prec = a->n_prec > 0 ? a->prec[p] : PRECISION_BF16;
+                            l.fp8 = a->n_prec > 0 ? a->fp8[p] : FP8_RECIPE_DELAYED;
+                            l.sched = orders[o];
+                            char w[320];
+                            if (plan_framework_layout_runs(f, c, &l, w, sizeof w)) return 1;
+                            if (!first[0]) snprintf(first, sizeof first, "%s", w);
+                        }
     return no(why, len, "%s", first);
 }

@@ -20,7 +20,9 @@
  *               is zero=3); zero=3 with pp > 1, ep > 1, fp16 or tied
  *               embeddings (--use-torch-fsdp2's asserts); tf32 (no flag)
  *   torchtitan  zb-h1 / zb-h2 (no such schedule; ZBVZeroBubble and
- *               DualPipeV are its V orders); pp > 1 for a model whose train
+ *               DualPipeV are its V orders); dualpipev with tp or cp > 1
+ *               (the simulated pair hides tp / cp collectives, torchtitan's
+ *               only expert-parallel traffic); pp > 1 for a model whose train
  *               spec has no pipelining function (qwen3); zero=1 or 2 (FSDP2
  *               only); zero=0 with dp > 1 and any other parallelism (its DDP
  *               is 1-D only); cp > 1 or ep > 1 without zero=3 (the cp and ep

@@ -205,7 +205,7 @@ static void expand_layout(const char *s, char *out, size_t cap) {
     out[n] = 0;
 }
 
-/* Megatron's layout string ("Et*3|(t*2|)*3t*2L") into chunk layer counts. */
+/* Megatron's layout string ("Et*3|(t*2|)*3t*2,L") into chunk layer counts. */
 static int parse_layout_string(const char *s0, int *ch) {
     static char s[8192];
     expand_layout(s0, s, sizeof s);
@@ -223,8 +223,9 @@ static int parse_layout_string(const char *s0, int *ch) {
         } else if (*p == '|') {
             ch[c++] = cur;
             cur = 0;
-        } else if (*p == 'L') {
-            cr_assert_eq(p[1], 0, "the loss ends the string: %s", s);
+        } else if (*p == ',') {
+            cr_assert(!strcmp(p, ",L"), "only the final ,L may follow: %s", p);
+            break;
         } else {
             cr_assert_fail("unexpected '%c' in the layout string %s", *p, s);
         }
@@ -321,10 +322,10 @@ Test(export, megatron_uses_the_simple_flags_when_they_suffice) {
     cr_assert_eq(arg_int(a, n, "--decoder-first-pipeline-num-layers", 0), 3);
     build(&MEGATRON_CASES[4], &b);
     n = megatron_args(&b, a, 96);
-    cr_assert_str_eq(arg_get(a, n, "--pipeline-model-parallel-layout"), "Et*3|t*5|t*5|t*3L");
+    cr_assert_str_eq(arg_get(a, n, "--pipeline-model-parallel-layout"), "Et*3|t*5|t*5|t*3,L");
     build(&MEGATRON_CASES[6], &b);
     n = megatron_args(&b, a, 96);
-    cr_assert_str_eq(arg_get(a, n, "--pipeline-model-parallel-layout"), "Et|(t*2|)*6tL");
+    cr_assert_str_eq(arg_get(a, n, "--pipeline-model-parallel-layout"), "Et|(t*2|)*6t,L");
 }
 
 /* Every way a model differs from Megatron's GPT-2 default is written, and
