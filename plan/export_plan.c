@@ -169,9 +169,11 @@ pl_status plan_export_save(const plan_export_files *out, const char *dir, char *
         part[i] = 0;
         struct stat st;
         if (mkdir(part, 0777) != 0 && errno != EEXIST)
-            return pl_fail(msg, len, PL_ERR_IO, "cannot create directory '%s': %s", part, strerror(errno));
+            return pl_fail(msg, len, PL_ERR_IO, "cannot create directory '%s': %s (--out names a directory to "
+                                                "write the export into)", part, strerror(errno));
         if (dir[i] == 0 && (stat(part, &st) != 0 || !S_ISDIR(st.st_mode)))
-            return pl_fail(msg, len, PL_ERR_IO, "'%s' is not a directory", part);
+            return pl_fail(msg, len, PL_ERR_IO, "cannot create directory '%s': a file of that name is there (--out "
+                                                "names a directory to write the export into)", part);
     }
     for (int i = 0; i < out->n; i++) {
         char path[4096];
