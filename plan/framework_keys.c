@@ -150,8 +150,8 @@ static const char *const TORCHTITAN_0_2_2[TK_COUNT] = {
     [TK_V_OUTPUT] = "output",
 };
 
-/* DeepSpeed 0.19.8 (deepspeed/runtime/config.py, deepspeed/runtime/pipe/
- * module.py, deepspeed/moe/layer.py). */
+/* DeepSpeed 0.19.8: its config (deepspeed/runtime/config.py), PipelineModule
+ * (deepspeed.pipe) and MoE layer (deepspeed.moe.layer). */
 static const char *const DEEPSPEED_0_19_8[DK_COUNT] = {
     [DK_TRAIN_BATCH_SIZE] = "train_batch_size",
     [DK_MICRO_BATCH] = "train_micro_batch_size_per_gpu",

@@ -117,10 +117,19 @@ def _plan_or_refusal(ex):
     return plan
 
 
-def _loaded(ex, plan, note=""):
-    lay = plan["layout"]
-    text = f"loads and matches: {lay['text'].split(',stages=')[0]}"
-    CELLS[(ex.plan, ex.framework)] = text + (f" ({note})" if note else "")
+def _short(lay):
+    """The layout as placer plan's table writes it: tp2 cp1 pp8x3 dp4 ep8 mbs1 none z1 [fp8:R] [sched]."""
+    pp = f"pp{lay['pp']}" + (f"x{lay['vp']}" if lay["vp"] > 1 else "")
+    ep = f" ep{lay['ep']}" if lay["ep"] > 1 else ""
+    rc = {"none": "none", "selective": "sel", "full": "full"}[lay["recompute"]]
+    z = "fsdp" if lay["zero"] == "fsdp" else "z" + ("0" if lay["zero"] == "none" else lay["zero"])
+    prec = "" if lay["precision"] == "bf16" else f" {lay['precision']}" + (f":{lay['fp8']}" if "fp8" in lay else "")
+    sched = "" if lay["sched"] in ("1f1b", "interleaved") else f" {lay['sched']}"
+    return f"tp{lay['tp']} cp{lay['cp']} {pp} dp{lay['dp']}{ep} mbs{lay['micro_batch']} {rc} {z}{prec}{sched}"
+
+
+def _loaded(ex, plan):
+    CELLS[(ex.plan, ex.framework)] = f"loads and matches ({_short(plan['layout'])})"
 
 
 def _moe_pattern(m):
