@@ -17,6 +17,7 @@
 #include "cli_json.h"
 #include "cluster_file.h"
 #include "data_file.h"
+#include "export_plan.h"
 #include "model_config.h"
 #include "serve_assets.h"
 #include "serve_internal.h"
@@ -119,7 +120,7 @@ static void api_list(serve_reply *r, const char *key) {
 
 static const char *const LAYOUT_KEYS[] = {"model", "config", "cluster", "layout", "gpus", "seq", "flops",
                                           "framework", "attention", "dp_overlap", "grad_bytes", "check",
-                                          "ideal", NULL};
+                                          "ideal", "format", NULL};
 
 /* What a layout request asks: the options placer layout fills. */
 typedef struct {
@@ -301,7 +302,64 @@ static void api_trace(serve_ctx *c, const char *body, size_t n, serve_reply *r) 
     free(x);
 }
 
+/* POST /api/export: a layout request with "format" (megatron, torchtitan,
+ * deepspeed, json): the layout simulated as placer layout runs it, written
+ * by the plan's exporter (placer plan --export's text for that layout). */
+static void api_export(serve_ctx *c, const char *body, size_t n, serve_reply *r) {
+    char msg[640] = "";
+    json_t *root = serve_body(body, n, LAYOUT_KEYS, msg, sizeof msg);
+    if (!root) return serve_error(r, 400, msg);
+    const char *fmt_text = NULL;
+    plan_export_format fmt;
+    if (serve_string(root, "format", 40, &fmt_text, msg, sizeof msg) < 0 || !fmt_text ||
+        plan_export_parse_format(fmt_text, &fmt, msg, sizeof msg) != PL_OK) {
+        json_decref(root);
+        return serve_error(r, 400, msg[0] ? msg : "no \"format\": megatron, torchtitan, deepspeed or json");
+    }
+    json_decref(root);
+    layout_request *q = calloc(1, sizeof *q);
+    layout_eval_result *x = calloc(1, sizeof *x);
+    if (!q || !x) {
+        free(q);
+        free(x);
+        return serve_error(r, 500, "out of memory");
+    }
+    if (run_layout(c, body, n, 0, q, x, r) == 0) {
+        int chunks[LAYOUT_MAX_CHUNKS];
+        char *text = NULL;
+        pl_status st = layout_chunk_layers(&x->lay, x->model.cfg.n_layers, chunks, msg, sizeof msg);
+        if (st == PL_OK) st = plan_export_string(fmt, &x->model.cfg, &x->lay, chunks, &x->res, &text, msg, sizeof msg);
+        if (st != PL_OK) serve_error(r, serve_status_of(st), msg);
+        else {
+            serve_json(r, text, strlen(text));
+            r->type = "text/plain; charset=utf-8";
+        }
+    }
+    free(q);
+    free(x);
+}
+
 /* ---- POST /api/validate ------------------------------------------------------ */
+
+/* text with key's value replaced by val (appended when text has no key). */
+static void with_value(const char *text, const char *key, const char *val, char *out, size_t len) {
+    size_t off = 0, kl = strlen(key);
+    int done = 0;
+    out[0] = 0;
+    for (const char *p = text; p && *p && off < len;) {
+        const char *e = strchr(p, ',');
+        const size_t w = e ? (size_t)(e - p) : strlen(p);
+        const int same = w > kl && !strncmp(p, key, kl) && p[kl] == '=';
+        if (same) {
+            off += (size_t)snprintf(out + off, len - off, "%s%s=%s", off ? "," : "", key, val);
+            done = 1;
+        } else {
+            off += (size_t)snprintf(out + off, len - off, "%s%.*s", off ? "," : "", (int)w, p);
+        }
+        p = e ? e + 1 : NULL;
+    }
+    if (!done && off < len) snprintf(out + off, len - off, "%s%s=%s", off ? "," : "", key, val);
+}
 
 /* {"model", "config", "cluster", "gpus", "seq", "layout", "try": {"tp": [1, 2, ...], ...}}:
  * for each key and value, the layout with that value substituted, checked
@@ -369,7 +427,7 @@ static void api_validate(serve_ctx *c, const char *body, size_t n, serve_reply *
                 break;
             }
             char lt[9000], why[512] = "";
-            snprintf(lt, sizeof lt, "%s,%s=%s", text, key, val);
+            with_value(text, key, val, lt, sizeof lt);
             layout l;
             pl_status vs = layout_parse(lt, &l, why, sizeof why);
             if (vs == PL_OK) vs = layout_validate(&l, &pm.cfg, n_gpus, why, sizeof why);
@@ -422,6 +480,7 @@ void serve_handle(serve_ctx *c, const char *method, const char *url, const char 
         if (post && !strcmp(e, "layout")) return api_layout(c, body, n, r);
         if (post && !strcmp(e, "trace")) return api_trace(c, body, n, r);
         if (post && !strcmp(e, "validate")) return api_validate(c, body, n, r);
+        if (post && !strcmp(e, "export")) return api_export(c, body, n, r);
         if (post && !strcmp(e, "plan")) {
             serve_plan_job *job = NULL;
             if (serve_plan_parse(c, body, n, &job, r) != 0) return;

@@ -83,7 +83,10 @@ static int stream_line(void *cls, const char *text, size_t n) {
 
 static void *plan_worker(void *cls) {
     plan_stream *s = cls;
-    serve_plan_run(s->ctx, s->job, stream_line, s);
+    if (serve_plan_run(s->ctx, s->job, stream_line, s)) {
+        fprintf(stderr, "placer serve: a plan was cancelled: its client went away\n");
+        fflush(stderr);
+    }
     pthread_mutex_lock(&s->lock);
     s->done = 1;
     pthread_cond_signal(&s->more);
