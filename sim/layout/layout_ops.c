@@ -16,7 +16,7 @@
 
 /* The rank-local chunk (0 .. chunks per rank - 1) whose stage is k. */
 static int local_chunk(const layout_sim *s, int r, int k) {
-    const int v = s->pp > 0 ? s->K / s->pp : 1; /* chunks per rank */
+    const int v = schedule_rank_chunks(&s->sched);
     for (int c = 0; c < v; c++)
         if (ls_stage_of(s, r, c) == k) return c;
     return 0;
