@@ -120,7 +120,7 @@ static void api_list(serve_reply *r, const char *key) {
 
 static const char *const LAYOUT_KEYS[] = {"model", "config", "cluster", "layout", "gpus", "seq", "flops",
                                           "framework", "attention", "dp_overlap", "grad_bytes", "check",
-                                          "ideal", "format", NULL};
+                                          "ideal", "format", "gpipe", NULL};
 
 /* What a layout request asks: the options placer layout fills. */
 typedef struct {
@@ -159,6 +159,9 @@ static int read_layout(serve_ctx *c, json_t *root, layout_request *q, char *msg,
         q->stack.params.emb_head_scale = 0;
         q->stack.set = 1;
     }
+    json_t *gp = json_object_get(root, "gpipe");
+    if (gp && !json_is_boolean(gp)) return snprintf(msg, len, "\"gpipe\" must be true or false"), -1;
+    q->eval.gpipe = gp && json_is_true(gp);
     if (q->stack.set) q->eval.params = &q->stack.params;
     return 0;
 }
@@ -219,9 +222,10 @@ static void api_layout(serve_ctx *c, const char *body, size_t n, serve_reply *r)
 }
 
 /* The closed form of the bubble (idle over compute per rank) for the
- * orders that have one: (p - 1) / (v m) for 1f1b and interleaved; -1 else. */
+ * orders that have one: (p - 1) / (v m) for gpipe, 1f1b and interleaved;
+ * -1 else. */
 static double bubble_closed_form(const layout *l, int m) {
-    if (l->sched != SCHED_1F1B && l->sched != SCHED_INTERLEAVED) return -1;
+    if (l->sched != SCHED_1F1B && l->sched != SCHED_INTERLEAVED && l->sched != SCHED_GPIPE) return -1;
     return l->pp > 0 && m > 0 ? (double)(l->pp - 1) / ((double)l->vp * m) : -1;
 }
 

@@ -84,6 +84,11 @@ pl_status layout_eval_run(const layout_eval_options *o, layout_eval_result *out,
     memset(out, 0, sizeof *out);
     pl_status st = load_inputs(o, out, msg, len);
     if (st != PL_OK) return st;
+    if (o->gpipe) {
+        if (out->lay.vp != 1 || out->lay.sched != SCHED_1F1B)
+            return pl_fail(msg, len, PL_ERR_INVALID, "GPipe's order takes vp = 1 and no sched= in the layout");
+        out->lay.sched = SCHED_GPIPE;
+    }
     layout_sim *sim = NULL;
     char m2[512] = "";
     st = layout_sim_create_measured(&out->model.cfg, &out->lay, &out->clu, o->measured, &sim, m2, sizeof m2);

@@ -31,6 +31,9 @@ typedef struct {
     const coll_measured *measured;   /* measured collectives inside a node; NULL: the cluster model */
     const char *trace_path;          /* non-NULL: write a Chrome trace of one pipeline replica there */
     int want_ops;                    /* 1: fill the result's ops (one replica's ops per rank) */
+    int gpipe;                       /* 1: run the pipeline in GPipe's order (all forwards, then all
+                                        backwards), which no layout text names: for the pipeline view;
+                                        needs vp = 1 and the layout's default order */
 } layout_eval_options;
 
 typedef struct {

@@ -8,7 +8,7 @@
 import {postJSON} from './api.js';
 import {el, svg, legend} from './svg.js';
 
-const ORDERS = ['1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zb-v', 'dualpipev'];
+const ORDERS = ['gpipe', '1f1b', 'interleaved', 'zb-h1', 'zb-h2', 'zb-v', 'dualpipev'];
 const KIND_COLORS = {F: ['#4e79a7', '#76a0cf', '#2d5a87', '#a0c4e8'], B: ['#59a14f', '#8cd17d', '#3b7a33', '#b5e0ad'],
   W: ['#f28e2b', '#ffbe7d', '#c46a10', '#ffd9b0']};
 
@@ -58,9 +58,11 @@ export class Pipeline {
     const v = order === 'interleaved' ? Math.max(2, +this.root.querySelector('#pl-v').value)
       : (order === 'zb-v' || order === 'dualpipev' ? 2 : 1);
     const layers = p * v * 2;  // uniform chunks of two layers each
-    let layout = `tp=1,cp=1,pp=${p},vp=${order === 'interleaved' ? v : 1},dp=1,mbs=1,gbs=${m},recompute=none,precision=bf16`;
-    if (order !== '1f1b' && order !== 'interleaved') layout += `,sched=${order}`;
-    return {model: `gpt12,layers=${layers}`, cluster: 'dgx-h100', layout, ideal: true};
+    let layout = `tp=1,cp=1,pp=${p},vp=${v},dp=1,mbs=1,gbs=${m},recompute=none,precision=bf16`;
+    if (!['gpipe', '1f1b', 'interleaved'].includes(order)) layout += `,sched=${order}`;
+    const q = {model: `gpt12,layers=${layers}`, cluster: 'dgx-h100', layout, ideal: true};
+    if (order === 'gpipe') q.gpipe = true;
+    return q;
   }
 
   async draw() {

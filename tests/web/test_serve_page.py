@@ -131,7 +131,8 @@ def test_an_oom_layout_shows_the_oom_verdict(browser):
     shot(browser, "explorer-oom.png")
 
 
-@pytest.mark.parametrize("order,p,m,v", [("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2), ("1f1b", 8, 16, 1)])
+@pytest.mark.parametrize("order,p,m,v", [("gpipe", 4, 8, 1), ("1f1b", 4, 8, 1), ("interleaved", 4, 8, 2),
+                                         ("1f1b", 8, 16, 1), ("interleaved", 8, 16, 4)])
 def test_pipeline_view_draws_p_rows_with_the_closed_form_bubble(browser, order, p, m, v):
     tab(browser, "pipeline")
     browser.execute_script("""
@@ -148,20 +149,25 @@ def test_pipeline_view_draws_p_rows_with_the_closed_form_bubble(browser, order, 
     sim, closed = float(b.get_attribute("data-sim")), float(b.get_attribute("data-closed"))
     assert closed == pytest.approx((p - 1) / (v * m))
     assert abs(sim - closed) <= 0.005 * closed
-    shot(browser, f"pipeline-{order}-p{p}.png")
 
 
-def test_the_animation_ends_on_the_static_timeline(browser):
+@pytest.mark.parametrize("order", ["gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev"])
+def test_every_order_animates_and_ends_on_the_static_timeline(browser, order):
     tab(browser, "pipeline")
-    browser.execute_script("document.getElementById('pl-order').value = 'zb-h1';"
+    browser.execute_script("document.getElementById('pl-order').value = arguments[0];"
+                           "document.getElementById('pl-p').value = 4; document.getElementById('pl-m').value = 8;"
+                           "document.getElementById('pl-v').value = 2;"
                            "document.getElementById('pipeline').dataset.done = '';"
-                           "document.getElementById('pl-draw').click();")
+                           "document.getElementById('pl-draw').click();", order)
     WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "pipeline").get_attribute("data-done") == "static")
     static = browser.find_element(By.ID, "pl-svg").get_attribute("outerHTML")
-    assert browser.find_elements(By.CSS_SELECTOR, "#pl-svg rect.op-W")  # zb-h1 draws its W passes
+    assert len(browser.find_elements(By.CSS_SELECTOR, "#pl-svg g.rank")) == 4
+    split = order.startswith("zb") or order == "dualpipev"  # these draw their W passes apart
+    assert bool(browser.find_elements(By.CSS_SELECTOR, "#pl-svg rect.op-W")) == split
     browser.find_element(By.ID, "pl-animate").click()
     WebDriverWait(browser, WAIT).until(lambda d: d.find_element(By.ID, "pipeline").get_attribute("data-done") == "animated")
     assert browser.find_element(By.ID, "pl-svg").get_attribute("outerHTML") == static
+    shot(browser, f"pipeline-{order}.png")
 
 
 def test_a_plan_runs_and_its_best_row_loads_into_the_explorer(browser):
