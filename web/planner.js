@@ -95,7 +95,7 @@ export class Planner {
       `the bound, ${s.simulated} simulated in ${Number(s.wall_s).toFixed(2)} s` + (r.data.fits ? '' : '; none fits');
     this.rows = (r.data.top || []).map((row, i) => ({...row, rank: i + 1, text: rowLayoutText(row),
       short: `tp${row.layout.tp} cp${row.layout.cp} pp${row.layout.pp}${row.layout.vp > 1 ? 'x' + row.layout.vp : ''} ` +
-        `dp${row.layout.dp} mbs${row.layout.micro_batch} ${row.layout.recompute} z${row.layout.zero}`}));
+        `dp${row.layout.dp} mbs${row.layout.micro_batch} ${row.layout.recompute} ${row.layout.zero === 'fsdp' ? 'fsdp' : 'z' + row.layout.zero}`}));
     this.drawTable();
     this.root.dataset.done = 'done';
   }

@@ -60,10 +60,10 @@ export class Published {
     el('line', {x1: X(0), y1: Y(0), x2: X(hi), y2: Y(0), stroke: '#333'}, s);
     el('line', {x1: X(0), y1: Y(0), x2: X(0), y2: Y(hi), stroke: '#333'}, s);
     el('text', {x: W / 2 - 30, y: H - 12, text: 'published'}, s);
-    el('text', {x: 4, y: 14, text: 'predicted'}, s);
+    el('text', {x: m + 6, y: 14, text: 'predicted'}, s);
     for (const k of [0.5, 1]) {
-      el('text', {x: X(hi * k) - 10, y: Y(0) + 14, text: (hi * k).toPrecision(3)}, s);
-      el('text', {x: 2, y: Y(hi * k) + 4, text: (hi * k).toPrecision(3)}, s);
+      el('text', {x: X(hi * k), y: Y(0) + 14, 'text-anchor': 'end', text: (hi * k).toPrecision(3)}, s);
+      el('text', {x: m - 4, y: Y(hi * k) + 4, 'text-anchor': 'end', text: (hi * k).toPrecision(3)}, s);
     }
     for (const q of set.pts) {
       const off = Math.abs(q.y / q.x - 1) > 0.1;
