@@ -2,7 +2,7 @@
 """Embeds the page's files (web/) into a C file for `placer serve`
 (cli/serve_assets.h): each file as a byte array with its path under /web/
 and its content type. cli/meson.build runs it at build time:
-    embed-web.py OUT.c web/index.html web/app.js ...
+    embed-web.py OUTPUT web/index.html web/app.js ...
 """
 import os
 import sys
