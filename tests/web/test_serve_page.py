@@ -264,3 +264,42 @@ def test_a_client_that_disconnects_mid_plan_cancels_it(server):
             return
         time.sleep(0.2)
     pytest.fail("the plan went on after its client disconnected")
+
+
+def test_db_view_draws_each_rl_run_and_each_confirmed_side(tmp_path):
+    """placer serve --db on the shipped results database (data/results/,
+    decompressed here): the placement tab appears, with one training curve
+    per RL run and one bar per confirmed side, as /api/db lists them."""
+    import lzma
+    db = tmp_path / "results.db"
+    with lzma.open(os.path.join(ROOT, "data", "results", "results-h200x2-experiments.db.xz")) as f:
+        db.write_bytes(f.read())
+    p = subprocess.Popen([PLACER, "serve", "--port", "0", "--db", str(db)], stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, text=True)
+    try:
+        port = re.search(r"127\.0\.0\.1:(\d+)/", p.stdout.readline()).group(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/db", timeout=60) as r:
+            data = json.loads(r.read())
+        updates = lambda run: len({s[0] for s in data["samples"][str(run["id"])] if s[2] is not None and not s[3]})
+        curves = sum(1 for run in data["runs"] if updates(run) > 1)
+        sides = sum(1 for c in data["confirms"] for s in c["sides"] if s["mean_us"] is not None)
+        assert curves > 0 and sides > 0
+        opts = webdriver.ChromeOptions()
+        opts.binary_location = "/usr/bin/chromium"
+        for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1300",
+                  "--no-proxy-server"):
+            opts.add_argument(a)
+        d = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+        try:
+            d.get(f"http://127.0.0.1:{port}/")
+            button = d.find_element(By.CSS_SELECTOR, '#tabs button[data-tab="placement"]')
+            WebDriverWait(d, WAIT).until(lambda d: button.is_displayed())
+            button.click()
+            assert len(d.find_elements(By.CSS_SELECTOR, "#placement path.rl-curve")) == curves
+            assert len(d.find_elements(By.CSS_SELECTOR, "#placement rect.side")) == sides
+            shot(d, "placement.png")
+        finally:
+            d.quit()
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
