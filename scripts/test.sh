@@ -28,6 +28,8 @@ python3 scripts/check-file-refs.py
 python3 scripts/check-readme.py
 echo "== python package (pip install . in build-python/venv, pytest) =="
 ./scripts/test-python.sh
+echo "== placer serve's page in a real browser (tests/web: Debian's chromium + Selenium) =="
+./scripts/test-web.sh
 echo "== framework parsers (the exports loaded by Megatron-Core, torchtitan, DeepSpeed; a venv in the user's cache) =="
 ./scripts/test-framework-parsers.sh
 echo "== tests =="
