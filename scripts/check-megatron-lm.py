@@ -192,7 +192,7 @@ def main():
         with open(a.flags, "w") as f:
             f.write(f"# Megatron-LM {COMMIT[:7]}: the flags of megatron/training/arguments.py's parser "
                     "(scripts/check-megatron-lm.py --flags)\n" + "\n".join(flags) + "\n")
-    failed = 0
+    failed = refused = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, args in PLANS:
             d = os.path.join(tmp, name)
@@ -200,6 +200,7 @@ def main():
                                 "megatron", "--out", d], capture_output=True, text=True)
             if p.returncode == 2:
                 report.append(f"{name}: refused: {p.stderr.strip().removeprefix('placer plan: ')}")
+                refused += 1
                 continue
             if p.returncode != 0:
                 report.append(f"{name}: placer failed: {p.stderr.strip()}")
@@ -217,7 +218,8 @@ def main():
             report.append("  matches" if not bad else "  DIFFERS: " + "; ".join(bad))
             failed += bool(bad)
     report.append("")
-    report.append(f"{len(PLANS)} plans, {failed} not matching")
+    report.append(f"{len(PLANS)} plans: {len(PLANS) - refused - failed} match, {refused} refused by placer, "
+                  f"{failed} not matching")
     text = "\n".join(report) + "\n"
     if a.out:
         with open(a.out, "w") as f:
