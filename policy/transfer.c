@@ -36,7 +36,7 @@ void transfer_device_speeds(const policy_problem *pb, double *speed) {
 /* Devices within this fraction of a faster type's leader join its type. */
 #define SAME_TYPE 0.98
 
-void transfer_device_order(transfer_map m, int n, const double *speed, int *order) {
+void transfer_device_order(transfer_map m, int n, const double *speed, const double *use, int *order) {
     for (int d = 0; d < n; d++) order[d] = d;
     if (m == TRANSFER_MAP_RANK || !speed) return;
     for (int i = 1; i < n; i++) /* by speed, fastest first; stable */
@@ -51,7 +51,9 @@ void transfer_device_order(transfer_map m, int n, const double *speed, int *orde
         int end = lead + 1;
         while (end < n && speed[order[end]] >= SAME_TYPE * speed[order[lead]]) end++;
         for (int i = lead + 1; i < end; i++)
-            for (int j = i; j > lead && order[j] < order[j - 1]; j--) {
+            for (int j = i; j > lead; j--) {
+                const double uj = use ? use[order[j]] : 0, uk = use ? use[order[j - 1]] : 0;
+                if (!(uj > uk || (uj == uk && order[j] < order[j - 1]))) break;
                 int t = order[j];
                 order[j] = order[j - 1];
                 order[j - 1] = t;
@@ -69,8 +71,9 @@ static pl_status check_speeds(int n, const double *speed, const char *which, cha
     return PL_OK;
 }
 
-pl_status transfer_device_map(transfer_map m, int n_src, const double *src_speed, const int *used, int n_dst,
-                              const double *dst_speed, int *map, char *msg, size_t len) {
+/* transfer_device_map with the source's ties broken by use. */
+static pl_status device_map(transfer_map m, int n_src, const double *src_speed, const double *src_use,
+                            const int *used, int n_dst, const double *dst_speed, int *map, char *msg, size_t len) {
     if (n_src < 1 || n_src > SIM_MAX_DEVICES || n_dst < 1 || n_dst > SIM_MAX_DEVICES)
         return pl_fail(msg, len, PL_ERR_INVALID, "cannot map %d devices to %d: each side needs 1..%d devices", n_src,
                        n_dst, SIM_MAX_DEVICES);
@@ -79,14 +82,19 @@ pl_status transfer_device_map(transfer_map m, int n_src, const double *src_speed
                                     (st = check_speeds(n_dst, dst_speed, "target", msg, len)) != PL_OK))
         return st;
     int so[SIM_MAX_DEVICES], to[SIM_MAX_DEVICES], u[SIM_MAX_DEVICES], k = 0;
-    transfer_device_order(m, n_src, src_speed, so);
-    transfer_device_order(m, n_dst, dst_speed, to);
+    transfer_device_order(m, n_src, src_speed, src_use, so);
+    transfer_device_order(m, n_dst, dst_speed, NULL, to);
     for (int i = 0; i < n_src; i++)
         if (!used || used[so[i]]) u[k++] = so[i];
     if (k == 0) return pl_fail(msg, len, PL_ERR_INVALID, "the placement uses no device");
     for (int d = 0; d < n_src; d++) map[d] = -1;
     for (int j = 0; j < k; j++) map[u[j]] = to[k <= n_dst ? j : (int)((int64_t)j * n_dst / k)];
     return PL_OK;
+}
+
+pl_status transfer_device_map(transfer_map m, int n_src, const double *src_speed, const int *used, int n_dst,
+                              const double *dst_speed, int *map, char *msg, size_t len) {
+    return device_map(m, n_src, src_speed, NULL, used, n_dst, dst_speed, map, msg, len);
 }
 
 pl_status transfer_map_placement(transfer_map m, const policy_problem *src, const policy_problem *dst,
@@ -114,8 +122,8 @@ pl_status transfer_map_placement(transfer_map m, const policy_problem *src, cons
     return PL_OK;
 }
 
-pl_status transfer_policy_map(transfer_map m, const policy_problem *src, const policy_problem *dst, int *perm,
-                              char *msg, size_t len) {
+pl_status transfer_policy_map(transfer_map m, const policy_problem *src, const policy_problem *dst,
+                              const double *src_use, int *perm, char *msg, size_t len) {
     const int ns = src->p->n_devices, nd = dst->p->n_devices;
     if (ns != nd)
         return pl_fail(msg, len, PL_ERR_INVALID,
@@ -125,7 +133,44 @@ pl_status transfer_policy_map(transfer_map m, const policy_problem *src, const p
     if (ns > SIM_MAX_DEVICES) return pl_fail(msg, len, PL_ERR_INVALID, "cannot map %d devices", ns);
     transfer_device_speeds(src, ss);
     transfer_device_speeds(dst, ds);
-    return transfer_device_map(m, ns, ss, NULL, nd, ds, perm, msg, len);
+    return device_map(m, ns, ss, src_use, NULL, nd, ds, perm, msg, len);
+}
+
+pl_status transfer_profile_relabel(const profile_data *p, const int *perm, profile_data **out) {
+    *out = NULL;
+    const int n = p->n_devices;
+    int seen[SIM_MAX_DEVICES] = {0};
+    if (n > SIM_MAX_DEVICES) return PL_ERR_INVALID;
+    for (int d = 0; d < n; d++) {
+        if (perm[d] < 0 || perm[d] >= n || seen[perm[d]]) return PL_ERR_INVALID;
+        seen[perm[d]] = 1;
+    }
+    profile_data *q = NULL;
+    pl_status st = profile_data_clone(p, &q);
+    if (st != PL_OK) return st;
+    for (int d = 0; d < n; d++) {
+        q->devices[perm[d]] = p->devices[d];
+        for (int k = 0; k < p->n_mb; k++)
+            for (int i = 0; i < p->n_nodes; i++)
+                for (int ph = 0; ph < PHASE_COUNT; ph++)
+                    q->cost_us[profile_cost_index(q, perm[d], k, i, ph)] =
+                        p->cost_us[profile_cost_index(p, d, k, i, ph)];
+    }
+    for (int a = 0; a < n && st == PL_OK; a++)
+        for (int b = 0; b < n && st == PL_OK; b++) {
+            if (a == b) continue;
+            const profile_link *s = &p->links[a * n + b];
+            profile_link *t = &q->links[perm[a] * n + perm[b]];
+            t->latency_us = s->latency_us;
+            t->bandwidth = s->bandwidth;
+            if (s->n_points > 0) st = profile_link_set_curve(t, s->n_points, s->bytes, s->us);
+        }
+    if (st != PL_OK) {
+        profile_data_destroy(q);
+        return st;
+    }
+    *out = q;
+    return PL_OK;
 }
 
 /* ---- runs of another database ------------------------------------------ */
@@ -247,6 +292,20 @@ pl_status transfer_read_run(profile_db *db, int64_t run, transfer_run_args *out,
     st = transfer_parse_run_args(f.args, out, m2, sizeof m2);
     free(f.args);
     if (st != PL_OK) return pl_fail(msg, len, st, "run %lld: %s", (long long)run, m2);
+    return PL_OK;
+}
+
+pl_status transfer_source_run(const char *src_path, int64_t run, transfer_run_args *out, char *msg, size_t len) {
+    profile_db *db = NULL;
+    char m2[512] = "";
+    pl_status st = profile_db_open(src_path, PROFILE_DB_READ, &db, m2, sizeof m2);
+    if (st != PL_OK) return pl_fail(msg, len, st, "--from: %s", m2);
+    st = transfer_read_run(db, run, out, m2, sizeof m2);
+    profile_db_close(db);
+    if (st == PL_ERR_NOT_FOUND)
+        return pl_fail(msg, len, st, "run %lld is not in %s; give an id placer train printed there",
+                       (long long)run, src_path);
+    if (st != PL_OK) return pl_fail(msg, len, st, "%s of %s", m2, src_path);
     return PL_OK;
 }
 
@@ -387,19 +446,20 @@ double transfer_updates_saved(const double *ft, int n_ft, const double *scratch,
     *u_ft = -1;
     *u_scratch = -1;
     if (n_ft < 1 || n_scratch < 1) return NAN;
-    const double L = ft[n_ft - 1];
-    int a = n_ft, b = -1;
-    for (int i = 0; i < n_ft; i++)
-        if (ft[i] <= L) {
-            a = i + 1;
-            break;
-        }
+    const double L = scratch[n_scratch - 1];
+    int a = -1, b = n_scratch;
     for (int i = 0; i < n_scratch; i++)
         if (scratch[i] <= L) {
             b = i + 1;
             break;
         }
+    for (int i = 0; i < n_ft; i++)
+        if (ft[i] <= L) {
+            a = i + 1;
+            break;
+        }
     *u_ft = a;
     *u_scratch = b;
-    return 1.0 - (double)a / (double)(b > 0 ? b : n_scratch + 1);
+    const int f = a > 0 ? a : n_ft + 1;
+    return (double)(b - f) / (double)(b > f ? b : f);
 }

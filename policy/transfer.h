@@ -66,8 +66,10 @@ const char *transfer_map_name(transfer_map m);
 void transfer_device_speeds(const policy_problem *pb, double *speed);
 
 /* The rule's order of n devices of the given speeds (speed may be NULL for
- * TRANSFER_MAP_RANK): order[0] first. */
-void transfer_device_order(transfer_map m, int n, const double *speed, int *order);
+ * TRANSFER_MAP_RANK): order[0] first. use (NULL: none) breaks ties within
+ * a speed type: more use first, then index (by speed only; rank order is
+ * index order). */
+void transfer_device_order(transfer_map m, int n, const double *speed, const double *use, int *order);
 
 /* The device map from S (n_src devices) to T (n_dst): map[d] for each used
  * S device (used[d] != 0; used NULL: every device), -1 for the others.
@@ -86,11 +88,20 @@ pl_status transfer_map_placement(transfer_map m, const policy_problem *src, cons
                                  const int *src_node_dev, int *dst_node_dev, int *map, char *msg, size_t len);
 
 /* The relabelling of a policy trained on src for dst: perm[d] is T's device
- * for S's device d (every device used). PL_ERR_INVALID, with one line, when
- * the device counts differ (a policy fine-tunes only between equal
- * counts). */
-pl_status transfer_policy_map(transfer_map m, const policy_problem *src, const policy_problem *dst, int *perm,
-                              char *msg, size_t len);
+ * for S's device d (every device used). src_use (n_src entries, NULL:
+ * none), the nodes the policy's best placement puts on each S device,
+ * orders S's devices of one speed type (a policy trained on identical
+ * devices uses arbitrary labels among them: those it uses go to T's
+ * fastest). PL_ERR_INVALID, with one line, when the device counts differ
+ * (a policy fine-tunes only between equal counts). */
+pl_status transfer_policy_map(transfer_map m, const policy_problem *src, const policy_problem *dst,
+                              const double *src_use, int *perm, char *msg, size_t len);
+
+/* A copy of profile p with its devices relabelled: device d of p is device
+ * perm[d] of *out (costs, memory figures, links and their curves move with
+ * it): the same machine listed in another device order. PL_ERR_INVALID
+ * when perm is not a permutation of p's devices, PL_ERR_NOMEM. */
+pl_status transfer_profile_relabel(const profile_data *p, const int *perm, profile_data **out);
 
 /* The problem a run solved, from its stored canonical arguments. */
 typedef struct {
@@ -113,6 +124,12 @@ pl_status transfer_parse_run_args(const char *args, transfer_run_args *out, char
  * database has no such run, PL_ERR_INVALID when it is not a placer training
  * run ("reinforce") or its arguments do not parse. */
 pl_status transfer_read_run(profile_db *db, int64_t run, transfer_run_args *out, char *msg, size_t len);
+
+/* transfer_read_run on the database at src_path (opened read-only; the
+ * line says what to give): PL_ERR_NOT_FOUND when the file or the run is
+ * missing, the store's open errors for a file that is not a profile
+ * database. */
+pl_status transfer_source_run(const char *src_path, int64_t run, transfer_run_args *out, char *msg, size_t len);
 
 /* A shortlist of node placements with the source's figures. */
 typedef struct {
@@ -142,13 +159,17 @@ void transfer_shortlist_free(transfer_shortlist *s);
  * TRANSFER_NA_FRACTION * base or any argument is not finite. */
 double transfer_gain_retained(double base_us, double placed_us, double best_us);
 
-/* Updates saved by starting from S. ft and scratch are best-so-far curves
- * (the lowest cost after update i + 1 at index i) of the fine-tune (n_ft
- * updates) and of a run from scratch on T (n_scratch). L = ft[n_ft - 1];
- * *u_ft and *u_scratch get the first update count at which each curve
- * reaches L. Returns 1 - u_ft / u_scratch (0 or less: nothing saved). When
- * the scratch run never reaches L, *u_scratch is -1 and the value returned
- * is the lower bound 1 - u_ft / (n_scratch + 1). NAN for empty curves. */
+/* Updates saved by starting from S, at equal budgets. ft and scratch are
+ * best-so-far curves (the lowest cost after update i + 1 at index i) of
+ * the fine-tune from S's policy (n_ft updates) and of a run from scratch
+ * on T (n_scratch updates, the same budget). L = scratch[n_scratch - 1],
+ * what T reaches alone; *u_scratch and *u_ft get the first update count at
+ * which each curve reaches L (*u_ft = -1 when the fine-tune never does).
+ * Returns (u_scratch - u_ft) / max(u_scratch, u_ft), in (-1, 1): positive,
+ * the fraction of T's updates saved; negative, the fraction of the
+ * fine-tune's updates lost to the start. When the fine-tune never reaches
+ * L, u_ft counts as n_ft + 1 and the value is an upper bound. NAN for empty
+ * curves. */
 double transfer_updates_saved(const double *ft, int n_ft, const double *scratch, int n_scratch, int *u_ft,
                               int *u_scratch);
 

@@ -67,6 +67,8 @@
 typedef struct {
     char name[64];
     char path[1024];
+    int n_perm;                  /* 0, or the devices of perm */
+    int perm[SIM_MAX_DEVICES];   /* DB's device d is this machine's perm[d] (NAME=DB@p0,p1,...) */
 } machine_src;
 
 typedef struct {
@@ -139,6 +141,19 @@ static policy_session *open_session(const machine_src *src, const char *config, 
     char msg[512];
     pl_status st = policy_session_open(&so, &ss, msg, sizeof msg);
     if (st != PL_OK) die(src->name, st, msg);
+    if (src->n_perm) { /* the same machine listed in another device order */
+        if (src->n_perm != ss->p->n_devices) die(src->name, PL_ERR_INVALID, "the relabelling has another device count");
+        profile_data *q = NULL;
+        if ((st = transfer_profile_relabel(ss->p, src->perm, &q)) != PL_OK) die(src->name, st, "relabel");
+        snprintf(q->machine, sizeof q->machine, "%s", src->name);
+        gpt_config cfg = ss->cfg;
+        policy_session_close(ss);
+        so.db_path = NULL;
+        ss = NULL;
+        st = policy_session_from_profile(&so, &cfg, q, &ss, msg, sizeof msg);
+        profile_data_destroy(q);
+        if (st != PL_OK) die(src->name, st, msg);
+    }
     return ss;
 }
 
@@ -365,7 +380,9 @@ static void fine_tune(const bench_opts *bo, machine_state *S, machine_state *T, 
     const policy_problem *tp = policy_evaluator_problem(T->ss[placer]->ev);
     int perm[SIM_MAX_DEVICES];
     char msg[512];
-    pl_status st = transfer_policy_map(TRANSFER_MAP_SPEED, sp, tp, perm, msg, sizeof msg);
+    double use[SIM_MAX_DEVICES] = {0}; /* nodes per device in S's best placement */
+    for (int i = 0; src->n_short > 0 && i < sp->g->n_nodes; i++) use[src->short_dev[i]] += 1;
+    pl_status st = transfer_policy_map(TRANSFER_MAP_SPEED, sp, tp, use, perm, msg, sizeof msg);
     if (st != PL_OK) die("policy map", st, msg);
     reinforce *r = NULL;
     st = reinforce_create_transferred(T->ss[placer]->ev, src->blob, src->blob_n, perm, bo->finetune, &r, msg,
@@ -379,7 +396,7 @@ static void fine_tune(const bench_opts *bo, machine_state *S, machine_state *T, 
     c->ft_us = curve[bo->finetune - 1];
     const int n_s = bo->finetune <= bo->updates ? bo->finetune : bo->updates;
     c->scratch_us = own->curve[n_s - 1];
-    c->saved = transfer_updates_saved(curve, bo->finetune, own->curve, bo->updates, &c->u_ft, &c->u_scratch);
+    c->saved = transfer_updates_saved(curve, bo->finetune, own->curve, n_s, &c->u_ft, &c->u_scratch);
     free(curve);
 }
 
@@ -552,12 +569,12 @@ static void run_setting(const bench_opts *bo, const char *graph, char setting, F
             }
         /* fine-tune table */
         printf("\n%s, fine-tuning between equal device counts: %d updates on T from S's policy against %d from "
-               "scratch (best found, ms, mean over seeds), and the fraction of T's updates saved (to reach the "
-               "fine-tune's best, T's own run needed u_s updates and the fine-tune u_f: saved = 1 - u_f/u_s; "
-               "\">=\" where T's own %d-update run never got there)\n\n"
+               "scratch (best found, ms, mean over seeds), and the updates saved (to reach what T's run from "
+               "scratch reaches in %d updates, it needed u_s updates and the fine-tune u_f: saved = (u_s - u_f) / "
+               "max(u_s, u_f); negative: updates lost; \"<=\" where some fine-tune never got there)\n\n"
                "| S -> T | first update from S | fine-tuned | from scratch | T's own, %d updates | saved |\n"
                "|---|---|---|---|---|---|\n",
-               PLACER_NAME[p], bo->finetune, bo->finetune, bo->updates, bo->updates);
+               PLACER_NAME[p], bo->finetune, bo->finetune, bo->finetune, bo->updates);
         for (int a = 0; a < M; a++)
             for (int b = 0; b < M; b++) {
                 if (!ms[a].present || !ms[b].present || a == b || ms[a].n_dev != ms[b].n_dev) continue;
@@ -570,14 +587,14 @@ static void run_setting(const bench_opts *bo, const char *graph, char setting, F
                     sv[s] = c->saved;
                     zr[s] = c->zero_us;
                     own[s] = ms[b].run[p][s].best_us;
-                    never += c->u_scratch < 0;
+                    never += c->u_ft < 0;
                 }
                 interval fti = mean_ci(ft, SEEDS), sci = mean_ci(sc, SEEDS), svi = mean_ci(sv, SEEDS),
                          zri = mean_ci(zr, SEEDS), owi = mean_ci(own, SEEDS);
                 char saved[64];
                 fmt_pct(saved, sizeof saved, svi, SEEDS);
                 printf("| %s -> %s | %.3f | %.3f | %.3f | %.3f | %s%s |\n", bo->m[a].name, bo->m[b].name,
-                       zri.mean * 1e-3, fti.mean * 1e-3, sci.mean * 1e-3, owi.mean * 1e-3, never ? ">= " : "", saved);
+                       zri.mean * 1e-3, fti.mean * 1e-3, sci.mean * 1e-3, owi.mean * 1e-3, never ? "<= " : "", saved);
             }
         free(cl);
     }
@@ -644,12 +661,23 @@ int main(int argc, char **argv) {
         if (!strcmp(a, "--machine")) {
             const char *eq = strchr(v, '=');
             if (!eq || eq == v || bo.n_machines == MAX_MACHINES || (size_t)(eq - v) >= sizeof bo.m[0].name) {
-                fprintf(stderr, "transfer_matrix: --machine NAME=DB (at most %d)\n", MAX_MACHINES);
+                fprintf(stderr, "transfer_matrix: --machine NAME=DB[@PERM] (at most %d)\n", MAX_MACHINES);
                 return 2;
             }
             machine_src *m = &bo.m[bo.n_machines++];
             snprintf(m->name, sizeof m->name, "%.*s", (int)(eq - v), v);
             snprintf(m->path, sizeof m->path, "%s", eq + 1);
+            char *at = strchr(m->path, '@');
+            if (at) {
+                *at = 0;
+                m->n_perm = placement_count_fields(at + 1);
+                if (m->n_perm < 1 || m->n_perm > SIM_MAX_DEVICES ||
+                    placement_parse(at + 1, m->n_perm, m->n_perm, m->perm, NULL, 0) != PL_OK) {
+                    fprintf(stderr, "transfer_matrix: %s: @PERM is a relabelling of the devices, e.g. @2,3,0,1\n",
+                            m->name);
+                    return 2;
+                }
+            }
         } else if (!strcmp(a, "--graphs")) snprintf(bo.graphs, sizeof bo.graphs, "%s", v);
         else if (!strcmp(a, "--settings")) snprintf(bo.settings, sizeof bo.settings, "%s", v);
         else if (!strcmp(a, "--placers")) {

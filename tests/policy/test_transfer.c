@@ -20,29 +20,10 @@
 #include "store.h"
 #include "transfer.h"
 
-/* p with its devices relabelled: device d of p is device perm[d] of the
- * copy (costs, memory, links and their curves move with it). */
+/* p with its devices relabelled (transfer_profile_relabel). */
 static profile_data *permuted_profile(const profile_data *p, const int *perm) {
     profile_data *q = NULL;
-    cr_assert_eq(profile_data_clone(p, &q), PL_OK);
-    const int n = p->n_devices;
-    for (int d = 0; d < n; d++) {
-        q->devices[perm[d]] = p->devices[d];
-        for (int k = 0; k < p->n_mb; k++)
-            for (int i = 0; i < p->n_nodes; i++)
-                for (int ph = 0; ph < PHASE_COUNT; ph++)
-                    q->cost_us[profile_cost_index(q, perm[d], k, i, ph)] =
-                        p->cost_us[profile_cost_index(p, d, k, i, ph)];
-    }
-    for (int a = 0; a < n; a++)
-        for (int b = 0; b < n; b++) {
-            if (a == b) continue;
-            const profile_link *s = &p->links[a * n + b];
-            profile_link *t = &q->links[perm[a] * n + perm[b]];
-            t->latency_us = s->latency_us;
-            t->bandwidth = s->bandwidth;
-            if (s->n_points > 0) cr_assert_eq(profile_link_set_curve(t, s->n_points, s->bytes, s->us), PL_OK);
-        }
+    cr_assert_eq(transfer_profile_relabel(p, perm, &q), PL_OK);
     return q;
 }
 
@@ -151,12 +132,39 @@ Test(transfer, speed_map_follows_the_fast_devices_when_a_machine_lists_them_last
                  e_src.step_us);
     /* a policy map between the two listings: the H200s pair with the H200s */
     int pm[4];
-    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &a.pb, &b.pb, pm, msg, sizeof msg), PL_OK);
+    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &a.pb, &b.pb, NULL, pm, msg, sizeof msg), PL_OK);
     for (int d = 0; d < 4; d++) cr_assert_eq(pm[d], perm[d]);
+    /* the relabelled profile is the same machine: a relabelling that is
+     * not a permutation is refused */
+    profile_data *q = NULL;
+    const int bad[4] = {0, 0, 1, 2};
+    cr_assert_eq(transfer_profile_relabel(a.p, bad, &q), PL_ERR_INVALID);
+    cr_assert_null(q);
     free(src);
     free(dst);
     fixture_fini(&a);
     fixture_fini(&b);
+}
+
+/* A policy trained on identical devices labels them arbitrarily: the ones
+ * its best placement uses go to the target's fastest. */
+Test(transfer, a_policy_map_sends_the_devices_a_policy_uses_to_the_fastest) {
+    fixture t4, mixed;
+    fixture_init(&t4, "default", "t4x4-pcie", 0, GROUPING_COLOCATE, 1, SCHED_GPIPE, 0, 1);
+    fixture_init(&mixed, "default", "h200x2-l40sx2", 0, GROUPING_COLOCATE, 1, SCHED_GPIPE, 0, 1);
+    int pm[4];
+    char msg[256];
+    const double use[4] = {0, 0, 12, 28}; /* the policy placed on T4s 2 and 3 */
+    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &t4.pb, &mixed.pb, use, pm, msg, sizeof msg), PL_OK);
+    const int want[4] = {2, 3, 1, 0}; /* 3 (most used) -> H200 0, 2 -> H200 1, then 0, 1 -> the L40S */
+    for (int d = 0; d < 4; d++) cr_assert_eq(pm[d], want[d], "device %d -> %d", d, pm[d]);
+    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &t4.pb, &mixed.pb, NULL, pm, msg, sizeof msg), PL_OK);
+    for (int d = 0; d < 4; d++) cr_assert_eq(pm[d], d);
+    /* rank order ignores use */
+    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_RANK, &t4.pb, &mixed.pb, use, pm, msg, sizeof msg), PL_OK);
+    for (int d = 0; d < 4; d++) cr_assert_eq(pm[d], d);
+    fixture_fini(&t4);
+    fixture_fini(&mixed);
 }
 
 Test(transfer, placements_and_policies_between_unequal_device_counts) {
@@ -172,7 +180,7 @@ Test(transfer, placements_and_policies_between_unequal_device_counts) {
     for (int i = 0; i < N; i++) cr_assert_eq(dst[i], src[i] / 2, "node %d", i);
     cr_assert_eq(placement_validate(dst, N, 2, NULL, 0), PL_OK);
     int pm[4];
-    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &four.pb, &two.pb, pm, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert_eq(transfer_policy_map(TRANSFER_MAP_SPEED, &four.pb, &two.pb, NULL, pm, msg, sizeof msg), PL_ERR_INVALID);
     cr_assert(strstr(msg, "4 devices and this one 2") != NULL, "%s", msg);
     cr_assert(strstr(msg, "equal device counts") != NULL, "%s", msg);
     /* another graph: refused */
@@ -444,20 +452,22 @@ Test(transfer, gain_retained_and_na_within_half_a_percent) {
     cr_assert(isnan(transfer_gain_retained(100, INFINITY, 80)));
 }
 
-Test(transfer, updates_saved_compares_when_each_curve_reaches_the_fine_tunes_best) {
-    const double ft[4] = {10, 8, 7, 7}, slow[8] = {12, 11, 10, 9, 8, 7.5, 7, 6};
+Test(transfer, updates_saved_compares_when_each_curve_reaches_what_scratch_reaches) {
     int uf, us;
-    /* the fine-tune reaches 7 after 3 updates, the scratch run after 7 */
-    cr_assert_float_eq(transfer_updates_saved(ft, 4, slow, 8, &uf, &us), 1.0 - 3.0 / 7.0, 1e-12);
-    cr_assert_eq(uf, 3);
-    cr_assert_eq(us, 7);
-    /* a scratch run that is faster: nothing saved (negative) */
-    const double fast[3] = {7, 7, 7};
-    cr_assert_lt(transfer_updates_saved(ft, 4, fast, 3, &uf, &us), 0);
-    cr_assert_eq(us, 1);
-    /* never reached: a lower bound, flagged by u_scratch = -1 */
-    const double never[3] = {9, 9, 9};
-    cr_assert_float_eq(transfer_updates_saved(ft, 4, never, 3, &uf, &us), 1.0 - 3.0 / 4.0, 1e-12);
-    cr_assert_eq(us, -1);
-    cr_assert(isnan(transfer_updates_saved(ft, 0, slow, 8, &uf, &us)));
+    /* from scratch: 7 after the 4th of 5 updates; the fine-tune gets there at the 2nd */
+    const double scratch[5] = {12, 10, 9, 7, 7}, good[5] = {9, 7, 6, 6, 6};
+    cr_assert_float_eq(transfer_updates_saved(good, 5, scratch, 5, &uf, &us), (4.0 - 2.0) / 4.0, 1e-12);
+    cr_assert_eq(uf, 2);
+    cr_assert_eq(us, 4);
+    /* a fine-tune that gets there later: the fraction of its updates lost */
+    const double late[5] = {20, 15, 11, 8, 7};
+    cr_assert_float_eq(transfer_updates_saved(late, 5, scratch, 5, &uf, &us), (4.0 - 5.0) / 5.0, 1e-12);
+    /* never: a bound, flagged by u_ft = -1 */
+    const double never[5] = {20, 15, 11, 8, 8};
+    cr_assert_float_eq(transfer_updates_saved(never, 5, scratch, 5, &uf, &us), (4.0 - 6.0) / 6.0, 1e-12);
+    cr_assert_eq(uf, -1);
+    /* at once, both */
+    const double flat[5] = {7, 7, 7, 7, 7};
+    cr_assert_float_eq(transfer_updates_saved(flat, 5, flat, 5, &uf, &us), 0.0, 1e-12);
+    cr_assert(isnan(transfer_updates_saved(good, 0, scratch, 5, &uf, &us)));
 }
