@@ -123,13 +123,6 @@ pl_status policy_training_start_transfer(policy_session_options *so, const char 
         pl_fail(msg, len, st, "%s in %s", m2, src_path);
         goto fail;
     }
-    /* this machine: checked read-only first, as a fresh run is */
-    so->write = 0;
-    if ((st = policy_session_open(so, &t->ss, msg, len)) != PL_OK) goto fail;
-    policy_session_close(t->ss);
-    t->ss = NULL;
-    so->write = 1;
-    if ((st = policy_session_open(so, &t->ss, msg, len)) != PL_OK) goto fail;
     /* the devices the run's best placement uses order the source's ties */
     double use[SIM_MAX_DEVICES] = {0};
     transfer_shortlist top;
@@ -137,11 +130,24 @@ pl_status policy_training_start_transfer(policy_session_options *so, const char 
         for (int i = 0; i < top.n_nodes; i++) use[top.node_dev[i]] += 1;
         transfer_shortlist_free(&top);
     }
+    /* this machine: everything checked on a read-only open first (a write
+     * open turns a portable file to WAL, and bad input must leave the file
+     * as it was), then opened for writing */
     int perm[SIM_MAX_DEVICES];
-    if ((st = transfer_policy_map(m, &ss->pb, &t->ss->pb, use, perm, msg, len)) != PL_OK) goto fail;
-    if ((st = reinforce_create_transferred(t->ss->ev, blob, n, perm, updates, &t->r, m2, sizeof m2)) != PL_OK) {
-        pl_fail(msg, len, st, "run %lld of %s: %s", (long long)src_run, src_path, m2);
-        goto fail;
+    for (int pass = 0; pass < 2; pass++) {
+        so->write = pass;
+        if ((st = policy_session_open(so, &t->ss, msg, len)) != PL_OK) goto fail;
+        if ((st = transfer_policy_map(m, &ss->pb, &t->ss->pb, use, perm, msg, len)) != PL_OK) goto fail;
+        if ((st = reinforce_create_transferred(t->ss->ev, blob, n, perm, updates, &t->r, m2, sizeof m2)) != PL_OK) {
+            pl_fail(msg, len, st, "run %lld of %s: %s", (long long)src_run, src_path, m2);
+            goto fail;
+        }
+        if (pass == 0) {
+            reinforce_destroy(t->r);
+            t->r = NULL;
+            policy_session_close(t->ss);
+            t->ss = NULL;
+        }
     }
     char args[2048];
     canonical_args(so, reinforce_get_options(t->r), &t->ss->cfg, args, sizeof args);
