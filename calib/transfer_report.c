@@ -282,7 +282,7 @@ static const transfer_cell *find(const transfer_matrix *m, const char *graph, ch
 
 static void pct(char *buf, size_t len, double g) {
     const double p = 100 * g;
-    if (fabs(p) >= 9999.5) snprintf(buf, len, "%.0fk%%", p / 1000);
+    if (fabs(p) >= 999.5) snprintf(buf, len, "%.1fk%%", p / 1000);
     else snprintf(buf, len, "%.0f%%", p);
 }
 
@@ -324,7 +324,7 @@ static pl_status draw_graph(ctx *r, const transfer_matrix *m, const char *graph,
     snprintf(name, sizeof name, "transfer-%s.gp", gs);
     FILE *f = open_out(r, name);
     if (!f) return PL_ERR_IO;
-    const int W = 360 * n_set + 120, H = 330 * placers->n + 80;
+    const int W = 440 * n_set + 160, H = 400 * placers->n + 80;
     fprintf(f, "# transfer-%s.gp: written by placer report --transfer; run with gnuplot in this directory.\n", gs);
     fprintf(f, "set datafile missing 'NaN'\n");
     fprintf(f, "set palette defined (-1 '#b2182b', -0.5 '#ef8a62', 0 '#f7f7f7', 0.5 '#67a9cf', 1 '#2166ac')\n");

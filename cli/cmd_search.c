@@ -35,7 +35,8 @@ static void search_usage(FILE *f) {
             "                     [--micro-batches M] [--schedule gpipe|1f1b] [--mem-cap CAP]\n"
             "                     [--devices N] [--config NAME] [--budget N] [--seed N]\n"
             "                     [--max-evals N] [--threads N] [--uncalibrated] [--json]\n"
-            "                     [--from FILE (--run ID | --placement P)... [--map speed|rank] [--top K]]\n\n"
+            "                     [--from FILE (--run ID | --placement P)... [--map speed|rank] [--top K]\n"
+            "                      [--record]]\n\n"
             "Runs baseline and search placers against the simulator and prints the best\n"
             "placement of each: predicted step time, peak memory, speed-up over the best\n"
             "single device, and whether it fits the memory cap.\n\n"
@@ -66,6 +67,8 @@ static void search_usage(FILE *f) {
             "                this graph, fastest first) or rank (by index); over the devices each\n"
             "                placement uses, neighbours merging when this machine has fewer\n"
             "  --top K       placements of each run's shortlist (default 5)\n"
+            "  --record      keep the scored placements in --db as a run (method transfer), so that\n"
+            "                placer confirm --run times them on this machine's GPUs\n"
             "                With --from the methods default to single,human,dp, and the gain\n"
             "                retained is printed: (best baseline - placement) / (best baseline -\n"
             "                best method here), n/a within 0.5%%\n");
@@ -82,7 +85,7 @@ typedef struct {
     const char *placements[TRANSFER_MAX_SOURCES];
     int n_placements;
     transfer_map map;
-    int map_given, top_k, top_given, method_given;
+    int map_given, top_k, top_given, method_given, record;
     int problem_given;                               /* --config, --groups, --micro-batches, --schedule, --devices */
     char config[256];                                /* the run's config, when the problem comes from a run */
     char cap[64];                                    /* the run's cap */
@@ -108,6 +111,7 @@ static int search_parse(int argc, char **argv, search_args *a) {
         {"json", no_argument, 0, 'j'},            {"from", required_argument, 0, 'F'},
         {"run", required_argument, 0, 'r'},       {"placement", required_argument, 0, 'P'},
         {"map", required_argument, 0, 'A'},       {"top", required_argument, 0, 'k'},
+        {"record", no_argument, 0, 'R'},
         {0, 0, 0, 0}};
     memset(a, 0, sizeof *a);
     policy_session_options_default(&a->so);
@@ -124,6 +128,7 @@ static int search_parse(int argc, char **argv, search_args *a) {
         switch (ch) {
         case 'd': a->so.db_path = optarg; break;
         case 'j': a->json = 1; break;
+        case 'R': a->record = 1; break;
         case 'F': a->from = optarg; break;
         case 'r':
             if (a->n_runs == TRANSFER_MAX_SOURCES)
@@ -193,8 +198,8 @@ static int search_parse(int argc, char **argv, search_args *a) {
     if (!a->from && (a->n_runs || a->n_placements))
         return cli_usage_error("search", "--run and --placement score placements of another database: give it with "
                                          "--from FILE"), -1;
-    if (!a->from && (a->map_given || a->top_given))
-        return cli_usage_error("search", "--map and --top go with --from FILE"), -1;
+    if (!a->from && (a->map_given || a->top_given || a->record))
+        return cli_usage_error("search", "--map, --top and --record go with --from FILE"), -1;
     if (a->from && !a->n_runs && !a->n_placements)
         return cli_usage_error("search", "--from %s: give --run ID (a run trained there) or --placement P to score",
                                a->from), -1;
@@ -483,6 +488,20 @@ int cmd_search(int argc, char **argv) {
     } else if (rc == CLI_EXIT_OK) {
         rc = search_print(ss, &a, &r, all ? all : r.rows);
         if (a.from) transfer_print(&a, r.rows, &t);
+    }
+    if (rc == CLI_EXIT_OK && a.record) {
+        char prov[1024];
+        int k = snprintf(prov, sizeof prov, "--from %s --map %s --top %d", a.from, transfer_map_name(a.map), a.top_k);
+        for (int i = 0; i < a.n_runs && k < (int)sizeof prov; i++)
+            k += snprintf(prov + k, sizeof prov - (size_t)k, " --run %lld", (long long)a.runs[i]);
+        for (int i = 0; i < a.n_placements && k < (int)sizeof prov; i++)
+            k += snprintf(prov + k, sizeof prov - (size_t)k, " --placement %s", a.placements[i]);
+        int64_t run = 0;
+        st = transfer_scores_record(a.so.db_path, &t, prov, &run, msg, sizeof msg);
+        if (st != PL_OK) rc = cli_report("search", st, msg);
+        else if (!a.json)
+            printf("recorded as run %lld of %s: placer confirm --db %s --run %lld times them here\n", (long long)run,
+                   a.so.db_path, a.so.db_path, (long long)run);
     }
     policy_cands_destroy(all);
     transfer_scores_free(&t);

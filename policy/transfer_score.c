@@ -18,6 +18,34 @@ void transfer_scores_free(transfer_scores *s) {
     memset(s, 0, sizeof *s);
 }
 
+pl_status transfer_scores_record(const char *db_path, const transfer_scores *s, const char *args, int64_t *run_id,
+                                 char *msg, size_t len) {
+    profile_db *db = NULL;
+    pl_status st = profile_db_open(db_path, PROFILE_DB_WRITE, &db, msg, len);
+    if (st != PL_OK) return st;
+    const int N = s->rows->n_nodes;
+    char *text = malloc((size_t)N * 4 + 16);
+    if (!text) {
+        profile_db_close(db);
+        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    }
+    if ((st = profile_db_begin(db)) == PL_OK) {
+        st = profile_db_run_create(db, "transfer", args, run_id);
+        for (int i = 0; i < s->rows->n && st == PL_OK; i++) {
+            const policy_cand *c = &s->rows->items[i];
+            placement_format(c->node_dev, N, text, (size_t)N * 4 + 16);
+            st = profile_db_run_add_sample(db, *run_id, 0, i, text, c->ev.step_us, c->ev.peak_bytes, c->ev.oom);
+        }
+        if (st == PL_OK) st = profile_db_run_finish(db, *run_id);
+        if (st == PL_OK) st = profile_db_commit(db);
+        else profile_db_rollback(db);
+    }
+    if (st != PL_OK) pl_fail(msg, len, st, "cannot record the run in %s: %s", db_path, profile_db_last_error(db));
+    free(text);
+    profile_db_close(db);
+    return st;
+}
+
 /* The config text of cfg, as placer train stores it. */
 static void config_text(const gpt_config *cfg, char *buf, size_t len) {
     snprintf(buf, len, "default,vocab=%d,d_model=%d,heads=%d,layers=%d,seq=%d,batch=%d%s", cfg->vocab, cfg->d_model,

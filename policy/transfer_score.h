@@ -65,4 +65,14 @@ pl_status transfer_score(const transfer_score_options *o, policy_session *dst, t
                          size_t len);
 void transfer_scores_free(transfer_scores *s);
 
+/* Keep the scored rows in the database at db_path (this machine's) as a
+ * run of method "transfer" with args (its provenance, free text): one
+ * sample per row (update 0), its placement here and its predicted step,
+ * peak and verdict here, so that `placer confirm --run` times them on
+ * this machine's GPUs (confirm takes a run's top placements from its
+ * samples when it has no checkpoint). *run_id gets the new run. Errors
+ * from the store, one line. */
+pl_status transfer_scores_record(const char *db_path, const transfer_scores *s, const char *args, int64_t *run_id,
+                                 char *msg, size_t len);
+
 #endif

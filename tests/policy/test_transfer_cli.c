@@ -209,3 +209,29 @@ Test(transfer_cli, report_draws_the_gain_retained_heatmap, .init = setup, .fini 
     cr_assert(strstr(md, " n/a (1.500) |") != NULL, "%s", md);
     cr_assert(strstr(md, "| *100% [50%, 120%]* (1.500) |") != NULL, "the diagonal in italics: %s", md);
 }
+
+/* --record keeps the scored placements as a run here, which placer confirm
+ * times as its RL side (the synthetic timer stands in for GPUs). */
+Test(transfer_cli, recorded_placements_are_what_confirm_times_here, .init = setup, .fini = teardown) {
+    char args[1024], *out = NULL, *err = NULL;
+    snprintf(args, sizeof args, "search --db %s/t2.db --from %s/s.db --run 1 --top 3 --record --threads 1", g_dir, g_dir);
+    cr_assert_eq(run(args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(out, "recorded as run 1 of") != NULL, "%s", out);
+    free(out);
+    free(err);
+    snprintf(args, sizeof args,
+             "confirm --db %s/t2.db --run 1 --timer synthetic --micro-batches 2 --schedule 1f1b --selection-rounds 1 "
+             "--confirm-rounds 2 --steps 2 --warmup 1 --no-search",
+             g_dir);
+    cr_assert_eq(run(args, &out, &err), 0, "%s", err);
+    cr_assert(strstr(err, "from samples") != NULL, "%s", err);
+    cr_assert(strstr(out, "rl top 1") != NULL || strstr(out, "rl top 2") != NULL || strstr(out, "rl top 3") != NULL,
+              "%s", out);
+    free(out);
+    free(err);
+    /* a transfer run is not a training run to resume */
+    snprintf(args, sizeof args, "train --db %s/t2.db --resume 1", g_dir);
+    cr_assert_eq(run(args, NULL, &err), 2);
+    cr_assert(strstr(err, "a 'transfer' run, not a placer training run") != NULL, "%s", err);
+    free(err);
+}

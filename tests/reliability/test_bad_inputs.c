@@ -163,6 +163,7 @@ static const bad_case CASES[] = {
     {"train --db {H2} --from {RUNS}", 2, "--from", "goes with --resume RUN"},
     {"train --db {H2} --map rank", 2, "--map goes with", "--resume RUN --from OTHER"},
     {"search --db {H2} --run 1", 2, "score placements of another database", "give it with --from FILE"},
+    {"search --db {H2} --record", 2, "--map, --top and --record go with", "--from FILE"},
     {"search --db {H2} --from {RUNS}", 2, "--from", "give --run ID (a run trained there) or --placement P"},
     {"search --db {H2} --from {RUNS} --run 1 --map index", 2, "unknown device map 'index'", "use speed or rank"},
     {"search --db {H2} --from {RUNS} --run 1 --micro-batches 2", 2, "with --run the problem comes from the run",
