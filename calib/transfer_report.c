@@ -281,13 +281,13 @@ static const transfer_cell *find(const transfer_matrix *m, const char *graph, ch
 }
 
 static void pct(char *buf, size_t len, double g) {
-    const double p = 100 * g;
+    const double p = fabs(100 * g) < 0.5 ? 0.0 : 100 * g; /* no "-0%" */
     if (fabs(p) >= 999.5) snprintf(buf, len, "%.1fk%%", p / 1000);
     else snprintf(buf, len, "%.0f%%", p);
 }
 
 static const char *setting_name(char s) {
-    return s == 'A' ? "m=1 gpipe" : s == 'B' ? "m=4 1f1b" : s == 'C' ? "m=1 gpipe, cap 3/4 of one device's peak" : "";
+    return s == 'A' ? "m=1 gpipe" : s == 'B' ? "m=4 1f1b" : s == 'C' ? "m=1 gpipe, cap 3/4 of the single-device peak" : "";
 }
 
 /* The heatmap of one graph: a panel per placer (rows) and setting (columns). */

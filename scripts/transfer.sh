@@ -29,7 +29,8 @@
 #
 # Knobs (environment): SEEDS=3 UPDATES=250 SAMPLES=8 FINETUNE=50 JOBS=2
 # GRAPHS="default gpt12" SETTINGS=ABC MAX_EXHAUSTIVE=3e6 SKIP_BUILD=0
-# OUT_DOCS=docs/transfer
+# OUT_DOCS=docs/transfer SKIP_MATRIX=0 (1: keep out/transfer/'s profiles and
+# matrix and redo only stages 3 and 4)
 set -eu -o pipefail
 cd "$(dirname "$0")/.."
 SEEDS="${SEEDS:-3}"
@@ -41,6 +42,7 @@ GRAPHS="${GRAPHS:-default gpt12}"
 SETTINGS="${SETTINGS:-ABC}"
 MAX_EXHAUSTIVE="${MAX_EXHAUSTIVE:-3e6}"
 SKIP_BUILD="${SKIP_BUILD:-0}"
+SKIP_MATRIX="${SKIP_MATRIX:-0}"
 OUT_DOCS="${OUT_DOCS:-docs/transfer}"
 P=./build/cli/placer
 TM=./build/benchmarks/policy/transfer_matrix
@@ -54,6 +56,7 @@ export OPENBLAS_NUM_THREADS=1
 [ -x "$TM" ] || ninja -C build benchmarks/policy/transfer_matrix >/dev/null
 mkdir -p "$W"
 
+if [ "$SKIP_MATRIX" != 1 ]; then
 say "profiles"
 SPECS="t4x4-pcie h200x2-nvlink h200x4-nvlink h200x2-l40sx2"
 for s in $SPECS; do
@@ -74,6 +77,7 @@ done | xargs -P "$JOBS" -I{} sh -c "$TM $(echo $MACHINES) --graphs {} --settings
     --updates $UPDATES --samples $SAMPLES --finetune $FINETUNE --max-exhaustive $MAX_EXHAUSTIVE --threads 1 \
     --out $W/{} > $W/{}.md 2> $W/{}.log || { tail -5 $W/{}.log; exit 1; }"
 say "matrix done"
+fi
 
 mkdir -p "$OUT_DOCS/raw"
 first=1
@@ -87,6 +91,7 @@ done
 rm -f "$OUT_DOCS"/*.dat "$OUT_DOCS"/*.gp "$OUT_DOCS"/*.png "$OUT_DOCS"/*.svg "$OUT_DOCS/gnuplot.log"
 $P report --transfer "$OUT_DOCS/transfer-matrix.tsv" --out "$OUT_DOCS" --markdown "$OUT_DOCS/matrix.md"
 rm -f "$OUT_DOCS/gnuplot.log"
+python3 scripts/transfer_summary.py "$OUT_DOCS/transfer-matrix.tsv" >"$OUT_DOCS/summary.md"
 
 case " $GRAPHS " in *" default "*) ;; *) say "done (no 49M graph: the command-line check is skipped)"; exit 0 ;; esac
 case "$SETTINGS" in *B*) ;; *) say "done (no setting B: the command-line check is skipped)"; exit 0 ;; esac
