@@ -210,6 +210,12 @@ static const bad_case CASES[] = {
     {"search --db {DB} --max-evals 0", 2, "--max-evals must be a number >= 1", ">= 1"},
     {"search --db {DB} --threads 0", 2, "--threads must be an integer", "in 1..1024"},
     {"check-published --bogus", 2, "unknown option '--bogus'", "see placer check-published --help"},
+    /* ---- placer serve (its API's bad requests: tests/cli/test_serve_api.c) ---- */
+    {"serve --bogus", 2, "unknown or incomplete option '--bogus'", "see placer serve --help"},
+    {"serve extra", 2, "unexpected argument 'extra'", "see placer serve --help"},
+    {"serve --port 70000", 2, "--port must be an integer in 0..65535", "70000"},
+    {"serve --host example.org --port 0", 2, "--host 'example.org' is not an IPv4 address", "127.0.0.1"},
+    {"serve --db {MISSING} --port 0", 2, "no such readable file", "--db"},
     {"check-published --dir {MISSING}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --dir {OUT}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --gemm-efficiency 2", 2, "--gemm-efficiency must be in (0, 1]", "not '2'"},
