@@ -163,8 +163,9 @@ static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *
         s->chunk_expert_params[k] = (double)s->chunk_moe[k] * (double)ex;
         first += s->chunk_layers[k];
     }
-    moe_params mp;
+    moe_params mp; /* balanced: the run's load factor multiplies the time (moe_chunk_costs) */
     moe_params_default(&mp);
+    mp.imbalance = 1.0;
     const double bytes = moe_dispatch_bytes(cfg, l, &mp);
     for (int r = 0; r < pp; r++) {
         const int64_t rank = s->stage_rank[r];
@@ -619,7 +620,7 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
 static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     const layout *l = s->l;
     const int K = s->K, pp = s->pp, full = l->recompute == RECOMPUTE_FULL;
-    const double cs = p->collective_scale, lf = moe_load_factor(&p->moe);
+    const double cs = p->collective_scale, lf = moe_load_factor(&p->moe, s->cfg, l);
     layer_cost with = {0}, without = {0}, blk = {0};
     const cluster_gpu *last_gpu = NULL;
     for (int k = 0; k < K; k++) {

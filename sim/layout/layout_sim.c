@@ -468,25 +468,27 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
     const double v[] = {p->collective_scale, p->step_fixed_us, p->p2p_scale, p->dp_bucket_bytes,
                         p->grad_comm_bytes, p->emb_head_scale, p->compute.gemm_efficiency,
                         p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale,
-                        p->moe.imbalance, p->moe.capacity_factor, p->moe.grouped_m_half, p->moe.grouped_e_inf};
+                        p->moe.imbalance, p->moe.capacity_factor, p->moe.expert_cv};
     static const char *const names[] = {"collective_scale", "step_fixed_us", "p2p_scale", "dp_bucket_bytes",
                                         "grad_comm_bytes", "emb_head_scale", "gemm_efficiency",
                                         "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale",
-                                        "moe imbalance", "moe capacity_factor", "moe grouped_m_half",
-                                        "moe grouped_e_inf"};
+                                        "moe imbalance", "moe capacity_factor", "moe expert_cv"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
             return PL_ERR_INVALID;
         }
-    if (!(p->moe.grouped_e_inf > 0) || p->moe.grouped_e_inf > 1) {
-        ls_msg(msg, len, "layout simulator parameter moe grouped_e_inf is %g; it must be in (0, 1]", p->moe.grouped_e_inf);
-        return PL_ERR_INVALID;
-    }
-    if (p->moe.imbalance < 1.0) {
-        ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced)",
+    if (p->moe.imbalance != 0 && p->moe.imbalance < 1.0) {
+        ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced; 0: from expert_cv)",
                p->moe.imbalance);
         return PL_ERR_INVALID;
+    }
+    if (p->moe.fit) {
+        char m2[200];
+        if (moe_fit_validate(p->moe.fit, m2, sizeof m2) != PL_OK) {
+            ls_msg(msg, len, "%s", m2);
+            return PL_ERR_INVALID;
+        }
     }
     if (!(p->dp_bucket_bytes > 0) || !(p->grad_comm_bytes > 0) || !(p->compute.gemm_efficiency > 0) ||
         !(p->compute.memory_efficiency > 0)) {
@@ -507,6 +509,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     else layout_sim_params_default(&p);
     pl_status st = check_params(&p, msg, len);
     if (st != PL_OK) return st;
+    framework_apply_moe(p.framework, &p.moe); /* the stack's MoE choices where p leaves them open */
     if ((st = ls_ensure_buckets(s, &p)) != PL_OK) {
         ls_msg(msg, len, st == PL_ERR_NOMEM ? "out of memory" : "collective model failed for the gradient buckets");
         return st;
@@ -582,10 +585,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
         const int L = s->stage_layers[r];
-        if (gpt_is_moe(s->cfg)) /* MoE: Megatron's conventions with the expert parts (moe.h) */
-            layout_stage_memory_moe(s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
-        else
-            framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
+        framework_stage_memory_moe(p.framework, s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
         res->stage_mem[r] = mem.total;
         if (r == 0 || mem.total > res->stage_mem[worst]) {
             worst = r;

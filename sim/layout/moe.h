@@ -34,17 +34,11 @@
  * q members per node (the fewest), lat the intra-node latency inside a node
  * and the network's across nodes; eff the cluster's collective_efficiency.
  *
- * Expert compute: grouped GEMMs, E / ep problems of (f m) x (width) x h at
- * once, at the efficiency of the H200 grouped-GEMM sweep's fit, a roofline
- * in the tokens per expert: eff(m) = e_inf m / sqrt(m^2 + m_half^2) of the
- * peak (weight-read bound below the knee, compute bound above; moe.c says
- * where the constants come from). Gated (SwiGLU) experts: gate+up (f m, 2F/etp, h), down (f m, h,
- * F/etp); non-gated: (f m, F/etp, h), (f m, h, F/etp); backward a data and a
- * weight gradient each. Router: the (n, E, h) GEMM and its softmax / sigmoid
- * top-k (3 fp32 passes over n E); permutation and un-permutation: a gather
- * and a scatter of the n k routed rows (read and write), un-permutation
- * weighting them; the shared experts: a dense MLP of width S / tp on T
- * tokens. Backward: two GEMMs per forward GEMM, the permutations again.
+ * Expert compute: the measured MoE layer of moe_compute.h (router,
+ * permutation, grouped expert GEMMs with per-expert and per-launch terms,
+ * tails, shared experts; the sweep's constants, inputs/moe_fit.h), for the
+ * busiest rank (f m rows per local expert on average, spread over the
+ * experts by expert_cv or a measured histogram).
  */
 #ifndef PLACER_SIM_MOE_H
 #define PLACER_SIM_MOE_H
@@ -56,20 +50,40 @@
 #include "compute_model.h"
 #include "graph.h"
 #include "layout.h"
+#include "moe_fit.h"
+#include "moe_hist.h"
 #include "status.h"
 
 typedef struct {
-    double imbalance;       /* tokens on the busiest expert rank / the mean, >= 1 (1: balanced) */
+    double imbalance;       /* routed rows on the busiest expert rank / the mean, >= 1; 0 (default):
+                               moe_rank_load_factor of expert_cv over the layout's ep ranks */
     double capacity_factor; /* 0: dropless (imbalance applies); > 0: capacity = this x the mean, padded */
-    double grouped_e_inf;   /* the expert GEMMs' efficiency at many tokens per expert (of the bf16 peak, H200) */
-    double grouped_m_half;  /* tokens per expert at the roofline's knee: eff(m) = e_inf m / sqrt(m^2 + m_half^2) */
+    double expert_cv;       /* coefficient of variation of the rows among experts (a router
+                               histogram's), >= 0; default 0.1: the stated figure of a trained router
+                               with load balancing (moe.c says why); 0: balanced (forced balance) */
+    const moe_fit *fit;     /* the measured MoE layer (inputs/moe_fit.h); NULL: moe_fit_builtin */
+    int gemm_impl;          /* moe_gemm_impl of the expert GEMMs; -1 (default): the stack's
+                               (framework_apply_moe; Megatron: cublas_loop, FP8 cublas_fp8_loop) */
+    int fp32_act;           /* 1: the MoE block's activations are fp32 (torch autocast over fp32
+                               parameters: torchtitan, hf), 0 bf16; -1: the stack's */
+    int weight_cast;        /* 1: the experts' fp32 weights are cast to bf16 every forward (autocast);
+                               -1: the stack's */
+    int fused_permute;      /* 1: one fused permutation kernel (Transformer Engine's); 0: torch's sort,
+                               histogram and gathers (torchtitan); -1: the stack's */
+    int fp32_gemm;          /* 1: the expert GEMMs multiply in fp32 (Hugging Face's grouped_mm under
+                               autocast with fp32 parameters); -1: the stack's */
+    const moe_hist *hist;   /* measured router histograms, one per MoE layer in model order (the
+                               shares price each layer's experts); NULL: expert_cv */
 } moe_params;
 
-/* Defaults: balanced dropless routing, the grouped-GEMM curve of moe.c (fitted to the H200 sweep). */
+/* Defaults: dropless, the load factor from expert_cv 0.1, the compiled-in
+ * fit, every stack choice -1 (the framework's, else Megatron's). */
 void moe_params_default(moe_params *p);
 
-/* The load factor f of moe.h: capacity_factor when > 0, else imbalance. */
-double moe_load_factor(const moe_params *p);
+/* The load factor f of moe.h for l: capacity_factor when > 0, else
+ * imbalance when >= 1, else moe_rank_load_factor(expert_cv, E / ep, ep)
+ * (p NULL: 1). */
+double moe_load_factor(const moe_params *p, const gpt_config *cfg, const layout *l);
 
 /* Tokens per rank entering an MoE layer (n of moe.h), routed copies per
  * rank (n k), and tokens per local expert on the busiest rank (f m). */
@@ -94,14 +108,11 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
 pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
                                double row_bytes, double load_factor, double *us, coll_estimate *out);
 
-/* The expert GEMMs' fraction of gpu's peak in prec at m tokens per expert
- * (cp, mp: NULL not accepted). */
-double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
-                              const moe_params *mp);
-
 /* Compute of one MoE layer's MLP block on one GPU (router, permutations,
  * grouped expert GEMMs and their activation, shared experts), without
- * communication; recompute_us under l->recompute (full: the forward). */
+ * communication: moe_layer_time_us (moe_compute.h) at the balanced loads of
+ * mp, as fwd_us and bwd_us (dgrad + wgrad); recompute_us under
+ * l->recompute (full: the forward). A dense model or a bad fit: zeros. */
 void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                             const compute_params *cp, const moe_params *mp, layer_cost *out);
 
