@@ -34,11 +34,6 @@ const char *moe_time_part_name(moe_time_part p) {
     return (unsigned)p < MOE_T_COUNT ? n[p] : "unknown";
 }
 
-double moe_rank_load_factor(double cv, int experts_per_rank, int ranks) {
-    if (!(cv > 0) || ranks <= 1 || experts_per_rank < 1) return 1.0;
-    return 1.0 + cv / sqrt((double)experts_per_rank) * sqrt(2.0 * log((double)ranks));
-}
-
 /* ---- the grouped GEMMs ---------------------------------------------------- */
 
 /* The fit of impl in prec for pass, or the nearest one the fit has:

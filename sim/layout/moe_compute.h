@@ -54,8 +54,8 @@
 #include "compute_model.h"
 #include "graph.h"
 #include "layout.h"
-#include "moe.h"
 #include "moe_fit.h"
+#include "moe_params.h"
 #include "status.h"
 
 /* The parts of moe_compute.h's opening, in the breakdown's order. */
@@ -113,11 +113,5 @@ pl_status moe_layer_time_us(const cluster_gpu *gpu, const gpt_config *cfg, const
  * prec on gpu, with fit f. The sweep's model (moe_fit.h). 0 for no rows. */
 double moe_grouped_gemm_us(const cluster_gpu *gpu, const moe_fit *f, moe_gemm_impl impl, precision prec,
                            moe_pass pass, const double *rows, int n_experts, int64_t h, int64_t f_local, int gated);
-
-/* The expected largest of n ranks' loads, each the sum of e experts whose
- * rows have coefficient of variation cv, over the mean: 1 + cv / sqrt(e)
- * x sqrt(2 ln n) (the normal bound on the largest of n; 1 for n = 1 or
- * cv = 0). The load factor of a plan's default imbalance. */
-double moe_rank_load_factor(double cv, int experts_per_rank, int ranks);
 
 #endif
