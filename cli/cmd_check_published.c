@@ -208,7 +208,7 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
-                if (k != LAYOUT_T_EP || x->res.parts_us[k] > 0)
+                if (!layout_time_part_optional((layout_time_part)k) || x->res.parts_us[k] > 0)
                     printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k), 100 * x->res.parts_us[k] / x->res.step_us);
             printf("\n");
         }

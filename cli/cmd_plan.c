@@ -156,7 +156,7 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers, int w
 static void print_breakdown(const layout_result *r) {
     printf("  time:");
     for (int p = 0, first = 1; p < LAYOUT_T_COUNT; p++)
-        if ((p != LAYOUT_T_RECOMPUTE && p != LAYOUT_T_EP) || r->parts_us[p] > 0) {
+        if ((p != LAYOUT_T_RECOMPUTE && !layout_time_part_optional((layout_time_part)p)) || r->parts_us[p] > 0) {
             printf("%s %s %.2f ms", first ? "" : ",", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3);
             first = 0;
         }

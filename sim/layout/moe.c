@@ -146,6 +146,13 @@ moe_act_parts moe_activation_parts(const gpt_config *cfg, const layout *l, const
     a.router = 2.0 * 4.0 * n * cfg->n_experts;
     a.routed = 2.0 * El * m * h * e;
     a.expert_mlp = g * e * El * m * Fl;
+    if (l->mem & LAYOUT_MEM_FP8_ACT) {
+        /* DeepSeek-V3's FP8 activation caching (report, section 3.3.3): the experts' input rows and
+         * SwiGLU's inputs are kept in FP8 (1 byte and a scale per 128), SwiGLU's output recomputed */
+        const double q = 1.0 + 4.0 / 128;
+        a.routed = El * m * h * (q + e);
+        a.expert_mlp = (g - 1.0) * q * El * m * Fl;
+    }
     if (cfg->shared_d_ff > 0) a.shared = g * e * tokens_gpu(cfg, l) * ((double)cfg->shared_d_ff / (l->tp > 0 ? l->tp : 1));
     return a;
 }
@@ -157,9 +164,18 @@ int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int 
     const int K = l->pp * l->vp;
     if (K < 1 || K > max_chunks || layout_chunk_layers(l, cfg->n_layers, cl, NULL, 0) != PL_OK)
         return (int)llround((double)layers * gpt_moe_layers_in(cfg, 0, cfg->n_layers) / cfg->n_layers);
+    /* the stage's chunks: schedule_stage_of over its vp chunks (the V orders: stages r and 2p-1-r) */
+    int mine[LAYOUT_MAX_CHUNKS] = {0};
+    const schedule_order o = l->sched == SCHED_1F1B && l->vp > 1 ? SCHED_INTERLEAVED : l->sched;
+    for (int c = 0; c < l->vp; c++) {
+        const int k = schedule_stage_of(o, l->pp, stage, c);
+        if (k >= 0 && k < K) mine[k] = 1;
+    }
     int first = 0, have = 0, moe = 0;
+    const int Sp = K / schedule_pipelines(o);
     for (int k = 0; k < K; k++) {
-        if (k % l->pp == stage) {
+        if (k % Sp == 0) first = 0; /* dualpipe: each pipeline runs the whole model */
+        if (mine[k]) {
             have += cl[k];
             moe += gpt_moe_layers_in(cfg, first, cl[k]);
         }

@@ -43,6 +43,11 @@
 #ifndef PLACER_SIM_MOE_H
 #define PLACER_SIM_MOE_H
 
+/* SMs DeepEP's dispatch and combine kernels hold while they run: 20 of an
+ * H800's 132 (DeepSeek-V3 report, arXiv 2412.19437, section 3.2.2); the
+ * compute beside a hidden dispatch runs on the rest. */
+#define MOE_DEEPEP_SMS 20
+
 #include <stdint.h>
 
 #include "cluster.h"
@@ -115,7 +120,8 @@ moe_act_parts moe_activation_parts(const gpt_config *cfg, const layout *l, const
 double moe_dispatch_buffer_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp);
 
 /* MoE layers among the transformer layers a pipeline stage holds (its
- * chunks stage, stage + pp, ... of layout_chunk_layers); when layers is not
+ * chunks of layout_chunk_layers: stage, stage + pp, ... interleaved; stage and
+ * 2 pp - 1 - stage under the V orders, zb-v and dualpipev); when layers is not
  * the stage's count from l (a caller's own split), in proportion. */
 int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int layers);
 

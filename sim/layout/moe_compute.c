@@ -179,14 +179,23 @@ typedef struct {
 } part_ctx;
 
 /* c_launch + bytes / BW + FLOPs / R of part in pass (0 when the fit has
- * no such part); fused: one launch instead of the fitted constant term. */
-static double part_us(const part_ctx *c, moe_part part, moe_pass pass, double bytes, double flops, int fused) {
+ * no such part). */
+static double part_us(const part_ctx *c, moe_part part, moe_pass pass, double bytes, double flops) {
     const moe_part_fit *q = &c->f->part[part][pass];
     if (!q->have) return 0.0;
-    double t = fused ? c->launch_us : q->c_launch_us;
+    double t = q->c_launch_us;
     if (q->bw > 0) t += bytes / (q->bw * c->bw_scale) * 1e6;
     if (q->flops > 0) t += flops / (q->flops * c->fl_scale) * 1e6;
     return t;
+}
+
+/* A fused kernel (Transformer Engine's permute, unpermute and casts): one
+ * launch and its bytes moved once at the measured elementwise bandwidth
+ * (the act_cast part's, a single-pass copy; else 70% of HBM). */
+static double fused_us(const part_ctx *c, double bytes) {
+    const moe_part_fit *q = &c->f->part[MOE_PART_ACT_CAST][MOE_PASS_FWD];
+    const double bw = q->have && q->bw > 0 ? q->bw * c->bw_scale : 0.7 * c->f->hbm_bw * c->bw_scale;
+    return c->launch_us + bytes / bw * 1e6;
 }
 
 static int resolved(int v, int dflt) { return v >= 0 ? v : dflt; }
@@ -256,14 +265,20 @@ pl_status moe_layer_time_us(const cluster_gpu *gpu, const gpt_config *cfg, const
     double (*u)[MOE_PASS_COUNT] = out->us;
     /* router */
     const double gb = 2.0 * (n * h + E * h + n * E), gf = 2.0 * n * h * E;
-    for (int p = 0; p < MOE_PASS_COUNT; p++) u[MOE_T_ROUTER][p] += part_us(&c, MOE_PART_ROUTER_GATE, (moe_pass)p, gb, gf, 0);
-    u[MOE_T_ROUTER][MOE_PASS_FWD] += part_us(&c, MOE_PART_ROUTER_TOPK, MOE_PASS_FWD, 12.0 * n * E + 12.0 * n * k, 0, 0);
-    u[MOE_T_ROUTER][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_ROUTER_TOPK, MOE_PASS_DGRAD, 12.0 * n * E + 8.0 * n * k, 0, 0);
-    /* permutation */
+    for (int p = 0; p < MOE_PASS_COUNT; p++) u[MOE_T_ROUTER][p] += part_us(&c, MOE_PART_ROUTER_GATE, (moe_pass)p, gb, gf);
+    u[MOE_T_ROUTER][MOE_PASS_FWD] += part_us(&c, MOE_PART_ROUTER_TOPK, MOE_PASS_FWD, 12.0 * n * E + 12.0 * n * k, 0);
+    u[MOE_T_ROUTER][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_ROUTER_TOPK, MOE_PASS_DGRAD, 12.0 * n * E + 8.0 * n * k, 0);
+    /* permutation: torch's sort, histogram, gathers and padding (the fitted part), or one fused kernel
+     * reading and writing the routed rows */
     const double P = R + 8.0 * El; /* rows padded to 8 an expert */
     const double pb = 2.0 * R * h * x + 2.0 * P * h * x + 32.0 * R;
-    u[MOE_T_PERMUTE][MOE_PASS_FWD] += part_us(&c, MOE_PART_PERMUTE, MOE_PASS_FWD, pb, 0, fused);
-    u[MOE_T_PERMUTE][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_PERMUTE, MOE_PASS_DGRAD, pb + n * h * x, 0, fused);
+    if (fused) {
+        u[MOE_T_PERMUTE][MOE_PASS_FWD] += fused_us(&c, 2.0 * R * h * x);
+        u[MOE_T_PERMUTE][MOE_PASS_DGRAD] += fused_us(&c, 2.0 * R * h * x + n * h * x);
+    } else {
+        u[MOE_T_PERMUTE][MOE_PASS_FWD] += part_us(&c, MOE_PART_PERMUTE, MOE_PASS_FWD, pb, 0);
+        u[MOE_T_PERMUTE][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_PERMUTE, MOE_PASS_DGRAD, pb + n * h * x, 0);
+    }
     /* the grouped GEMMs over the rank's experts */
     double rows[MOE_BINS], wt[MOE_BINS];
     double *rr = rows, *ww = wt;
@@ -285,24 +300,31 @@ pl_status moe_layer_time_us(const cluster_gpu *gpu, const gpt_config *cfg, const
         u[MOE_T_EXPERTS][p] = grouped_pass_us(gpu, f, (moe_gemm_impl)impl, prec, fp32_gemm, (moe_pass)p, rr, ww, nb, h, fl, gated);
     /* tails: the activation, unpermute + combine, casts */
     const double act_f = gated ? 6.0 : 4.0, act_b = gated ? 10.0 : 6.0;
-    u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_SWIGLU, MOE_PASS_FWD, act_f * R * fl, 0, 0);
-    u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_SWIGLU, MOE_PASS_DGRAD, act_b * R * fl, 0, 0);
-    const double ub = 2.0 * P * h * x + 2.0 * R * h * x + 4.0 * R * h + n * h * x;
-    u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_UNPERMUTE, MOE_PASS_FWD, ub, 2.0 * R * h, fused);
-    u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_UNPERMUTE, MOE_PASS_DGRAD, ub + 4.0 * R * h, 4.0 * R * h, fused);
+    u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_SWIGLU, MOE_PASS_FWD, act_f * R * fl, 0);
+    u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_SWIGLU, MOE_PASS_DGRAD, act_b * R * fl, 0);
+    if (fused) { /* read the rows and their scores, write the tokens; backward both ways */
+        u[MOE_T_TAILS][MOE_PASS_FWD] += fused_us(&c, R * h * x + n * h * x + 4.0 * R);
+        u[MOE_T_TAILS][MOE_PASS_DGRAD] += fused_us(&c, 2.0 * (R * h * x + n * h * x) + 4.0 * R);
+    } else {
+        const double ub = 2.0 * P * h * x + 2.0 * R * h * x + 4.0 * R * h + n * h * x;
+        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_UNPERMUTE, MOE_PASS_FWD, ub, 2.0 * R * h);
+        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_UNPERMUTE, MOE_PASS_DGRAD, ub + 4.0 * R * h, 4.0 * R * h);
+    }
     if (fp32_act) {
-        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_ACT_CAST, MOE_PASS_FWD, 12.0 * R * h, 0, 0);
-        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_ACT_CAST, MOE_PASS_DGRAD, 12.0 * R * h, 0, 0);
+        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_ACT_CAST, MOE_PASS_FWD, 12.0 * R * h, 0);
+        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_ACT_CAST, MOE_PASS_DGRAD, 12.0 * R * h, 0);
     }
     if (wcast) {
         const double wp = (double)El * (gated ? 3.0 : 2.0) * fl * h;
-        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_WEIGHT_CAST, MOE_PASS_FWD, 6.0 * wp, 0, 0);
-        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_WEIGHT_CAST, MOE_PASS_DGRAD, 6.0 * wp, 0, 0);
+        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_WEIGHT_CAST, MOE_PASS_FWD, 6.0 * wp, 0);
+        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_WEIGHT_CAST, MOE_PASS_DGRAD, 6.0 * wp, 0);
     }
-    if (fp8) {
+    if (fp8) { /* the routed rows and the experts' hidden rows cast to FP8, forward and again in backward:
+                * torch's dynamic tensorwise casts (amax, scale, cast: the fitted part), or one fused pass */
         const double cb = 5.0 * R * (h + fl);
-        u[MOE_T_TAILS][MOE_PASS_FWD] += part_us(&c, MOE_PART_FP8_CAST, MOE_PASS_FWD, cb, 0, 0);
-        u[MOE_T_TAILS][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_FP8_CAST, MOE_PASS_FWD, cb, 0, 0);
+        const double t8 = fused ? fused_us(&c, 3.0 * R * (h + fl)) : part_us(&c, MOE_PART_FP8_CAST, MOE_PASS_FWD, cb, 0);
+        u[MOE_T_TAILS][MOE_PASS_FWD] += t8;
+        u[MOE_T_TAILS][MOE_PASS_DGRAD] += t8;
     }
     /* shared experts: a dense MLP of width S / tp on the T tokens */
     if (cfg->shared_d_ff > 0) {
@@ -311,9 +333,9 @@ pl_status moe_layer_time_us(const cluster_gpu *gpu, const gpt_config *cfg, const
         const moe_part mlp = fp8 && c.f->part[MOE_PART_SHARED_MLP_FP8][MOE_PASS_FWD].have ? MOE_PART_SHARED_MLP_FP8
                                                                                           : MOE_PART_SHARED_MLP;
         for (int p = 0; p < MOE_PASS_COUNT; p++)
-            u[MOE_T_SHARED][p] += part_us(&c, mlp, (moe_pass)p, mlp == MOE_PART_SHARED_MLP_FP8 ? sb / 2 : sb, sf, 0);
-        u[MOE_T_SHARED][MOE_PASS_FWD] += part_us(&c, MOE_PART_SWIGLU_SHARED, MOE_PASS_FWD, act_f * T * S, 0, 0);
-        u[MOE_T_SHARED][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_SWIGLU_SHARED, MOE_PASS_DGRAD, act_b * T * S, 0, 0);
+            u[MOE_T_SHARED][p] += part_us(&c, mlp, (moe_pass)p, mlp == MOE_PART_SHARED_MLP_FP8 ? sb / 2 : sb, sf);
+        u[MOE_T_SHARED][MOE_PASS_FWD] += part_us(&c, MOE_PART_SWIGLU_SHARED, MOE_PASS_FWD, act_f * T * S, 0);
+        u[MOE_T_SHARED][MOE_PASS_DGRAD] += part_us(&c, MOE_PART_SWIGLU_SHARED, MOE_PASS_DGRAD, act_b * T * S, 0);
         out->fwd_flops += sf;
     }
     for (int q = 0; q < MOE_T_COUNT; q++) {

@@ -303,7 +303,7 @@ Test(layout, sched_parses_formats_and_validates) {
     layout_format(&l, buf, sizeof buf);
     cr_assert_null(strstr(buf, "sched"), "%s", buf);
     cr_assert_eq(layout_parse("pp=4,sched=gpipe", &l, msg, sizeof msg), PL_ERR_INVALID);
-    cr_assert_not_null(strstr(msg, "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev"), "%s", msg);
+    cr_assert_not_null(strstr(msg, "layout sched must be 1f1b, zb-h1, zb-h2, zb-v, dualpipev or dualpipe"), "%s", msg);
     gpt_config cfg;
     cr_assert_eq(gpt_config_parse("default,layers=8", &cfg, msg, sizeof msg), PL_OK);
     cr_assert_eq(layout_parse("pp=4,mbs=1,gbs=16,sched=zb-v", &l, msg, sizeof msg), PL_OK);
