@@ -24,8 +24,11 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     char m[512];
     layout_sim *s = NULL;
     layout_result res;
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    if (run->forced_balance) p.moe.expert_cv = 0.0; /* the run forced balanced routing */
     if (layout_sim_create(&run->model, &run->lay, &run->cl, &s, m, sizeof m) != PL_OK ||
-        layout_sim_run(s, NULL, 0, &res, m, sizeof m) != PL_OK) {
+        layout_sim_run(s, &p, 0, &res, m, sizeof m) != PL_OK) {
         layout_sim_destroy(s);
         snprintf(row->why, sizeof row->why, "simulator: %.140s", m);
         return;

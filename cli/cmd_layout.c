@@ -55,6 +55,9 @@ static void layout_usage(FILE *f) {
             "                    ep etp dispatcher=alltoall|allgather|flex overlap=none|ep\n"
             "  --gpus N        use N GPUs of the cluster (whole nodes); without dp= in the\n"
             "                  layout, dp = N / (tp cp pp)\n"
+            "  --domain-gpus N use N GPUs of each NVLink domain (a rack the job does not fill:\n"
+            "                  NVIDIA's GB200 runs use 64 of an NVL72's 72); ranks fill the racks N at\n"
+            "                  a time, so an all-to-all of N consecutive ranks stays on NVLink\n"
             "  --seq S         sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
             "  --flops F       model (default: no recomputation, PaLM's MFU sense) or hardware\n"
@@ -99,8 +102,10 @@ typedef struct {
 static int parse_args(int argc, char **argv, layout_args *a) {
     memset(a, 0, sizeof *a);
     cli_stack_default(&a->stack);
-    const char *gpus_text = NULL, *seq_text = NULL, *flops_text = "model";
+    const char *gpus_text = NULL, *seq_text = NULL, *flops_text = "model", *dom_text = NULL;
+    enum { OPT_DOMAIN_GPUS = 0x2000 };
     static const struct option opts[] = {
+        {"domain-gpus", required_argument, 0, OPT_DOMAIN_GPUS},
         {"collectives-from", required_argument, 0, 'C'}, {"measured-curves", no_argument, 0, 'M'},
         {"model", required_argument, 0, 'm'},   {"cluster", required_argument, 0, 'c'},
         {"layout", required_argument, 0, 'l'},  {"gpus", required_argument, 0, 'g'},
@@ -119,6 +124,7 @@ static int parse_args(int argc, char **argv, layout_args *a) {
         case 'c': e->cluster = optarg; break;
         case 'l': e->layout = optarg; break;
         case 'g': gpus_text = optarg; break;
+        case OPT_DOMAIN_GPUS: dom_text = optarg; break;
         case 's': seq_text = optarg; break;
         case 'f': flops_text = optarg; break;
         case 't': e->trace_path = optarg; break;
@@ -149,7 +155,11 @@ static int parse_args(int argc, char **argv, layout_args *a) {
         return cli_usage_error(CMD, "--gpus '%s' is not a positive integer", gpus_text);
     if (seq_text && !parse_pos_int(seq_text, 1L << 24, &seq))
         return cli_usage_error(CMD, "--seq '%s' is not a positive integer", seq_text);
+    long dom = 0;
+    if (dom_text && !parse_pos_int(dom_text, 1L << 20, &dom))
+        return cli_usage_error(CMD, "--domain-gpus '%s' is not a positive integer", dom_text);
     e->gpus = gpus;
+    e->domain_gpus = dom;
     e->seq = (int)seq;
     if (a->stack.set) e->params = &a->stack.params;
     return 0;

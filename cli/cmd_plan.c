@@ -37,6 +37,8 @@ static void plan_usage(FILE *f) {
             "  --model         a Hugging Face config.json, or a preset (default, gpt12, ...)\n"
             "  --cluster       a cluster file, or a name in data/clusters (placer layout lists them)\n"
             "  --gpus          GPUs to use (default: all of the cluster's)\n"
+            "  --domain-gpus   GPUs used per NVLink domain (a rack the job does not fill: 64 of an\n"
+            "                  NVL72's 72); ranks fill the racks that many at a time\n"
             "  --global-batch  sequences per step (default: the preset's batch)\n"
             "  --seq           sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
@@ -195,6 +197,7 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
     case 'm': a->run.model = arg; break;
     case 'c': a->run.cluster = arg; break;
     case 'n': rc = cli_long_arg(CMD, "--gpus", arg, 1, 1L << 30, &v); a->run.gpus = v; break;
+    case 0x2000: rc = cli_long_arg(CMD, "--domain-gpus", arg, 1, 1L << 20, &v); a->run.domain_gpus = v; break;
     case 'b': rc = cli_long_arg(CMD, "--global-batch", arg, 1, 1L << 30, &v); a->run.global_batch = (int)v; break;
     case 's': rc = cli_long_arg(CMD, "--seq", arg, 1, 1L << 24, &v); a->run.seq = (int)v; break;
     case 'p':
@@ -232,7 +235,8 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
             else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
                 o->sched_mask |= 1u << so;
             else
-                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev", name);
+                return cli_usage_error(CMD, "--schedules '%s': use all (zb-h1, zb-h2, zb-v, dualpipev), or a list of "
+                                            "zb-h1, zb-h2, zb-v, dualpipev, dualpipe", name);
             q = e ? e + 1 : NULL;
         }
         break;
@@ -257,6 +261,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
         {"gpus", required_argument, 0, 'n'},     {"global-batch", required_argument, 0, 'b'},
+        {"domain-gpus", required_argument, 0, 0x2000},
         {"seq", required_argument, 0, 's'},      {"precision", required_argument, 0, 'p'},
         {"top", required_argument, 0, 'k'},      {"max-tp", required_argument, 0, 'T'},
         {"max-cp", required_argument, 0, 'C'},   {"max-vp", required_argument, 0, 'V'},

@@ -97,8 +97,25 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
                                                                                     : RECOMPUTE_SELECTIVE;
     l.zero = has(z, "FSDP") ? ZERO_FSDP : ZERO_1;
     cfg.seq_len = seq;
-    /* DualPipe (two chunks per rank, bidirectional) is not modelled: its row runs as 1F1B with vp 1 */
-    if (has(cell(c, r, "schedule"), "dualpipe")) l.vp = 1;
+    const char *sched = cell(c, r, "schedule"), *recipe = cell(c, r, "fp8_recipe"), *as = cell(c, r, "assumptions");
+    if (l.prec == PRECISION_FP8)
+        l.fp8 = has(recipe, "blockwise") ? FP8_RECIPE_BLOCKWISE
+                : has(recipe, "current scaling") ? FP8_RECIPE_TENSORWISE : FP8_RECIPE_DELAYED;
+    /* DeepSeek's DualPipe: two directions, two chunks a rank */
+    if (has(sched, "dualpipe")) {
+        l.sched = SCHED_DUALPIPE;
+        l.vp = 2;
+    }
+    if (has(sched, "A2A overlap") || has(as, "A2A overlap")) l.ep_overlap = 1;
+    /* memory savings the row's own text names (its source's report) */
+    if (has(rc, "RMSNorm and MLA up-projections recomputed")) {
+        l.mem |= LAYOUT_MEM_NORM_MLA;
+        if (!has(rc, "full") || has(rc, "no full")) l.recompute = RECOMPUTE_NONE;
+    }
+    if (has(recipe, "BF16 AdamW moments") || has(recipe, "BF16 optimizer states")) l.mem |= LAYOUT_MEM_BF16_MOMENTS;
+    if (l.prec == PRECISION_FP8 && has(recipe, "DeepSeek")) l.mem |= LAYOUT_MEM_FP8_ACT;
+    if (has(as, "MTP module (depth 1) is trained")) l.mem |= LAYOUT_MEM_MTP_LAST;
+    row->forced_balance = has(as, "orced load balance") || has(as, "force-load-balancing");
     /* one or two more chunks than layers (Qwen3-235B's 94 layers on pp 32 x vp 3): the first and last
      * chunks hold only the embedding and the loss, as a Megatron pipeline layout "E|t|...|t|L" does */
     const int K = l.pp * l.vp;

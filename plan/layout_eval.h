@@ -30,6 +30,7 @@ typedef struct {
     const layout_sim_params *params; /* the software stack; NULL: defaults */
     const coll_measured *measured;   /* measured collectives inside a node; NULL: the cluster model */
     const char *trace_path;          /* non-NULL: write a Chrome trace of one pipeline replica there */
+    int64_t domain_gpus;             /* > 0: GPUs used per NVLink domain (cluster_use_domain_gpus) */
 } layout_eval_options;
 
 typedef struct {

@@ -609,8 +609,11 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
         }
     }
     if (s->moe && layout_expert_dim_size(l, LAYOUT_EDIM_EDP) > 1) {
-        /* the experts' gradients: reduced over the edp group, in buckets of
-         * the same size, after the chunk's dense buckets (added to its last) */
+        /* the experts' gradients: reduced over the edp group in buckets of
+         * the same size as the layers that hold them finish their backward
+         * (Megatron's buckets follow the parameters' backward order): the
+         * chunk's expert reduction spread over its dense buckets in
+         * proportion to their bytes (the layers' share) */
         for (int k = 0; k < K; k++) {
             const double bytes = s->chunk_expert_params[k] * gb;
             if (!(bytes > 0) || s->bk_start[k + 1] == s->bk_start[k]) continue;
@@ -619,7 +622,10 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
             coll_estimate ee;
             pl_status st = sim_coll(s, kind, s->egrp, n, bytes / nb, &ee);
             if (st != PL_OK) return st;
-            s->buckets[s->bk_start[k + 1] - 1].us += nb * ee.time_us;
+            double dense = 0;
+            for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) dense += s->buckets[b].bytes;
+            for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++)
+                s->buckets[b].us += dense > 0 ? nb * ee.time_us * s->buckets[b].bytes / dense : 0.0;
         }
     }
     coll_estimate e;
@@ -718,6 +724,16 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             dr += without.recompute_us + b.recompute_us - with.recompute_us;
             disp += cs * lf * s->ep_disp[r];
             wg += w;
+        }
+        if ((l->mem & LAYOUT_MEM_MTP_LAST) && ls_last(s, k)) {
+            /* DeepSeek's multi-token-prediction module on the last stage (mem=mtp_last): one more MoE
+             * layer (its attention and MoE block) and the shared head and loss once more */
+            layer_cost hc;
+            head_compute_cost(s->gpu[r], cfg, l, &p->compute, &hc);
+            df += without.fwd_us + blk.fwd_us + p->emb_head_scale * hc.fwd_us;
+            db += without.bwd_us + blk.bwd_us + p->emb_head_scale * hc.bwd_us;
+            dr += without.recompute_us + blk.recompute_us;
+            disp += cs * lf_bal * s->ep_disp[r];
         }
         c->f_comp += df;
         c->b_comp += db;

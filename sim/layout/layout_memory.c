@@ -377,7 +377,15 @@ void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compu
     const double vp = l->vp > 0 ? l->vp : 1;
     out->moe_activations = (int64_t)llround((double)nm / vp * (in_flight > 0 ? in_flight : 0) * per);
     out->moe_buffers = nm > 0 ? (int64_t)llround(moe_dispatch_buffer_bytes(cfg, l, mp)) : 0;
+    if (l->prec == PRECISION_FP8 && l->zero != ZERO_3) {
+        /* FP8 weight copies of the layers' own linear weights (the dense formula's shapes were a dense
+         * layer's): each layer's dense part (attention, MLP or router and shared experts) and the
+         * local experts' */
+        const double w = (double)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
+                         (double)nm * (moe_layer_dense_params_per_gpu(cfg, l, 1) + moe_layer_expert_params_per_gpu(cfg, l));
+        out->fp8_weights = (int64_t)llround(w * fp8_weight_copy_bytes(l->fp8));
+    }
     out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers +
                  out->expert_params + out->expert_grads + out->expert_optimizer + out->moe_activations +
-                 out->moe_buffers;
+                 out->moe_buffers + out->fp8_weights;
 }

@@ -640,7 +640,9 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     int worst = 0;
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
-        const int L = s->stage_layers[r];
+        int L = s->stage_layers[r];
+        if (l->mem & LAYOUT_MEM_MTP_LAST) /* the MTP module's MoE layer on the stage(s) ending a pipeline */
+            for (int k = 0; k < s->K; k++) L += ls_rank_of(s, k) == r && ls_last(s, k);
         framework_stage_memory_moe(p.framework, s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
         if (l->sched == SCHED_DUALPIPE && (r == 0 || r == pp - 1)) {
             /* both ends hold the embedding (the first stage of one direction) and the head and loss (the
