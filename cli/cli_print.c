@@ -22,6 +22,11 @@ const char *cli_overlap_note(const layout *l) {
     }
 }
 
+void cli_warn_moe_stack(const char *cmd, const framework_profile *fw, const gpt_config *cfg) {
+    if (fw && fw->moe_warning[0] && cfg && gpt_is_moe(cfg))
+        fprintf(stderr, "placer %s: warning: %s: %s\n", cmd, fw->name, fw->moe_warning);
+}
+
 void cli_layout_keys(char *buf, size_t len) {
     if (!buf || len == 0) return;
     buf[0] = 0;

@@ -35,6 +35,11 @@ void cli_moe_params_note(const gpt_config *cfg, char *buf, size_t len);
 /* What l's paired ops hide, for the breakdown's hidden line (static text). */
 const char *cli_overlap_note(const layout *l);
 
+/* A stack's known pathological MoE path (its profile's moe_warning) when
+ * an MoE model is predicted with it: "placer CMD: warning: NAME: TEXT" on
+ * stderr; nothing otherwise. */
+void cli_warn_moe_stack(const char *cmd, const framework_profile *fw, const gpt_config *cfg);
+
 /* The layout text's keys, as --help lists them ("tp sp cp ... mem"), into buf. */
 void cli_layout_keys(char *buf, size_t len);
 

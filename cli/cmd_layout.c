@@ -408,6 +408,7 @@ int cmd_layout(int argc, char **argv) {
         rc = cli_report(CMD, st, msg);
         goto out;
     }
+    cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x->model.cfg);
     if (a.json) {
         print_json(&a, x, meas);
     } else {

@@ -521,6 +521,7 @@ int cmd_plan(int argc, char **argv) {
     char msg[512] = "";
     pl_status st = plan_run(&a.run, &x, msg, sizeof msg);
     if (pg.tty) fprintf(stderr, "\r\033[K");
+    if (st == PL_OK) cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x.model.cfg);
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (x.best && a.export_name) rc = print_export(&a, &x);
     else if (a.json) print_json(&x);
