@@ -7,6 +7,7 @@
 
 #include "cli.h"
 #include "framework_file.h"
+#include "moe_fit_file.h"
 
 int cli_long_arg(const char *cmd, const char *name, const char *text, long lo, long hi, long *out) {
     char *end = NULL;
@@ -91,6 +92,20 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
         s->params.grad_comm_bytes = (double)v;
         break;
     case CLI_OPT_FRAMEWORK: return framework_option(cmd, arg, s);
+    case CLI_OPT_MOE_FIT: {
+        char msg[512] = "";
+        const pl_status st = moe_fit_load(arg, &s->moe_fit, msg, sizeof msg);
+        if (st != PL_OK) return cli_usage_error(cmd, "--moe-fit: %s", msg);
+        s->params.moe.fit = &s->moe_fit;
+        break;
+    }
+    case CLI_OPT_EXPERT_CV: {
+        double x = -1;
+        if (!cli_double_arg(arg, &x) || !(x >= 0 && x <= 10))
+            return cli_usage_error(cmd, "--expert-cv takes a coefficient of variation from 0 to 10, not '%s'", arg);
+        s->params.moe.expert_cv = x;
+        break;
+    }
     default: return -1;
     }
     s->set = 1;

@@ -235,8 +235,8 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
             else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
                 o->sched_mask |= 1u << so;
             else
-                return cli_usage_error(CMD, "--schedules '%s': use all (zb-h1, zb-h2, zb-v, dualpipev), or a list of "
-                                            "zb-h1, zb-h2, zb-v, dualpipev, dualpipe", name);
+                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev, dualpipe (all: "
+                                            "the first four)", name);
             q = e ? e + 1 : NULL;
         }
         break;

@@ -5,7 +5,7 @@
 # add each to tests/fuzz/regressions/<target>/ (replayed here before every
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
-#                                         model_config cluster layout plan collectives frameworks
+#                                         model_config cluster layout plan collectives frameworks moe
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -58,7 +58,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks}"
+targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks moe}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -74,9 +74,10 @@ for t in $targets; do
     published) srcs="$CORE $INPUTS $(ls sim/*/*.c) calib/published_check.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    moe) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=20000; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, moe)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done
