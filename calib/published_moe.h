@@ -29,6 +29,7 @@ typedef struct {
     double err;              /* predicted / published - 1 */
     double mem_gb;           /* the worst stage's memory */
     int oom;
+    char oom_why[200];       /* an OOM row: its largest memory parts, the reason beside it */
 } pub_moe_row;
 
 typedef struct {

@@ -95,7 +95,10 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
                                                                                      : MOE_DISPATCH_ALLTOALL;
     l.recompute = !strncmp(rc, "none", 4) ? RECOMPUTE_NONE : !strncmp(rc, "full", 4) ? RECOMPUTE_FULL
                                                                                     : RECOMPUTE_SELECTIVE;
-    l.zero = has(z, "FSDP") ? ZERO_FSDP : ZERO_1;
+    /* "FSDP" (Megatron-Core's FSDP: parameters, gradients and optimizer sharded, each layer's
+     * weights gathered for its forward and again for its backward) is zero 3; "ddp (FSDP 0)" says
+     * FSDP is off: Megatron's distributed optimizer, zero 1, as the rows with nothing stated */
+    l.zero = has(z, "FSDP") && !has(z, "FSDP 0") ? ZERO_3 : ZERO_1;
     cfg.seq_len = seq;
     const char *sched = cell(c, r, "schedule"), *recipe = cell(c, r, "fp8_recipe"), *as = cell(c, r, "assumptions");
     if (l.prec == PRECISION_FP8)

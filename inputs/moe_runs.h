@@ -11,8 +11,10 @@
  * as given; precision bf16 | fp8 (mxfp8: skipped); dispatcher: "DeepEP",
  * "flex..." or "DeepSeek..." -> flex (a token once per remote node),
  * "allgather" -> allgather, else alltoall; recompute: "none" / "full" /
- * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> fsdp,
- * else ZeRO-1 (Megatron's distributed optimizer, the rows' default);
+ * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> zero 3
+ * (Megatron-Core's FSDP reshards each layer's weights after its forward),
+ * "FSDP 0" and the rest ZeRO-1 (Megatron's distributed optimizer, the
+ * rows' default);
  * sp on when tp > 1 (Megatron requires it with MoE); the cluster file's
  * one node group cut to the row's GPUs; a "dualpipe" schedule as
  * sched=dualpipe (vp 2: the two directions); "A2A overlap" in the
