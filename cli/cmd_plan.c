@@ -443,8 +443,12 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
         snprintf(precs, sizeof precs, "fp8=%s", fp8_recipe_name(so->fp8));
     else
         snprintf(precs, sizeof precs, "%s", precision_name(so->prec));
-    printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
-           x->model.name, cfg->n_layers, cfg->d_model, x->clu.name, (long long)so->gpus, so->global_batch, cfg->seq_len,
+    char moe[96] = ""; /* MoE: total and active parameters (dense models: as before) */
+    cli_moe_params_note(cfg, moe, sizeof moe);
+    if (moe[0]) moe[strlen(moe) - 1] = 0, memmove(moe, moe + 2, strlen(moe + 2) + 1); /* " (X, Y)" -> "X, Y" */
+    printf("placer plan: %s (%d layers, d_model %d%s%s) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
+           x->model.name, cfg->n_layers, cfg->d_model, moe[0] ? "; " : "", moe, x->clu.name, (long long)so->gpus,
+           so->global_batch, cfg->seq_len,
            note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precs, so->framework ? ", layouts " : "",
            so->framework ? plan_framework_name(so->framework) : "");
     printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
