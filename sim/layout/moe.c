@@ -106,7 +106,31 @@ void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const
                             const compute_params *cpp, const moe_params *mpp, layer_cost *out) {
     *out = (layer_cost){0};
     moe_layer_time t;
-    if (!gpt_is_moe(cfg) || moe_layer_time_us(gpu, cfg, l, mpp, cpp, NULL, &t) != PL_OK) return;
+    if (!gpt_is_moe(cfg)) return;
+    if (!mpp) { /* a lower bound over the stacks and spreads: balanced, fused, the cheapest implementation */
+        static const int impls[] = {MOE_IMPL_CUBLAS_LOOP, MOE_IMPL_TORCH_GROUPED_MM, MOE_IMPL_CUBLAS_GROUPED};
+        moe_params b;
+        moe_params_default(&b);
+        b.imbalance = 1.0;
+        b.expert_cv = 0.0;
+        b.fused_permute = 1;
+        b.fp32_act = b.weight_cast = b.fp32_gemm = 0;
+        double f = INFINITY, w = INFINITY, fl = 0;
+        for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
+            b.gemm_impl = impls[i];
+            if (moe_layer_time_us(gpu, cfg, l, &b, cpp, NULL, &t) != PL_OK) continue;
+            if (t.fwd_us < f) f = t.fwd_us;
+            if (t.bwd_us < w) w = t.bwd_us;
+            fl = t.fwd_flops;
+        }
+        if (!isfinite(f) || !isfinite(w)) return;
+        out->fwd_us = f;
+        out->bwd_us = w;
+        out->fwd_flops = fl;
+        out->recompute_us = l->recompute == RECOMPUTE_FULL ? f : 0.0;
+        return;
+    }
+    if (moe_layer_time_us(gpu, cfg, l, mpp, cpp, NULL, &t) != PL_OK) return;
     out->fwd_us = t.fwd_us;
     out->bwd_us = t.bwd_us;
     out->fwd_flops = t.fwd_flops;

@@ -83,9 +83,12 @@ pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const in
 
 /* Compute of one MoE layer's MLP block on one GPU (router, permutations,
  * grouped expert GEMMs and their activation, shared experts), without
- * communication: moe_layer_time_us (moe_compute.h) at the balanced loads of
- * mp, as fwd_us and bwd_us (dgrad + wgrad); recompute_us under
- * l->recompute (full: the forward). A dense model or a bad fit: zeros. */
+ * communication: moe_layer_time_us (moe_compute.h) at mp's loads, as fwd_us
+ * and bwd_us (dgrad + wgrad); recompute_us under l->recompute (full: the
+ * forward). mp NULL: a lower bound over the stacks and spreads (balanced
+ * loads, fused permutation, bf16 activations, the cheapest grouped-GEMM
+ * implementation), the planner's pruning bound. A dense model or a bad
+ * fit: zeros. */
 void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                             const compute_params *cp, const moe_params *mp, layer_cost *out);
 
