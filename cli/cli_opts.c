@@ -8,6 +8,7 @@
 
 #include "cli.h"
 #include "framework_file.h"
+#include "moe_fit_file.h"
 
 int cli_long_arg(const char *cmd, const char *name, const char *text, long lo, long hi, long *out) {
     char *end = NULL;
@@ -107,6 +108,21 @@ int cli_stack_set(cli_stack *s, int ch, const char *arg, char *msg, size_t len) 
         s->params.grad_comm_bytes = (double)v;
         break;
     case CLI_OPT_FRAMEWORK: return framework_option(arg, s, msg, len);
+    case CLI_OPT_MOE_FIT: {
+        char m[512] = "";
+        if (moe_fit_load(arg, &s->moe_fit, m, sizeof m) != PL_OK)
+            return snprintf(msg, len, "--moe-fit: %s", m), CLI_EXIT_USAGE;
+        s->params.moe.fit = &s->moe_fit;
+        break;
+    }
+    case CLI_OPT_EXPERT_CV: {
+        double x = -1;
+        if (!cli_double_arg(arg, &x) || !(x >= 0 && x <= 10))
+            return snprintf(msg, len, "--expert-cv takes a coefficient of variation from 0 to 10, not '%s'", arg),
+                   CLI_EXIT_USAGE;
+        s->params.moe.expert_cv = x;
+        break;
+    }
     default: return -1;
     }
     s->set = 1;

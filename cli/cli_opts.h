@@ -21,6 +21,7 @@
 
 #include "framework.h"
 #include "layout_sim.h"
+#include "moe_fit.h"
 #include "plan.h"
 
 /* text as a decimal integer in lo..hi into *out: 0, or CLI_EXIT_USAGE after
@@ -33,12 +34,14 @@ int cli_double_arg(const char *text, double *out);
 
 /* getopt_long codes of the stack options (outside the ASCII range, so any
  * command's short codes stay free). */
-enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK };
+enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK, CLI_OPT_MOE_FIT,
+       CLI_OPT_EXPERT_CV };
 
 /* The three entries for a command's struct option table. */
 #define CLI_STACK_OPTIONS                                                                                            \
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
-        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}
+        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}, \
+        {"moe-fit", required_argument, 0, CLI_OPT_MOE_FIT}, {"expert-cv", required_argument, 0, CLI_OPT_EXPERT_CV}
 
 /* Their --help lines (16-column option field, as the commands' own): the
  * simulator's settings, then --framework as placer layout reads it
@@ -48,7 +51,12 @@ enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_O
     "                  it wins over --framework's kernel\n"                                                        \
     "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
     "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
-    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                               \
+    "  --moe-fit F     the MoE layer's constants from F, a file fit_sweeps.py moe --json wrote\n"                  \
+    "                  (default: the compiled-in H100 fit; docs/moe.md says how to refit)\n"                        \
+    "  --expert-cv X   spread of routed tokens over experts (coefficient of variation, default\n"                  \
+    "                  0.1, the stated figure for a trained router; 0: balanced): the busiest\n"                    \
+    "                  expert rank's load follows from it (docs/moe.md)\n"
 #define CLI_STACK_HELP                                                                                               \
     CLI_STACK_SIM_HELP                                                                                               \
     "  --framework F   the software stack: megatron (default), torchtitan, hf, or a profile\n"              \
@@ -75,6 +83,7 @@ typedef struct {
                                  what the plan runs on (any and deepspeed need no profile) */
     plan_framework runs;      /* placer plan: what the named stack runs (ANY when not given,
                                  or for a profile whose name is no plan_framework's) */
+    moe_fit moe_fit;          /* --moe-fit: params.moe.fit points here once given */
 } cli_stack;
 
 void cli_stack_default(cli_stack *s);

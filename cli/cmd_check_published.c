@@ -152,7 +152,7 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
-                if (k != LAYOUT_T_EP || x->res.parts_us[k] > 0)
+                if (!layout_time_part_optional((layout_time_part)k) || x->res.parts_us[k] > 0)
                     printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k), 100 * x->res.parts_us[k] / x->res.step_us);
             printf("\n");
         }
@@ -246,6 +246,7 @@ static int run_moe(const cp_args *a) {
         if (!w->simulated) continue;
         printf("%-48.48s %9.2fs %9.2fs %+7.1f%% %8.1f%s\n      %s\n", w->run_id, w->published_step_s,
                w->predicted_step_s, 100 * w->err, w->mem_gb, w->oom ? " OOM" : "", w->layout_text);
+        if (w->oom) printf("      predicted OOM for a run that ran: %s\n", w->oom_why);
     }
     printf("\nsimulated rows: mean |error| %.1f%%, max %.1f%% (target: mean within 10%%, worst within 20%%)\n",
            100 * r->mean_abs_err, 100 * r->max_abs_err);

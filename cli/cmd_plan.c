@@ -39,6 +39,8 @@ static void plan_usage(FILE *f) {
             "  --model         a Hugging Face config.json, or a preset (default, gpt12, ...)\n"
             "  --cluster       a cluster file, or a name in data/clusters (placer layout lists them)\n"
             "  --gpus          GPUs to use (default: all of the cluster's)\n"
+            "  --domain-gpus   GPUs used per NVLink domain (a rack the job does not fill: 64 of an\n"
+            "                  NVL72's 72); ranks fill the racks that many at a time\n"
             "  --global-batch  sequences per step (default: the preset's batch)\n"
             "  --seq           sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
@@ -168,7 +170,7 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers, int w
 static void print_breakdown(const layout_result *r) {
     printf("  time:");
     for (int p = 0, first = 1; p < LAYOUT_T_COUNT; p++)
-        if ((p != LAYOUT_T_RECOMPUTE && p != LAYOUT_T_EP) || r->parts_us[p] > 0) {
+        if ((p != LAYOUT_T_RECOMPUTE && !layout_time_part_optional((layout_time_part)p)) || r->parts_us[p] > 0) {
             printf("%s %s %.2f ms", first ? "" : ",", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3);
             first = 0;
         }
@@ -208,6 +210,7 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
     case 'm': a->run.model = arg; break;
     case 'c': a->run.cluster = arg; break;
     case 'n': rc = cli_long_arg(CMD, "--gpus", arg, 1, 1L << 30, &v); a->run.gpus = v; break;
+    case 0x2000: rc = cli_long_arg(CMD, "--domain-gpus", arg, 1, 1L << 20, &v); a->run.domain_gpus = v; break;
     case 'b': rc = cli_long_arg(CMD, "--global-batch", arg, 1, 1L << 30, &v); a->run.global_batch = (int)v; break;
     case 's': rc = cli_long_arg(CMD, "--seq", arg, 1, 1L << 24, &v); a->run.seq = (int)v; break;
     case 'p':
@@ -245,7 +248,8 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
             else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
                 o->sched_mask |= 1u << so;
             else
-                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev", name);
+                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev, dualpipe (all: "
+                                            "the first four)", name);
             q = e ? e + 1 : NULL;
         }
         break;
@@ -274,6 +278,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
         {"gpus", required_argument, 0, 'n'},     {"global-batch", required_argument, 0, 'b'},
+        {"domain-gpus", required_argument, 0, 0x2000},
         {"seq", required_argument, 0, 's'},      {"precision", required_argument, 0, 'p'},
         {"top", required_argument, 0, 'k'},      {"max-tp", required_argument, 0, 'T'},
         {"max-cp", required_argument, 0, 'C'},   {"max-vp", required_argument, 0, 'V'},
@@ -412,8 +417,12 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
         snprintf(precs, sizeof precs, "fp8=%s", fp8_recipe_name(so->fp8));
     else
         snprintf(precs, sizeof precs, "%s", precision_name(so->prec));
-    printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
-           x->model.name, cfg->n_layers, cfg->d_model, x->clu.name, (long long)so->gpus, so->global_batch, cfg->seq_len,
+    char moe[96] = ""; /* MoE: total and active parameters (dense models: as before) */
+    cli_moe_params_note(cfg, moe, sizeof moe);
+    if (moe[0]) moe[strlen(moe) - 1] = 0, memmove(moe, moe + 2, strlen(moe + 2) + 1); /* " (X, Y)" -> "X, Y" */
+    printf("placer plan: %s (%d layers, d_model %d%s%s) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
+           x->model.name, cfg->n_layers, cfg->d_model, moe[0] ? "; " : "", moe, x->clu.name, (long long)so->gpus,
+           so->global_batch, cfg->seq_len,
            note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precs, so->framework ? ", layouts " : "",
            so->framework ? plan_framework_name(so->framework) : "");
     printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
@@ -543,6 +552,7 @@ int cmd_plan(int argc, char **argv) {
     char msg[512] = "";
     pl_status st = plan_run(&a.run, &x, msg, sizeof msg);
     if (pg.tty) fprintf(stderr, "\r\033[K");
+    if (st == PL_OK) cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x.model.cfg);
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (x.best && a.export_name) rc = print_export(&a, &x);
     else if (a.json) cli_json_plan(stdout, &x);

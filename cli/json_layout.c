@@ -49,6 +49,16 @@ void cli_json_layout(FILE *f, const layout_eval_result *x, int hw_flops, const c
            peak > 0 ? r->hw_tflops_per_gpu * 1e12 / peak : 0.0);
     fprintf(f, "  \"critical_stage\": %d,\n  \"breakdown_us\": ", r->critical_stage);
     cli_print_parts_json(f, r->parts_us, 1.0, 3);
+    if (gpt_is_moe(&x->model.cfg)) { /* MoE models only: a dense layout's JSON is as it was */
+        int64_t total = 0, active = 0;
+        gpt_param_counts(&x->model.cfg, 1, &total, &active);
+        fprintf(f, ",\n  \"params_total\": %lld,\n  \"params_active\": %lld,\n  \"per_stage_us\": [",
+                (long long)total, (long long)active);
+        for (int s = 0; s < x->lay.pp; s++)
+            fprintf(f, "%s{\"compute\": %.3f, \"dispatch\": %.3f, \"idle\": %.3f}", s ? ", " : "",
+                    r->stage_compute_us[s], r->stage_ep_us[s], r->stage_idle_us[s]);
+        fprintf(f, "]");
+    }
     fprintf(f, ",\n  \"memory\": {\"worst_stage\": %d, \"total\": %lld, \"params\": %lld, \"grads\": %lld, "
            "\"optimizer\": %lld, \"activations\": %lld, \"act_per_layer\": %lld, \"buffers\": %lld, "
            "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,",

@@ -106,7 +106,7 @@ int export_json_object(FILE *f, const plan_export_in *in, int full) {
                       (long long)mm->buffers, (long long)mm->embedding_head, (long long)mm->total,
                       (long long)res->mem_cap, (long long)(res->mem_cap - mm->total), res->worst_stage) < 0;
         for (int p = 0; p < LAYOUT_T_COUNT; p++)
-            if (p != LAYOUT_T_EP || res->parts_us[p] > 0)
+            if (!layout_time_part_optional((layout_time_part)p) || res->parts_us[p] > 0)
                 rc |= fprintf(f, "%s\"%s\": %.6f", p ? ", " : "", layout_time_part_name((layout_time_part)p), finite_or_zero(res->parts_us[p]) / 1e3) < 0;
         rc |= fprintf(f, "}}") < 0;
     }

@@ -53,6 +53,8 @@ static pl_status load_inputs(const layout_eval_options *o, layout_eval_result *o
     st = cluster_load(o->cluster, NULL, &out->clu, m2, sizeof m2);
     if (st != PL_OK)
         return pl_fail(msg, len, PL_ERR_INVALID, "cluster '%s': %s", o->cluster, m2[0] ? m2 : pl_status_str(st));
+    if (o->domain_gpus > 0 && (st = cluster_use_domain_gpus(&out->clu, o->domain_gpus, o->gpus, msg, len)) != PL_OK)
+        return st;
     if (o->gpus > 0 && (st = cluster_take(&out->clu, o->gpus, msg, len)) != PL_OK) return st;
     layout *l = &out->lay;
     if (layout_parse(o->layout, l, m2, sizeof m2) != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "layout: %s", m2);

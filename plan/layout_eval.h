@@ -34,6 +34,7 @@ typedef struct {
     int gpipe;                       /* 1: run the pipeline in GPipe's order (all forwards, then all
                                         backwards), which no layout text names: for the pipeline view;
                                         needs vp = 1 and the layout's default order */
+    int64_t domain_gpus;             /* > 0: GPUs used per NVLink domain (cluster_use_domain_gpus) */
 } layout_eval_options;
 
 typedef struct {

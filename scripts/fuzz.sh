@@ -6,7 +6,7 @@
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli serve
 #                                         model_config cluster layout plan collectives frameworks
-#                                         transfer
+#                                         transfer moe
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -64,7 +64,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks serve transfer}"
+targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks serve transfer moe}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -80,13 +80,14 @@ for t in $targets; do
     published) srcs="$CORE $INPUTS $(ls sim/*/*.c) calib/published_check.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    moe) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=20000; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
     # placer serve's request handler (cli/serve_api.c), the socket aside
     serve) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
     # a run's stored arguments (policy/transfer.c) and the transfer matrix (calib/transfer_report.c)
     transfer) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, serve, transfer)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, serve, transfer, moe)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

@@ -91,6 +91,11 @@ typedef enum {
     LAYOUT_T_OPTIMIZER,     /* optimizer step */
     LAYOUT_T_EP,            /* MoE token dispatch and combine (all-to-all / all-gather, etp), on the
                                compute stream; 0 for a dense model */
+    LAYOUT_T_HIDDEN,        /* communication hidden under another micro-batch's compute in paired ops
+                               (DualPipe, DualPipeV, overlap=ep), net of the compute the comm kernel's
+                               SMs slow: counted in tp / cp / ep above and taken off here, so
+                               compute + tp + cp + dp + pp + bubble + optimizer + ep - hidden =
+                               step - step_fixed_us; 0 when nothing is paired */
     LAYOUT_T_COUNT
 } layout_time_part;
 
@@ -112,7 +117,9 @@ typedef struct {
     coll_estimate tp_allreduce;        /* one layer's forward TP collective, for --explain */
     coll_estimate dp_reduce;           /* the whole gradient reduction of one stage */
     /* added by the simulator: */
-    int critical_stage;                /* the stage whose breakdown parts_us is */
+    int critical_stage;                /* the stage whose breakdown parts_us is: the last to end (a dense
+                                          model), the one with the most work (an MoE model: the stage
+                                          that bounds the step; its idle after its end counts as pp) */
     coll_estimate tp_allgather;        /* sp: one all-gather of a layer's activation */
     coll_estimate tp_reduce_scatter;   /* sp: one reduce-scatter of it */
     coll_estimate cp_allgather;        /* cp: one layer's key/value all-gather */
@@ -127,6 +134,11 @@ typedef struct {
     /* mixture of experts (0 / zeros for a dense model): */
     coll_estimate ep_dispatch;         /* one dispatch of a micro-batch on stage 0 (all-to-all or all-gather) */
     double ep_tokens_per_expert;       /* routed tokens per local expert on the busiest rank */
+    /* per stage (pp entries; the bounding stage is critical_stage): */
+    double stage_compute_us[LAYOUT_MAX_CHUNKS]; /* compute incl. recompute */
+    double stage_ep_us[LAYOUT_MAX_CHUNKS];      /* MoE dispatch and combine */
+    double stage_idle_us[LAYOUT_MAX_CHUNKS];    /* waiting for pipeline data (bubble + pp) */
+    int stages_differ;                 /* 1: the stages' compute or dispatch differ by more than 1% */
 } layout_result;
 
 typedef struct layout_sim layout_sim;
@@ -189,8 +201,12 @@ pl_status layout_sim_ops(const layout_sim *s, layout_op **out, int *n);
 /* "F", "B", "W", "send_fwd", "send_bwd". */
 const char *layout_op_kind_name(layout_op_kind k);
 
-/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep". */
+/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep", "hidden". */
 const char *layout_time_part_name(layout_time_part p);
+
+/* 1 for the parts printed only when not 0 (ep: MoE models; hidden: paired
+ * ops), so a dense layout's breakdown reads as it always did. */
+int layout_time_part_optional(layout_time_part p);
 
 /* Parameters of one transformer layer of cfg (attention with GQA, MLP or
  * SwiGLU, biases unless no_bias, two norms), before any split. */
