@@ -150,6 +150,10 @@ typedef struct {
     unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
                                 1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
                                 0 (default): none */
+    int threads;             /* threads simulating candidates (0, the default: every online
+                                core); the result is the same for any count */
+    int exhaustive;          /* 1: no pruning: every enumerated layout simulated (the memory
+                                bound's too), for checking the pruned search; 0 (default) */
 } plan_options;
 
 /* Defaults above; gpus and global_batch 0 (the caller sets them), bf16,
@@ -195,6 +199,7 @@ typedef struct {
     double lb_us;            /* the step-time lower bound it was ranked by */
     int split_dp;            /* 1: the DP split won (or equals the uniform one), 0: uniform */
     int refined;             /* layers moved by the refinement (0: the split as found) */
+    int64_t index;           /* enumeration index over every precision (ties: the lower first) */
 } plan_entry;
 
 typedef struct {
