@@ -218,6 +218,7 @@ typedef struct {
     /* the wave under way */
     const plan_pass *passes;
     int64_t first;    /* index of its first candidate */
+    double oom_skip;  /* a candidate no stage split fits is not simulated when its bound exceeds this */
     struct job *jobs; /* WAVE */
 } search_ctx;
 
@@ -225,6 +226,7 @@ typedef struct {
 typedef struct job {
     plan_entry e, u;  /* the kept entry; scratch for the uniform split */
     int runs;         /* simulator runs */
+    int skipped;      /* 1: no stage split fits and it cannot be the fastest OOM layout: not simulated */
     pl_status st;
     char msg[256];
 } job;
@@ -283,6 +285,7 @@ static void run_job(void *ctx, int64_t i) {
     const gpt_config *cfg = sc->cfg;
     plan_entry *e = &jb->e, *u = &jb->u;
     jb->runs = 0;
+    jb->skipped = 0;
     jb->st = PL_OK;
     jb->msg[0] = 0;
     plan_cand_layout(k, sc->o->global_batch, ps->prec, ps->fp8, &e->l);
@@ -290,7 +293,15 @@ static void run_job(void *ctx, int64_t i) {
     e->split_dp = 1;
     e->refined = 0;
     e->index = k->index;
-    const int have_dp = plan_stage_split(cfg, sc->c, sc->prm, &e->l, NULL, NULL, 0) == PL_OK;
+    const pl_status split = plan_stage_split(cfg, sc->c, sc->prm, &e->l, NULL, NULL, 0);
+    /* no split fits every stage's memory: the simulator will find the layout
+     * OOM (tests/plan/test_plan_search.c checks it), so it matters only if it
+     * can be the fastest OOM layout */
+    if (split == PL_ERR_INVALID && k->lb_us > sc->oom_skip) {
+        jb->skipped = 1;
+        return;
+    }
+    const int have_dp = split == PL_OK;
     if (have_dp) {
         int chunks[LAYOUT_MAX_CHUNKS];
         /* a DP split that is the uniform one is simulated once */
@@ -386,6 +397,10 @@ static void merge_wave(search_ctx *sc, int64_t n_jobs, pl_status *st, char *msg,
             pl_fail(msg, len, jb->st, "%s", jb->msg);
             return;
         }
+        if (jb->skipped) {
+            res->pruned_memory++;
+            continue;
+        }
         plan_entry *e = &jb->e;
         res->sim_runs += jb->runs;
         res->simulated++;
@@ -445,7 +460,7 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     }
     const int threads = plan_threads_resolve(o->threads);
     search_ctx sc = {cfg, c, prm, o, res, plan_bounds_new(cfg, c, prm), NULL, 0, 0,
-                     largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0), 0, 0, passes, 0, NULL};
+                     largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0), 0, 0, passes, 0, INFINITY, NULL};
     plan_options *oi = malloc(sizeof *oi);
     sc.jobs = malloc(sizeof *sc.jobs * WAVE);
     if (!sc.bounds || !oi || !sc.jobs) {
@@ -491,6 +506,14 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
                (o->exhaustive || res->n_top < k || sc.cands[j].lb_us <= res->top[k - 1].res.step_us))
             j++;
         sc.first = i;
+        /* once a layout fits (so the memory needed is known), one that no
+         * split fits is simulated only while it may be the fastest OOM one:
+         * its bound at most the fastest OOM step and the k-th best step */
+        sc.oom_skip = INFINITY;
+        if (!o->exhaustive && res->n_top > 0) {
+            if (res->n_top == k) sc.oom_skip = res->top[k - 1].res.step_us;
+            if (res->have_oom_best && res->oom_best.res.step_us < sc.oom_skip) sc.oom_skip = res->oom_best.res.step_us;
+        }
         plan_parallel_for(threads, j - i, run_job, &sc);
         merge_wave(&sc, j - i, &st, msg, len);
         if (st != PL_OK) break;

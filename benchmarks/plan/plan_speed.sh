@@ -15,13 +15,17 @@
 #                 the 70B/128 rows (the full enumeration with no pruning:
 #                 minutes), and say whether its best layout and step match
 #   --out DIR     keep every run's stdout and /usr/bin/time -v output there
+#   --timeout S   stop a run after S seconds (SIGINT: a binary with Ctrl-C
+#                 handling prints its best so far; default 3600); its wall
+#                 then reads as S and its best layout as "(stopped)"
 #
-# Prints one line per (row, binary): wall seconds, peak RSS, the layouts
+# Prints one line per (row, binary): wall seconds, CPU seconds (user + system:
+# what one core needs when the machine is loaded), peak RSS, the layouts
 # considered and simulated (the plan's "layouts:" line), and the best layout
 # with its step time; then, per row, whether every binary chose the same
 # best layout and step. Needs /usr/bin/time (Debian's `time` package).
 set -eu
-cpu= rows= threads= exhaustive=0 out=
+cpu= rows= threads= exhaustive=0 out= limit=3600
 while [ $# -gt 0 ]; do
   case "$1" in
     --cpu) cpu="$2"; shift 2 ;;
@@ -29,7 +33,8 @@ while [ $# -gt 0 ]; do
     --threads) threads="$2"; shift 2 ;;
     --exhaustive) exhaustive=1; shift ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --timeout) limit="$2"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "plan_speed.sh: unknown option $1" >&2; exit 2 ;;
     *) break ;;
   esac
@@ -63,22 +68,26 @@ run_one() {
   args=$(printf '%s\n' "$ROWS" | sed -n "s/^$row|//p")
   f="$out/$row.$tag"
   # shellcheck disable=SC2086
-  pin /usr/bin/time -v "$bin" plan $args "$@" >"$f.out" 2>"$f.time" || true
+  pin /usr/bin/time -v timeout -s INT "$limit" "$bin" plan $args "$@" >"$f.out" 2>"$f.time" || true
   wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$f.time" |
          awk -F: '{ s = 0; for (i = 1; i <= NF; i++) s = s * 60 + $i; printf "%.2f", s }')
+  cpu_s=$(awk -F': ' '/User time|System time/ { s += $2 } END { printf "%.2f", s }' "$f.time")
   rss=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$f.time")
   cons=$(sed -n 's/^layouts: \([0-9]*\) considered.*/\1/p' "$f.out")
   sims=$(sed -n 's/^layouts: .* \([0-9]*\) simulated.*/\1/p' "$f.out")
   best=$(awk '$1 == "1*" { l = ""; for (i = 2; i <= NF && $i !~ /^[0-9]+[.][0-9]+$/; i++) l = l (l ? " " : "") $i;
                             print l " | " $i; exit }' "$f.out")
-  printf '%-10s %-28s %8s %9s %9s %9s  %s\n' "$row" "$tag" "$wall" "$((${rss:-0} / 1024))" "${cons:-?}" \
-    "${sims:-?}" "${best:-(none: see $f.out)}"
+  if grep -q -e "Exit status: 124" -e "Exit status: 130" -e "interrupted" "$f.time"; then
+    best="(stopped at ${limit} s) ${best:-}"
+  fi
+  printf '%-10s %-14s %8s %8s %7s %10s %9s  %s\n' "$row" "$tag" "$wall" "$cpu_s" "$((${rss:-0} / 1024))" \
+    "${cons:-?}" "${sims:-?}" "${best:-(none: see $f.out)}"
   printf '%s|%s\n' "$row" "$best" >>"$out/best.$tag"
 }
 
 printf 'placer plan speed, %s, cpu %s, load: %s\n' "$(date -u +%Y-%m-%dT%H:%MZ)" "${cpu:-any}" \
   "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf '%-10s %-28s %8s %9s %9s %9s  %s\n' row binary wall_s rss_MB considered simulated "best layout | step ms"
+printf '%-10s %-14s %8s %8s %7s %10s %9s  %s\n' row binary wall_s cpu_s rss_MB considered simulated "best layout | step ms"
 want="${rows:-70b,70b-fp8,70b-sched,70b-all,dsv3,405b-all,dsv3-all}"
 n=0
 for b in "$@"; do
