@@ -253,11 +253,12 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     printf("\ntime of the critical stage (%d of %d):\n", r->critical_stage, x->lay.pp);
     static const layout_time_part order[] = {LAYOUT_T_COMPUTE, LAYOUT_T_TP, LAYOUT_T_CP, LAYOUT_T_DP,
                                              LAYOUT_T_PP,      LAYOUT_T_BUBBLE, LAYOUT_T_OPTIMIZER};
-    static const char *const label[] = {"compute", "tp exposed", "cp exposed", "dp exposed",
-                                        "pp exposed", "bubble", "optimizer"};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
         const double v = r->parts_us[order[i]];
-        printf("  %-12s %12.3f ms  %5.1f%%", label[i], v / 1e3, r->step_us > 0 ? 100 * v / r->step_us : 0.0);
+        const int exposed = order[i] >= LAYOUT_T_TP && order[i] <= LAYOUT_T_PP; /* tp, cp, dp, pp: what was not hidden */
+        char label[32];
+        snprintf(label, sizeof label, "%s%s", layout_time_part_name(order[i]), exposed ? " exposed" : "");
+        printf("  %-12s %12.3f ms  %5.1f%%", label, v / 1e3, r->step_us > 0 ? 100 * v / r->step_us : 0.0);
         if (order[i] == LAYOUT_T_COMPUTE && r->parts_us[LAYOUT_T_RECOMPUTE] > 0)
             printf("   (of which recomputation %.3f ms)", r->parts_us[LAYOUT_T_RECOMPUTE] / 1e3);
         printf("\n");

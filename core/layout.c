@@ -29,6 +29,12 @@ const char *recompute_kind_name(recompute_kind r) {
     return ((unsigned)r <= RECOMPUTE_FULL) ? names[r] : "unknown";
 }
 
+int recompute_kind_from_name(const char *name) {
+    for (int r = RECOMPUTE_NONE; name && r <= RECOMPUTE_FULL; r++)
+        if (!strcmp(name, recompute_kind_name((recompute_kind)r))) return r;
+    return -1;
+}
+
 void layout_default(layout *l) {
     memset(l, 0, sizeof *l);
     l->tp = l->cp = l->pp = l->vp = l->dp = 1;
@@ -125,14 +131,14 @@ static pl_status parse_named_key(layout_key k, const char *val, layout *l, char 
         else if (!strcmp(val, "fsdp")) l->zero = ZERO_FSDP;
         else return pl_fail(msg, len, PL_ERR_INVALID, "layout zero must be 0, 1, 2, 3 or fsdp, not '%.32s'", val);
         return PL_OK;
-    case LAYOUT_KEY_RECOMPUTE:
-        if (!strcmp(val, "none")) l->recompute = RECOMPUTE_NONE;
-        else if (!strcmp(val, "selective")) l->recompute = RECOMPUTE_SELECTIVE;
-        else if (!strcmp(val, "full")) l->recompute = RECOMPUTE_FULL;
-        else
+    case LAYOUT_KEY_RECOMPUTE: {
+        const int rk = recompute_kind_from_name(val);
+        if (rk < 0)
             return pl_fail(msg, len, PL_ERR_INVALID, "layout recompute must be none, selective or full, not '%.32s'",
                            val);
+        l->recompute = (recompute_kind)rk;
         return PL_OK;
+    }
     case LAYOUT_KEY_DISPATCHER:
         if (!strcmp(val, "alltoall")) l->dispatcher = MOE_DISPATCH_ALLTOALL;
         else if (!strcmp(val, "allgather")) l->dispatcher = MOE_DISPATCH_ALLGATHER;
@@ -149,15 +155,18 @@ static pl_status parse_named_key(layout_key k, const char *val, layout *l, char 
         if (fp8_recipe_parse(val, &l->fp8, pm, sizeof pm) != PL_OK)
             return pl_fail(msg, len, PL_ERR_INVALID, "layout fp8: %s", pm);
         return PL_OK;
-    case LAYOUT_KEY_SCHED:
-        if (schedule_parse_order(val, &o, NULL, 0) != PL_OK ||
-            (o != SCHED_1F1B && o != SCHED_ZB_H1 && o != SCHED_ZB_H2 && o != SCHED_ZB_V && o != SCHED_DUALPIPEV))
-            return pl_fail(msg, len, PL_ERR_INVALID,
-                           "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev, not '%.32s' (interleaved "
-                           "is vp > 1)",
-                           val);
+    case LAYOUT_KEY_SCHED: {
+        /* every order but gpipe (no layout runs it) and interleaved (1f1b with vp > 1) */
+        const unsigned not_here = 1u << SCHED_GPIPE | 1u << SCHED_INTERLEAVED;
+        if (schedule_parse_order(val, &o, NULL, 0) != PL_OK || (not_here >> o & 1u)) {
+            char names[160];
+            schedule_order_names(names, sizeof names, not_here);
+            return pl_fail(msg, len, PL_ERR_INVALID, "layout sched must be %s, not '%.32s' (interleaved is vp > 1)",
+                           names, val);
+        }
         l->sched = o;
         return PL_OK;
+    }
     default: return pl_fail(msg, len, PL_ERR_INVALID, "layout %s is not a named key", KEYS[k]);
     }
 }

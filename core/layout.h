@@ -195,8 +195,13 @@ int layout_expert_group_ranks(const layout *l, int64_t rank, layout_edim d, int6
 /* "alltoall", "allgather", "flex". Static. */
 const char *moe_dispatcher_name(moe_dispatcher d);
 
-/* "none", "1", "2", "3", "fsdp"; "none", "selective", "full". Static. */
+/* "none", "1", "2", "3", "fsdp"; "none", "selective", "full". Static.
+ * The one table of these names: parsers and printers use these. */
 const char *zero_kind_name(zero_kind z);
 const char *recompute_kind_name(recompute_kind r);
+
+/* The recompute kind whose recompute_kind_name is name, or -1 (NULL or
+ * any other text). */
+int recompute_kind_from_name(const char *name);
 
 #endif

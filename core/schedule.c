@@ -1,7 +1,17 @@
-/* schedule.c: schedule names, parsing and validation. */
+/*
+ * schedule.c: schedule names, parsing and validation, and the one home of
+ * every pipeline order: schedule_rank_ops writes rank r's list of
+ * (kind, chunk, micro-batch) ops for any order, which both simulators
+ * (sim/placement/sim_order.c, sim/layout/layout_expand.c) and the engine
+ * (hw/exec/program.c) expand over their own nodes or layers. A new order
+ * is written here (one order_* function and a case in schedule_rank_ops),
+ * named in schedule_order_name, and tested in tests/core/test_schedule.c.
+ */
 #include "schedule.h"
 
 #include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,14 +28,31 @@ const char *schedule_order_name(schedule_order o) {
     }
 }
 
+int schedule_order_names(char *buf, size_t len, unsigned skip) {
+    int n = 0, left = 0, total = 0;
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++) left += !(skip >> o & 1u);
+    if (len > 0) buf[0] = 0;
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++) {
+        if (skip >> o & 1u) continue;
+        const char *sep = n == 0 ? "" : n == left - 1 ? " or " : ", ";
+        const size_t at = (size_t)total < len ? (size_t)total : len;
+        const int w = snprintf(len > at ? buf + at : NULL, len > at ? len - at : 0, "%s%s", sep,
+                               schedule_order_name((schedule_order)o));
+        if (w > 0) total += w;
+        n++;
+    }
+    return total;
+}
+
 pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg, size_t len) {
     for (int o = 0; o < SCHED_ORDER_COUNT; o++)
         if (text && strcmp(text, schedule_order_name((schedule_order)o)) == 0) {
             *out = (schedule_order)o;
             return PL_OK;
         }
-    return pl_fail(msg, len, PL_ERR_SCHEDULE,
-                   "unknown schedule '%s' (use gpipe, 1f1b, interleaved, zb-h1, zb-h2, zb-v or dualpipev)", text ? text : "");
+    char names[160];
+    schedule_order_names(names, sizeof names, 0);
+    return pl_fail(msg, len, PL_ERR_SCHEDULE, "unknown schedule '%s' (use %s)", text ? text : "", names);
 }
 
 pl_status schedule_parse_micro_batches(const char *text, int *out, char *msg, size_t len) {
@@ -62,11 +89,13 @@ int schedule_splits_backward(schedule_order o) {
     return o == SCHED_ZB_H1 || o == SCHED_ZB_H2 || o == SCHED_ZB_V || o == SCHED_DUALPIPEV;
 }
 
-int schedule_v_chunks(schedule_order o) { return o == SCHED_ZB_V || o == SCHED_DUALPIPEV ? 2 : 1; }
+int schedule_rank_chunks(const schedule *s) {
+    return s->order == SCHED_INTERLEAVED ? s->chunks : schedule_v_chunks(s->order);
+}
 
-int schedule_stage_of(schedule_order o, int p, int r, int chunk) {
-    if (schedule_v_chunks(o) == 2 && chunk == 1) return 2 * p - 1 - r;
-    return r;
+int schedule_max_ops(const schedule *s) {
+    if (!s) return 0;
+    return (schedule_splits_backward(s->order) ? 3 : 2) * schedule_rank_chunks(s) * s->micro_batches;
 }
 
 pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, char *msg, size_t len) {
@@ -85,7 +114,8 @@ pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, ch
 }
 
 static int put(schedule_op *out, int k, int kind, int chunk, int mb, int overlap) {
-    out[k] = (schedule_op){kind, chunk, mb, overlap};
+    out[k] = (schedule_op){
+        .mb = mb, .chunk = (unsigned short)chunk, .kind = (unsigned char)kind, .overlap = (unsigned char)overlap};
     return k + 1;
 }
 
@@ -108,6 +138,33 @@ static int order_one_f_one_b(int p, int r, int m, int zb, schedule_op *out) {
         if (nb - nw > r) k = put(out, k, SOP_W, 0, nw++, 0);
     }
     while (nw < m && zb) k = put(out, k, SOP_W, 0, nw++, 0);
+    return k;
+}
+
+/* interleaved, v > 1 chunks per rank (m a multiple of p): Megatron-LM's
+ * forward_backward_pipelining_with_interleaving. Virtual micro-batch t
+ * (0 .. mv-1) is micro-batch (t / pv)*p + t mod p; its forward runs on
+ * chunk (t mod pv)/p, its backward on chunk v-1-(t mod pv)/p (the
+ * backwards walk the chunks from the last). */
+static int interleaved_mb(int t, int p, int v) { return (t / (p * v)) * p + t % p; }
+
+static int order_interleaved(int p, int r, int v, int m, schedule_op *out) {
+    const int n = m * v, pv = p * v;
+    int warm = m == p ? n : 2 * (p - r - 1) + (v - 1) * p;
+    if (warm > n) warm = n;
+    int k = 0, nf = 0, nb = 0;
+    while (nf < warm) {
+        k = put(out, k, SOP_F, (nf % pv) / p, interleaved_mb(nf, p, v), 0);
+        nf++;
+    }
+    while (nb < n) {
+        if (nf < n) {
+            k = put(out, k, SOP_F, (nf % pv) / p, interleaved_mb(nf, p, v), 0);
+            nf++;
+        }
+        k = put(out, k, SOP_BW, v - 1 - (nb % pv) / p, interleaved_mb(nb, p, v), 0);
+        nb++;
+    }
     return k;
 }
 
@@ -298,8 +355,12 @@ out:
     return k;
 }
 
-int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out) {
-    if (p < 1 || r < 0 || r >= p || m < 1 || !out || m > 0xffffff) return -1;
+int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out) {
+    if (!s || !out) return -1;
+    const schedule_order o = s->order;
+    const int m = s->micro_batches, v = s->chunks;
+    if (p < 1 || r < 0 || r >= p || m < 1 || m > 0xffffff || v < 1 || v > 0xffff) return -1;
+    if (v != 1 && o != SCHED_INTERLEAVED) return -1;
     switch (o) {
     case SCHED_GPIPE: {
         int k = 0;
@@ -308,6 +369,10 @@ int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out) {
         return k;
     }
     case SCHED_1F1B: return order_one_f_one_b(p, r, m, 0, out);
+    case SCHED_INTERLEAVED:
+        if (v == 1) return order_one_f_one_b(p, r, m, 0, out);
+        if (m % p != 0 || (int64_t)m * v > 0xffffff) return -1;
+        return order_interleaved(p, r, v, m, out);
     case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, out);
     case SCHED_ZB_H2: return order_list(o, p, r, m, out);
     case SCHED_ZB_V: return order_zbv(p, r, m, out);
@@ -331,9 +396,11 @@ int schedule_peak_stash_rule(schedule_order o, int p, int r, int m) {
     }
 }
 
-double schedule_eval_ideal(schedule_order o, int p, int m, double F, double B, double W, double *busy,
-                           double *first, double *last, int *peak) {
-    const int v = schedule_v_chunks(o), S = v * p, cap = schedule_max_ops(o, m);
+double schedule_eval_ideal(const schedule *sc, int p, double F, double B, double W, double *busy, double *first,
+                           double *last, int *peak) {
+    if (!sc || p < 1 || sc->micro_batches < 1 || sc->chunks < 1) return -1;
+    const schedule_order o = sc->order;
+    const int m = sc->micro_batches, S = schedule_rank_chunks(sc) * p, cap = schedule_max_ops(sc);
     schedule_op *ops = malloc(sizeof *ops * (size_t)cap * p);
     int *n = calloc((size_t)p, sizeof *n), *pos = calloc((size_t)p, sizeof *pos), *held = calloc((size_t)p, sizeof *held);
     double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
@@ -341,7 +408,7 @@ double schedule_eval_ideal(schedule_order o, int p, int m, double F, double B, d
     if (!ops || !n || !pos || !held || !fd || !bd || !fr) goto out;
     int left = 0;
     for (int r = 0; r < p; r++) {
-        n[r] = schedule_rank_ops(o, p, r, m, ops + (size_t)r * cap);
+        n[r] = schedule_rank_ops(sc, p, r, ops + (size_t)r * cap);
         if (n[r] < 0) goto out;
         left += n[r];
         if (busy) busy[r] = 0;

@@ -50,12 +50,17 @@ typedef enum {
 
 typedef struct {
     int micro_batches;    /* m; divides the batch */
-    schedule_order order; /* gpipe, 1f1b, interleaved */
+    schedule_order order; /* any of the orders above */
     int chunks;           /* v, chunks per device for interleaved; 1 otherwise */
 } schedule;
 
 /* "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev". */
 const char *schedule_order_name(schedule_order o);
+
+/* The names of every order whose bit (1u << o) is not in skip, in enum
+ * order, as "a, b or c" into buf (NUL-terminated, cut at len; len 0
+ * writes nothing). Returns the length of the whole list. */
+int schedule_order_names(char *buf, size_t len, unsigned skip);
 
 /* Parse an order name (case-sensitive). PL_ERR_SCHEDULE with a message
  * listing the valid names on failure. */
@@ -83,26 +88,38 @@ typedef enum {
     SOP_BW     /* the whole backward in one call (B then W) */
 } schedule_op_kind;
 
+/* One op of a rank's order, 8 bytes (the layout simulator's event loop
+ * reads the orders of a whole pipeline). */
 typedef struct {
-    int kind;    /* schedule_op_kind */
-    int chunk;   /* the rank's chunk: 0, or 1 for the V orders' second chunk */
-    int mb;      /* micro-batch 0..m-1 */
-    int overlap; /* dualpipev: this op and the next run as one overlapped
-                    pair (a forward of one chunk beside a backward of the
-                    other); 0 otherwise */
+    int mb;                /* micro-batch 0..m-1 */
+    unsigned short chunk;  /* the rank's chunk 0..chunks-1 (see schedule_stage_of) */
+    unsigned char kind;    /* schedule_op_kind */
+    unsigned char overlap; /* dualpipev: this op and the next run as one
+                              overlapped pair (a forward of one chunk beside
+                              a backward of the other); 0 otherwise */
 } schedule_op;
 
 /* The order splits backwards into B and W (zb-h1, zb-h2, zb-v, dualpipev). */
 int schedule_splits_backward(schedule_order o);
 
 /* Chunks per rank: 2 for the V orders (zb-v, dualpipev), 1 otherwise
- * (interleaved's v is the schedule's own chunks field). */
-int schedule_v_chunks(schedule_order o);
+ * (interleaved's v is the schedule's own chunks field: see
+ * schedule_rank_chunks). Inline: the simulators' hot loops call it. */
+static inline int schedule_v_chunks(schedule_order o) { return o == SCHED_ZB_V || o == SCHED_DUALPIPEV ? 2 : 1; }
+
+/* Chunks per rank that s runs: s->chunks for interleaved,
+ * schedule_v_chunks(s->order) for the others. */
+int schedule_rank_chunks(const schedule *s);
 
 /* The pipeline stage (0 .. chunks*p-1, model order) of a rank's chunk:
  * the V orders put chunk 0 at stage r and chunk 1 at stage 2p-1-r; the
- * others stage r (chunk 0 only). */
-int schedule_stage_of(schedule_order o, int p, int r, int chunk);
+ * others chunk c at stage c*p + r (interleaved's round robin; chunk 0 at
+ * stage r for the one-chunk orders). Inline: the layout simulator's
+ * event loop calls it for every op. */
+static inline int schedule_stage_of(schedule_order o, int p, int r, int chunk) {
+    if (schedule_v_chunks(o) == 2) return chunk == 1 ? 2 * p - 1 - r : r;
+    return chunk * p + r;
+}
 
 /* What an order needs of p ranks and m micro-batches, as one line:
  * dualpipev m >= 2p (DeepSeek's assertion: its eight phases need 2p
@@ -111,16 +128,34 @@ int schedule_stage_of(schedule_order o, int p, int r, int chunk);
  * rank). PL_ERR_SCHEDULE on failure. */
 pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, char *msg, size_t len);
 
-/* The most ops rank's order has: 3 * chunks * m. */
-static inline int schedule_max_ops(schedule_order o, int m) { return 3 * schedule_v_chunks(o) * m; }
+/* The most ops a rank's order of s has: (3 if the order splits backwards,
+ * else 2) * schedule_rank_chunks(s) * s->micro_batches; 0 for a NULL s. */
+int schedule_max_ops(const schedule *s);
 
-/* Rank r's order (0 <= r < p) of gpipe, 1f1b, zb-h1, zb-h2, zb-v or
- * dualpipev for m micro-batches into out[0 .. schedule_max_ops): every
- * (chunk, mb) has one F and either one BW or one B and one W after it.
- * Returns the count, or -1 for interleaved (its order is the simulator's
- * pipe_order_rank), a bad argument, or no memory (zb-h2 is built by a list
- * schedule at unit costs, zb-v by the paper's phases; see schedule.c). */
-int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out);
+/* Rank r's order (0 <= r < p) of schedule s (its order, m =
+ * s->micro_batches, and for interleaved v = s->chunks) into out[0 ..
+ * schedule_max_ops(s)): every (chunk, mb) has one F and either one BW or
+ * one B and one W after it. The orders:
+ *   gpipe        F(0..m-1), then BW(0..m-1)
+ *   1f1b         w = min(m, p-1-r) warm-up forwards, then one F and one BW
+ *                while forwards remain, then the remaining BWs
+ *                (Megatron-LM's forward_backward_pipelining_without_interleaving;
+ *                the engine's order)
+ *   interleaved  Megatron-LM's ..._with_interleaving, v chunks per rank,
+ *                chunk c = stage c*p + r: rank r's t-th forward is virtual
+ *                micro-batch t, chunk (t mod pv)/p, micro-batch
+ *                (t / pv)*p + t mod p; its t-th backward the same on chunk
+ *                v-1-(t mod pv)/p; min(2(p-r-1) + (v-1)p, mv) warm-up
+ *                forwards (all mv when m == p), then one F and one BW, then
+ *                the remaining BWs. v = 1 is 1f1b's order; v > 1 needs m a
+ *                multiple of p
+ *   zb-h1, zb-h2, zb-v, dualpipev: see schedule.c (zb-h2 is built by a
+ *                list schedule at unit costs, zb-v by the paper's phases)
+ * Returns the count, or -1 for a bad argument (NULL s or out, r outside
+ * 0..p-1, m < 1 or m > 2^24-1, chunks < 1 or > 65535, chunks != 1 on an order other than
+ * interleaved, interleaved with v > 1 and m not a multiple of p, dualpipev
+ * with m < 2p) or no memory. */
+int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out);
 
 /* Peak stashed activations on rank r by the order's memory rule, in
  * chunk activations (a micro-batch's activations of one chunk, held from
@@ -130,12 +165,13 @@ int schedule_rank_ops(schedule_order o, int p, int r, int m, schedule_op *out);
  * stages). */
 int schedule_peak_stash_rule(schedule_order o, int p, int r, int m);
 
-/* The order run on an ideal pipeline of p ranks: ops take F, B, W (a BW
+/* Schedule s run on an ideal pipeline of p ranks: ops take F, B, W (a BW
  * takes B + W; an overlapped pair takes its two ops' sum), transfers are
  * free. Per rank (arrays of p, any may be NULL): busy time, first start,
  * last end, peak stashed chunk activations. Returns the step (the last
- * end), or -1 on failure (bad argument, no memory, a deadlocked order). */
-double schedule_eval_ideal(schedule_order o, int p, int m, double F, double B, double W, double *busy,
-                           double *first, double *last, int *peak);
+ * end), or -1 on failure (an order schedule_rank_ops refuses, no memory,
+ * a deadlocked order). */
+double schedule_eval_ideal(const schedule *s, int p, double F, double B, double W, double *busy, double *first,
+                           double *last, int *peak);
 
 #endif

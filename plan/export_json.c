@@ -17,11 +17,6 @@
 
 #include "export_internal.h"
 
-static const char *const ZERO_NAMES[] = {"none", "1", "2", "3", "fsdp"};
-static const char *const RECOMPUTE_NAMES[] = {"none", "selective", "full"};
-static const char *const PART_NAMES[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp",
-                                                       "dp",      "pp",        "bubble", "optimizer", "ep"};
-
 static double finite_or_zero(double x) { return isfinite(x) ? x : 0.0; }
 
 int plan_export_json(FILE *f, const gpt_config *cfg, const layout *l, const int *ch, const layout_result *res) {
@@ -31,8 +26,8 @@ int plan_export_json(FILE *f, const gpt_config *cfg, const layout *l, const int 
     rc |= fprintf(f, "{\"layout\": {\"tp\": %d, \"sp\": %d, \"cp\": %d, \"pp\": %d, \"vp\": %d, \"dp\": %d, "
                      "\"zero\": \"%s\", \"micro_batch\": %d, \"global_batch\": %d, \"micro_batches\": %d, "
                      "\"recompute\": \"%s\", \"precision\": \"%s\", \"world\": %lld}",
-                  l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, ZERO_NAMES[l->zero], l->micro_batch, l->global_batch, m,
-                  RECOMPUTE_NAMES[l->recompute], precision_name(l->prec),
+                  l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, zero_kind_name(l->zero), l->micro_batch, l->global_batch, m,
+                  recompute_kind_name(l->recompute), precision_name(l->prec),
                   (long long)l->tp * l->cp * l->pp * l->dp) < 0;
     rc |= fprintf(f, ", \"chunk_layers\": [") < 0;
     for (int c = 0; c < C; c++) rc |= fprintf(f, "%s%d", c ? ", " : "", ch[c]) < 0;
@@ -57,7 +52,7 @@ int plan_export_json(FILE *f, const gpt_config *cfg, const layout *l, const int 
                       (long long)res->mem_cap, (long long)(res->mem_cap - mm->total), res->worst_stage) < 0;
         for (int p = 0; p < LAYOUT_T_COUNT; p++)
             if (p != LAYOUT_T_EP || res->parts_us[p] > 0)
-                rc |= fprintf(f, "%s\"%s\": %.6f", p ? ", " : "", PART_NAMES[p], finite_or_zero(res->parts_us[p]) / 1e3) < 0;
+                rc |= fprintf(f, "%s\"%s\": %.6f", p ? ", " : "", layout_time_part_name((layout_time_part)p), finite_or_zero(res->parts_us[p]) / 1e3) < 0;
         rc |= fprintf(f, "}}") < 0;
     }
     rc |= fprintf(f, "}") < 0;

@@ -101,6 +101,7 @@ int plan_export_torchtitan(FILE *f, const gpt_config *cfg, const layout *l, cons
                   l->prec == PRECISION_FP32 || l->prec == PRECISION_TF32 ? "float32" : "bfloat16") < 0;
     if (l->prec == PRECISION_FP8) rc |= write_fp8(f, l, sharded) < 0;
     rc |= fprintf(f, "\n[activation_checkpoint]\n") < 0;
+    /* torchtitan's own mode names (they happen to be ours: recompute_kind_name's stay free to change) */
     rc |= fprintf(f, "mode = \"%s\"\n", l->recompute == RECOMPUTE_FULL        ? "full"
                                         : l->recompute == RECOMPUTE_SELECTIVE ? "selective"
                                                                               : "none") < 0;

@@ -76,10 +76,7 @@ pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t 
         *eq = 0;
         const char *key = tok, *val = eq + 1;
         if (!strcmp(key, "recompute")) {
-            static const char *names[] = {"none", "selective", "full"};
-            int k = -1;
-            for (int i = 0; i < 3; i++)
-                if (!strcmp(val, names[i])) k = i;
+            const int k = recompute_kind_from_name(val);
             if (k < 0) return pl_fail(msg, len, PL_ERR_INVALID, "recompute=%s: use none, selective or full", val);
             t.fix_recompute = k;
             continue;

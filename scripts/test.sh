@@ -22,7 +22,7 @@ echo "== build (CUDA objects when the toolkit is present) =="
 ./scripts/build.sh
 if ls build/hw/*.p/*.cu.o >/dev/null 2>&1; then echo "CUDA engine objects built: $(ls build/hw/*.p/*.cu.o | wc -l)"; else echo "CUDA toolkit not found: CPU-only build"; fi
 echo "== layering and documents =="
-python3 scripts/check-layering.py --objects build
+python3 scripts/check-layering.py --self-test --objects build
 python3 scripts/check-docs-index.py
 python3 scripts/check-file-refs.py
 python3 scripts/check-readme.py

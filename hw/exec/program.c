@@ -713,72 +713,37 @@ static pl_status setup_device(cctx *c, int d) {
     return PL_OK;
 }
 
-/* The schedule's order of operations for device d (see hw.h). */
+/* The schedule's order of operations for device d (see hw.h): core/schedule.c's
+ * order for this rank, F over the device's nodes in node order, B in reverse,
+ * W in reverse over the nodes that split (a fused BW: B, then W when the
+ * order splits backwards). */
 static pl_status build_sequence(cctx *c, int d, int rank, int S, sched_op **out, int *len) {
     int nodes = 0;
     for (int n = 0; n < c->nn; n++) nodes += dev_of(c, n) == d;
     const int m = c->m;
     sched_op *a = malloc(sizeof *a * (size_t)(3 * m * nodes + 1));
-    if (!a) return PL_ERR_NOMEM;
-    int k = 0;
-    if (c->split) {
-        /* core/schedule.c's order for this rank: F over the device's nodes
-         * in node order, B in reverse, W in reverse over the nodes that
-         * split (a fused BW: B then W) */
-        const schedule_order o = c->p->sched.order;
-        schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(o, m));
-        const int n_ops = ops ? schedule_rank_ops(o, S, rank, m, ops) : -1;
-        if (n_ops < 0) {
-            free(ops);
-            free(a);
-            return PL_ERR_NOMEM;
-        }
-        for (int t = 0; t < n_ops; t++) {
-            const int j = ops[t].mb, kind = ops[t].kind;
-            if (kind == SOP_F)
-                for (int n = 0; n < c->nn; n++) {
-                    if (dev_of(c, n) == d) a[k++] = (sched_op){0, n, j};
-                }
-            if (kind == SOP_B || kind == SOP_BW)
-                for (int n = c->nn - 1; n >= 0; n--)
-                    if (dev_of(c, n) == d) a[k++] = (sched_op){1, n, j};
-            if (kind == SOP_W || kind == SOP_BW)
-                for (int n = c->nn - 1; n >= 0; n--)
-                    if (dev_of(c, n) == d && hw_bwd_splits(c->g->nodes[n].kind)) a[k++] = (sched_op){2, n, j};
-        }
+    schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(&c->p->sched));
+    const int n_ops = a && ops ? schedule_rank_ops(&c->p->sched, S, rank, ops) : -1;
+    if (n_ops < 0) {
         free(ops);
-        *out = a;
-        *len = k;
-        return PL_OK;
+        free(a);
+        return PL_ERR_NOMEM;
     }
-    /* units: F(j) or B(j) */
-    int n_units = 2 * m;
-    for (int u = 0; u < n_units; u++) {
-        int bwd, j;
-        if (c->p->sched.order == SCHED_GPIPE) {
-            bwd = u >= m;
-            j = bwd ? u - m : u;
-        } else {
-            int w = S - 1 - rank;
-            if (w > m) w = m;
-            if (u < w) {
-                bwd = 0; j = u;
-            } else if (u < w + 2 * (m - w)) {
-                int i = (u - w) / 2;
-                if ((u - w) % 2 == 0) { bwd = 0; j = w + i; } else { bwd = 1; j = i; }
-            } else {
-                bwd = 1;
-                j = (m - w) + (u - w - 2 * (m - w));
-            }
-        }
-        if (!bwd) {
-            for (int n = 0; n < c->nn; n++)
+    int k = 0;
+    for (int t = 0; t < n_ops; t++) {
+        const int j = ops[t].mb, kind = ops[t].kind;
+        if (kind == SOP_F)
+            for (int n = 0; n < c->nn; n++) {
                 if (dev_of(c, n) == d) a[k++] = (sched_op){0, n, j};
-        } else {
+            }
+        if (kind == SOP_B || kind == SOP_BW)
             for (int n = c->nn - 1; n >= 0; n--)
                 if (dev_of(c, n) == d) a[k++] = (sched_op){1, n, j};
-        }
+        if (kind == SOP_W || (kind == SOP_BW && c->split))
+            for (int n = c->nn - 1; n >= 0; n--)
+                if (dev_of(c, n) == d && hw_bwd_splits(c->g->nodes[n].kind)) a[k++] = (sched_op){2, n, j};
     }
+    free(ops);
     *out = a;
     *len = k;
     return PL_OK;

@@ -106,7 +106,7 @@ void layout_model_flops(const gpt_config *cfg, const layout *l, double *model, d
 void layout_sim_destroy(layout_sim *s) {
     if (!s) return;
     free(s->chunk_layers); free(s->stage_layers); free(s->stage_rank); free(s->gpu); free(s->order);
-    free(s->n_ops_r); free(s->overlap); free(s->w_us);
+    free(s->n_ops_r); free(s->rank_of); free(s->w_us);
     free(s->tp_ar); free(s->tp_ag); free(s->tp_rs); free(s->tp_ce); free(s->cp_ag); free(s->cp_rs); free(s->tp_ag8);
     free(s->send_fwd); free(s->send_bwd); free(s->opt_params); free(s->stage_params); free(s->ag_chunk);
     free(s->ag_layer); free(s->ag_emb); free(s->ag_head);
@@ -194,15 +194,50 @@ static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *
     return PL_OK;
 }
 
+/* The schedule a layout runs: Megatron-LM's 1f1b is interleaved over vp
+ * chunks when vp > 1; the other orders as named (layout_validate checked
+ * vp against their chunk count). */
+static schedule layout_order(const layout *l, int m) {
+    schedule sc = schedule_make(m, l->sched);
+    if (l->sched == SCHED_1F1B && l->vp > 1) {
+        sc.order = SCHED_INTERLEAVED;
+        sc.chunks = l->vp;
+    }
+    return sc;
+}
+
+/* Every rank's order of s->sched (core/schedule.c) into s->order, each
+ * op's chunk turned into its stage (the event loop's index), and the rank
+ * of every stage (ls_rank_of). PL_ERR_SCHEDULE with a message when
+ * core builds no order (out of memory). */
+static pl_status expand_orders(layout_sim *s, char *msg, size_t len) {
+    const int pp = s->pp, vp = s->vp;
+    for (int r = 0; r < pp; r++)
+        for (int c = 0; c < vp; c++) s->rank_of[ls_stage_of(s, r, c)] = r;
+    for (int r = 0; r < pp; r++) {
+        schedule_op *ops = s->order + (size_t)r * s->n_ops_stage;
+        const int n = schedule_rank_ops(&s->sched, pp, r, ops);
+        if (n < 0) {
+            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
+                   schedule_order_name(s->l->sched), pp, s->m);
+            return PL_ERR_SCHEDULE;
+        }
+        for (int q = 0; q < n; q++) ops[q].chunk = (unsigned short)ls_stage_of(s, r, ops[q].chunk);
+        s->n_ops_r[r] = n;
+    }
+    return PL_OK;
+}
+
 pl_status layout_sim_create(const gpt_config *cfg, const layout *l, const cluster *c, layout_sim **out, char *msg,
                             size_t len) {
     return layout_sim_create_measured(cfg, l, c, NULL, out, msg, len);
 }
 
-pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, const cluster *c,
-                                     const coll_measured *meas, layout_sim **out, char *msg, size_t len) {
-    if (!out) return PL_ERR_INVALID;
-    *out = NULL;
+/* The inputs layout_sim_create_measured refuses: NULL arguments, a cluster,
+ * measured collectives or layout that does not validate, or a layout too
+ * large to simulate. PL_ERR_INVALID with a one-line message. */
+static pl_status check_create_inputs(const gpt_config *cfg, const layout *l, const cluster *c,
+                                     const coll_measured *meas, char *msg, size_t len) {
     if (!cfg || !l || !c) {
         ls_msg(msg, len, "layout_sim_create: NULL argument");
         return PL_ERR_INVALID;
@@ -220,11 +255,229 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         ls_msg(msg, len, "%s", m2);
         return PL_ERR_INVALID;
     }
-    const int pp = l->pp, vp = l->vp, K = pp * vp, m = layout_micro_batches(l);
-    if (m < 1 || (long)K * m > 10000000L || (long)pp * 2 * vp * m > 20000000L) {
+    const int K = l->pp * l->vp, m = layout_micro_batches(l);
+    if (m < 1 || (long)K * m > 10000000L || (long)l->pp * 2 * l->vp * m > 20000000L) {
         ls_msg(msg, len, "layout too large to simulate: %d chunks x %d micro-batches", K, m);
         return PL_ERR_INVALID;
     }
+    return PL_OK;
+}
+
+/* Every array of s sized by its pp, K, m and n_ops_stage (zeroed).
+ * Returns 0, or 1 when out of memory (what was allocated is freed by
+ * layout_sim_destroy). */
+static int alloc_arrays(layout_sim *s) {
+    const layout *l = s->l;
+    const int pp = s->pp, K = s->K, m = s->m;
+    const int gmax = l->tp > l->dp ? (l->tp > l->cp ? l->tp : l->cp) : (l->dp > l->cp ? l->dp : l->cp);
+    return LS_ALLOC(s->chunk_layers, K) || LS_ALLOC(s->stage_layers, pp) || LS_ALLOC(s->stage_rank, pp) ||
+           LS_ALLOC(s->gpu, pp) || LS_ALLOC(s->order, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->tp_ar, pp) ||
+           LS_ALLOC(s->tp_ag, pp) || LS_ALLOC(s->tp_rs, pp) || LS_ALLOC(s->tp_ce, pp) || LS_ALLOC(s->cp_ag, pp) ||
+           LS_ALLOC(s->cp_rs, pp) || LS_ALLOC(s->send_fwd, pp) || LS_ALLOC(s->send_bwd, pp) ||
+           LS_ALLOC(s->opt_params, pp) || LS_ALLOC(s->stage_params, pp) || LS_ALLOC(s->ag_chunk, K) ||
+           LS_ALLOC(s->ag_layer, pp) || LS_ALLOC(s->ag_emb, pp) || LS_ALLOC(s->ag_head, pp) ||
+           LS_ALLOC(s->bk_start, K + 1) || LS_ALLOC(s->cost, K) || LS_ALLOC(s->farr, (size_t)K * m) ||
+           LS_ALLOC(s->barr, (size_t)K * m) || LS_ALLOC(s->pos, pp) || LS_ALLOC(s->ct, pp) || LS_ALLOC(s->lf, pp) ||
+           LS_ALLOC(s->lb, pp) || LS_ALLOC(s->dpr, pp) || LS_ALLOC(s->dpg, pp) || LS_ALLOC(s->prev_start, pp) ||
+           LS_ALLOC(s->p_comp, pp) || LS_ALLOC(s->p_recomp, pp) || LS_ALLOC(s->p_tp, pp) || LS_ALLOC(s->p_cp, pp) ||
+           LS_ALLOC(s->p_dp, pp) || LS_ALLOC(s->p_wait, pp) || LS_ALLOC(s->p_opt, pp) || LS_ALLOC(s->end, pp) ||
+           LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
+           LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
+           LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp) ||
+           LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->rank_of, K) || LS_ALLOC(s->w_us, K);
+}
+
+/* The pipeline's stages: every rank's order, the layers of each chunk and
+ * stage, each stage's GPU (the replica whose tp, cp and dp coordinates
+ * are 0) and, for FP8, that its GPU runs the recipe. A one-line message
+ * and the failure's status otherwise. */
+static pl_status expand_stages(layout_sim *s, char *msg, size_t len) {
+    const layout *l = s->l;
+    pl_status st = expand_orders(s, msg, len);
+    if (st != PL_OK) return st;
+    char m2[256];
+    if ((st = layout_chunk_layers(l, s->cfg->n_layers, s->chunk_layers, m2, sizeof m2)) != PL_OK) {
+        ls_msg(msg, len, "%s", m2);
+        return st;
+    }
+    for (int k = 0; k < s->K; k++) s->stage_layers[ls_rank_of(s, k)] += s->chunk_layers[k];
+    for (int r = 0; r < s->pp; r++) {
+        layout_coords co;
+        memset(&co, 0, sizeof co);
+        co.c[LAYOUT_DIM_PP] = r;
+        s->stage_rank[r] = layout_rank_of(l, &co);
+        s->gpu[r] = cluster_gpu_of(s->c, s->stage_rank[r]);
+    }
+    /* FP8: every stage's GPU must run the recipe (MXFP8 needs Blackwell) */
+    if (l->prec == PRECISION_FP8)
+        for (int r = 0; r < s->pp; r++)
+            if (fp8_check_gpu(s->gpu[r], l->fp8, m2, sizeof m2) != PL_OK) {
+                ls_msg(msg, len, "%s", m2);
+                return PL_ERR_INVALID;
+            }
+    return PL_OK;
+}
+
+/* A micro-batch's message sizes on one GPU, in bytes (FP8 runs send and
+ * reduce their activations in bf16: fp8.h). */
+typedef struct {
+    double ab;      /* bytes an activation element */
+    double tok;     /* tokens per micro-batch on one GPU (seq / cp) */
+    double act;     /* a layer's activation (what tp's collectives move) */
+    double kv_full; /* the keys and values cp's all-gather moves */
+} ls_sizes;
+
+/* The message sizes (*z, and the pipeline send's s->pp_bytes) and the
+ * parameter counts a stage's collectives move: one layer's (an MoE
+ * model's mean replicated part), the embedding's and head's, the head
+ * part the last stage holds, bytes a gathered parameter takes; FP8 with
+ * sp gets its FP8 all-gather times' array. PL_ERR_NOMEM or PL_OK. */
+static pl_status expand_sizes(layout_sim *s, ls_sizes *z) {
+    const gpt_config *cfg = s->cfg;
+    const layout *l = s->l;
+    z->ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
+    z->tok = (double)l->micro_batch * cfg->seq_len / l->cp;
+    z->act = z->tok * cfg->d_model * z->ab;
+    const double hd = (double)cfg->d_model / cfg->n_heads;
+    z->kv_full = (double)l->micro_batch * cfg->seq_len * 2.0 * ((double)gpt_kv_heads(cfg) / l->tp) * hd * z->ab;
+    s->pp_bytes = z->act / l->tp;
+    s->layer_params = layout_layer_params(cfg);
+    if (s->moe) { /* the mean replicated part of a layer (experts apart: chunk_expert_params) */
+        double sum = 0;
+        for (int i = 0; i < cfg->n_layers; i++)
+            sum += (double)moe_layer_dense_params_per_gpu(cfg, l, gpt_layer_is_moe(cfg, i)) * l->tp;
+        s->layer_params = (int64_t)llround(sum / cfg->n_layers);
+    }
+    emb_head_params(cfg, &s->emb_params, &s->head_params);
+    /* Megatron keeps a copy of a tied embedding on the last stage for the head */
+    int64_t head_held =
+        s->head_params + (cfg->tied && s->pp > 1 ? (int64_t)gpt_vocab_padded(cfg) * cfg->d_model : 0);
+    if (cfg->tied && s->pp == 1) head_held = s->head_params;
+    s->head_held = head_held;
+    s->param_bytes_used = z->ab < 2 ? 2 : z->ab; /* fp8 keeps bf16 weights */
+    /* FP8 with sequence parallelism: Transformer Engine casts the two norm
+     * outputs (the QKV and MLP-in inputs) to FP8 before their all-gather
+     * (its LayerNormLinear / LayerNormMLP), so those gathers move 1 byte an
+     * element; the reduce-scatters and the backward's collectives stay bf16 */
+    if (l->prec == PRECISION_FP8 && l->sp && l->tp > 1 && LS_ALLOC(s->tp_ag8, s->pp)) return PL_ERR_NOMEM;
+    return PL_OK;
+}
+
+/* Each stage's collectives over its tp and cp groups at sizes z (stage 0's
+ * estimates kept for the result) and its sends to the next and previous
+ * stages. The collective model's status on failure. */
+static pl_status stage_collectives(layout_sim *s, const ls_sizes *z) {
+    const int pp = s->pp;
+    pl_status st;
+    for (int r = 0; r < pp; r++) {
+        const int64_t rank = s->stage_rank[r];
+        coll_estimate e;
+        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, z->act, s->grp, &e)) != PL_OK) return st;
+        s->tp_ar[r] = e.time_us;
+        if (r == 0) s->est_tp_ar = e;
+        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, z->act, s->grp, &e)) != PL_OK) return st;
+        s->tp_ag[r] = e.time_us;
+        if (r == 0) s->est_tp_ag = e;
+        if (s->tp_ag8) { /* FP8: the norm outputs gathered as FP8, 1 byte an element */
+            if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, z->act / z->ab, s->grp, &e)) != PL_OK)
+                return st;
+            s->tp_ag8[r] = e.time_us;
+        }
+        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_REDUCE_SCATTER, z->act, s->grp, &e)) != PL_OK) return st;
+        s->tp_rs[r] = e.time_us;
+        if (r == 0) s->est_tp_rs = e;
+        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, z->tok * 4.0, s->grp, &e)) != PL_OK) return st;
+        s->tp_ce[r] = 3.0 * e.time_us;
+        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_ALL_GATHER, z->kv_full, s->grp, &e)) != PL_OK) return st;
+        s->cp_ag[r] = e.time_us;
+        if (r == 0) s->est_cp = e;
+        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_REDUCE_SCATTER, z->kv_full, s->grp, &e)) != PL_OK)
+            return st;
+        s->cp_rs[r] = e.time_us;
+        /* sends: chunk k on r goes to chunk k+1 on (r+1) mod pp, and back */
+        const int nx = (r + 1) % pp, pv = (r + pp - 1) % pp;
+        s->send_fwd[r] = nx == r ? 0.0 : p2p_time_us(s->c, rank, s->stage_rank[nx], s->pp_bytes);
+        s->send_bwd[r] = pv == r ? 0.0 : p2p_time_us(s->c, rank, s->stage_rank[pv], s->pp_bytes);
+    }
+    return PL_OK;
+}
+
+/* Parameters per chunk and stage after the tp split (the embedding with
+ * the first chunk, the held head with the last), and the parameters each
+ * stage's optimizer updates (its dp shard under zero >= 1; an MoE model's
+ * experts at their edp shard). */
+static void chunk_stage_params(layout_sim *s) {
+    const layout *l = s->l;
+    const int K = s->K, pp = s->pp;
+    for (int k = 0; k < K; k++) {
+        int64_t p = (int64_t)s->chunk_layers[k] * s->layer_params;
+        if (k == 0) p += s->emb_params;
+        if (k == K - 1) p += s->head_held;
+        s->chunk_params[k] = p / l->tp;
+        s->stage_params[ls_rank_of(s, k)] += s->chunk_params[k];
+    }
+    const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
+    for (int r = 0; r < pp; r++)
+        s->opt_params[r] = sharded ? (double)s->stage_params[r] / l->dp : (double)s->stage_params[r];
+    if (s->moe) { /* the experts: held at E / ep, 1 / etp; their optimizer shard over edp */
+        const int edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
+        for (int k = 0; k < K; k++) {
+            s->opt_params[k % pp] += sharded && edp > 1 ? s->chunk_expert_params[k] / edp : s->chunk_expert_params[k];
+            s->stage_params[k % pp] += (int64_t)s->chunk_expert_params[k];
+        }
+    }
+}
+
+/* The parameter gathers over each stage's dp group (zero >= 1, fsdp): a
+ * chunk's, one layer's, the embedding's and the head's, stage 0's whole
+ * (the result's estimate); and a tied embedding's gradient all-reduce
+ * between the first and last stage. The collective model's status on
+ * failure. */
+static pl_status param_gathers(layout_sim *s) {
+    const gpt_config *cfg = s->cfg;
+    const layout *l = s->l;
+    const int K = s->K, pp = s->pp;
+    pl_status st;
+    for (int k = 0; k < K; k++) {
+        coll_estimate e;
+        if ((st = group_coll(s, s->stage_rank[ls_rank_of(s, k)], LAYOUT_DIM_DP, COLL_ALL_GATHER,
+                             (double)s->chunk_params[k] * s->param_bytes_used, s->grp, &e)) != PL_OK)
+            return st;
+        s->ag_chunk[k] = e.time_us;
+    }
+    for (int r = 0; r < pp; r++) {
+        const double unit[3] = {(double)s->layer_params / l->tp, (double)s->emb_params / l->tp,
+                                (double)s->head_held / l->tp};
+        double *dst[3] = {&s->ag_layer[r], &s->ag_emb[r], &s->ag_head[r]};
+        for (int u = 0; u < 3; u++) {
+            coll_estimate e;
+            if ((st = group_coll(s, s->stage_rank[r], LAYOUT_DIM_DP, COLL_ALL_GATHER, unit[u] * s->param_bytes_used,
+                                 s->grp, &e)) != PL_OK)
+                return st;
+            *dst[u] = e.time_us;
+        }
+    }
+    coll_estimate e;
+    if ((st = group_coll(s, s->stage_rank[0], LAYOUT_DIM_DP, COLL_ALL_GATHER,
+                         (double)s->stage_params[0] * s->param_bytes_used, s->grp, &e)) != PL_OK)
+        return st;
+    s->est_dp_ag = e;
+    if (cfg->tied && pp > 1) { /* a tied embedding's gradient: first <-> last stage */
+        int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
+        if ((st = sim_coll(s, COLL_ALL_REDUCE, two, 2, (double)gpt_vocab_padded(cfg) * cfg->d_model / l->tp * 4.0,
+                           &e)) != PL_OK)
+            return st;
+        s->emb_ar_us = e.time_us;
+    }
+    return PL_OK;
+}
+
+pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, const cluster *c,
+                                     const coll_measured *meas, layout_sim **out, char *msg, size_t len) {
+    if (!out) return PL_ERR_INVALID;
+    *out = NULL;
+    pl_status st = check_create_inputs(cfg, l, c, meas, msg, len);
+    if (st != PL_OK) return st;
     layout_sim *s = calloc(1, sizeof *s);
     if (!s) return PL_ERR_NOMEM;
     s->cfg = cfg;
@@ -239,200 +492,23 @@ pl_status layout_sim_create_measured(const gpt_config *cfg, const layout *l, con
         s->cl.nics_per_node = 1;
         s->cl.nic_bw = c->intra_bw;
     }
-    c = &s->cl;
-    s->c = c;
-    s->pp = pp;
-    s->vp = vp;
-    s->K = K;
-    s->m = m;
+    s->c = &s->cl;
+    s->pp = l->pp;
+    s->vp = l->vp;
+    s->K = l->pp * l->vp;
+    s->m = layout_micro_batches(l);
     s->split = schedule_splits_backward(l->sched);
-    s->vshape = schedule_v_chunks(l->sched) == 2;
-    s->n_ops_stage = (s->split ? 3 : 2) * vp * m;
-    const int64_t world = layout_world_size(l);
-    const int gmax = l->tp > l->dp ? (l->tp > l->cp ? l->tp : l->cp) : (l->dp > l->cp ? l->dp : l->cp);
-    pl_status st = PL_ERR_NOMEM;
-    if (LS_ALLOC(s->chunk_layers, K) || LS_ALLOC(s->stage_layers, pp) || LS_ALLOC(s->stage_rank, pp) ||
-        LS_ALLOC(s->gpu, pp) || LS_ALLOC(s->order, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->tp_ar, pp) ||
-        LS_ALLOC(s->tp_ag, pp) || LS_ALLOC(s->tp_rs, pp) || LS_ALLOC(s->tp_ce, pp) || LS_ALLOC(s->cp_ag, pp) ||
-        LS_ALLOC(s->cp_rs, pp) || LS_ALLOC(s->send_fwd, pp) || LS_ALLOC(s->send_bwd, pp) ||
-        LS_ALLOC(s->opt_params, pp) || LS_ALLOC(s->stage_params, pp) || LS_ALLOC(s->ag_chunk, K) || LS_ALLOC(s->ag_layer, pp) || LS_ALLOC(s->ag_emb, pp) ||
-        LS_ALLOC(s->ag_head, pp) ||
-        LS_ALLOC(s->bk_start, K + 1) || LS_ALLOC(s->cost, K) || LS_ALLOC(s->farr, (size_t)K * m) ||
-        LS_ALLOC(s->barr, (size_t)K * m) || LS_ALLOC(s->pos, pp) || LS_ALLOC(s->ct, pp) || LS_ALLOC(s->lf, pp) ||
-        LS_ALLOC(s->lb, pp) || LS_ALLOC(s->dpr, pp) || LS_ALLOC(s->dpg, pp) || LS_ALLOC(s->prev_start, pp) ||
-        LS_ALLOC(s->p_comp, pp) || LS_ALLOC(s->p_recomp, pp) || LS_ALLOC(s->p_tp, pp) || LS_ALLOC(s->p_cp, pp) ||
-        LS_ALLOC(s->p_dp, pp) || LS_ALLOC(s->p_wait, pp) || LS_ALLOC(s->p_opt, pp) || LS_ALLOC(s->end, pp) ||
-        LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
-        LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
-        LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp) ||
-        LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->overlap, (size_t)pp * s->n_ops_stage) || LS_ALLOC(s->w_us, K))
-        goto fail;
-    st = layout_chunk_layers(l, cfg->n_layers, s->chunk_layers, m2, sizeof m2);
-    if (st != PL_OK) {
-        ls_msg(msg, len, "%s", m2);
-        goto fail;
-    }
-    for (int k = 0; k < K; k++) s->stage_layers[ls_rank_of(s, k)] += s->chunk_layers[k];
-    for (int r = 0; r < pp; r++) {
-        layout_coords co;
-        memset(&co, 0, sizeof co);
-        co.c[LAYOUT_DIM_PP] = r;
-        s->stage_rank[r] = layout_rank_of(l, &co);
-        s->gpu[r] = cluster_gpu_of(c, s->stage_rank[r]);
-        s->n_ops_r[r] = 2 * vp * m;
-        if (!s->split) pipe_order_rank(pp, r, vp, m, s->order + (size_t)r * s->n_ops_stage);
-    }
-    if (s->split) { /* ---- the split orders: core/schedule.c's per-rank orders ---- */
-        schedule_op *ops = malloc(sizeof *ops * (size_t)schedule_max_ops(l->sched, m));
-        for (int r = 0; r < pp && ops; r++) {
-            const int n = schedule_rank_ops(l->sched, pp, r, m, ops);
-            if (n < 0 || n > s->n_ops_stage) {
-                free(ops);
-                ops = NULL;
-                break;
-            }
-            pipe_op *o = s->order + (size_t)r * s->n_ops_stage;
-            uint8_t *ov = s->overlap + (size_t)r * s->n_ops_stage;
-            for (int q = 0; q < n; q++) {
-                const int code = ops[q].kind == SOP_F ? 0 : ops[q].kind == SOP_BW ? 1 : ops[q].kind == SOP_B ? 2 : 3;
-                o[q] = (pipe_op){ops[q].chunk, ops[q].mb, code};
-                ov[q] = (uint8_t)ops[q].overlap;
-            }
-            s->n_ops_r[r] = n;
-        }
-        if (!ops) {
-            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
-                   schedule_order_name(l->sched), pp, m);
-            st = PL_ERR_SCHEDULE;
-            goto fail;
-        }
-        free(ops);
-    }
-    (void)world;
-    /* FP8: every stage's GPU must run the recipe (MXFP8 needs Blackwell) */
-    if (l->prec == PRECISION_FP8)
-        for (int r = 0; r < pp; r++)
-            if (fp8_check_gpu(s->gpu[r], l->fp8, m2, sizeof m2) != PL_OK) {
-                ls_msg(msg, len, "%s", m2);
-                st = PL_ERR_INVALID;
-                goto fail;
-            }
-
+    s->sched = layout_order(l, s->m);
+    s->n_ops_stage = schedule_max_ops(&s->sched);
+    ls_sizes z;
+    st = PL_ERR_NOMEM;
+    if (alloc_arrays(s)) goto fail;
+    if ((st = expand_stages(s, msg, len)) != PL_OK) goto fail;
     if ((st = moe_expand(s, cfg, l)) != PL_OK) goto coll_fail;
-
-    /* message sizes (FP8 runs send and reduce their activations in bf16: fp8.h) */
-    const double ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
-    const double tok = (double)l->micro_batch * cfg->seq_len / l->cp; /* tokens per micro-batch on one GPU */
-    const double act = tok * cfg->d_model * ab;
-    const double hd = (double)cfg->d_model / cfg->n_heads;
-    const double kv_full = (double)l->micro_batch * cfg->seq_len * 2.0 * ((double)gpt_kv_heads(cfg) / l->tp) * hd * ab;
-    s->pp_bytes = act / l->tp;
-    s->layer_params = layout_layer_params(cfg);
-    if (s->moe) { /* the mean replicated part of a layer (experts apart: chunk_expert_params) */
-        double sum = 0;
-        for (int i = 0; i < cfg->n_layers; i++)
-            sum += (double)moe_layer_dense_params_per_gpu(cfg, l, gpt_layer_is_moe(cfg, i)) * l->tp;
-        s->layer_params = (int64_t)llround(sum / cfg->n_layers);
-    }
-    emb_head_params(cfg, &s->emb_params, &s->head_params);
-    /* Megatron keeps a copy of a tied embedding on the last stage for the head */
-    int64_t head_held = s->head_params + (cfg->tied && pp > 1 ? (int64_t)gpt_vocab_padded(cfg) * cfg->d_model : 0);
-    if (cfg->tied && pp == 1) head_held = s->head_params;
-    s->head_held = head_held;
-    s->param_bytes_used = ab < 2 ? 2 : ab; /* fp8 keeps bf16 weights */
-    /* FP8 with sequence parallelism: Transformer Engine casts the two norm
-     * outputs (the QKV and MLP-in inputs) to FP8 before their all-gather
-     * (its LayerNormLinear / LayerNormMLP), so those gathers move 1 byte an
-     * element; the reduce-scatters and the backward's collectives stay bf16 */
-    if (l->prec == PRECISION_FP8 && l->sp && l->tp > 1 && LS_ALLOC(s->tp_ag8, pp)) {
-        st = PL_ERR_NOMEM;
-        goto fail;
-    }
-
-    for (int r = 0; r < pp; r++) {
-        const int64_t rank = s->stage_rank[r];
-        coll_estimate e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ar[r] = e.time_us;
-        if (r == 0) s->est_tp_ar = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ag[r] = e.time_us;
-        if (r == 0) s->est_tp_ag = e;
-        if (s->tp_ag8) { /* FP8: the norm outputs gathered as FP8, 1 byte an element */
-            if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_GATHER, act / ab, s->grp, &e)) != PL_OK)
-                goto coll_fail;
-            s->tp_ag8[r] = e.time_us;
-        }
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_REDUCE_SCATTER, act, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_rs[r] = e.time_us;
-        if (r == 0) s->est_tp_rs = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_TP, COLL_ALL_REDUCE, tok * 4.0, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->tp_ce[r] = 3.0 * e.time_us;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_ALL_GATHER, kv_full, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->cp_ag[r] = e.time_us;
-        if (r == 0) s->est_cp = e;
-        if ((st = group_coll(s, rank, LAYOUT_DIM_CP, COLL_REDUCE_SCATTER, kv_full, s->grp, &e)) != PL_OK) goto coll_fail;
-        s->cp_rs[r] = e.time_us;
-        /* sends: chunk k on r goes to chunk k+1 on (r+1) mod pp, and back */
-        const int nx = (r + 1) % pp, pv = (r + pp - 1) % pp;
-        s->send_fwd[r] = nx == r ? 0.0 : p2p_time_us(c, rank, s->stage_rank[nx], s->pp_bytes);
-        s->send_bwd[r] = pv == r ? 0.0 : p2p_time_us(c, rank, s->stage_rank[pv], s->pp_bytes);
-    }
-    /* parameters per chunk and stage (after the tp split) */
-    int64_t *chunk_params = s->chunk_params;
-    for (int k = 0; k < K; k++) {
-        int64_t p = (int64_t)s->chunk_layers[k] * s->layer_params;
-        if (k == 0) p += s->emb_params;
-        if (k == K - 1) p += head_held;
-        chunk_params[k] = p / l->tp;
-        s->stage_params[ls_rank_of(s, k)] += chunk_params[k];
-    }
-    const int sharded = l->dp > 1 && l->zero != ZERO_NONE;
-    for (int r = 0; r < pp; r++)
-        s->opt_params[r] = sharded ? (double)s->stage_params[r] / l->dp : (double)s->stage_params[r];
-    if (s->moe) { /* the experts: held at E / ep, 1 / etp; their optimizer shard over edp */
-        const int edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
-        for (int k = 0; k < K; k++) {
-            s->opt_params[k % pp] += sharded && edp > 1 ? s->chunk_expert_params[k] / edp : s->chunk_expert_params[k];
-            s->stage_params[k % pp] += (int64_t)s->chunk_expert_params[k];
-        }
-    }
-    /* parameter gathers over the dp group (zero >= 1, fsdp) */
-    for (int k = 0; k < K; k++) {
-        coll_estimate e;
-        if ((st = group_coll(s, s->stage_rank[ls_rank_of(s, k)], LAYOUT_DIM_DP, COLL_ALL_GATHER,
-                             (double)chunk_params[k] * s->param_bytes_used, s->grp, &e)) != PL_OK)
-            goto coll_fail;
-        s->ag_chunk[k] = e.time_us;
-    }
-    for (int r = 0; r < pp; r++) {
-        const double unit[3] = {(double)s->layer_params / l->tp, (double)s->emb_params / l->tp,
-                                (double)head_held / l->tp};
-        double *dst[3] = {&s->ag_layer[r], &s->ag_emb[r], &s->ag_head[r]};
-        for (int u = 0; u < 3; u++) {
-            coll_estimate e;
-            if ((st = group_coll(s, s->stage_rank[r], LAYOUT_DIM_DP, COLL_ALL_GATHER, unit[u] * s->param_bytes_used,
-                                 s->grp, &e)) != PL_OK)
-                goto coll_fail;
-            *dst[u] = e.time_us;
-        }
-    }
-    {
-        coll_estimate e;
-        if ((st = group_coll(s, s->stage_rank[0], LAYOUT_DIM_DP, COLL_ALL_GATHER,
-                             (double)s->stage_params[0] * s->param_bytes_used, s->grp, &e)) != PL_OK)
-            goto coll_fail;
-        s->est_dp_ag = e;
-    }
-    /* a tied embedding's gradient: first <-> last stage */
-    if (cfg->tied && pp > 1) {
-        int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
-        coll_estimate e;
-        if ((st = sim_coll(s, COLL_ALL_REDUCE, two, 2,
-                            (double)gpt_vocab_padded(cfg) * cfg->d_model / l->tp * 4.0, &e)) != PL_OK)
-            goto coll_fail;
-        s->emb_ar_us = e.time_us;
-    }
+    if ((st = expand_sizes(s, &z)) != PL_OK) goto fail;
+    if ((st = stage_collectives(s, &z)) != PL_OK) goto coll_fail;
+    chunk_stage_params(s);
+    if ((st = param_gathers(s)) != PL_OK) goto coll_fail;
     *out = s;
     return PL_OK;
 

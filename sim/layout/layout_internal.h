@@ -1,7 +1,8 @@
 /*
  * layout_internal.h: what the layout simulator's two files share:
  *   layout_expand.c  the layout expanded for one model on one cluster (once,
- *                    in layout_sim_create): stages, ranks and GPU types,
+ *                    in layout_sim_create): the ranks' orders (core/schedule.c's
+ *                    schedule_rank_ops), stages, ranks and GPU types,
  *                    chunk layers, the per-stage collective and send times,
  *                    parameters per chunk, gradient buckets; and per run the
  *                    chunks' op durations from the compute model
@@ -15,7 +16,7 @@
 #include <stddef.h>
 
 #include "layout_sim.h"
-#include "sim_pipeline.h"
+#include "schedule.h"
 
 /* One bucket of a chunk's gradients: ready after `units` backward units of
  * the chunk (unit 0 the head, 1..L the layers from the last, L+1 the
@@ -59,8 +60,12 @@ struct layout_sim {
     int *stage_layers;          /* [pp] */
     int64_t *stage_rank;        /* [pp] GPU of stage s */
     const cluster_gpu **gpu;    /* [pp] */
-    pipe_op *order;             /* [pp * 2 vp m] */
-    int n_ops_stage;            /* 2 vp m */
+    schedule_op *order;         /* [pp * n_ops_stage] each rank's order: core/schedule.c's
+                                   schedule_rank_ops, with each op's chunk turned into its
+                                   stage (ls_stage_of, once in layout_sim_create) */
+    int n_ops_stage;            /* schedule_max_ops(&sched) */
+    schedule sched;             /* the layout's schedule (1f1b with vp > 1: interleaved) */
+    int *rank_of;               /* [K] the rank of stage k (from schedule_stage_of) */
     /* collectives (unscaled us), per stage */
     double *tp_ar, *tp_ag, *tp_rs, *tp_ce, *cp_ag, *cp_rs; /* [pp] */
     double *tp_ag8;             /* [pp] FP8 with sp: a layer input's all-gather in FP8 (fp8.h); else NULL */
@@ -107,24 +112,22 @@ struct layout_sim {
     int n_ev, cap_ev;
     int have_trace;
     int trace_failed;
-    /* ---- split orders (l->sched: zb-h1, zb-h2, zb-v, dualpipev; schedule.h) ----
-     * order then holds op codes in pipe_op.bwd: 0 F, 1 the whole backward,
-     * 2 B (input gradients), 3 W (weight gradients), pipe_op.chunk the
-     * rank's chunk (the V orders: chunk 1 is stage 2pp-1-r) */
+    /* ---- split orders (l->sched: zb-h1, zb-h2, zb-v, dualpipev; schedule.h):
+     * their orders hold B (input gradients) and W (weight gradients) ops
+     * besides F and the whole backward BW, and DualPipeV's overlapped
+     * pairs (schedule_op.overlap) */
     int split;                   /* l->sched splits backwards */
-    int vshape;                  /* the V orders */
     int *n_ops_r;                /* [pp] ops in each rank's order (<= n_ops_stage) */
-    uint8_t *overlap;            /* [pp * n_ops_stage] DualPipe: op and the next run as one overlapped pair */
     double *w_us;                /* [K] a chunk's W: its layers' weight-gradient GEMMs (and the head's) */
 };
 
-/* The stage of rank r's chunk, and the rank of stage k, for the layout's order. */
+/* The stage of rank r's chunk (core's rule), and the rank of stage k (its
+ * inverse, tabled by layout_sim_create: a load is cheaper than the rule's
+ * division in the event loop). */
 static inline int ls_stage_of(const layout_sim *s, int r, int chunk) {
-    return s->vshape ? (chunk ? 2 * s->pp - 1 - r : r) : chunk * s->pp + r;
+    return schedule_stage_of(s->sched.order, s->pp, r, chunk);
 }
-static inline int ls_rank_of(const layout_sim *s, int k) {
-    return s->vshape ? (k < s->pp ? k : 2 * s->pp - 1 - k) : k % s->pp;
-}
+static inline int ls_rank_of(const layout_sim *s, int k) { return s->rank_of[k]; }
 
 /* Write a one-line message into msg (NULL or len 0: nothing). */
 void ls_msg(char *msg, size_t len, const char *fmt, ...)

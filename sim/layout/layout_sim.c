@@ -9,9 +9,10 @@
  * follows the rank grid (tp innermost, then cp, dp, pp). Each stage has
  *   - a compute stream, in order, running the stage's schedule order of
  *     chunk forwards F(k, j) and backwards B(k, j) (chunk k of the pipeline's
- *     pp * vp in model order, micro-batch j); the order is Megatron-LM's
- *     (sim_pipeline.h, shared with the placement simulator): 1F1B for
- *     vp = 1, interleaved 1F1B for vp > 1. Megatron's tensor-parallel
+ *     pp * vp in model order, micro-batch j); the order is core/schedule.c's
+ *     (schedule_rank_ops, as the placement simulator's and the engine's):
+ *     Megatron-LM's 1F1B for vp = 1, interleaved 1F1B for vp > 1, or the
+ *     layout's sched (zb-h1, zb-h2, zb-v, dualpipev). Megatron's tensor-parallel
  *     collectives and context parallel's key/value all-gathers are blocking
  *     on this stream (Megatron runs them on the compute stream), so they add
  *     to the op's duration and are counted apart (tp, cp);
@@ -207,165 +208,188 @@ static inline double bucket_offset(const layout_sim *s, const ls_chunk_cost *c, 
     return c->b_us;
 }
 
-/* One pass over the step: every stage's ops in its order, as their
- * inputs arrive. free_p2p: pipeline sends cost nothing (the bubble pass). */
-static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2p, char *msg, size_t len) {
-    const layout *l = s->l;
-    const int pp = s->pp, K = s->K, m = s->m, nops = s->n_ops_stage;
-    const int dp = l->dp > 1;
-    const int gather_every = dp && l->zero == ZERO_3;
-    const int gather_first = dp && (l->zero == ZERO_FSDP || ((l->zero == ZERO_1 || l->zero == ZERO_2) && p->dp_overlap_param));
-    const int reduce_every = dp && l->zero == ZERO_3;
-    const double cs = p->collective_scale, xs = free_p2p ? 0.0 : p->p2p_scale;
-    for (size_t i = 0; i < (size_t)K * m; i++) s->farr[i] = s->barr[i] = -1.0;
-    for (int r = 0; r < pp; r++) {
+/* What one pass of simulate shares besides s: the parameters, the
+ * layout's data-parallel rules and the pass's scales, fixed for the pass;
+ * and DualPipe's pairs in flight. */
+typedef struct {
+    const layout_sim_params *p;
+    int dp;           /* dp > 1 */
+    int gather_every; /* zero 3: parameters gathered before every op */
+    int gather_first; /* fsdp, zero 1/2's overlapped gather: before a chunk's first forward */
+    int reduce_every; /* zero 3: gradients reduced after every micro-batch */
+    double cs, xs;    /* collective scale; p2p scale (0: the bubble pass's free sends) */
+    /* [pp] DualPipe: the TP/CP time and compute of a pair's first op
+     * (written by that op, read by the pair's second right after it) */
+    double pair_comm[LAYOUT_MAX_CHUNKS], pair_comp[LAYOUT_MAX_CHUNKS];
+} ls_pass;
+
+/* Every stage's run state back to the step's start. */
+static void pass_reset(layout_sim *s) {
+    for (size_t i = 0; i < (size_t)s->K * s->m; i++) s->farr[i] = s->barr[i] = -1.0;
+    for (int r = 0; r < s->pp; r++) {
         s->pos[r] = 0;
         s->ct[r] = s->lf[r] = s->lb[r] = s->dpr[r] = s->dpg[r] = s->prev_start[r] = 0;
         s->p_comp[r] = s->p_recomp[r] = s->p_tp[r] = s->p_cp[r] = s->p_dp[r] = s->p_wait[r] = s->p_opt[r] = 0;
         s->stash[r] = s->stash_max[r] = s->nstash[r] = s->nstash_max[r] = 0;
         if (s->moe) s->p_ep[r] = 0;
     }
-    long remaining = 0;
-    for (int r = 0; r < pp; r++) remaining += s->n_ops_r[r];
-    double pair_comm[LAYOUT_MAX_CHUNKS] = {0}, pair_comp[LAYOUT_MAX_CHUNKS] = {0}; /* DualPipe: a pair's first op */
-    while (remaining > 0) {
-        int progress = 0;
-        for (int r = 0; r < pp; r++) {
-            const pipe_op *ord = s->order + (size_t)r * nops;
-            while (s->pos[r] < s->n_ops_r[r]) {
-                const pipe_op op = ord[s->pos[r]];
-                const int k = ls_stage_of(s, r, op.chunk), j = op.mb;
-                const size_t idx = (size_t)k * m + j;
-                if (op.bwd == 3) { /* ---- W (split orders): after its B on this rank, no message ---- */
-                    double t = s->ct[r];
-                    const double w = s->w_us[k], end = t + w;
-                    s->p_comp[r] += w;
-                    s->stash[r] -= s->chunk_layers[k];
-                    s->nstash[r]--;
-                    trace_push(s, r, 0, k, j, -1, 'W', t, end);
-                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1))
-                        for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) { /* the gradients final at W's end */
-                            const double bs = end > s->dpr[r] ? end : s->dpr[r];
-                            s->dpr[r] = bs + cs * s->buckets[b].us;
-                            trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
-                        }
-                    s->ct[r] = end;
-                    s->pos[r]++;
-                    remaining--;
-                    progress = 1;
-                    continue;
-                }
-                const double arr = op.bwd ? (k == K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
-                if (arr < 0) break;
-                double t = s->ct[r];
-                if (arr > t) {
-                    s->p_wait[r] += arr - t;
-                    t = arr;
-                }
-                const ls_chunk_cost *c = &s->cost[k];
-                double gwait = 0.0;
-                if (gather_every || (gather_first && !op.bwd && j == 0)) {
-                    /* the op runs unit by unit behind its parameters' gathers */
-                    double last_start;
-                    gwait = gathered_op(s, c, r, k, j, op.bwd, t, gather_every ? cs * p->zero3_gather_scale : cs,
-                                        !gather_every, gather_every && !p->zero3_prefetch, &last_start);
-                    s->p_dp[r] += gwait;
-                    s->prev_start[r] = last_start;
-                } else {
-                    s->prev_start[r] = t;
-                }
-                double end;
-                if (!op.bwd) {
-                    end = t + c->f_us + gwait;
-                    s->p_comp[r] += c->f_comp;
-                    s->p_tp[r] += c->f_tp;
-                    s->p_cp[r] += c->f_cp;
-                    if (s->moe) s->p_ep[r] += c->f_ep;
-                    s->stash[r] += s->chunk_layers[k];
-                    if (s->stash[r] > s->stash_max[r]) s->stash_max[r] = s->stash[r];
-                    if (++s->nstash[r] > s->nstash_max[r]) s->nstash_max[r] = s->nstash[r];
-                    trace_push(s, r, 0, k, j, -1, 'F', t, end);
-                    if (s->tracing) trace_layers(s, c, r, k, j, 0, t);
-                    if (k < K - 1) {
-                        const int nx = ls_rank_of(s, k + 1);
-                        if (nx == r) {
-                            s->farr[idx + m] = end;
-                        } else {
-                            /* the V's second half sends to the previous rank */
-                            const double st = end > s->lf[r] ? end : s->lf[r],
-                                         x = xs * (nx == (r + 1) % pp ? s->send_fwd[r] : s->send_bwd[r]);
-                            s->lf[r] = st + x;
-                            s->farr[idx + m] = st + x;
-                            trace_push(s, r, 1, k, j, -1, 'a', st, st + x);
-                        }
-                    }
-                } else {
-                    /* op.bwd 2: B alone (split orders), its W later */
-                    const double wpart = op.bwd == 2 ? s->w_us[k] : 0.0;
-                    end = t + c->b_us - wpart + gwait;
-                    s->p_comp[r] += c->b_comp - wpart;
-                    s->p_recomp[r] += c->b_recomp;
-                    s->p_tp[r] += c->b_tp;
-                    s->p_cp[r] += c->b_cp;
-                    if (s->moe) s->p_ep[r] += c->b_ep;
-                    if (op.bwd != 2) {
-                        s->stash[r] -= s->chunk_layers[k];
-                        s->nstash[r]--;
-                    }
-                    trace_push(s, r, 0, k, j, -1, 'B', t, end);
-                    if (s->tracing) trace_layers(s, c, r, k, j, 1, t);
-                    if (k > 0) {
-                        const int pv = ls_rank_of(s, k - 1);
-                        if (pv == r) {
-                            s->barr[idx - m] = end;
-                        } else {
-                            const double st = end > s->lb[r] ? end : s->lb[r],
-                                         x = xs * (pv == (r + pp - 1) % pp ? s->send_bwd[r] : s->send_fwd[r]);
-                            s->lb[r] = st + x;
-                            s->barr[idx - m] = st + x;
-                            trace_push(s, r, 2, k, j, -1, 'g', st, st + x);
-                        }
-                    }
-                    if (dp && p->dp_overlap_grad && (reduce_every || j == m - 1) && op.bwd != 2)
-                        for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
-                            const double rdy = t + bucket_offset(s, c, &s->buckets[b], k);
-                            const double bs = rdy > s->dpr[r] ? rdy : s->dpr[r];
-                            s->dpr[r] = bs + cs * s->buckets[b].us;
-                            trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
-                        }
-                }
-                /* DualPipe's overlapped pair (one micro-batch's forward beside
-                 * another's backward): each op's TP and CP collectives run
-                 * under the other's compute, so the pair's second op ends
-                 * earlier by what the first's collectives hid */
-                const double comm = op.bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
-                const double comp = op.bwd ? c->b_comp : c->f_comp;
-                if (s->overlap[(size_t)r * nops + s->pos[r]]) {
-                    pair_comm[r] = comm;
-                    pair_comp[r] = comp;
-                } else if (s->pos[r] > 0 && s->overlap[(size_t)r * nops + s->pos[r] - 1]) {
-                    const double h1 = pair_comm[r] < comp ? pair_comm[r] : comp;
-                    const double h2 = comm < pair_comp[r] ? comm : pair_comp[r];
-                    const double hide = h1 + h2 < end - t ? h1 + h2 : end - t;
-                    end -= hide;
-                }
-                s->ct[r] = end;
-                s->pos[r]++;
-                remaining--;
-                progress = 1;
-            }
+}
+
+/* A W op of chunk k, micro-batch j on rank r (the split orders): it runs
+ * when the rank is free (its B ran earlier on this rank) and sends
+ * nothing; it frees the stash, and the gradients it makes final (the last
+ * micro-batch's, or every one's under zero 3) start their reductions. */
+static void run_w(layout_sim *s, const ls_pass *ps, int r, int k, int j) {
+    double t = s->ct[r];
+    const double w = s->w_us[k], end = t + w;
+    s->p_comp[r] += w;
+    s->stash[r] -= s->chunk_layers[k];
+    s->nstash[r]--;
+    trace_push(s, r, 0, k, j, -1, 'W', t, end);
+    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->m - 1))
+        for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) { /* the gradients final at W's end */
+            const double bs = end > s->dpr[r] ? end : s->dpr[r];
+            s->dpr[r] = bs + ps->cs * s->buckets[b].us;
+            trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
         }
-        if (!progress) {
-            ls_msg(msg, len, "the pipeline order deadlocked (a bug: the schedule's order is never cyclic)");
-            return PL_ERR_SCHEDULE;
+    s->ct[r] = end;
+}
+
+/* A forward of chunk k, micro-batch j on rank r from t (its input there,
+ * its gathers waited gwait): its parts, the stash, and its output's send
+ * to the next chunk's stage (on this rank: arrived at once; the V's second
+ * half sends to the previous rank). Returns its end. */
+static double run_f(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, int r, int k, int j, double t,
+                    double gwait) {
+    const double end = t + c->f_us + gwait;
+    s->p_comp[r] += c->f_comp;
+    s->p_tp[r] += c->f_tp;
+    s->p_cp[r] += c->f_cp;
+    if (s->moe) s->p_ep[r] += c->f_ep;
+    s->stash[r] += s->chunk_layers[k];
+    if (s->stash[r] > s->stash_max[r]) s->stash_max[r] = s->stash[r];
+    if (++s->nstash[r] > s->nstash_max[r]) s->nstash_max[r] = s->nstash[r];
+    trace_push(s, r, 0, k, j, -1, 'F', t, end);
+    if (s->tracing) trace_layers(s, c, r, k, j, 0, t);
+    if (k < s->K - 1) {
+        const size_t idx = (size_t)k * s->m + j;
+        const int nx = ls_rank_of(s, k + 1);
+        if (nx == r) {
+            s->farr[idx + s->m] = end;
+        } else {
+            const double st = end > s->lf[r] ? end : s->lf[r],
+                         x = ps->xs * (nx == (r + 1) % s->pp ? s->send_fwd[r] : s->send_bwd[r]);
+            s->lf[r] = st + x;
+            s->farr[idx + s->m] = st + x;
+            trace_push(s, r, 1, k, j, -1, 'a', st, st + x);
         }
     }
-    /* tails: reductions not overlapped, the tied embedding, the optimizer */
+    return end;
+}
+
+/* A backward (kind SOP_BW, or SOP_B of a split order: its W part later) of
+ * chunk k, micro-batch j on rank r from t (gathers waited gwait): its
+ * parts, the stash (BW), its input gradient's send to the previous chunk's
+ * stage, and (BW) the buckets it makes final starting their reductions at
+ * their offsets inside it. Returns its end. */
+static double run_b(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, int r, int k, int j, int kind,
+                    double t, double gwait) {
+    const double wpart = kind == SOP_B ? s->w_us[k] : 0.0;
+    const double end = t + c->b_us - wpart + gwait;
+    s->p_comp[r] += c->b_comp - wpart;
+    s->p_recomp[r] += c->b_recomp;
+    s->p_tp[r] += c->b_tp;
+    s->p_cp[r] += c->b_cp;
+    if (s->moe) s->p_ep[r] += c->b_ep;
+    if (kind != SOP_B) {
+        s->stash[r] -= s->chunk_layers[k];
+        s->nstash[r]--;
+    }
+    trace_push(s, r, 0, k, j, -1, 'B', t, end);
+    if (s->tracing) trace_layers(s, c, r, k, j, 1, t);
+    if (k > 0) {
+        const size_t idx = (size_t)k * s->m + j;
+        const int pv = ls_rank_of(s, k - 1);
+        if (pv == r) {
+            s->barr[idx - s->m] = end;
+        } else {
+            const double st = end > s->lb[r] ? end : s->lb[r],
+                         x = ps->xs * (pv == (r + s->pp - 1) % s->pp ? s->send_bwd[r] : s->send_fwd[r]);
+            s->lb[r] = st + x;
+            s->barr[idx - s->m] = st + x;
+            trace_push(s, r, 2, k, j, -1, 'g', st, st + x);
+        }
+    }
+    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->m - 1) && kind != SOP_B)
+        for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
+            const double rdy = t + bucket_offset(s, c, &s->buckets[b], k);
+            const double bs = rdy > s->dpr[r] ? rdy : s->dpr[r];
+            s->dpr[r] = bs + ps->cs * s->buckets[b].us;
+            trace_push(s, r, 3, k, j, -1, 'r', bs, s->dpr[r]);
+        }
+    return end;
+}
+
+/* Rank r's op at position pos of its order ord, an F, B or BW: waits for
+ * its input (returns 0, nothing changed, when it has not arrived), then
+ * for its parameters' gathers where the layout gathers them, runs, and
+ * ends a DualPipe pair's second op earlier by what the two ops' TP and CP
+ * collectives hid under each other's compute. Returns 1 once it ran. */
+static int run_op(layout_sim *s, ls_pass *ps, int r, const schedule_op *ord, int pos) {
+    const schedule_op op = ord[pos];
+    const int k = op.chunk, j = op.mb, bwd = op.kind != SOP_F; /* chunk: the op's stage (layout_internal.h) */
+    const size_t idx = (size_t)k * s->m + j;
+    const double arr = bwd ? (k == s->K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
+    if (arr < 0) return 0;
+    double t = s->ct[r];
+    if (arr > t) {
+        s->p_wait[r] += arr - t;
+        t = arr;
+    }
+    const ls_chunk_cost *c = &s->cost[k];
+    double gwait = 0.0;
+    if (ps->gather_every || (ps->gather_first && !bwd && j == 0)) {
+        /* the op runs unit by unit behind its parameters' gathers */
+        double last_start;
+        gwait = gathered_op(s, c, r, k, j, bwd, t, ps->gather_every ? ps->cs * ps->p->zero3_gather_scale : ps->cs,
+                            !ps->gather_every, ps->gather_every && !ps->p->zero3_prefetch, &last_start);
+        s->p_dp[r] += gwait;
+        s->prev_start[r] = last_start;
+    } else {
+        s->prev_start[r] = t;
+    }
+    double end = bwd ? run_b(s, ps, c, r, k, j, op.kind, t, gwait) : run_f(s, ps, c, r, k, j, t, gwait);
+    /* DualPipe's overlapped pair (one micro-batch's forward beside
+     * another's backward): each op's TP and CP collectives run under the
+     * other's compute, so the pair's second op ends earlier by what the
+     * first's collectives hid */
+    const double comm = bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
+    const double comp = bwd ? c->b_comp : c->f_comp;
+    if (op.overlap) {
+        ps->pair_comm[r] = comm;
+        ps->pair_comp[r] = comp;
+    } else if (pos > 0 && ord[pos - 1].overlap) {
+        const double h1 = ps->pair_comm[r] < comp ? ps->pair_comm[r] : comp;
+        const double h2 = comm < ps->pair_comp[r] ? comm : ps->pair_comp[r];
+        const double hide = h1 + h2 < end - t ? h1 + h2 : end - t;
+        end -= hide;
+    }
+    s->ct[r] = end;
+    return 1;
+}
+
+/* After every stage's last op: its reductions not overlapped (all of them,
+ * after the last backward), the tied embedding's all-reduce between the
+ * first and last stage, the optimizer, and zero 1/2's exposed gather. */
+static void pass_tails(layout_sim *s, const ls_pass *ps) {
+    const layout *l = s->l;
+    const int pp = s->pp, K = s->K;
+    const double cs = ps->cs;
     for (int r = 0; r < pp; r++) {
-        if (dp && !p->dp_overlap_grad)
+        if (ps->dp && !ps->p->dp_overlap_grad)
             for (int k = K - 1; k >= 0; k--) {
                 if (ls_rank_of(s, k) != r) continue;
-                const int nb = reduce_every ? m : 1;
+                const int nb = ps->reduce_every ? s->m : 1;
                 for (int q = 0; q < nb; q++)
                     for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
                         const double bs = s->ct[r] > s->dpr[r] ? s->ct[r] : s->dpr[r];
@@ -384,11 +408,11 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
     }
     for (int r = 0; r < pp; r++) {
         s->p_dp[r] += s->ready[r] - s->ct[r];
-        const double opt = optimizer_time_us(s->gpu[r], (int64_t)s->opt_params[r], &p->compute);
+        const double opt = optimizer_time_us(s->gpu[r], (int64_t)s->opt_params[r], &ps->p->compute);
         s->p_opt[r] = opt;
         s->end[r] = s->ready[r] + opt;
         trace_push(s, r, 5, -1, -1, -1, 'o', s->ready[r], s->end[r]);
-        if (dp && (l->zero == ZERO_1 || l->zero == ZERO_2) && !p->dp_overlap_param) {
+        if (ps->dp && (l->zero == ZERO_1 || l->zero == ZERO_2) && !ps->p->dp_overlap_param) {
             double ag = 0;
             for (int k = r; k < K; k += pp) ag += cs * s->ag_chunk[k];
             trace_push(s, r, 4, -1, -1, -1, 'G', s->end[r], s->end[r] + ag);
@@ -396,6 +420,47 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
             s->end[r] += ag;
         }
     }
+}
+
+/* One pass over the step: the stages take turns running the ops of their
+ * orders that can run (their input arrived), until all have run, then
+ * their tails. free_p2p: pipeline sends cost nothing (the bubble pass).
+ * PL_ERR_SCHEDULE with a message if no stage can run its next op (a bug:
+ * core's orders never deadlock). */
+static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2p, char *msg, size_t len) {
+    const layout *l = s->l;
+    const int dp = l->dp > 1;
+    ls_pass ps;
+    ps.p = p;
+    ps.dp = dp;
+    ps.gather_every = dp && l->zero == ZERO_3;
+    ps.gather_first =
+        dp && (l->zero == ZERO_FSDP || ((l->zero == ZERO_1 || l->zero == ZERO_2) && p->dp_overlap_param));
+    ps.reduce_every = dp && l->zero == ZERO_3;
+    ps.cs = p->collective_scale;
+    ps.xs = free_p2p ? 0.0 : p->p2p_scale;
+    pass_reset(s);
+    long remaining = 0;
+    for (int r = 0; r < s->pp; r++) remaining += s->n_ops_r[r];
+    while (remaining > 0) {
+        int progress = 0;
+        for (int r = 0; r < s->pp; r++) {
+            const schedule_op *ord = s->order + (size_t)r * s->n_ops_stage;
+            while (s->pos[r] < s->n_ops_r[r]) {
+                const schedule_op *op = &ord[s->pos[r]];
+                if (op->kind == SOP_W) run_w(s, &ps, r, op->chunk, op->mb);
+                else if (!run_op(s, &ps, r, ord, s->pos[r])) break;
+                s->pos[r]++;
+                remaining--;
+                progress = 1;
+            }
+        }
+        if (!progress) {
+            ls_msg(msg, len, "the pipeline order deadlocked (a bug: the schedule's order is never cyclic)");
+            return PL_ERR_SCHEDULE;
+        }
+    }
+    pass_tails(s, &ps);
     return PL_OK;
 }
 

@@ -11,7 +11,8 @@
  *
  * What the engine does (hw/exec/hw.h, hw/exec/program.c), and so what is simulated
  * --------------------------------------------------------------------
- * 1. Order. Each used device has its schedule order of operations: F(j),
+ * 1. Order. Each used device has its schedule order of operations
+ *    (core/schedule.c's per-rank order, expanded by sim_order.c): F(j),
  *    the forward of micro-batch j over the device's nodes in node order,
  *    and B(j), the backward in reverse node order.
  *      gpipe       F(0..m-1), then B(0..m-1)
@@ -20,7 +21,7 @@
  *                  and one backward, then the remaining backwards
  *      interleaved (chunks v > 1) Megatron-LM's interleaved 1F1B on a chunk
  *                  placement (the engine has no such order; kept for the
- *                  placers' what-if questions, see order_interleaved; its
+ *                  placers' what-if questions, see sim_order.c; its
  *                  transfers use ideal per-link FIFO queues that leave when
  *                  their producer ends, see ideal_xfer: an interleaved
  *                  order on the engine's single comm stream per device
@@ -673,18 +674,15 @@ static inline void issue_op(run *r, uint32_t o) {
     else issue_fwd(r, i, j);
 }
 
-pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const int64_t *caps,
-                  const sim_params *prm_in, sim_result *res) {
-    if (!c) return PL_ERR_INVALID;
-    c->err[0] = 0;
-    c->last_op = -1;
-    c->recorded = 0;
-    c->lazy->crit_built = 0;
-    c->have_events = 0;
-    c->n_events = 0;
-    if (!placement || !sched || !res) return sim_fail(c, PL_ERR_INVALID, "NULL argument");
+/* sim_run's arguments against the context: every node on a device of the
+ * profile (copied into c->dev), m >= 1 dividing the batch and within the
+ * context's maximum, a known order, chunks only with interleaved, and
+ * every parameter finite (and >= 0 but the launch overhead) in *prm (the
+ * defaults for a NULL prm_in). PL_ERR_PLACEMENT_RANGE, PL_ERR_SCHEDULE or
+ * PL_ERR_INVALID with c->err set. */
+static pl_status check_run(sim_ctx *c, const int *placement, const schedule *sched, const sim_params *prm_in,
+                           sim_params *prm) {
     const graph *g = c->g;
-    const profile_data *p = c->p;
     const int n = c->n, D = c->D;
     for (int i = 0; i < n; i++) {
         if (placement[i] < 0 || placement[i] >= D)
@@ -702,21 +700,29 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         return sim_fail(c, PL_ERR_SCHEDULE, "unknown schedule order %d", (int)sched->order);
     if (sched->chunks < 1 || (sched->chunks != 1 && sched->order != SCHED_INTERLEAVED))
         return sim_fail(c, PL_ERR_SCHEDULE, "chunks per device must be 1, or more with the interleaved schedule");
-    const int split = schedule_splits_backward(sched->order);
-    sim_params prm;
-    if (prm_in) prm = *prm_in;
-    else sim_params_default(&prm);
+    if (prm_in) *prm = *prm_in;
+    else sim_params_default(prm);
     /* Negative times or scales have no physical meaning; the launch
      * overhead alone may be negative (durations are clamped at 0). */
     for (int i = 0; i < SIM_N_PARAMS; i++) {
-        double v = *sim_param_ptr(&prm, i);
+        double v = *sim_param_ptr(prm, i);
         if (!isfinite(v) || (v < 0 && !sim_param_signed(i)))
             return sim_fail(c, PL_ERR_INVALID, "simulator parameter %s is %g; it must be finite%s", sim_param_name(i),
                         v, sim_param_signed(i) ? "" : " and >= 0");
     }
+    return PL_OK;
+}
 
+/* The placement (c->dev) laid out for m micro-batches of an order that
+ * splits backwards or not: the cost caches at the micro-batch size, the
+ * stages, the cross-device pairs, the used devices and their ranks (by
+ * first node), each device's nodes, parameter bytes and share of the
+ * orders (dstart: 2m ops a node, m more a node with a W op when split).
+ * Returns the orders' total length. */
+static int lay_out_devices(sim_ctx *c, int m, int split) {
+    const int n = c->n, D = c->D;
     c->m = m;
-    c->mb = g->cfg.batch / m;
+    c->mb = c->g->cfg.batch / m;
     sim_ensure_costs(c, c->mb);
     sim_count_stages(c);
     build_pairs(c);
@@ -745,52 +751,51 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         c->dnodes[c->next[d]++] = i;
         c->pbytes[d] += c->param_b[i];
     }
-    if (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) {
-        sim_build_stages(c);
-        pl_status st = sim_order_interleaved(c, sched->chunks);
-        if (st != PL_OK) return st;
-        for (int k = 0; k < off; k++) {
-            const uint32_t o = c->seq[k];
-            c->pos_of[OPKEY(m, o & 0xffff, (o >> 16) & 0x7fff, o >> 31)] = k;
-        }
-    } else if (split) {
-        pl_status st = sim_order_split(c, sched->order); /* fills pos_of too */
-        if (st != PL_OK) return st;
-    } else {
-        sim_order_engine(c, sched->order == SCHED_GPIPE); /* fills pos_of too */
-    }
+    return off;
+}
 
-    run r;
-    r.c = c;
-    r.g = g;
-    r.n = n;
-    r.m = m;
-    r.D = D;
-    r.mb = c->mb;
-    r.multi = c->n_used > 1;
-    r.cs = prm.compute_scale;
-    r.lo = prm.launch_overhead_us + (r.multi ? prm.multi_device_launch_us : 0.0);
-    r.ts = prm.transfer_scale;
-    r.tl = prm.transfer_latency_us;
-    r.cont = prm.contention;
-    r.tracing = c->trace_on && c->events;
-    r.record = r.tracing || c->force_record;
+/* The run's constants from the parameters and the schedule (transfers on
+ * ideal per-link queues for the orders the engine does not run), its
+ * counters at 0; the schedule and parameters kept to run the step again. */
+static void run_init(run *r, sim_ctx *c, const schedule *sched, const sim_params *prm) {
+    r->c = c;
+    r->g = c->g;
+    r->n = c->n;
+    r->m = c->m;
+    r->D = c->D;
+    r->mb = c->mb;
+    r->multi = c->n_used > 1;
+    r->cs = prm->compute_scale;
+    r->lo = prm->launch_overhead_us + (r->multi ? prm->multi_device_launch_us : 0.0);
+    r->ts = prm->transfer_scale;
+    r->tl = prm->transfer_latency_us;
+    r->cont = prm->contention;
+    r->tracing = c->trace_on && c->events;
+    r->record = r->tracing || c->force_record;
     c->last_sched = *sched;
-    c->last_prm = prm;
-    /* orders the engine does not run: transfers on ideal per-link queues */
-    r.ideal = (sched->order == SCHED_INTERLEAVED && sched->chunks > 1) || sched->order == SCHED_ZB_V ||
-              sched->order == SCHED_DUALPIPEV;
-    if (r.ideal)
-        for (int l = 0; l < D * D; l++) {
+    c->last_prm = *prm;
+    /* orders of several chunks a device (interleaved, the V orders; the
+     * engine runs none of them): transfers on ideal per-link queues */
+    r->ideal = schedule_rank_chunks(sched) > 1;
+    if (r->ideal)
+        for (int l = 0; l < r->D * r->D; l++) {
             c->lfree[l] = 0;
             c->llast[l] = -1;
         }
-    r.n_ops = 0;
-    r.n_transfers = 0;
-    r.tbytes = 0;
+    r->n_ops = 0;
+    r->n_transfers = 0;
+    r->tbytes = 0;
+}
 
-    /* per-run state: dependencies, readiness (node and pair states are
-     * written by the forward that creates them) */
+/* Per-run state for orders of total length off: dependency counters (from
+ * dep_init, rebuilt when m changed: they depend on the graph and m only),
+ * the ready bits of forwards without inputs, every used device's arena,
+ * streams, sequence numbers and counters; then the static buffers and
+ * opening ZERO ops (setup_device). Node and pair states are written by
+ * the forward that creates them. */
+static void run_reset(run *r, int off) {
+    sim_ctx *c = r->c;
+    const int n = r->n, m = r->m, D = r->D;
     memset(c->issued, 0, (size_t)off);
     memset(c->rbits, 0, sizeof *c->rbits * ((size_t)off / 64 + 1));
     if (c->dep_init_m != m) { /* the counts depend on the graph and m only */
@@ -805,7 +810,7 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         for (size_t k = 2 * (size_t)n * m; k < 3 * (size_t)n * m; k++) c->dep_init[k] = 1; /* W: its B */
         c->dep_init_m = m;
     }
-    memcpy(c->dep, c->dep_init, sizeof *c->dep * (split ? 3 : 2) * (size_t)n * m);
+    memcpy(c->dep, c->dep_init, sizeof *c->dep * (c->split ? 3 : 2) * (size_t)n * m);
     for (int i = 0; i < n; i++)
         if (c->uin_start[i + 1] == c->uin_start[i]) /* no inputs: its forwards are ready */
             for (int j = 0; j < m; j++) {
@@ -830,12 +835,40 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     memset(c->busy, 0, sizeof *c->busy * (size_t)D);
     memset(c->stash_cnt, 0, sizeof *c->stash_cnt * (size_t)D * m);
     c->reorders = 0;
+    for (int u = 0; u < c->n_used; u++) setup_device(r, c->used[u]);
+}
 
-    for (int u = 0; u < c->n_used; u++) setup_device(&r, c->used[u]);
+/* The engine's early-issue rule when no device's head op is ready: the
+ * lowest used device with any ready op (a bit scan from its head). Returns
+ * that op's position and sets *dev, or -1 when none is ready (a cycle). */
+static int first_ready_early(const sim_ctx *c, int *dev) {
+    const uint64_t *rb = c->rbits;
+    for (int u = 0; u < c->n_used; u++) {
+        const int d = c->used[u], end = c->dstart[d + 1];
+        if (!c->left[d]) continue;
+        const int k = c->next[d];
+        int w = k >> 6;
+        uint64_t bits = rb[w] & (~0ull << (k & 63));
+        while (!bits && (w + 1) * 64 < end) bits = rb[++w];
+        if (bits) {
+            int pos = w * 64 + __builtin_ctzll(bits);
+            if (pos < end) {
+                *dev = d;
+                return pos;
+            }
+        }
+    }
+    return -1;
+}
 
-    /* the engine's issue loop: devices take turns issuing their head op
-     * when it is ready (active marks those); a device whose last op is
-     * issued gets its tail (comm join, AdamW) after the round */
+/* The engine's issue loop over orders of total length off: devices take
+ * turns issuing their head op when it is ready (active marks those); when
+ * none can, the early-issue rule runs one ready op out of order; a device
+ * whose last op is issued gets its tail (comm join, AdamW) after the
+ * round, a device with nothing to do at the end. PL_ERR_SCHEDULE (c->err
+ * naming the order) when no op is ready at all. */
+static pl_status issue_loop(run *r, int off, const schedule *sched) {
+    sim_ctx *c = r->c;
     uint8_t *const issued = c->issued;
     uint64_t *const rb = c->rbits;
     int *const next = c->next, *const left = c->left;
@@ -865,52 +898,45 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
             c->active &= ~(1ull << d);
             if (--left[d] == 0) tails |= 1ull << d;
             else if (rb[nk >> 6] >> (nk & 63) & 1) c->active |= 1ull << d;
-            issue_op(&r, c->seq[k]);
+            issue_op(r, c->seq[k]);
             remaining--;
             progress = 1;
         }
         if (!progress) {
             /* strict order would deadlock: the lowest device runs its first ready op early */
-            int found = -1, fd = -1;
-            for (int u = 0; u < nu_ && found < 0; u++) {
-                const int d = c->used[u], end = c->dstart[d + 1];
-                if (!left[d]) continue;
-                const int k = next[d];
-                int w = k >> 6;
-                uint64_t bits = rb[w] & (~0ull << (k & 63));
-                while (!bits && (w + 1) * 64 < end) bits = rb[++w];
-                if (bits) {
-                    int pos = w * 64 + __builtin_ctzll(bits);
-                    if (pos < end) {
-                        found = pos;
-                        fd = d;
-                    }
-                }
-            }
+            int fd = -1;
+            const int found = first_ready_early(c, &fd);
             if (found < 0)
                 return sim_fail(c, PL_ERR_SCHEDULE, "the %s order cannot be scheduled on this placement (cycle)",
                             schedule_order_name(sched->order));
             issued[found] = 1;
             rb[found >> 6] &= ~(1ull << (found & 63));
             if (--left[fd] == 0) tails |= 1ull << fd;
-            issue_op(&r, c->seq[found]);
+            issue_op(r, c->seq[found]);
             remaining--;
             c->reorders++;
         }
         while (tails) { /* in device order */
             const int d = __builtin_ctzll(tails);
             tails &= tails - 1;
-            issue_tail(&r, d);
+            issue_tail(r, d);
             next[d] = -1;
         }
     }
     for (int u = 0; u < nu_; u++) {
         const int d = c->used[u];
-        if (next[d] >= 0) issue_tail(&r, d); /* a device with nothing to do */
+        if (next[d] >= 0) issue_tail(r, d); /* a device with nothing to do */
     }
-    c->n_ops = r.n_ops;
+    c->n_ops = r->n_ops;
+    return PL_OK;
+}
 
-    /* results */
+/* The finished run's result: the step (the last compute end plus the
+ * fixed costs), per device memory, busy, idle and bubble against caps
+ * (the profile's memory for a NULL caps), the first device over its cap,
+ * transfers, reorders and the critical path; the trace's events sorted. */
+static void fill_result(sim_ctx *c, const run *r, const sim_params *prm, const int64_t *caps, sim_result *res) {
+    const int D = c->D;
     memset(res, 0, sizeof *res);
     res->n_devices = D;
     res->oom_device = -1;
@@ -925,11 +951,11 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
         }
     }
     c->last_op = last;
-    c->recorded = r.record;
-    res->step_us = span + prm.step_fixed_us + (r.multi ? prm.multi_device_start_us : 0.0);
+    c->recorded = r->record;
+    res->step_us = span + prm->step_fixed_us + (r->multi ? prm->multi_device_start_us : 0.0);
     double bsum = 0.0;
     for (int d = 0; d < D; d++) {
-        int64_t cap = caps ? caps[d] : p->devices[d].mem_bytes;
+        int64_t cap = caps ? caps[d] : c->p->devices[d].mem_bytes;
         res->cap_bytes[d] = cap;
         if (c->rank[d] < 0) continue;
         res->static_bytes[d] = c->static_b[d];
@@ -947,16 +973,38 @@ pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const
     }
     res->n_used_devices = c->n_used;
     res->bubble_fraction = c->n_used ? bsum / c->n_used : 0.0;
-    res->n_transfers = r.n_transfers;
-    res->transfer_bytes = (double)r.tbytes;
+    res->n_transfers = r->n_transfers;
+    res->transfer_bytes = (double)r->tbytes;
     res->reorders = c->reorders;
     /* the path from 0 to span is gapless: transfer time is the rest */
     res->critical_path_len = c->chain[last].clen; /* last = -1: the empty chain */
     res->critical_compute_us = c->chain[last].ccomp;
     res->critical_transfer_us = span - res->critical_compute_us;
-    if (r.tracing) {
+    if (r->tracing) {
         qsort(c->events, (size_t)c->n_events, sizeof *c->events, sim_event_cmp);
         c->have_events = 1;
     }
+}
+
+pl_status sim_run(sim_ctx *c, const int *placement, const schedule *sched, const int64_t *caps,
+                  const sim_params *prm_in, sim_result *res) {
+    if (!c) return PL_ERR_INVALID;
+    c->err[0] = 0;
+    c->last_op = -1;
+    c->recorded = 0;
+    c->lazy->crit_built = 0;
+    c->have_events = 0;
+    c->n_events = 0;
+    if (!placement || !sched || !res) return sim_fail(c, PL_ERR_INVALID, "NULL argument");
+    sim_params prm;
+    pl_status st = check_run(c, placement, sched, prm_in, &prm);
+    if (st != PL_OK) return st;
+    const int off = lay_out_devices(c, sched->micro_batches, schedule_splits_backward(sched->order));
+    if ((st = sim_order(c, sched)) != PL_OK) return st; /* fills pos_of too */
+    run r;
+    run_init(&r, c, sched, &prm);
+    run_reset(&r, off);
+    if ((st = issue_loop(&r, off, sched)) != PL_OK) return st;
+    fill_result(c, &r, &prm, caps, res);
     return PL_OK;
 }

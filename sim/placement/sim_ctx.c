@@ -62,8 +62,7 @@ void sim_ctx_destroy(sim_ctx *c) {
     free(c->n_deferred); free(c->deferred_min); free(c->comm_seq); free(c->comm_waited); free(c->ct); free(c->mt); free(c->lfree); free(c->llast);
     free(c->cp); free(c->mp); free(c->zend); free(c->zop); free(c->pend); free(c->busy); free(c->static_b); free(c->stash_cnt);
     free(c->inflight); free(c->inflight_max); free(c->ops); free(c->chain ? c->chain - 1 : NULL); free(c->events); free(c->crit); free(c->lazy);
-    free(c->pipe_tmp);
-    free(c->wfrac); free(c->has_w); free(c->nw_on); free(c->sched_ops); free(c->wst_ps); free(c->wst_len);
+    free(c->wfrac); free(c->has_w); free(c->nw_on); free(c->sched_ops); free(c->ord_start); free(c->wst_ps); free(c->wst_len);
     free(c);
 }
 
@@ -224,9 +223,9 @@ pl_status sim_ctx_create(const graph *g, const profile_data *p, int max_micro_ba
         ALLOC(c->comm_seq, D) || ALLOC(c->comm_waited, D) || ALLOC(c->ct, D) || ALLOC(c->mt, D) || ALLOC(c->lfree, (long)D * D) || ALLOC(c->llast, (long)D * D) ||
         ALLOC(c->cp, D) || ALLOC(c->mp, D) || ALLOC(c->zend, D) || ALLOC(c->zop, D) || ALLOC(c->pend, D) || ALLOC(c->busy, D) || ALLOC(c->static_b, D) ||
         ALLOC(c->stash_cnt, (long)D * M) || ALLOC(c->inflight, D) || ALLOC(c->inflight_max, D) ||
-        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) || ALLOC(c->pipe_tmp, 3 * nm) ||
+        ALLOC(c->ops, ops) || ALLOC(c->chain, ops + 1) || ALLOC(c->crit, ops) ||
         ALLOC(c->lazy, 1) || ALLOC(c->wfrac, n) || ALLOC(c->has_w, n) || ALLOC(c->nw_on, D) ||
-        ALLOC(c->sched_ops, 6L * M) || ALLOC(c->wst_ps, n) || ALLOC(c->wst_len, n))
+        ALLOC(c->sched_ops, 3L * M * (n + 1)) || ALLOC(c->ord_start, n + 1) || ALLOC(c->wst_ps, n) || ALLOC(c->wst_len, n))
         goto out_nomem;
     for (int d = 0; d < D; d++) c->ar[d].fr = c->frpool + (size_t)d * live;
     c->chain++; /* chain[-1]: no ops, no compute time */

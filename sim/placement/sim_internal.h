@@ -6,7 +6,8 @@
  *   sim_core.c   parameters, the context, the engine's bookkeeping (streams,
  *                transfers, buffers, dependencies) and the issue loop, sim_run
  *   sim_arena.h  the first-fit arena (header-only: hot path)
- *   sim_order.c  the per-device orders: gpipe, 1f1b, interleaved
+ *   sim_order.c  the per-device orders: core/schedule.c's per-rank orders
+ *                (every order) expanded over each device's nodes or runs
  *   sim_trace.c  events, the critical path, the Chrome trace
  */
 #ifndef PLACER_SIM_INTERNAL_H
@@ -16,7 +17,6 @@
 
 #include "sim.h"
 #include "sim_arena.h"
-#include "sim_pipeline.h"
 
 /* Largest message an NCCL send completes without its receiver (NCCL's
  * default 4 MiB buffer). Only matters with three or more devices: with
@@ -184,13 +184,18 @@ struct sim_ctx {
     schedule last_sched;       /* the last run's schedule and parameters, */
     sim_params last_prm;       /* to run it again (its placement is in dev) */
 
-    pipe_op *pipe_tmp;         /* [3nM] one rank's interleaved order (sim_order.c) */
     /* orders that split backwards (zb-h1, zb-h2, zb-v, dualpipev): */
     int split;                 /* the last run's order has W ops */
     double *wfrac;             /* [n] the W share of each node's backward (profile_w_frac) */
     uint8_t *has_w;            /* [n] the node has a W op of its own (wfrac > 0, not the loss) */
     int *nw_on;                /* [D] such nodes on each device */
-    schedule_op *sched_ops;    /* [6M] one rank's order (schedule_rank_ops) */
+    /* every rank's order of the last schedule (schedule_rank_ops), kept
+     * while the schedule and the rank count stay (sim_order.c) */
+    schedule_op *sched_ops;    /* [3M(n+1)] rank r's at ord_start[r]: at most 2vm ops a rank
+                                  over vp <= n runs, 3m over p <= n ranks, 6m over a V's 2p-1 <= n */
+    int *ord_start;            /* [n+1] */
+    schedule ord_sched;        /* what sched_ops holds: its schedule, */
+    int ord_p;                 /* its rank count (0: nothing yet) */
     int64_t *wst_ps;           /* [n] bytes per sample B keeps for W: the engine's
                                   (attention dqkv 3TC floats, MLP dh 4TC, else 0) */
     int64_t *wst_len;          /* [n] that block at cached_mb (aligned; 0: none) */
@@ -230,12 +235,14 @@ pl_status sim_fail(sim_ctx *c, pl_status st, const char *fmt, ...)
 /* sim_order.c: stages of the placement and the per-device orders. */
 void sim_count_stages(sim_ctx *c);
 void sim_build_stages(sim_ctx *c);
-void sim_order_engine(sim_ctx *c, int gpipe);
-pl_status sim_order_interleaved(sim_ctx *c, int v);
-/* zb-h1, zb-h2 (any placement: a device's nodes in node order, as 1f1b),
- * zb-v and dualpipev (a V of 2p runs of nodes) from core/schedule.c's
- * per-rank orders, W ops for the nodes that have one; fills pos_of. */
-pl_status sim_order_split(sim_ctx *c, schedule_order o);
+/* Every used device's order of sched (c->m, c->split, the placement's
+ * ranks, dnodes and dstart set) from core/schedule.c's per-rank orders,
+ * each op expanded over its nodes, W ops for the nodes that have one,
+ * into c->seq, and each op's position into c->pos_of. PL_ERR_SCHEDULE
+ * (c->err set) when the placement does not fit the order (interleaved: a
+ * contiguous chunk placement, m a multiple of p; the V orders: a V of
+ * 2p-1 runs) or m is out of the order's range. */
+pl_status sim_order(sim_ctx *c, const schedule *sched);
 
 /* sim_trace.c: the order of sorted events (start time, compute first,
  * device, end time). */

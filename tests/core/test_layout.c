@@ -233,6 +233,16 @@ Test(layout, rank_grid_matches_megatron_core_groups) {
     cr_assert_str_eq(recompute_kind_name(RECOMPUTE_SELECTIVE), "selective");
 }
 
+/* recompute_kind_from_name reads back every name recompute_kind_name
+ * prints, and nothing else */
+Test(layout, recompute_names_round_trip) {
+    for (int r = RECOMPUTE_NONE; r <= RECOMPUTE_FULL; r++)
+        cr_assert_eq(recompute_kind_from_name(recompute_kind_name((recompute_kind)r)), r);
+    cr_assert_eq(recompute_kind_from_name("Full"), -1);
+    cr_assert_eq(recompute_kind_from_name(""), -1);
+    cr_assert_eq(recompute_kind_from_name(NULL), -1);
+}
+
 /* layout_parse_given tells the keys the text named from the defaults */
 Test(layout, parse_given_names_the_keys_the_text_gave) {
     layout l;

@@ -1,4 +1,5 @@
-/* test_schedule.c: schedule parsing and validation. */
+/* test_schedule.c: schedule parsing and validation, and every order of
+ * schedule_rank_ops against its closed forms (step, idle time, memory). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -76,7 +77,8 @@ static void zb_run(const zb_case *c, double *span_idle, double *step) {
     double busy[16], first[16], last[16];
     int peak[16];
     const schedule_order o = (schedule_order)c->order;
-    *step = schedule_eval_ideal(o, c->p, c->m, c->F, c->B, c->W, busy, first, last, peak);
+    const schedule s = schedule_make(c->m, o);
+    *step = schedule_eval_ideal(&s, c->p, c->F, c->B, c->W, busy, first, last, peak);
     cr_assert_geq(*step, 0, "%s p=%d m=%d did not run", schedule_order_name(o), c->p, c->m);
     const int v = schedule_v_chunks(o);
     *span_idle = 0;
@@ -201,8 +203,9 @@ Test(schedule, zb_v_runs_below_two_p) {
     static schedule_op ops[3 * 2 * 64];
     for (int p = 1; p <= 16; p++)
         for (int m = 1; m <= (p < 8 ? 64 : 2 * p + 1); m++) {
+            const schedule s = schedule_make(m, SCHED_ZB_V);
             for (int r = 0; r < p; r++) {
-                const int n = schedule_rank_ops(SCHED_ZB_V, p, r, m, ops);
+                const int n = schedule_rank_ops(&s, p, r, ops);
                 cr_assert_eq(n, 6 * m, "p=%d m=%d r=%d: %d ops", p, m, r, n);
                 int seen[2][64][3] = {{{0}}};
                 for (int k = 0; k < n; k++) {
@@ -216,7 +219,7 @@ Test(schedule, zb_v_runs_below_two_p) {
             }
             double busy[16], first[16], last[16];
             int peak[16];
-            const double step = schedule_eval_ideal(SCHED_ZB_V, p, m, 1, 1, 1, busy, first, last, peak);
+            const double step = schedule_eval_ideal(&s, p, 1, 1, 1, busy, first, last, peak);
             cr_assert_geq(step, 0, "p=%d m=%d deadlocks", p, m);
             double idle = 0;
             for (int r = 0; r < p; r++) {
@@ -241,8 +244,9 @@ Test(schedule, zb_v_rank_orders) {
         "W0.2 B0.3 W0.3 ",
         "F0.0 F1.0 F0.1 F1.1 B1.0 W1.0 F0.2 B0.0 W0.0 F1.2 B1.1 W1.1 F0.3 B0.1 W0.1 F1.3 B1.2 W1.2 B0.2 B1.3 B0.3 "
         "W0.2 W1.3 W0.3 "};
+    const schedule s = schedule_make(4, SCHED_ZB_V);
     for (int r = 0; r < 2; r++) {
-        const int n = schedule_rank_ops(SCHED_ZB_V, 2, r, 4, ops);
+        const int n = schedule_rank_ops(&s, 2, r, ops);
         int off = 0;
         for (int k = 0; k < n; k++)
             off += snprintf(buf + off, sizeof buf - (size_t)off, "%c%d.%d ", "FBWX"[ops[k].kind], ops[k].chunk,
@@ -265,7 +269,8 @@ Test(schedule, pipeline_requirements_are_one_line_each) {
     cr_assert_eq(schedule_parse_order("dualpipev", &o, NULL, 0), PL_OK);
     cr_assert_eq(o, SCHED_DUALPIPEV);
     schedule_op ops[96];
-    cr_assert_eq(schedule_rank_ops(SCHED_DUALPIPEV, 4, 0, 7, ops), -1);
+    const schedule s = schedule_make(7, SCHED_DUALPIPEV);
+    cr_assert_eq(schedule_rank_ops(&s, 4, 0, ops), -1);
 }
 
 /* Every order runs each (chunk, mb)'s F before its backward, and B before
@@ -275,8 +280,9 @@ Test(schedule, zb_h1_rank_orders) {
     schedule_op ops[64];
     char buf[256];
     const int want_w[4] = {0, 1, 2, 3};
+    const schedule s = schedule_make(6, SCHED_ZB_H1);
     for (int r = 0; r < 4; r++) {
-        int n = schedule_rank_ops(SCHED_ZB_H1, 4, r, 6, ops), off = 0, pend = 0, maxp = 0;
+        int n = schedule_rank_ops(&s, 4, r, ops), off = 0, pend = 0, maxp = 0;
         cr_assert_eq(n, 18);
         for (int k = 0; k < n; k++) {
             off += snprintf(buf + off, sizeof buf - (size_t)off, "%c%d ", "FBWX"[ops[k].kind], ops[k].mb);
@@ -287,4 +293,174 @@ Test(schedule, zb_h1_rank_orders) {
         if (r == 0) cr_assert_str_eq(buf, "F0 F1 F2 F3 B0 W0 F4 B1 W1 F5 B2 W2 B3 W3 B4 W4 B5 W5 ");
         if (r == 3) cr_assert_str_eq(buf, "F0 B0 F1 B1 F2 B2 F3 B3 W0 F4 B4 W1 F5 B5 W2 W3 W4 W5 ");
     }
+}
+
+/* ---- gpipe, 1f1b and interleaved against their closed forms ------------- */
+
+/* Rank r's order of s written as "F0.0 B1.0 ..." (kind, chunk, mb;
+ * X a fused BW). */
+static void order_text(const schedule *s, int p, int r, char *buf, size_t len) {
+    schedule_op ops[256];
+    const int n = schedule_rank_ops(s, p, r, ops);
+    cr_assert_geq(n, 0, "%s p=%d r=%d: no order", schedule_order_name(s->order), p, r);
+    size_t off = 0;
+    buf[0] = 0;
+    for (int k = 0; k < n && off < len; k++)
+        off += (size_t)snprintf(buf + off, len - off, "%c%d.%d ", "FBWX"[ops[k].kind], ops[k].chunk, ops[k].mb);
+}
+
+/* Every order of m micro-batches over v chunks holds each (chunk, mb)
+ * once as a forward and once as a fused backward after it (gpipe, 1f1b
+ * and interleaved do not split backwards), and has schedule_max_ops ops */
+static void check_whole(const schedule *s, int p) {
+    static schedule_op ops[2 * 8 * 64];
+    const int v = schedule_rank_chunks(s), m = s->micro_batches;
+    cr_assert_eq(schedule_max_ops(s), 2 * v * m);
+    for (int r = 0; r < p; r++) {
+        const int n = schedule_rank_ops(s, p, r, ops);
+        cr_assert_eq(n, 2 * v * m, "%s p=%d v=%d m=%d r=%d: %d ops", schedule_order_name(s->order), p, v, m, r, n);
+        static int seen[8][64];
+        memset(seen, 0, sizeof seen);
+        for (int k = 0; k < n; k++) {
+            const schedule_op *q = ops + k;
+            cr_assert(q->chunk >= 0 && q->chunk < v && q->mb >= 0 && q->mb < m && !q->overlap);
+            cr_assert(q->kind == SOP_F || q->kind == SOP_BW);
+            cr_assert_eq(seen[q->chunk][q->mb], q->kind == SOP_F ? 0 : 1, "%s p=%d v=%d m=%d r=%d: op %d out of turn",
+                         schedule_order_name(s->order), p, v, m, r, k);
+            seen[q->chunk][q->mb]++;
+        }
+    }
+}
+
+/* gpipe, 1f1b and interleaved (v = 1..4, m a multiple of p) on the ideal
+ * pipeline: the step is (vm + p - 1)(F + B + W), Megatron-LM's bubble
+ * (p-1)/(vm) of the work; the peak stash of rank r is gpipe's m, 1f1b's
+ * min(m, p - r), interleaved's warm-up forwards plus one, min(2(p-r-1) +
+ * (v-1)p + 1, vm) (all vm when m == p) */
+Test(schedule, gpipe_1f1b_interleaved_closed_forms) {
+    static const double C[3][3] = {{1, 1, 1}, {1, 2, 0.5}, {2, 3, 0}};
+    for (int o = SCHED_GPIPE; o <= SCHED_INTERLEAVED; o++)
+        for (int p = 1; p <= 8; p++)
+            for (int v = 1; v <= (o == SCHED_INTERLEAVED ? 4 : 1); v++)
+                for (int m = p; m <= 32; m += p)
+                    for (int c = 0; c < 3; c++) {
+                        const schedule s = {m, (schedule_order)o, v};
+                        check_whole(&s, p);
+                        double busy[8], first[8], last[8];
+                        int peak[8];
+                        const double F = C[c][0], B = C[c][1], W = C[c][2];
+                        const double step = schedule_eval_ideal(&s, p, F, B, W, busy, first, last, peak);
+                        cr_assert_eq(step, (v * m + p - 1) * (F + B + W), "%s p=%d v=%d m=%d: step %g",
+                                     schedule_order_name(s.order), p, v, m, step);
+                        for (int r = 0; r < p; r++) {
+                            int want = m;
+                            if (o == SCHED_1F1B || (o == SCHED_INTERLEAVED && v == 1)) want = m < p - r ? m : p - r;
+                            if (o == SCHED_INTERLEAVED && v > 1) {
+                                want = m == p ? v * m : 2 * (p - r - 1) + (v - 1) * p + 1;
+                                if (want > v * m) want = v * m;
+                            }
+                            cr_assert_eq(peak[r], want, "%s p=%d v=%d m=%d r=%d: peak %d", schedule_order_name(s.order),
+                                         p, v, m, r, peak[r]);
+                            cr_assert_eq(busy[r], v * m * (F + B + W));
+                        }
+                    }
+}
+
+/* 1f1b below m = p: the warm-up is min(m, p-1-r) forwards, so every rank
+ * runs all its forwards first and the step is (m + p - 1)(F + B + W) */
+Test(schedule, one_f_one_b_below_p) {
+    for (int p = 2; p <= 8; p++)
+        for (int m = 1; m < p; m++) {
+            const schedule s = schedule_make(m, SCHED_1F1B);
+            check_whole(&s, p);
+            const double step = schedule_eval_ideal(&s, p, 1, 2, 0, NULL, NULL, NULL, NULL);
+            cr_assert_eq(step, (m + p - 1) * 3.0, "p=%d m=%d: step %g", p, m, step);
+        }
+}
+
+/* The rank orders of p = 2, v = 2, m = 4 from Megatron-LM's rule (see
+ * schedule.h): virtual micro-batches 0..7 run forward on chunks 0 0 1 1 0
+ * 0 1 1 with micro-batches 0 1 0 1 2 3 2 3, backward on chunks 1 1 0 0 1
+ * 1 0 0; rank 0 warms up with 2(p-1) + (v-1)p = 4 forwards, rank 1 with 2 */
+Test(schedule, interleaved_rank_orders) {
+    char buf[512];
+    const schedule s = {4, SCHED_INTERLEAVED, 2};
+    order_text(&s, 2, 0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "F0.0 F0.1 F1.0 F1.1 F0.2 X1.0 F0.3 X1.1 F1.2 X0.0 F1.3 X0.1 X1.2 X1.3 X0.2 X0.3 ");
+    order_text(&s, 2, 1, buf, sizeof buf);
+    cr_assert_str_eq(buf, "F0.0 F0.1 F1.0 X1.0 F1.1 X1.1 F0.2 X0.0 F0.3 X0.1 F1.2 X1.2 F1.3 X1.3 X0.2 X0.3 ");
+}
+
+/* interleaved with v = 1 is 1f1b's order, op for op */
+Test(schedule, interleaved_of_one_chunk_is_1f1b) {
+    char a[1024], b[1024];
+    for (int p = 1; p <= 6; p++)
+        for (int m = 1; m <= 12; m++)
+            for (int r = 0; r < p; r++) {
+                const schedule one = {m, SCHED_INTERLEAVED, 1}, plain = schedule_make(m, SCHED_1F1B);
+                order_text(&one, p, r, a, sizeof a);
+                order_text(&plain, p, r, b, sizeof b);
+                cr_assert_str_eq(a, b, "p=%d m=%d r=%d", p, m, r);
+            }
+}
+
+/* What schedule_rank_ops refuses: interleaved with v > 1 and m not a
+ * multiple of p, chunks on another order, a rank outside 0..p-1, m < 1,
+ * NULL arguments */
+Test(schedule, rank_ops_refuse_bad_arguments) {
+    schedule_op ops[64];
+    const schedule odd = {6, SCHED_INTERLEAVED, 2}, chunked = {4, SCHED_1F1B, 2}, ok = schedule_make(4, SCHED_GPIPE),
+                   none = schedule_make(0, SCHED_1F1B);
+    cr_assert_eq(schedule_rank_ops(&odd, 4, 0, ops), -1);
+    cr_assert_eq(schedule_rank_ops(&chunked, 2, 0, ops), -1);
+    cr_assert_eq(schedule_rank_ops(&ok, 2, 2, ops), -1);
+    cr_assert_eq(schedule_rank_ops(&ok, 2, -1, ops), -1);
+    cr_assert_eq(schedule_rank_ops(&none, 2, 0, ops), -1);
+    cr_assert_eq(schedule_rank_ops(NULL, 2, 0, ops), -1);
+    cr_assert_eq(schedule_rank_ops(&ok, 2, 0, NULL), -1);
+    cr_assert_eq(schedule_rank_ops(&ok, 2, 1, ops), 8);
+    cr_assert_lt(schedule_eval_ideal(&odd, 4, 1, 1, 1, NULL, NULL, NULL, NULL), 0);
+}
+
+/* The stage of a rank's chunk: the V folds back, the others go round */
+Test(schedule, stage_of_chunks) {
+    cr_assert_eq(schedule_stage_of(SCHED_ZB_V, 4, 1, 0), 1);
+    cr_assert_eq(schedule_stage_of(SCHED_ZB_V, 4, 1, 1), 6);
+    cr_assert_eq(schedule_stage_of(SCHED_DUALPIPEV, 4, 3, 1), 4);
+    cr_assert_eq(schedule_stage_of(SCHED_INTERLEAVED, 4, 1, 2), 9);
+    cr_assert_eq(schedule_stage_of(SCHED_1F1B, 4, 3, 0), 3);
+    const schedule v3 = {8, SCHED_INTERLEAVED, 3}, zbv = schedule_make(8, SCHED_ZB_V), h1 = schedule_make(8, SCHED_ZB_H1);
+    cr_assert_eq(schedule_rank_chunks(&v3), 3);
+    cr_assert_eq(schedule_rank_chunks(&zbv), 2);
+    cr_assert_eq(schedule_max_ops(&zbv), 48);
+    cr_assert_eq(schedule_max_ops(&h1), 24);
+}
+
+/* The list of order names the parsers' messages print: every order in
+ * enum order, "a, b or c", the skipped ones left out, cut at the buffer's
+ * end with its whole length returned */
+Test(schedule, order_names_list_every_order) {
+    char buf[256], all[256];
+    const int n = schedule_order_names(all, sizeof all, 0);
+    strcpy(buf, all);
+    cr_assert_eq(n, (int)strlen(buf));
+    for (int o = 0; o < SCHED_ORDER_COUNT; o++)
+        cr_assert(strstr(buf, schedule_order_name((schedule_order)o)), "%s lacks %s", buf,
+                  schedule_order_name((schedule_order)o));
+    char want[256];
+    snprintf(want, sizeof want, " or %s", schedule_order_name((schedule_order)(SCHED_ORDER_COUNT - 1)));
+    cr_assert(strstr(buf, want) && !strstr(buf + strlen(buf) - strlen(want) + 1, ","), "%s", buf);
+    schedule_order_names(buf, sizeof buf, ~(1u << SCHED_ZB_H1 | 1u << SCHED_ZB_V));
+    cr_assert_str_eq(buf, "zb-h1 or zb-v");
+    schedule_order_names(buf, sizeof buf, ~(1u << SCHED_1F1B));
+    cr_assert_str_eq(buf, "1f1b");
+    char small[8];
+    cr_assert_eq(schedule_order_names(small, sizeof small, 0), n);
+    cr_assert_eq(strlen(small), sizeof small - 1);
+    cr_assert_eq(strncmp(small, all, sizeof small - 1), 0);
+    cr_assert_eq(schedule_order_names(NULL, 0, 0), n);
+    schedule_order o;
+    char msg[256];
+    cr_assert_eq(schedule_parse_order("zb", &o, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, all), "%s", msg);
 }

@@ -400,14 +400,13 @@ Test(layout_sim, random_layouts_run_and_their_parts_sum_to_the_step) {
 #define RND(n) rnd(&seed, n)
     static const int tps[] = {1, 2, 4, 8}, pps[] = {1, 2, 3, 4, 8}, dps[] = {1, 2, 4};
     static const char *const zeros[] = {"0", "1", "2", "3", "fsdp"};
-    static const char *const recs[] = {"none", "selective", "full"};
     int ran = 0;
     for (int it = 0; it < 400 && ran < 150; it++) {
         const int tp = tps[RND(4)], cp = 1 + RND(2), pp = pps[RND(5)], vp = pp > 1 ? 1 + RND(3) : 1, dp = dps[RND(3)];
         const int mbs = 1 + RND(2), m = (1 + RND(4)) * pp, sp = RND(2), z = RND(5), rc = RND(3);
         char text[256];
         snprintf(text, sizeof text, "tp=%d,sp=%d,cp=%d,pp=%d,vp=%d,dp=%d,zero=%s,mbs=%d,gbs=%d,recompute=%s", tp, sp,
-                 cp, pp, vp, dp, zeros[z], mbs, m * dp * mbs, recs[rc]);
+                 cp, pp, vp, dp, zeros[z], mbs, m * dp * mbs, recompute_kind_name((recompute_kind)rc));
         layout l;
         char msg[256];
         if (layout_parse(text, &l, msg, sizeof msg) != PL_OK) continue;

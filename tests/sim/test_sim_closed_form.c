@@ -207,7 +207,7 @@ static void check_split(const split_case *c) {
     const double F = c->nps;
     double busy[16], first[16], last[16];
     int peak[16];
-    const double ideal = schedule_eval_ideal(o, c->p, c->m, F, F, F, busy, first, last, peak);
+    const double ideal = schedule_eval_ideal(&s, c->p, F, F, F, busy, first, last, peak);
     /* zb-h2 runs on the engine's comm streams (the engine runs it): with
      * one node per stage a receive posted behind the receiver's issued
      * work can idle a device (p=4, m=12: 2 F; p=8, m=24: 6 F), bounded by
