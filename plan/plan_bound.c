@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "compute_model.h"
+#include "framework.h"
 #include "layout_memory.h"
 #include "model_params.h"
 #include "moe.h"
@@ -348,4 +349,23 @@ int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *
         if (m.total < lb) lb = m.total;
     }
     return lb;
+}
+
+int plan_uniform_certainly_oom(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *l) {
+    if (c->n_gpu_types != 1 || c->gpus[0].hbm_bytes <= 0) return 0; /* one cap for every stage: kept simple */
+    if (!gpt_is_moe(cfg) && prm->framework && !framework_is_neutral(prm->framework)) return 0;
+    const int P = l->pp, K = l->pp * l->vp, m = layout_micro_batches(l);
+    const int vshape = schedule_v_chunks(l->sched) == 2;
+    if (K > LAYOUT_MAX_CHUNKS || m < 1) return 0;
+    int chunks[LAYOUT_MAX_CHUNKS], per_rank[LAYOUT_MAX_CHUNKS] = {0};
+    if (layout_chunk_layers(l, cfg->n_layers, chunks, NULL, 0) != PL_OK) return 0;
+    for (int k = 0; k < K; k++) per_rank[vshape ? (k < P ? k : 2 * P - 1 - k) : k % P] += chunks[k];
+    for (int r = 0; r < P; r++) {
+        const int stash = schedule_peak_stash_rule(l->sched, P, r, m);
+        if (stash < 1) return 0;
+        layout_memory mem;
+        layout_stage_memory_moe(cfg, l, &prm->compute, &prm->moe, r, per_rank[r], stash, &mem);
+        if (mem.total > c->gpus[0].hbm_bytes) return 1;
+    }
+    return 0;
 }

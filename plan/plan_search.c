@@ -19,6 +19,8 @@
 #include <string.h>
 
 #include "fp8.h"
+#include "framework.h"
+#include "model_params.h"
 #include "plan_search_internal.h"
 #include "util.h"
 
@@ -216,6 +218,8 @@ typedef struct {
     const plan_pass *passes;
     int64_t first;    /* index of its first candidate */
     double oom_skip;  /* a candidate no stage split fits is not simulated when its bound exceeds this */
+    int split_memory_exact; /* 1: the stage split's memory rules are the simulator's (no framework
+                               profile of its own for a dense model) */
     struct job *jobs; /* WAVE */
 } search_ctx;
 
@@ -291,10 +295,13 @@ static void run_job(void *ctx, int64_t i) {
     e->refined = 0;
     e->index = k->index;
     const pl_status split = plan_stage_split(cfg, sc->c, sc->prm, &e->l, NULL, NULL, 0);
-    /* no split fits every stage's memory: the simulator will find the layout
+    /* no split fits every stage's memory (or, for the V orders, which have no
+     * DP split, the uniform one does not): the simulator will find the layout
      * OOM (tests/plan/test_plan_search.c checks it), so it matters only if it
      * can be the fastest OOM layout */
-    if (split == PL_ERR_INVALID && k->lb_us > sc->oom_skip) {
+    if (k->lb_us > sc->oom_skip &&
+        ((split == PL_ERR_INVALID && sc->split_memory_exact) ||
+         (split == PL_ERR_UNSUPPORTED && plan_uniform_certainly_oom(cfg, sc->c, sc->prm, &e->l)))) {
         jb->skipped = 1;
         return;
     }
@@ -457,9 +464,10 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     }
     const int threads = plan_threads_resolve(o->threads);
     search_ctx sc = {cfg, c, prm, o, res, plan_bounds_new(cfg, c, prm), NULL, 0, 0,
-                     largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0), 0, 0, passes, 0, INFINITY, NULL};
+                     largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0), 0, 0, passes, 0, INFINITY, 0, NULL};
     plan_options *oi = malloc(sizeof *oi);
     sc.jobs = malloc(sizeof *sc.jobs * WAVE);
+    sc.split_memory_exact = gpt_is_moe(cfg) || !prm->framework || framework_is_neutral(prm->framework);
     if (!sc.bounds || !oi || !sc.jobs) {
         st = pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
         goto out;

@@ -47,6 +47,15 @@ void plan_bounds_free(plan_bounds *b);
 /* plan_step_lower_bound_us for l, from the caches. */
 double plan_bounds_step_us(plan_bounds *b, const layout *l);
 
+/* 1 when the simulator will find layout l OOM under its uniform split, by
+ * the memory the simulator gives each rank with the order's stash rule
+ * (schedule_peak_stash_rule; tests/plan/test_plan_search.c checks the
+ * verdict against the simulator): for the V-shaped orders, which have no
+ * DP split, the only split the search simulates. 0 when it cannot say
+ * (several GPU types, a framework profile with its own memory rules for a
+ * dense model). prm not NULL. */
+int plan_uniform_certainly_oom(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *l);
+
 /* The fastest GPU type of c for prec (largest peak; ties: larger
  * bandwidth); NULL for an empty cluster. */
 const cluster_gpu *plan_fastest_gpu(const cluster *c, precision prec);

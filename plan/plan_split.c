@@ -274,6 +274,9 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
     if (!cost || !n || !per_layer) goto out;
     layout plain = *l;
     plain.n_stage_layers = 0;
+    /* one GPU type's costs are the same on every stage: computed once */
+    double type_cost[CLUSTER_MAX_GPU_TYPES][3];
+    int type_done[CLUSTER_MAX_GPU_TYPES] = {0};
     for (int s = 0; s < S; s++) {
         /* the stage's GPUs: every group its ranks touch; cost on the
          * slowest, memory against the smallest */
@@ -284,9 +287,13 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
             int64_t glo, ghi;
             plan_group_range(c, g, &glo, &ghi);
             if (ghi <= lo || glo >= hi) continue;
-            const cluster_gpu *gpu = &c->gpus[c->groups[g].gpu_type];
-            double a, e, h;
-            layer_costs(gpu, cfg, &plain, &prm->compute, &a, NULL, &e, &h);
+            const int t = c->groups[g].gpu_type;
+            const cluster_gpu *gpu = &c->gpus[t];
+            if (!type_done[t]) {
+                layer_costs(gpu, cfg, &plain, &prm->compute, &type_cost[t][0], NULL, &type_cost[t][1], &type_cost[t][2]);
+                type_done[t] = 1;
+            }
+            const double a = type_cost[t][0], e = type_cost[t][1], h = type_cost[t][2];
             if (a > layer) layer = a;
             if (e > embed) embed = e;
             if (h > head) head = h;

@@ -21,6 +21,7 @@
 #include "graph.h"
 #include "plan.h"
 #include "plan_model.h"
+#include "plan_search_internal.h"
 
 /* A GPU roughly like an H100's datasheet, with FP8. */
 static cluster_gpu gpu_h100(double hbm_gb) {
@@ -122,6 +123,7 @@ typedef struct {
     int64_t stride;     /* check every stride-th layout (1: all) */
     double worst;       /* largest bound / step seen */
     int64_t no_split;   /* layouts no stage split fits */
+    int64_t uniform_oom; /* layouts plan_uniform_certainly_oom calls OOM */
 } bound_ctx;
 
 static void check_layout(bound_ctx *b, const layout *l0, int64_t index) {
@@ -141,6 +143,14 @@ static void check_layout(bound_ctx *b, const layout *l0, int64_t index) {
         if (split_st == PL_ERR_INVALID)
             cr_assert(r.oom, "layout %lld (%s): no stage split fits, yet the simulator fits it", (long long)index, text);
         if (split_st == PL_ERR_INVALID) b->no_split++;
+        /* the V orders' check of the uniform split */
+        layout_sim_params dflt;
+        layout_sim_params_default(&dflt);
+        if (split == 0 && plan_uniform_certainly_oom(b->cfg, b->c, &dflt, &l)) {
+            cr_assert(r.oom, "layout %lld (%s): called OOM by the stash rules, yet the simulator fits it",
+                      (long long)index, text);
+            b->uniform_oom++;
+        }
         cr_assert(lb <= r.step_us * (1 + 1e-12), "layout %lld (%s): the bound %.3f us exceeds the simulated %.3f us",
                   (long long)index, text, lb, r.step_us);
         if (lb / r.step_us > b->worst) b->worst = lb / r.step_us;
@@ -156,7 +166,7 @@ static int bound_each(void *ctx, const layout *l, int64_t index) {
 
 /* Every (stride-th) layout of the case, every precision asked. */
 static void check_bounds(const gpt_config *cfg, const cluster *c, const plan_options *o0, int64_t stride) {
-    bound_ctx b = {cfg, c, 0, 0, stride, 0, 0};
+    bound_ctx b = {cfg, c, 0, 0, stride, 0, 0, 0};
     char msg[256];
     const int n = o0->n_prec > 0 ? o0->n_prec : 1;
     for (int i = 0; i < n; i++) {
@@ -170,8 +180,9 @@ static void check_bounds(const gpt_config *cfg, const cluster *c, const plan_opt
         cr_assert_eq(plan_enumerate(cfg, c, &o, bound_each, &b, msg, sizeof msg), PL_OK, "%s", msg);
     }
     cr_assert_gt(b.checked, 50, "too few layouts (%lld) to say anything", (long long)b.checked);
-    cr_log_info("bound check: %lld layouts, bound / step at most %.3f; %lld with no stage split that fits",
-                (long long)b.checked, b.worst, (long long)b.no_split);
+    cr_log_info("bound check: %lld layouts, bound / step at most %.3f; %lld with no stage split that fits, %lld "
+                "uniform splits OOM by the stash rules",
+                (long long)b.checked, b.worst, (long long)b.no_split, (long long)b.uniform_oom);
 }
 
 Test(plan_search, the_bound_is_below_the_simulator_under_every_order_and_recipe, .timeout = 240) {
