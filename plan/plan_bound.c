@@ -23,6 +23,11 @@
  * layout of several small cases (orders, recipes, MoE, mixed GPUs), that
  * the bound is at most the simulated step.
  *
+ * Under ZeRO 3 every forward and backward first gathers its layers'
+ * parameters over dp on the stage's gather stream, one gather after
+ * another, and reduces every micro-batch's gradients on its reduction
+ * stream; the step lasts at least as long as the busiest such stream.
+ *
  * Reuse. What the bound needs of a layout depends on few of its fields:
  * the per-layer compute on (tp, cp, mbs, recompute, precision, recipe,
  * ep, etp), the collectives on (tp, cp, dp, pp, mbs, precision, recipe,
@@ -119,7 +124,7 @@ struct plan_bounds {
     cluster cl;               /* the same as the simulator sees it for collectives */
     layout_sim_params prm;
     int comm;                 /* 1: the collective terms are used */
-    table compute, colls;
+    table compute, colls, dispatch, gathers, reduces;
     int64_t *grp;             /* scratch: one group's ranks */
     int grp_cap;
 };
@@ -146,6 +151,9 @@ void plan_bounds_free(plan_bounds *b) {
     if (!b) return;
     free(b->compute.s);
     free(b->colls.s);
+    free(b->dispatch.s);
+    free(b->gathers.s);
+    free(b->reduces.s);
     free(b->grp);
     free(b);
 }
@@ -210,12 +218,11 @@ static double group_time(plan_bounds *b, const layout *l, int64_t rank, layout_d
 /* v (unscaled by collective_scale): the least over the stages of one
  * layer's [0] forward collectives (tp + cp), [1] backward ones without
  * recomputation, [2] what full recomputation adds to the backward (the
- * forward's again) -- each the sum for one stage, minimised over stages;
- * [3] the MoE dispatch of one micro-batch (all-to-all over stage 0's ep
- * group, as layout_sim does for its bound below) */
+ * forward's again) -- each the sum for one stage, minimised over stages */
 static const double *coll_costs(plan_bounds *b, const layout *l) {
-    const int key[KEY_INTS] = {l->tp, l->cp, l->dp, l->pp, l->micro_batch, (int)l->prec, (int)l->fp8,
-                               l->ep, l->etp, l->sp};
+    /* pp follows from tp, cp, dp on the search's GPUs; the expert grid
+     * does not change these groups (the dispatch has its own table) */
+    const int key[KEY_INTS] = {l->tp, l->cp, l->dp, l->pp, l->micro_batch, (int)l->prec, (int)l->fp8, l->sp, 0, 0};
     int found = 0;
     slot *s = table_find(&b->colls, key, &found);
     static const double zero[6] = {0};
@@ -263,8 +270,38 @@ static const double *coll_costs(plan_bounds *b, const layout *l) {
         if (tb + cb < bwd) bwd = tb + cb;
         if (tf + cf < full) full = tf + cf;
     }
+    memcpy(s->key, key, sizeof key);
+    s->used = 1;
+    b->colls.n++;
+    s->v[0] = isfinite(fwd) ? fwd : 0;
+    s->v[1] = isfinite(bwd) ? bwd : 0;
+    s->v[2] = isfinite(full) ? full : 0;
+    s->v[3] = s->v[4] = s->v[5] = 0;
+    return s->v;
+}
+
+/* One MoE dispatch of a micro-batch (unscaled): the all-to-all over the
+ * stage's ep group (layout_expand.c adds the etp gather), its bytes as the
+ * simulator sizes them (default MoE parameters); the least over the
+ * stages. 0 for a dense model or another dispatcher. */
+static double dispatch_cost(plan_bounds *b, const layout *l) {
+    const gpt_config *cfg = b->cfg;
+    if (!gpt_is_moe(cfg) || l->ep < 2 || l->dispatcher != MOE_DISPATCH_ALLTOALL) return 0.0;
+    const int key[KEY_INTS] = {l->tp, l->cp, l->dp, l->pp, l->micro_batch, (int)l->prec, (int)l->fp8, l->sp, l->ep,
+                               l->etp};
+    int found = 0;
+    slot *s = table_find(&b->dispatch, key, &found);
+    if (!s) return 0.0;
+    if (found) return s->v[0];
+    const int64_t gmax = (int64_t)l->tp * l->cp * l->dp + 1;
+    if (gmax > b->grp_cap) {
+        int64_t *g = realloc(b->grp, sizeof *g * (size_t)gmax);
+        if (!g) return 0.0;
+        b->grp = g;
+        b->grp_cap = (int)gmax;
+    }
     double a2a = 0;
-    if (gpt_is_moe(cfg) && l->ep > 1 && l->dispatcher == MOE_DISPATCH_ALLTOALL) {
+    {
         /* one dispatch of a micro-batch: the all-to-all over the stage's ep
          * group (layout_expand.c adds the etp gather), its bytes as the
          * simulator sizes them (default MoE parameters); least over stages */
@@ -285,13 +322,115 @@ static const double *coll_costs(plan_bounds *b, const layout *l) {
     }
     memcpy(s->key, key, sizeof key);
     s->used = 1;
-    b->colls.n++;
-    s->v[0] = isfinite(fwd) ? fwd : 0;
-    s->v[1] = isfinite(bwd) ? bwd : 0;
-    s->v[2] = isfinite(full) ? full : 0;
-    s->v[3] = a2a;
-    s->v[4] = s->v[5] = 0;
-    return s->v;
+    b->dispatch.n++;
+    s->v[0] = a2a;
+    return a2a;
+}
+
+/* One layer's parameters as the simulator's gathers and buckets count them
+ * (layout_expand.c: an MoE model's mean replicated part, experts apart),
+ * before tp. */
+static double sim_layer_params(const gpt_config *cfg, const layout *l) {
+    if (!gpt_is_moe(cfg)) return (double)layout_layer_params(cfg);
+    double sum = 0;
+    for (int i = 0; i < cfg->n_layers; i++)
+        sum += (double)moe_layer_dense_params_per_gpu(cfg, l, gpt_layer_is_moe(cfg, i)) * l->tp;
+    return (double)llround(sum / cfg->n_layers);
+}
+
+/* ZeRO 3's gathers (unscaled): one layer's parameters all-gathered over
+ * the stage's dp group, the least over the stages; the bytes as the
+ * simulator sizes them (layout_expand.c: a layer's parameters, an MoE
+ * model's mean replicated part, over tp, at >= 2 bytes each). */
+static double gather_cost(plan_bounds *b, const layout *l) {
+    const gpt_config *cfg = b->cfg;
+    const int key[KEY_INTS] = {l->tp, l->cp, l->dp, l->pp, (int)l->prec, (int)l->fp8, l->sp, l->ep, l->etp, 0};
+    int found = 0;
+    slot *s = table_find(&b->gathers, key, &found);
+    if (!s) return 0.0;
+    if (found) return s->v[0];
+    const int64_t gmax = (int64_t)l->tp * l->cp * l->dp + 1;
+    if (gmax > b->grp_cap) {
+        int64_t *g = realloc(b->grp, sizeof *g * (size_t)gmax);
+        if (!g) return 0.0;
+        b->grp = g;
+        b->grp_cap = (int)gmax;
+    }
+    const double layer_params = sim_layer_params(cfg, l);
+    const double ab = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
+    const double bytes = layer_params / l->tp * (ab < 2 ? 2 : ab);
+    double g = INFINITY;
+    for (int r = 0; r < l->pp; r++) {
+        layout_coords co;
+        memset(&co, 0, sizeof co);
+        co.c[LAYOUT_DIM_PP] = r;
+        const double t = group_time(b, l, layout_rank_of(l, &co), LAYOUT_DIM_DP, COLL_ALL_GATHER, bytes);
+        if (t < g) g = t;
+    }
+    if (!isfinite(g)) g = 0;
+    memcpy(s->key, key, sizeof key);
+    s->used = 1;
+    b->gathers.n++;
+    s->v[0] = g;
+    return g;
+}
+
+/* ZeRO 3's gradient reduction after every micro-batch (unscaled, per
+ * micro-batch, summed over the stages): the simulator reduces each
+ * stage's gradients in buckets of at most X bytes (dp_bucket_bytes plus
+ * one unit: layout_expand.c) over the stage's dp group, and an MoE chunk's
+ * expert gradients in pieces of at most dp_bucket_bytes over its edp
+ * group. A collective's time per byte does not grow with its size (checked
+ * by tests/plan/test_plan_search.c), so n bytes in pieces of at most X take
+ * at least n t(X) / X; the stages' dp groups are taken at their cheapest. */
+static double reduce_cost(plan_bounds *b, const layout *l) {
+    const gpt_config *cfg = b->cfg;
+    const int key[KEY_INTS] = {l->tp, l->cp, l->dp, l->pp, (int)l->prec, (int)l->fp8, l->sp, l->ep, l->etp, (int)l->zero};
+    int found = 0;
+    slot *s = table_find(&b->reduces, key, &found);
+    if (!s) return 0.0;
+    if (found) return s->v[0];
+    const int64_t gmax = (int64_t)l->tp * l->cp * l->dp + 1;
+    if (gmax > b->grp_cap) {
+        int64_t *g = realloc(b->grp, sizeof *g * (size_t)gmax);
+        if (!g) return 0.0;
+        b->grp = g;
+        b->grp_cap = (int)gmax;
+    }
+    const double gb = b->prm.grad_comm_bytes, bucket = b->prm.dp_bucket_bytes;
+    const coll_kind kind = l->zero == ZERO_NONE ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+    const double layer = sim_layer_params(cfg, l) / l->tp * gb;
+    const double V = gpt_vocab_padded(cfg), d = cfg->d_model;
+    const double unit = (layer > (2 * V * d + (double)cfg->seq_len * d + 2 * d) / l->tp * gb
+                             ? layer
+                             : (2 * V * d + (double)cfg->seq_len * d + 2 * d) / l->tp * gb);
+    const double X = bucket + unit;
+    const int n_moe = gpt_is_moe(cfg) ? gpt_moe_layers_in(cfg, 0, cfg->n_layers) : 0;
+    const int edp = n_moe > 0 ? (int)layout_expert_dim_size(l, LAYOUT_EDIM_EDP) : 1;
+    const double experts = n_moe > 0 ? (double)n_moe * (double)moe_layer_expert_params_per_gpu(cfg, l) * gb : 0.0;
+    double rho = INFINITY, rho_e = INFINITY;
+    for (int r = 0; r < l->pp; r++) {
+        layout_coords co;
+        memset(&co, 0, sizeof co);
+        co.c[LAYOUT_DIM_PP] = r;
+        const int64_t rank = layout_rank_of(l, &co);
+        const double t = group_time(b, l, rank, LAYOUT_DIM_DP, kind, X);
+        if (t / X < rho) rho = t / X;
+        if (edp > 1 && experts > 0 && bucket > 0) {
+            const int n = layout_expert_group_ranks(l, rank, LAYOUT_EDIM_EDP, b->grp);
+            coll_estimate e;
+            const double te = n > 1 && coll_time(&b->cl, kind, b->grp, n, bucket, &e) == PL_OK ? e.time_us : 0.0;
+            if (te / bucket < rho_e) rho_e = te / bucket;
+        }
+    }
+    double v = 0;
+    if (isfinite(rho) && X > 0) v += (double)cfg->n_layers * layer * rho;
+    if (isfinite(rho_e)) v += experts * rho_e;
+    memcpy(s->key, key, sizeof key);
+    s->used = 1;
+    b->reduces.n++;
+    s->v[0] = v;
+    return v;
 }
 
 /* ---- the bounds ------------------------------------------------------------------ */
@@ -312,9 +451,10 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
         }
         /* the MoE dispatch and combine: 2 forward, 2 backward (4 under full
          * recomputation) per MoE layer and micro-batch, at the load factor */
-        if (co[3] > 0)
+        const double d = dispatch_cost(b, l);
+        if (d > 0)
             ep = gpt_moe_layers_in(cfg, 0, cfg->n_layers) * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs *
-                 moe_load_factor(&b->prm.moe) * co[3];
+                 moe_load_factor(&b->prm.moe) * d;
     }
     const double busy = (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + cc[1] + cc[2]) / l->pp;
     /* idle: stage s starts after s one-layer forwards upstream; under 1F1B
@@ -322,7 +462,20 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
      * split orders may run weight gradients there, so only the start */
     const double f1 = cc[3] + comm_f, b1 = cc[4] + comm_b;
     const double idle = 0.5 * (l->pp - 1) * (l->sched == SCHED_1F1B ? f1 + b1 : f1);
-    return busy + idle + b->prm.step_fixed_us;
+    double lb = busy + idle;
+    /* ZeRO 3 gathers every layer's parameters before each forward and each
+     * backward of every micro-batch, one after another on the stage's gather
+     * stream: the busiest stream takes at least the average */
+    if (b->comm && l->zero == ZERO_3 && l->dp > 1) {
+        const double g = (double)m * 2.0 * cfg->n_layers * b->prm.collective_scale * b->prm.zero3_gather_scale *
+                         gather_cost(b, l) / l->pp;
+        if (g > lb) lb = g;
+        /* and reduces every micro-batch's gradients on the stage's
+         * reduction stream, one bucket after another */
+        const double red = (double)m * b->prm.collective_scale * reduce_cost(b, l) / l->pp;
+        if (red > lb) lb = red;
+    }
+    return lb + b->prm.step_fixed_us;
 }
 
 double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,

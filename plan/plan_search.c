@@ -221,6 +221,10 @@ typedef struct {
     int split_memory_exact; /* 1: the stage split's memory rules are the simulator's (no framework
                                profile of its own for a dense model) */
     struct job *jobs; /* WAVE */
+    /* the memory bound of the last layout enumerated (on_layout) */
+    int have_prev;
+    int64_t prev_mem;
+    int prev[14];
 } search_ctx;
 
 /* One candidate's simulation (a wave's slot). */
@@ -237,7 +241,16 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
     search_ctx *sc = ctx;
     plan_result *res = sc->res;
     res->considered++;
-    const int64_t mem_lb = plan_memory_lower_bound(sc->cfg, sc->prm, l);
+    /* the memory does not depend on the order, which the enumeration
+     * varies innermost: one bound for the orders of one layout */
+    const int key[14] = {l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, l->global_batch, (int)l->recompute,
+                         (int)l->zero, (int)l->prec, (int)l->fp8, l->ep, l->etp};
+    if (!sc->have_prev || memcmp(key, sc->prev, sizeof key)) {
+        memcpy(sc->prev, key, sizeof key);
+        sc->have_prev = 1;
+        sc->prev_mem = plan_memory_lower_bound(sc->cfg, sc->prm, l);
+    }
+    const int64_t mem_lb = sc->prev_mem;
     const int over = mem_lb > sc->mem_cap;
     if (over && mem_lb < res->min_mem_bytes) res->min_mem_bytes = mem_lb;
     if (over && !sc->o->exhaustive) {
@@ -463,8 +476,17 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         prm = &dflt;
     }
     const int threads = plan_threads_resolve(o->threads);
-    search_ctx sc = {cfg, c, prm, o, res, plan_bounds_new(cfg, c, prm), NULL, 0, 0,
-                     largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0), 0, 0, passes, 0, INFINITY, 0, NULL};
+    search_ctx sc;
+    memset(&sc, 0, sizeof sc);
+    sc.cfg = cfg;
+    sc.c = c;
+    sc.prm = prm;
+    sc.o = o;
+    sc.res = res;
+    sc.bounds = plan_bounds_new(cfg, c, prm);
+    sc.mem_cap = largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0);
+    sc.passes = passes;
+    sc.oom_skip = INFINITY;
     plan_options *oi = malloc(sizeof *oi);
     sc.jobs = malloc(sizeof *sc.jobs * WAVE);
     sc.split_memory_exact = gpt_is_moe(cfg) || !prm->framework || framework_is_neutral(prm->framework);

@@ -18,6 +18,7 @@
 
 #include "cluster.h"
 #include "cluster_file.h"
+#include "collective.h"
 #include "graph.h"
 #include "plan.h"
 #include "plan_model.h"
@@ -234,6 +235,43 @@ static void check_shipped(const char *model_name, const char *cluster_name, int6
 Test(plan_search, the_bound_is_below_the_simulator_on_shipped_models, .timeout = 300) {
     check_shipped("llama-3-70b", "dgx-h100", 128, 512, 8192, 211);
     check_shipped("deepseek-v3", "h800-deepseek", 2048, 15360, 4096, 3001);
+}
+
+/* The ZeRO 3 reduction bound (plan_bound.c) takes n bytes reduced in
+ * pieces of at most X to cost at least n t(X) / X: a collective's time per
+ * byte must not grow with its size. Checked on strided groups of the
+ * shipped clusters, for every kind, from 1 kB to 4 GB. */
+Test(plan_search, a_collectives_time_per_byte_does_not_grow_with_its_size) {
+    const char *names[] = {"dgx-h100", "h800-deepseek", "llama3-h100", "gb200-nvl72", "h200x2"};
+    const coll_kind kinds[] = {COLL_ALL_REDUCE, COLL_REDUCE_SCATTER, COLL_ALL_GATHER};
+    int checked = 0;
+    for (size_t ci = 0; ci < sizeof names / sizeof names[0]; ci++) {
+        cluster c;
+        char msg[512], path[1024];
+        snprintf(path, sizeof path, "%s/data/clusters/%s.json", PLACER_SOURCE_DIR, names[ci]);
+        cr_assert_eq(cluster_load(path, NULL, &c, msg, sizeof msg), PL_OK, "%s", msg);
+        const int64_t N = cluster_n_gpus(&c);
+        for (int64_t n = 2; n <= N && n <= 4096; n *= 2)
+            for (int64_t stride = 1; stride * n <= N && stride <= 512; stride *= 4) {
+                int64_t *g = malloc(sizeof *g * (size_t)n);
+                for (int64_t i = 0; i < n; i++) g[i] = i * stride;
+                for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++) {
+                    double prev = INFINITY;
+                    for (double x = 1e3; x <= 4.1e9; x *= 1.5) {
+                        coll_estimate e;
+                        cr_assert_eq(coll_time(&c, kinds[k], g, (int)n, x, &e), PL_OK);
+                        const double per = e.time_us / x;
+                        cr_assert_leq(per, prev * (1 + 1e-12), "%s, %lld ranks stride %lld, kind %d: %.3g us/B at %.3g B "
+                                      "after %.3g", names[ci], (long long)n, (long long)stride, (int)kinds[k], per, x,
+                                      prev);
+                        prev = per;
+                        checked++;
+                    }
+                }
+                free(g);
+            }
+    }
+    cr_assert_gt(checked, 1000);
 }
 
 /* ---- the pruned search against the exhaustive one ----------------------- */
