@@ -107,7 +107,12 @@ static int on_progress(void *ctx, const plan_progress *pp) {
     if (!p->tty || pp->elapsed_s < 1.0 || (now - p->t_last < 1e5 && done < total)) return 0;
     p->t_last = now;
     p->shown = 1;
-    const int width = 20, fill = total > 0 ? (int)(width * done / total) : width;
+    if (total == 0) { /* still enumerating */
+        fprintf(stderr, "\r\033[Kplacer plan: %lld layouts considered, %lld pruned by memory so far",
+                (long long)pp->considered, (long long)pp->pruned_memory);
+        return 0;
+    }
+    const int width = 20, fill = (int)(width * done / total);
     char best[120] = "none fits yet";
     if (pp->best) {
         char lay[96];

@@ -230,8 +230,9 @@ typedef struct {
     double elapsed_s;        /* seconds since the search began */
 } plan_progress;
 
-/* Called as the search advances (before each wave of 64 candidates, and
- * once at the end); may be NULL. Returning non-zero cancels the search:
+/* Called as the search advances (every 65536 layouts enumerated, with done
+ * and total 0; then before each wave of 64 candidates, and once at the
+ * end); may be NULL. Returning non-zero cancels the search:
  * plan_search then returns PL_ERR_INTERRUPTED with *res holding what was
  * found so far (top sorted, counts as far as they got; the refinement of
  * splits is skipped). The server cancels when its client disconnects, the

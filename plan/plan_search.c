@@ -196,6 +196,11 @@ typedef struct {
     int split_memory_exact; /* 1: the stage split's memory rules are the simulator's (no framework
                                profile of its own for a dense model) */
     struct job *jobs; /* WAVE */
+    /* the caller's progress callback, asked during the enumeration too */
+    plan_progress_fn progress;
+    void *progress_ctx;
+    double t0;
+    int stopped;      /* 1: progress asked to stop during the enumeration */
     /* the memory bound of the last layout enumerated (on_layout) */
     int have_prev;
     int64_t prev_mem;
@@ -211,11 +216,25 @@ typedef struct job {
     char msg[256];
 } job;
 
+/* Tell progress (when set) where the search stands; 1 when it asks to stop. */
+static int report(plan_progress_fn progress, void *ctx, const plan_result *res, int64_t done, int64_t total, double t0) {
+    if (!progress) return 0;
+    plan_progress p = {done, total, 0, 1, res->considered, res->pruned_memory, res->pruned_bound,
+                       res->simulated, res->n_top > 0 ? &res->top[0] : NULL, (pl_now_us() - t0) / 1e6};
+    return progress(ctx, &p) != 0;
+}
+
 /* Bound one enumerated layout: drop it by memory or keep its record. */
 static int on_layout(void *ctx, const layout *l, int64_t index) {
     search_ctx *sc = ctx;
     plan_result *res = sc->res;
     res->considered++;
+    /* a large enumeration takes seconds: report (done 0 of total 0) and
+     * honour a stop every 65536 layouts */
+    if ((res->considered & 0xffff) == 0 && report(sc->progress, sc->progress_ctx, res, 0, 0, sc->t0)) {
+        sc->stopped = 1;
+        return -1;
+    }
     /* the memory does not depend on the order, which the enumeration
      * varies innermost: one bound for the orders of one layout */
     const int key[14] = {l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, l->global_batch, (int)l->recompute,
@@ -318,13 +337,6 @@ static void run_job(void *ctx, int64_t i) {
     }
 }
 
-/* Tell progress (when set) where the search stands; 1 when it asks to stop. */
-static int report(plan_progress_fn progress, void *ctx, const plan_result *res, int64_t done, int64_t total, double t0) {
-    if (!progress) return 0;
-    plan_progress p = {done, total, 0, 1, res->considered, res->pruned_memory, res->pruned_bound,
-                       res->simulated, res->n_top > 0 ? &res->top[0] : NULL, (pl_now_us() - t0) / 1e6};
-    return progress(ctx, &p) != 0;
-}
 
 /* Every GPU type of c runs precision p (recipe r when fp8). */
 static int cluster_runs(const cluster *c, precision p, fp8_recipe r) {
@@ -462,6 +474,9 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     sc.mem_cap = largest_memory(c) - (o->reserve_bytes > 0 ? o->reserve_bytes : 0);
     sc.passes = passes;
     sc.oom_skip = INFINITY;
+    sc.progress = progress;
+    sc.progress_ctx = progress_ctx;
+    sc.t0 = t0;
     plan_options *oi = malloc(sizeof *oi);
     sc.jobs = malloc(sizeof *sc.jobs * WAVE);
     sc.split_memory_exact = gpt_is_moe(cfg) || !prm->framework || framework_is_neutral(prm->framework);
@@ -479,6 +494,9 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
         sc.base = res->considered;
         st = plan_enumerate(cfg, c, oi, on_layout, &sc, msg, len);
     }
+    if (sc.stopped)
+        st = pl_fail(msg, len, PL_ERR_INTERRUPTED, "the search was stopped while enumerating (%lld layouts so far)",
+                     (long long)res->considered);
     if (st != PL_OK) goto out;
     if (res->considered == 0) {
         st = pl_fail(msg, len, PL_ERR_INVALID,
