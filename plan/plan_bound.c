@@ -124,6 +124,7 @@ struct plan_bounds {
     cluster cl;               /* the same as the simulator sees it for collectives */
     layout_sim_params prm;
     int comm;                 /* 1: the collective terms are used */
+    int n_moe;                /* the model's MoE layers */
     table compute, colls, dispatch, gathers, reduces;
     int64_t *grp;             /* scratch: one group's ranks */
     int grp_cap;
@@ -144,6 +145,7 @@ plan_bounds *plan_bounds_new(const gpt_config *cfg, const cluster *c, const layo
         b->cl.nic_bw = c->intra_bw;
     }
     b->comm = b->prm.collective_scale > 0;
+    b->n_moe = gpt_is_moe(cfg) ? gpt_moe_layers_in(cfg, 0, cfg->n_layers) : 0;
     return b;
 }
 
@@ -453,7 +455,7 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
          * recomputation) per MoE layer and micro-batch, at the load factor */
         const double d = dispatch_cost(b, l);
         if (d > 0)
-            ep = gpt_moe_layers_in(cfg, 0, cfg->n_layers) * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs *
+            ep = b->n_moe * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs *
                  moe_load_factor(&b->prm.moe) * d;
     }
     const double busy = (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + cc[1] + cc[2]) / l->pp;
