@@ -458,7 +458,8 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
             ep = b->n_moe * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs *
                  moe_load_factor(&b->prm.moe) * d;
     }
-    const double busy = (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + cc[1] + cc[2]) / l->pp;
+    const double busy =
+        (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + b->prm.emb_head_scale * (cc[1] + cc[2])) / l->pp;
     /* idle: stage s starts after s one-layer forwards upstream; under 1F1B
      * (interleaved too) s one-layer backwards follow its last op; the
      * split orders may run weight gradients there, so only the start */

@@ -120,6 +120,7 @@ static void bf16_fp8(plan_options *o) {
 typedef struct {
     const gpt_config *cfg;
     const cluster *c;
+    const layout_sim_params *prm; /* NULL: defaults */
     int64_t n, checked;
     int64_t stride;     /* check every stride-th layout (1: all) */
     double worst;       /* largest bound / step seen */
@@ -129,14 +130,14 @@ typedef struct {
 
 static void check_layout(bound_ctx *b, const layout *l0, int64_t index) {
     char msg[256];
-    const double lb = plan_step_lower_bound_us(b->cfg, b->c, NULL, l0);
+    const double lb = plan_step_lower_bound_us(b->cfg, b->c, b->prm, l0);
     layout dp = *l0;
-    const pl_status split_st = plan_stage_split(b->cfg, b->c, NULL, &dp, NULL, NULL, 0);
+    const pl_status split_st = plan_stage_split(b->cfg, b->c, b->prm, &dp, NULL, NULL, 0);
     for (int split = 0; split < 2; split++) {
         layout l = split ? dp : *l0;
         if (split == 1 && split_st != PL_OK) continue;
         layout_result r;
-        cr_assert_eq(plan_simulate(b->cfg, b->c, &l, NULL, &r, msg, sizeof msg), PL_OK, "%s", msg);
+        cr_assert_eq(plan_simulate(b->cfg, b->c, &l, b->prm, &r, msg, sizeof msg), PL_OK, "%s", msg);
         char text[1024];
         layout_format(&l, text, sizeof text);
         /* no DP split fits the memory: then the simulator finds the uniform split OOM too (the search skips such
@@ -147,7 +148,7 @@ static void check_layout(bound_ctx *b, const layout *l0, int64_t index) {
         /* the V orders' check of the uniform split */
         layout_sim_params dflt;
         layout_sim_params_default(&dflt);
-        if (split == 0 && plan_uniform_certainly_oom(b->cfg, b->c, &dflt, &l)) {
+        if (split == 0 && plan_uniform_certainly_oom(b->cfg, b->c, b->prm ? b->prm : &dflt, &l)) {
             cr_assert(r.oom, "layout %lld (%s): called OOM by the stash rules, yet the simulator fits it",
                       (long long)index, text);
             b->uniform_oom++;
@@ -167,7 +168,7 @@ static int bound_each(void *ctx, const layout *l, int64_t index) {
 
 /* Every (stride-th) layout of the case, every precision asked. */
 static void check_bounds(const gpt_config *cfg, const cluster *c, const plan_options *o0, int64_t stride) {
-    bound_ctx b = {cfg, c, 0, 0, stride, 0, 0, 0};
+    bound_ctx b = {cfg, c, o0->sim, 0, 0, stride, 0, 0, 0};
     char msg[256];
     const int n = o0->n_prec > 0 ? o0->n_prec : 1;
     for (int i = 0; i < n; i++) {
@@ -210,6 +211,32 @@ Test(plan_search, the_bound_is_below_the_simulator_under_every_order_and_recipe,
     all_orders(&o);
     bf16_fp8(&o);
     check_bounds(&big, &many, &o, 37);
+}
+
+/* The same under the simulator settings the bound reads: scaled
+ * collectives, ZeRO 3 gathers at check-published's fitted scale, gradient
+ * reduction after backward in fp16 in small buckets, no embedding or head
+ * cost, a fixed cost per step, MoE load imbalance. */
+Test(plan_search, the_bound_is_below_the_simulator_under_other_settings, .timeout = 240) {
+    plan_options o;
+    layout_sim_params prm;
+    layout_sim_params_default(&prm);
+    prm.collective_scale = 1.7;
+    prm.zero3_gather_scale = 6.478;
+    prm.dp_overlap_grad = 0;
+    prm.grad_comm_bytes = 2;
+    prm.dp_bucket_bytes = 4e6;
+    prm.emb_head_scale = 0;
+    prm.step_fixed_us = 500;
+    prm.moe.imbalance = 1.4;
+    gpt_config dense = model("gpt12,layers=8"), moe = moe_model();
+    cluster two = make_cluster(2, 1.2);
+    small_options(&o, 16, 32);
+    all_orders(&o);
+    bf16_fp8(&o);
+    o.sim = &prm;
+    check_bounds(&dense, &two, &o, 1);
+    check_bounds(&moe, &two, &o, 1);
 }
 
 /* The shipped clusters and models of the benchmark (benchmarks/plan), a
