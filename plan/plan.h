@@ -54,6 +54,13 @@
  * memory go to the layout enumerated first. The fastest layout that does
  * not fit (res->oom_best) is kept only when it is faster than the k-th
  * best that fits: every such layout is simulated whatever was pruned.
+ * Once a layout fits, a layout that no stage split fits (plan_stage_split
+ * finds none; for the V orders, which it does not split, the uniform split
+ * over the order's stash rule) is certain to be OOM in the simulator (the
+ * tests check it) and is not simulated unless its bound is under both the
+ * k-th best step and the fastest OOM step (it could be the OOM row); it
+ * counts as pruned by memory. Not with a framework profile that has its
+ * own memory rules for a dense model (the split's are Megatron's).
  * Finally each of the top k layouts' splits is refined against the
  * simulator itself: one layer moved across a chunk boundary, or between
  * neighbouring chunks of one stage, in either direction, kept when the
@@ -199,7 +206,8 @@ typedef struct {
 
 typedef struct {
     int64_t considered;      /* layouts enumerated that layout_validate accepts */
-    int64_t pruned_memory;   /* of which dropped by the memory bound */
+    int64_t pruned_memory;   /* of which dropped by the memory bound, or not simulated because
+                                no stage split fits (certain OOM, see above) */
     int64_t pruned_bound;    /* of which dropped by the step-time bound */
     int64_t simulated;       /* of which simulated */
     int64_t sim_runs;        /* simulator runs (a layout takes one or two) */
