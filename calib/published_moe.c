@@ -36,6 +36,11 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     row->err = row->predicted_step_s / row->published_step_s - 1.0;
     row->mem_gb = res.mem.total / 1e9;
     row->oom = res.oom;
+    snprintf(row->cluster, sizeof row->cluster, "%s", run->cl.name);
+    row->gpus = run->gpus;
+    row->seq = run->seq;
+    row->lay = run->lay;
+    row->res = res;
     row->simulated = 1;
 }
 

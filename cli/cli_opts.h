@@ -84,4 +84,9 @@ void cli_stack_default(cli_stack *s);
  * stack option. */
 int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s);
 
+/* cli_stack_option without printing, for callers that report elsewhere
+ * (placer serve answers HTTP 400): 0 parsed, -1 no stack option,
+ * CLI_EXIT_USAGE with the same line (no "placer <cmd>: " prefix) in msg. */
+int cli_stack_set(cli_stack *s, int ch, const char *arg, char *msg, size_t len);
+
 #endif

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "coll_load.h"
@@ -151,21 +152,6 @@ static int parse_args(int argc, char **argv, layout_args *a) {
     return 0;
 }
 
-static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {
-    fprintf(f, "    \"%s\": {\"algo\": ", key);
-    pl_json_string(f, e->algo ? e->algo : "none");
-    fprintf(f, ", \"source\": ");
-    pl_json_string(f, e->source ? e->source : "model");
-    fprintf(f,
-            ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
-            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f",
-            e->time_us, e->algbw * e->time_us * 1e-6, e->n_ranks, e->n_nodes, e->n_pods, e->algbw / 1e9,
-            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us);
-    if (e->n_domains > 0 && e->n_domains != e->n_nodes) /* a domain wider than a node (bf16 clusters unchanged) */
-        fprintf(f, ", \"n_domains\": %d", e->n_domains);
-    fprintf(f, "}%s\n", last ? "" : ",");
-}
-
 /* The layout as text (layout_format) into buf. */
 static const char *layout_text(const layout *l, char *buf, size_t n) {
     layout_format(l, buf, n);
@@ -174,64 +160,6 @@ static const char *layout_text(const layout *l, char *buf, size_t n) {
 
 /* Peak of the layout's precision on the cluster's first GPU type. */
 static double peak_flops(const layout_eval_result *x) { return cluster_gpu_of(&x->clu, 0)->peak_flops[x->lay.prec]; }
-
-static void print_json(const layout_args *a, const layout_eval_result *x, const coll_measured *meas) {
-    const layout_result *r = &x->res;
-    char lt[LAYOUT_MAX_CHUNKS * 5 + 256];
-    const double peak = peak_flops(x);
-    const double tflops = a->hw_flops ? r->hw_tflops_per_gpu : r->model_tflops_per_gpu;
-    printf("{\n  \"model\": ");
-    pl_json_string(stdout, x->model.name);
-    printf(",\n  \"cluster\": ");
-    pl_json_string(stdout, x->clu.name);
-    printf(",\n  \"layout\": ");
-    pl_json_string(stdout, layout_text(&x->lay, lt, sizeof lt));
-    printf(",\n  \"gpus\": %lld,\n  \"micro_batches\": %d,\n  \"seq_len\": %d,\n", (long long)r->world,
-           r->micro_batches, x->model.cfg.seq_len);
-    printf("  \"step_us\": %.3f,\n  \"tokens_per_s\": %.3f,\n", r->step_us, r->tokens_per_s);
-    printf("  \"model_flops\": %.6e,\n  \"hw_flops\": %.6e,\n", r->model_flops, r->hw_flops);
-    printf("  \"model_tflops_per_gpu\": %.4f,\n  \"hw_tflops_per_gpu\": %.4f,\n", r->model_tflops_per_gpu,
-           r->hw_tflops_per_gpu);
-    printf("  \"flops\": \"%s\",\n  \"tflops_per_gpu\": %.4f,\n", a->hw_flops ? "hardware" : "model", tflops);
-    printf("  \"peak_tflops\": %.3f,\n  \"mfu\": %.6f,\n  \"hfu\": %.6f,\n", peak / 1e12, r->mfu,
-           peak > 0 ? r->hw_tflops_per_gpu * 1e12 / peak : 0.0);
-    printf("  \"critical_stage\": %d,\n  \"breakdown_us\": ", r->critical_stage);
-    cli_print_parts_json(stdout, r->parts_us, 1.0, 3);
-    printf(",\n  \"memory\": {\"worst_stage\": %d, \"total\": %lld, \"params\": %lld, \"grads\": %lld, "
-           "\"optimizer\": %lld, \"activations\": %lld, \"act_per_layer\": %lld, \"buffers\": %lld, "
-           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,",
-           r->worst_stage, (long long)r->mem.total, (long long)r->mem.params, (long long)r->mem.grads,
-           (long long)r->mem.optimizer, (long long)r->mem.activations, (long long)r->mem.act_per_layer,
-           (long long)r->mem.buffers, (long long)r->mem.embedding_head, (long long)r->mem_cap, r->stash_layers,
-           r->oom ? "true" : "false");
-    if (x->lay.prec == PRECISION_FP8) /* FP8's own parts (bf16 output unchanged) */
-        printf(" \"fp8_weights\": %lld, \"fp8_act_per_layer\": %lld,", (long long)r->mem.fp8_weights,
-               (long long)r->mem.fp8_act_per_layer);
-    printf("\n    \"per_stage\": [");
-    for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
-    printf("]");
-    if (r->mem.expert_params > 0) /* MoE models only: a dense layout's JSON is as it was */
-        printf(",\n    \"expert_params\": %lld, \"expert_grads\": %lld, \"expert_optimizer\": %lld, "
-               "\"moe_activations\": %lld, \"moe_buffers\": %lld, \"ep_dispatch_us\": %.3f, "
-               "\"ep_tokens_per_expert\": %.1f",
-               (long long)r->mem.expert_params, (long long)r->mem.expert_grads, (long long)r->mem.expert_optimizer,
-               (long long)r->mem.moe_activations, (long long)r->mem.moe_buffers, r->ep_dispatch.time_us,
-               r->ep_tokens_per_expert);
-    printf("},\n  \"collectives\": {\n");
-    print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
-    print_coll_json(stdout, "tp_allgather", &r->tp_allgather, 0);
-    print_coll_json(stdout, "tp_reduce_scatter", &r->tp_reduce_scatter, 0);
-    print_coll_json(stdout, "cp_allgather", &r->cp_allgather, 0);
-    print_coll_json(stdout, "dp_reduce", &r->dp_reduce, 0);
-    print_coll_json(stdout, "dp_allgather", &r->dp_allgather, 1);
-    printf("  },\n  \"pp_send\": {\"time_us\": %.3f, \"bytes\": %.0f, \"link\": \"%s\"},\n", r->pp_send_us,
-           r->pp_send_bytes, x->pp_link);
-    printf("  \"collective_sources\": {\"model\": %d, \"fitted\": %d, \"measured\": %d, \"from\": ", x->n_coll_model,
-           x->n_coll_fitted, x->n_coll_measured);
-    if (meas) pl_json_string(stdout, meas->source);
-    else printf("null");
-    printf("},\n  \"dp_buckets\": %d\n}\n", r->dp_buckets);
-}
 
 /* The headline, the critical stage's time parts and memory per GPU. */
 static void print_text(const layout_args *a, const layout_eval_result *x) {
@@ -367,7 +295,7 @@ int cmd_layout(int argc, char **argv) {
         goto out;
     }
     if (a.json) {
-        print_json(&a, x, meas);
+        cli_json_layout(stdout, x, a.hw_flops, meas);
     } else {
         print_text(&a, x);
         if (a.explain) print_explain(x, meas);

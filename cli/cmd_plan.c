@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "export_plan.h"
@@ -398,51 +399,6 @@ static int plan_on_profile(const plan_args *a) {
     return CLI_EXIT_OK;
 }
 
-/* One plan entry as export JSON (layout_chunk_layers must succeed). */
-static void print_entry_json(const char *key, const gpt_config *cfg, const plan_entry *e) {
-    int chunks[LAYOUT_MAX_CHUNKS];
-    if (layout_chunk_layers(&e->l, cfg->n_layers, chunks, NULL, 0) != PL_OK) return;
-    printf("%s", key);
-    plan_export_json(stdout, cfg, &e->l, chunks, &e->res);
-}
-
-static void print_splits_json(const plan_run_result *x) {
-    printf(", \"splits\": [");
-    for (int i = 0; i < x->n_splits; i++) {
-        const plan_split_row *w = &x->splits[i];
-        printf("%s{\"label\": \"%s\", \"ok\": %s", i ? ", " : "", w->label, w->ok ? "true" : "false");
-        if (w->ok) print_entry_json(", \"plan\": ", &x->model.cfg, &w->e);
-        printf("}");
-    }
-    printf("]");
-}
-
-static void print_json(const plan_run_result *x) {
-    const plan_result *res = x->res;
-    const gpt_config *cfg = &x->model.cfg;
-    printf("{\"model\": \"%s\", \"cluster\": \"%s\", \"gpus\": %lld, \"global_batch\": %d, \"seq_len\": %d, "
-           "\"precision\": \"%s\", \"search\": {\"considered\": %lld, \"pruned_memory\": %lld, "
-           "\"pruned_bound\": %lld, \"simulated\": %lld, \"sim_runs\": %lld, \"sim_oom\": %lld, \"refine_runs\": %lld, "
-           "\"wall_s\": %.3f}, "
-           "\"fits\": %s, \"min_mem_bytes\": %lld, \"top\": [",
-           x->model.name, x->clu.name, (long long)x->search.gpus, x->search.global_batch, cfg->seq_len,
-           precision_name(x->search.prec), (long long)res->considered, (long long)res->pruned_memory,
-           (long long)res->pruned_bound, (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom,
-           (long long)res->refine_runs, res->wall_s, x->best ? "true" : "false", (long long)res->min_mem_bytes);
-    for (int i = 0; i < res->n_top; i++) {
-        int chunks[LAYOUT_MAX_CHUNKS];
-        layout_chunk_layers(&res->top[i].l, cfg->n_layers, chunks, NULL, 0);
-        printf("%s", i ? ", " : "");
-        plan_export_json(stdout, cfg, &res->top[i].l, chunks, &res->top[i].res);
-    }
-    printf("]");
-    /* the fastest layout that does not fit, for scripts */
-    if (res->have_oom_best) print_entry_json(", \"fastest_oom\": ", cfg, &res->oom_best);
-    if (x->have_cmp) print_entry_json(", \"compare\": ", cfg, &x->cmp);
-    if (x->n_splits) print_splits_json(x);
-    printf("}\n");
-}
-
 static void print_splits_text(const plan_run_result *x) {
     const layout *best = &x->best->l;
     printf("\nstage splits of the best layout (same simulator):\n");
@@ -574,7 +530,7 @@ int cmd_plan(int argc, char **argv) {
     }
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (x.best && a.export_name) rc = print_export(&a, &x);
-    else if (a.json) print_json(&x);
+    else if (a.json) cli_json_plan(stdout, &x);
     else if (!a.export_name) print_text(&x, &a.run);
     if (st == PL_OK && !x.best) {
         fprintf(stderr, "placer plan: no layout of %lld GPUs fits %s; the smallest needs %.2f GB per GPU%s\n",

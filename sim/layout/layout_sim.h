@@ -159,6 +159,36 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
  * (compute), its TP collectives, and its DP / PP comm streams. */
 pl_status layout_sim_write_chrome_trace(const layout_sim *s, FILE *f);
 
+/* One op of one pipeline replica's last traced run (layout_sim_ops). */
+typedef enum {
+    LAYOUT_OP_F = 0,     /* a forward of one chunk and micro-batch */
+    LAYOUT_OP_B,         /* its backward: the input gradient for the orders that split the
+                            backward (zb-h1, zb-h2, zb-v, dualpipev), else the whole backward */
+    LAYOUT_OP_W,         /* its weight-gradient pass (split orders only) */
+    LAYOUT_OP_SEND_FWD,  /* the activation sent to the next stage (the rank's comm stream) */
+    LAYOUT_OP_SEND_BWD   /* the gradient sent to the previous stage */
+} layout_op_kind;
+
+typedef struct {
+    int rank;            /* pipeline rank 0 .. pp-1 */
+    int stage;           /* the chunk's stage in model order, 0 .. pp * chunks - 1 */
+    int chunk;           /* the rank's own chunk 0 .. chunks per rank - 1 */
+    int mb;              /* micro-batch */
+    layout_op_kind kind;
+    double t0_us, t1_us; /* start and end in the step */
+} layout_op;
+
+/* The ops of the last traced run of s (layout_sim_run with trace != 0):
+ * every F, B and W of every rank with its chunk and micro-batch, and every
+ * pipeline send, sorted by rank then start. A rank is idle where its F, B
+ * and W leave the step uncovered. *out is a heap array the caller frees
+ * (free()); *n its length. PL_ERR_INVALID when s ran without tracing (or
+ * a NULL argument), PL_ERR_NOMEM; *out NULL then. */
+pl_status layout_sim_ops(const layout_sim *s, layout_op **out, int *n);
+
+/* "F", "B", "W", "send_fwd", "send_bwd". */
+const char *layout_op_kind_name(layout_op_kind k);
+
 /* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep". */
 const char *layout_time_part_name(layout_time_part p);
 

@@ -11,7 +11,9 @@
  * 16 nodes, batch 4), {H2} another machine's profile, {TEXT} a text file,
  * {EMPTY} an empty file, {NEWER} a profile of a newer schema, {FOREIGN} an
  * SQLite file of another program, {MISSING} a path that does not exist,
- * {OUT} a fresh directory path; '' is an empty argument.
+ * {OUT} a fresh directory path, {RUNS} a copy of {DB} holding a training
+ * run (run 1), {G2} a 2-device profile of another graph (tiny,layers=3);
+ * '' is an empty argument.
  *
  * A few errors depend on the build: without a GPU, a CUDA build says it
  * found no GPU where a CPU build says it has no CUDA engine. The binary is
@@ -149,6 +151,31 @@ static const bad_case CASES[] = {
     {"train --db {DB} --resume 1 --seed 3", 2, "with --resume only --updates and --threads may be given",
      "keeps its own problem"},
     {"confirm --db {DB} --run 7 --timer synthetic", 2, "run 7 is not in this database", "placer train"},
+    /* ---- another machine's runs and placements (docs/transfer.md) ---- */
+    {"search --db {H2} --from {RUNS} --run 42", 2, "run 42 is not in", "give an id placer train printed there"},
+    {"train --db {H2} --resume 42 --from {RUNS}", 2, "run 42 is not in", "give an id placer train printed there"},
+    {"search --db {G2} --from {RUNS} --run 1", 2, "has no profile for graph gpt-L2-C16", "it holds: gpt-L3-C16"},
+    {"train --db {G2} --resume 1 --from {RUNS}", 2, "has no profile for graph gpt-L2-C16", "it holds: gpt-L3-C16"},
+    {"train --db {H2} --resume 1 --from {RUNS}", 2, "the source machine has 4 devices and this one 2",
+     "score its placements with placer search --from instead"},
+    {"train --db {H2} --resume 1 --from {RUNS} --seed 2", 2, "with --resume --from only --updates, --mem-cap",
+     "keeps its own problem"},
+    {"train --db {H2} --from {RUNS}", 2, "--from", "goes with --resume RUN"},
+    {"train --db {H2} --map rank", 2, "--map goes with", "--resume RUN --from OTHER"},
+    {"search --db {H2} --run 1", 2, "score placements of another database", "give it with --from FILE"},
+    {"search --db {H2} --record", 2, "--map, --top and --record go with", "--from FILE"},
+    {"search --db {H2} --from {RUNS}", 2, "--from", "give --run ID (a run trained there) or --placement P"},
+    {"search --db {H2} --from {RUNS} --run 1 --map index", 2, "unknown device map 'index'", "use speed or rank"},
+    {"search --db {H2} --from {RUNS} --run 1 --micro-batches 2", 2, "with --run the problem comes from the run",
+     "leave out --config"},
+    {"search --db {H2} --from {RUNS} --placement 0,9,0,0,0,0,0,0,0,0,0,0,0,0,0,0", 2, "field 2 names device 9",
+     "only devices 0..3 exist"},
+    {"search --db {H2} --from {MISSING} --placement " P16, 2, "does not exist", "placer profile --from-spec NAME"},
+    {"report --transfer {TEXT} --out {OUT}", 2, "has no column 'graph'", "starts with its header"},
+    {"report --transfer {EMPTY} --out {OUT}", 2, "the matrix is empty", "no header"},
+    {"report --transfer {MISSING} --out {OUT}", 2, "cannot open", "give the transfer-matrix.tsv"},
+    {"report --transfer {TEXT} --db {DB} --out {OUT}", 2, "--transfer draws the matrix file alone",
+     "leave out --db"},
     {"calibrate --db {DB} --from-measurements", 2, "only 0 usable measurements", "measure more placements"},
     /* ---- option values ---- */
     {"graph --config bogus", 2, "unknown config 'bogus'", "use default, gpt12 or tiny"},
@@ -183,6 +210,12 @@ static const bad_case CASES[] = {
     {"search --db {DB} --max-evals 0", 2, "--max-evals must be a number >= 1", ">= 1"},
     {"search --db {DB} --threads 0", 2, "--threads must be an integer", "in 1..1024"},
     {"check-published --bogus", 2, "unknown option '--bogus'", "see placer check-published --help"},
+    /* ---- placer serve (its API's bad requests: tests/cli/test_serve_api.c) ---- */
+    {"serve --bogus", 2, "unknown or incomplete option '--bogus'", "see placer serve --help"},
+    {"serve extra", 2, "unexpected argument 'extra'", "see placer serve --help"},
+    {"serve --port 70000", 2, "--port must be an integer in 0..65535", "70000"},
+    {"serve --host example.org --port 0", 2, "--host 'example.org' is not an IPv4 address", "127.0.0.1"},
+    {"serve --db {MISSING} --port 0", 2, "no such readable file", "--db"},
     {"check-published --dir {MISSING}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --dir {OUT}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --gemm-efficiency 2", 2, "--gemm-efficiency must be in (0, 1]", "not '2'"},
@@ -305,16 +338,19 @@ static const bad_case CASES[] = {
 
 typedef struct {
     char dir[256];
-    char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320];
+    char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320], runs[320],
+        g2[320];
 } files;
 
-static void make_profile(const char *path, const char *spec) {
-    char *args[] = {"profile", "--from-spec", (char *)spec, "--config", "tiny", "--db", (char *)path, "--portable",
-                    NULL};
+static void make_profile_of(const char *path, const char *spec, const char *config) {
+    char *args[] = {"profile", "--from-spec", (char *)spec, "--config", (char *)config, "--db", (char *)path,
+                    "--portable", NULL};
     char *err = NULL;
     cr_assert_eq(rel_run(args, NULL, &err), 0, "%s", err);
     free(err);
 }
+
+static void make_profile(const char *path, const char *spec) { make_profile_of(path, spec, "tiny"); }
 
 static void sql(const char *path, const char *stmt) {
     sqlite3 *h = NULL;
@@ -340,6 +376,14 @@ static void make_files(files *f) {
     snprintf(f->foreign, sizeof f->foreign, "%s/foreign.db", f->dir);
     snprintf(f->missing, sizeof f->missing, "%s/missing.db", f->dir);
     snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+    snprintf(f->runs, sizeof f->runs, "%s/runs.db", f->dir);
+    snprintf(f->g2, sizeof f->g2, "%s/g2.db", f->dir);
+    make_profile(f->runs, "t4x4-pcie");
+    char *train[] = {"train", "--db", f->runs, "--updates", "2", "--samples", "4", "--threads", "1", NULL};
+    char *err = NULL;
+    cr_assert_eq(rel_run(train, NULL, &err), 0, "%s", err);
+    free(err);
+    make_profile_of(f->g2, "h200x2-nvlink", "tiny,layers=3");
     make_profile(f->db, "t4x4-pcie");
     make_profile(f->h2, "h200x2-nvlink");
     make_profile(f->newer, "t4x4-pcie");
@@ -351,8 +395,9 @@ static void make_files(files *f) {
 
 /* Replace the placeholders of one word. */
 static void expand(const files *f, const char *word, char *out, size_t len) {
-    static const char *const keys[] = {"{DB}", "{H2}", "{TEXT}", "{EMPTY}", "{NEWER}", "{FOREIGN}", "{MISSING}", "{OUT}"};
-    const char *vals[] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->missing, f->out};
+    static const char *const keys[] = {"{DB}",      "{H2}",      "{TEXT}", "{EMPTY}", "{NEWER}",
+                                       "{FOREIGN}", "{MISSING}", "{OUT}",  "{RUNS}",  "{G2}"};
+    const char *vals[] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->missing, f->out, f->runs, f->g2};
     if (!strcmp(word, "''")) {
         out[0] = 0;
         return;
@@ -361,7 +406,7 @@ static void expand(const files *f, const char *word, char *out, size_t len) {
     out[0] = 0;
     for (const char *p = word; *p && k + 1 < len;) {
         int hit = 0;
-        for (int i = 0; i < 8 && !hit; i++)
+        for (int i = 0; i < 10 && !hit; i++)
             if (!strncmp(p, keys[i], strlen(keys[i]))) {
                 k += (size_t)snprintf(out + k, len - k, "%s", vals[i]);
                 p += strlen(keys[i]);
@@ -379,19 +424,21 @@ static int is_cuda_build(void) {
     return cuda;
 }
 
+#define N_IMAGES 8
+
 typedef struct {
-    char *bytes[6];
-    size_t n[6];
+    char *bytes[N_IMAGES];
+    size_t n[N_IMAGES];
 } images;
 
 static void take_images(const files *f, images *im) {
-    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
-    for (int i = 0; i < 6; i++) im->bytes[i] = rel_read(paths[i], &im->n[i]);
+    const char *paths[N_IMAGES] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->runs, f->g2};
+    for (int i = 0; i < N_IMAGES; i++) im->bytes[i] = rel_read(paths[i], &im->n[i]);
 }
 
 static const char *changed_file(const files *f, const images *im) {
-    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
-    for (int i = 0; i < 6; i++) {
+    const char *paths[N_IMAGES] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->runs, f->g2};
+    for (int i = 0; i < N_IMAGES; i++) {
         size_t n = 0;
         char *now = rel_read(paths[i], &n);
         int same = now && n == im->n[i] && !memcmp(now, im->bytes[i], n);
@@ -450,7 +497,7 @@ Test(bad_inputs, every_error_is_one_line_naming_the_problem_and_the_fix_and_lose
                                    err ? err : "(no stderr)\n");
             if (fl >= sizeof failures) fl = sizeof failures - 1;
             if (touched) { /* restore, so that one bad row does not fail the rest */
-                for (int i = 0; i < 6; i++) free(im.bytes[i]);
+                for (int i = 0; i < N_IMAGES; i++) free(im.bytes[i]);
                 take_images(&f, &im);
             }
             remove(f.missing);
@@ -462,7 +509,7 @@ Test(bad_inputs, every_error_is_one_line_naming_the_problem_and_the_fix_and_lose
         fprintf(stderr, "bad-input catalogue: %zu cases on a %s build, %d failed\n", N_CASES, cuda ? "CUDA" : "CPU",
                 n_failed);
     cr_assert_eq(n_failed, 0, "%d of %zu catalogue rows failed:\n%s", n_failed, N_CASES, failures);
-    for (int i = 0; i < 6; i++) free(im.bytes[i]);
+    for (int i = 0; i < N_IMAGES; i++) free(im.bytes[i]);
     rel_rmtree(f.dir);
 }
 
