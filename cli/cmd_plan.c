@@ -522,7 +522,7 @@ int cmd_plan(int argc, char **argv) {
     if (st == PL_ERR_INTERRUPTED && g_interrupted) {
         fprintf(stderr, "placer plan: interrupted: %s; the best layout found so far:\n", msg);
         if (x.best && !a.json && !a.export_name) print_text(&x, &a.run);
-        else if (x.best && a.json) print_json(&x);
+        else if (x.best && a.json) cli_json_plan(stdout, &x);
         else if (x.best) print_export(&a, &x);
         else fprintf(stderr, "placer plan: no layout that fits was found before the interrupt\n");
         plan_run_free(&x);
