@@ -144,10 +144,11 @@ export class Explorer {
       this.selects[sel.key] = s;
       s.addEventListener('change', () => { this.state[sel.key] = s.value; this.changed(); });
     }
+    // before the refresh below: a new model drops the keys kept from a loaded layout
+    this.modelSel.addEventListener('change', () => { this.paste.hidden = this.modelSel.value !== '__paste__'; this.state.kept = {}; });
     for (const e of [this.modelSel, this.clusterSel, this.fwSel]) e.addEventListener('change', () => this.changed());
     this.gpus.addEventListener('change', () => this.changed());
     this.paste.addEventListener('change', () => this.changed());
-    this.modelSel.addEventListener('change', () => { this.paste.hidden = this.modelSel.value !== '__paste__'; });
     this.text = document.createElement('div');
     this.text.className = 'note';
     this.text.id = 'ex-layout-text';
@@ -208,6 +209,8 @@ export class Explorer {
     if (recipe) t += `,fp8=${recipe}`;
     if (s.sched !== '1f1b') t += `,sched=${s.sched}`;
     if (this.isMoe()) t += `,ep=${s.ep},etp=${s.etp}`;
+    // keys with no control, kept from a loaded layout (a plan row, a published run)
+    for (const [k, v] of Object.entries(s.kept || {})) if (k === 'mem' || this.isMoe()) t += `,${k}=${v}`;
     if (s.stages) t += `,stages=${s.stages}`;
     return t;
   }
@@ -281,6 +284,8 @@ export class Explorer {
     this.state.precision = o.precision === 'fp8' ? `fp8=${o.fp8 || 'delayed'}` : (o.precision || 'bf16');
     this.state.sched = o.sched || '1f1b';
     this.state.stages = o.stages;
+    this.state.kept = {};
+    for (const k of ['dispatcher', 'overlap', 'mem']) if (o[k] !== undefined) this.state.kept[k] = o[k];
   }
 
   // A published run as the check simulated it (POST /api/layout with "check").
