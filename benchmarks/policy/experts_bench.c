@@ -34,12 +34,14 @@
 #include "experts.h"
 #include "exact.h"
 #include "layout.h"
+#include "learned.h"
 #include "model_config.h"
 #include "moe_balance.h"
 #include "score.h"
 #include "util.h"
 
 #define MAX_SEEDS 32
+static int g_moves = 0;
 #define N_WINDOWS 8
 #define FIRST_PAIR 3
 #define LAST_PAIR 6
@@ -119,13 +121,19 @@ static int stats(int seeds) {
 typedef struct {
     const char *id, *title, *setting;
     int ep, slots, training;
+    int capped; /* 1: copies held within EPLB hierarchical's + 3% on the planning window */
 } scenario;
 
 static const scenario SCEN[] = {
-    {"A", "EP 64 on 8 nodes, 320 slots (64 replicas), inference-skew", "inference-skew", 64, 320, 0},
-    {"B", "prefill EP 32 on 4 nodes, 288 slots, domain-shift", "domain-shift", 32, 288, 0},
-    {"C", "EP 64 on 8 nodes, training, no replicas, inference-skew", "inference-skew", 64, 256, 1},
+    {"A", "EP 64 on 8 nodes, 320 slots (64 replicas), inference-skew, copies capped", "inference-skew", 64, 320, 0, 1},
+    {"A'", "the same, copies traded by the simulated time", "inference-skew", 64, 320, 0, 0},
+    {"B", "prefill EP 32 on 4 nodes, 288 slots, domain-shift", "domain-shift", 32, 288, 0, 0},
+    {"C", "EP 64 on 8 nodes, training, no replicas, inference-skew", "inference-skew", 64, 256, 1, 0},
+    {"T", "EP 64 on 8 nodes, training, no replicas, training-balanced", "training-balanced", 64, 256, 1, 0},
 };
+/* the learned placer's training problems (scenarios A', B, C, T on seeds of their own) */
+static const int TRAIN_SCEN[] = {1, 2, 3, 4};
+#define N_TRAIN_SCEN (int)(sizeof TRAIN_SCEN / sizeof TRAIN_SCEN[0])
 #define N_SCEN (int)(sizeof SCEN / sizeof SCEN[0])
 
 static const experts_placer PLACERS[] = {EXPERTS_EPLB,      EXPERTS_EPLB_HIER, EXPERTS_EPLB_GLOBAL,
@@ -177,8 +185,10 @@ static int table(int seeds, const char *out_path, const experts_model *model) {
         memset(&o, 0, sizeof o);
         o.shape = (eplb_shape){gp.experts, sc->slots, sc->ep, g.gpus_per_node, gp.groups};
         o.top_k = gp.top_k;
-        o.copies_margin = 0.03;
+        o.copies_margin = sc->capped ? 0.03 : -1.0;
         o.model = model;
+        o.cost = &cost;
+        o.max_moves = g_moves;
         experts_planner *pp = NULL;
         moe_balance_ctx *bc = NULL;
         if (experts_planner_create(&o, gp.samples, gp.top_k, &pp, msg, sizeof msg) != PL_OK ||
@@ -287,16 +297,93 @@ static int table(int seeds, const char *out_path, const experts_model *model) {
     return 0;
 }
 
+static int on_progress(void *ctx, int iter, int iters, double now, double best) {
+    (void)ctx;
+    fprintf(stderr, "experts_bench: ES iteration %d/%d: cost %.4f, best %.4f\n", iter, iters, now, best);
+    return 0;
+}
+
+/* Train the learned placer on seeds 101.. (16 layers each, pairs t = 3, 4) and write it to path. */
+static int train(int seeds, const char *path) {
+    char msg[512], name[128];
+    gpt_config cfg;
+    cluster clu;
+    if (model_config_load("deepseek-v3", &cfg, name, sizeof name, msg, sizeof msg) != PL_OK ||
+        cluster_load("h800-deepseek", NULL, &clu, msg, sizeof msg) != PL_OK) {
+        fprintf(stderr, "experts_bench: %s\n", msg);
+        return 1;
+    }
+    cfg.seq_len = 4096;
+    const int np = N_TRAIN_SCEN * seeds;
+    experts_train_problem *pb = calloc((size_t)np, sizeof *pb);
+    layout *lays = calloc((size_t)np, sizeof *lays);
+    moe_balance_cost *costs = calloc((size_t)np, sizeof *costs);
+    expert_load **loads = calloc((size_t)np, sizeof *loads);
+    if (!pb || !lays || !costs || !loads) return 1;
+    for (int i = 0; i < N_TRAIN_SCEN; i++)
+        for (int s = 0; s < seeds; s++) {
+            const scenario *sc = &SCEN[TRAIN_SCEN[i]];
+            const int k = i * seeds + s;
+            expert_gen_params gp;
+            char lt[128];
+            if (expert_gen_params_load(sc->setting, &gp, msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+            gp.layers = 16;
+            if (expert_gen_run(&gp, 6, (uint64_t)(101 + s), &loads[k], msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+            snprintf(lt, sizeof lt, "tp=1,pp=1,dp=%d,ep=%d,mbs=1,gbs=%d", sc->ep, sc->ep, sc->ep);
+            if (layout_parse(lt, &lays[k], msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+            costs[k] = (moe_balance_cost){.clu = &clu, .cfg = &cfg, .lay = &lays[k], .training = sc->training};
+            compute_params_default(&costs[k].compute);
+            moe_params_default(&costs[k].moe);
+            moe_balance_group g;
+            moe_balance_group_of(&clu, &cfg, &lays[k], &g);
+            pb[k].ld = loads[k];
+            pb[k].opts.shape = (eplb_shape){gp.experts, sc->slots, sc->ep, g.gpus_per_node, gp.groups};
+            pb[k].opts.top_k = gp.top_k;
+            pb[k].opts.copies_margin = -1.0;
+            pb[k].opts.cost = &costs[k];
+            pb[k].opts.max_moves = g_moves;
+        }
+    experts_train_options to = {pb, np, 3, 4, 12, 6, 0.15, 0.1, 7, on_progress, NULL};
+    experts_model m;
+    experts_model_default(&m);
+    m.mu = 8.0;
+    double c0 = 0, c1 = 0;
+    const double t0 = pl_now_us();
+    if (experts_train(&to, &m, &c0, &c1, msg, sizeof msg) != PL_OK) return fprintf(stderr, "experts_bench: %s\n", msg), 1;
+    char training[512];
+    snprintf(training, sizeof training,
+             "experts_bench --train %s --seeds %d: evolution strategies (12 iterations, 6 antithetic pairs, sigma 0.15, "
+             "step 0.1, seed 7) against the simulated MoE layer time relative to EPLB's, scenarios A', B, C and T of "
+             "docs/experts.md on generator seeds 101..%d (16 layers, plans on windows 3 and 4): cost %.4f -> %.4f in %.0f s",
+             path, seeds, 100 + seeds, c0, c1, (pl_now_us() - t0) / 1e6);
+    FILE *f = fopen(path, "w");
+    if (!f || expert_model_write(&m, "learned-deepseek-v3",
+                                 "the learned expert placer's parameters for DeepSeek-V3 routing (policy/experts/learned.h)",
+                                 training, f) != PL_OK) {
+        fprintf(stderr, "experts_bench: cannot write %s\n", path);
+        return 1;
+    }
+    fclose(f);
+    fprintf(stderr, "experts_bench: %s\n", training);
+    for (int k = 0; k < np; k++) expert_load_destroy(loads[k]);
+    free(pb), free(lays), free(costs), free(loads);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     int seeds = 5, do_stats = 0, do_table = 0;
+    const char *train_out = NULL, *model_path = NULL;
+    if (getenv("EXPERTS_MOVES")) g_moves = atoi(getenv("EXPERTS_MOVES"));
     const char *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--stats")) do_stats = 1;
         else if (!strcmp(argv[i], "--table")) do_table = 1;
         else if (!strcmp(argv[i], "--seeds") && i + 1 < argc) seeds = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--out") && i + 1 < argc) out = argv[++i];
+        else if (!strcmp(argv[i], "--train") && i + 1 < argc) train_out = argv[++i];
+        else if (!strcmp(argv[i], "--model") && i + 1 < argc) model_path = argv[++i];
         else {
-            fprintf(stderr, "usage: experts_bench [--stats] [--table] [--seeds N] [--out FILE]\n");
+            fprintf(stderr, "usage: experts_bench [--stats] [--table] [--train FILE] [--model FILE] [--seeds N] [--out FILE]\n");
             return 2;
         }
     }
@@ -304,8 +391,15 @@ int main(int argc, char **argv) {
         fprintf(stderr, "experts_bench: --seeds must be 1..%d\n", MAX_SEEDS);
         return 2;
     }
+    if (train_out) return train(seeds, train_out);
     if (!do_stats && !do_table) do_stats = do_table = 1;
+    experts_model model;
+    char msg[512];
+    if (expert_model_load(model_path ? model_path : "learned-deepseek-v3", &model, msg, sizeof msg) != PL_OK) {
+        if (model_path) return fprintf(stderr, "experts_bench: %s\n", msg), 1;
+        experts_model_default(&model); /* not trained yet: the learned placer is the search */
+    }
     if (do_stats && stats(seeds)) return 1;
-    if (do_table && table(seeds, out, NULL)) return 1;
+    if (do_table && table(seeds, out, &model)) return 1;
     return 0;
 }

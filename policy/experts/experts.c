@@ -6,10 +6,13 @@
 #include "experts.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "exact.h"
+#include "nodelpt.h"
 #include "refine.h"
 #include "util.h"
 
@@ -31,22 +34,63 @@ void experts_model_default(experts_model *m) {
     memset(m, 0, sizeof *m);
     m->w[0] = 1.0;
     m->scen_weight[0] = 1.0;
-    m->copies_weight = 0.0;
-    m->copies_margin = 0.03;
+    m->copies_scale = 1.0;
+    m->mu = -1.0;
 }
+
+/* The packing's grid of mu (nodelpt.h): from EPLB's global policy (0) to nearly hierarchical. */
+static const double MU_GRID[] = {0.0, 4.0, 16.0, 64.0};
+#define N_MU (int)(sizeof MU_GRID / sizeof MU_GRID[0])
+
+/* One thread's scratch: layers are planned independently, a lane each at a time. */
+typedef struct {
+    eplb_work *ew;
+    refine_work *rw;
+    nodelpt_work *nw;
+    double *plan;              /* [E] planning load */
+    double *hist[EXPERTS_HISTORY]; /* [E] scenario loads */
+    int32_t *a, *b;            /* [P] candidate placements */
+    int32_t *tmp;              /* [P] */
+    int hierarchical, proven;  /* the lane's share of experts_plan_info */
+} lane;
+
+#define EXPERTS_MAX_LANES 16
 
 struct experts_planner {
     experts_options o;
     experts_model model;
-    eplb_work *ew;
-    refine_work *rw;
-    double *plan;              /* [E] planning load */
-    double *hist[EXPERTS_HISTORY]; /* [E] scenario loads */
-    int32_t *a, *b, *c;        /* [P] candidate placements */
-    int32_t *tmp;              /* [P] */
-    int *ov;                   /* overlap scratch */
+    double lambda;             /* busiest/mean traded for one copy per token (the simulator's rate) */
+    int n_lanes;
+    lane lanes[EXPERTS_MAX_LANES];
     int max_samples, max_k;
 };
+
+static void lane_free(lane *ln) {
+    eplb_work_destroy(ln->ew);
+    refine_work_destroy(ln->rw);
+    nodelpt_work_destroy(ln->nw);
+    free(ln->plan);
+    for (int h = 0; h < EXPERTS_HISTORY; h++) free(ln->hist[h]);
+    free(ln->a);
+    free(ln->b);
+    free(ln->tmp);
+    memset(ln, 0, sizeof *ln);
+}
+
+static int lane_init(lane *ln, const eplb_shape *s, int max_samples, int max_k) {
+    memset(ln, 0, sizeof *ln);
+    const int E = s->n_experts, P = s->n_slots;
+    if (eplb_work_create(s, &ln->ew) != PL_OK || refine_work_create(s, max_samples, max_k, &ln->rw) != PL_OK ||
+        nodelpt_work_create(s, &ln->nw) != PL_OK)
+        return -1;
+    ln->plan = malloc((size_t)E * sizeof *ln->plan);
+    for (int h = 0; h < EXPERTS_HISTORY; h++)
+        if (!(ln->hist[h] = malloc((size_t)E * sizeof *ln->hist[h]))) return -1;
+    ln->a = malloc((size_t)P * sizeof *ln->a);
+    ln->b = malloc((size_t)P * sizeof *ln->b);
+    ln->tmp = malloc((size_t)P * sizeof *ln->tmp);
+    return ln->plan && ln->a && ln->b && ln->tmp ? 0 : -1;
+}
 
 pl_status experts_planner_create(const experts_options *o, int max_samples, int max_k, experts_planner **out,
                                  char *msg, size_t len) {
@@ -63,45 +107,48 @@ pl_status experts_planner_create(const experts_options *o, int max_samples, int 
     if (o->model) p->model = *o->model;
     else experts_model_default(&p->model);
     p->o.model = NULL;
-    if (!(p->o.time_budget_us > 0)) p->o.time_budget_us = 1500.0;
+    if (p->o.max_moves <= 0) p->o.max_moves = 32;
     if (!(p->o.exact_time_s > 0)) p->o.exact_time_s = 60.0;
     if (p->o.top_k < 1) p->o.top_k = 1;
     p->max_samples = max_samples;
     p->max_k = max_k;
-    const int E = s->n_experts, P = s->n_slots;
-    if (eplb_work_create(s, &p->ew) != PL_OK || refine_work_create(s, max_samples, max_k, &p->rw) != PL_OK) {
-        experts_planner_destroy(p);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for a planner");
-    }
-    p->plan = malloc((size_t)E * sizeof *p->plan);
-    for (int h = 0; h < EXPERTS_HISTORY; h++) p->hist[h] = malloc((size_t)E * sizeof *p->hist[h]);
-    p->a = malloc((size_t)P * sizeof *p->a);
-    p->b = malloc((size_t)P * sizeof *p->b);
-    p->c = malloc((size_t)P * sizeof *p->c);
-    p->tmp = malloc((size_t)P * sizeof *p->tmp);
-    const int G = s->n_gpus;
-    p->ov = malloc((size_t)G * G * sizeof *p->ov);
-    int bad = !p->plan || !p->a || !p->b || !p->c || !p->tmp || !p->ov;
-    for (int h = 0; h < EXPERTS_HISTORY; h++) bad |= !p->hist[h];
-    if (bad) {
-        experts_planner_destroy(p);
-        return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for a planner");
+    int nl = o->threads > 0 ? o->threads : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (nl < 1) nl = 1;
+    if (nl > EXPERTS_MAX_LANES) nl = EXPERTS_MAX_LANES;
+    p->n_lanes = nl;
+    for (int i = 0; i < nl; i++)
+        if (lane_init(&p->lanes[i], s, max_samples, max_k)) {
+            experts_planner_destroy(p);
+            return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory for a planner");
+        }
+    p->lambda = 0.05;
+    if (o->cost) {
+        /* the simulated layer's exchange rate of copies for balance, at f = 1.15 and 3.5 copies (the worst
+         * NIC carries about tokens x copies rows: moe_balance.h) */
+        moe_balance_group g;
+        moe_balance_group_of(o->cost->clu, o->cost->cfg, o->cost->lay, &g);
+        const double f0 = 1.15, c0 = 3.5, nic = g.tokens_per_gpu * g.row_bytes;
+        double a = 0, b = 0, cc = 0, d = 0;
+        if (moe_balance_layer_time(o->cost, f0, c0 * nic, &a, &b) == PL_OK &&
+            moe_balance_layer_time(o->cost, f0 + 0.01, c0 * nic, &cc, &d) == PL_OK) {
+            const double dtf = (cc + d - a - b) / 0.01;
+            double e1 = 0, e2 = 0;
+            moe_balance_layer_time(o->cost, f0, (c0 + 0.1) * nic, &e1, &e2);
+            const double dtc = (e1 + e2 - a - b) / 0.1;
+            p->lambda = dtf > 0 ? dtc / dtf : 0.0;
+        }
     }
     *out = p;
     return PL_OK;
 }
 
+void experts_planner_set_model(experts_planner *p, const experts_model *m) {
+    if (p && m) p->model = *m;
+}
+
 void experts_planner_destroy(experts_planner *p) {
     if (!p) return;
-    eplb_work_destroy(p->ew);
-    refine_work_destroy(p->rw);
-    free(p->plan);
-    for (int h = 0; h < EXPERTS_HISTORY; h++) free(p->hist[h]);
-    free(p->a);
-    free(p->b);
-    free(p->c);
-    free(p->tmp);
-    free(p->ov);
+    for (int i = 0; i < EXPERTS_MAX_LANES; i++) lane_free(&p->lanes[i]);
     free(p);
 }
 
@@ -236,18 +283,18 @@ static void set_scen(refine_opts *ro, const double *load, double wgt) {
 }
 
 /* EPLB hierarchical's copies on the planning load (the cap's reference); INFINITY when it cannot run. */
-static double hier_copies(experts_planner *p, const refine_opts *ro, const double *w) {
+static double hier_copies(const experts_planner *p, lane *ln, const refine_opts *ro, const double *w) {
     const eplb_shape *s = &p->o.shape;
-    if (eplb_hierarchical(p->ew, s, w, p->tmp, NULL) != PL_OK) return INFINITY;
+    if (eplb_hierarchical(ln->ew, s, w, ln->tmp, NULL) != PL_OK) return INFINITY;
     refine_opts r = *ro;
     r.copies_cap = INFINITY;
     double cp = 0;
-    experts_refine_objective(p->rw, s, &r, p->tmp, &cp);
+    experts_refine_objective(ln->rw, s, &r, ln->tmp, &cp);
     return cp;
 }
 
-static pl_status plan_layer(experts_planner *p, experts_placer pl, const expert_load *ld, int t, int l, int32_t *out,
-                            experts_plan_info *info, char *msg, size_t len) {
+static pl_status plan_layer(const experts_planner *p, lane *ln, experts_placer pl, const expert_load *ld, int t, int l,
+                            int32_t *out, char *msg, size_t len) {
     const eplb_shape *s = &p->o.shape;
     const int E = s->n_experts, P = s->n_slots;
     const double *wt = expert_load_row_c(ld, t, l);
@@ -263,65 +310,80 @@ static pl_status plan_layer(experts_planner *p, experts_placer pl, const expert_
     case EXPERTS_ROUND_ROBIN: eplb_round_robin(s, out); return PL_OK;
     case EXPERTS_EPLB: {
         int h = 0;
-        st = eplb_auto(p->ew, s, wt, out, NULL, &h);
-        if (info) info->hierarchical = h;
+        st = eplb_auto(ln->ew, s, wt, out, NULL, &h);
+        ln->hierarchical += h;
         break;
     }
-    case EXPERTS_EPLB_HIER: st = eplb_hierarchical(p->ew, s, wt, out, NULL); break;
-    case EXPERTS_EPLB_GLOBAL: st = eplb_global(p->ew, s, wt, out, NULL); break;
+    case EXPERTS_EPLB_HIER: st = eplb_hierarchical(ln->ew, s, wt, out, NULL); break;
+    case EXPERTS_EPLB_GLOBAL: st = eplb_global(ln->ew, s, wt, out, NULL); break;
     case EXPERTS_EPLB_SWAP: {
         int h = 0;
-        if ((st = eplb_auto(p->ew, s, wt, out, NULL, &h)) != PL_OK) break;
+        if ((st = eplb_auto(ln->ew, s, wt, out, NULL, &h)) != PL_OK) break;
         set_scen(&ro, wt, 1.0);
         double cp0 = 0;
-        experts_refine_objective(p->rw, s, &ro, out, &cp0);
-        ro.copies_cap = cp0 * (1.0 + p->o.copies_margin);
+        experts_refine_objective(ln->rw, s, &ro, out, &cp0);
+        ro.copies_cap = p->o.copies_margin >= 0 ? cp0 * (1.0 + p->o.copies_margin) : INFINITY;
+        ro.copies_weight = p->o.copies_margin >= 0 ? 0.0 : p->lambda;
         ro.replicate = 0;
-        ro.time_budget_us = p->o.time_budget_us;
-        st = experts_refine(p->rw, s, &ro, out, NULL);
+        ro.max_moves = p->o.max_moves;
+        st = experts_refine(ln->rw, s, &ro, out, NULL);
         break;
     }
     case EXPERTS_SEARCH:
     case EXPERTS_LEARNED: {
-        const experts_model *m = &p->model;
+        const experts_model *m = &p->model; /* read only: shared by the lanes */
         experts_model dm;
         if (pl == EXPERTS_SEARCH) experts_model_default(&dm), m = &dm;
-        experts_planning_load(m, ld, t, l, s->n_groups, p->plan);
-        set_scen(&ro, p->plan, m->scen_weight[0]);
+        experts_planning_load(m, ld, t, l, s->n_groups, ln->plan);
+        set_scen(&ro, ln->plan, m->scen_weight[0]);
         for (int h = 1; h < EXPERTS_HISTORY; h++) {
             if (!(m->scen_weight[h] > 0)) continue;
             const int w = t - (h - 1) >= 0 ? t - (h - 1) : 0;
-            memcpy(p->hist[h], expert_load_row_c(ld, w, l), (size_t)E * sizeof *p->hist[h]);
-            set_scen(&ro, p->hist[h], m->scen_weight[h]);
+            memcpy(ln->hist[h], expert_load_row_c(ld, w, l), (size_t)E * sizeof *ln->hist[h]);
+            set_scen(&ro, ln->hist[h], m->scen_weight[h]);
         }
-        ro.copies_weight = m->copies_weight;
+        const int capped = p->o.copies_margin >= 0;
+        ro.copies_weight = capped ? 0.0 : p->lambda * (m->copies_scale > 0 ? m->copies_scale : 0.0);
         ro.replicate = P > E;
-        const double cap_ref = hier_copies(p, &ro, p->plan);
-        const double margin = pl == EXPERTS_SEARCH ? p->o.copies_margin : m->copies_margin;
-        ro.copies_cap = isfinite(cap_ref) ? cap_ref * (1.0 + margin) : INFINITY;
-        ro.time_budget_us = p->o.time_budget_us / 2;
-        /* two starts: EPLB hierarchical (when it runs) and global, each refined; the better kept */
-        double fa = INFINITY, fb = INFINITY;
-        if (eplb_hierarchical(p->ew, s, p->plan, p->a, NULL) == PL_OK) {
-            if ((st = experts_refine(p->rw, s, &ro, p->a, NULL)) != PL_OK) break;
-            double cp = 0;
-            fa = experts_refine_objective(p->rw, s, &ro, p->a, &cp);
-            if (cp > ro.copies_cap + 1e-9) fa = INFINITY;
+        ro.max_moves = p->o.max_moves;
+        if (capped) {
+            const double ref = hier_copies(p, ln, &ro, ln->plan);
+            ro.copies_cap = isfinite(ref) ? ref * (1.0 + p->o.copies_margin) : INFINITY;
         }
-        if ((st = eplb_global(p->ew, s, p->plan, p->b, NULL)) != PL_OK) break;
-        if ((st = experts_refine(p->rw, s, &ro, p->b, NULL)) != PL_OK) break;
-        double cpb = 0;
-        fb = experts_refine_objective(p->rw, s, &ro, p->b, &cpb);
-        if (cpb > ro.copies_cap + 1e-9) fb = INFINITY;
-        if (!isfinite(fa) && !isfinite(fb)) fb = 0; /* neither meets the cap: take the global start's refinement */
-        memcpy(out, fa <= fb ? p->a : p->b, (size_t)P * sizeof *out);
+        /* candidates: EPLB's two policies, the node-aware packing over its grid (or the model's mu) */
+        if ((st = nodelpt_prepare(ln->nw, s, ln->plan, ro.samples, ro.n_samples, ro.sample_k, p->o.top_k)) != PL_OK) break;
+        double best_f = INFINITY, best_excess = INFINITY;
+        const int n_c = 2 + (m->mu >= 0 ? 1 : N_MU);
+        for (int ci = 0; ci < n_c; ci++) {
+            if (ci == 0) {
+                if (eplb_hierarchical(ln->ew, s, ln->plan, ln->a, NULL) != PL_OK) continue;
+            } else if (ci == 1) {
+                if (eplb_global(ln->ew, s, ln->plan, ln->a, NULL) != PL_OK) continue;
+            } else {
+                nodelpt_pack(ln->nw, m->mu >= 0 ? m->mu : MU_GRID[ci - 2], ln->a);
+            }
+            double cp = 0;
+            const double f = experts_refine_objective(ln->rw, s, &ro, ln->a, &cp);
+            const double excess = cp > ro.copies_cap ? cp - ro.copies_cap : 0.0;
+            /* within the cap the objective decides; outside it, the least excess */
+            if (excess < best_excess - 1e-12 || (excess <= best_excess + 1e-12 && f < best_f)) {
+                best_f = f, best_excess = excess;
+                memcpy(ln->b, ln->a, (size_t)P * sizeof *ln->b);
+            }
+        }
+        if (!isfinite(best_f)) {
+            st = PL_ERR_INVALID;
+            break;
+        }
+        st = experts_refine(ln->rw, s, &ro, ln->b, NULL);
+        memcpy(out, ln->b, (size_t)P * sizeof *out);
         break;
     }
     case EXPERTS_EXACT: {
         double busiest = 0, bound = 0;
         int proven = 0;
         st = experts_exact(s, wt, p->o.exact_time_s, out, &busiest, &bound, &proven, msg, len);
-        if (st == PL_OK && info) info->exact_proven += proven;
+        if (st == PL_OK) ln->proven += proven;
         return st;
     }
     default: return pl_fail(msg, len, PL_ERR_INVALID, "unknown placer %d", (int)pl);
@@ -330,6 +392,34 @@ static pl_status plan_layer(experts_planner *p, experts_placer pl, const expert_
         return pl_fail(msg, len, st, "layer %d: %s cannot place %d experts on %d slots of %d GPUs in %d nodes with %d groups",
                        l, experts_placer_name(pl), E, P, s->n_gpus, s->n_gpus / s->gpus_per_node, s->n_groups);
     return PL_OK;
+}
+
+typedef struct {
+    const experts_planner *p;
+    lane *ln;
+    experts_placer pl;
+    const expert_load *ld;
+    int t;
+    const expert_map *prev;
+    expert_map *out;
+    int first, step;
+    pl_status st;
+    char msg[256];
+} lane_job;
+
+/* Layers first, first + step, ... of a plan. */
+static void *lane_run(void *arg) {
+    lane_job *j = arg;
+    const eplb_shape *s = &j->p->o.shape;
+    const int keep_as_is = j->pl == EXPERTS_CONTIGUOUS || j->pl == EXPERTS_ROUND_ROBIN || j->pl == EXPERTS_EPLB ||
+                           j->pl == EXPERTS_EPLB_HIER || j->pl == EXPERTS_EPLB_GLOBAL;
+    for (int l = j->first; l < j->ld->n_layers; l += j->step) {
+        int32_t *o = expert_map_layer(j->out, l);
+        j->st = plan_layer(j->p, j->ln, j->pl, j->ld, j->t, l, o, j->msg, sizeof j->msg);
+        if (j->st != PL_OK) break;
+        if (j->prev && !keep_as_is) experts_relabel(s, expert_map_layer_c(j->prev, l), o);
+    }
+    return NULL;
 }
 
 pl_status experts_plan(experts_planner *p, experts_placer pl, const expert_load *ld, int t, const expert_map *prev,
@@ -349,14 +439,24 @@ pl_status experts_plan(experts_planner *p, experts_placer pl, const expert_load 
         prev = NULL;
     if (info) memset(info, 0, sizeof *info);
     const double t0 = pl_now_us();
-    for (int l = 0; l < ld->n_layers; l++) {
-        int32_t *o = expert_map_layer(out, l);
-        pl_status st = plan_layer(p, pl, ld, t, l, o, info, msg, len);
-        if (st != PL_OK) return st;
-        const int keep_as_is = pl == EXPERTS_CONTIGUOUS || pl == EXPERTS_ROUND_ROBIN || pl == EXPERTS_EPLB ||
-                               pl == EXPERTS_EPLB_HIER || pl == EXPERTS_EPLB_GLOBAL;
-        if (prev && !keep_as_is) experts_relabel(s, expert_map_layer_c(prev, l), o);
+    int nl = p->n_lanes < ld->n_layers ? p->n_lanes : ld->n_layers;
+    lane_job jobs[EXPERTS_MAX_LANES];
+    pthread_t th[EXPERTS_MAX_LANES];
+    int started[EXPERTS_MAX_LANES] = {0};
+    for (int i = 0; i < nl; i++) {
+        p->lanes[i].hierarchical = p->lanes[i].proven = 0;
+        jobs[i] = (lane_job){p, &p->lanes[i], pl, ld, t, prev, out, i, nl, PL_OK, ""};
     }
+    for (int i = 1; i < nl; i++) started[i] = pthread_create(&th[i], NULL, lane_run, &jobs[i]) == 0;
+    lane_run(&jobs[0]);
+    for (int i = 1; i < nl; i++) {
+        if (started[i]) pthread_join(th[i], NULL);
+        else lane_run(&jobs[i]); /* no thread: run it here */
+    }
+    for (int i = 0; i < nl; i++)
+        if (jobs[i].st != PL_OK) return pl_fail(msg, len, jobs[i].st, "%s", jobs[i].msg);
+    if (info)
+        for (int i = 0; i < nl; i++) info->hierarchical += p->lanes[i].hierarchical, info->exact_proven += p->lanes[i].proven;
     if (info) {
         info->plan_us = pl_now_us() - t0;
         info->layers = ld->n_layers;

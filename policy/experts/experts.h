@@ -11,10 +11,15 @@
  *   eplb-swap                 EPLB (its own choice), then swap refinement on
  *                             the same window (refine.h: swaps and replica
  *                             moves; copies held to EPLB hierarchical's)
- *   search                    the search: the better of EPLB's two policies
- *                             as starts, refined against the recent windows
- *                             as scenarios, copies capped at hierarchical's
- *                             plus a margin
+ *   search                    the search: EPLB's two policies and the
+ *                             node-aware packing (nodelpt.h) at a grid of its
+ *                             copies weight as candidates, the best on the
+ *                             planning window kept and refined (refine.h);
+ *                             "best": the least busiest/mean within the copies
+ *                             cap when one is set, else the least busiest/mean
+ *                             + lambda copies, lambda the MoE layer's own
+ *                             exchange rate (the simulated time's change with
+ *                             copies over its change with the load factor)
  *   learned                   the set model (learned.h): per-expert features
  *                             of the recent windows into the planning load and
  *                             the search's weights, trained against the
@@ -40,6 +45,8 @@
 #include "eplb.h"
 #include "expert_load.h"
 #include "expert_map.h"
+#include "expert_model_file.h"
+#include "moe_balance.h"
 #include "status.h"
 
 typedef enum {
@@ -62,27 +69,33 @@ const char *experts_placer_name(experts_placer p);
 int experts_placer_parse(const char *s);
 
 /* The learned placer's parameters (learned.h trains them; data/experts/
- * learned-*.json ships them). */
-#define EXPERTS_FEATURES 8
-#define EXPERTS_HISTORY 4
-typedef struct {
-    double w[EXPERTS_FEATURES];        /* the per-expert head: planning load = softplus(w . f) */
-    double scen_weight[EXPERTS_HISTORY]; /* weights of the planning load and the last windows as scenarios */
-    double copies_weight;              /* lambda of refine.h */
-    double copies_margin;              /* copies cap over EPLB hierarchical's, relative (0.03 = 3%) */
-} experts_model;
+ * learned-*.json ships them: inputs/expert_model_file.h). The planning load
+ * of expert e is max(w . f_e, 1e-3) times the layer's mean, f_e its features
+ * over windows t .. t-3 relative to each window's mean: x_t, x_{t-1}, an
+ * EMA (weights 1/2, 1/4, ...), the mean, the max, its group's mean at t,
+ * |x_t - x_{t-1}|, 1. */
+#define EXPERTS_FEATURES EXPERT_MODEL_FEATURES
+#define EXPERTS_HISTORY EXPERT_MODEL_HISTORY
+typedef expert_model_params experts_model;
 
-/* The model the placer falls back to when none is given: the planning load
- * is the last window, scenarios the last window alone, lambda 0, margin 3%. */
+/* The model the placer falls back to when none is given (what "search"
+ * runs): the planning load is the last window, scenarios it alone, the
+ * simulator's lambda as it is, the packing's grid of mu. */
 void experts_model_default(experts_model *m);
 
 typedef struct {
     eplb_shape shape;          /* experts, slots, GPUs, GPUs a node, groups */
     int top_k;                 /* experts per token (the copies estimate without samples) */
-    double copies_margin;      /* search / eplb-swap: copies cap over EPLB hierarchical's (relative) */
-    double time_budget_us;     /* per layer, for the refining placers (<= 0: 1500) */
+    double copies_margin;      /* >= 0: search, learned and eplb-swap keep copies within EPLB hierarchical's
+                                  x (1 + margin) on the planning window (where hierarchical runs); < 0: no
+                                  cap, the simulator's lambda trades balance for copies */
+    int max_moves;             /* refinement moves per layer (<= 0: 32) */
+    int threads;               /* layers planned at once (<= 0: the online CPUs, at most 16); the plan does
+                                  not depend on it */
     double exact_time_s;       /* exact: per layer (<= 0: 60) */
     const experts_model *model;/* learned (NULL: experts_model_default) */
+    const moe_balance_cost *cost; /* the MoE layer's cost (may be NULL: lambda 0.05): what the search
+                                  trades balance against copies with; borrowed for the planner's life */
 } experts_options;
 
 /* What a plan did. */
@@ -100,6 +113,9 @@ typedef struct experts_planner experts_planner;
 pl_status experts_planner_create(const experts_options *o, int max_samples, int max_k, experts_planner **out,
                                  char *msg, size_t len);
 void experts_planner_destroy(experts_planner *p);
+
+/* Use m (copied) as the learned placer's parameters from now on. */
+void experts_planner_set_model(experts_planner *p, const experts_model *m);
 
 /* Plan every layer of load ld on window t (0 <= t < ld->n_windows) with
  * placer pl into out (a map of ld's layers and the planner's shape); prev

@@ -20,6 +20,21 @@
 
 #define BETA 200.0
 
+#define REFINE_MAX_CAND 8192
+#define REFINE_LIGHTEST 8    /* swap partners beyond the busiest GPU's node: the lightest GPUs */
+#define REFINE_COPIES_EVAL 6  /* candidates whose copies are computed per round, once one is acceptable */
+#define REFINE_DONORS 24      /* replicate moves take a slot from the lightest replicas of scenario 0 */
+
+typedef struct {
+    double df;
+    int s1, s2, kind; /* kind 1 swap, 2 replicate */
+} cand;
+
+static int cand_cmp(const void *a, const void *b) {
+    const double x = ((const cand *)a)->df, y = ((const cand *)b)->df;
+    return (x > y) - (x < y);
+}
+
 struct refine_work {
     int cap_e, cap_p, cap_g, cap_t, cap_k, cap_n, cap_c;
     int *cnt;          /* [E] replicas */
@@ -31,6 +46,8 @@ struct refine_work {
     int *tok_head, *tok_list;  /* [E + 1], [T k] tokens that chose each expert */
     double *reach;     /* [T] sum over nodes of the token's reach probability */
     double *miss;      /* [N] scratch */
+    int *mark, *touched, reach_id; /* [N] scratch of token_reach */
+    int *nz, *nzn;     /* [E], [E][N]: the nodes holding each expert's replicas */
     int *stamp;        /* [T] scratch for the union of two experts' tokens */
     int stamp_id;
     int *affected;     /* [T] */
@@ -38,6 +55,14 @@ struct refine_work {
     double reach_sum;
     int t_valid;
     double *ez;        /* [H][G] zterm of each GPU's load (cached) */
+    cand *cand;        /* [REFINE_MAX_CAND] moves judged this round */
+    int donor[REFINE_DONORS];
+    double donor_v[REFINE_DONORS];
+    int *part;         /* [G] swap partners */
+    int *part_mark;    /* [G] */
+    double max_gain;   /* the largest copies decrease one move may bring (per token) */
+    const int16_t *idx_samples; /* the samples tok_head / tok_list index (a cache key, with the sizes) */
+    int idx_T, idx_K, idx_E;
     int *gl;           /* [2 cap_c + 2] GPUs a replicate move changes */
     double *gd;        /* their load changes */
 };
@@ -61,13 +86,20 @@ pl_status refine_work_create(const eplb_shape *s, int max_samples, int max_k, re
     w->tok_list = malloc((size_t)(T * max_k + 1) * sizeof *w->tok_list);
     w->reach = malloc((size_t)(T + 1) * sizeof *w->reach);
     w->miss = malloc((size_t)N * sizeof *w->miss);
+    w->mark = calloc((size_t)N, sizeof *w->mark);
+    w->touched = malloc((size_t)N * sizeof *w->touched);
+    w->nz = malloc((size_t)E * sizeof *w->nz);
+    w->nzn = malloc((size_t)E * N * sizeof *w->nzn);
     w->stamp = calloc((size_t)(T + 1), sizeof *w->stamp);
     w->affected = malloc((size_t)(T + 1) * sizeof *w->affected);
     w->new_reach = malloc((size_t)(T + 1) * sizeof *w->new_reach);
     w->ez = malloc((size_t)REFINE_MAX_SCENARIOS * G * sizeof *w->ez);
+    w->cand = malloc(REFINE_MAX_CAND * sizeof *w->cand);
+    w->part = malloc((size_t)G * sizeof *w->part);
+    w->part_mark = malloc((size_t)G * sizeof *w->part_mark);
     w->gl = malloc((size_t)(2 * w->cap_c + 2) * sizeof *w->gl);
     w->gd = malloc((size_t)(2 * w->cap_c + 2) * sizeof *w->gd);
-    if (!w->ez || !w->gl || !w->gd || !w->cnt || !w->nodecnt || !w->rep || !w->L || !w->Z || !w->tok_head || !w->tok_list || !w->reach || !w->miss ||
+    if (!w->mark || !w->touched || !w->nz || !w->nzn || !w->ez || !w->gl || !w->gd || !w->cand || !w->part || !w->part_mark || !w->cnt || !w->nodecnt || !w->rep || !w->L || !w->Z || !w->tok_head || !w->tok_list || !w->reach || !w->miss ||
         !w->stamp || !w->affected || !w->new_reach) {
         refine_work_destroy(w);
         return PL_ERR_NOMEM;
@@ -87,10 +119,17 @@ void refine_work_destroy(refine_work *w) {
     free(w->tok_list);
     free(w->reach);
     free(w->miss);
+    free(w->mark);
+    free(w->touched);
+    free(w->nz);
+    free(w->nzn);
     free(w->stamp);
     free(w->affected);
     free(w->new_reach);
     free(w->ez);
+    free(w->cand);
+    free(w->part);
+    free(w->part_mark);
     free(w->gl);
     free(w->gd);
     free(w);
@@ -103,19 +142,32 @@ typedef struct {
     int32_t *slot;
 } ctx;
 
+/* The nodes holding e's replicas, from nodecnt (after e's counts change). */
+static void refresh_nz(refine_work *w, const ctx *c, int e) {
+    const int *nc = w->nodecnt + (size_t)e * c->N;
+    int *z = w->nzn + (size_t)e * c->N, k = 0;
+    for (int n = 0; n < c->N; n++)
+        if (nc[n]) z[k++] = n;
+    w->nz[e] = k;
+}
+
 static double token_reach(refine_work *w, const ctx *c, int t) {
     const int16_t *tk = c->o->samples + (size_t)t * c->K;
-    for (int n = 0; n < c->N; n++) w->miss[n] = 1.0;
+    int nt = 0;
+    const int id = ++w->reach_id;
     for (int j = 0; j < c->K; j++) {
         const int e = tk[j];
         if (e < 0 || e >= c->E) continue;
-        const int *nc = w->nodecnt + (size_t)e * c->N;
+        const int *nc = w->nodecnt + (size_t)e * c->N, *z = w->nzn + (size_t)e * c->N;
         const double inv = 1.0 / w->cnt[e];
-        for (int n = 0; n < c->N; n++)
-            if (nc[n]) w->miss[n] *= 1.0 - nc[n] * inv;
+        for (int i = 0; i < w->nz[e]; i++) {
+            const int n = z[i];
+            if (w->mark[n] != id) w->mark[n] = id, w->miss[n] = 1.0, w->touched[nt++] = n;
+            w->miss[n] *= 1.0 - nc[n] * inv;
+        }
     }
     double r = 0;
-    for (int n = 0; n < c->N; n++) r += 1.0 - w->miss[n];
+    for (int i = 0; i < nt; i++) r += 1.0 - w->miss[w->touched[i]];
     return r;
 }
 
@@ -220,6 +272,7 @@ static pl_status setup(refine_work *w, ctx *c, const eplb_shape *s, const refine
         w->rep[(size_t)e * w->cap_c + w->cnt[e]++] = p;
         w->nodecnt[(size_t)e * c->N + p / c->spn]++;
     }
+    for (int e = 0; e < c->E; e++) refresh_nz(w, c, e);
     for (int h = 0; h < c->H; h++) {
         const double *ld = o->scen[h];
         double tot = 0, mx = 0;
@@ -246,28 +299,44 @@ static pl_status setup(refine_work *w, ctx *c, const eplb_shape *s, const refine
     /* tokens */
     w->reach_sum = 0;
     w->t_valid = 0;
+    w->max_gain = 0;
     if (c->T > 0 && c->N > 1) {
-        memset(w->tok_head, 0, (size_t)(c->E + 1) * sizeof *w->tok_head);
-        for (int t = 0; t < c->T; t++)
-            for (int j = 0; j < c->K; j++) {
-                const int e = o->samples[(size_t)t * c->K + j];
-                if (e >= 0 && e < c->E) w->tok_head[e + 1]++;
-            }
-        for (int e = 0; e < c->E; e++) w->tok_head[e + 1] += w->tok_head[e];
-        int *cur = malloc((size_t)c->E * sizeof *cur);
-        if (!cur) return PL_ERR_NOMEM;
-        memcpy(cur, w->tok_head, (size_t)c->E * sizeof *cur);
+        /* the inverse index depends on the samples alone: kept while the caller scores the same layer */
+        const int same = w->idx_samples == o->samples && w->idx_T == c->T && w->idx_K == c->K && w->idx_E == c->E;
+        if (!same) {
+            memset(w->tok_head, 0, (size_t)(c->E + 1) * sizeof *w->tok_head);
+            for (int t = 0; t < c->T; t++)
+                for (int j = 0; j < c->K; j++) {
+                    const int e = o->samples[(size_t)t * c->K + j];
+                    if (e >= 0 && e < c->E) w->tok_head[e + 1]++;
+                }
+            for (int e = 0; e < c->E; e++) w->tok_head[e + 1] += w->tok_head[e];
+            int *cur = malloc((size_t)c->E * sizeof *cur);
+            if (!cur) return PL_ERR_NOMEM;
+            memcpy(cur, w->tok_head, (size_t)c->E * sizeof *cur);
+            for (int t = 0; t < c->T; t++)
+                for (int j = 0; j < c->K; j++) {
+                    const int e = o->samples[(size_t)t * c->K + j];
+                    if (e >= 0 && e < c->E) w->tok_list[cur[e]++] = t;
+                }
+            free(cur);
+            w->idx_samples = o->samples, w->idx_T = c->T, w->idx_K = c->K, w->idx_E = c->E;
+        }
         for (int t = 0; t < c->T; t++) {
             int any = 0;
             for (int j = 0; j < c->K; j++) {
                 const int e = o->samples[(size_t)t * c->K + j];
-                if (e >= 0 && e < c->E) w->tok_list[cur[e]++] = t, any = 1;
+                if (e >= 0 && e < c->E) any = 1;
             }
             w->reach[t] = any ? token_reach(w, c, t) : 0.0;
             w->reach_sum += w->reach[t];
             w->t_valid += any;
         }
-        free(cur);
+        int mt = 0;
+        for (int e = 0; e < c->E; e++)
+            if (w->tok_head[e + 1] - w->tok_head[e] > mt) mt = w->tok_head[e + 1] - w->tok_head[e];
+        /* a move changes the reach of the tokens of two experts, each by at most 2 nodes */
+        if (w->t_valid > 0) w->max_gain = 4.0 * mt / w->t_valid;
     }
     return PL_OK;
 }
@@ -277,6 +346,34 @@ double experts_refine_objective(refine_work *wk, const eplb_shape *s, const refi
     ctx c;
     if (setup(wk, &c, s, o, (int32_t *)phy2log) != PL_OK) return INFINITY;
     return f_true(wk, &c, copies);
+}
+
+/* The copies change of a move (kind 1: swap s1, s2; kind 2: s2 becomes a replica of s1's expert), tried on
+ * the counts and undone. */
+static double trial_copies(refine_work *w, const ctx *c, int kind, int s1, int s2, double copies_now) {
+    const int N = c->N;
+    if (kind == 1) {
+        const int e1 = c->slot[s1], e2 = c->slot[s2], n1 = s1 / c->spn, n2 = s2 / c->spn;
+        if (n1 == n2) return 0.0;
+        int *a1 = w->nodecnt + (size_t)e1 * N, *a2 = w->nodecnt + (size_t)e2 * N;
+        a1[n1]--, a1[n2]++, a2[n2]--, a2[n1]++;
+        refresh_nz(w, c, e1), refresh_nz(w, c, e2);
+        const int na = gather_tokens(w, c, e1, e2);
+        const double dr = trial_reach_delta(w, c, na);
+        a1[n1]++, a1[n2]--, a2[n2]++, a2[n1]--;
+        refresh_nz(w, c, e1), refresh_nz(w, c, e2);
+        return copies_of(w, c, w->reach_sum + dr) - copies_now;
+    }
+    const int e = c->slot[s1], e2 = c->slot[s2], nd = s2 / c->spn;
+    w->cnt[e]++, w->cnt[e2]--;
+    w->nodecnt[(size_t)e * N + nd]++, w->nodecnt[(size_t)e2 * N + nd]--;
+    refresh_nz(w, c, e), refresh_nz(w, c, e2);
+    const int na = gather_tokens(w, c, e, e2);
+    const double dr = trial_reach_delta(w, c, na);
+    w->cnt[e]--, w->cnt[e2]++;
+    w->nodecnt[(size_t)e * N + nd]--, w->nodecnt[(size_t)e2 * N + nd]++;
+    refresh_nz(w, c, e), refresh_nz(w, c, e2);
+    return copies_of(w, c, w->reach_sum + dr) - copies_now;
 }
 
 pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts *o, int32_t *phy2log,
@@ -301,53 +398,72 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
         for (int g = 1; g < c.G; g++)
             if (L0[g] > L0[a]) a = g;
         const double copies_now = use_copies ? copies_of(w, &c, w->reach_sum) : 0.0;
-        double best = -1e-12;
-        int kind = 0, b_s1 = -1, b_s2 = -1;
-        /* swaps */
+        /* candidates, judged on balance alone first (cheap), the copies of the most promising after */
+        int nc = 0;
+        /* swap partners: the GPUs of a's node and the lightest GPUs of scenario 0 */
+        int np_ = 0;
+        for (int g = 0; g < c.G; g++) w->part_mark[g] = 0;
+        const int na0 = (a * c.S) / c.spn;
+        for (int g = 0; g < c.G; g++)
+            if ((g * c.S) / c.spn == na0 && g != a) w->part[np_++] = g, w->part_mark[g] = 1;
+        for (int r = 0; r < REFINE_LIGHTEST && r < c.G; r++) {
+            int lg = -1;
+            for (int g = 0; g < c.G; g++)
+                if (!w->part_mark[g] && g != a && (lg < 0 || L0[g] < L0[lg])) lg = g;
+            if (lg < 0) break;
+            w->part[np_++] = lg, w->part_mark[lg] = 1;
+        }
         for (int j1 = 0; j1 < c.S; j1++) {
             const int s1 = a * c.S + j1, e1 = c.slot[s1];
-            for (int s2 = 0; s2 < c.P; s2++) {
-                const int b = s2 / c.S;
-                if (b == a) continue;
-                const int e2 = c.slot[s2];
-                if (e2 == e1) continue;
-                /* scenario 0 filter: the swap must take load off a and leave b below a's load */
-                const double d0 = o->scen[0][e2] / w->cnt[e2] - o->scen[0][e1] / w->cnt[e1];
-                if (d0 >= 0 || w->L[b] - d0 >= w->L[a]) continue;
-                double df = 0;
-                for (int h = 0; h < c.H; h++) {
-                    const double *ld = o->scen[h];
-                    const double d = ld[e2] / w->cnt[e2] - ld[e1] / w->cnt[e1];
-                    const double *L = w->L + (size_t)h * c.G, *ez = w->ez + (size_t)h * c.G;
-                    const double z = w->Z[h] - ez[a] - ez[b] + zterm(w, h, L[a] + d) + zterm(w, h, L[b] - d);
-                    df += c.a[h] * (log(z > 1e-300 ? z : 1e-300) - log(w->Z[h])) / BETA;
+            for (int pi = 0; pi < np_; pi++) {
+                const int b = w->part[pi];
+                for (int j2 = 0; j2 < c.S; j2++) {
+                    const int s2 = b * c.S + j2, e2 = c.slot[s2];
+                    if (e2 == e1) continue;
+                    /* scenario 0 filter: the swap must take load off a and leave b below a's load */
+                    const double d0 = o->scen[0][e2] / w->cnt[e2] - o->scen[0][e1] / w->cnt[e1];
+                    if (d0 >= 0 || L0[b] - d0 >= L0[a]) continue;
+                    double df = 0;
+                    for (int h = 0; h < c.H; h++) {
+                        const double *ld = o->scen[h];
+                        const double d = ld[e2] / w->cnt[e2] - ld[e1] / w->cnt[e1];
+                        const double *L = w->L + (size_t)h * c.G, *ez = w->ez + (size_t)h * c.G;
+                        const double z = w->Z[h] - ez[a] - ez[b] + zterm(w, h, L[a] + d) + zterm(w, h, L[b] - d);
+                        df += c.a[h] * (log(z > 1e-300 ? z : 1e-300) - log(w->Z[h])) / BETA;
+                    }
+                    if (df >= -1e-12 && lam == 0) continue;
+                    if (gpu_holds(&c, b, e1) || gpu_holds(&c, a, e2)) continue;
+                    if (nc < REFINE_MAX_CAND) w->cand[nc++] = (cand){df, s1, s2, 1};
                 }
-                if (df >= best) continue; /* copies can only make a cross-node swap worse or better by lam */
-                if (gpu_holds(&c, b, e1) || gpu_holds(&c, a, e2)) continue;
-                double dcp = 0;
-                const int na_ = s1 / c.spn, nb_ = s2 / c.spn;
-                if (use_copies && na_ != nb_) {
-                    int *n1 = w->nodecnt + (size_t)e1 * c.N, *n2 = w->nodecnt + (size_t)e2 * c.N;
-                    n1[na_]--, n1[nb_]++, n2[nb_]--, n2[na_]++;
-                    const int na = gather_tokens(w, &c, e1, e2);
-                    const double dr = trial_reach_delta(w, &c, na);
-                    n1[na_]++, n1[nb_]--, n2[nb_]++, n2[na_]--;
-                    dcp = copies_of(w, &c, w->reach_sum + dr) - copies_now;
-                    if (copies_now + dcp > cap + 1e-12 && dcp > 0) continue;
-                }
-                if (df + lam * dcp < best) best = df + lam * dcp, kind = 1, b_s1 = s1, b_s2 = s2;
             }
         }
         /* replicate: a slot of an expert with >= 2 replicas becomes a replica of an expert on a */
         if (o->replicate) {
+            /* donors: the slots of replicated experts with the lightest replicas */
+            int nd_ = 0;
+            for (int s2 = 0; s2 < c.P; s2++) {
+                const int e2 = c.slot[s2];
+                if (w->cnt[e2] < 2) continue;
+                const double v = o->scen[0][e2] / w->cnt[e2];
+                int pos = nd_ < REFINE_DONORS ? nd_++ : REFINE_DONORS;
+                if (pos == REFINE_DONORS) {
+                    if (v >= w->donor_v[REFINE_DONORS - 1]) continue;
+                    pos = REFINE_DONORS - 1;
+                }
+                while (pos > 0 && w->donor_v[pos - 1] > v) w->donor_v[pos] = w->donor_v[pos - 1], w->donor[pos] = w->donor[pos - 1], pos--;
+                w->donor_v[pos] = v, w->donor[pos] = s2;
+            }
             for (int j1 = 0; j1 < c.S; j1++) {
                 const int e = c.slot[a * c.S + j1];
                 const int ce = w->cnt[e];
                 if (ce >= w->cap_c) continue;
-                for (int s2 = 0; s2 < c.P; s2++) {
+                for (int di = 0; di < nd_; di++) {
+                    const int s2 = w->donor[di];
                     const int e2 = c.slot[s2], d = s2 / c.S;
                     if (e2 == e || w->cnt[e2] < 2 || gpu_holds(&c, d, e)) continue;
                     const int c2 = w->cnt[e2];
+                    /* scenario 0 filter: the donor GPU must stay below a's load */
+                    if (L0[d] + o->scen[0][e] / (ce + 1) - o->scen[0][e2] / c2 >= L0[a]) continue;
                     double df = 0;
                     for (int h = 0; h < c.H; h++) {
                         const double *ld = o->scen[h];
@@ -356,7 +472,6 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
                         /* holders of e lose w_e / ce - w_e / (ce + 1) per replica; d gains w_e / (ce + 1) and loses
                          * w_e2 / c2; the other holders of e2 gain w_e2 / (c2 - 1) - w_e2 / c2 */
                         const double le = ld[e] / ce - ld[e] / (ce + 1), ge2 = ld[e2] / (c2 - 1) - ld[e2] / c2;
-                        /* accumulate per GPU (a GPU may hold replicas of both) */
                         int *gl = w->gl, ng = 0;
                         double *gd = w->gd;
                         const int *re = w->rep + (size_t)e * w->cap_c, *r2 = w->rep + (size_t)e2 * w->cap_c;
@@ -376,22 +491,26 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
                         for (int i = 0; i < ng; i++) z += zterm(w, h, L[gl[i]] + gd[i]) - ez[gl[i]];
                         df += c.a[h] * (log(z > 1e-300 ? z : 1e-300) - log(w->Z[h])) / BETA;
                     }
-                    if (df >= best) continue;
-                    double dcp = 0;
-                    if (use_copies) {
-                        const int nd = s2 / c.spn;
-                        w->cnt[e]++, w->cnt[e2]--;
-                        w->nodecnt[(size_t)e * c.N + nd]++, w->nodecnt[(size_t)e2 * c.N + nd]--;
-                        const int na = gather_tokens(w, &c, e, e2);
-                        const double dr = trial_reach_delta(w, &c, na);
-                        w->cnt[e]--, w->cnt[e2]++;
-                        w->nodecnt[(size_t)e * c.N + nd]--, w->nodecnt[(size_t)e2 * c.N + nd]++;
-                        dcp = copies_of(w, &c, w->reach_sum + dr) - copies_now;
-                        if (copies_now + dcp > cap + 1e-12 && dcp > 0) continue;
-                    }
-                    if (df + lam * dcp < best) best = df + lam * dcp, kind = 2, b_s1 = a * c.S + j1, b_s2 = s2;
+                    if (df >= -1e-12 && lam == 0) continue;
+                    if (nc < REFINE_MAX_CAND) w->cand[nc++] = (cand){df, a * c.S + j1, s2, 2};
                 }
             }
+        }
+        /* best first on balance; the copies (when they count) of up to REFINE_COPIES_EVAL of them */
+        qsort(w->cand, (size_t)nc, sizeof *w->cand, cand_cmp);
+        double best = -1e-12;
+        int kind = 0, b_s1 = -1, b_s2 = -1, evals = 0;
+        for (int i = 0; i < nc; i++) {
+            const cand *cd = &w->cand[i];
+            if (cd->df >= best + (use_copies && lam > 0 ? lam * w->max_gain : 0.0)) break; /* nothing further can win */
+            double dcp = 0;
+            if (use_copies) {
+                if (evals >= (kind ? REFINE_COPIES_EVAL : 2 * REFINE_COPIES_EVAL)) break;
+                dcp = trial_copies(w, &c, cd->kind, cd->s1, cd->s2, copies_now);
+                evals++;
+                if (copies_now + dcp > cap + 1e-12 && dcp > 0) continue;
+            }
+            if (cd->df + lam * dcp < best) best = cd->df + lam * dcp, kind = cd->kind, b_s1 = cd->s1, b_s2 = cd->s2;
         }
         if (!kind) break;
         /* commit */
@@ -413,6 +532,7 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
             if (n1 != n2) {
                 w->nodecnt[(size_t)e1 * c.N + n1]--, w->nodecnt[(size_t)e1 * c.N + n2]++;
                 w->nodecnt[(size_t)e2 * c.N + n2]--, w->nodecnt[(size_t)e2 * c.N + n1]++;
+                refresh_nz(w, &c, e1), refresh_nz(w, &c, e2);
                 if (c.T > 0 && c.N > 1) {
                     const int na = gather_tokens(w, &c, e1, e2);
                     trial_reach_delta(w, &c, na);
@@ -444,6 +564,7 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
             w->rep[(size_t)e * w->cap_c + w->cnt[e]++] = s2;
             c.slot[s2] = e;
             w->nodecnt[(size_t)e * c.N + nd]++, w->nodecnt[(size_t)e2 * c.N + nd]--;
+            refresh_nz(w, &c, e), refresh_nz(w, &c, e2);
             if (c.T > 0 && c.N > 1) {
                 const int na = gather_tokens(w, &c, e, e2);
                 trial_reach_delta(w, &c, na);
