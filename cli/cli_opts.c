@@ -35,6 +35,8 @@ void cli_stack_default(cli_stack *s) {
     s->attention_set = 0;
     s->plans = 0;
     s->runs = PLAN_FRAMEWORK_ANY;
+    s->experts_layers = 0;
+    s->experts_ep = 0;
 }
 
 /* 1 when --framework's value reads as a file path rather than a name
@@ -91,6 +93,26 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
         s->params.grad_comm_bytes = (double)v;
         break;
     case CLI_OPT_FRAMEWORK: return framework_option(cmd, arg, s);
+    case CLI_OPT_EXPERTS: {
+        if (s->experts_layers) return cli_usage_error(cmd, "--experts given twice");
+        expert_map_file f;
+        char msg[512] = "";
+        const pl_status st = expert_map_file_read(arg, &f, msg, sizeof msg);
+        if (st != PL_OK) return cli_report(cmd, st, msg);
+        if (!f.busiest_over_mean) {
+            expert_map_file_free(&f);
+            return cli_usage_error(cmd, "--experts %s has no gpu_load or busiest_over_mean (write it with placer experts "
+                                        "--out)", arg);
+        }
+        memcpy(s->moe_layer_load, f.busiest_over_mean, (size_t)f.n_layers * sizeof(double));
+        s->experts_layers = f.n_layers;
+        s->experts_ep = f.n_gpus;
+        expert_map_file_free(&f);
+        s->params.moe_layer_load = s->moe_layer_load;
+        s->params.moe_layer_load_n = s->experts_layers;
+        s->params.moe_layer_load_ep = s->experts_ep;
+        break;
+    }
     default: return -1;
     }
     s->set = 1;

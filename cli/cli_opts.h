@@ -19,6 +19,7 @@
 
 #include <getopt.h>
 
+#include "expert_map_file.h"
 #include "framework.h"
 #include "layout_sim.h"
 #include "plan.h"
@@ -33,12 +34,13 @@ int cli_double_arg(const char *text, double *out);
 
 /* getopt_long codes of the stack options (outside the ASCII range, so any
  * command's short codes stay free). */
-enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK };
+enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK, CLI_OPT_EXPERTS };
 
 /* The three entries for a command's struct option table. */
 #define CLI_STACK_OPTIONS                                                                                            \
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
-        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}
+        {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}, \
+        {"experts", required_argument, 0, CLI_OPT_EXPERTS}
 
 /* Their --help lines (16-column option field, as the commands' own): the
  * simulator's settings, then --framework as placer layout reads it
@@ -48,7 +50,10 @@ enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_O
     "                  it wins over --framework's kernel\n"                                                        \
     "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
     "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
-    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                                  \
+    "  --experts FILE  an expert placement (placer experts --out FILE): each MoE layer's busiest GPU\n"               \
+    "                  over the mean becomes that layer's load factor, for layouts of the placement's\n"             \
+    "                  ep (docs/experts.md)\n"
 #define CLI_STACK_HELP                                                                                               \
     CLI_STACK_SIM_HELP                                                                                               \
     "  --framework F   the software stack: megatron (default), torchtitan, hf, or a profile\n"              \
@@ -75,6 +80,10 @@ typedef struct {
                                  what the plan runs on (any and deepspeed need no profile) */
     plan_framework runs;      /* placer plan: what the named stack runs (ANY when not given,
                                  or for a profile whose name is no plan_framework's) */
+    double moe_layer_load[EXPERT_MAP_MAX_LAYERS]; /* --experts: the placement's busiest/mean per MoE layer;
+                                 params.moe_layer_load points here once given */
+    int experts_layers;       /* --experts: its MoE layers (0: none given) */
+    int experts_ep;           /* --experts: its expert-parallel size */
 } cli_stack;
 
 void cli_stack_default(cli_stack *s);

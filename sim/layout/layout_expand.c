@@ -620,9 +620,13 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     const layout *l = s->l;
     const int K = s->K, pp = s->pp, full = l->recompute == RECOMPUTE_FULL;
     const double cs = p->collective_scale, lf = moe_load_factor(&p->moe);
+    /* an expert placement's per-layer load factors (layout_sim.h): for this layout's ep and model only */
+    const int n_moe = gpt_moe_layers_in(s->cfg, 0, s->cfg->n_layers);
+    const int per_layer = p->moe_layer_load && p->moe_layer_load_ep == l->ep && p->moe_layer_load_n == n_moe &&
+                          !(p->moe.capacity_factor > 0);
     layer_cost with = {0}, without = {0}, blk = {0};
     const cluster_gpu *last_gpu = NULL;
-    for (int k = 0; k < K; k++) {
+    for (int k = 0, first = 0, moe_before = 0; k < K; k++) {
         const int r = k % pp, L = s->chunk_layers[k], nm = s->chunk_moe[k];
         if (s->gpu[r] != last_gpu) {
             layer_compute_cost_mlp(s->gpu[r], s->cfg, l, &p->compute, 1, &with);
@@ -631,15 +635,34 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             last_gpu = s->gpu[r];
         }
         ls_chunk_cost *c = &s->cost[k];
-        const double df = nm * (without.fwd_us + blk.fwd_us - with.fwd_us);
-        const double db = nm * (without.bwd_us + blk.bwd_us - with.bwd_us);
-        const double dr = nm * (without.recompute_us + blk.recompute_us - with.recompute_us);
+        double df = nm * (without.fwd_us + blk.fwd_us - with.fwd_us);
+        double db = nm * (without.bwd_us + blk.bwd_us - with.bwd_us);
+        double dr = nm * (without.recompute_us + blk.recompute_us - with.recompute_us);
         const double disp = cs * lf * s->ep_disp[r];
+        double f_ep = nm * 2.0 * disp, b_ep = nm * 2.0 * disp * (full ? 2.0 : 1.0);
+        if (per_layer) { /* each MoE layer of the chunk at its own factor */
+            double sum_disp = 0;
+            df = db = dr = 0;
+            moe_params mp = p->moe;
+            for (int i = 0; i < nm; i++) {
+                mp.imbalance = p->moe_layer_load[moe_before + i];
+                layer_cost b1;
+                moe_block_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &mp, &b1);
+                df += without.fwd_us + b1.fwd_us - with.fwd_us;
+                db += without.bwd_us + b1.bwd_us - with.bwd_us;
+                dr += without.recompute_us + b1.recompute_us - with.recompute_us;
+                sum_disp += cs * mp.imbalance * s->ep_disp[r];
+            }
+            f_ep = 2.0 * sum_disp;
+            b_ep = 2.0 * sum_disp * (full ? 2.0 : 1.0);
+        }
+        moe_before += gpt_moe_layers_in(s->cfg, first, L);
+        first += L;
         c->f_comp += df;
         c->b_comp += db;
         c->b_recomp += dr;
-        c->f_ep = nm * 2.0 * disp;
-        c->b_ep = nm * 2.0 * disp * (full ? 2.0 : 1.0);
+        c->f_ep = f_ep;
+        c->b_ep = b_ep;
         c->f_us = c->f_comp + c->f_tp + c->f_cp + c->f_ep;
         c->b_us = c->b_comp + c->b_recomp + c->b_tp + c->b_cp + c->b_ep;
         if (L > 0) {
