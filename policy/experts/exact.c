@@ -63,8 +63,9 @@ double experts_lower_bound(const eplb_shape *s, const double *w) {
 #if PLACER_HAVE_GLPK
 int experts_exact_available(void) { return 1; }
 
-#define EXACT_MAX_PATTERNS 400000
+#define EXACT_MAX_PATTERNS 150000
 #define EXACT_MAX_ITEMS 2048
+#define EXACT_GAP 1e-3 /* proven optimal to 0.1%: loads closer than that are not told apart */
 
 /* One GPU's content: S items, each an (expert, replica count) pair. */
 typedef struct {
@@ -165,6 +166,8 @@ static int feasible(const patterns *p, const int *order, int n_use, int E, int G
     parm.presolve = GLP_ON;
     parm.msg_lev = GLP_MSG_OFF;
     parm.tm_lim = (int)(time_limit_s * 1000.0) > 1 ? (int)(time_limit_s * 1000.0) : 1;
+    parm.fp_heur = GLP_ON;
+    parm.mir_cuts = GLP_ON;
     const int ret = glp_intopt(lp, &parm);
     const int mst = glp_mip_status(lp);
     int res = 0;
@@ -278,8 +281,11 @@ pl_status experts_exact(const eplb_shape *s, const double *w, double time_limit_
         int lo = 0, hi = pt.np; /* hi: feasible (EPLB's placement uses only patterns of load <= ub) */
         while (lo < hi && pt.load[order[lo]] < lb * (1 - 1e-12)) lo++;
         int have = 0, timed = 0;
+        double floor_load = lb; /* the optimum is at least this: the bound, then the loads proven infeasible */
         const double t_each = time_limit_s / 16.0;
         while (lo < hi) {
+            /* within EXACT_GAP of what is proven below: stop (the placement in hand is optimal to that gap) */
+            if (pt.load[order[hi < pt.np ? hi : pt.np - 1]] <= floor_load * (1 + EXACT_GAP)) break;
             int mid = lo + (hi - lo) / 2; /* use every pattern of load <= that of order[mid] */
             while (mid + 1 < pt.np && pt.load[order[mid + 1]] == pt.load[order[mid]]) mid++;
             if (mid >= hi) mid = hi - 1;
@@ -296,6 +302,7 @@ pl_status experts_exact(const eplb_shape *s, const double *w, double time_limit_
                 have = 1;
             } else {
                 lo = mid + 1;
+                if (!to && pt.load[order[mid]] > floor_load) floor_load = pt.load[order[mid]];
             }
         }
         if (st == PL_OK) {
@@ -320,8 +327,8 @@ pl_status experts_exact(const eplb_shape *s, const double *w, double time_limit_
             free(cnt);
             memcpy(phy2log, best, (size_t)P * sizeof *best);
             if (busiest) *busiest = mx;
-            if (proven) *proven = !timed;
-            if (bound) *bound = timed ? lb : mx;
+            if (proven) *proven = !timed || mx <= floor_load * (1 + EXACT_GAP);
+            if (bound) *bound = floor_load < mx ? floor_load : mx;
         }
         free(order), free(gp), free(gbest);
     }

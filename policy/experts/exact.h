@@ -10,7 +10,16 @@
  *   T >= sum_{e,c} (w_e / c) z_{e,c,g} for every g;  minimise T
  * with the GPUs' loads ordered (load_g >= load_{g+1}) to cut the symmetry of
  * interchangeable GPUs. Nodes do not enter: the busiest GPU is all it
- * minimises. Sizes up to E (P - E + 1) G <= 20000 integer columns.
+ * minimises.
+ *
+ * It is solved without the GPUs' symmetry: a GPU's content is a pattern of
+ * S (expert, count) items of load at most an upper bound (EPLB's global
+ * policy's busiest GPU); the program picks how many GPUs hold each
+ * pattern, one count per expert, c replicas of each. The optimum is the
+ * least pattern load T such that the patterns of load <= T place the
+ * layer: a binary search over T, each step a GLPK integer program, stopped
+ * when T is within 0.1% of the largest T proven infeasible (the lower
+ * bound below at first). Up to 150,000 patterns.
  *
  * Lower bounds (any size; valid for every placement of the shape):
  *   mean       sum_e w_e / G
@@ -35,7 +44,8 @@ int experts_exact_available(void);
 /* Solve layer w under shape s (nodes ignored) within time_limit_s seconds:
  * phy2log[P] the best placement found, *busiest its busiest GPU's load,
  * *proven 1 when GLPK proved it optimal (0: the time ran out; the best found
- * is returned, *bound the program's best bound). PL_ERR_INVALID when the
+ * is returned, *bound the largest load proven short: the optimum lies in
+ * [*bound, *busiest]; proven means within 0.1%). PL_ERR_INVALID when the
  * program is too big (see above) or the shape is bad; PL_ERR_UNSUPPORTED
  * without GLPK; PL_ERR_NOT_FOUND when no integer solution was found in time. */
 pl_status experts_exact(const eplb_shape *s, const double *w, double time_limit_s, int32_t *phy2log,

@@ -38,6 +38,12 @@ void experts_model_default(experts_model *m) {
     m->mu = -1.0;
 }
 
+/* Layers this small also try the exact program (exact.h) within a fifth of a second. */
+#define EXPERTS_SMALL_E 64
+#define EXPERTS_SMALL_G 16
+#define EXPERTS_SMALL_P 128
+#define EXPERTS_SMALL_TIME_S 0.2
+
 /* The packing's grid of mu (nodelpt.h): from EPLB's global policy (0) to nearly hierarchical. */
 static const double MU_GRID[] = {0.0, 4.0, 16.0, 64.0};
 #define N_MU (int)(sizeof MU_GRID / sizeof MU_GRID[0])
@@ -375,7 +381,20 @@ static pl_status plan_layer(const experts_planner *p, lane *ln, experts_placer p
             st = PL_ERR_INVALID;
             break;
         }
-        st = experts_refine(ln->rw, s, &ro, ln->b, NULL);
+        if ((st = experts_refine(ln->rw, s, &ro, ln->b, NULL)) != PL_OK) break;
+        /* a small layer: the exact program's optimum of the busiest GPU on the planning load, when it scores
+         * better than the search on the objective (within the cap) */
+        if (E <= EXPERTS_SMALL_E && s->n_gpus <= EXPERTS_SMALL_G && P <= EXPERTS_SMALL_P) {
+            double bx = 0;
+            int proven = 0;
+            char xm[128];
+            if (experts_exact(s, ln->plan, EXPERTS_SMALL_TIME_S, ln->a, &bx, NULL, &proven, xm, sizeof xm) == PL_OK) {
+                double ca = 0, cb = 0;
+                const double fa = experts_refine_objective(ln->rw, s, &ro, ln->a, &ca);
+                const double fb = experts_refine_objective(ln->rw, s, &ro, ln->b, &cb);
+                if (fa < fb && ca <= ro.copies_cap + 1e-12) memcpy(ln->b, ln->a, (size_t)P * sizeof *ln->b);
+            }
+        }
         memcpy(out, ln->b, (size_t)P * sizeof *out);
         break;
     }

@@ -19,7 +19,10 @@
  *                             cap when one is set, else the least busiest/mean
  *                             + lambda copies, lambda the MoE layer's own
  *                             exchange rate (the simulated time's change with
- *                             copies over its change with the load factor)
+ *                             copies over its change with the load factor);
+ *                             a small layer (64 experts, 16 GPUs, 128 slots
+ *                             at most) also tries the exact program (0.2 s)
+ *                             and keeps its optimum when it scores better
  *   learned                   the set model (learned.h): per-expert features
  *                             of the recent windows into the planning load and
  *                             the search's weights, trained against the

@@ -21,6 +21,7 @@
 #define BETA 200.0
 
 #define REFINE_MAX_CAND 8192
+#define EXPERTS_KICK_MAX_E 4096
 #define REFINE_LIGHTEST 8    /* swap partners beyond the busiest GPU's node: the lightest GPUs */
 #define REFINE_COPIES_EVAL 6  /* candidates whose copies are computed per round, once one is acceptable */
 #define REFINE_DONORS 24      /* replicate moves take a slot from the lightest replicas of scenario 0 */
@@ -58,6 +59,8 @@ struct refine_work {
     cand *cand;        /* [REFINE_MAX_CAND] moves judged this round */
     int donor[REFINE_DONORS];
     double donor_v[REFINE_DONORS];
+    int light[REFINE_DONORS];      /* slots of the experts lightest with one more replica */
+    double light_v[REFINE_DONORS];
     int *part;         /* [G] swap partners */
     int *part_mark;    /* [G] */
     double max_gain;   /* the largest copies decrease one move may bring (per token) */
@@ -348,6 +351,38 @@ double experts_refine_objective(refine_work *wk, const eplb_shape *s, const refi
     return f_true(wk, &c, copies);
 }
 
+/* The change of the smooth max when slot s2 (its expert with two or more replicas) becomes a replica of
+ * expert e: e's holders lose w_e / c_e - w_e / (c_e + 1) a replica, s2's GPU gains w_e / (c_e + 1) and
+ * loses w_e2 / c2, e2's other holders gain w_e2 / (c2 - 1) - w_e2 / c2. */
+static double replicate_df(refine_work *w, const ctx *c, int e, int s2) {
+    const int e2 = c->slot[s2], d = s2 / c->S, ce = w->cnt[e], c2 = w->cnt[e2];
+    const int *re = w->rep + (size_t)e * w->cap_c, *r2 = w->rep + (size_t)e2 * w->cap_c;
+    double df = 0;
+    for (int h = 0; h < c->H; h++) {
+        const double *ld = c->o->scen[h];
+        const double *L = w->L + (size_t)h * c->G, *ez = w->ez + (size_t)h * c->G;
+        const double le = ld[e] / ce - ld[e] / (ce + 1), ge2 = ld[e2] / (c2 - 1) - ld[e2] / c2;
+        int *gl = w->gl, ng = 0;
+        double *gd = w->gd;
+#define ADD_G(G_, D_)                                                                                                  \
+    do {                                                                                                               \
+        int k_ = 0;                                                                                                    \
+        while (k_ < ng && gl[k_] != (G_)) k_++;                                                                        \
+        if (k_ == ng) gl[ng] = (G_), gd[ng++] = 0;                                                                     \
+        gd[k_] += (D_);                                                                                                \
+    } while (0)
+        for (int i = 0; i < ce; i++) ADD_G(re[i] / c->S, -le);
+        ADD_G(d, ld[e] / (ce + 1) - ld[e2] / c2);
+        for (int i = 0; i < c2; i++)
+            if (r2[i] != s2) ADD_G(r2[i] / c->S, ge2);
+#undef ADD_G
+        double z = w->Z[h];
+        for (int i = 0; i < ng; i++) z += zterm(w, h, L[gl[i]] + gd[i]) - ez[gl[i]];
+        df += c->a[h] * (log(z > 1e-300 ? z : 1e-300) - log(w->Z[h])) / BETA;
+    }
+    return df;
+}
+
 /* The copies change of a move (kind 1: swap s1, s2; kind 2: s2 becomes a replica of s1's expert), tried on
  * the counts and undone. */
 static double trial_copies(refine_work *w, const ctx *c, int kind, int s1, int s2, double copies_now) {
@@ -376,18 +411,12 @@ static double trial_copies(refine_work *w, const ctx *c, int kind, int s1, int s
     return copies_of(w, c, w->reach_sum + dr) - copies_now;
 }
 
-pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts *o, int32_t *phy2log,
-                         refine_stats *stats) {
-    if (!wk || !s || !o || !phy2log || !(o->copies_weight >= 0)) return PL_ERR_INVALID;
-    ctx c;
-    pl_status st = setup(wk, &c, s, o, phy2log);
-    if (st != PL_OK) return st;
-    refine_work *w = wk;
-    const double t0 = pl_now_us();
+/* Best-improvement descent from the state set up in w / c, until no move improves, max_moves moves or the
+ * time budget; returns the moves taken. */
+static int descend(refine_work *w, ctx *cc, const refine_opts *o, double t0) {
+    ctx c = *cc;
     const double lam = o->copies_weight, cap = o->copies_cap;
     const int use_copies = c.T > 0 && c.N > 1 && (lam > 0 || isfinite(cap));
-    double cp0 = 0;
-    const double f0 = f_true(w, &c, &cp0);
     int moves = 0;
     for (;;) {
         if (o->max_moves > 0 && moves >= o->max_moves) break;
@@ -453,46 +482,50 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
                 while (pos > 0 && w->donor_v[pos - 1] > v) w->donor_v[pos] = w->donor_v[pos - 1], w->donor[pos] = w->donor[pos - 1], pos--;
                 w->donor_v[pos] = v, w->donor[pos] = s2;
             }
+            /* (a) an expert on a gets another replica, taken from a donor slot elsewhere */
             for (int j1 = 0; j1 < c.S; j1++) {
                 const int e = c.slot[a * c.S + j1];
-                const int ce = w->cnt[e];
-                if (ce >= w->cap_c) continue;
+                if (w->cnt[e] >= w->cap_c) continue;
                 for (int di = 0; di < nd_; di++) {
                     const int s2 = w->donor[di];
                     const int e2 = c.slot[s2], d = s2 / c.S;
                     if (e2 == e || w->cnt[e2] < 2 || gpu_holds(&c, d, e)) continue;
-                    const int c2 = w->cnt[e2];
                     /* scenario 0 filter: the donor GPU must stay below a's load */
-                    if (L0[d] + o->scen[0][e] / (ce + 1) - o->scen[0][e2] / c2 >= L0[a]) continue;
-                    double df = 0;
-                    for (int h = 0; h < c.H; h++) {
-                        const double *ld = o->scen[h];
-                        const double *L = w->L + (size_t)h * c.G;
-                        double z = w->Z[h];
-                        /* holders of e lose w_e / ce - w_e / (ce + 1) per replica; d gains w_e / (ce + 1) and loses
-                         * w_e2 / c2; the other holders of e2 gain w_e2 / (c2 - 1) - w_e2 / c2 */
-                        const double le = ld[e] / ce - ld[e] / (ce + 1), ge2 = ld[e2] / (c2 - 1) - ld[e2] / c2;
-                        int *gl = w->gl, ng = 0;
-                        double *gd = w->gd;
-                        const int *re = w->rep + (size_t)e * w->cap_c, *r2 = w->rep + (size_t)e2 * w->cap_c;
-#define ADD_G(G_, D_)                                                                                                  \
-    do {                                                                                                               \
-        int k_ = 0;                                                                                                    \
-        while (k_ < ng && gl[k_] != (G_)) k_++;                                                                        \
-        if (k_ == ng) gl[ng] = (G_), gd[ng++] = 0;                                                                     \
-        gd[k_] += (D_);                                                                                                \
-    } while (0)
-                        for (int i = 0; i < ce; i++) ADD_G(re[i] / c.S, -le);
-                        ADD_G(d, ld[e] / (ce + 1) - ld[e2] / c2);
-                        for (int i = 0; i < c2; i++)
-                            if (r2[i] != s2) ADD_G(r2[i] / c.S, ge2);
-#undef ADD_G
-                        const double *ez = w->ez + (size_t)h * c.G;
-                        for (int i = 0; i < ng; i++) z += zterm(w, h, L[gl[i]] + gd[i]) - ez[gl[i]];
-                        df += c.a[h] * (log(z > 1e-300 ? z : 1e-300) - log(w->Z[h])) / BETA;
-                    }
+                    if (L0[d] + o->scen[0][e] / (w->cnt[e] + 1) - o->scen[0][e2] / w->cnt[e2] >= L0[a]) continue;
+                    const double df = replicate_df(w, &c, e, s2);
                     if (df >= -1e-12 && lam == 0) continue;
                     if (nc < REFINE_MAX_CAND) w->cand[nc++] = (cand){df, a * c.S + j1, s2, 2};
+                }
+            }
+            /* (b) a replica on a (of an expert with two or more) becomes a replica of a light expert: the
+             * candidates are the experts whose replicas would be lightest with one more */
+            int nl_ = 0;
+            for (int x = 0; x < c.P; x++) {
+                const int e = c.slot[x];
+                if (w->cnt[e] >= w->cap_c || gpu_holds(&c, a, e)) continue;
+                int dup = 0;
+                for (int i = 0; i < nl_; i++)
+                    if (c.slot[w->light[i]] == e) dup = 1;
+                if (dup) continue;
+                const double v = o->scen[0][e] / (w->cnt[e] + 1);
+                int pos = nl_ < REFINE_DONORS ? nl_++ : REFINE_DONORS;
+                if (pos == REFINE_DONORS) {
+                    if (v >= w->light_v[REFINE_DONORS - 1]) continue;
+                    pos = REFINE_DONORS - 1;
+                }
+                while (pos > 0 && w->light_v[pos - 1] > v) w->light_v[pos] = w->light_v[pos - 1], w->light[pos] = w->light[pos - 1], pos--;
+                w->light_v[pos] = v, w->light[pos] = x;
+            }
+            for (int j1 = 0; j1 < c.S; j1++) {
+                const int s2 = a * c.S + j1, e2 = c.slot[s2];
+                if (w->cnt[e2] < 2) continue;
+                for (int li = 0; li < nl_; li++) {
+                    const int x = w->light[li], e = c.slot[x];
+                    if (e == e2) continue;
+                    if (o->scen[0][e] / (w->cnt[e] + 1) - o->scen[0][e2] / w->cnt[e2] >= 0) continue; /* a must lose */
+                    const double df = replicate_df(w, &c, e, s2);
+                    if (df >= -1e-12 && lam == 0) continue;
+                    if (nc < REFINE_MAX_CAND) w->cand[nc++] = (cand){df, x, s2, 2};
                 }
             }
         }
@@ -579,6 +612,62 @@ pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts
                 for (int g = 0; g < c.G; g++) z += w->ez[(size_t)h * c.G + g];
                 w->Z[h] = z;
             }
+    }
+    return moves;
+}
+
+pl_status experts_refine(refine_work *wk, const eplb_shape *s, const refine_opts *o, int32_t *phy2log,
+                         refine_stats *stats) {
+    if (!wk || !s || !o || !phy2log || !(o->copies_weight >= 0) || o->kicks < 0) return PL_ERR_INVALID;
+    ctx c;
+    pl_status st = setup(wk, &c, s, o, phy2log);
+    if (st != PL_OK) return st;
+    refine_work *w = wk;
+    const double t0 = pl_now_us();
+    double cp0 = 0;
+    const double f0 = f_true(w, &c, &cp0);
+    int moves = descend(w, &c, o, t0);
+    if (o->kicks > 0) {
+        /* iterated local search: kick the best placement so far (a random swap or replica move, from a fixed
+         * seed), descend again, keep the result when it is better within the cap */
+        int32_t *best = malloc((size_t)c.P * sizeof *best);
+        if (!best) return PL_ERR_NOMEM;
+        double cb = 0;
+        double fb = f_true(w, &c, &cb);
+        memcpy(best, phy2log, (size_t)c.P * sizeof *best);
+        pl_rng rng;
+        pl_rng_seed(&rng, 0x6b69636bULL);
+        for (int k = 0; k < o->kicks; k++) {
+            if (o->time_budget_us > 0 && pl_now_us() - t0 > o->time_budget_us) break;
+            memcpy(phy2log, best, (size_t)c.P * sizeof *best);
+            int cnt[EXPERTS_KICK_MAX_E];
+            const int small = c.E <= EXPERTS_KICK_MAX_E;
+            if (small) {
+                memset(cnt, 0, sizeof(int) * (size_t)c.E);
+                for (int i = 0; i < c.P; i++) cnt[phy2log[i]]++;
+            }
+            const int x = pl_rng_int(&rng, c.P), y = pl_rng_int(&rng, c.P);
+            if (small && o->replicate && (k & 1) && cnt[phy2log[x]] >= 2) {
+                phy2log[x] = phy2log[y]; /* x's replica goes to y's expert */
+            } else if (x / c.S != y / c.S) {
+                const int32_t t = phy2log[x];
+                phy2log[x] = phy2log[y], phy2log[y] = t;
+            } else {
+                continue;
+            }
+            if ((st = setup(w, &c, s, o, phy2log)) != PL_OK) break;
+            moves += 1 + descend(w, &c, o, t0);
+            double ck = 0;
+            const double fk = f_true(w, &c, &ck);
+            if (fk < fb - 1e-12 && (ck <= o->copies_cap + 1e-12 || ck <= cb)) {
+                fb = fk, cb = ck;
+                memcpy(best, phy2log, (size_t)c.P * sizeof *best);
+            }
+        }
+        memcpy(phy2log, best, (size_t)c.P * sizeof *best);
+        free(best);
+        if (st == PL_OK) st = setup(w, &c, s, o, phy2log);
+        if (st != PL_OK) return st;
     }
     if (stats) {
         stats->moves = moves;

@@ -17,8 +17,13 @@
  *   replicate  (when allowed) a slot of an expert with two or more replicas
  *              becomes a replica of an expert on the busiest GPU (replica
  *              counts change; the total stays).
+ *   replicate  also the other way: a replica on the busiest GPU (of an
+ *              expert with two or more) becomes a replica of an expert
+ *              that one more replica would leave light.
  * A swap never puts a second replica of an expert on a GPU that holds one.
- * Deterministic: no random choice.
+ * With kicks > 0, iterated local search: the best placement so far is
+ * kicked (a random swap, or a random replica move, from a fixed seed) and
+ * descended again, kicks times, the best kept. Deterministic.
  */
 #ifndef PLACER_POLICY_EXPERTS_REFINE_H
 #define PLACER_POLICY_EXPERTS_REFINE_H
@@ -40,7 +45,9 @@ typedef struct {
     double copies_cap;                         /* most copies per token allowed (INFINITY: no cap) */
     int replicate;                             /* 1: replica counts may change */
     double time_budget_us;                     /* stop after this long (<= 0: no limit) */
-    int max_moves;                             /* stop after this many moves (<= 0: no limit) */
+    int max_moves;                             /* stop a descent after this many moves (<= 0: no limit) */
+    int kicks;                                 /* iterated local search: kicks of the best placement, each
+                                                  followed by a descent (0: one descent) */
 } refine_opts;
 
 typedef struct {
