@@ -321,13 +321,15 @@ int cmd_experts(int argc, char **argv) {
     cluster clu;
     pl_status st;
     if ((st = model_config_load(a.model, &cfg, name, sizeof name, msg, sizeof msg)) != PL_OK) return cli_report(CMD, st, msg);
-    if (!gpt_is_moe(&cfg)) return cli_usage_error(CMD, "model '%s' has no routed experts", a.model);
+    if (!gpt_is_moe(&cfg))
+        return cli_usage_error(CMD, "model '%s' has no routed experts; give a mixture-of-experts model (deepseek-v3, ...)",
+                               a.model);
     if ((st = cluster_load(a.cluster, NULL, &clu, msg, sizeof msg)) != PL_OK) return cli_report(CMD, st, msg);
     const int E = cfg.n_experts, ep = (int)a.ep, L_model = gpt_moe_layers_in(&cfg, 0, cfg.n_layers);
-    if (E % ep) return cli_usage_error(CMD, "--ep %d does not divide the model's %d experts", ep, E);
+    if (E % ep) return cli_usage_error(CMD, "--ep %d does not divide the model's %d experts; give an ep that divides them", ep, E);
     const int P = a.slots >= 0 ? (int)a.slots : a.replicas >= 0 ? E + (int)a.replicas : E;
-    if (P < E) return cli_usage_error(CMD, "%d slots cannot hold the model's %d experts", P, E);
-    if (P % ep) return cli_usage_error(CMD, "%d slots are not divisible by %d GPUs (--ep)", P, ep);
+    if (P < E) return cli_usage_error(CMD, "%d slots cannot hold the model's %d experts; give --slots at least %d", P, E, E);
+    if (P % ep) return cli_usage_error(CMD, "%d slots are not divisible by %d GPUs; give --slots (or --replicas) making a multiple of --ep", P, ep);
     if ((int64_t)ep > cluster_n_gpus(&clu))
         return cli_usage_error(CMD, "--ep %d is more GPUs than cluster '%s' has (%lld)", ep, clu.name,
                                (long long)cluster_n_gpus(&clu));
@@ -357,11 +359,13 @@ int cmd_experts(int argc, char **argv) {
     moe_balance_ctx *bc = NULL;
     rc = CLI_EXIT_OK;
     if (ld->n_experts != E) {
-        rc = cli_usage_error(CMD, "the load has %d experts but %s has %d (wrong shape)", ld->n_experts, name, E);
+        rc = cli_usage_error(CMD, "the load has %d experts but %s has %d (wrong shape); give a load of this model's experts",
+                             ld->n_experts, name, E);
         goto out;
     }
     if (ld->n_layers != L_model) {
-        rc = cli_usage_error(CMD, "the load has %d layers but %s has %d MoE layers (wrong shape)", ld->n_layers, name, L_model);
+        rc = cli_usage_error(CMD, "the load has %d layers but %s has %d MoE layers (wrong shape); give a load of every MoE layer",
+                             ld->n_layers, name, L_model);
         goto out;
     }
     if (a.write_load) {

@@ -475,7 +475,7 @@ pl_status expert_load_read(const char *path, expert_load **out, char *msg, size_
     st = csv ? expert_load_parse_csv(text, n, out, inner, sizeof inner)
              : expert_load_parse_json(text, n, out, inner, sizeof inner);
     free(text);
-    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s", path, inner);
+    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s (the load file formats: docs/experts.md)", path, inner);
     return pl_one_line(st, msg, len);
 }
 

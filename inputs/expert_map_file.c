@@ -247,7 +247,7 @@ pl_status expert_map_file_read(const char *path, expert_map_file *out, char *msg
     char inner[400] = "";
     st = expert_map_file_parse(text, n, out, inner, sizeof inner);
     free(text);
-    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s", path, inner);
+    if (st != PL_OK) pl_fail(msg, len, st, "%s: %s (placer experts --out FILE writes one)", path, inner);
     return pl_one_line(st, msg, len);
 }
 

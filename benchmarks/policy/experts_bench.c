@@ -42,6 +42,7 @@
 
 #define MAX_SEEDS 32
 static int g_moves = 0;
+static int g_iters = 24; /* ES iterations of --train */
 #define N_WINDOWS 8
 #define FIRST_PAIR 3
 #define LAST_PAIR 6
@@ -144,6 +145,113 @@ typedef struct {
     double bom, copies, nic, moved, plan_ms, time_us, dt_balance, dt_rest;
 } cell;
 
+/* D: small layers on their known load (plan and score on the same window) against the exact optimum: the
+ * FlashLB toy and the small settings' layers on 8 GPUs of 2 slots and 4 GPUs of 3. */
+static int small_cases(int seeds, FILE *out) {
+    static const double TOY[8] = {600, 560, 120, 120, 20, 10, 10, 10};
+    static const eplb_shape SHAPES[] = {{8, 16, 8, 8, 4}, {8, 12, 4, 4, 4}};
+    static const experts_placer PL[] = {EXPERTS_EPLB, EXPERTS_EPLB_SWAP, EXPERTS_SEARCH, EXPERTS_SEARCH};
+    static const char *const PL_NAME[] = {"eplb", "eplb-swap", "search (local search alone)", "search"};
+    char msg[512];
+    expert_gen_params gp;
+    if (expert_gen_params_load("small", &gp, msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+    fprintf(out, "\n| D small layers, known load | placer | busiest / exact optimum, mean (worst) | layers within 1%% | proven optimal |\n");
+    fprintf(out, "|---|---|---|---|---|\n");
+    /* the toy */
+    {
+        expert_load *ld = NULL;
+        expert_load_create(1, 1, 8, 0, 0, 0, &ld, msg, sizeof msg);
+        memcpy(expert_load_row(ld, 0, 0), TOY, sizeof TOY);
+        ld->top_k = 2;
+        int32_t x[16];
+        double opt = 0;
+        int proven = 0;
+        if (experts_exact(&SHAPES[0], TOY, 60, x, &opt, NULL, &proven, msg, sizeof msg) != PL_OK)
+            return fprintf(stderr, "%s\n", msg), 1;
+        for (int pi = 0; pi < 4; pi++) {
+            experts_options o = {.shape = {8, 16, 8, 8, 0}, .top_k = 2, .copies_margin = -1, .threads = 1,
+                                 .no_small_exact = pi == 2};
+            experts_planner *pp = NULL;
+            expert_map *m = NULL;
+            experts_planner_create(&o, 0, 0, &pp, msg, sizeof msg);
+            expert_map_create(1, 8, 16, 8, 8, &m, msg, sizeof msg);
+            if (experts_plan(pp, PL[pi], ld, 0, NULL, m, NULL, msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+            int cnt[8] = {0};
+            for (int i = 0; i < 16; i++) cnt[m->phy2log[i]]++;
+            double b = 0;
+            for (int g = 0; g < 8; g++) {
+                const double v = TOY[m->phy2log[2 * g]] / cnt[m->phy2log[2 * g]] + TOY[m->phy2log[2 * g + 1]] / cnt[m->phy2log[2 * g + 1]];
+                if (v > b) b = v;
+            }
+            fprintf(out, "| %s | %s | %.3f (%.1f against %.1f) | %s | %s |\n", pi == 0 ? "FlashLB toy, 8 GPUs x 2 slots" : "",
+                    PL_NAME[pi], b / opt, b, opt, b <= opt * 1.01 ? "1 of 1" : "0 of 1", proven ? "yes" : "no");
+            experts_planner_destroy(pp);
+            expert_map_destroy(m);
+        }
+        expert_load_destroy(ld);
+    }
+    for (int si = 0; si < 2; si++) {
+        const eplb_shape *sh = &SHAPES[si];
+        double ratio[4][MAX_SEEDS], worst[4] = {0};
+        int within[4] = {0}, n_layers = 0, n_proven = 0;
+        for (int s = 1; s <= seeds; s++) {
+            expert_load *ld = NULL;
+            if (expert_gen_run(&gp, 1, (uint64_t)s, &ld, msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+            double opt[64];
+            for (int l = 0; l < gp.layers; l++) {
+                int32_t x[64];
+                int proven = 0;
+                if (experts_exact(sh, expert_load_row_c(ld, 0, l), 60, x, &opt[l], NULL, &proven, msg, sizeof msg) != PL_OK)
+                    return fprintf(stderr, "%s\n", msg), 1;
+                n_proven += proven;
+            }
+            n_layers += gp.layers;
+            for (int pi = 0; pi < 4; pi++) {
+                experts_options o = {.shape = *sh, .top_k = gp.top_k, .copies_margin = -1, .threads = 1,
+                                     .no_small_exact = pi == 2};
+                o.shape.gpus_per_node = sh->n_gpus; /* one node: the busiest GPU is all the program sees */
+                experts_planner *pp = NULL;
+                expert_map *m = NULL;
+                experts_planner_create(&o, ld->n_samples, ld->sample_k, &pp, msg, sizeof msg);
+                expert_map_create(gp.layers, 8, sh->n_slots, sh->n_gpus, sh->n_gpus, &m, msg, sizeof msg);
+                if (experts_plan(pp, PL[pi], ld, 0, NULL, m, NULL, msg, sizeof msg) != PL_OK) return fprintf(stderr, "%s\n", msg), 1;
+                double sum = 0;
+                for (int l = 0; l < gp.layers; l++) {
+                    const double *w = expert_load_row_c(ld, 0, l);
+                    const int32_t *pl = expert_map_layer_c(m, l);
+                    int cnt[8] = {0};
+                    for (int i = 0; i < sh->n_slots; i++) cnt[pl[i]]++;
+                    const int S = sh->n_slots / sh->n_gpus;
+                    double b = 0;
+                    for (int g = 0; g < sh->n_gpus; g++) {
+                        double v = 0;
+                        for (int j = 0; j < S; j++) v += w[pl[g * S + j]] / cnt[pl[g * S + j]];
+                        if (v > b) b = v;
+                    }
+                    const double r = b / opt[l];
+                    sum += r;
+                    if (r > worst[pi]) worst[pi] = r;
+                    within[pi] += r <= 1.01;
+                }
+                ratio[pi][s - 1] = sum / gp.layers;
+                experts_planner_destroy(pp);
+                expert_map_destroy(m);
+            }
+            expert_load_destroy(ld);
+        }
+        for (int pi = 0; pi < 4; pi++) {
+            double mm, hh;
+            ci(ratio[pi], seeds, &mm, &hh);
+            char title[96] = "";
+            if (pi == 0) snprintf(title, sizeof title, "small, %d GPUs x %d slots (%d layers x %d seeds)", sh->n_gpus,
+                                  sh->n_slots / sh->n_gpus, gp.layers, seeds);
+            fprintf(out, "| %s | %s | %.4f ± %.4f (%.3f) | %d of %d | %d of %d |\n", title, PL_NAME[pi], mm, hh, worst[pi],
+                    within[pi], n_layers, n_proven, n_layers);
+        }
+    }
+    return 0;
+}
+
 static int table(int seeds, const char *out_path, const experts_model *model) {
     char msg[512];
     gpt_config cfg;
@@ -162,7 +270,7 @@ static int table(int seeds, const char *out_path, const experts_model *model) {
     }
     fprintf(out, "| scenario | placer | busiest/mean (t+1) | cross-node copies / token | worst NIC MB | weights moved / re-plan | plan ms (58 layers) | MoE layers ms | of its change vs EPLB: busiest GPU / rest |\n");
     fprintf(out, "|---|---|---|---|---|---|---|---|---|\n");
-    for (int si = 0; si < N_SCEN; si++) {
+    for (int si = 0; si < N_SCEN && !getenv("EXPERTS_ONLY_SMALL"); si++) {
         const scenario *sc = &SCEN[si];
         expert_gen_params gp;
         if (expert_gen_params_load(sc->setting, &gp, msg, sizeof msg) != PL_OK) {
@@ -293,6 +401,7 @@ static int table(int seeds, const char *out_path, const experts_model *model) {
         experts_planner_destroy(pp);
         moe_balance_ctx_destroy(bc);
     }
+    if (small_cases(seeds, out)) return 1;
     if (out != stdout) fclose(out);
     return 0;
 }
@@ -343,7 +452,7 @@ static int train(int seeds, const char *path) {
             pb[k].opts.cost = &costs[k];
             pb[k].opts.max_moves = g_moves;
         }
-    experts_train_options to = {pb, np, 3, 4, 12, 6, 0.15, 0.1, 7, on_progress, NULL};
+    experts_train_options to = {pb, np, 3, 4, g_iters, 6, 0.15, 0.1, 7, on_progress, NULL};
     experts_model m;
     experts_model_default(&m);
     m.mu = 8.0;
@@ -352,10 +461,10 @@ static int train(int seeds, const char *path) {
     if (experts_train(&to, &m, &c0, &c1, msg, sizeof msg) != PL_OK) return fprintf(stderr, "experts_bench: %s\n", msg), 1;
     char training[512];
     snprintf(training, sizeof training,
-             "experts_bench --train %s --seeds %d: evolution strategies (12 iterations, 6 antithetic pairs, sigma 0.15, "
+             "experts_bench --train %s --seeds %d: evolution strategies (%d iterations, 6 antithetic pairs, sigma 0.15, "
              "step 0.1, seed 7) against the simulated MoE layer time relative to EPLB's, scenarios A', B, C and T of "
              "docs/experts.md on generator seeds 101..%d (16 layers, plans on windows 3 and 4): cost %.4f -> %.4f in %.0f s",
-             path, seeds, 100 + seeds, c0, c1, (pl_now_us() - t0) / 1e6);
+             path, seeds, g_iters, 100 + seeds, c0, c1, (pl_now_us() - t0) / 1e6);
     FILE *f = fopen(path, "w");
     if (!f || expert_model_write(&m, "learned-deepseek-v3",
                                  "the learned expert placer's parameters for DeepSeek-V3 routing (policy/experts/learned.h)",

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "placer_config.h"
+#include "util.h"
 
 #if PLACER_HAVE_GLPK
 #include <glpk.h>
@@ -282,8 +283,16 @@ pl_status experts_exact(const eplb_shape *s, const double *w, double time_limit_
         while (lo < hi && pt.load[order[lo]] < lb * (1 - 1e-12)) lo++;
         int have = 0, timed = 0;
         double floor_load = lb; /* the optimum is at least this: the bound, then the loads proven infeasible */
-        const double t_each = time_limit_s / 16.0;
+        /* each probe may take a third of the time left; the search stops at the deadline */
+        const double t_start = pl_now_us();
+        double t_each = time_limit_s / 3.0;
         while (lo < hi) {
+            const double left = time_limit_s - (pl_now_us() - t_start) / 1e6;
+            if (left <= 0.002) {
+                timed = 1;
+                break;
+            }
+            t_each = left / 3.0 > 0.002 ? left / 3.0 : 0.002;
             /* within EXACT_GAP of what is proven below: stop (the placement in hand is optimal to that gap) */
             if (pt.load[order[hi < pt.np ? hi : pt.np - 1]] <= floor_load * (1 + EXACT_GAP)) break;
             int mid = lo + (hi - lo) / 2; /* use every pattern of load <= that of order[mid] */

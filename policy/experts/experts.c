@@ -38,11 +38,11 @@ void experts_model_default(experts_model *m) {
     m->mu = -1.0;
 }
 
-/* Layers this small also try the exact program (exact.h) within a fifth of a second. */
+/* Layers this small also try the exact program (exact.h) within a second. */
 #define EXPERTS_SMALL_E 64
 #define EXPERTS_SMALL_G 16
 #define EXPERTS_SMALL_P 128
-#define EXPERTS_SMALL_TIME_S 0.2
+#define EXPERTS_SMALL_TIME_S 1.0
 
 /* The packing's grid of mu (nodelpt.h): from EPLB's global policy (0) to nearly hierarchical. */
 static const double MU_GRID[] = {0.0, 4.0, 16.0, 64.0};
@@ -384,7 +384,7 @@ static pl_status plan_layer(const experts_planner *p, lane *ln, experts_placer p
         if ((st = experts_refine(ln->rw, s, &ro, ln->b, NULL)) != PL_OK) break;
         /* a small layer: the exact program's optimum of the busiest GPU on the planning load, when it scores
          * better than the search on the objective (within the cap) */
-        if (E <= EXPERTS_SMALL_E && s->n_gpus <= EXPERTS_SMALL_G && P <= EXPERTS_SMALL_P) {
+        if (!p->o.no_small_exact && E <= EXPERTS_SMALL_E && s->n_gpus <= EXPERTS_SMALL_G && P <= EXPERTS_SMALL_P) {
             double bx = 0;
             int proven = 0;
             char xm[128];

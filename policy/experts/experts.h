@@ -21,7 +21,7 @@
  *                             exchange rate (the simulated time's change with
  *                             copies over its change with the load factor);
  *                             a small layer (64 experts, 16 GPUs, 128 slots
- *                             at most) also tries the exact program (0.2 s)
+ *                             at most) also tries the exact program (1 s)
  *                             and keeps its optimum when it scores better
  *   learned                   the set model (learned.h): per-expert features
  *                             of the recent windows into the planning load and
@@ -93,6 +93,7 @@ typedef struct {
                                   x (1 + margin) on the planning window (where hierarchical runs); < 0: no
                                   cap, the simulator's lambda trades balance for copies */
     int max_moves;             /* refinement moves per layer (<= 0: 32) */
+    int no_small_exact;        /* 1: the search skips the exact program on small layers (its local search alone) */
     int threads;               /* layers planned at once (<= 0: the online CPUs, at most 16); the plan does
                                   not depend on it */
     double exact_time_s;       /* exact: per layer (<= 0: 60) */
