@@ -6,12 +6,12 @@
  *
  * JSON, one object; the counts come from exactly one of:
  *   logical_count        SGLang's expert distribution recorder ("stat" mode
- *                        dump, python/sglang/srt/eplb/expert_distribution.py,
+ *                        dump, SGLang module sglang.srt.eplb.expert_distribution,
  *                        also what --init-expert-location takes): per logical
  *                        expert, [windows][layers][experts] (the recorder's
  *                        buffered steps) or [layers][experts] (one window)
  *   expert_load_window   vLLM's EplbState sliding window
- *                        (vllm/distributed/eplb/eplb_state.py), per physical
+ *                        (module vllm.distributed.eplb.eplb_state), per physical
  *                        slot: [windows][layers][slots]; folded onto logical
  *                        experts through physical_to_logical_map
  *                        [layers][slots] when given (else slots are experts)

@@ -1,7 +1,7 @@
 /*
  * eplb.c: EPLB's hierarchical and global policies and the load-unaware
  * baselines (eplb.h), written from the algorithm of deepseek-ai/EPLB's
- * eplb.py (balanced_packing, replicate_experts,
+ * module eplb (balanced_packing, replicate_experts,
  * rebalance_experts_hierarchical) with its tie-breaking.
  */
 #include "eplb.h"

@@ -1,6 +1,6 @@
 /*
  * eplb.h: DeepSeek's expert-parallelism load balancer (deepseek-ai/EPLB,
- * eplb.py), reimplemented from its published algorithm, one MoE layer at a
+ * module eplb), reimplemented from its published algorithm, one MoE layer at a
  * time, and the load-unaware baselines.
  *
  * EPLB's three greedy steps for w[E] (tokens per expert), P slots on `gpus`
