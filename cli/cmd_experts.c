@@ -430,9 +430,9 @@ int cmd_experts(int argc, char **argv) {
     double d_busiest = 0, d_rest = 0;
     for (int l = 0; l < L; l++) {
         double c1, m1, c2, m2, c3, m3;
-        moe_balance_layer_time(&cost, ref.layer[l].busiest_over_mean, ref.layer[l].worst_nic_bytes, &c1, &m1);
-        moe_balance_layer_time(&cost, ours.layer[l].busiest_over_mean, ref.layer[l].worst_nic_bytes, &c2, &m2);
-        moe_balance_layer_time(&cost, ours.layer[l].busiest_over_mean, ours.layer[l].worst_nic_bytes, &c3, &m3);
+        moe_balance_layer_time(&cost, ref.layer[l].busiest_over_mean, NULL, 0, ref.layer[l].worst_nic_bytes, &c1, &m1);
+        moe_balance_layer_time(&cost, ours.layer[l].busiest_over_mean, NULL, 0, ref.layer[l].worst_nic_bytes, &c2, &m2);
+        moe_balance_layer_time(&cost, ours.layer[l].busiest_over_mean, NULL, 0, ours.layer[l].worst_nic_bytes, &c3, &m3);
         d_busiest += (c2 + m2) - (c1 + m1);
         d_rest += (c3 + m3) - (c2 + m2);
     }

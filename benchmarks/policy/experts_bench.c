@@ -349,9 +349,9 @@ static int table(int seeds, const char *out_path, const experts_model *model) {
                         double dtb = 0, dtr = 0;
                         for (int l = 0; l < L; l++) {
                             double c1, m1, c2, m2, c3, m3;
-                            moe_balance_layer_time(&cost, lay_e[l].busiest_over_mean, lay_e[l].worst_nic_bytes, &c1, &m1);
-                            moe_balance_layer_time(&cost, lay_s[l].busiest_over_mean, lay_e[l].worst_nic_bytes, &c2, &m2);
-                            moe_balance_layer_time(&cost, lay_s[l].busiest_over_mean, lay_s[l].worst_nic_bytes, &c3, &m3);
+                            moe_balance_layer_time(&cost, lay_e[l].busiest_over_mean, NULL, 0, lay_e[l].worst_nic_bytes, &c1, &m1);
+                            moe_balance_layer_time(&cost, lay_s[l].busiest_over_mean, NULL, 0, lay_e[l].worst_nic_bytes, &c2, &m2);
+                            moe_balance_layer_time(&cost, lay_s[l].busiest_over_mean, NULL, 0, lay_s[l].worst_nic_bytes, &c3, &m3);
                             dtb += (c2 + m2) - (c1 + m1);
                             dtr += (c3 + m3) - (c2 + m2);
                         }

@@ -135,11 +135,11 @@ pl_status experts_planner_create(const experts_options *o, int max_samples, int 
         moe_balance_group_of(o->cost->clu, o->cost->cfg, o->cost->lay, &g);
         const double f0 = 1.15, c0 = 3.5, nic = g.tokens_per_gpu * g.row_bytes;
         double a = 0, b = 0, cc = 0, d = 0;
-        if (moe_balance_layer_time(o->cost, f0, c0 * nic, &a, &b) == PL_OK &&
-            moe_balance_layer_time(o->cost, f0 + 0.01, c0 * nic, &cc, &d) == PL_OK) {
+        if (moe_balance_layer_time(o->cost, f0, NULL, 0, c0 * nic, &a, &b) == PL_OK &&
+            moe_balance_layer_time(o->cost, f0 + 0.01, NULL, 0, c0 * nic, &cc, &d) == PL_OK) {
             const double dtf = (cc + d - a - b) / 0.01;
             double e1 = 0, e2 = 0;
-            moe_balance_layer_time(o->cost, f0, (c0 + 0.1) * nic, &e1, &e2);
+            moe_balance_layer_time(o->cost, f0, NULL, 0, (c0 + 0.1) * nic, &e1, &e2);
             const double dtc = (e1 + e2 - a - b) / 0.1;
             p->lambda = dtf > 0 ? dtc / dtf : 0.0;
         }

@@ -31,8 +31,9 @@ pl_status experts_score_map(moe_balance_ctx *c, const expert_map *m, const exper
         out->copies_sampled = r.copies_sampled;
         if (cost) {
             double cu = 0, mu = 0, bu = 0, bm = 0;
-            if ((st = moe_balance_layer_time(cost, r.busiest_over_mean, r.worst_nic_bytes, &cu, &mu)) != PL_OK ||
-                (st = moe_balance_layer_time(cost, 1.0, r.worst_nic_bytes, &bu, &bm)) != PL_OK)
+            if ((st = moe_balance_layer_time(cost, r.busiest_over_mean, gpu_load ? gpu_load + (size_t)l * m->n_gpus : NULL,
+                                             m->n_gpus, r.worst_nic_bytes, &cu, &mu)) != PL_OK ||
+                (st = moe_balance_layer_time(cost, 1.0, NULL, 0, r.worst_nic_bytes, &bu, &bm)) != PL_OK)
                 return pl_fail(msg, len, st, "the MoE layer's time needs a mixture-of-experts model and layout");
             out->compute_us += cu;
             out->comm_us += mu;

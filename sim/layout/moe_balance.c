@@ -174,9 +174,12 @@ pl_status moe_balance_score_layer(moe_balance_ctx *c, const int32_t *phy2log, co
     return PL_OK;
 }
 
-/* The MoE block's compute on the busiest GPU at load factor f: the one
- * call to switch when moe.c takes per-GPU loads. */
-static double layer_compute_us(const moe_balance_cost *m, double f) {
+/* The MoE block's compute on the busiest GPU at load factor f (gpu_load,
+ * when given, the per-GPU loads it came from): the one call to switch when
+ * the MoE model takes per-GPU loads (issue 33: moe_layer_time_us with
+ * moe_loads.tokens_per_gpu = gpu_load[g] / mean x n k etp). */
+static double layer_compute_us(const moe_balance_cost *m, double f, const double *gpu_load, int n_gpus) {
+    (void)gpu_load, (void)n_gpus;
     moe_params mp = m->moe;
     mp.imbalance = f >= 1.0 ? f : 1.0;
     mp.capacity_factor = 0.0;
@@ -186,8 +189,8 @@ static double layer_compute_us(const moe_balance_cost *m, double f) {
     return m->training ? lc.fwd_us + lc.bwd_us + lc.recompute_us : lc.fwd_us;
 }
 
-pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, double worst_nic_bytes,
-                                 double *compute_us, double *comm_us) {
+pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, const double *gpu_load, int n_gpus,
+                                 double worst_nic_bytes, double *compute_us, double *comm_us) {
     if (!m || !m->clu || !m->cfg || !m->lay || !gpt_is_moe(m->cfg) || !(load_factor >= 1.0) || !(worst_nic_bytes >= 0))
         return PL_ERR_INVALID;
     const cluster *c = m->clu;
@@ -204,7 +207,7 @@ pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, 
     const double t_off = multi && worst_nic_bytes > 0 && nic > 0 ? worst_nic_bytes / nic * 1e6 : 0.0;
     const double one = g.n_gpus > 1 ? lat + (t_on > t_off ? t_on : t_off) : 0.0;
     const double n_coll = m->training ? (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) : 2.0;
-    if (compute_us) *compute_us = layer_compute_us(m, load_factor);
+    if (compute_us) *compute_us = layer_compute_us(m, load_factor, gpu_load, n_gpus);
     if (comm_us) *comm_us = n_coll * one;
     return PL_OK;
 }

@@ -99,11 +99,14 @@ typedef struct {
 } moe_balance_cost;
 
 /* One MoE layer's time on the busiest GPU for one micro-batch (the
- * layout's tokens per GPU), load factor f >= 1 and the worst NIC's bytes of
- * one dispatch: *compute_us and *comm_us (either may be NULL).
+ * layout's tokens per GPU), load factor f >= 1 (the busiest GPU's load over
+ * the mean) and the worst NIC's bytes of one dispatch: *compute_us and
+ * *comm_us (either may be NULL). gpu_load[n_gpus] (may be NULL) are the
+ * per-GPU loads f came from: today's MoE cost takes f alone; the per-GPU
+ * form (issue 33's moe_layer_time_us) takes them as they are.
  * PL_ERR_INVALID for a non-MoE model or a missing part. */
-pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, double worst_nic_bytes,
-                                 double *compute_us, double *comm_us);
+pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, const double *gpu_load, int n_gpus,
+                                 double worst_nic_bytes, double *compute_us, double *comm_us);
 
 /* The group of a layout on a cluster: n_gpus = ep, gpus_per_node the
  * cluster's NVLink domain (capped at ep), top_k the model's, the tokens and

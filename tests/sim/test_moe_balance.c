@@ -99,18 +99,18 @@ Test(moe_balance, layer_time_grows_with_the_load_factor_and_the_nic_bytes) {
     cr_assert_eq(g.top_k, 8);
     cr_assert(fabs(g.tokens_per_gpu - 4096) < 1e-9 && fabs(g.row_bytes - 7168 * 2) < 1e-9);
     double c1, m1, c2, m2, c3, m3;
-    cr_assert_eq(moe_balance_layer_time(&m, 1.0, 1e8, &c1, &m1), PL_OK);
-    cr_assert_eq(moe_balance_layer_time(&m, 1.3, 1e8, &c2, &m2), PL_OK);
-    cr_assert_eq(moe_balance_layer_time(&m, 1.3, 4e8, &c3, &m3), PL_OK);
+    cr_assert_eq(moe_balance_layer_time(&m, 1.0, NULL, 0, 1e8, &c1, &m1), PL_OK);
+    cr_assert_eq(moe_balance_layer_time(&m, 1.3, NULL, 0, 1e8, &c2, &m2), PL_OK);
+    cr_assert_eq(moe_balance_layer_time(&m, 1.3, NULL, 0, 4e8, &c3, &m3), PL_OK);
     cr_assert_gt(c2, c1, "the busiest GPU computes more");
     cr_assert_lt(c2, 1.3 * c1, "not in proportion: the block's shared parts do not grow");
     cr_assert(c3 == c2 && m3 > m2, "NIC bytes cost only communication");
     /* training runs four dispatches and combines, inference two */
     m.training = 0;
     double ci, mi;
-    cr_assert_eq(moe_balance_layer_time(&m, 1.3, 4e8, &ci, &mi), PL_OK);
+    cr_assert_eq(moe_balance_layer_time(&m, 1.3, NULL, 0, 4e8, &ci, &mi), PL_OK);
     cr_assert(fabs(mi * 2 - m3) < 1e-9 * m3 && ci < c3);
-    cr_assert_eq(moe_balance_layer_time(&m, 0.9, 0, &ci, &mi), PL_ERR_INVALID);
+    cr_assert_eq(moe_balance_layer_time(&m, 0.9, NULL, 0, 0, &ci, &mi), PL_ERR_INVALID);
 }
 
 Test(moe_balance, layout_step_takes_each_layers_factor) {
