@@ -105,7 +105,7 @@ typedef struct {
 static int load_row(void *vctx, int64_t id, const profile_measurement *m, const char *measured_at) {
     load_ctx *c = vctx;
     (void)measured_at;
-    schedule s;
+    schedule s = schedule_make(1, SCHED_1F1B); /* every field set (chunks 1, not paired); order and m below */
     if (!m->graph_key || strcmp(m->graph_key, c->graph_key) || !m->placement || !m->schedule ||
         schedule_parse_order(m->schedule, &s.order, NULL, 0) != PL_OK ||
         placement_parse(m->placement, c->d->n_nodes, c->n_devices, c->tmp, NULL, 0) != PL_OK ||

@@ -25,6 +25,7 @@ static pl_status predict(const layout_run *r, const framework_profile *f, double
     layout_sim_params_default(&p);
     framework_apply_time(f, &p.compute, &p.step_fixed_us);
     p.framework = f;
+    p.moe.hist = r->hist; /* measured router histograms price the run's experts (NULL: the stated spread) */
     layout_eval_options o = {r->model, r->cluster, r->layout, r->gpus, r->seq, &p, NULL, NULL};
     layout_eval_result *x = calloc(1, sizeof *x);
     if (!x) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");

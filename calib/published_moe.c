@@ -24,8 +24,11 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     char m[512];
     layout_sim *s = NULL;
     layout_result res;
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    if (run->forced_balance) p.moe.expert_cv = 0.0; /* the run forced balanced routing */
     if (layout_sim_create(&run->model, &run->lay, &run->cl, &s, m, sizeof m) != PL_OK ||
-        layout_sim_run(s, NULL, 0, &res, m, sizeof m) != PL_OK) {
+        layout_sim_run(s, &p, 0, &res, m, sizeof m) != PL_OK) {
         layout_sim_destroy(s);
         snprintf(row->why, sizeof row->why, "simulator: %.140s", m);
         return;
@@ -36,6 +39,30 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     row->err = row->predicted_step_s / row->published_step_s - 1.0;
     row->mem_gb = res.mem.total / 1e9;
     row->oom = res.oom;
+    snprintf(row->cluster, sizeof row->cluster, "%s", run->cl.name);
+    row->gpus = run->gpus;
+    row->seq = run->seq;
+    row->lay = run->lay;
+    row->res = res;
+    if (res.oom) { /* the reason beside it: the largest parts of the worst stage */
+        const layout_memory *mm = &res.mem;
+        const struct {
+            const char *name;
+            int64_t b;
+        } parts[] = {{"routed activations", mm->moe_activations}, {"activations", mm->activations},
+                     {"expert optimizer", mm->expert_optimizer}, {"optimizer", mm->optimizer},
+                     {"fp8 weight copies", mm->fp8_weights},    {"expert weights", mm->expert_params},
+                     {"weights", mm->params},                   {"expert grads", mm->expert_grads},
+                     {"grads", mm->grads}};
+        int a = 0, b = 1;
+        for (int i = 0; i < (int)(sizeof parts / sizeof parts[0]); i++) {
+            if (parts[i].b > parts[a].b) b = a, a = i;
+            else if (i != a && parts[i].b > parts[b].b) b = i;
+        }
+        snprintf(row->oom_why, sizeof row->oom_why, "%.1f GB over the %.1f GB of stage %d's GPU; largest parts: %s %.1f GB, %s %.1f GB",
+                 (res.mem.total - res.mem_cap) / 1e9, res.mem_cap / 1e9, res.worst_stage, parts[a].name,
+                 parts[a].b / 1e9, parts[b].name, parts[b].b / 1e9);
+    }
     row->simulated = 1;
 }
 

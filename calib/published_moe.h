@@ -14,8 +14,10 @@
 #define PLACER_CALIB_PUBLISHED_MOE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "layout.h"
+#include "layout_sim.h"
 #include "moe_runs.h"
 #include "status.h"
 
@@ -29,6 +31,13 @@ typedef struct {
     double err;              /* predicted / published - 1 */
     double mem_gb;           /* the worst stage's memory */
     int oom;
+    /* what a viewer needs to show the row as a layout (placer serve): */
+    char cluster[CLUSTER_NAME_LEN]; /* the row's cluster's name */
+    int64_t gpus;            /* GPUs of the run */
+    int seq;                 /* its sequence length */
+    layout lay;              /* the layout simulated */
+    layout_result res;       /* the whole simulation */
+    char oom_why[200];       /* an OOM row: its largest memory parts, the reason beside it */
 } pub_moe_row;
 
 typedef struct {

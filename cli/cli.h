@@ -35,12 +35,17 @@ int cmd_calibrate(int argc, char **argv);
 int calibrate_layout_runs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check_published(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 int cmd_experts(int argc, char **argv);
 
 /* Print "placer <cmd>: <detail or status text>" on stderr and return the
  * exit code for st: 2 for bad input (invalid, placement, schedule, not found,
  * not SQLite, schema newer), 1 otherwise. detail may be NULL or empty. */
 int cli_report(const char *cmd, pl_status st, const char *detail);
+
+/* The exit code cli_report returns for st, without printing: 0 for PL_OK,
+ * 2 for the bad-input statuses it lists, 1 otherwise. */
+int cli_exit_code(pl_status st);
 
 /* Print "placer <cmd>: <formatted>" on stderr and return CLI_EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)

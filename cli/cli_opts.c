@@ -2,11 +2,13 @@
 #include "cli_opts.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
 #include "framework_file.h"
+#include "moe_fit_file.h"
 
 int cli_long_arg(const char *cmd, const char *name, const char *text, long lo, long hi, long *out) {
     char *end = NULL;
@@ -47,11 +49,13 @@ static int names_a_file(const char *arg) {
 }
 
 /* --framework (or placer plan's --for) into s: a profile by name or file,
- * applied to the simulator's settings; for placer plan also what the stack
- * runs, where any and deepspeed name a stack without a profile. */
-static int framework_option(const char *cmd, const char *arg, cli_stack *s) {
-    char msg[512] = "";
-    if (s->fw_set) return cli_usage_error(cmd, "--framework given twice%s", s->plans ? " (--for is the same option)" : "");
+ * or (plan) a framework that needs none. 0, or CLI_EXIT_USAGE with the
+ * line in msg. */
+static int framework_option(const char *arg, cli_stack *s, char *msg, size_t len) {
+    char m[512] = "";
+    if (s->fw_set)
+        return snprintf(msg, len, "--framework given twice%s", s->plans ? " (--for is the same option)" : ""),
+               CLI_EXIT_USAGE;
     plan_framework runs = PLAN_FRAMEWORK_ANY;
     if (s->plans && plan_framework_parse(arg, &runs) &&
         (runs == PLAN_FRAMEWORK_ANY || runs == PLAN_FRAMEWORK_DEEPSPEED)) {
@@ -59,11 +63,12 @@ static int framework_option(const char *cmd, const char *arg, cli_stack *s) {
         s->fw_set = 1;
         return 0;
     }
-    pl_status st = framework_load(arg, &s->fw, msg, sizeof msg);
+    pl_status st = framework_load(arg, &s->fw, m, sizeof m);
     if (st == PL_ERR_NOT_FOUND && s->plans && !names_a_file(arg))
-        return cli_usage_error(cmd, "--framework: unknown framework '%.60s' (megatron, torchtitan, deepspeed, hf, "
-                                    "any, or a profile file path)", arg);
-    if (st != PL_OK) return cli_usage_error(cmd, "--framework: %s", msg);
+        return snprintf(msg, len, "--framework: unknown framework '%.60s' (megatron, torchtitan, deepspeed, hf, "
+                                  "any, or a profile file path)", arg),
+               CLI_EXIT_USAGE;
+    if (st != PL_OK) return snprintf(msg, len, "--framework: %s", m), CLI_EXIT_USAGE;
     const attention_impl given = s->params.compute.attention;
     framework_apply_time(&s->fw, &s->params.compute, &s->params.step_fixed_us);
     if (s->attention_set) s->params.compute.attention = given; /* an explicit --attention wins */
@@ -75,34 +80,61 @@ static int framework_option(const char *cmd, const char *arg, cli_stack *s) {
     return 0;
 }
 
-int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
+/* text as an integer in lo..hi into *out: 0, or CLI_EXIT_USAGE with
+ * cli_long_arg's line in msg. */
+static int long_in(const char *name, const char *text, long lo, long hi, long *out, char *msg, size_t len) {
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (!*text || *end || errno || v < lo || v > hi)
+        return snprintf(msg, len, "%s must be an integer in %ld..%ld, not '%s'", name, lo, hi, text), CLI_EXIT_USAGE;
+    *out = v;
+    return 0;
+}
+
+int cli_stack_set(cli_stack *s, int ch, const char *arg, char *msg, size_t len) {
     long v;
     switch (ch) {
     case CLI_OPT_ATTENTION:
         if (!strcmp(arg, "flash")) s->params.compute.attention = ATTENTION_FLASH;
         else if (!strcmp(arg, "unfused")) s->params.compute.attention = ATTENTION_UNFUSED;
-        else return cli_usage_error(cmd, "--attention must be flash or unfused, not '%s'", arg);
+        else return snprintf(msg, len, "--attention must be flash or unfused, not '%s'", arg), CLI_EXIT_USAGE;
         s->attention_set = 1;
         break;
     case CLI_OPT_DP_OVERLAP:
-        if (cli_long_arg(cmd, "--dp-overlap", arg, 0, 1, &v)) return CLI_EXIT_USAGE;
+        if (long_in("--dp-overlap", arg, 0, 1, &v, msg, len)) return CLI_EXIT_USAGE;
         s->params.dp_overlap_grad = (int)v;
         break;
     case CLI_OPT_GRAD_BYTES:
-        if (cli_long_arg(cmd, "--grad-bytes", arg, 1, 8, &v)) return CLI_EXIT_USAGE;
+        if (long_in("--grad-bytes", arg, 1, 8, &v, msg, len)) return CLI_EXIT_USAGE;
         s->params.grad_comm_bytes = (double)v;
         break;
-    case CLI_OPT_FRAMEWORK: return framework_option(cmd, arg, s);
+    case CLI_OPT_FRAMEWORK: return framework_option(arg, s, msg, len);
+    case CLI_OPT_MOE_FIT: {
+        char m[512] = "";
+        if (moe_fit_load(arg, &s->moe_fit, m, sizeof m) != PL_OK)
+            return snprintf(msg, len, "--moe-fit: %s", m), CLI_EXIT_USAGE;
+        s->params.moe.fit = &s->moe_fit;
+        break;
+    }
+    case CLI_OPT_EXPERT_CV: {
+        double x = -1;
+        if (!cli_double_arg(arg, &x) || !(x >= 0 && x <= 10))
+            return snprintf(msg, len, "--expert-cv takes a coefficient of variation from 0 to 10, not '%s'", arg),
+                   CLI_EXIT_USAGE;
+        s->params.moe.expert_cv = x;
+        break;
+    }
     case CLI_OPT_EXPERTS: {
-        if (s->experts_layers) return cli_usage_error(cmd, "--experts given twice");
+        if (s->experts_layers) return snprintf(msg, len, "--experts given twice"), CLI_EXIT_USAGE;
         expert_map_file f;
-        char msg[512] = "";
-        const pl_status st = expert_map_file_read(arg, &f, msg, sizeof msg);
-        if (st != PL_OK) return cli_report(cmd, st, msg);
+        char m[512] = "";
+        if (expert_map_file_read(arg, &f, m, sizeof m) != PL_OK) return snprintf(msg, len, "--experts: %s", m), CLI_EXIT_USAGE;
         if (!f.busiest_over_mean) {
             expert_map_file_free(&f);
-            return cli_usage_error(cmd, "--experts %s has no gpu_load or busiest_over_mean (write it with placer experts "
-                                        "--out)", arg);
+            return snprintf(msg, len, "--experts %s has no gpu_load or busiest_over_mean (write it with placer experts "
+                                      "--out)", arg),
+                   CLI_EXIT_USAGE;
         }
         memcpy(s->moe_layer_load, f.busiest_over_mean, (size_t)f.n_layers * sizeof(double));
         s->experts_layers = f.n_layers;
@@ -117,4 +149,11 @@ int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
     }
     s->set = 1;
     return 0;
+}
+
+int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s) {
+    char msg[640] = "";
+    const int rc = cli_stack_set(s, ch, arg, msg, sizeof msg);
+    if (rc == CLI_EXIT_USAGE) return cli_usage_error(cmd, "%s", msg);
+    return rc;
 }

@@ -22,6 +22,7 @@
 #include "expert_map_file.h"
 #include "framework.h"
 #include "layout_sim.h"
+#include "moe_fit.h"
 #include "plan.h"
 
 /* text as a decimal integer in lo..hi into *out: 0, or CLI_EXIT_USAGE after
@@ -34,12 +35,14 @@ int cli_double_arg(const char *text, double *out);
 
 /* getopt_long codes of the stack options (outside the ASCII range, so any
  * command's short codes stay free). */
-enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK, CLI_OPT_EXPERTS };
+enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK, CLI_OPT_MOE_FIT,
+       CLI_OPT_EXPERT_CV, CLI_OPT_EXPERTS };
 
 /* The three entries for a command's struct option table. */
 #define CLI_STACK_OPTIONS                                                                                            \
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
         {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}, \
+        {"moe-fit", required_argument, 0, CLI_OPT_MOE_FIT}, {"expert-cv", required_argument, 0, CLI_OPT_EXPERT_CV}, \
         {"experts", required_argument, 0, CLI_OPT_EXPERTS}
 
 /* Their --help lines (16-column option field, as the commands' own): the
@@ -50,7 +53,12 @@ enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_O
     "                  it wins over --framework's kernel\n"                                                        \
     "  --dp-overlap    1 (default): gradient buckets reduced during backward; 0: after it\n"                          \
     "                  (Megatron's 'local' DDP of SC21)\n"                                                            \
-    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                                  \
+    "  --grad-bytes    bytes per gradient element on the wire (default 4: fp32)\n"                               \
+    "  --moe-fit F     the MoE layer's constants from F, a file fit_sweeps.py moe --json wrote\n"                  \
+    "                  (default: the compiled-in H100 fit; docs/moe.md says how to refit)\n"                        \
+    "  --expert-cv X   spread of routed tokens over experts (coefficient of variation, default\n"                  \
+    "                  0.1, the stated figure for a trained router; 0: balanced): the busiest\n"                    \
+    "                  expert rank's load follows from it (docs/moe.md)\n" \
     "  --experts FILE  an expert placement (placer experts --out FILE): each MoE layer's busiest GPU\n"               \
     "                  over the mean becomes that layer's load factor, for layouts of the placement's\n"             \
     "                  ep (docs/experts.md)\n"
@@ -80,6 +88,7 @@ typedef struct {
                                  what the plan runs on (any and deepspeed need no profile) */
     plan_framework runs;      /* placer plan: what the named stack runs (ANY when not given,
                                  or for a profile whose name is no plan_framework's) */
+    moe_fit moe_fit;          /* --moe-fit: params.moe.fit points here once given */
     double moe_layer_load[EXPERT_MAP_MAX_LAYERS]; /* --experts: the placement's busiest/mean per MoE layer;
                                  params.moe_layer_load points here once given */
     int experts_layers;       /* --experts: its MoE layers (0: none given) */
@@ -92,5 +101,10 @@ void cli_stack_default(cli_stack *s);
  * after one line for a bad value or a second --framework. -1 when ch is no
  * stack option. */
 int cli_stack_option(const char *cmd, int ch, const char *arg, cli_stack *s);
+
+/* cli_stack_option without printing, for callers that report elsewhere
+ * (placer serve answers HTTP 400): 0 parsed, -1 no stack option,
+ * CLI_EXIT_USAGE with the same line (no "placer <cmd>: " prefix) in msg. */
+int cli_stack_set(cli_stack *s, int ch, const char *arg, char *msg, size_t len);
 
 #endif

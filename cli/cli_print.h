@@ -28,4 +28,19 @@ static inline double cli_gb(int64_t bytes) { return (double)bytes / CLI_GB; }
  * with `decimals` digits (no newline). */
 void cli_print_parts_json(FILE *f, const double *parts_us, double scale, int decimals);
 
+/* For an MoE model, " (671.0B parameters, 37.6B active)" (with the
+ * embedding and head: gpt_param_counts); "" for a dense one. */
+void cli_moe_params_note(const gpt_config *cfg, char *buf, size_t len);
+
+/* What l's paired ops hide, for the breakdown's hidden line (static text). */
+const char *cli_overlap_note(const layout *l);
+
+/* A stack's known pathological MoE path (its profile's moe_warning) when
+ * an MoE model is predicted with it: "placer CMD: warning: NAME: TEXT" on
+ * stderr; nothing otherwise. */
+void cli_warn_moe_stack(const char *cmd, const framework_profile *fw, const gpt_config *cfg);
+
+/* The layout text's keys, as --help lists them ("tp sp cp ... mem"), into buf. */
+void cli_layout_keys(char *buf, size_t len);
+
 #endif

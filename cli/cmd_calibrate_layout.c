@@ -16,12 +16,14 @@
 #include "cli_print.h"
 #include "framework_file.h"
 #include "layout_runs.h"
+#include "moe_hist.h"
 
 #define CMD "calibrate"
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: placer calibrate --layout-runs FILE [--framework NAME] [--base NAME|FILE] [--write OUT.json]\n\n"
+            "usage: placer calibrate --layout-runs FILE [--framework NAME] [--base NAME|FILE] [--write OUT.json]\n"
+            "                        [--imbalance FILE|none]\n\n"
             "Fits a framework profile to measured training runs: for the runs of one framework\n"
             "(FILE's framework column), gemm_scale and memory_scale to the step times and act_scale\n"
             "to the peak memory of the fit rows (split column, else every other row), then predicts\n"
@@ -33,7 +35,12 @@ static void usage(FILE *f) {
             "                    (default: the shipped profile of the framework's name; a name with\n"
             "                    no shipped profile needs --base)\n"
             "  --write OUT.json  write the fitted profile, which placer layout / plan --framework OUT.json\n"
-            "                    take\n\n"
+            "                    take\n"
+            "  --imbalance FILE  the runs' router histograms (run, layer, experts, cv, counts: the side\n"
+            "                    file to_layout_runs.py --imbalance-out writes): each MoE layer's experts\n"
+            "                    are priced with its measured shares (docs/moe.md). Default: FILE's\n"
+            "                    name with -imbalance.csv for .csv when that file exists; none: no\n"
+            "                    histograms (the stated spread, expert_cv 0.1)\n\n"
             "Exit status: 0 ok, 1 runtime failure, 2 bad input (a missing column, a unit it cannot\n"
             "read, a framework it does not know, a run that cannot be simulated).\n");
 }
@@ -75,9 +82,10 @@ int calibrate_layout_runs(int argc, char **argv) {
             usage(stdout);
             return CLI_EXIT_OK;
         }
-    const char *path = NULL, *fw_name = NULL, *base_name = NULL, *write_path = NULL;
+    const char *path = NULL, *fw_name = NULL, *base_name = NULL, *write_path = NULL, *hist_path = NULL;
     static const struct option opts[] = {{"layout-runs", required_argument, 0, 'L'}, {"framework", required_argument, 0, 'F'},
                                          {"base", required_argument, 0, 'B'},        {"write", required_argument, 0, 'W'},
+                                         {"imbalance", required_argument, 0, 'I'},
                                          {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -88,6 +96,7 @@ int calibrate_layout_runs(int argc, char **argv) {
         case 'F': fw_name = optarg; break;
         case 'B': base_name = optarg; break;
         case 'W': write_path = optarg; break;
+        case 'I': hist_path = optarg; break;
         case 'h': usage(stdout); return CLI_EXIT_OK;
         case ':': return cli_usage_error(CMD, "option '%s' needs a value", argv[optind - 1]);
         default:
@@ -102,6 +111,30 @@ int calibrate_layout_runs(int argc, char **argv) {
     int n = 0, rc = CLI_EXIT_OK;
     pl_status st = layout_runs_load(path, &runs, &n, msg, sizeof msg);
     if (st != PL_OK) return st == PL_ERR_INVALID ? cli_usage_error(CMD, "%s", msg) : cli_report(CMD, st, msg);
+    /* router histograms: the side file beside FILE, or --imbalance */
+    moe_hist *hists = NULL;
+    int n_hists = 0;
+    char side[4096];
+    const size_t pl = strlen(path);
+    if (!hist_path && pl > 4 && pl < sizeof side - 16 && !strcmp(path + pl - 4, ".csv")) {
+        snprintf(side, sizeof side, "%.*s-imbalance.csv", (int)(pl - 4), path);
+        FILE *fp = fopen(side, "r");
+        if (fp) {
+            fclose(fp);
+            hist_path = side;
+        }
+    }
+    if (hist_path && strcmp(hist_path, "none")) {
+        st = moe_hist_load(hist_path, &hists, &n_hists, msg, sizeof msg);
+        if (st != PL_OK) {
+            rc = st == PL_ERR_INVALID ? cli_usage_error(CMD, "--imbalance: %s", msg) : cli_report(CMD, st, msg);
+            goto out;
+        }
+        int used = 0;
+        for (int i = 0; i < n; i++)
+            if ((runs[i].hist = moe_hist_find(hists, n_hists, runs[i].id))) used++;
+        printf("router histograms: %s (%d runs, %d of the file's rows matched)\n", hist_path, n_hists, used);
+    }
     if (!fw_name) fw_name = runs[0].framework;
     framework_profile base;
     const char *bn = base_name ? base_name : fw_name;
@@ -140,5 +173,6 @@ int calibrate_layout_runs(int argc, char **argv) {
     layout_fit_free(&r);
 out:
     free(runs);
+    moe_hist_free_all(hists, n_hists);
     return rc;
 }

@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "published_check.h"
@@ -46,7 +47,7 @@ static void usage(FILE *f) {
             "                      not published: for the sensitivity in docs/published-runs.md)\n"
             "  --breakdown         under each row, the critical stage's time parts (compute,\n"
             "                      recompute, exposed tp / cp / dp / pp, bubble, optimizer)\n"
-            "  --json              print the results as JSON\n"
+            "  --json              print the results as JSON (with --moe too)\n"
             "  --moe               instead, the mixture-of-experts check set (moe-runs.csv): each\n"
             "                      row's predicted step time against the published one, no\n"
             "                      fitted constant (docs/published-runs.md)\n\n"
@@ -131,63 +132,6 @@ static int parse_args(int argc, char **argv, cp_args *a) {
     return 0;
 }
 
-static void print_fp8_json(const pub_fp8_result *f);
-
-static void print_json(const pub_check_options *o, const pub_check_result *r, const pub_fp8_result *f) {
-    printf("{\"dir\": ");
-    pl_json_string(stdout, o->dir);
-    printf(", \"gemm_efficiency\": %.6f, \"zero3_gather_scale\": %.6f, \"collective_scale\": %.6f, "
-           "\"fitted\": %s,\n", r->gemm_efficiency, r->zero3_gather_scale, r->collective_scale, o->fit ? "true" : "false");
-    printf(" \"fit_rows\": [");
-    pl_json_string(stdout, PUB_FIT_ROW_GEMM);
-    printf(", ");
-    pl_json_string(stdout, PUB_FIT_ROW_ZERO3);
-    printf("],\n \"rows\": [");
-    int first = 1;
-    for (int i = 0; i < PUB_TABLE_COUNT; i++)
-        for (int j = 0; j < r->n_rows[i]; j++) {
-            const pub_row *w = &r->rows[i][j];
-            const pub_row_result *x = &r->res[i][j];
-            printf("%s\n  {\"label\": ", first ? "" : ",");
-            first = 0;
-            pl_json_string(stdout, w->label);
-            printf(", \"table\": \"%s\", \"gpus\": %lld, \"published_tflops\": %.3f, \"predicted_tflops\": %.3f, "
-                   "\"error\": %.6f, \"fitted\": %s, \"step_s\": %.6f, \"mem_peak_bytes\": %lld, \"oom\": %s",
-                   pub_table_file(w->table), (long long)w->gpus, w->published_tflops, x->tflops, x->err,
-                   x->fitted ? "true" : "false", x->step_us * 1e-6, (long long)x->mem_peak, x->oom ? "true" : "false");
-            printf(", \"mem_verdict\": \"%s\", \"mem_why\": ", x->oom ? "OOM, NOT as published" : "fits, as published");
-            if (x->mem_why) pl_json_string(stdout, x->mem_why);
-            else printf("null");
-            printf(", \"parts_s\": ");
-            cli_print_parts_json(stdout, x->res.parts_us, 1e-6, 6);
-            printf("}");
-        }
-    printf("\n ],\n \"mean_abs_error\": %.6f, \"max_abs_error\": %.6f, \"rows_scored\": %d,\n", r->mean_abs_error,
-           r->max_abs_error, r->rows_scored);
-    printf(" \"table2_pairs\": [");
-    for (int k = 0; k < r->n_pairs; k++) {
-        printf("%s\n  {\"zero3\": ", k ? "," : "");
-        pl_json_string(stdout, r->rows[PUB_T2][r->pairs[k][0]].label);
-        printf(", \"ptd_p\": ");
-        pl_json_string(stdout, r->rows[PUB_T2][r->pairs[k][1]].label);
-        printf(", \"same_order\": %s}", r->same_order[k] ? "true" : "false");
-    }
-    printf("\n ], \"table2_same_order\": %d, \"table2_pairs_count\": %d,\n \"memory\": [", r->n_same, r->n_pairs);
-    for (int k = 0; k < r->n_mem; k++) {
-        const pub_mem_check *m = &r->mem[k];
-        printf("%s\n  {\"check\": ", k ? "," : "");
-        pl_json_string(stdout, m->what);
-        printf(", \"peak_bytes\": %lld, \"cap_bytes\": %lld, \"oom\": %s, \"as_published\": %s}", (long long)m->peak,
-               (long long)m->cap, m->oom ? "true" : "false", m->oom == m->want_oom ? "true" : "false");
-    }
-    printf("\n ]");
-    if (f) {
-        printf(",\n \"fp8\": ");
-        print_fp8_json(f);
-    }
-    printf("}\n");
-}
-
 static const char *const_source(pub_const_source s) {
     return s == PUB_CONST_FITTED ? "fitted now" : s == PUB_CONST_GIVEN ? "given" : "stored default";
 }
@@ -208,7 +152,7 @@ static void print_rows(const pub_check_result *r, int breakdown) {
             if (!breakdown) continue;
             printf("    ");
             for (int k = 0; k < LAYOUT_T_COUNT; k++)
-                if (k != LAYOUT_T_EP || x->res.parts_us[k] > 0)
+                if (!layout_time_part_optional((layout_time_part)k) || x->res.parts_us[k] > 0)
                     printf(" %s %.1f%%", layout_time_part_name((layout_time_part)k), 100 * x->res.parts_us[k] / x->res.step_us);
             printf("\n");
         }
@@ -275,35 +219,6 @@ static void print_fp8_text(const pub_fp8_result *f) {
     printf("\n");
 }
 
-static void print_fp8_json(const pub_fp8_result *f) {
-    printf("{\"blackwell_gemm_efficiency\": %.6f, \"fitted\": %s, \"fit_row\": ", f->blackwell_gemm_efficiency,
-           f->fitted ? "true" : "false");
-    pl_json_string(stdout, PUB_FP8_FIT_ROW);
-    printf(", \"mean_abs_error\": %.6f, \"max_abs_error\": %.6f, \"rows_scored\": %d, \"rows\": [",
-           f->mean_abs_error, f->max_abs_error, f->rows_scored);
-    for (int i = 0, k = 0; i < f->n; i++) {
-        const pub_fp8_row *w = &f->rows[i];
-        printf("%s\n  {\"run_id\": ", k++ ? "," : "");
-        pl_json_string(stdout, w->run.run_id);
-        if (w->run.skipped[0]) {
-            printf(", \"skipped\": ");
-            pl_json_string(stdout, w->run.skipped);
-            printf("}");
-            continue;
-        }
-        printf(", \"gpus\": %lld, \"recipe\": \"%s\", \"published_tokens_per_gpu\": %.3f, "
-               "\"predicted_tokens_per_gpu\": %.3f, \"error\": %.6f, \"fitted\": %s, \"blackwell\": %s",
-               (long long)w->run.gpus, fp8_recipe_name(w->run.lay.fp8), w->run.published_tokens, w->predicted_tokens,
-               w->err, w->fitted ? "true" : "false", w->blackwell ? "true" : "false");
-        if (w->res.oom) {
-            printf(", \"mem_why\": ");
-            pl_json_string(stdout, w->mem_why ? w->mem_why : "not audited");
-        }
-        printf("}");
-    }
-    printf("\n ]}");
-}
-
 /* --moe: the MoE check set's rows, simulated or skipped with the reason. */
 static int run_moe(const cp_args *a) {
     pub_moe_result *r = malloc(sizeof *r);
@@ -318,6 +233,11 @@ static int run_moe(const cp_args *a) {
         free(r);
         return cli_report(CMD, st, msg);
     }
+    if (a->json) {
+        cli_json_published_moe(stdout, r);
+        free(r);
+        return CLI_EXIT_OK;
+    }
     printf("mixture-of-experts check set (moe-runs.csv): %d rows, %d simulated; step time predicted against "
            "published (no fitted constant)\n\n", r->n, r->n_simulated);
     printf("%-48s %10s %10s %8s %8s\n", "row", "published", "predicted", "error", "mem GB");
@@ -326,6 +246,7 @@ static int run_moe(const cp_args *a) {
         if (!w->simulated) continue;
         printf("%-48.48s %9.2fs %9.2fs %+7.1f%% %8.1f%s\n      %s\n", w->run_id, w->published_step_s,
                w->predicted_step_s, 100 * w->err, w->mem_gb, w->oom ? " OOM" : "", w->layout_text);
+        if (w->oom) printf("      predicted OOM for a run that ran: %s\n", w->oom_why);
     }
     printf("\nsimulated rows: mean |error| %.1f%%, max %.1f%% (target: mean within 10%%, worst within 20%%)\n",
            100 * r->mean_abs_err, 100 * r->max_abs_err);
@@ -360,7 +281,7 @@ int cmd_check_published(int argc, char **argv) {
     }
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (a.json) {
-        print_json(&a.check, &r, have_fp8 ? &f : NULL);
+        cli_json_published(stdout, &a.check, &r, have_fp8 ? &f : NULL);
     } else {
         print_text(&r, a.breakdown);
         if (have_fp8) print_fp8_text(&f);

@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "coll_load.h"
@@ -47,11 +48,18 @@ static void layout_usage(FILE *f) {
             "                  default, gpt12, gpt12,layers=24, ...\n"
             "  --cluster C     a cluster name (data/clusters/C.json, or $PLACER_CLUSTERS) or a file\n"
             "  --layout TEXT   e.g. tp=8,sp=1,pp=16,vp=4,dp=128,zero=1,mbs=1,gbs=2048,\n"
-            "                  recompute=none,precision=bf16 (keys: tp sp cp pp vp dp zero mbs gbs\n"
-            "                  recompute precision stages; for mixture-of-experts models also ep etp\n"
-            "                  dispatcher=alltoall|allgather|flex: docs/layouts.md)\n"
+            "                  recompute=none,precision=bf16. Keys (docs/layouts.md):\n"
+            "                    tp sp cp pp vp dp zero=0|1|2|3|fsdp mbs gbs recompute=none|selective|full\n"
+            "                    precision=fp32|tf32|bf16|fp16|fp8 stages=7/8/8/7 fp8=tensorwise|delayed|blockwise|mxfp8\n"
+            "                    sched=zb-h1|zb-h2|zb-v|dualpipev|dualpipe (zb-v, dualpipev, dualpipe: vp=2)\n"
+            "                    mem=none|norm_mla+fp8_act+bf16_moments+mtp_last (memory savings a run used)\n"
+            "                  and for mixture-of-experts models (docs/moe.md):\n"
+            "                    ep etp dispatcher=alltoall|allgather|flex overlap=none|ep\n"
             "  --gpus N        use N GPUs of the cluster (whole nodes); without dp= in the\n"
             "                  layout, dp = N / (tp cp pp)\n"
+            "  --domain-gpus N use N GPUs of each NVLink domain (a rack the job does not fill:\n"
+            "                  NVIDIA's GB200 runs use 64 of an NVL72's 72); ranks fill the racks N at\n"
+            "                  a time, so an all-to-all of N consecutive ranks stays on NVLink\n"
             "  --seq S         sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
             "  --flops F       model (default: no recomputation, PaLM's MFU sense) or hardware\n"
@@ -96,8 +104,10 @@ typedef struct {
 static int parse_args(int argc, char **argv, layout_args *a) {
     memset(a, 0, sizeof *a);
     cli_stack_default(&a->stack);
-    const char *gpus_text = NULL, *seq_text = NULL, *flops_text = "model";
+    const char *gpus_text = NULL, *seq_text = NULL, *flops_text = "model", *dom_text = NULL;
+    enum { OPT_DOMAIN_GPUS = 0x2000 };
     static const struct option opts[] = {
+        {"domain-gpus", required_argument, 0, OPT_DOMAIN_GPUS},
         {"collectives-from", required_argument, 0, 'C'}, {"measured-curves", no_argument, 0, 'M'},
         {"model", required_argument, 0, 'm'},   {"cluster", required_argument, 0, 'c'},
         {"layout", required_argument, 0, 'l'},  {"gpus", required_argument, 0, 'g'},
@@ -116,6 +126,7 @@ static int parse_args(int argc, char **argv, layout_args *a) {
         case 'c': e->cluster = optarg; break;
         case 'l': e->layout = optarg; break;
         case 'g': gpus_text = optarg; break;
+        case OPT_DOMAIN_GPUS: dom_text = optarg; break;
         case 's': seq_text = optarg; break;
         case 'f': flops_text = optarg; break;
         case 't': e->trace_path = optarg; break;
@@ -146,25 +157,14 @@ static int parse_args(int argc, char **argv, layout_args *a) {
         return cli_usage_error(CMD, "--gpus '%s' is not a positive integer", gpus_text);
     if (seq_text && !parse_pos_int(seq_text, 1L << 24, &seq))
         return cli_usage_error(CMD, "--seq '%s' is not a positive integer", seq_text);
+    long dom = 0;
+    if (dom_text && !parse_pos_int(dom_text, 1L << 20, &dom))
+        return cli_usage_error(CMD, "--domain-gpus '%s' is not a positive integer", dom_text);
     e->gpus = gpus;
+    e->domain_gpus = dom;
     e->seq = (int)seq;
     if (a->stack.set) e->params = &a->stack.params;
     return 0;
-}
-
-static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {
-    fprintf(f, "    \"%s\": {\"algo\": ", key);
-    pl_json_string(f, e->algo ? e->algo : "none");
-    fprintf(f, ", \"source\": ");
-    pl_json_string(f, e->source ? e->source : "model");
-    fprintf(f,
-            ", \"time_us\": %.3f, \"bytes\": %.0f, \"n_ranks\": %d, \"n_nodes\": %d, \"n_pods\": %d, "
-            "\"algbw_gbs\": %.3f, \"busbw_gbs\": %.3f, \"link_bw_gbs\": %.3f, \"latency_us\": %.3f",
-            e->time_us, e->algbw * e->time_us * 1e-6, e->n_ranks, e->n_nodes, e->n_pods, e->algbw / 1e9,
-            e->busbw / 1e9, e->link_bw / 1e9, e->latency_us);
-    if (e->n_domains > 0 && e->n_domains != e->n_nodes) /* a domain wider than a node (bf16 clusters unchanged) */
-        fprintf(f, ", \"n_domains\": %d", e->n_domains);
-    fprintf(f, "}%s\n", last ? "" : ",");
 }
 
 /* The layout as text (layout_format) into buf. */
@@ -176,64 +176,6 @@ static const char *layout_text(const layout *l, char *buf, size_t n) {
 /* Peak of the layout's precision on the cluster's first GPU type. */
 static double peak_flops(const layout_eval_result *x) { return cluster_gpu_of(&x->clu, 0)->peak_flops[x->lay.prec]; }
 
-static void print_json(const layout_args *a, const layout_eval_result *x, const coll_measured *meas) {
-    const layout_result *r = &x->res;
-    char lt[LAYOUT_MAX_CHUNKS * 5 + 256];
-    const double peak = peak_flops(x);
-    const double tflops = a->hw_flops ? r->hw_tflops_per_gpu : r->model_tflops_per_gpu;
-    printf("{\n  \"model\": ");
-    pl_json_string(stdout, x->model.name);
-    printf(",\n  \"cluster\": ");
-    pl_json_string(stdout, x->clu.name);
-    printf(",\n  \"layout\": ");
-    pl_json_string(stdout, layout_text(&x->lay, lt, sizeof lt));
-    printf(",\n  \"gpus\": %lld,\n  \"micro_batches\": %d,\n  \"seq_len\": %d,\n", (long long)r->world,
-           r->micro_batches, x->model.cfg.seq_len);
-    printf("  \"step_us\": %.3f,\n  \"tokens_per_s\": %.3f,\n", r->step_us, r->tokens_per_s);
-    printf("  \"model_flops\": %.6e,\n  \"hw_flops\": %.6e,\n", r->model_flops, r->hw_flops);
-    printf("  \"model_tflops_per_gpu\": %.4f,\n  \"hw_tflops_per_gpu\": %.4f,\n", r->model_tflops_per_gpu,
-           r->hw_tflops_per_gpu);
-    printf("  \"flops\": \"%s\",\n  \"tflops_per_gpu\": %.4f,\n", a->hw_flops ? "hardware" : "model", tflops);
-    printf("  \"peak_tflops\": %.3f,\n  \"mfu\": %.6f,\n  \"hfu\": %.6f,\n", peak / 1e12, r->mfu,
-           peak > 0 ? r->hw_tflops_per_gpu * 1e12 / peak : 0.0);
-    printf("  \"critical_stage\": %d,\n  \"breakdown_us\": ", r->critical_stage);
-    cli_print_parts_json(stdout, r->parts_us, 1.0, 3);
-    printf(",\n  \"memory\": {\"worst_stage\": %d, \"total\": %lld, \"params\": %lld, \"grads\": %lld, "
-           "\"optimizer\": %lld, \"activations\": %lld, \"act_per_layer\": %lld, \"buffers\": %lld, "
-           "\"embedding_head\": %lld, \"cap\": %lld, \"stash_layers\": %d, \"oom\": %s,",
-           r->worst_stage, (long long)r->mem.total, (long long)r->mem.params, (long long)r->mem.grads,
-           (long long)r->mem.optimizer, (long long)r->mem.activations, (long long)r->mem.act_per_layer,
-           (long long)r->mem.buffers, (long long)r->mem.embedding_head, (long long)r->mem_cap, r->stash_layers,
-           r->oom ? "true" : "false");
-    if (x->lay.prec == PRECISION_FP8) /* FP8's own parts (bf16 output unchanged) */
-        printf(" \"fp8_weights\": %lld, \"fp8_act_per_layer\": %lld,", (long long)r->mem.fp8_weights,
-               (long long)r->mem.fp8_act_per_layer);
-    printf("\n    \"per_stage\": [");
-    for (int s = 0; s < x->lay.pp; s++) printf("%s%lld", s ? ", " : "", (long long)r->stage_mem[s]);
-    printf("]");
-    if (r->mem.expert_params > 0) /* MoE models only: a dense layout's JSON is as it was */
-        printf(",\n    \"expert_params\": %lld, \"expert_grads\": %lld, \"expert_optimizer\": %lld, "
-               "\"moe_activations\": %lld, \"moe_buffers\": %lld, \"ep_dispatch_us\": %.3f, "
-               "\"ep_tokens_per_expert\": %.1f",
-               (long long)r->mem.expert_params, (long long)r->mem.expert_grads, (long long)r->mem.expert_optimizer,
-               (long long)r->mem.moe_activations, (long long)r->mem.moe_buffers, r->ep_dispatch.time_us,
-               r->ep_tokens_per_expert);
-    printf("},\n  \"collectives\": {\n");
-    print_coll_json(stdout, "tp_allreduce", &r->tp_allreduce, 0);
-    print_coll_json(stdout, "tp_allgather", &r->tp_allgather, 0);
-    print_coll_json(stdout, "tp_reduce_scatter", &r->tp_reduce_scatter, 0);
-    print_coll_json(stdout, "cp_allgather", &r->cp_allgather, 0);
-    print_coll_json(stdout, "dp_reduce", &r->dp_reduce, 0);
-    print_coll_json(stdout, "dp_allgather", &r->dp_allgather, 1);
-    printf("  },\n  \"pp_send\": {\"time_us\": %.3f, \"bytes\": %.0f, \"link\": \"%s\"},\n", r->pp_send_us,
-           r->pp_send_bytes, x->pp_link);
-    printf("  \"collective_sources\": {\"model\": %d, \"fitted\": %d, \"measured\": %d, \"from\": ", x->n_coll_model,
-           x->n_coll_fitted, x->n_coll_measured);
-    if (meas) pl_json_string(stdout, meas->source);
-    else printf("null");
-    printf("},\n  \"dp_buckets\": %d\n}\n", r->dp_buckets);
-}
-
 /* The headline, the critical stage's time parts and memory per GPU. */
 static void print_text(const layout_args *a, const layout_eval_result *x) {
     const layout_result *r = &x->res;
@@ -242,7 +184,9 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
     const double tflops = a->hw_flops ? r->hw_tflops_per_gpu : r->model_tflops_per_gpu;
     const double mfu_hw = peak > 0 ? r->hw_tflops_per_gpu * 1e12 / peak : 0.0;
     plan_model_seq_note(&x->model, note, sizeof note);
-    printf("%s on %s, %lld GPUs: %s; seq %d%s%s%s\n", x->model.name, x->clu.name, (long long)r->world,
+    char moe[96] = "";
+    cli_moe_params_note(&x->model.cfg, moe, sizeof moe);
+    printf("%s%s on %s, %lld GPUs: %s; seq %d%s%s%s\n", x->model.name, moe, x->clu.name, (long long)r->world,
            layout_text(&x->lay, lt, sizeof lt), x->model.cfg.seq_len, note[0] ? " (" : "", note, note[0] ? ")" : "");
     printf("  step          %12.3f ms   (%d micro-batches per pipeline, seq %d)\n", r->step_us / 1e3, r->micro_batches,
            x->model.cfg.seq_len);
@@ -260,7 +204,11 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
            a->hw_flops ? "hardware" : "model", r->model_tflops_per_gpu, r->hw_tflops_per_gpu);
     printf("  MFU           %11.1f%%      of %.0f TFLOP/s %s dense (with recomputation %.1f%%)\n", 100 * r->mfu,
            peak / 1e12, precision_name(x->lay.prec), 100 * mfu_hw);
-    printf("\ntime of the critical stage (%d of %d):\n", r->critical_stage, x->lay.pp);
+    if (gpt_is_moe(&x->model.cfg) && x->lay.pp > 1)
+        printf("\ntime of stage %d of %d, the one with the most work (it bounds the step):\n", r->critical_stage,
+               x->lay.pp);
+    else
+        printf("\ntime of the critical stage (%d of %d):\n", r->critical_stage, x->lay.pp);
     static const layout_time_part order[] = {LAYOUT_T_COMPUTE, LAYOUT_T_TP, LAYOUT_T_CP, LAYOUT_T_DP,
                                              LAYOUT_T_PP,      LAYOUT_T_BUBBLE, LAYOUT_T_OPTIMIZER};
     for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
@@ -277,6 +225,18 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
         printf("  %-12s %12.3f ms  %5.1f%%   (MoE dispatch and combine; %.0f tokens per local expert)\n",
                "ep dispatch", r->parts_us[LAYOUT_T_EP] / 1e3, r->step_us > 0 ? 100 * r->parts_us[LAYOUT_T_EP] / r->step_us : 0.0,
                r->ep_tokens_per_expert);
+    if (r->parts_us[LAYOUT_T_HIDDEN] > 0)
+        printf("  %-12s %12.3f ms  %5.1f%%   (communication counted above that paired ops hid under the other "
+               "micro-batch's compute: %s)\n",
+               "hidden", -r->parts_us[LAYOUT_T_HIDDEN] / 1e3,
+               r->step_us > 0 ? -100 * r->parts_us[LAYOUT_T_HIDDEN] / r->step_us : 0.0, cli_overlap_note(&x->lay));
+    if (r->stages_differ) {
+        printf("per stage (compute incl. recompute, MoE dispatch, idle waiting for pipeline data):\n");
+        for (int s = 0; s < x->lay.pp; s++)
+            printf("  stage %-3d compute %10.3f ms  dispatch %9.3f ms  idle %9.3f ms%s\n", s,
+                   r->stage_compute_us[s] / 1e3, r->stage_ep_us[s] / 1e3, r->stage_idle_us[s] / 1e3,
+                   s == r->critical_stage ? "  (bounds the step)" : "");
+    }
     printf("\nmemory per GPU (stage %d, the largest): %.2f GB of %.2f GB: %s\n", r->worst_stage, cli_gb(r->mem.total),
            cli_gb(r->mem_cap), r->oom ? "OOM" : "fits");
     printf("  parameters   %9.2f GB\n  gradients    %9.2f GB\n  optimizer    %9.2f GB\n", cli_gb(r->mem.params),
@@ -376,6 +336,7 @@ int cmd_layout(int argc, char **argv) {
         rc = cli_report(CMD, st, msg);
         goto out;
     }
+    cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x->model.cfg);
     if (a.stack.experts_layers) { /* an expert placement must be for this model's MoE layers and this ep */
         const int nm = gpt_moe_layers_in(&x->model.cfg, 0, x->model.cfg.n_layers);
         if (nm != a.stack.experts_layers || x->lay.ep != a.stack.experts_ep) {
@@ -385,7 +346,7 @@ int cmd_layout(int argc, char **argv) {
         }
     }
     if (a.json) {
-        print_json(&a, x, meas);
+        cli_json_layout(stdout, x, a.hw_flops, meas);
     } else {
         print_text(&a, x);
         if (a.explain) print_explain(x, meas);

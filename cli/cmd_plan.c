@@ -13,9 +13,11 @@
 #include <string.h>
 
 #include "cli.h"
+#include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"
 #include "export_plan.h"
+#include "model_arch.h"
 #include "plan_run.h"
 #include "util.h"
 
@@ -28,7 +30,7 @@ static void plan_usage(FILE *f) {
             "                   [--global-batch B] [--seq S] [--precision P] [--top K]\n"
             "                   [--max-tp N] [--max-cp N] [--max-vp N] [--max-mbs N] [--fix LIST]\n"
             "                   [--compare LAYOUT] [--splits] [--json] [--trace FILE]\n"
-            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json]\n\n"
+            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json [--out DIR]]\n\n"
             "Searches tensor, context, pipeline (with interleaving) and data parallelism,\n"
             "micro-batch size, recomputation, optimizer sharding and the stage boundaries\n"
             "for the fastest layout that fits, predicted by the layout simulator; prints the\n"
@@ -37,6 +39,8 @@ static void plan_usage(FILE *f) {
             "  --model         a Hugging Face config.json, or a preset (default, gpt12, ...)\n"
             "  --cluster       a cluster file, or a name in data/clusters (placer layout lists them)\n"
             "  --gpus          GPUs to use (default: all of the cluster's)\n"
+            "  --domain-gpus   GPUs used per NVLink domain (a rack the job does not fill: 64 of an\n"
+            "                  NVL72's 72); ranks fill the racks that many at a time\n"
             "  --global-batch  sequences per step (default: the preset's batch)\n"
             "  --seq           sequence length (default: a preset's own; a config's seq_length, else\n"
             "                  its max_position_embeddings up to 4096; the first line says which)\n"
@@ -62,9 +66,19 @@ static void plan_usage(FILE *f) {
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
             "  --trace         write the best layout's Chrome trace to FILE\n"
-            "  --export        print only the best layout in that framework's format; without\n"
-            "                  --framework the search keeps only what that framework runs\n"
-            "                  (predicted with Megatron's figures; --framework F sets both)\n"
+            "  --export        the best layout in that framework's own files, at the version\n"
+            "                  placer targets (Megatron-LM d98e8a6 with megatron-core 0.16.1,\n"
+            "                  torchtitan 0.2.2, DeepSpeed 0.19.8; docs/exports.md); prints the\n"
+            "                  first (megatron: the arguments alone; torchtitan: the TOML;\n"
+            "                  deepspeed: ds_config.json; json: the plan), notes on stderr.\n"
+            "                  Without --framework the search keeps only what that framework\n"
+            "                  runs (predicted with Megatron's figures; --framework F sets both);\n"
+            "                  a model or layout it cannot run is refused with one line (exit 2)\n"
+            "  --out DIR       with --export: write all its files into DIR (megatron: args.txt,\n"
+            "                  env.sh, README; torchtitan: job.toml, README and, for a flavor cut\n"
+            "                  to other layers, placer_model.py; deepspeed: ds_config.json,\n"
+            "                  partition.json, pipeline.py, README; each also plan.json, the\n"
+            "                  plan as --export json writes it)\n"
             "  --db            plan on a measured profile instead of a cluster file: pipelines\n"
             "                  over its devices (tp = cp = dp = 1), every micro-batch count and\n"
             "                  GPipe / 1F1B, stage boundaries by the exact DP of placer search\n\n"
@@ -156,7 +170,7 @@ static void print_row(const char *mark, const plan_entry *e, int n_layers, int w
 static void print_breakdown(const layout_result *r) {
     printf("  time:");
     for (int p = 0, first = 1; p < LAYOUT_T_COUNT; p++)
-        if ((p != LAYOUT_T_RECOMPUTE && p != LAYOUT_T_EP) || r->parts_us[p] > 0) {
+        if ((p != LAYOUT_T_RECOMPUTE && !layout_time_part_optional((layout_time_part)p)) || r->parts_us[p] > 0) {
             printf("%s %s %.2f ms", first ? "" : ",", layout_time_part_name((layout_time_part)p), r->parts_us[p] / 1e3);
             first = 0;
         }
@@ -181,6 +195,7 @@ typedef struct {
     const char *db;            /* --db */
     const char *export_name;   /* --export */
     plan_export_format fmt;    /* its format */
+    const char *out_dir;       /* --out: the export's files go there */
     int json;
     int help;                  /* --help: print usage, run nothing */
 } plan_args;
@@ -195,6 +210,7 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
     case 'm': a->run.model = arg; break;
     case 'c': a->run.cluster = arg; break;
     case 'n': rc = cli_long_arg(CMD, "--gpus", arg, 1, 1L << 30, &v); a->run.gpus = v; break;
+    case 0x2000: rc = cli_long_arg(CMD, "--domain-gpus", arg, 1, 1L << 20, &v); a->run.domain_gpus = v; break;
     case 'b': rc = cli_long_arg(CMD, "--global-batch", arg, 1, 1L << 30, &v); a->run.global_batch = (int)v; break;
     case 's': rc = cli_long_arg(CMD, "--seq", arg, 1, 1L << 24, &v); a->run.seq = (int)v; break;
     case 'p':
@@ -232,7 +248,8 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
             else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
                 o->sched_mask |= 1u << so;
             else
-                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev", name);
+                return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev, dualpipe (all: "
+                                            "the first four)", name);
             q = e ? e + 1 : NULL;
         }
         break;
@@ -241,6 +258,10 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
     case 'e':
         if (plan_export_parse_format(arg, &a->fmt, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "%s", msg);
         a->export_name = arg;
+        break;
+    case 'o':
+        if (!*arg) return cli_usage_error(CMD, "--out takes a directory");
+        a->out_dir = arg;
         break;
     default: rc = cli_stack_option(CMD, ch, arg, &a->stack); break;
     }
@@ -257,6 +278,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     static const struct option opts[] = {
         {"model", required_argument, 0, 'm'},    {"cluster", required_argument, 0, 'c'},
         {"gpus", required_argument, 0, 'n'},     {"global-batch", required_argument, 0, 'b'},
+        {"domain-gpus", required_argument, 0, 0x2000},
         {"seq", required_argument, 0, 's'},      {"precision", required_argument, 0, 'p'},
         {"top", required_argument, 0, 'k'},      {"max-tp", required_argument, 0, 'T'},
         {"max-cp", required_argument, 0, 'C'},   {"max-vp", required_argument, 0, 'V'},
@@ -265,6 +287,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         {"schedules", required_argument, 0, 'Q'},
         {"trace", required_argument, 0, 't'},    {"export", required_argument, 0, 'e'},
         {"fix", required_argument, 0, 'F'},      {"db", required_argument, 0, 'd'},
+        {"out", required_argument, 0, 'o'},
         CLI_STACK_OPTIONS,                       {"for", required_argument, 0, CLI_OPT_FRAMEWORK}, /* alias */
         {"reserve", required_argument, 0, 'R'},
         {"help", no_argument, 0, 'h'},
@@ -294,8 +317,8 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         if (a->stack.set)
             return cli_usage_error(CMD, "--db uses the profile's calibrated simulator; --attention, --dp-overlap and "
                                         "--grad-bytes need a cluster");
-        if (r->cluster || r->compare || r->trace_path || a->export_name || r->splits || r->gpus || r->global_batch ||
-            r->seq)
+        if (r->cluster || r->compare || r->trace_path || a->export_name || a->out_dir || r->splits || r->gpus ||
+            r->global_batch || r->seq)
             return cli_usage_error(CMD, "--db plans on the profile's own devices and batch; --cluster, --gpus, "
                                         "--global-batch, --seq, --compare, --splits, --trace and --export need a "
                                         "cluster (drop --db)");
@@ -304,6 +327,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
     if (!r->model) return cli_usage_error(CMD, "--model is required (a config.json or a preset such as gpt12)");
     if (!r->cluster) return cli_usage_error(CMD, "--cluster is required (a name in data/clusters or a file)");
     if (a->json && a->export_name) return cli_usage_error(CMD, "--json and --export both write stdout; give one");
+    if (a->out_dir && !a->export_name) return cli_usage_error(CMD, "--out writes an export's files: give --export too");
     /* the export path writes no trace */
     if (a->export_name) r->trace_path = NULL;
     return 0;
@@ -359,51 +383,6 @@ static int plan_on_profile(const plan_args *a) {
     return CLI_EXIT_OK;
 }
 
-/* One plan entry as export JSON (layout_chunk_layers must succeed). */
-static void print_entry_json(const char *key, const gpt_config *cfg, const plan_entry *e) {
-    int chunks[LAYOUT_MAX_CHUNKS];
-    if (layout_chunk_layers(&e->l, cfg->n_layers, chunks, NULL, 0) != PL_OK) return;
-    printf("%s", key);
-    plan_export_json(stdout, cfg, &e->l, chunks, &e->res);
-}
-
-static void print_splits_json(const plan_run_result *x) {
-    printf(", \"splits\": [");
-    for (int i = 0; i < x->n_splits; i++) {
-        const plan_split_row *w = &x->splits[i];
-        printf("%s{\"label\": \"%s\", \"ok\": %s", i ? ", " : "", w->label, w->ok ? "true" : "false");
-        if (w->ok) print_entry_json(", \"plan\": ", &x->model.cfg, &w->e);
-        printf("}");
-    }
-    printf("]");
-}
-
-static void print_json(const plan_run_result *x) {
-    const plan_result *res = x->res;
-    const gpt_config *cfg = &x->model.cfg;
-    printf("{\"model\": \"%s\", \"cluster\": \"%s\", \"gpus\": %lld, \"global_batch\": %d, \"seq_len\": %d, "
-           "\"precision\": \"%s\", \"search\": {\"considered\": %lld, \"pruned_memory\": %lld, "
-           "\"pruned_bound\": %lld, \"simulated\": %lld, \"sim_runs\": %lld, \"sim_oom\": %lld, \"refine_runs\": %lld, "
-           "\"wall_s\": %.3f}, "
-           "\"fits\": %s, \"min_mem_bytes\": %lld, \"top\": [",
-           x->model.name, x->clu.name, (long long)x->search.gpus, x->search.global_batch, cfg->seq_len,
-           precision_name(x->search.prec), (long long)res->considered, (long long)res->pruned_memory,
-           (long long)res->pruned_bound, (long long)res->simulated, (long long)res->sim_runs, (long long)res->sim_oom,
-           (long long)res->refine_runs, res->wall_s, x->best ? "true" : "false", (long long)res->min_mem_bytes);
-    for (int i = 0; i < res->n_top; i++) {
-        int chunks[LAYOUT_MAX_CHUNKS];
-        layout_chunk_layers(&res->top[i].l, cfg->n_layers, chunks, NULL, 0);
-        printf("%s", i ? ", " : "");
-        plan_export_json(stdout, cfg, &res->top[i].l, chunks, &res->top[i].res);
-    }
-    printf("]");
-    /* the fastest layout that does not fit, for scripts */
-    if (res->have_oom_best) print_entry_json(", \"fastest_oom\": ", cfg, &res->oom_best);
-    if (x->have_cmp) print_entry_json(", \"compare\": ", cfg, &x->cmp);
-    if (x->n_splits) print_splits_json(x);
-    printf("}\n");
-}
-
 static void print_splits_text(const plan_run_result *x) {
     const layout *best = &x->best->l;
     printf("\nstage splits of the best layout (same simulator):\n");
@@ -438,8 +417,12 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
         snprintf(precs, sizeof precs, "fp8=%s", fp8_recipe_name(so->fp8));
     else
         snprintf(precs, sizeof precs, "%s", precision_name(so->prec));
-    printf("placer plan: %s (%d layers, d_model %d) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
-           x->model.name, cfg->n_layers, cfg->d_model, x->clu.name, (long long)so->gpus, so->global_batch, cfg->seq_len,
+    char moe[96] = ""; /* MoE: total and active parameters (dense models: as before) */
+    cli_moe_params_note(cfg, moe, sizeof moe);
+    if (moe[0]) moe[strlen(moe) - 1] = 0, memmove(moe, moe + 2, strlen(moe + 2) + 1); /* " (X, Y)" -> "X, Y" */
+    printf("placer plan: %s (%d layers, d_model %d%s%s) on %s, %lld GPUs, %d x %d tokens per step%s%s%s, %s%s%s\n",
+           x->model.name, cfg->n_layers, cfg->d_model, moe[0] ? "; " : "", moe, x->clu.name, (long long)so->gpus,
+           so->global_batch, cfg->seq_len,
            note[0] ? " (seq: " : "", note, note[0] ? ")" : "", precs, so->framework ? ", layouts " : "",
            so->framework ? plan_framework_name(so->framework) : "");
     printf("layouts: %lld considered, %lld pruned by memory, %lld pruned by the step-time bound, %lld simulated "
@@ -485,19 +468,71 @@ static void print_text(const plan_run_result *x, const plan_run_options *o) {
     if (o->trace_path) printf("  trace: %s\n", o->trace_path);
 }
 
-/* --export: only the best layout, in the framework's format, on stdout. */
+/* --export: only the best layout, in the framework's files: the first on
+ * stdout and the notes on stderr, or all of them into --out DIR. A model or
+ * layout the framework cannot run is refused with one line. */
 static int print_export(const plan_args *a, const plan_run_result *x) {
     const plan_entry *best = x->best;
     char msg[512] = "";
-    int chunks[LAYOUT_MAX_CHUNKS], rc = CLI_EXIT_OK;
-    pl_status st = layout_chunk_layers(&best->l, x->model.cfg.n_layers, chunks, msg, sizeof msg);
-    if (st == PL_OK) st = plan_export_write(stdout, a->fmt, &x->model.cfg, &best->l, chunks, &best->res, msg, sizeof msg);
-    if (st != PL_OK) rc = cli_report(CMD, st, msg);
+    int chunks[LAYOUT_MAX_CHUNKS];
+    model_arch arch;
+    pl_status st = model_arch_load(a->run.model, &arch, msg, sizeof msg);
+    if (st == PL_OK) st = layout_chunk_layers(&best->l, x->model.cfg.n_layers, chunks, msg, sizeof msg);
+    if (st != PL_OK) return cli_report(CMD, st, msg);
+    const plan_export_in in = {&x->model.cfg, &arch, x->model.name, &best->l, chunks, &best->res,
+                               x->search.framework};
+    plan_export_files out;
+    st = plan_export_build(a->fmt, &in, &out, msg, sizeof msg);
+    if (st == PL_OK && a->out_dir) st = plan_export_save(&out, a->out_dir, msg, sizeof msg);
+    if (st != PL_OK) {
+        plan_export_files_free(&out);
+        return cli_report(CMD, st, msg);
+    }
+    if (!a->out_dir) fputs(out.text[0], stdout);
     fprintf(stderr, "placer plan: best of %lld layouts (%lld simulated in %.1f s): %.2f ms per step, %.2f GB of "
                     "%.2f GB per GPU\n",
             (long long)x->res->considered, (long long)x->res->simulated, x->res->wall_s, best->res.step_us / 1e3,
             cli_gb(best->res.mem.total), cli_gb(best->res.mem_cap));
-    return rc;
+    if (a->out_dir) {
+        fprintf(stderr, "placer plan: wrote");
+        for (int i = 0; i < out.n; i++) fprintf(stderr, "%s %s/%s", i ? "," : "", a->out_dir, out.name[i]);
+        fprintf(stderr, "\n");
+    } else {
+        for (int i = 0; i < out.n_notes; i++) fprintf(stderr, "placer plan: note: %s\n", out.notes[i]);
+    }
+    plan_export_files_free(&out);
+    return CLI_EXIT_OK;
+}
+
+/* With a framework to plan for (--framework, or --export's), the model and
+ * the fixed dimensions, precisions and orders asked for must leave it
+ * something to run: else one line says what it lacks (exit 2), rather than
+ * a search that finds nothing. 0, or the exit code. */
+static int check_framework(const plan_args *a) {
+    const plan_options *o = &a->run.search;
+    plan_framework f = o->framework;
+    if (a->export_name && plan_export_framework(a->fmt) != PLAN_FRAMEWORK_ANY) f = plan_export_framework(a->fmt);
+    if (f == PLAN_FRAMEWORK_ANY) return 0;
+    plan_model m;
+    model_arch arch;
+    char msg[512] = "", why[320] = "";
+    if (plan_model_load(a->run.model, a->run.seq, &m, msg, sizeof msg) != PL_OK ||
+        model_arch_load(a->run.model, &arch, msg, sizeof msg) != PL_OK)
+        return 0; /* plan_run reports a bad model with its own message */
+    if (!plan_framework_model_runs(f, &m.cfg, &arch, why, sizeof why)) return cli_usage_error(CMD, "%s", why);
+    plan_framework_ask ask = {o->fix_tp, o->fix_cp, o->fix_pp, o->fix_vp, o->fix_dp, o->fix_zero, o->fix_recompute,
+                              o->n_prec, {0}, {0}, o->sched_mask};
+    if (o->n_prec == 0) {
+        ask.n_prec = 1;
+        ask.prec[0] = o->prec;
+        ask.fp8[0] = o->fp8;
+    }
+    for (int i = 0; i < o->n_prec && i < 8; i++) {
+        ask.prec[i] = o->precs[i];
+        ask.fp8[i] = o->fp8s[i];
+    }
+    if (!plan_framework_ask_runs(f, &m.cfg, &ask, why, sizeof why)) return cli_usage_error(CMD, "%s", why);
+    return 0;
 }
 
 int cmd_plan(int argc, char **argv) {
@@ -509,6 +544,7 @@ int cmd_plan(int argc, char **argv) {
         return CLI_EXIT_OK;
     }
     if (a.db) return plan_on_profile(&a);
+    if ((rc = check_framework(&a)) != 0) return rc;
     progress_bar pg = {cli_stderr_is_tty(), 0};
     a.run.progress = on_progress;
     a.run.progress_ctx = &pg;
@@ -516,9 +552,10 @@ int cmd_plan(int argc, char **argv) {
     char msg[512] = "";
     pl_status st = plan_run(&a.run, &x, msg, sizeof msg);
     if (pg.tty) fprintf(stderr, "\r\033[K");
+    if (st == PL_OK) cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x.model.cfg);
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (x.best && a.export_name) rc = print_export(&a, &x);
-    else if (a.json) print_json(&x);
+    else if (a.json) cli_json_plan(stdout, &x);
     else if (!a.export_name) print_text(&x, &a.run);
     if (st == PL_OK && !x.best) {
         fprintf(stderr, "placer plan: no layout of %lld GPUs fits %s; the smallest needs %.2f GB per GPU%s\n",

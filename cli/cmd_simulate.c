@@ -36,7 +36,10 @@ static void simulate_usage(FILE *f) {
             "  --placement TEXT      one device per node, comma-separated: 0,0,1,1,...\n"
             "  --placement-file F    read the placement text from F\n"
             "  --micro-batches M     micro-batches per step; must divide the batch (default 1)\n"
-            "  --schedule S          gpipe, 1f1b or interleaved (default 1f1b)\n"
+            "  --schedule S          gpipe, 1f1b (default), interleaved, or the zero-bubble orders\n"
+            "                        zb-h1, zb-h2 (any placement), zb-v, dualpipev (a V placement:\n"
+            "                        each device two runs of nodes, m >= 2 per device for dualpipev);\n"
+            "                        dualpipe (two directions) is placer layout's (sched=dualpipe)\n"
             "  --chunks V            chunks per device for interleaved (default 1)\n"
             "  --mem-cap CAP         per-device cap: bytes (40GiB), a fraction (0.5) or 50%%;\n"
             "                        default: each device's memory\n"
@@ -147,6 +150,9 @@ static int simulate_parse(int argc, char **argv, simulate_args *a, int *rc) {
     else if ((st = schedule_parse_order(sched_text, &sc->order, msg, sizeof msg)) != PL_OK ||
              (st = schedule_parse_micro_batches(mb_text, &sc->micro_batches, msg, sizeof msg)) != PL_OK)
         *rc = cli_report(CMD, st, msg);
+    else if (sc->order == SCHED_DUALPIPE)
+        *rc = cli_usage_error(CMD, "--schedule dualpipe runs in placer layout only (sched=dualpipe); placer simulate "
+                                   "runs dualpipev (the V half) on a V placement");
     else if (!cli_parse_int(chunks_text, 1, 1024, &chunks))
         *rc = cli_usage_error(CMD, "chunks '%s' is not a positive integer", chunks_text);
     else if ((sc->chunks = (int)chunks) > 1 && sc->order != SCHED_INTERLEAVED)

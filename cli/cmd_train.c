@@ -12,6 +12,13 @@
  * A run stores its problem and options as canonical arguments in the run
  * table; a resume re-reads them, so only --updates (a new target) and
  * --threads may be given with --resume.
+ *
+ * `--resume RUN --from FILE` starts a new run on this database from run RUN
+ * of another machine's database (docs/transfer.md): the run's problem and
+ * options, its last checkpoint with the devices relabelled by the device
+ * map (--map speed|rank, printed), and training afresh on this machine
+ * (policy/training.h, policy_training_start_transfer); --mem-cap may then
+ * give this machine's cap.
  */
 #include <getopt.h>
 #include <math.h>
@@ -26,6 +33,7 @@
 #include "search.h"
 #include "session.h"
 #include "training.h"
+#include "transfer.h"
 #include "util.h"
 
 /* Set by SIGINT/SIGTERM; the progress callback stops training after the
@@ -45,7 +53,9 @@ static void train_usage(FILE *f) {
             "                    [--devices N] [--config NAME] [--resume RUN] [--threads N]\n"
             "                    [--algo reinforce|ppo] [--ppo-epochs 4] [--ppo-clip 0.2]\n"
             "                    [--n-groups 16] [--group-prior 2] [--link-hidden 16] [--pipe-prior 0]\n"
-            "                    [--pipe-devices all|estimate] [--pipe-anneal] [--lr-decay 0] [--entropy-decay 0]\n\n"
+            "                    [--pipe-devices all|estimate] [--pipe-anneal] [--lr-decay 0] [--entropy-decay 0]\n"
+            "       placer train --db FILE --resume RUN --from OTHER [--map speed|rank] [--updates N]\n"
+            "                    [--mem-cap CAP] [--threads N]\n\n"
             "Trains the seq2seq LSTM placer (Mirhoseini et al. 2017) with REINFORCE (or PPO) against\n"
             "the simulator, optionally with a grouper learned jointly (Mirhoseini et al. 2018, EAGLE).\n"
             "Each update samples K placements, simulates them in parallel, and takes\n"
@@ -93,6 +103,14 @@ static void train_usage(FILE *f) {
             "  --devices       use only the profile's first N devices\n"
             "  --config        graph config when the database holds several\n"
             "  --resume RUN    continue run RUN from its last checkpoint (with --updates: new target)\n"
+            "  --from OTHER    with --resume: start a new run here from run RUN of the database OTHER\n"
+            "                  (another machine's profile): its problem and options, its last\n"
+            "                  checkpoint with the devices relabelled, Adam, baseline and best list\n"
+            "                  afresh; --updates counts from 0 (default: the run's target); --mem-cap\n"
+            "                  gives this machine's cap (default: the run's). The device counts must\n"
+            "                  be equal (placer search --from scores placements across counts)\n"
+            "  --map           with --from: speed (default; devices by speed on the graph, fastest\n"
+            "                  first) or rank (by index); the map is printed\n"
             "  --threads       simulator threads (default: all cores)\n"
             "  --uncalibrated  neutral simulator parameters even if the store has fitted ones\n");
 }
@@ -106,6 +124,10 @@ typedef struct {
     long resume;          /* run id, 0 = fresh */
     int updates_given;    /* --updates appeared */
     int problem_given;    /* an option a resume may not change appeared */
+    const char *from;     /* --from: the source database of --resume */
+    transfer_map map;     /* --map */
+    int map_given;
+    int cap_given;        /* --mem-cap appeared */
 } train_args;
 
 static int parse_long(const char *name, const char *text, long lo, long hi, long *out) {
@@ -150,6 +172,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
         {"pipe-prior", required_argument, 0, 'Q'},
         {"pipe-devices", required_argument, 0, 'V'}, {"pipe-anneal", no_argument, 0, 'N'},
         {"lr-decay", required_argument, 0, 'Y'},     {"entropy-decay", required_argument, 0, 'Z'},
+        {"from", required_argument, 0, 'F'},         {"map", required_argument, 0, 'W'},
         {"help", no_argument, 0, 'h'},              {0, 0, 0, 0}};
     optind = 1;
     opterr = 0;
@@ -158,8 +181,17 @@ static int parse_args(int argc, char **argv, train_args *a) {
     while ((ch = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
         long v;
         double x;
-        if (ch != 'd' && ch != 'U' && ch != 'r' && ch != 't' && ch != 'h') a->problem_given = 1;
+        if (ch != 'd' && ch != 'U' && ch != 'r' && ch != 't' && ch != 'h' && ch != 'F' && ch != 'W' && ch != 'c')
+            a->problem_given = 1;
         switch (ch) {
+        case 'F': a->from = optarg; break;
+        case 'W':
+            if (transfer_parse_map(optarg, &a->map, msg, sizeof msg) != PL_OK) {
+                cli_usage_error("train", "%s", msg);
+                return -1;
+            }
+            a->map_given = 1;
+            break;
         case 'd': a->so.db_path = optarg; break;
         case 'g':
             if (grouping_parse_mode(optarg, &a->so.groups, msg, sizeof msg) != PL_OK) {
@@ -190,7 +222,7 @@ static int parse_args(int argc, char **argv, train_args *a) {
                 return -1;
             }
             break;
-        case 'c': a->mem_cap_text = optarg; break;
+        case 'c': a->mem_cap_text = optarg; a->cap_given = 1; break;
         case 'n': if (parse_long("--devices", optarg, 1, 64, &v)) return -1; a->so.devices = (int)v; break;
         case 'C': a->config_text = optarg; break;
         case 'r': if (parse_long("--resume", optarg, 1, 0x7fffffffffffL, &v)) return -1; a->resume = v; break;
@@ -280,7 +312,7 @@ static int on_progress(void *ud, const reinforce_progress *p) {
 static int train_resolve_resume(train_args *a, run_lookup *l) {
     char msg[512] = "";
     profile_db *db = NULL;
-    if (a->problem_given)
+    if (a->problem_given || a->cap_given)
         return cli_usage_error("train", "with --resume only --updates and --threads may be given (the run keeps "
                                         "its own problem and options)");
     /* read the run's stored arguments and parse them as if given */
@@ -383,6 +415,64 @@ static int train_finish(policy_training *t, double wall) {
     return CLI_EXIT_OK;
 }
 
+/* Train, then finish or report; closes t. The exit code. */
+static int train_run(policy_training *t, const char *db_path) {
+    double wall = 0;
+    char msg[512] = "";
+    int rc;
+    pl_status st = train_with_signals(t, &wall, msg, sizeof msg);
+    if (st == PL_ERR_INTERRUPTED) {
+        fprintf(stderr, "placer train: %s; resume with: placer train --db %s --resume %lld\n", msg, db_path,
+                (long long)t->run_id);
+        rc = CLI_EXIT_FAIL;
+    } else if (st != PL_OK) {
+        rc = cli_report("train", st, msg);
+    } else {
+        rc = train_finish(t, wall);
+    }
+    policy_training_close(t);
+    return rc;
+}
+
+/* --resume RUN --from OTHER: a new run here from another machine's run. */
+static int train_transfer(train_args *a) {
+    if (a->problem_given)
+        return cli_usage_error("train", "with --resume --from only --updates, --mem-cap, --map and --threads may be "
+                                        "given (the run keeps its own problem and options)");
+    char msg[512] = "";
+    transfer_run_args ra;
+    pl_status st = transfer_source_run(a->from, a->resume, &ra, msg, sizeof msg);
+    if (st != PL_OK) return cli_report("train", st, msg);
+    train_args h;
+    defaults(&h);
+    h.so.db_path = a->so.db_path;
+    h.so.config = ra.config;
+    h.so.groups = ra.groups;
+    h.so.micro_batches = ra.micro_batches;
+    h.so.order = ra.order;
+    h.so.mem_cap = a->cap_given ? a->mem_cap_text : ra.mem_cap[0] ? ra.mem_cap : NULL;
+    h.so.calibrated = ra.calibrated;
+    h.so.threads = (int)a->threads;
+    const int updates = a->updates_given ? a->ro.updates : ra.updates > 0 ? ra.updates : h.ro.updates;
+    int map[SIM_MAX_DEVICES];
+    char machine[64] = "";
+    policy_training *t = NULL;
+    st = policy_training_start_transfer(&h.so, a->from, a->resume, &ra, a->map, updates, map, machine,
+                                        sizeof machine, &t, msg, sizeof msg);
+    if (st != PL_OK) {
+        char m2[700];
+        snprintf(m2, sizeof m2, "run %ld of %s cannot start here: %s", a->resume, a->from, msg);
+        return cli_report("train", st, m2);
+    }
+    const int nd = policy_devices(policy_evaluator_problem(t->ss->ev));
+    printf("run %lld starts from run %ld of %s (%s), devices mapped by %s:", (long long)t->run_id, a->resume,
+           a->from, machine, a->map == TRANSFER_MAP_RANK ? "rank order" : "speed rank");
+    for (int d = 0; d < nd; d++) printf(" %d->%d", d, map[d]);
+    printf("\n");
+    train_print_header(t, &h);
+    return train_run(t, h.so.db_path);
+}
+
 int cmd_train(int argc, char **argv) {
     train_args a;
     defaults(&a);
@@ -392,10 +482,15 @@ int cmd_train(int argc, char **argv) {
         train_usage(stdout);
         return CLI_EXIT_OK;
     }
+    if (a.map_given && !a.from) return cli_usage_error("train", "--map goes with --resume RUN --from OTHER");
+    if (a.from && !a.resume)
+        return cli_usage_error("train", "--from %s goes with --resume RUN (the run of that database to start from)",
+                               a.from);
     if (!a.so.db_path) {
         int wrc = cli_working_db("train", &a.so.db_path);
         if (wrc != CLI_EXIT_OK) return wrc;
     }
+    if (a.from) return train_transfer(&a);
     /* a resume's options point into the stored arguments: keep them for the
      * whole command */
     run_lookup l;
@@ -413,17 +508,5 @@ int cmd_train(int argc, char **argv) {
     pl_status st = policy_training_start(&a.so, &a.ro, a.resume, a.ro.updates, &t, msg, sizeof msg);
     if (st != PL_OK) return cli_report("train", st, msg);
     train_print_header(t, &a);
-    double wall = 0;
-    st = train_with_signals(t, &wall, msg, sizeof msg);
-    if (st == PL_ERR_INTERRUPTED) {
-        fprintf(stderr, "placer train: %s; resume with: placer train --db %s --resume %lld\n", msg, a.so.db_path,
-                (long long)t->run_id);
-        rc = CLI_EXIT_FAIL;
-    } else if (st != PL_OK) {
-        rc = cli_report("train", st, msg);
-    } else {
-        rc = train_finish(t, wall);
-    }
-    policy_training_close(t);
-    return rc;
+    return train_run(t, a.so.db_path);
 }

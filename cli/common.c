@@ -11,6 +11,10 @@
 int cli_report(const char *cmd, pl_status st, const char *detail) {
     if (detail && *detail) fprintf(stderr, "placer %s: %s\n", cmd, detail);
     else fprintf(stderr, "placer %s: %s\n", cmd, pl_status_str(st));
+    return cli_exit_code(st);
+}
+
+int cli_exit_code(pl_status st) {
     switch (st) {
     case PL_OK: return CLI_EXIT_OK;
     case PL_ERR_INVALID:

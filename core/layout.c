@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_params.h"
+
 /* Largest accepted size of one grid dimension, and of the batch sizes. */
 #define LAYOUT_MAX_DIM 1048576
 #define LAYOUT_MAX_BATCH 1000000000
@@ -80,7 +82,37 @@ static char *trim(char *s) {
 
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
                                    "zero", "mbs", "gbs", "recompute", "precision", "stages", "fp8", "sched",
-                                   "ep",  "etp", "dispatcher"};
+                                   "ep",  "etp", "dispatcher", "overlap", "mem"};
+static const char *const MEM_NAMES[LAYOUT_MEM_COUNT] = {"norm_mla", "fp8_act", "bf16_moments", "mtp_last"};
+
+const char *layout_key_name(layout_key k) { return (unsigned)k < LAYOUT_KEY_COUNT ? KEYS[k] : "unknown"; }
+const char *layout_mem_name(int i) { return i >= 0 && i < LAYOUT_MEM_COUNT ? MEM_NAMES[i] : "unknown"; }
+
+/* mem=: none, or names of MEM_NAMES joined by '+' (each once). */
+static pl_status parse_mem(const char *val, layout *l, char *msg, size_t len) {
+    if (!strcmp(val, "none")) {
+        l->mem = 0;
+        return PL_OK;
+    }
+    unsigned bits = 0;
+    const char *p = val;
+    for (;;) {
+        const char *e = strchr(p, '+');
+        const size_t w = e ? (size_t)(e - p) : strlen(p);
+        int i = 0;
+        while (i < LAYOUT_MEM_COUNT && !(strlen(MEM_NAMES[i]) == w && !strncmp(p, MEM_NAMES[i], w))) i++;
+        if (i == LAYOUT_MEM_COUNT)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "layout mem must be none or norm_mla, fp8_act, bf16_moments, mtp_last joined by '+', not "
+                           "'%.40s'", val);
+        if (bits & 1u << i) return pl_fail(msg, len, PL_ERR_INVALID, "layout mem names %s twice", MEM_NAMES[i]);
+        bits |= 1u << i;
+        if (!e) break;
+        p = e + 1;
+    }
+    l->mem = bits;
+    return PL_OK;
+}
 #define N_KEYS ((int)(sizeof KEYS / sizeof KEYS[0]))
 _Static_assert(sizeof KEYS / sizeof KEYS[0] == LAYOUT_KEY_COUNT, "KEYS follows layout_key");
 
@@ -155,6 +187,12 @@ static pl_status parse_named_key(layout_key k, const char *val, layout *l, char 
         if (fp8_recipe_parse(val, &l->fp8, pm, sizeof pm) != PL_OK)
             return pl_fail(msg, len, PL_ERR_INVALID, "layout fp8: %s", pm);
         return PL_OK;
+    case LAYOUT_KEY_OVERLAP:
+        if (!strcmp(val, "none")) l->ep_overlap = 0;
+        else if (!strcmp(val, "ep")) l->ep_overlap = 1;
+        else return pl_fail(msg, len, PL_ERR_INVALID, "layout overlap must be none or ep, not '%.32s'", val);
+        return PL_OK;
+    case LAYOUT_KEY_MEM: return parse_mem(val, l, msg, len);
     case LAYOUT_KEY_SCHED: {
         /* every order but gpipe (no layout runs it) and interleaved (1f1b with vp > 1) */
         const unsigned not_here = 1u << SCHED_GPIPE | 1u << SCHED_INTERLEAVED;
@@ -212,7 +250,7 @@ static pl_status parse_field(char *tok, layout *l, int *seen, char *msg, size_t 
     if (k == N_KEYS)
         return pl_fail(msg, len, PL_ERR_INVALID,
                        "unknown layout key '%.32s' (tp, sp, cp, pp, vp, dp, zero, mbs, gbs, recompute, "
-                       "precision, stages, fp8, sched, ep, etp, dispatcher)", key);
+                       "precision, stages, fp8, sched, ep, etp, dispatcher, overlap, mem)", key);
     if (seen[k]++) return pl_fail(msg, len, PL_ERR_INVALID, "layout key '%s' is given twice", key);
     switch ((layout_key)k) {
     case LAYOUT_KEY_TP: case LAYOUT_KEY_CP: case LAYOUT_KEY_PP: case LAYOUT_KEY_VP: case LAYOUT_KEY_DP:
@@ -290,6 +328,20 @@ int layout_format(const layout *l, char *buf, size_t len) {
         if (w < 0) return w;
         total += w;
     }
+    if (l->ep_overlap) {
+        size_t off = (size_t)total < len ? (size_t)total : len;
+        int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, ",overlap=ep");
+        if (w < 0) return w;
+        total += w;
+    }
+    for (int i = 0, first = 1; i < LAYOUT_MEM_COUNT; i++)
+        if (l->mem & 1u << i) {
+            size_t off = (size_t)total < len ? (size_t)total : len;
+            int w = snprintf(buf ? buf + off : NULL, buf ? len - off : 0, "%s%s", first ? ",mem=" : "+", MEM_NAMES[i]);
+            if (w < 0) return w;
+            total += w;
+            first = 0;
+        }
     int ns = l->n_stage_layers;
     if (ns > LAYOUT_MAX_CHUNKS) ns = LAYOUT_MAX_CHUNKS;
     for (int i = 0; i < ns; i++) {
@@ -349,7 +401,19 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
         if (schedule_check_pipeline(l->sched, l->pp, m, l->pp * l->vp, sm, sizeof sm) != PL_OK)
             return pl_fail(msg, len, PL_ERR_INVALID, "%s", sm);
     }
-    int chunks = l->pp * l->vp;
+    if (l->ep_overlap && l->sched != SCHED_1F1B && l->sched != SCHED_DUALPIPEV && l->sched != SCHED_DUALPIPE)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "overlap=ep pairs one micro-batch's forward with another's backward: sched=%s has no such pairs "
+                       "(1f1b, interleaved, dualpipev and dualpipe do)", schedule_order_name(l->sched));
+    if (l->ep_overlap && l->sched == SCHED_1F1B && m < 2)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "overlap=ep pairs one micro-batch's forward with another's backward: 1 micro-batch per pipeline "
+                       "has no pair (gbs / (dp * mbs) >= 2 needed)");
+    if ((l->mem & LAYOUT_MEM_FP8_ACT) && l->prec != PRECISION_FP8)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "mem=fp8_act caches the FP8 inputs of FP8 GEMMs: precision=fp8 needed, not %s",
+                       precision_name(l->prec));
+    int chunks = l->sched == SCHED_DUALPIPE ? l->pp : l->pp * l->vp;
     if (l->n_stage_layers != 0 && l->n_stage_layers != chunks)
         return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
                        l->n_stage_layers, chunks);
@@ -382,7 +446,17 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
     } else if (l->ep > 1 || l->etp > 1) {
         return pl_fail(msg, len, PL_ERR_INVALID, "ep (%d) and etp (%d) need a mixture-of-experts model", l->ep,
                        l->etp);
+    } else if (l->dispatcher != MOE_DISPATCH_ALLTOALL || l->ep_overlap) {
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s is a mixture-of-experts option: the model has no experts",
+                       l->ep_overlap ? "overlap=ep" : "dispatcher");
     }
+    if ((l->mem & LAYOUT_MEM_NORM_MLA) && !gpt_is_mla(model))
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "mem=norm_mla recomputes MLA's up-projections: the model has no multi-head latent attention");
+    if ((l->mem & LAYOUT_MEM_MTP_LAST) && model->n_experts <= 1)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "mem=mtp_last places DeepSeek's multi-token-prediction module (an MoE layer) on the last stage: "
+                       "the model has no experts");
     const int heads = model->n_heads, kv = gpt_kv_heads(model);
     if (heads % l->tp != 0)
         return pl_fail(msg, len, PL_ERR_INVALID, "tp (%d) must divide the attention heads (%d)", l->tp, heads);
@@ -416,15 +490,14 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
     return PL_OK;
 }
 
-pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg, size_t len) {
-    if (l->pp < 1 || l->vp < 1 || (int64_t)l->pp * l->vp > LAYOUT_MAX_CHUNKS)
-        return pl_fail(msg, len, PL_ERR_INVALID, "pp and vp must be at least 1 with pp * vp <= %d",
-                       LAYOUT_MAX_CHUNKS);
-    int k = l->pp * l->vp;
+/* The model's layers over k chunks: l's stages= entries (n entries), or
+ * evenly, the rem extra layers to a centred run of chunks. */
+static pl_status split_layers(const layout *l, int k, int n_layers, int *out, char *msg, size_t len) {
     if (l->n_stage_layers != 0) {
         if (l->n_stage_layers != k)
-            return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but pp * vp = %d chunks need one each",
-                           l->n_stage_layers, k);
+            return pl_fail(msg, len, PL_ERR_INVALID, "stages has %d entries but %s = %d chunks need one each",
+                           l->n_stage_layers, l->sched == SCHED_DUALPIPE ? "pp (dualpipe: the model's stages)" : "pp * vp",
+                           k);
         int64_t sum = 0;
         for (int i = 0; i < k; i++) {
             if (l->stage_layers[i] < 0)
@@ -438,8 +511,8 @@ pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg
         return PL_OK;
     }
     if (n_layers < k)
-        return pl_fail(msg, len, PL_ERR_INVALID, "pp * vp = %d chunks are more than the model's %d layers", k,
-                       n_layers);
+        return pl_fail(msg, len, PL_ERR_INVALID, "%s = %d chunks are more than the model's %d layers",
+                       l->sched == SCHED_DUALPIPE ? "pp" : "pp * vp", k, n_layers);
     /* the rem extra layers go to a centred run of chunks: the first and the
      * last (embedding, head and loss) get one only when rem > k - 2, and then
      * the first before the last (the head's GEMM and loss outweigh the
@@ -448,6 +521,18 @@ pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg
     int start = (k - rem) / 2;
     for (int i = 0; i < k; i++) out[i] = base + (i >= start && i < start + rem);
     return PL_OK;
+}
+
+pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg, size_t len) {
+    if (l->pp < 1 || l->vp < 1 || (int64_t)l->pp * l->vp > LAYOUT_MAX_CHUNKS)
+        return pl_fail(msg, len, PL_ERR_INVALID, "pp and vp must be at least 1 with pp * vp <= %d",
+                       LAYOUT_MAX_CHUNKS);
+    if (l->sched == SCHED_DUALPIPE && l->vp == 2) { /* the model in pp stages, once each way */
+        pl_status st = split_layers(l, l->pp, n_layers, out, msg, len);
+        if (st == PL_OK) memcpy(out + l->pp, out, sizeof *out * (size_t)l->pp);
+        return st;
+    }
+    return split_layers(l, l->pp * l->vp, n_layers, out, msg, len);
 }
 
 int layout_dim_size(const layout *l, layout_dim d) {

@@ -37,7 +37,9 @@
  * ep etp (expert parallel and expert tensor parallel sizes, default 1) and
  * dispatcher (alltoall | allgather | flex); layout_format writes these three only
  * when they differ from their defaults, so a dense layout's text is what
- * it always was. Unknown keys, a key given twice,
+ * it always was. overlap (none | ep: the MoE all-to-all hidden in paired
+ * ops) and mem (none, or norm_mla, fp8_act, bf16_moments, mtp_last joined
+ * by '+') are written only when set. Unknown keys, a key given twice,
  * junk values and out-of-range values are errors naming the key. Spaces
  * around keys and values are ignored. layout_format writes zero as
  * 0|1|2|3|fsdp (parse also takes "none" for 0).
@@ -103,7 +105,29 @@ typedef struct {
     /* FP8 (precision fp8 only; precision.h): text key fp8=RECIPE, written
      * by layout_format only when precision is fp8 */
     fp8_recipe fp8;         /* scaling recipe (default delayed: Megatron's --fp8-recipe default) */
+    /* overlap and memory options (issue 33; text keys overlap= and mem=, written only when set) */
+    int ep_overlap;         /* 1: the MoE dispatch and combine of one micro-batch hidden under another's
+                               compute in paired ops: Megatron's --overlap-moe-expert-parallel-comm on
+                               1f1b / interleaved (schedule.paired), or asserted for dualpipe(v) */
+    unsigned mem;           /* LAYOUT_MEM_* bits: memory savings a run used (each with its source in
+                               docs/moe.md) */
 } layout;
+
+/* Memory savings (layout.mem bits; text mem=a+b+...): DeepSeek-V3's
+ * (arXiv 2412.19437, sections 3.2.3 and 3.3.4) and any stack's that does
+ * the same. */
+enum {
+    LAYOUT_MEM_NORM_MLA = 1u << 0,     /* norm_mla: RMSNorms and MLA up-projections recomputed in backward */
+    LAYOUT_MEM_FP8_ACT = 1u << 1,      /* fp8_act: the linear layers' inputs cached in FP8 (precision fp8) */
+    LAYOUT_MEM_BF16_MOMENTS = 1u << 2, /* bf16_moments: AdamW's two moments kept in bf16 */
+    LAYOUT_MEM_MTP_LAST = 1u << 3,     /* mtp_last: one multi-token-prediction module (an MoE layer and a
+                                          second head and loss, the head and embedding shared) on the last
+                                          stage */
+    LAYOUT_MEM_COUNT = 4
+};
+
+/* "norm_mla", "fp8_act", "bf16_moments", "mtp_last" for bit i (0..LAYOUT_MEM_COUNT-1); "unknown". */
+const char *layout_mem_name(int i);
 
 /* Coordinates of a rank in the grid, indexed by layout_dim. */
 typedef struct {
@@ -127,8 +151,13 @@ typedef enum {
     LAYOUT_KEY_FP8, /* FP8 recipe */
     LAYOUT_KEY_SCHED,
     LAYOUT_KEY_EP, LAYOUT_KEY_ETP, LAYOUT_KEY_DISPATCHER,
+    LAYOUT_KEY_OVERLAP, LAYOUT_KEY_MEM,
     LAYOUT_KEY_COUNT
 } layout_key;
+
+/* A key's name in the text form ("tp", ..., "mem"; "unknown" out of range):
+ * the help texts list them from here. */
+const char *layout_key_name(layout_key k);
 
 /* layout_parse, and *given (may be NULL) gets bit (1u << LAYOUT_KEY_x) for
  * each key the text named, so a caller can tell a default from a value the
@@ -165,7 +194,10 @@ pl_status layout_validate(const layout *l, const gpt_config *model, int64_t n_gp
 /* Layers in each of the pp * vp chunks (explicit, or the uniform split:
  * the remainder goes one layer each to the middle chunks, so the first and
  * last, which also hold the embedding and the head, stay lighter). out has
- * pp * vp entries. PL_ERR_INVALID when they cannot be laid out. */
+ * pp * vp entries. sched=dualpipe (vp 2): the model in pp stages (stages=
+ * gives pp entries), written twice: chunks 0..pp-1 the down pipeline,
+ * pp..2pp-1 the up one (schedule.h), so the entries sum to twice the
+ * layers. PL_ERR_INVALID when they cannot be laid out. */
 pl_status layout_chunk_layers(const layout *l, int n_layers, int *out, char *msg, size_t len);
 
 /* Size of one grid dimension. */

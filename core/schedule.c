@@ -24,6 +24,7 @@ const char *schedule_order_name(schedule_order o) {
     case SCHED_ZB_H2: return "zb-h2";
     case SCHED_ZB_V: return "zb-v";
     case SCHED_DUALPIPEV: return "dualpipev";
+    case SCHED_DUALPIPE: return "dualpipe";
     default: return "unknown";
     }
 }
@@ -51,7 +52,8 @@ pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg,
             return PL_OK;
         }
     char names[160];
-    schedule_order_names(names, sizeof names, 0);
+    schedule_order_names(names, sizeof names, 1u << SCHED_DUALPIPE); /* the placement path's list: dualpipe is the
+                                                                       layout simulator's (placer layout sched=) */
     return pl_fail(msg, len, PL_ERR_SCHEDULE, "unknown schedule '%s' (use %s)", text ? text : "", names);
 }
 
@@ -80,13 +82,16 @@ pl_status schedule_validate(const schedule *s, int batch, char *msg, size_t len)
         return pl_fail(msg, len, PL_ERR_SCHEDULE, "chunks per device must be at least 1");
     if (s->chunks != 1 && s->order != SCHED_INTERLEAVED)
         return pl_fail(msg, len, PL_ERR_SCHEDULE, "chunks > 1 needs the interleaved schedule");
+    if (s->paired && s->order != SCHED_1F1B && s->order != SCHED_INTERLEAVED)
+        return pl_fail(msg, len, PL_ERR_SCHEDULE, "paired forwards and backwards (the EP all-to-all overlap) need 1f1b "
+                                                  "or interleaved, not %s", schedule_order_name(s->order));
     return PL_OK;
 }
 
 /* ---- the per-rank orders ------------------------------------------------- */
 
 int schedule_splits_backward(schedule_order o) {
-    return o == SCHED_ZB_H1 || o == SCHED_ZB_H2 || o == SCHED_ZB_V || o == SCHED_DUALPIPEV;
+    return o == SCHED_ZB_H1 || o == SCHED_ZB_H2 || o == SCHED_ZB_V || o == SCHED_DUALPIPEV || o == SCHED_DUALPIPE;
 }
 
 int schedule_rank_chunks(const schedule *s) {
@@ -105,6 +110,11 @@ pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, ch
                        "dualpipev needs at least 2 micro-batches per pipeline rank: %d micro-batches over %d ranks "
                        "(use %d or more)",
                        m, p, 2 * p);
+    if (o == SCHED_DUALPIPE && (p % 2 || m % 2 || m < 2 * p))
+        return pl_fail(msg, len, PL_ERR_SCHEDULE,
+                       "dualpipe needs an even rank count and an even micro-batch count of at least 2 per rank "
+                       "(half each way): %d micro-batches over %d ranks (use %s%d or more)",
+                       m, p, p % 2 ? "an even pp and " : "", 2 * (p + p % 2));
     if (schedule_v_chunks(o) == 2 && stages > 0 && stages != 2 * p)
         return pl_fail(msg, len, PL_ERR_SCHEDULE,
                        "%s needs two stages per rank in a V (stage r and stage 2p-1-r on rank r): %d stages over %d "
@@ -123,13 +133,13 @@ static int put(schedule_op *out, int k, int kind, int chunk, int mb, int overlap
  * then one forward and one backward; zb-h1 splits each backward and keeps
  * r W passes pending (the drain's B passes of rank r arrive r B-times after
  * the last rank's, which the pending W passes fill), running the rest. */
-static int order_one_f_one_b(int p, int r, int m, int zb, schedule_op *out) {
-    int w = p - 1 - r;
+static int order_one_f_one_b(int p, int r, int m, int zb, int paired, schedule_op *out) {
+    int w = p - 1 - r + (paired ? 1 : 0);
     if (w > m) w = m;
     int k = 0, nf = 0, nb = 0, nw = 0;
     while (nf < w) k = put(out, k, SOP_F, 0, nf++, 0);
     while (nb < m) {
-        if (nf < m) k = put(out, k, SOP_F, 0, nf++, 0);
+        if (nf < m) k = put(out, k, SOP_F, 0, nf++, paired);
         if (!zb) {
             k = put(out, k, SOP_BW, 0, nb++, 0);
             continue;
@@ -148,9 +158,9 @@ static int order_one_f_one_b(int p, int r, int m, int zb, schedule_op *out) {
  * backwards walk the chunks from the last). */
 static int interleaved_mb(int t, int p, int v) { return (t / (p * v)) * p + t % p; }
 
-static int order_interleaved(int p, int r, int v, int m, schedule_op *out) {
+static int order_interleaved(int p, int r, int v, int m, int paired, schedule_op *out) {
     const int n = m * v, pv = p * v;
-    int warm = m == p ? n : 2 * (p - r - 1) + (v - 1) * p;
+    int warm = m == p ? n : 2 * (p - r - 1) + (v - 1) * p + (paired ? 1 : 0);
     if (warm > n) warm = n;
     int k = 0, nf = 0, nb = 0;
     while (nf < warm) {
@@ -159,7 +169,7 @@ static int order_interleaved(int p, int r, int v, int m, schedule_op *out) {
     }
     while (nb < n) {
         if (nf < n) {
-            k = put(out, k, SOP_F, (nf % pv) / p, interleaved_mb(nf, p, v), 0);
+            k = put(out, k, SOP_F, (nf % pv) / p, interleaved_mb(nf, p, v), paired);
             nf++;
         }
         k = put(out, k, SOP_BW, v - 1 - (nb % pv) / p, interleaved_mb(nb, p, v), 0);
@@ -168,22 +178,60 @@ static int order_interleaved(int p, int r, int v, int m, schedule_op *out) {
     return k;
 }
 
-/* DeepSeek's DualPipeV, phase by phase (dualpipe/dualpipev.py's step):
- * chunk c's forwards and backwards each take micro-batches in order; a
- * split backward queues its W, which a later W op runs (first in, first out). */
+/* DeepSeek's DualPipeV and DualPipe, phase by phase (the DualPipe repository's
+ * two step functions, which are one program): a rank's local chunk c's
+ * forwards and backwards each take micro-batches in order; a split
+ * backward queues its W, which a later W op runs (first in, first out).
+ * DualPipeV: P = p ranks, rank h = r, M = m micro-batches through every
+ * chunk, the first pair of the main phase apart on the last rank.
+ * DualPipe: the program runs over the half ranks, P = p/2, h = min(r,
+ * p-1-r), M = m/2 micro-batches each way, the middle ranks (h = P-1) run
+ * the first pair apart; a rank of the second half (r >= p/2) swaps its
+ * chunks (its local chunk 0 is the up direction); local chunk c of
+ * direction d writes chunk d and micro-batch d M + i. */
 typedef struct {
     schedule_op *out;
     int k, nf[2], nb[2], wq[64 * 1024], wh, wt; /* wq: queued W (chunk << 24 | mb) */
+    int dual, swap, M;                          /* dualpipe: two directions, this rank's chunk swap, m / 2 */
 } dpv;
 
-static void dpv_f(dpv *s, int c, int overlap) { s->k = put(s->out, s->k, SOP_F, c, s->nf[c]++, overlap); }
+static int dpv_chunk(const dpv *s, int c) { return s->swap ? 1 - c : c; }
+static int dpv_mb(const dpv *s, int c, int i) { return s->dual ? dpv_chunk(s, c) * s->M + i : i; }
+static void dpv_f(dpv *s, int c, int overlap) {
+    s->k = put(s->out, s->k, SOP_F, dpv_chunk(s, c), dpv_mb(s, c, s->nf[c]++), overlap);
+}
 static void dpv_b(dpv *s, int c, int zb) {
-    if (zb) s->wq[s->wt++] = c << 24 | s->nb[c];
-    s->k = put(s->out, s->k, zb ? SOP_B : SOP_BW, c, s->nb[c]++, 0);
+    const int mb = dpv_mb(s, c, s->nb[c]++);
+    if (zb) s->wq[s->wt++] = dpv_chunk(s, c) << 24 | mb;
+    s->k = put(s->out, s->k, zb ? SOP_B : SOP_BW, dpv_chunk(s, c), mb, 0);
 }
 static void dpv_w(dpv *s) {
     const int e = s->wq[s->wh++];
     s->k = put(s->out, s->k, SOP_W, e >> 24, e & 0xffffff, 0);
+}
+
+/* The eight phases over P half ranks, this one h, M micro-batches a chunk. */
+static void dual_phases(dpv *s, int P, int h, int M) {
+    for (int i = 0; i < 2 * (P - h - 1); i++) dpv_f(s, 0, 0);        /* 1: nF0 */
+    for (int i = 0; i < h + 1; i++) { dpv_f(s, 0, 0); dpv_f(s, 1, 0); } /* 2: nF0F1 */
+    for (int i = 0; i < P - h - 1; i++) { dpv_b(s, 1, 1); dpv_w(s); dpv_f(s, 1, 0); } /* 3: nB1W1F1 */
+    for (int i = 0; i < M - 2 * P + h + 1; i++) { /* 4: nF0B1F1B0, overlapped pairs */
+        /* the last (DualPipeV) or middle (DualPipe) rank's first pair runs apart (DeepSeek: a smaller bubble) */
+        dpv_f(s, 0, !(i == 0 && h == P - 1));
+        dpv_b(s, 1, 0);
+        dpv_f(s, 1, 1);
+        dpv_b(s, 0, 0);
+    }
+    for (int i = 0; i < P - h - 1; i++) { dpv_b(s, 1, 0); dpv_f(s, 1, 1); dpv_b(s, 0, 0); } /* 5: nB1F1B0 */
+    int zb = 0;
+    for (int i = 0; i < h + 1; i++) { /* 6: nB1B0, the second half split */
+        if (i == (h + 1) / 2 && h % 2 == 1) zb = 1;
+        dpv_b(s, 1, zb);
+        if (i == (h + 1) / 2 && h % 2 == 0) zb = 1;
+        dpv_b(s, 0, zb);
+    }
+    for (int i = 0; i < P - h - 1; i++) { dpv_w(s); dpv_b(s, 0, 1); } /* 7: nWB0 */
+    while (s->wh < s->wt) dpv_w(s); /* 8: nW (h + 1 of them) */
 }
 
 static int order_dualpipev(int p, int r, int m, schedule_op *out) {
@@ -191,26 +239,24 @@ static int order_dualpipev(int p, int r, int m, schedule_op *out) {
     dpv *s = calloc(1, sizeof *s);
     if (!s) return -1;
     s->out = out;
-    for (int i = 0; i < 2 * (p - r - 1); i++) dpv_f(s, 0, 0);        /* 1: nF0 */
-    for (int i = 0; i < r + 1; i++) { dpv_f(s, 0, 0); dpv_f(s, 1, 0); } /* 2: nF0F1 */
-    for (int i = 0; i < p - r - 1; i++) { dpv_b(s, 1, 1); dpv_w(s); dpv_f(s, 1, 0); } /* 3: nB1W1F1 */
-    for (int i = 0; i < m - 2 * p + r + 1; i++) { /* 4: nF0B1F1B0, overlapped pairs */
-        /* the last rank's first pair runs apart (DeepSeek: a smaller bubble) */
-        dpv_f(s, 0, !(i == 0 && r == p - 1));
-        dpv_b(s, 1, 0);
-        dpv_f(s, 1, 1);
-        dpv_b(s, 0, 0);
-    }
-    for (int i = 0; i < p - r - 1; i++) { dpv_b(s, 1, 0); dpv_f(s, 1, 1); dpv_b(s, 0, 0); } /* 5: nB1F1B0 */
-    int zb = 0;
-    for (int i = 0; i < r + 1; i++) { /* 6: nB1B0, the second half split */
-        if (i == (r + 1) / 2 && r % 2 == 1) zb = 1;
-        dpv_b(s, 1, zb);
-        if (i == (r + 1) / 2 && r % 2 == 0) zb = 1;
-        dpv_b(s, 0, zb);
-    }
-    for (int i = 0; i < p - r - 1; i++) { dpv_w(s); dpv_b(s, 0, 1); } /* 7: nWB0 */
-    while (s->wh < s->wt) dpv_w(s); /* 8: nW (rank + 1 of them) */
+    dual_phases(s, p, r, m);
+    const int k = s->k;
+    free(s);
+    return k;
+}
+
+static int order_dualpipe(int p, int r, int m, schedule_op *out) {
+    if (schedule_check_pipeline(SCHED_DUALPIPE, p, m, 0, NULL, 0) != PL_OK ||
+        m > (int)(sizeof ((dpv *)0)->wq / sizeof(int)))
+        return -1;
+    dpv *s = calloc(1, sizeof *s);
+    if (!s) return -1;
+    const int P = p / 2, h = r < p - 1 - r ? r : p - 1 - r;
+    s->out = out;
+    s->dual = 1;
+    s->swap = r >= P;
+    s->M = m / 2;
+    dual_phases(s, P, h, m / 2);
     const int k = s->k;
     free(s);
     return k;
@@ -361,6 +407,7 @@ int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out) {
     const int m = s->micro_batches, v = s->chunks;
     if (p < 1 || r < 0 || r >= p || m < 1 || m > 0xffffff || v < 1 || v > 0xffff) return -1;
     if (v != 1 && o != SCHED_INTERLEAVED) return -1;
+    if (s->paired && o != SCHED_1F1B && o != SCHED_INTERLEAVED) return -1;
     switch (o) {
     case SCHED_GPIPE: {
         int k = 0;
@@ -368,15 +415,16 @@ int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out) {
         for (int j = 0; j < m; j++) k = put(out, k, SOP_BW, 0, j, 0);
         return k;
     }
-    case SCHED_1F1B: return order_one_f_one_b(p, r, m, 0, out);
+    case SCHED_1F1B: return order_one_f_one_b(p, r, m, 0, s->paired, out);
     case SCHED_INTERLEAVED:
-        if (v == 1) return order_one_f_one_b(p, r, m, 0, out);
+        if (v == 1) return order_one_f_one_b(p, r, m, 0, s->paired, out);
         if (m % p != 0 || (int64_t)m * v > 0xffffff) return -1;
-        return order_interleaved(p, r, v, m, out);
-    case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, out);
+        return order_interleaved(p, r, v, m, s->paired, out);
+    case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, 0, out);
     case SCHED_ZB_H2: return order_list(o, p, r, m, out);
     case SCHED_ZB_V: return order_zbv(p, r, m, out);
     case SCHED_DUALPIPEV: return order_dualpipev(p, r, m, out);
+    case SCHED_DUALPIPE: return order_dualpipe(p, r, m, out);
     default: return -1;
     }
 }
@@ -392,6 +440,7 @@ int schedule_peak_stash_rule(schedule_order o, int p, int r, int m) {
         v = 2 * p < 2 * m ? 2 * p : 2 * m;
         return m + 1 + r < v ? m + 1 + r : v;
     case SCHED_DUALPIPEV: return 2 * p + 1 < 2 * m ? 2 * p + 1 : 2 * m;
+    case SCHED_DUALPIPE: return p + 1 < m ? p + 1 : m;
     default: return -1;
     }
 }
@@ -401,6 +450,7 @@ double schedule_eval_ideal(const schedule *sc, int p, double F, double B, double
     if (!sc || p < 1 || sc->micro_batches < 1 || sc->chunks < 1) return -1;
     const schedule_order o = sc->order;
     const int m = sc->micro_batches, S = schedule_rank_chunks(sc) * p, cap = schedule_max_ops(sc);
+    const int Sp = S / schedule_pipelines(o); /* stages of one pipeline: a micro-batch enters at s % Sp == 0 */
     schedule_op *ops = malloc(sizeof *ops * (size_t)cap * p);
     int *n = calloc((size_t)p, sizeof *n), *pos = calloc((size_t)p, sizeof *pos), *held = calloc((size_t)p, sizeof *held);
     double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
@@ -424,14 +474,14 @@ double schedule_eval_ideal(const schedule *sc, int p, double F, double B, double
                 const int s = schedule_stage_of(o, p, r, q->chunk), j = q->mb;
                 double dep = 0, d2 = 0, dur;
                 if (q->kind == SOP_F) {
-                    dep = s > 0 ? fd[(size_t)(s - 1) * m + j] : 0;
+                    dep = s % Sp > 0 ? fd[(size_t)(s - 1) * m + j] : 0;
                     dur = F;
                 } else if (q->kind == SOP_W) {
                     dep = bd[(size_t)s * m + j];
                     dur = W;
                 } else {
                     dep = fd[(size_t)s * m + j];
-                    d2 = s < S - 1 ? bd[(size_t)(s + 1) * m + j] : 0;
+                    d2 = s % Sp < Sp - 1 ? bd[(size_t)(s + 1) * m + j] : 0;
                     dur = q->kind == SOP_BW ? B + W : B;
                 }
                 if (dep < 0 || d2 < 0) break;

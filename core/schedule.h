@@ -22,6 +22,14 @@
  *   dualpipev    DeepSeek's DualPipeV (the V half of DualPipe): the same V
  *                stages, eight phases, overlapped pairs of one chunk's
  *                forward with the other chunk's backward; m >= 2p
+ *   dualpipe     DeepSeek's DualPipe, two directions: the model in p
+ *                stages, rank r holding stage r of the down pipeline and
+ *                stage p-1-r of the up one (two copies of the parameters);
+ *                micro-batches 0..m/2-1 go down from rank 0, m/2..m-1 up
+ *                from rank p-1; the same eight phases as DualPipeV over the
+ *                half ranks (p even, m even, m >= 2p). Orders only for the
+ *                layout simulator (the placement simulator and the engine
+ *                run dualpipev)
  *
  * B and W: the orders after interleaved split a backward into B (the
  * input gradient) and W (the weight gradient) where they say so (see
@@ -45,6 +53,7 @@ typedef enum {
     SCHED_ZB_H2,
     SCHED_ZB_V,
     SCHED_DUALPIPEV,
+    SCHED_DUALPIPE,
     SCHED_ORDER_COUNT
 } schedule_order;
 
@@ -52,9 +61,13 @@ typedef struct {
     int micro_batches;    /* m; divides the batch */
     schedule_order order; /* any of the orders above */
     int chunks;           /* v, chunks per device for interleaved; 1 otherwise */
+    int paired;           /* 1f1b and interleaved only: Megatron's expert-parallel all-to-all overlap
+                             (--overlap-moe-expert-parallel-comm): one more warm-up forward, then each
+                             steady-state forward paired with the next backward, of another
+                             micro-batch (schedule_op.overlap); 0: the plain order */
 } schedule;
 
-/* "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev". */
+/* "gpipe", "1f1b", "interleaved", "zb-h1", "zb-h2", "zb-v", "dualpipev", "dualpipe". */
 const char *schedule_order_name(schedule_order o);
 
 /* The names of every order whose bit (1u << o) is not in skip, in enum
@@ -62,8 +75,10 @@ const char *schedule_order_name(schedule_order o);
  * writes nothing). Returns the length of the whole list. */
 int schedule_order_names(char *buf, size_t len, unsigned skip);
 
-/* Parse an order name (case-sensitive). PL_ERR_SCHEDULE with a message
- * listing the valid names on failure. */
+/* Parse an order name (case-sensitive; every order, dualpipe included).
+ * PL_ERR_SCHEDULE with a message listing the names the placement path
+ * takes (all but dualpipe, which only the layout simulator runs) on
+ * failure. */
 pl_status schedule_parse_order(const char *text, schedule_order *out, char *msg, size_t len);
 
 /* Parse a micro-batch count: a positive decimal integer. */
@@ -75,7 +90,7 @@ pl_status schedule_validate(const schedule *s, int batch, char *msg, size_t len)
 
 /* A schedule of m micro-batches with the given order and one chunk. */
 static inline schedule schedule_make(int m, schedule_order o) {
-    schedule s = {m, o, 1};
+    schedule s = {m, o, 1, 0};
     return s;
 }
 
@@ -94,18 +109,33 @@ typedef struct {
     int mb;                /* micro-batch 0..m-1 */
     unsigned short chunk;  /* the rank's chunk 0..chunks-1 (see schedule_stage_of) */
     unsigned char kind;    /* schedule_op_kind */
-    unsigned char overlap; /* dualpipev: this op and the next run as one
-                              overlapped pair (a forward of one chunk beside
-                              a backward of the other); 0 otherwise */
+    unsigned char overlap; /* dualpipev, dualpipe, a paired 1f1b: this op and
+                              the next run as one overlapped pair (a forward
+                              of one micro-batch beside a backward of
+                              another); 0 otherwise */
 } schedule_op;
 
-/* The order splits backwards into B and W (zb-h1, zb-h2, zb-v, dualpipev). */
+/* The order splits backwards into B and W (zb-h1, zb-h2, zb-v, dualpipev, dualpipe). */
 int schedule_splits_backward(schedule_order o);
 
-/* Chunks per rank: 2 for the V orders (zb-v, dualpipev), 1 otherwise
- * (interleaved's v is the schedule's own chunks field: see
- * schedule_rank_chunks). Inline: the simulators' hot loops call it. */
-static inline int schedule_v_chunks(schedule_order o) { return o == SCHED_ZB_V || o == SCHED_DUALPIPEV ? 2 : 1; }
+/* Chunks per rank: 2 for the V orders (zb-v, dualpipev) and DualPipe's two
+ * directions, 1 otherwise (interleaved's v is the schedule's own chunks
+ * field: see schedule_rank_chunks). Inline: the simulators' hot loops call
+ * it. */
+static inline int schedule_v_chunks(schedule_order o) {
+    return o == SCHED_ZB_V || o == SCHED_DUALPIPEV || o == SCHED_DUALPIPE ? 2 : 1;
+}
+
+/* Pipelines the stages form: 2 for dualpipe (stages 0..p-1 the down
+ * pipeline, p..2p-1 the up one, each the whole model: a micro-batch runs
+ * the p stages of its direction only), 1 otherwise (every micro-batch runs
+ * every stage). */
+static inline int schedule_pipelines(schedule_order o) { return o == SCHED_DUALPIPE ? 2 : 1; }
+
+/* The pipeline micro-batch j of m runs in: dualpipe j < m/2 ? 0 : 1, else 0. */
+static inline int schedule_mb_pipeline(schedule_order o, int m, int j) {
+    return o == SCHED_DUALPIPE && j >= m / 2 ? 1 : 0;
+}
 
 /* Chunks per rank that s runs: s->chunks for interleaved,
  * schedule_v_chunks(s->order) for the others. */
@@ -114,7 +144,9 @@ int schedule_rank_chunks(const schedule *s);
 /* The pipeline stage (0 .. chunks*p-1, model order) of a rank's chunk:
  * the V orders put chunk 0 at stage r and chunk 1 at stage 2p-1-r; the
  * others chunk c at stage c*p + r (interleaved's round robin; chunk 0 at
- * stage r for the one-chunk orders). Inline: the layout simulator's
+ * stage r for the one-chunk orders). dualpipe's the V's too: chunk 0 is
+ * model stage r of the down pipeline (stage r), chunk 1 model stage p-1-r
+ * of the up one (stage p + p-1-r = 2p-1-r). Inline: the layout simulator's
  * event loop calls it for every op. */
 static inline int schedule_stage_of(schedule_order o, int p, int r, int chunk) {
     if (schedule_v_chunks(o) == 2) return chunk == 1 ? 2 * p - 1 - r : r;
@@ -123,9 +155,11 @@ static inline int schedule_stage_of(schedule_order o, int p, int r, int chunk) {
 
 /* What an order needs of p ranks and m micro-batches, as one line:
  * dualpipev m >= 2p (DeepSeek's assertion: its eight phases need 2p
- * micro-batches; the others take any m >= 1); and where stages (the pipeline's stage count, 0 to skip the
- * check) is given, the V orders need stages == 2p (an even count, two per
- * rank). PL_ERR_SCHEDULE on failure. */
+ * micro-batches; the others take any m >= 1); dualpipe an even p, an even
+ * m and m >= 2p (DeepSeek's DualPipe asserts the same); and where
+ * stages (the pipeline's stage count, 0 to skip the check) is given, the V
+ * orders need stages == 2p (an even count, two per rank). PL_ERR_SCHEDULE
+ * on failure. */
 pl_status schedule_check_pipeline(schedule_order o, int p, int m, int stages, char *msg, size_t len);
 
 /* The most ops a rank's order of s has: (3 if the order splits backwards,
@@ -149,12 +183,18 @@ int schedule_max_ops(const schedule *s);
  *                forwards (all mv when m == p), then one F and one BW, then
  *                the remaining BWs. v = 1 is 1f1b's order; v > 1 needs m a
  *                multiple of p
- *   zb-h1, zb-h2, zb-v, dualpipev: see schedule.c (zb-h2 is built by a
- *                list schedule at unit costs, zb-v by the paper's phases)
+ *   zb-h1, zb-h2, zb-v, dualpipev, dualpipe: see schedule.c (zb-h2 is
+ *                built by a list schedule at unit costs, zb-v by the paper's
+ *                phases; dualpipe's ops carry global micro-batch numbers,
+ *                chunk = direction)
+ * s->paired (1f1b, interleaved): the warm-up holds one more forward (at
+ * most all of them) and every forward followed by a backward is marked
+ * overlap (its pair)
  * Returns the count, or -1 for a bad argument (NULL s or out, r outside
  * 0..p-1, m < 1 or m > 2^24-1, chunks < 1 or > 65535, chunks != 1 on an order other than
  * interleaved, interleaved with v > 1 and m not a multiple of p, dualpipev
- * with m < 2p) or no memory. */
+ * with m < 2p, dualpipe failing schedule_check_pipeline, paired on another
+ * order) or no memory. */
 int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out);
 
 /* Peak stashed activations on rank r by the order's memory rule, in
@@ -162,12 +202,13 @@ int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out);
  * its F to its W or BW): gpipe m; 1f1b min(m, p-r); zb-h1 min(m, p);
  * zb-h2 min(m, 2p-1); zb-v min(2m, 2p, m+1+r) (2p from m >= 2p-1);
  * dualpipev min(2m, 2p+1) (DeepSeek's PP+1 activations of the V's double
- * stages). */
+ * stages); dualpipe min(m, p+1) (PP+1 of its stages, each chunk a whole
+ * model stage). */
 int schedule_peak_stash_rule(schedule_order o, int p, int r, int m);
 
 /* Schedule s run on an ideal pipeline of p ranks: ops take F, B, W (a BW
  * takes B + W; an overlapped pair takes its two ops' sum), transfers are
- * free. Per rank (arrays of p, any may be NULL): busy time, first start,
+ * free; dualpipe's micro-batches run their own direction's stages. Per rank (arrays of p, any may be NULL): busy time, first start,
  * last end, peak stashed chunk activations. Returns the step (the last
  * end), or -1 on failure (an order schedule_rank_ops refuses, no memory,
  * a deadlocked order). */

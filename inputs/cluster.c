@@ -64,6 +64,31 @@ double cluster_nic_bw_per_gpu_of(const cluster *c, int64_t g) {
 /* finite and >= 0 */
 static int nonneg(double x) { return isfinite(x) && x >= 0; }
 
+pl_status cluster_use_domain_gpus(cluster *c, int64_t n, int64_t job_gpus, char *msg, size_t len) {
+    if (!c) return pl_fail(msg, len, PL_ERR_INVALID, "cluster_use_domain_gpus: NULL cluster");
+    const int64_t dom = cluster_domain_gpus(c), gpn = c->gpus_per_node;
+    if (n < 1 || gpn < 1 || n % gpn != 0 || n > dom)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "--domain-gpus %lld: GPUs used per NVLink domain must be a multiple of the %lld GPUs of a node "
+                       "and at most the domain's %lld (cluster %s)", (long long)n, (long long)gpn, (long long)dom, c->name);
+    if (job_gpus > 0 && job_gpus % n != 0)
+        return pl_fail(msg, len, PL_ERR_INVALID,
+                       "--domain-gpus %lld must divide the job's %lld GPUs (every NVLink domain used alike)", (long long)n,
+                       (long long)job_gpus);
+    /* each group keeps the nodes of its domains' used parts: domains x n / gpn */
+    cluster t = *c;
+    for (int g = 0; g < t.n_groups; g++) {
+        const int64_t gpus = (int64_t)t.groups[g].n_nodes * gpn, domains = gpus / dom;
+        if (domains < 1 && gpus < n)
+            return pl_fail(msg, len, PL_ERR_INVALID, "--domain-gpus %lld: node group %d of cluster %s has only %lld GPUs",
+                           (long long)n, g, c->name, (long long)gpus);
+        t.groups[g].n_nodes = (int)((domains > 0 ? domains : 1) * (n / gpn));
+    }
+    t.nvlink_domain_gpus = (int)n;
+    *c = t;
+    return PL_OK;
+}
+
 pl_status cluster_validate(const cluster *c, char *msg, size_t len) {
     if (c->n_gpu_types < 1 || c->n_gpu_types > CLUSTER_MAX_GPU_TYPES)
         return pl_fail(msg, len, PL_ERR_INVALID, "cluster needs 1 to %d GPU types, not %d", CLUSTER_MAX_GPU_TYPES,

@@ -113,6 +113,16 @@ double cluster_intra_bw_of(const cluster *c, int64_t g);
 double cluster_intra_latency_of(const cluster *c, int64_t g);
 double cluster_nic_bw_per_gpu_of(const cluster *c, int64_t g);
 
+/* A job that fills n GPUs of each NVLink domain and no more (NVIDIA's GB200
+ * runs use 64 of an NVL72 rack's 72, 16 trays): the domain becomes those n
+ * GPUs, the rest of each rack left out, so ranks fill rack after rack n at
+ * a time and a group of n consecutive ranks stays on NVLink. n a multiple
+ * of gpus_per_node, at most the cluster's domain; job_gpus (> 0: the GPUs
+ * the job uses) a multiple of n. The node groups are cut to whole domains
+ * of n (a group keeps floor(its domains' GPUs used) nodes). PL_ERR_INVALID
+ * with one line naming the rule; c untouched then. */
+pl_status cluster_use_domain_gpus(cluster *c, int64_t n, int64_t job_gpus, char *msg, size_t len);
+
 /* Check every field: positive counts and bandwidths, gpu_type indices in
  * range, efficiencies in (0,1], oversubscription >= 1, every figure finite.
  * Allowed: intra_bw 0 with one GPU per node; nics_per_node 0 and nic_bw 0

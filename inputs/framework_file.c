@@ -12,6 +12,7 @@
 
 #include "data_file.h"
 #include "json_doc.h"
+#include "moe_fit.h"
 
 #define FRAMEWORK_FILE_MAX (1 << 20)
 
@@ -34,7 +35,57 @@ static const num_key NUM_KEYS[] = {
 };
 #define N_NUM_KEYS (sizeof NUM_KEYS / sizeof NUM_KEYS[0])
 
-static const char *const TEXT_KEYS[] = {"name", "attention", "fp32_params", "grads_lazy", "description", "sources", "fit"};
+static const char *const TEXT_KEYS[] = {"name",     "attention",   "fp32_params", "grads_lazy",    "description",
+                                        "sources",  "fit",         "moe_gemm",    "moe_permute",   "moe_fp32_gemm",
+                                        "moe_warning", "overlap"};
+
+/* The MoE keys and overlap (framework_file.h) into f. */
+static pl_status parse_moe(json_t *root, framework_profile *f, char *msg, size_t len) {
+    json_t *g = json_object_get(root, "moe_gemm");
+    if (g) {
+        const int i = json_is_string(g) ? moe_gemm_impl_from_name(json_string_value(g)) : -1;
+        if (i < 0)
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "framework file: 'moe_gemm' must be \"torch_grouped_mm\", \"cublas_grouped\", \"cublas_loop\", "
+                           "\"cublas_strided\" or \"cublas_fp8_loop\"");
+        f->moe_gemm = i;
+    }
+    json_t *pm = json_object_get(root, "moe_permute");
+    if (pm) {
+        const char *v = json_is_string(pm) ? json_string_value(pm) : "";
+        if (!strcmp(v, "fused")) f->moe_permute_fused = 1;
+        else if (!strcmp(v, "torch")) f->moe_permute_fused = 0;
+        else return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'moe_permute' must be \"fused\" or \"torch\"");
+    }
+    json_t *fg = json_object_get(root, "moe_fp32_gemm");
+    if (fg) {
+        if (!json_is_boolean(fg)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'moe_fp32_gemm' must be true or false");
+        f->moe_fp32_gemm = json_is_true(fg);
+    }
+    json_t *w = json_object_get(root, "moe_warning");
+    if (w) {
+        if (!json_is_string(w) || json_string_length(w) >= FRAMEWORK_WARNING_LEN ||
+            strlen(json_string_value(w)) != json_string_length(w) || strchr(json_string_value(w), '\n'))
+            return pl_fail(msg, len, PL_ERR_INVALID,
+                           "framework file: 'moe_warning' must be one line of at most %d characters", FRAMEWORK_WARNING_LEN - 1);
+        snprintf(f->moe_warning, sizeof f->moe_warning, "%s", json_string_value(w));
+    }
+    json_t *o = json_object_get(root, "overlap");
+    if (o) {
+        if (!json_is_array(o)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'overlap' must be a list of \"ep\" and \"tp\"");
+        unsigned bits = 0;
+        size_t i;
+        json_t *v;
+        json_array_foreach(o, i, v) {
+            const char *t = json_is_string(v) ? json_string_value(v) : "";
+            if (!strcmp(t, "ep")) bits |= FW_OVERLAP_EP;
+            else if (!strcmp(t, "tp")) bits |= FW_OVERLAP_TP;
+            else return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'overlap' must be a list of \"ep\" and \"tp\"");
+        }
+        f->overlap = bits;
+    }
+    return PL_OK;
+}
 
 static pl_status parse_obj(json_t *root, framework_profile *f, char *msg, size_t len) {
     if (!json_is_object(root)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: the top level must be an object");
@@ -76,6 +127,7 @@ static pl_status parse_obj(json_t *root, framework_profile *f, char *msg, size_t
     if (s && !json_is_object(s)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'sources' must be an object");
     json_t *fit = json_object_get(root, "fit");
     if (fit && !json_is_object(fit)) return pl_fail(msg, len, PL_ERR_INVALID, "framework file: 'fit' must be an object");
+    if ((st = parse_moe(root, f, msg, len)) != PL_OK) return st;
     for (size_t i = 0; i < N_NUM_KEYS; i++) {
         const num_key *nk = &NUM_KEYS[i];
         json_t *x = json_object_get(root, nk->key);
@@ -144,6 +196,16 @@ pl_status framework_write_json(const framework_profile *f, const char *descripti
     json_object_set_new(root, "grads_lazy", json_boolean(f->grads_lazy));
     json_object_set_new(root, "reserve_factor", json_real(f->reserve_factor));
     json_object_set_new(root, "step_fixed_ms", json_real(f->step_fixed_us / 1e3));
+    if (f->moe_gemm >= 0) json_object_set_new(root, "moe_gemm", json_string(moe_gemm_impl_name((moe_gemm_impl)f->moe_gemm)));
+    if (f->moe_permute_fused >= 0) json_object_set_new(root, "moe_permute", json_string(f->moe_permute_fused ? "fused" : "torch"));
+    if (f->moe_fp32_gemm) json_object_set_new(root, "moe_fp32_gemm", json_true());
+    if (f->moe_warning[0]) json_object_set_new(root, "moe_warning", json_string(f->moe_warning));
+    if (f->overlap != FW_OVERLAP_EP) {
+        json_t *o = json_array();
+        if (f->overlap & FW_OVERLAP_EP) json_array_append_new(o, json_string("ep"));
+        if (f->overlap & FW_OVERLAP_TP) json_array_append_new(o, json_string("tp"));
+        json_object_set_new(root, "overlap", o);
+    }
     if (fit_json) {
         json_error_t e;
         json_t *fit = json_loads(fit_json, 0, &e);

@@ -16,6 +16,12 @@
  *     "grads_lazy": false,                true: gradients allocated during backward
  *     "reserve_factor": 1.0,              [1, 4]
  *     "step_fixed_ms": 0,                 [0, 1e6]
+ *     "moe_gemm": "cublas_loop",          the expert GEMMs' implementation (inputs/moe_fit.h's
+ *                                         names); default: Megatron's by precision
+ *     "moe_permute": "fused" | "torch",   default fused
+ *     "moe_fp32_gemm": false,             true: expert GEMMs in fp32
+ *     "moe_warning": "...",               one line printed when an MoE model is predicted
+ *     "overlap": ["ep"],                  what paired ops hide: "ep", "tp" (default ["ep"])
  *     "description": "...", "sources": {...}, "fit": {...}   free text / objects, kept
  *   }                                     for the reader, not read
  * Any other key, a wrong type or a value out of range is one line naming

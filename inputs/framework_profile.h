@@ -35,6 +35,20 @@
  *                                     allocated at the peak (reported beside
  *                                     the allocated peak; 1: not modelled)
  *   fixed        step_fixed_us, added once per step (host gaps), not fitted
+ *   MoE          how the stack runs a mixture-of-experts layer (read from its
+ *                source; sim/layout/moe_compute.h prices them):
+ *                  moe_gemm           the grouped-GEMM implementation of the
+ *                                     expert GEMMs (inputs/moe_fit.h's names)
+ *                  moe_permute        fused (Transformer Engine's one kernel)
+ *                                     or torch (sort, histogram, gathers)
+ *                  moe_fp32_gemm      the expert GEMMs multiply in fp32
+ *                  moe_warning        a known pathological MoE path, printed
+ *                                     when an MoE model is predicted with it
+ *   overlap      what the stack hides when its schedule pairs one
+ *                micro-batch's forward with another's backward (DualPipe,
+ *                DualPipeV, Megatron's EP all-to-all overlap): "ep" the MoE
+ *                dispatch and combine, "tp" the tensor-parallel collectives
+ *                (each pair's communication under the other op's compute)
  *
  * Megatron (framework_default) is every figure neutral: a prediction with
  * it is bit for bit what the simulator gave before profiles existed.
@@ -43,6 +57,10 @@
 #define PLACER_INPUTS_FRAMEWORK_PROFILE_H
 
 #define FRAMEWORK_NAME_LEN 64
+#define FRAMEWORK_WARNING_LEN 240
+
+/* What a stack's paired ops overlap (framework_profile.overlap bits). */
+enum { FW_OVERLAP_EP = 1u << 0, FW_OVERLAP_TP = 1u << 1 };
 
 /* How the attention core runs: fused (FlashAttention: no T x T score
  * matrix in memory, causal blocks skipped, the backward recomputes the
@@ -74,9 +92,17 @@ typedef struct framework_profile {
                                        the peak is params + optimizer + buffers + the larger of the
                                        gradients and (weight copies + activations + logits);
                                        0: every part held at once (Megatron's grad buffers) */
+    /* mixture of experts (the header's MoE block): */
+    int moe_gemm;                   /* moe_gemm_impl (inputs/moe_fit.h); -1: Megatron's (TE GroupedLinear:
+                                       cublas_loop, FP8 cublas_fp8_loop) */
+    int moe_permute_fused;          /* 1 fused, 0 torch's ops; -1: Megatron's (fused) */
+    int moe_fp32_gemm;              /* 1: expert GEMMs in fp32 */
+    char moe_warning[FRAMEWORK_WARNING_LEN]; /* "": none */
+    unsigned overlap;               /* FW_OVERLAP_* bits; Megatron's: FW_OVERLAP_EP */
 } framework_profile;
 
-/* Megatron: flash attention, every constant neutral. */
+/* Megatron: flash attention, every constant neutral, the MoE figures
+ * Megatron's (-1: by precision), paired ops hiding the MoE dispatch. */
 void framework_default(framework_profile *f);
 
 /* "gemm_scale", "memory_scale", "act_scale" ("unknown" out of range). Static. */

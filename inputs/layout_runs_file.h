@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "framework_profile.h" /* FRAMEWORK_NAME_LEN */
+#include "moe_hist.h"
 #include "status.h"
 
 #define LAYOUT_RUNS_TEXT 256
@@ -46,6 +47,8 @@ typedef struct {
     double peak_bytes;                /* measured peak allocated; < 0: not given */
     double reserved_bytes;            /* measured peak reserved; < 0: not given */
     int split;                        /* -1 not given, 0 fit, 1 test */
+    const moe_hist *hist;             /* the run's router histograms (borrowed; set by the caller,
+                                         NULL from the parser): an MoE run's experts priced with them */
 } layout_run;
 
 /* Parse n bytes of the CSV into a heap array *runs of *n_runs (free()).

@@ -95,10 +95,30 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
                                                                                      : MOE_DISPATCH_ALLTOALL;
     l.recompute = !strncmp(rc, "none", 4) ? RECOMPUTE_NONE : !strncmp(rc, "full", 4) ? RECOMPUTE_FULL
                                                                                     : RECOMPUTE_SELECTIVE;
-    l.zero = has(z, "FSDP") ? ZERO_FSDP : ZERO_1;
+    /* "FSDP" (Megatron-Core's FSDP: parameters, gradients and optimizer sharded, each layer's
+     * weights gathered for its forward and again for its backward) is zero 3; "ddp (FSDP 0)" says
+     * FSDP is off: Megatron's distributed optimizer, zero 1, as the rows with nothing stated */
+    l.zero = has(z, "FSDP") && !has(z, "FSDP 0") ? ZERO_3 : ZERO_1;
     cfg.seq_len = seq;
-    /* DualPipe (two chunks per rank, bidirectional) is not modelled: its row runs as 1F1B with vp 1 */
-    if (has(cell(c, r, "schedule"), "dualpipe")) l.vp = 1;
+    const char *sched = cell(c, r, "schedule"), *recipe = cell(c, r, "fp8_recipe"), *as = cell(c, r, "assumptions");
+    if (l.prec == PRECISION_FP8)
+        l.fp8 = has(recipe, "blockwise") ? FP8_RECIPE_BLOCKWISE
+                : has(recipe, "current scaling") ? FP8_RECIPE_TENSORWISE : FP8_RECIPE_DELAYED;
+    /* DeepSeek's DualPipe: two directions, two chunks a rank */
+    if (has(sched, "dualpipe")) {
+        l.sched = SCHED_DUALPIPE;
+        l.vp = 2;
+    }
+    if (has(sched, "A2A overlap") || has(as, "A2A overlap")) l.ep_overlap = 1;
+    /* memory savings the row's own text names (its source's report) */
+    if (has(rc, "RMSNorm and MLA up-projections recomputed")) {
+        l.mem |= LAYOUT_MEM_NORM_MLA;
+        if (!has(rc, "full") || has(rc, "no full")) l.recompute = RECOMPUTE_NONE;
+    }
+    if (has(recipe, "BF16 AdamW moments") || has(recipe, "BF16 optimizer states")) l.mem |= LAYOUT_MEM_BF16_MOMENTS;
+    if (l.prec == PRECISION_FP8 && has(recipe, "DeepSeek")) l.mem |= LAYOUT_MEM_FP8_ACT;
+    if (has(as, "MTP module (depth 1) is trained")) l.mem |= LAYOUT_MEM_MTP_LAST;
+    row->forced_balance = has(as, "orced load balance") || has(as, "force-load-balancing");
     /* one or two more chunks than layers (Qwen3-235B's 94 layers on pp 32 x vp 3): the first and last
      * chunks hold only the embedding and the loss, as a Megatron pipeline layout "E|t|...|t|L" does */
     const int K = l.pp * l.vp;

@@ -11,12 +11,24 @@
  * as given; precision bf16 | fp8 (mxfp8: skipped); dispatcher: "DeepEP",
  * "flex..." or "DeepSeek..." -> flex (a token once per remote node),
  * "allgather" -> allgather, else alltoall; recompute: "none" / "full" /
- * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> fsdp,
- * else ZeRO-1 (Megatron's distributed optimizer, the rows' default);
+ * "selective..." (anything else: selective); zero_fsdp: "FSDP" -> zero 3
+ * (Megatron-Core's FSDP reshards each layer's weights after its forward),
+ * "FSDP 0" and the rest ZeRO-1 (Megatron's distributed optimizer, the
+ * rows' default);
  * sp on when tp > 1 (Megatron requires it with MoE); the cluster file's
- * one node group cut to the row's GPUs; a "dualpipe" schedule as vp 1
- * (DualPipe not modelled); one or two more chunks than layers as empty
- * first / last chunks (the embedding and the loss alone).
+ * one node group cut to the row's GPUs; a "dualpipe" schedule as
+ * sched=dualpipe (vp 2: the two directions); "A2A overlap" in the
+ * schedule as overlap=ep; one or two more chunks than layers as empty
+ * first / last chunks (the embedding and the loss alone); the FP8 recipe
+ * from fp8_recipe's text ("blockwise" -> blockwise, "current scaling" ->
+ * tensorwise, else delayed). Memory options only where the row's own text
+ * says the run used them (docs/moe.md): "RMSNorm and MLA up-projections
+ * recomputed" -> mem norm_mla (recompute none unless it also says full or
+ * selective), "BF16 AdamW moments" / "BF16 optimizer states" ->
+ * bf16_moments, DeepSeek's FP8 (its report's activation caching) ->
+ * fp8_act, "MTP" trained on the last stage -> mtp_last. Routing: "forced
+ * load balance" / "force-load-balancing" in the row -> expert_cv 0, else
+ * the stated default.
  */
 #ifndef PLACER_INPUTS_MOE_RUNS_H
 #define PLACER_INPUTS_MOE_RUNS_H
@@ -39,6 +51,7 @@ typedef struct {
     int gpus;
     int seq;
     double tokens_per_s;     /* published, per GPU */
+    int forced_balance;      /* 1: the run forced balanced routing (expert_cv 0) */
 } pub_moe_run;
 
 /* Read csv_path (NULL: the shipped data/published-runs/moe-runs.csv), its

@@ -1,112 +1,164 @@
 /*
- * export_deepspeed.c: a layout for DeepSpeed's pipeline engine, as JSON
- * with two objects (export_plan.h): "ds_config", the DeepSpeed config file
- * (its documented keys only), and "pipeline_module", the arguments of
- * deepspeed.pipe.PipelineModule plus the explicit stage boundaries "parts"
- * over the layer specs [embedding, layer 0 .. layer L-1, final norm + head]
- * (L + 2 specs), in the form of PipelineModule's self.parts.
+ * export_deepspeed.c: a layout for DeepSpeed (names from framework_keys.c's
+ * DeepSpeed table; export_plan.h lists the files).
  *
- * DeepSpeed itself does no tensor or context parallelism (Megatron-DeepSpeed
- * does the tensor part through its mpu; Ulysses is another sequence split
- * than cp), its pipeline engine runs ZeRO stage 0 or 1 only, and it has no
- * interleaved schedule; each of these, where the layout needs it, becomes a
- * line of "notes" rather than a silently different config.
+ * ds_config.json is the config DeepSpeed reads as it is (deepspeed.
+ * initialize(config=...)): batch sizes (train_batch_size = micro-batch x
+ * gradient_accumulation_steps x dp, the pipeline engine's micro-batches
+ * per step), bf16 / fp16, the ZeRO stage. With a pipeline, partition.json
+ * holds the stage boundaries over the layer specs [embedding, layer 0 ..
+ * layer L-1, final norm + head] (L + 2 specs) in PipelineModule's own form
+ * (self.parts: num_stages + 1 offsets), whether DeepSpeed's "uniform" or
+ * "parameters" method would give the same, the checkpoint interval and the
+ * MoE layer's arguments; pipeline.py is the few lines that build the
+ * PipelineModule with exactly those boundaries (a subclass setting
+ * self.parts and the stage's bounds through PipelineModule._set_bounds,
+ * which DeepSpeed documents as the way to define a stage's layers).
  */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "export_internal.h"
+#include "model_params.h"
 #include "plan.h"
 
-int plan_export_deepspeed(FILE *f, const gpt_config *cfg, const layout *l, const int *ch) {
-    const int P = l->pp, L = cfg->n_layers;
-    int *stage = malloc(sizeof *stage * (size_t)P), *parts = malloc(sizeof *parts * (size_t)(P + 1));
-    int *ref = malloc(sizeof *ref * (size_t)(P + 1));
+#define K(k) deepspeed_key_name(k)
+
+static int write_config(FILE *f, const layout *l) {
+    const int m = l->global_batch / (l->dp * l->micro_batch);
+    const int zero = l->dp > 1 ? (int)l->zero : 0;
     int rc = 0;
-    if (!stage || !parts || !ref) {
-        rc = -1;
-        goto out;
-    }
-    for (int s = 0; s < P; s++) stage[s] = export_stage_layers(l, ch, s);
+    rc |= fprintf(f, "{\n  \"%s\": %d,\n  \"%s\": %d,\n  \"%s\": %d,\n", K(DK_TRAIN_BATCH_SIZE), l->global_batch,
+                  K(DK_MICRO_BATCH), l->micro_batch, K(DK_GRAD_ACCUM), m) < 0;
+    if (l->prec == PRECISION_BF16) rc |= fprintf(f, "  \"%s\": {\"%s\": true},\n", K(DK_BF16), K(DK_ENABLED)) < 0;
+    else if (l->prec == PRECISION_FP16) rc |= fprintf(f, "  \"%s\": {\"%s\": true},\n", K(DK_FP16), K(DK_ENABLED)) < 0;
+    rc |= fprintf(f, "  \"%s\": {\"%s\": %d}\n}\n", K(DK_ZERO), K(DK_ZERO_STAGE), zero) < 0;
+    return rc ? -1 : 0;
+}
+
+/* parts[] (P + 1 offsets over the L + 2 specs) of the stage split, and which
+ * of DeepSpeed's own methods gives the same ("uniform", "parameters", or
+ * NULL). */
+static const char *stage_parts(const gpt_config *c, const layout *l, const int *stage, int *parts, int *ref) {
+    const int P = l->pp, L = c->n_layers;
     parts[0] = 0;
     for (int s = 0; s + 1 < P; s++) parts[s + 1] = parts[s] + stage[s] + (s == 0 ? 1 : 0);
     parts[P] = L + 2;
-    /* which of DeepSpeed's own methods gives exactly these boundaries */
-    const char *method = "explicit";
+    /* ds_utils.partition_uniform over the L + 2 specs */
+    const int n = L + 2, chunk = n / P, residual = n - chunk * P;
     int same = 1;
-    {
-        /* ds_utils.partition_uniform over the L + 2 specs: what "uniform" calls */
-        const int n = L + 2, chunk = n / P, residual = n - chunk * P;
-        for (int p = 0; p <= P; p++) ref[p] = p * chunk + (p < residual ? p : residual);
-        for (int p = 0; p <= P; p++)
-            if (ref[p] != parts[p]) same = 0;
-        if (same) method = "uniform";
+    for (int p = 0; p <= P; p++) {
+        ref[p] = p * chunk + (p < residual ? p : residual);
+        if (ref[p] != parts[p]) same = 0;
     }
-    if (!same) {
-        int *dsl = malloc(sizeof *dsl * (size_t)P);
-        if (dsl && plan_deepspeed_parameters_split(cfg, P, dsl, NULL, 0) == PL_OK) {
-            same = 1;
-            for (int s = 0; s < P; s++)
-                if (dsl[s] != stage[s]) same = 0;
-            if (same) method = "parameters";
-        }
-        free(dsl);
+    if (same) return "uniform";
+    int *dsl = malloc(sizeof *dsl * (size_t)P);
+    const char *method = NULL;
+    if (dsl && plan_deepspeed_parameters_split(c, P, dsl, NULL, 0) == PL_OK) {
+        same = 1;
+        for (int s = 0; s < P; s++)
+            if (dsl[s] != stage[s]) same = 0;
+        if (same) method = "parameters";
     }
-    const int m = l->global_batch / (l->dp * l->micro_batch);
-    const int zero = l->dp > 1 ? (l->zero == ZERO_FSDP ? 3 : (int)l->zero) : 0;
-    rc |= fprintf(f, "{\n  \"ds_config\": {\n") < 0;
-    rc |= fprintf(f, "    \"train_batch_size\": %d,\n    \"train_micro_batch_size_per_gpu\": %d,\n"
-                     "    \"gradient_accumulation_steps\": %d,\n",
-                  l->global_batch, l->micro_batch, m) < 0;
-    if (l->prec == PRECISION_BF16 || l->prec == PRECISION_FP8) rc |= fprintf(f, "    \"bf16\": {\"enabled\": true},\n") < 0;
-    else if (l->prec == PRECISION_FP16) rc |= fprintf(f, "    \"fp16\": {\"enabled\": true},\n") < 0;
-    rc |= fprintf(f, "    \"zero_optimization\": {\"stage\": %d}\n  },\n", zero) < 0;
-    if (cfg->n_experts > 1)
-        rc |= fprintf(f, "  \"moe\": {\"num_experts\": %d, \"ep_size\": %d, \"k\": %d},\n", cfg->n_experts,
-                      l->ep > 1 ? l->ep : 1, cfg->top_k) < 0;
-    rc |= fprintf(f, "  \"pipeline_module\": {\n    \"num_stages\": %d,\n    \"partition_method\": \"%s\",\n", P,
-                  method) < 0;
-    rc |= fprintf(f, "    \"activation_checkpoint_interval\": %d,\n", l->recompute == RECOMPUTE_NONE ? 0 : 1) < 0;
-    rc |= fprintf(f, "    \"layer_specs\": \"embedding, %d transformer layers, final norm + head\",\n", L) < 0;
-    rc |= fprintf(f, "    \"parts\": [") < 0;
+    free(dsl);
+    return method;
+}
+
+static int write_partition(FILE *f, const gpt_config *c, const layout *l, const int *stage, const int *parts,
+                           const char *method) {
+    const int P = l->pp;
+    int rc = 0;
+    rc |= fprintf(f, "{\n  \"%s\": %d,\n  \"layer_specs\": %d,\n  \"layer_specs_are\": \"embedding, %d transformer "
+                     "layers, final norm + head\",\n",
+                  K(DK_PM_NUM_STAGES), P, c->n_layers + 2, c->n_layers) < 0;
+    rc |= fprintf(f, "  \"parts\": [") < 0;
     for (int p = 0; p <= P; p++) rc |= fprintf(f, "%s%d", p ? ", " : "", parts[p]) < 0;
-    rc |= fprintf(f, "],\n    \"stage_layers\": [") < 0;
+    rc |= fprintf(f, "],\n  \"stage_layers\": [") < 0;
     for (int s = 0; s < P; s++) rc |= fprintf(f, "%s%d", s ? ", " : "", stage[s]) < 0;
-    rc |= fprintf(f, "]\n  },\n  \"notes\": [") < 0;
-    int nn = 0;
-#define NOTE(...)                                                                                                      \
-    do {                                                                                                               \
-        rc |= fprintf(f, "%s\n    \"", nn++ ? "," : "") < 0;                                                          \
-        rc |= fprintf(f, __VA_ARGS__) < 0;                                                                             \
-        rc |= fprintf(f, "\"") < 0;                                                                                    \
-    } while (0)
-    if (!same)
-        NOTE("PipelineModule accepts partition_method uniform, parameters or type:REGEX; for these boundaries set "
-             "self.parts = parts in a subclass's _partition_layers");
-    if (P > 1 && zero >= 2)
-        NOTE("DeepSpeed's pipeline engine supports ZeRO stage 0 or 1 only; the layout asks for zero=%s",
-             l->zero == ZERO_FSDP ? "fsdp" : l->zero == ZERO_3 ? "3" : "2");
-    if (l->vp > 1)
-        NOTE("DeepSpeed has no interleaved schedule: vp=%d written as one chunk per stage with the same layers", l->vp);
-    if (l->sched != SCHED_1F1B)
-        NOTE("DeepSpeed's pipeline engine has no zero-bubble or DualPipe schedule: sched=%s written as its 1F1B",
-             schedule_order_name(l->sched));
-    if (l->tp > 1)
-        NOTE("tensor parallelism tp=%d%s comes from Megatron-DeepSpeed (--tensor-model-parallel-size), not the config",
-             l->tp, l->sp ? " with sequence parallelism" : "");
-    if (l->cp > 1) NOTE("context parallelism cp=%d has no DeepSpeed config key (Ulysses splits differently)", l->cp);
-    if (l->recompute == RECOMPUTE_SELECTIVE)
-        NOTE("selective recompute is Megatron-DeepSpeed's --recompute-granularity selective; interval 1 recomputes whole layers");
-    if (l->prec == PRECISION_FP8) NOTE("fp8 GEMMs need Transformer Engine; bf16 elsewhere");
-    if (cfg->n_experts > 1)
-        NOTE("experts: deepspeed.moe.layer.MoE(hidden_size=%d, num_experts=%d, ep_size=%d, k=%d) in each MoE layer "
-             "(the moe block below)%s", cfg->d_model, cfg->n_experts, l->ep > 1 ? l->ep : 1, cfg->top_k,
-             l->etp > 1 ? "; DeepSpeed MoE has no expert tensor parallelism: etp written as 1" : "");
-#undef NOTE
-    rc |= fprintf(f, "%s]\n}\n", nn ? "\n  " : "") < 0;
-out:
-    free(stage);
-    free(parts);
-    free(ref);
+    rc |= fprintf(f, "],\n  \"same_as_%s\": ", K(DK_PM_PARTITION_METHOD)) < 0;
+    rc |= (method ? fprintf(f, "\"%s\"", method) : fprintf(f, "null")) < 0;
+    rc |= fprintf(f, ",\n  \"%s\": %d", K(DK_PM_AC_INTERVAL), l->recompute == RECOMPUTE_FULL ? 1 : 0) < 0;
+    if (gpt_is_moe(c)) {
+        rc |= fprintf(f, ",\n  \"moe\": {\"%s\": %d, \"%s\": %d, \"%s\": %d, \"hidden_size\": %d, \"expert_ffn\": %d, "
+                         "\"moe_layers\": [",
+                      K(DK_MOE_NUM_EXPERTS), c->n_experts, K(DK_MOE_EP_SIZE), l->ep > 1 ? l->ep : 1, K(DK_MOE_K),
+                      c->top_k, c->d_model, c->moe_d_ff) < 0;
+        for (int i = 0, n = 0; i < c->n_layers; i++)
+            if (gpt_layer_is_moe(c, i)) rc |= fprintf(f, "%s%d", n++ ? ", " : "", i) < 0;
+        rc |= fprintf(f, "]}") < 0;
+    }
+    rc |= fprintf(f, "\n}\n") < 0;
     return rc ? -1 : 0;
+}
+
+static int write_pipeline_py(FILE *f, const gpt_config *c) {
+    int rc = 0;
+    rc |= fprintf(f, "\"\"\"pipeline.py: the PipelineModule of this plan (%s), with the stage boundaries of\n"
+                     "partition.json. Build the %d layer specs yourself (embedding, %d transformer layers, final\n"
+                     "norm + head, as deepspeed.pipe.LayerSpec%s), then:\n\n"
+                     "    module = pipeline.build(layers, loss_fn)\n"
+                     "    engine, *_ = deepspeed.initialize(model=module, config=\"ds_config.json\", ...)\n\"\"\"\n",
+                  plan_framework_version(PLAN_FRAMEWORK_DEEPSPEED), c->n_layers + 2, c->n_layers,
+                  gpt_is_moe(c) ? "; the MoE layers listed in partition.json as deepspeed.moe.layer.MoE with its "
+                                  "\"moe\" arguments"
+                                : "") < 0;
+    rc |= fprintf(f, "import json\nimport os\n\nfrom deepspeed.pipe import PipelineModule\n\n") < 0;
+    rc |= fprintf(f, "with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), \"partition.json\")) as f:\n"
+                     "    PLAN = json.load(f)\n\n\n") < 0;
+    rc |= fprintf(f, "class PlannedPipelineModule(PipelineModule):\n"
+                     "    \"\"\"PipelineModule whose stages hold the planned layers (partition.json's parts).\"\"\"\n\n"
+                     "    def _partition_layers(self, method=\"%s\"):\n"
+                     "        self.parts = list(PLAN[\"parts\"])\n"
+                     "        stage = self._topo.get_coord(self.global_rank).pipe\n"
+                     "        self._set_bounds(start=self.parts[stage], stop=self.parts[stage + 1])\n\n\n",
+                  K(DK_V_UNIFORM)) < 0;
+    rc |= fprintf(f, "def build(layers, loss_fn=None, **kwargs):\n"
+                     "    \"\"\"The PipelineModule over layers (the layer specs above).\"\"\"\n"
+                     "    assert len(layers) == PLAN[\"layer_specs\"], f\"the plan has {PLAN['layer_specs']} layer "
+                     "specs, got {len(layers)}\"\n"
+                     "    return PlannedPipelineModule(layers=layers, loss_fn=loss_fn, %s=PLAN[\"%s\"],\n"
+                     "                                 %s=PLAN[\"%s\"], **kwargs)\n",
+                  K(DK_PM_NUM_STAGES), K(DK_PM_NUM_STAGES), K(DK_PM_AC_INTERVAL), K(DK_PM_AC_INTERVAL)) < 0;
+    return rc ? -1 : 0;
+}
+
+pl_status export_deepspeed_build(const plan_export_in *in, plan_export_files *out, char *msg, size_t len) {
+    const gpt_config *c = in->cfg;
+    const layout *l = in->l;
+    const int P = l->pp;
+    export_stream s;
+    if (export_stream_open(&s) < 0 || export_stream_keep(out, "ds_config.json", &s, write_config(s.f, l)) < 0)
+        return pl_fail(msg, len, PL_ERR_NOMEM, "writing the deepspeed export failed");
+    const char *how;
+    if (P > 1) {
+        int *stage = malloc(sizeof *stage * (size_t)P), *parts = malloc(sizeof *parts * (size_t)(P + 1)),
+            *ref = malloc(sizeof *ref * (size_t)(P + 1));
+        int rc = !stage || !parts || !ref ? -1 : 0;
+        const char *method = NULL;
+        if (rc == 0) {
+            for (int i = 0; i < P; i++) stage[i] = export_stage_layers(l, in->chunk_layers, i);
+            method = stage_parts(c, l, stage, parts, ref);
+            if (export_stream_open(&s) < 0 ||
+                export_stream_keep(out, "partition.json", &s, write_partition(s.f, c, l, stage, parts, method)) < 0 ||
+                export_stream_open(&s) < 0 || export_stream_keep(out, "pipeline.py", &s, write_pipeline_py(s.f, c)) < 0)
+                rc = -1;
+        }
+        free(stage);
+        free(parts);
+        free(ref);
+        if (rc < 0) return pl_fail(msg, len, PL_ERR_NOMEM, "writing the deepspeed export failed");
+        how = "Build the layer specs, then (pipeline.py):\n"
+              "  module = pipeline.build(layers, loss_fn)\n"
+              "  engine, *_ = deepspeed.initialize(model=module, config=\"ds_config.json\", ...)\n"
+              "and launch with `deepspeed --num_gpus GPUS_PER_NODE --num_nodes NODES train.py`.\n";
+    } else {
+        how = "No pipeline: deepspeed.initialize(model=your_model, config=\"ds_config.json\", ...).\n";
+    }
+    if (gpt_is_moe(c))
+        export_note(out, "each MoE layer: deepspeed.moe.layer.MoE(hidden_size=%d, expert=<an MLP of width %d>, "
+                         "num_experts=%d, ep_size=%d, k=%d)",
+                    c->d_model, c->moe_d_ff, c->n_experts, l->ep > 1 ? l->ep : 1, c->top_k);
+    if (export_readme(out, in, PLAN_FRAMEWORK_DEEPSPEED, how) < 0)
+        return pl_fail(msg, len, PL_ERR_NOMEM, "writing the deepspeed export failed");
+    return PL_OK;
 }

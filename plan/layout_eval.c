@@ -36,7 +36,7 @@ static pl_status cluster_take(cluster *c, int64_t n, char *msg, size_t len) {
 /* Where a send between GPUs a and b goes: NVLink / the node's fabric, NVLink
  * between the nodes of one NVLink domain (an NVL72 rack's trays), the NIC
  * inside a pod, or across pods. */
-static const char *link_of(const cluster *c, int64_t a, int64_t b) {
+const char *layout_eval_link(const cluster *c, int64_t a, int64_t b) {
     if (a == b) return "none";
     if (a / c->gpus_per_node == b / c->gpus_per_node) return "intra-node";
     if (cluster_domain_of(c, a) == cluster_domain_of(c, b)) return "nvlink-domain";
@@ -53,6 +53,8 @@ static pl_status load_inputs(const layout_eval_options *o, layout_eval_result *o
     st = cluster_load(o->cluster, NULL, &out->clu, m2, sizeof m2);
     if (st != PL_OK)
         return pl_fail(msg, len, PL_ERR_INVALID, "cluster '%s': %s", o->cluster, m2[0] ? m2 : pl_status_str(st));
+    if (o->domain_gpus > 0 && (st = cluster_use_domain_gpus(&out->clu, o->domain_gpus, o->gpus, msg, len)) != PL_OK)
+        return st;
     if (o->gpus > 0 && (st = cluster_take(&out->clu, o->gpus, msg, len)) != PL_OK) return st;
     layout *l = &out->lay;
     if (layout_parse(o->layout, l, m2, sizeof m2) != PL_OK) return pl_fail(msg, len, PL_ERR_INVALID, "layout: %s", m2);
@@ -84,12 +86,19 @@ pl_status layout_eval_run(const layout_eval_options *o, layout_eval_result *out,
     memset(out, 0, sizeof *out);
     pl_status st = load_inputs(o, out, msg, len);
     if (st != PL_OK) return st;
+    if (o->gpipe) {
+        if (out->lay.vp != 1 || out->lay.sched != SCHED_1F1B)
+            return pl_fail(msg, len, PL_ERR_INVALID, "GPipe's order takes vp = 1 and no sched= in the layout");
+        out->lay.sched = SCHED_GPIPE;
+    }
     layout_sim *sim = NULL;
     char m2[512] = "";
     st = layout_sim_create_measured(&out->model.cfg, &out->lay, &out->clu, o->measured, &sim, m2, sizeof m2);
     if (st != PL_OK) return st == PL_ERR_INVALID ? pl_fail(msg, len, st, "layout: %s", m2) : pl_fail(msg, len, st, "%s", m2);
-    st = layout_sim_run(sim, o->params, o->trace_path != NULL, &out->res, msg, len);
+    st = layout_sim_run(sim, o->params, o->trace_path != NULL || o->want_ops, &out->res, msg, len);
     if (st == PL_OK && o->trace_path) st = write_trace(sim, o->trace_path, msg, len);
+    if (st == PL_OK && o->want_ops && (st = layout_sim_ops(sim, &out->ops, &out->n_ops)) != PL_OK)
+        pl_fail(msg, len, st, "out of memory listing the ops");
     if (st == PL_OK) {
         layout_sim_coll_sources(sim, &out->n_coll_model, &out->n_coll_fitted, &out->n_coll_measured);
         layout_coords c0, c1;
@@ -98,7 +107,7 @@ pl_status layout_eval_run(const layout_eval_options *o, layout_eval_result *out,
         c1.c[LAYOUT_DIM_PP] = out->lay.pp > 1 ? 1 : 0;
         out->pp_rank0 = layout_rank_of(&out->lay, &c0);
         out->pp_rank1 = layout_rank_of(&out->lay, &c1);
-        out->pp_link = link_of(&out->clu, out->pp_rank0, out->pp_rank1);
+        out->pp_link = layout_eval_link(&out->clu, out->pp_rank0, out->pp_rank1);
     }
     layout_sim_destroy(sim);
     return st;

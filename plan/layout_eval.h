@@ -30,6 +30,11 @@ typedef struct {
     const layout_sim_params *params; /* the software stack; NULL: defaults */
     const coll_measured *measured;   /* measured collectives inside a node; NULL: the cluster model */
     const char *trace_path;          /* non-NULL: write a Chrome trace of one pipeline replica there */
+    int want_ops;                    /* 1: fill the result's ops (one replica's ops per rank) */
+    int gpipe;                       /* 1: run the pipeline in GPipe's order (all forwards, then all
+                                        backwards), which no layout text names: for the pipeline view;
+                                        needs vp = 1 and the layout's default order */
+    int64_t domain_gpus;             /* > 0: GPUs used per NVLink domain (cluster_use_domain_gpus) */
 } layout_eval_options;
 
 typedef struct {
@@ -40,6 +45,9 @@ typedef struct {
     int n_coll_model, n_coll_fitted, n_coll_measured; /* collective times by source */
     int64_t pp_rank0, pp_rank1;      /* the first pipeline send: GPU of stage 0 and of stage 1 */
     const char *pp_link;             /* "intra-node", "inter-node", "inter-pod" or "none" (static) */
+    layout_op *ops;                  /* with want_ops: layout_sim_ops's list (the caller frees it, free());
+                                        else NULL */
+    int n_ops;
 } layout_eval_result;
 
 /* Load, check and simulate o into *out. Bad input (model, cluster, layout,
@@ -48,5 +56,9 @@ typedef struct {
  * ...", "cluster 'c': ...", "layout: ..."); other failures keep their
  * status (PL_ERR_IO for a trace that could not be written). */
 pl_status layout_eval_run(const layout_eval_options *o, layout_eval_result *out, char *msg, size_t len);
+
+/* The link a send between GPUs a and b of c takes: "none" (a == b),
+ * "intra-node", "nvlink-domain", "inter-node" or "inter-pod" (static). */
+const char *layout_eval_link(const cluster *c, int64_t a, int64_t b);
 
 #endif

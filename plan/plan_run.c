@@ -102,6 +102,8 @@ static pl_status load_inputs(const plan_run_options *o, plan_run_result *out, la
     pl_status st = plan_model_load(o->model, o->seq, &out->model, msg, len);
     if (st != PL_OK) return st;
     if ((st = cluster_load(o->cluster, NULL, &out->clu, msg, len)) != PL_OK) return st;
+    if (o->domain_gpus > 0 && (st = cluster_use_domain_gpus(&out->clu, o->domain_gpus, o->gpus, msg, len)) != PL_OK)
+        return st;
     const int64_t total = cluster_n_gpus(&out->clu);
     out->search = o->search;
     out->search.gpus = o->gpus > 0 ? o->gpus : total;

@@ -37,6 +37,7 @@ typedef struct {
     const char *trace_path;   /* the best layout's Chrome trace, or NULL */
     plan_progress_fn progress; /* may be NULL */
     void *progress_ctx;
+    int64_t domain_gpus;      /* > 0: GPUs used per NVLink domain (cluster_use_domain_gpus) */
 } plan_run_options;
 
 /* One simulated stage split of the best layout (--splits). */

@@ -36,31 +36,6 @@ void plan_options_default(plan_options *o) {
     o->fix_zero = -1;
 }
 
-const char *plan_framework_name(plan_framework f) {
-    static const char *names[PLAN_FRAMEWORK_COUNT] = {"any", "megatron", "torchtitan", "deepspeed"};
-    return f >= 0 && f < PLAN_FRAMEWORK_COUNT ? names[f] : "unknown";
-}
-
-int plan_framework_parse(const char *name, plan_framework *out) {
-    for (int i = 0; name && i < PLAN_FRAMEWORK_COUNT; i++)
-        if (!strcmp(name, plan_framework_name((plan_framework)i))) {
-            *out = (plan_framework)i;
-            return 1;
-        }
-    return 0;
-}
-
-int plan_framework_accepts(plan_framework f, const layout *l) {
-    const int sharded = l->dp > 1 ? (int)l->zero : 0;
-    switch (f) {
-    case PLAN_FRAMEWORK_MEGATRON: return l->pp == 1 || sharded <= ZERO_1;
-    case PLAN_FRAMEWORK_TORCHTITAN:
-        return sharded != ZERO_1 && sharded != ZERO_2 && l->prec != PRECISION_FP16;
-    case PLAN_FRAMEWORK_DEEPSPEED: return l->vp == 1 && l->cp == 1 && (l->pp == 1 || sharded <= ZERO_1);
-    default: return 1;
-    }
-}
-
 pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len) {
     if (!text || !*text) return pl_fail(msg, len, PL_ERR_INVALID, "empty list of fixed dimensions (e.g. tp=8,pp=4)");
     char buf[512];
@@ -530,7 +505,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                         continue;
                                     l->sched = (schedule_order)so;
                                     if (layout_validate(l, cfg, N, NULL, 0) != PL_OK) continue;
-                                    if (!plan_framework_accepts(o->framework, l)) continue;
+                                    if (!plan_framework_runs(o->framework, cfg, l)) continue;
                                     if (fn(ctx, l, index++) != 0) {
                                         st = pl_fail(msg, len, PL_ERR_NOMEM, "no memory for the layouts");
                                         goto out;

@@ -118,6 +118,42 @@ pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_
     return PL_OK;
 }
 
+pl_status placer_net_permute_devices(placer_net *net, const int *perm) {
+    const int D = net->cfg.n_devices, H = net->cfg.hidden, De = net->cfg.dev_embed, CW = 2 * H + D + 1;
+    int *seen = calloc((size_t)D, sizeof *seen);
+    if (!seen) return PL_ERR_NOMEM;
+    pl_status st = PL_OK;
+    for (int d = 0; d < D && st == PL_OK; d++) {
+        if (perm[d] < 0 || perm[d] >= D || seen[perm[d]]) st = PL_ERR_INVALID;
+        else seen[perm[d]] = 1;
+    }
+    free(seen);
+    if (st != PL_OK) return st;
+    const size_t n_emb = net->size[PN_DEV_EMB], n_w = net->size[PN_OUT_W], n_b = net->size[PN_OUT_B];
+    double *old = malloc(sizeof *old * (n_emb + n_w + n_b));
+    if (!old) return PL_ERR_NOMEM;
+    double *emb = placer_net_param(net, PN_DEV_EMB), *W = placer_net_param(net, PN_OUT_W),
+           *b = placer_net_param(net, PN_OUT_B);
+    memcpy(old, emb, sizeof *old * n_emb);
+    memcpy(old + n_emb, W, sizeof *old * n_w);
+    memcpy(old + n_emb + n_w, b, sizeof *old * n_b);
+    const double *oe = old, *ow = old + n_emb, *ob = old + n_emb + n_w;
+    for (int d = 0; d < D; d++) {
+        const int p = perm[d];
+        memcpy(emb + (size_t)p * De, oe + (size_t)d * De, sizeof *emb * (size_t)De);
+        b[p] = ob[d];
+        /* row d moves to row p: its [d_t ; ctx_t] part as it is, its
+         * previous-device columns relabelled, the start token's in place */
+        const double *src = ow + (size_t)d * CW;
+        double *dst = W + (size_t)p * CW;
+        memcpy(dst, src, sizeof *dst * (size_t)(2 * H));
+        for (int e = 0; e < D; e++) dst[2 * H + perm[e]] = src[2 * H + e];
+        dst[2 * H + D] = src[2 * H + D];
+    }
+    free(old);
+    return PL_OK;
+}
+
 pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights) {
     const int D = net->cfg.n_devices;
     if (D > PN_MAX_PIPE_DEVICES) return PL_ERR_INVALID;

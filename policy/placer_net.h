@@ -118,6 +118,17 @@ pl_status placer_net_create(const placer_net_config *cfg, uint64_t seed, placer_
 pl_status placer_net_set_pipe_shares(placer_net *net, const double *weights);
 void placer_net_destroy(placer_net *net);
 
+/* Relabel the network's devices: device d of the network as it is becomes
+ * device perm[d] (perm: a permutation of 0..D-1). The device embedding's
+ * rows, the output layer's rows and bias and its previous-device columns
+ * move with their device, the start token's row and column stay, so that
+ * on any input the relabelled network gives device perm[d] the probability
+ * the original gave d (tests/policy/test_transfer.c checks it). The
+ * pipeline shares are the problem's, not the network's, and are left
+ * alone. PL_ERR_INVALID, leaving the network as it was, when perm is not a
+ * permutation; PL_ERR_NOMEM. */
+pl_status placer_net_permute_devices(placer_net *net, const int *perm);
+
 /* Pointer to tensor k of params or grads. */
 static inline double *placer_net_param(const placer_net *net, int k) { return net->params + net->offset[k]; }
 static inline double *placer_net_grad(const placer_net *net, int k) { return net->grads + net->offset[k]; }

@@ -1002,6 +1002,37 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
     return PL_OK;
 }
 
+pl_status reinforce_create_transferred(policy_evaluator *ev, const void *blob, size_t n, const int *dev_map,
+                                       int updates_target, reinforce **out, char *msg, size_t len) {
+    *out = NULL;
+    reinforce *r = NULL;
+    pl_status st = reinforce_create_from_checkpoint(ev, blob, n, updates_target, &r, msg, len);
+    if (st != PL_OK) return st;
+    if (dev_map && (st = placer_net_permute_devices(r->net, dev_map)) != PL_OK) {
+        reinforce_destroy(r);
+        return pl_fail(msg, len, st, st == PL_ERR_NOMEM ? "out of memory"
+                                                        : "the device map is not a permutation of the %d devices",
+                       r->D);
+    }
+    r->done = 0;
+    r->ema = 0;
+    r->ema_init = 0;
+    r->n_top = 0;
+    r->evals = 0;
+    r->adam->t = 0;
+    memset(r->adam->m, 0, sizeof(double) * r->net->n_params);
+    memset(r->adam->v, 0, sizeof(double) * r->net->n_params);
+    if (r->gadam) {
+        r->gadam->t = 0;
+        memset(r->gadam->m, 0, sizeof(double) * r->gnet->n_params);
+        memset(r->gadam->v, 0, sizeof(double) * r->gnet->n_params);
+    }
+    pl_rng_seed(&r->rng, r->opt.seed ^ 0x9e3779b97f4a7c15ull);
+    set_schedule(r);
+    *out = r;
+    return PL_OK;
+}
+
 pl_status reinforce_load_checkpoint(profile_db *db, int64_t run_id, void **blob, size_t *n, int *update,
                                     char *msg, size_t len) {
     pl_status st = profile_db_checkpoint_load(db, run_id, -1, update, blob, n);

@@ -190,6 +190,21 @@ pl_status reinforce_create_from_checkpoint(policy_evaluator *ev, const void *blo
 
 void reinforce_destroy(reinforce *r);
 
+/* A trainer that starts from another machine's checkpoint (a blob of
+ * reinforce_serialize, made on a problem of the same units and the same
+ * number of devices): the network (and grouper) as trained there with its
+ * devices relabelled by dev_map (the source's device d is this problem's
+ * dev_map[d]; placer_net_permute_devices), and everything that belongs to
+ * the source machine dropped: Adam's moments, the baseline, the best-so-far
+ * list, the update count (0, so the schedules start again) and the
+ * evaluation count; the sampling stream starts from the stored seed as a
+ * fresh run's does. The options are the blob's, with updates_target (> 0)
+ * the new target; the pipeline prior's shares are this problem's devices'
+ * speeds. dev_map NULL: no relabelling. PL_ERR_INVALID for a foreign or
+ * damaged blob, another shape, or a dev_map that is not a permutation. */
+pl_status reinforce_create_transferred(policy_evaluator *ev, const void *blob, size_t n, const int *dev_map,
+                                       int updates_target, reinforce **out, char *msg, size_t len);
+
 /* Train until updates_done reaches the target, or cb asks to stop. With db
  * (may be NULL) every update's samples and a checkpoint are committed
  * under run_id in one transaction. */

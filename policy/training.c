@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "search.h"
 
@@ -84,6 +85,84 @@ pl_status policy_training_start(policy_session_options *so, const reinforce_opti
     *out = t;
     return PL_OK;
 fail:
+    policy_training_close(t);
+    return st;
+}
+
+pl_status policy_training_start_transfer(policy_session_options *so, const char *src_path, int64_t src_run,
+                                         const transfer_run_args *src, transfer_map m, int updates, int *dev_map,
+                                         char *src_machine, size_t machine_len, policy_training **out, char *msg,
+                                         size_t len) {
+    *out = NULL;
+    policy_training *t = calloc(1, sizeof *t);
+    if (!t) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
+    policy_session *ss = NULL;
+    void *blob = NULL;
+    size_t n = 0;
+    char m2[512] = "";
+    /* the source: its profile and the run's problem there */
+    policy_session_options s2;
+    policy_session_options_default(&s2);
+    s2.db_path = src_path;
+    s2.config = src->config;
+    s2.groups = src->groups;
+    s2.micro_batches = src->micro_batches;
+    s2.order = src->order;
+    s2.mem_cap = src->mem_cap[0] ? src->mem_cap : NULL;
+    s2.devices = src->devices;
+    s2.calibrated = src->calibrated;
+    s2.threads = 1;
+    pl_status st = policy_session_open(&s2, &ss, m2, sizeof m2);
+    if (st != PL_OK) {
+        pl_fail(msg, len, st, "--from %s: %s", src_path, m2);
+        goto fail;
+    }
+    if (src_machine) snprintf(src_machine, machine_len, "%s", ss->p->machine);
+    st = reinforce_load_checkpoint(ss->db, src_run, &blob, &n, NULL, m2, sizeof m2);
+    if (st != PL_OK) {
+        pl_fail(msg, len, st, "%s in %s", m2, src_path);
+        goto fail;
+    }
+    /* the devices the run's best placement uses order the source's ties */
+    double use[SIM_MAX_DEVICES] = {0};
+    transfer_shortlist top;
+    if (transfer_run_shortlist(ss->db, src_run, &ss->pb, 1, &top, NULL, 0) == PL_OK) {
+        for (int i = 0; i < top.n_nodes; i++) use[top.node_dev[i]] += 1;
+        transfer_shortlist_free(&top);
+    }
+    /* this machine: everything checked on a read-only open first (a write
+     * open turns a portable file to WAL, and bad input must leave the file
+     * as it was), then opened for writing */
+    int perm[SIM_MAX_DEVICES];
+    for (int pass = 0; pass < 2; pass++) {
+        so->write = pass;
+        if ((st = policy_session_open(so, &t->ss, msg, len)) != PL_OK) goto fail;
+        if ((st = transfer_policy_map(m, &ss->pb, &t->ss->pb, use, perm, msg, len)) != PL_OK) goto fail;
+        if ((st = reinforce_create_transferred(t->ss->ev, blob, n, perm, updates, &t->r, m2, sizeof m2)) != PL_OK) {
+            pl_fail(msg, len, st, "run %lld of %s: %s", (long long)src_run, src_path, m2);
+            goto fail;
+        }
+        if (pass == 0) {
+            reinforce_destroy(t->r);
+            t->r = NULL;
+            policy_session_close(t->ss);
+            t->ss = NULL;
+        }
+    }
+    char args[2048];
+    canonical_args(so, reinforce_get_options(t->r), &t->ss->cfg, args, sizeof args);
+    if ((st = profile_db_run_create(t->ss->db, "reinforce", args, &t->run_id)) != PL_OK) {
+        pl_fail(msg, len, st, "%s", profile_db_last_error(t->ss->db));
+        goto fail;
+    }
+    if (dev_map) memcpy(dev_map, perm, sizeof perm);
+    free(blob);
+    policy_session_close(ss);
+    *out = t;
+    return PL_OK;
+fail:
+    free(blob);
+    policy_session_close(ss);
     policy_training_close(t);
     return st;
 }

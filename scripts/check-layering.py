@@ -149,7 +149,7 @@ def symbol_edges(build):
         top = rel.split(os.sep)[0]
         if top not in ALLOWED or top == "python":
             continue
-        # meson names an object after its source path: hw/libplacer_hw.a.p/exec_engine.c.o
+        # meson names an object after its source path, sub-folder and file joined by an underscore
         key = top + "/" + os.path.basename(o)[:-2]
         out = subprocess.run(["nm", o], capture_output=True, text=True).stdout
         u = uses.setdefault(key, set())

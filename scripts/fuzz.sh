@@ -4,9 +4,9 @@
 # MAX_TIME seconds when that is set. Crashes land in tests/fuzz/crashes/<target>/;
 # add each to tests/fuzz/regressions/<target>/ (replayed here before every
 # run) and, where natural, as a Criterion test.
-#   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli
+#   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli serve
 #                                         model_config cluster layout plan collectives frameworks
-#                                         expert_load
+#                                         transfer moe expert_load
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -33,8 +33,13 @@ INPUTS="$(ls inputs/*.c)"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE $INPUTS $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
   $(ls hw/kernels/*.c hw/exec/*.c hw/dist/*.c)
-  $(ls sim/*/*.c) $(ls policy/*.c policy/experts/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)"
-FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lpthread -ldl -lm"
+  $(ls sim/*/*.c) $(ls policy/*.c policy/experts/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)
+  $OUT/serve_assets_data.c"
+FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lmicrohttpd -lpthread -ldl -lm"
+# placer serve's page, embedded as the build does (cli/meson.build)
+python3 scripts/embed-web.py "$OUT/serve_assets_data.c.new" web/*.html web/*.css web/*.js
+cmp -s "$OUT/serve_assets_data.c.new" "$OUT/serve_assets_data.c" 2>/dev/null || mv "$OUT/serve_assets_data.c.new" "$OUT/serve_assets_data.c"
+rm -f "$OUT/serve_assets_data.c.new"
 if pkg-config --exists openblas 2>/dev/null; then FULL_LIBS="$(pkg-config --libs openblas) $FULL_LIBS"; fi
 FULL_LIBS="$FULL_LIBS /usr/lib/x86_64-linux-gnu/libgslcblas.a"
 
@@ -59,7 +64,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks expert_load}"
+#                                         transfer moe expert_load
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -75,10 +80,15 @@ for t in $targets; do
     published) srcs="$CORE $INPUTS $(ls sim/*/*.c) calib/published_check.c"; libs="-ljansson -lm"
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
+    moe) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=20000; extra_flags="" ;;
     expert_load) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, expert_load)" >&2; exit 2 ;;
+    # placer serve's request handler (cli/serve_api.c), the socket aside
+    serve) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
+    # a run's stored arguments (policy/transfer.c) and the transfer matrix (calib/transfer_report.c)
+    transfer) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, serve, transfer, moe, expert_load)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

@@ -1,10 +1,13 @@
 #!/bin/sh
-# Installs the Debian packages placer needs, only those missing.
+# Installs the Debian packages placer needs, only those missing
+# (libmicrohttpd for placer serve; chromium, its driver, Selenium and pytest
+# for the browser tests of its page, tests/web).
 # Idempotent and silent when everything is already present.
 set -eu
 PKGS="build-essential pkg-config meson ninja-build libgsl-dev libsqlite3-dev \
 libcriterion-dev libopenblas-dev gnuplot-nox sqlite3 clang python3-dev python3-venv libglpk-dev libjansson-dev \
-libopenmpi-dev openmpi-bin"
+libopenmpi-dev openmpi-bin libmicrohttpd-dev \
+chromium chromium-driver python3-selenium python3-pytest"
 missing=""
 for p in $PKGS; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then

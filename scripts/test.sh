@@ -28,6 +28,10 @@ python3 scripts/check-file-refs.py
 python3 scripts/check-readme.py
 echo "== python package (pip install . in build-python/venv, pytest) =="
 ./scripts/test-python.sh
+echo "== placer serve's page in a real browser (tests/web: Debian's chromium + Selenium) =="
+./scripts/test-web.sh
+echo "== framework parsers (the exports loaded by Megatron-Core, torchtitan, DeepSpeed; a venv in the user's cache) =="
+./scripts/test-framework-parsers.sh
 echo "== tests =="
 # the multi-process checks under Open MPI (tests/hw/test_dist_mpi.c: mpirun -np 1..4) run inside the suite
 if command -v mpirun >/dev/null 2>&1; then echo "mpirun: $(mpirun --version 2>&1 | head -1)"; else echo "mpirun not found: the dist_mpi tests skip"; fi

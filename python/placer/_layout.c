@@ -35,6 +35,7 @@ static PyObject *layout_result_dict(const layout *l, const layout_result *r) {
     PyObject *parts = PyDict_New(), *stages = PyList_New(0), *split = PyList_New(0);
     if (!parts || !stages || !split) goto fail;
     for (int i = 0; i < LAYOUT_T_COUNT; i++) {
+        if (i == LAYOUT_T_HIDDEN && r->parts_us[i] == 0) continue; /* hidden: only when paired ops hid some */
         PyObject *v = PyFloat_FromDouble(r->parts_us[i]);
         if (!v || PyDict_SetItemString(parts, layout_time_part_name((layout_time_part)i), v) != 0) {
             Py_XDECREF(v);

@@ -14,6 +14,7 @@
 #include "graph.h"
 #include "layout.h"
 #include "layout_memory.h"
+#include "moe.h"
 
 /* Apply f's kernels and time constants to c and *step_fixed_us
  * (attention, gemm_scale, memory_efficiency / memory_scale, step_fixed_us
@@ -28,6 +29,21 @@ void framework_apply_time(const framework_profile *f, compute_params *c, double 
  * figure, untouched. */
 void framework_stage_memory(const framework_profile *f, const gpt_config *cfg, const layout *l,
                             const compute_params *p, int stage, int layers, int in_flight, layout_memory *out);
+
+/* framework_stage_memory for any model: an MoE model's parts are
+ * layout_stage_memory_moe's at mp (NULL: moe_params_default), then the
+ * stack's conventions on them too (fp32 weights and gradients of the
+ * experts, autocast's bf16 copies of the local experts' weights, routed
+ * activations x act_scale, lazy gradients over every part). A dense model:
+ * framework_stage_memory exactly. */
+void framework_stage_memory_moe(const framework_profile *f, const gpt_config *cfg, const layout *l,
+                                const compute_params *p, const moe_params *mp, int stage, int layers, int in_flight,
+                                layout_memory *out);
+
+/* The stack's MoE choices into the fields of mp still -1 (moe.h): its
+ * expert GEMMs, permutation, fp32 GEMMs, and from fp32_params its fp32
+ * activations and per-forward weight casts. f NULL: Megatron's. */
+void framework_apply_moe(const framework_profile *f, moe_params *mp);
 
 /* The reserved figure the caching allocator would show for an allocated
  * peak (bytes x reserve_factor; f NULL: the same bytes). */

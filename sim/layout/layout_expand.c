@@ -20,6 +20,7 @@
 #include "graph.h"
 #include "layout_internal.h"
 #include "model_params.h"
+#include "moe_compute.h"
 
 void ls_msg(char *msg, size_t len, const char *fmt, ...) {
     if (!msg || len == 0) return;
@@ -115,6 +116,7 @@ void layout_sim_destroy(layout_sim *s) {
     free(s->p_comp); free(s->p_recomp); free(s->p_tp); free(s->p_cp); free(s->p_dp); free(s->p_wait);
     free(s->p_opt); free(s->end); free(s->last_bwd_start); free(s->stash); free(s->stash_max); free(s->ev);
     free(s->chunk_moe); free(s->ep_disp); free(s->p_ep); free(s->egrp); free(s->chunk_expert_params);
+    free(s->chunk_end); free(s->chunk_last_mb); free(s->p_hid);
     free(s->chunk_params); free(s->grp); free(s->nstash); free(s->nstash_max); free(s->free_wait); free(s->ready);
     free(s);
 }
@@ -159,12 +161,14 @@ static pl_status moe_expand(layout_sim *s, const gpt_config *cfg, const layout *
     s->moe = 1;
     const int64_t ex = moe_layer_expert_params_per_gpu(cfg, l);
     for (int k = 0, first = 0; k < K; k++) {
+        if (ls_first(s, k)) first = 0; /* dualpipe: each pipeline runs the whole model */
         s->chunk_moe[k] = gpt_moe_layers_in(cfg, first, s->chunk_layers[k]);
         s->chunk_expert_params[k] = (double)s->chunk_moe[k] * (double)ex;
         first += s->chunk_layers[k];
     }
-    moe_params mp;
+    moe_params mp; /* balanced: the run's load factor multiplies the time (moe_chunk_costs) */
     moe_params_default(&mp);
+    mp.imbalance = 1.0;
     const double bytes = moe_dispatch_bytes(cfg, l, &mp);
     for (int r = 0; r < pp; r++) {
         const int64_t rank = s->stage_rank[r];
@@ -203,6 +207,7 @@ static schedule layout_order(const layout *l, int m) {
         sc.order = SCHED_INTERLEAVED;
         sc.chunks = l->vp;
     }
+    sc.paired = l->ep_overlap && l->sched == SCHED_1F1B; /* Megatron's EP overlap pairs 1F1B's steady state */
     return sc;
 }
 
@@ -214,6 +219,13 @@ static pl_status expand_orders(layout_sim *s, char *msg, size_t len) {
     const int pp = s->pp, vp = s->vp;
     for (int r = 0; r < pp; r++)
         for (int c = 0; c < vp; c++) s->rank_of[ls_stage_of(s, r, c)] = r;
+    /* each pipeline's first and last stage, and the last micro-batch a stage runs (dualpipe: two
+     * pipelines of K/2 stages, each running half the micro-batches) */
+    const int pipes = schedule_pipelines(s->sched.order), Sp = s->K / pipes;
+    for (int k = 0; k < s->K; k++) {
+        s->chunk_end[k] = (unsigned char)((k % Sp == 0 ? LS_FIRST : 0) | (k % Sp == Sp - 1 ? LS_LAST : 0));
+        s->chunk_last_mb[k] = (k / Sp + 1) * (s->m / pipes) - 1;
+    }
     for (int r = 0; r < pp; r++) {
         schedule_op *ops = s->order + (size_t)r * s->n_ops_stage;
         const int n = schedule_rank_ops(&s->sched, pp, r, ops);
@@ -284,7 +296,8 @@ static int alloc_arrays(layout_sim *s) {
            LS_ALLOC(s->last_bwd_start, pp) || LS_ALLOC(s->stash, pp) || LS_ALLOC(s->stash_max, pp) ||
            LS_ALLOC(s->chunk_params, K) || LS_ALLOC(s->grp, gmax > 2 ? gmax : 2) || LS_ALLOC(s->free_wait, pp) ||
            LS_ALLOC(s->ready, pp) || LS_ALLOC(s->nstash, pp) || LS_ALLOC(s->nstash_max, pp) ||
-           LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->rank_of, K) || LS_ALLOC(s->w_us, K);
+           LS_ALLOC(s->n_ops_r, pp) || LS_ALLOC(s->rank_of, K) || LS_ALLOC(s->w_us, K) || LS_ALLOC(s->chunk_end, K) ||
+           LS_ALLOC(s->chunk_last_mb, K) || LS_ALLOC(s->p_hid, pp);
 }
 
 /* The pipeline's stages: every rank's order, the layers of each chunk and
@@ -411,8 +424,8 @@ static void chunk_stage_params(layout_sim *s) {
     const int K = s->K, pp = s->pp;
     for (int k = 0; k < K; k++) {
         int64_t p = (int64_t)s->chunk_layers[k] * s->layer_params;
-        if (k == 0) p += s->emb_params;
-        if (k == K - 1) p += s->head_held;
+        if (ls_first(s, k)) p += s->emb_params;
+        if (ls_last(s, k)) p += s->head_held;
         s->chunk_params[k] = p / l->tp;
         s->stage_params[ls_rank_of(s, k)] += s->chunk_params[k];
     }
@@ -422,8 +435,8 @@ static void chunk_stage_params(layout_sim *s) {
     if (s->moe) { /* the experts: held at E / ep, 1 / etp; their optimizer shard over edp */
         const int edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
         for (int k = 0; k < K; k++) {
-            s->opt_params[k % pp] += sharded && edp > 1 ? s->chunk_expert_params[k] / edp : s->chunk_expert_params[k];
-            s->stage_params[k % pp] += (int64_t)s->chunk_expert_params[k];
+            s->opt_params[ls_rank_of(s, k)] += sharded && edp > 1 ? s->chunk_expert_params[k] / edp : s->chunk_expert_params[k];
+            s->stage_params[ls_rank_of(s, k)] += (int64_t)s->chunk_expert_params[k];
         }
     }
 }
@@ -462,6 +475,15 @@ static pl_status param_gathers(layout_sim *s) {
                          (double)s->stage_params[0] * s->param_bytes_used, s->grp, &e)) != PL_OK)
         return st;
     s->est_dp_ag = e;
+    if (l->sched == SCHED_DUALPIPE && pp > 1) {
+        /* the two copies of each stage (rank r's down stage r is rank pp-1-r's up stage) sum their
+         * gradients after the data-parallel reduction: an all-reduce of one rank's optimizer shard of
+         * its stages' gradients (fp32; opt_params: / dp under zero >= 1) between the two */
+        int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
+        if ((st = sim_coll(s, COLL_ALL_REDUCE, two, 2, s->opt_params[0] * 4.0, &e)) != PL_OK)
+            return st;
+        s->pair_sync_us = e.time_us;
+    }
     if (cfg->tied && pp > 1) { /* a tied embedding's gradient: first <-> last stage */
         int64_t two[2] = {s->stage_rank[0], s->stage_rank[pp - 1]};
         if ((st = sim_coll(s, COLL_ALL_REDUCE, two, 2, (double)gpt_vocab_padded(cfg) * cfg->d_model / l->tp * 4.0,
@@ -546,9 +568,9 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
             int last_unit = 0;
             for (int u = 0; u <= L + 1; u++) {
                 double prm = 0;
-                if (u == 0) prm = k == K - 1 ? (double)s->head_held / l->tp : 0;
+                if (u == 0) prm = ls_last(s, k) ? (double)s->head_held / l->tp : 0;
                 else if (u <= L) prm = (double)s->layer_params / l->tp;
-                else prm = k == 0 ? (double)s->emb_params / l->tp : 0;
+                else prm = ls_first(s, k) ? (double)s->emb_params / l->tp : 0;
                 if (prm <= 0) continue;
                 acc += prm * gb;
                 last_unit = u;
@@ -587,17 +609,23 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
         }
     }
     if (s->moe && layout_expert_dim_size(l, LAYOUT_EDIM_EDP) > 1) {
-        /* the experts' gradients: reduced over the edp group, in buckets of
-         * the same size, after the chunk's dense buckets (added to its last) */
+        /* the experts' gradients: reduced over the edp group in buckets of
+         * the same size as the layers that hold them finish their backward
+         * (Megatron's buckets follow the parameters' backward order): the
+         * chunk's expert reduction spread over its dense buckets in
+         * proportion to their bytes (the layers' share) */
         for (int k = 0; k < K; k++) {
             const double bytes = s->chunk_expert_params[k] * gb;
             if (!(bytes > 0) || s->bk_start[k + 1] == s->bk_start[k]) continue;
             const int nb = (int)ceil(bytes / bucket);
-            const int n = layout_expert_group_ranks(l, s->stage_rank[k % s->pp], LAYOUT_EDIM_EDP, s->egrp);
+            const int n = layout_expert_group_ranks(l, s->stage_rank[ls_rank_of(s, k)], LAYOUT_EDIM_EDP, s->egrp);
             coll_estimate ee;
             pl_status st = sim_coll(s, kind, s->egrp, n, bytes / nb, &ee);
             if (st != PL_OK) return st;
-            s->buckets[s->bk_start[k + 1] - 1].us += nb * ee.time_us;
+            double dense = 0;
+            for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) dense += s->buckets[b].bytes;
+            for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++)
+                s->buckets[b].us += dense > 0 ? nb * ee.time_us * s->buckets[b].bytes / dense : 0.0;
         }
     }
     coll_estimate e;
@@ -609,67 +637,172 @@ pl_status ls_ensure_buckets(layout_sim *s, const layout_sim_params *p) {
     return PL_OK;
 }
 
+/* One MoE layer's block cost under p: balanced loads at p's load factor
+ * (hist NULL), or the measured histogram of MoE layer j: the ep ranks hold
+ * consecutive experts, the busiest rank's rows n k ep etp x its experts'
+ * share, its experts priced by their own shares. *lf gets the layer's load
+ * factor (the busiest rank's rows over the mean), which scales its
+ * dispatch. */
+static void moe_layer_block(const layout_sim *s, const layout_sim_params *p, const cluster_gpu *gpu, int j,
+                            layer_cost *blk, double *lf) {
+    const gpt_config *cfg = s->cfg;
+    const layout *l = s->l;
+    const moe_hist *h = p->moe.hist;
+    *lf = moe_load_factor(&p->moe, cfg, l);
+    if (!h || j < 0 || j >= h->n_layers || h->n_experts != cfg->n_experts) {
+        moe_block_compute_cost(gpu, cfg, l, &p->compute, &p->moe, blk);
+        return;
+    }
+    const int ep = l->ep, El = cfg->n_experts / ep;
+    const double *sh = h->share + (size_t)j * h->n_experts;
+    int best = 0;
+    double best_sum = -1;
+    for (int r = 0; r < ep; r++) {
+        double sum = 0;
+        for (int e = 0; e < El; e++) sum += sh[r * El + e];
+        if (sum > best_sum) best_sum = sum, best = r;
+    }
+    double local[MOE_HIST_MAX_EXPERTS];
+    for (int e = 0; e < El; e++) local[e] = best_sum > 0 ? sh[best * El + e] / best_sum : 1.0 / El;
+    const double n = moe_tokens_in(cfg, l), rows = n * cfg->top_k * ep * l->etp * best_sum;
+    moe_loads ld = {&rows, 1, local, El, -1.0};
+    moe_layer_time t;
+    *blk = (layer_cost){0};
+    if (moe_layer_time_us(gpu, cfg, l, &p->moe, &p->compute, &ld, &t) != PL_OK) {
+        moe_block_compute_cost(gpu, cfg, l, &p->compute, &p->moe, blk);
+        return;
+    }
+    blk->fwd_us = t.fwd_us;
+    blk->bwd_us = t.bwd_us;
+    blk->fwd_flops = t.fwd_flops;
+    blk->recompute_us = l->recompute == RECOMPUTE_FULL ? t.fwd_us : 0.0;
+    *lf = ep * best_sum > 1.0 ? ep * best_sum : 1.0;
+}
+
+/* One MoE layer's block cost when an expert placement sets its load factor
+ * f (layout_sim_params.moe_layer_load): the busiest rank takes f times the
+ * mean routed rows, its experts spread by p's expert_cv; *lf = f. */
+static void moe_layer_block_placed(const layout_sim *s, const layout_sim_params *p, const cluster_gpu *gpu, double f,
+                                   layer_cost *blk, double *lf) {
+    const gpt_config *cfg = s->cfg;
+    const layout *l = s->l;
+    const double rows = moe_tokens_in(cfg, l) * cfg->top_k * l->etp * f;
+    moe_loads ld = {&rows, 1, NULL, 0, -1.0};
+    moe_layer_time t;
+    *lf = f;
+    *blk = (layer_cost){0};
+    if (moe_layer_time_us(gpu, cfg, l, &p->moe, &p->compute, &ld, &t) != PL_OK) {
+        moe_params mp = p->moe;
+        mp.imbalance = f;
+        moe_block_compute_cost(gpu, cfg, l, &p->compute, &mp, blk);
+        return;
+    }
+    blk->fwd_us = t.fwd_us;
+    blk->bwd_us = t.bwd_us;
+    blk->fwd_flops = t.fwd_flops;
+    blk->recompute_us = l->recompute == RECOMPUTE_FULL ? t.fwd_us : 0.0;
+}
+
 /* An MoE model's chunks (after the dense pass above): each MoE layer's
- * MLP becomes the MoE block (moe_block_compute_cost), the dense layers
- * keep theirs; per MoE layer a dispatch and a combine in forward, the
- * same in backward (and the forward's again under full recomputation),
- * times the load factor (the busiest rank's share), as the "ep" part. The
+ * MLP becomes the MoE block (moe_compute.h: balanced loads at the load
+ * factor, or the layer's measured histogram), the dense layers keep
+ * theirs; per MoE layer a dispatch and a combine in forward, the same in
+ * backward (and the forward's again under full recomputation), times the
+ * layer's load factor (the busiest rank's share), as the "ep" part. The
  * per-layer figures the trace and the buckets use become the chunk's
- * means. */
+ * means. Split orders: W of an MoE layer is its attention's weight
+ * gradients (the dense rule's share of the layer without its MLP) and the
+ * MoE block's wgrad (router, experts, shared experts). */
 static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     const layout *l = s->l;
-    const int K = s->K, pp = s->pp, full = l->recompute == RECOMPUTE_FULL;
-    const double cs = p->collective_scale, lf = moe_load_factor(&p->moe);
+    const gpt_config *cfg = s->cfg;
+    const int K = s->K, full = l->recompute == RECOMPUTE_FULL;
+    const double cs = p->collective_scale;
     /* an expert placement's per-layer load factors (layout_sim.h): for this layout's ep and model only */
-    const int n_moe = gpt_moe_layers_in(s->cfg, 0, s->cfg->n_layers);
-    const int per_layer = p->moe_layer_load && p->moe_layer_load_ep == l->ep && p->moe_layer_load_n == n_moe &&
-                          !(p->moe.capacity_factor > 0);
+    const int n_moe = gpt_moe_layers_in(cfg, 0, cfg->n_layers);
+    const int placed = p->moe_layer_load && p->moe_layer_load_ep == l->ep && p->moe_layer_load_n == n_moe &&
+                       !(p->moe.capacity_factor > 0);
     layer_cost with = {0}, without = {0}, blk = {0};
+    moe_layer_time bal = {0};
+    double lf_bal = 1.0;
     const cluster_gpu *last_gpu = NULL;
-    for (int k = 0, first = 0, moe_before = 0; k < K; k++) {
-        const int r = k % pp, L = s->chunk_layers[k], nm = s->chunk_moe[k];
+    for (int k = 0, first = 0; k < K; first += s->chunk_layers[k], k++) {
+        if (ls_first(s, k)) first = 0;
+        const int r = ls_rank_of(s, k), L = s->chunk_layers[k], nm = s->chunk_moe[k];
         if (s->gpu[r] != last_gpu) {
-            layer_compute_cost_mlp(s->gpu[r], s->cfg, l, &p->compute, 1, &with);
-            layer_compute_cost_mlp(s->gpu[r], s->cfg, l, &p->compute, 0, &without);
-            moe_block_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &p->moe, &blk);
+            layer_compute_cost_mlp(s->gpu[r], cfg, l, &p->compute, 1, &with);
+            layer_compute_cost_mlp(s->gpu[r], cfg, l, &p->compute, 0, &without);
+            moe_layer_block(s, p, s->gpu[r], -1, &blk, &lf_bal);
+            if (moe_layer_time_us(s->gpu[r], cfg, l, &p->moe, &p->compute, NULL, &bal) != PL_OK) bal = (moe_layer_time){0};
             last_gpu = s->gpu[r];
         }
         ls_chunk_cost *c = &s->cost[k];
-        double df = nm * (without.fwd_us + blk.fwd_us - with.fwd_us);
-        double db = nm * (without.bwd_us + blk.bwd_us - with.bwd_us);
-        double dr = nm * (without.recompute_us + blk.recompute_us - with.recompute_us);
-        const double disp = cs * lf * s->ep_disp[r];
-        double f_ep = nm * 2.0 * disp, b_ep = nm * 2.0 * disp * (full ? 2.0 : 1.0);
-        if (per_layer) { /* each MoE layer of the chunk at its own factor */
-            double sum_disp = 0;
-            df = db = dr = 0;
-            moe_params mp = p->moe;
-            for (int i = 0; i < nm; i++) {
-                mp.imbalance = p->moe_layer_load[moe_before + i];
-                layer_cost b1;
-                moe_block_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &mp, &b1);
-                df += without.fwd_us + b1.fwd_us - with.fwd_us;
-                db += without.bwd_us + b1.bwd_us - with.bwd_us;
-                dr += without.recompute_us + b1.recompute_us - with.recompute_us;
-                sum_disp += cs * mp.imbalance * s->ep_disp[r];
+        double df = 0, db = 0, dr = 0, disp = 0, wg = 0;
+        const int first_moe = gpt_moe_layers_in(cfg, 0, first);
+        for (int i = 0; i < nm; i++) {
+            layer_cost b = blk;
+            double lf = lf_bal, w = bal.us[MOE_T_ROUTER][MOE_PASS_WGRAD] + bal.us[MOE_T_EXPERTS][MOE_PASS_WGRAD] +
+                                    bal.us[MOE_T_SHARED][MOE_PASS_WGRAD];
+            if (placed) { /* the placement's factor: the busiest rank takes f x the mean rows */
+                moe_layer_block_placed(s, p, s->gpu[r], p->moe_layer_load[first_moe + i], &b, &lf);
+                w *= bal.bwd_us > 0 ? b.bwd_us / bal.bwd_us : 1.0;
+            } else if (p->moe.hist) {
+                moe_layer_block(s, p, s->gpu[r], first_moe + i, &b, &lf);
+                w *= bal.bwd_us > 0 ? b.bwd_us / bal.bwd_us : 1.0;
             }
-            f_ep = 2.0 * sum_disp;
-            b_ep = 2.0 * sum_disp * (full ? 2.0 : 1.0);
+            df += without.fwd_us + b.fwd_us - with.fwd_us;
+            db += without.bwd_us + b.bwd_us - with.bwd_us;
+            dr += without.recompute_us + b.recompute_us - with.recompute_us;
+            disp += cs * lf * s->ep_disp[r];
+            wg += w;
         }
-        moe_before += gpt_moe_layers_in(s->cfg, first, L);
-        first += L;
+        if ((l->mem & LAYOUT_MEM_MTP_LAST) && ls_last(s, k)) {
+            /* DeepSeek's multi-token-prediction module on the last stage (mem=mtp_last): one more MoE
+             * layer (its attention and MoE block) and the shared head and loss once more */
+            layer_cost hc;
+            head_compute_cost(s->gpu[r], cfg, l, &p->compute, &hc);
+            df += without.fwd_us + blk.fwd_us + p->emb_head_scale * hc.fwd_us;
+            db += without.bwd_us + blk.bwd_us + p->emb_head_scale * hc.bwd_us;
+            dr += without.recompute_us + blk.recompute_us;
+            disp += cs * lf_bal * s->ep_disp[r];
+        }
         c->f_comp += df;
         c->b_comp += db;
         c->b_recomp += dr;
-        c->f_ep = f_ep;
-        c->b_ep = b_ep;
+        c->f_ep = 2.0 * disp;
+        c->b_ep = 2.0 * disp * (full ? 2.0 : 1.0);
         c->f_us = c->f_comp + c->f_tp + c->f_cp + c->f_ep;
         c->b_us = c->b_comp + c->b_recomp + c->b_tp + c->b_cp + c->b_ep;
         if (L > 0) {
             c->f_lcomp += (df + c->f_ep) / L;
             c->b_layer += (db + dr + c->b_ep) / L;
         }
+        if (s->split && nm > 0 && with.bwd_us > 0) {
+            /* the dense rule gave each layer W = with.bwd x share; an MoE layer keeps its attention's part
+             * (without.bwd at the same share) and adds the block's wgrad */
+            const double share = s->w_layer_share;
+            s->w_us[k] += nm * (without.bwd_us * share - with.bwd_us * share) + wg;
+            if (s->w_us[k] < 0) s->w_us[k] = 0;
+        }
     }
+}
+
+/* mem=norm_mla (DeepSeek-V3 report, section 3.2.3): a layer's backward
+ * first recomputes its RMSNorms (a read and a write of each norm's input,
+ * the two of the layer and MLA's q and kv latent norms) and MLA's
+ * up-projections (q: the q latent to a (dqk) per token, kv: the kv latent
+ * to a (nope + dv), split by tp); 0 without it. */
+static double norm_mla_recompute_us(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
+                                    const compute_params *cp) {
+    if (!(l->mem & LAYOUT_MEM_NORM_MLA) || !gpt_is_mla(cfg)) return 0.0;
+    const int64_t t = l->tp > 0 ? l->tp : 1, c = l->cp > 0 ? l->cp : 1, b = l->micro_batch > 0 ? l->micro_batch : 1;
+    const int64_t T = b * ((cfg->seq_len + c - 1) / c), a = cfg->n_heads;
+    const double e = l->prec == PRECISION_FP8 ? 2.0 : precision_act_bytes(l->prec);
+    double us = memory_time_us(gpu, 2.0 * e * (double)T * (2.0 * cfg->d_model + cfg->q_lora_rank + cfg->kv_lora_rank), cp);
+    if (cfg->q_lora_rank > 0)
+        us += gemm_time_us(gpu, l->prec, T, a * (cfg->qk_nope_dim + cfg->qk_rope_dim) / t, cfg->q_lora_rank, cp);
+    us += gemm_time_us(gpu, l->prec, T, a * (cfg->qk_nope_dim + cfg->v_head_dim) / t, cfg->kv_lora_rank, cp);
+    return us;
 }
 
 /* The chunks' op durations and parts at parameters p. */
@@ -685,6 +818,7 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             layer_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &lc);
             embedding_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &ec);
             head_compute_cost(s->gpu[r], s->cfg, l, &p->compute, &hc);
+            lc.recompute_us += norm_mla_recompute_us(s->gpu[r], s->cfg, l, &p->compute);
             last_gpu = s->gpu[r];
         }
         const double tp_f16 = cs * (sp ? 2.0 * (s->tp_ag[r] + s->tp_rs[r]) : 2.0 * s->tp_ar[r]);
@@ -695,20 +829,21 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
         /* a pipeline message arrives as 1/tp of the activation; without sp it is all-gathered */
         const double recv_ag = (!sp && l->tp > 1 && pp > 1) ? cs * s->tp_ag[r] : 0.0;
         ls_chunk_cost *c = &s->cost[k];
-        c->f_comp = L * lc.fwd_us + (k == 0 ? e * ec.fwd_us : 0.0) + (k == K - 1 ? e * hc.fwd_us : 0.0);
-        c->f_tp = L * tp_f + (k == 0 ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0) +
-                  (k == K - 1 ? e * cs * ((sp ? s->tp_ag[r] : 0.0) + s->tp_ce[r]) : 0.0) + (k > 0 ? recv_ag : 0.0);
+        const int fst = ls_first(s, k), lst = ls_last(s, k);
+        c->f_comp = L * lc.fwd_us + (fst ? e * ec.fwd_us : 0.0) + (lst ? e * hc.fwd_us : 0.0);
+        c->f_tp = L * tp_f + (fst ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0) +
+                  (lst ? e * cs * ((sp ? s->tp_ag[r] : 0.0) + s->tp_ce[r]) : 0.0) + (!fst ? recv_ag : 0.0);
         c->f_cp = L * cp_f;
-        c->b_comp = L * lc.bwd_us + (k == 0 ? e * ec.bwd_us : 0.0) + (k == K - 1 ? e * hc.bwd_us : 0.0);
-        c->b_recomp = L * lc.recompute_us + (k == 0 ? e * ec.recompute_us : 0.0) +
-                      (k == K - 1 ? e * hc.recompute_us : 0.0);
-        const double head_tp = k == K - 1 ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0;
-        c->b_tp = L * tp_b + head_tp + (k == 0 && sp ? e * cs * s->tp_ag[r] : 0.0) + (k < K - 1 ? recv_ag : 0.0);
+        c->b_comp = L * lc.bwd_us + (fst ? e * ec.bwd_us : 0.0) + (lst ? e * hc.bwd_us : 0.0);
+        c->b_recomp = L * lc.recompute_us + (fst ? e * ec.recompute_us : 0.0) +
+                      (lst ? e * hc.recompute_us : 0.0);
+        const double head_tp = lst ? e * cs * (sp ? s->tp_rs[r] : s->tp_ar[r]) : 0.0;
+        c->b_tp = L * tp_b + head_tp + (fst && sp ? e * cs * s->tp_ag[r] : 0.0) + (!lst ? recv_ag : 0.0);
         c->b_cp = L * cp_b;
-        c->b_head = (k < K - 1 ? recv_ag : 0.0) +
-                    (k == K - 1 ? e * (hc.bwd_us + hc.recompute_us) + head_tp : 0.0);
+        c->b_head = (!lst ? recv_ag : 0.0) +
+                    (lst ? e * (hc.bwd_us + hc.recompute_us) + head_tp : 0.0);
         c->b_layer = lc.bwd_us + lc.recompute_us + tp_b + cp_b;
-        c->f_pre = (k == 0 ? e * (ec.fwd_us + cs * (sp ? s->tp_rs[r] : s->tp_ar[r])) : 0.0) + (k > 0 ? recv_ag : 0.0);
+        c->f_pre = (fst ? e * (ec.fwd_us + cs * (sp ? s->tp_rs[r] : s->tp_ar[r])) : 0.0) + (!fst ? recv_ag : 0.0);
         c->f_lcomp = lc.fwd_us;
         c->f_ltp = tp_f;
         c->f_lcp = cp_f;
@@ -732,7 +867,8 @@ void ls_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             const double kv = gpt_kv_heads(cf) * hd, F = cf->d_ff > 0 ? cf->d_ff : 4.0 * C;
             const double G = 2.0 * (C * (C + 2.0 * kv) + C * C + (cf->mlp == MLP_SWIGLU ? 3.0 : 2.0) * C * F);
             const double A = 2.0 * T * C; /* QK^T and AV, causal half, per token */
-            s->w_us[k] = L * lc.bwd_us * G / (2.0 * G + 2.5 * A) + (k == K - 1 ? 0.5 * e * hc.bwd_us : 0.0);
+            s->w_layer_share = G / (2.0 * G + 2.5 * A);
+            s->w_us[k] = L * lc.bwd_us * s->w_layer_share + (ls_last(s, k) ? 0.5 * e * hc.bwd_us : 0.0);
         }
     }
     if (s->moe) moe_chunk_costs(s, p);

@@ -66,6 +66,10 @@ struct layout_sim {
     int n_ops_stage;            /* schedule_max_ops(&sched) */
     schedule sched;             /* the layout's schedule (1f1b with vp > 1: interleaved) */
     int *rank_of;               /* [K] the rank of stage k (from schedule_stage_of) */
+    int *chunk_last_mb;         /* [K] the last micro-batch stage k runs (m-1; dualpipe: its direction's) */
+    unsigned char *chunk_end;   /* [K] LS_FIRST: stage k starts its pipeline (embedding, no input to wait
+                                   for), LS_LAST: ends it (head and loss); dualpipe's two pipelines
+                                   (schedule_pipelines) each have a first and a last stage */
     /* collectives (unscaled us), per stage */
     double *tp_ar, *tp_ag, *tp_rs, *tp_ce, *cp_ag, *cp_rs; /* [pp] */
     double *tp_ag8;             /* [pp] FP8 with sp: a layer input's all-gather in FP8 (fp8.h); else NULL */
@@ -119,6 +123,10 @@ struct layout_sim {
     int split;                   /* l->sched splits backwards */
     int *n_ops_r;                /* [pp] ops in each rank's order (<= n_ops_stage) */
     double *w_us;                /* [K] a chunk's W: its layers' weight-gradient GEMMs (and the head's) */
+    double w_layer_share;        /* the share of a dense layer's backward compute its W takes */
+    /* ---- overlap of paired ops (DualPipe, DualPipeV, Megatron's EP overlap) */
+    double *p_hid;               /* [pp] run state: communication hidden under the other op's compute */
+    double pair_sync_us;         /* dualpipe: the two copies of a stage's gradients all-reduced (0: none) */
 };
 
 /* The stage of rank r's chunk (core's rule), and the rank of stage k (its
@@ -128,6 +136,10 @@ static inline int ls_stage_of(const layout_sim *s, int r, int chunk) {
     return schedule_stage_of(s->sched.order, s->pp, r, chunk);
 }
 static inline int ls_rank_of(const layout_sim *s, int k) { return s->rank_of[k]; }
+
+enum { LS_FIRST = 1, LS_LAST = 2 };
+static inline int ls_first(const layout_sim *s, int k) { return s->chunk_end[k] & LS_FIRST; }
+static inline int ls_last(const layout_sim *s, int k) { return (s->chunk_end[k] & LS_LAST) != 0; }
 
 /* Write a one-line message into msg (NULL or len 0: nothing). */
 void ls_msg(char *msg, size_t len, const char *fmt, ...)

@@ -97,6 +97,14 @@ static double act_elem_bytes(precision p) { return p == PRECISION_FP8 ? 2.0 : (d
 
 static int mixed(precision p) { return p == PRECISION_BF16 || p == PRECISION_FP16 || p == PRECISION_FP8; }
 
+/* Optimizer bytes a parameter: mixed precision's fp32 master copy and two
+ * fp32 moments (12), fp32 training's moments (8); mem=bf16_moments keeps
+ * the moments in bf16 (DeepSeek-V3 report, section 3.3.3: 4 + 2 + 2). */
+static double optimizer_bytes(const layout *l) {
+    const int mx = mixed(l->prec), bf = (l->mem & LAYOUT_MEM_BF16_MOMENTS) != 0;
+    return mx ? (bf ? 8 : 12) : (bf ? 4 : 8);
+}
+
 static int64_t kv_heads(const gpt_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
 static int64_t mlp_width(const gpt_config *c) { return c->d_ff > 0 ? c->d_ff : 4 * (int64_t)c->d_model; }
 static int64_t vocab_padded(const gpt_config *c) {
@@ -132,6 +140,27 @@ static act_parts layer_act_parts(const gpt_config *cfg, const layout *l, const c
     } else {
         r.replicated = 2 * e * sbh + e * sbh + e * sbh + (drop ? 2 * sbh : 0);
         r.split = (e * sbh * (1 + 2 * g / a) + e * sbh + (cfg->mlp == MLP_SWIGLU ? 3 : 2) * e * sl * b * f) / t;
+    }
+    if (gpt_is_mla(cfg)) {
+        /* multi-head latent attention (DeepSeek-V2/V3): its queries, keys and values are a (2 dqk + dv)
+         * wide per token, not h (1 + 2g/a), and it keeps its latents (q_lora, kv_lora + the shared
+         * rotary key) and their norms' outputs (replicated: the down-projections are not split by tp);
+         * mem=norm_mla (DeepSeek-V3 report, section 3.2.3) recomputes every RMSNorm's output and the
+         * up-projections' q, k, v in backward: the norms' inputs and the latents stay */
+        const double dqk = cfg->qk_nope_dim + cfg->qk_rope_dim, dv = cfg->v_head_dim;
+        const double lat = (double)cfg->q_lora_rank + cfg->kv_lora_rank + cfg->qk_rope_dim;
+        const double lat_norm = (double)cfg->q_lora_rank + cfg->kv_lora_rank;
+        const double qkv = e * sl * b * a * (2 * dqk + dv) / t, qkv_gqa = e * sbh * (1 + 2 * g / a) / t;
+        const double q8 = l->prec == PRECISION_FP8 ? fp8_saved_input_bytes(l->fp8) : e;
+        const double o_in = q8 * sl * b * a * dv / t, o_gqa = q8 * sbh / t;
+        r.split += qkv - qkv_gqa + o_in - o_gqa;
+        r.replicated += e * sl * b * (lat + lat_norm);
+        if (l->mem & LAYOUT_MEM_NORM_MLA) {
+            const double norm_out = l->prec == PRECISION_FP8 ? r.fp8_replicated : 2 * e * sbh;
+            r.split -= qkv;
+            r.replicated -= norm_out + e * sl * b * lat_norm;
+            if (l->prec == PRECISION_FP8) r.fp8_replicated = 0;
+        }
     }
     if (flash)
         r.core = 4 * a * sl * b / t;
@@ -221,7 +250,7 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
     const int64_t dp = l->dp > 0 ? l->dp : 1, t = l->tp > 0 ? l->tp : 1, vp = l->vp > 0 ? l->vp : 1;
     const int64_t pp = l->pp > 0 ? l->pp : 1;
     const int mx = mixed(l->prec);
-    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = mx ? 12 : 8;
+    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = optimizer_bytes(l);
     const int64_t lp = layer_params_per_gpu(cfg, l);
     const int64_t n = lp * layers + stage_extra_params_per_gpu(cfg, l, stage);
     int64_t nw = n, ng = n, no = n;
@@ -325,7 +354,7 @@ void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compu
     const int nm = moe_stage_moe_layers(cfg, l, stage, layers);
     const int64_t dp = l->dp > 0 ? l->dp : 1, edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
     const int mx = mixed(l->prec);
-    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = mx ? 12 : 8;
+    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = optimizer_bytes(l);
     /* the replicated part: each layer's dense part instead of a dense layer */
     const int64_t n = (int64_t)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
                       (int64_t)nm * moe_layer_dense_params_per_gpu(cfg, l, 1) + stage_extra_params_per_gpu(cfg, l, stage);
@@ -348,7 +377,15 @@ void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compu
     const double vp = l->vp > 0 ? l->vp : 1;
     out->moe_activations = (int64_t)llround((double)nm / vp * (in_flight > 0 ? in_flight : 0) * per);
     out->moe_buffers = nm > 0 ? (int64_t)llround(moe_dispatch_buffer_bytes(cfg, l, mp)) : 0;
+    if (l->prec == PRECISION_FP8 && l->zero != ZERO_3) {
+        /* FP8 weight copies of the layers' own linear weights (the dense formula's shapes were a dense
+         * layer's): each layer's dense part (attention, MLP or router and shared experts) and the
+         * local experts' */
+        const double w = (double)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
+                         (double)nm * (moe_layer_dense_params_per_gpu(cfg, l, 1) + moe_layer_expert_params_per_gpu(cfg, l));
+        out->fp8_weights = (int64_t)llround(w * fp8_weight_copy_bytes(l->fp8));
+    }
     out->total = out->params + out->grads + out->optimizer + out->activations + out->embedding_head + out->buffers +
                  out->expert_params + out->expert_grads + out->expert_optimizer + out->moe_activations +
-                 out->moe_buffers;
+                 out->moe_buffers + out->fp8_weights;
 }

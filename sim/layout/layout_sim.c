@@ -108,10 +108,12 @@ void layout_sim_params_default(layout_sim_params *p) {
 }
 
 const char *layout_time_part_name(layout_time_part p) {
-    static const char *const names[LAYOUT_T_COUNT] = {"compute", "recompute", "tp",        "cp", "dp",
-                                                      "pp",      "bubble",    "optimizer", "ep"};
+    static const char *const names[LAYOUT_T_COUNT] = {"compute", "recompute", "tp", "cp", "dp",
+                                                      "pp",      "bubble",    "optimizer", "ep", "hidden"};
     return (p >= 0 && p < LAYOUT_T_COUNT) ? names[p] : "unknown";
 }
+
+int layout_time_part_optional(layout_time_part p) { return p == LAYOUT_T_EP || p == LAYOUT_T_HIDDEN; }
 
 /* ---- the event loop ------------------------------------------------------- */
 
@@ -167,7 +169,7 @@ static void trace_layers(layout_sim *s, const ls_chunk_cost *c, int r, int k, in
  * the end of its last unit). */
 static double gathered_op(layout_sim *s, const ls_chunk_cost *c, int r, int k, int j, int bwd, double t, double cs,
                           int whole_chunk, int no_prefetch, double *last_start) {
-    const int L = s->chunk_layers[k], first = k == 0, last = k == s->K - 1;
+    const int L = s->chunk_layers[k], first = ls_first(s, k), last = ls_last(s, k);
     const double layer = bwd ? c->b_layer : c->f_lcomp + c->f_ltp + c->f_lcp;
     const double pre = bwd ? c->b_head : c->f_pre;
     const double post = (bwd ? c->b_us : c->f_us) - pre - L * layer;
@@ -221,6 +223,9 @@ typedef struct {
     int gather_first; /* fsdp, zero 1/2's overlapped gather: before a chunk's first forward */
     int reduce_every; /* zero 3: gradients reduced after every micro-batch */
     double cs, xs;    /* collective scale; p2p scale (0: the bubble pass's free sends) */
+    unsigned ov;      /* what a pair hides: FW_OVERLAP_EP (dispatch, combine), FW_OVERLAP_TP (tp, cp) */
+    double sm_keep;   /* of hidden communication, the share not lost to the compute its kernel's SMs
+                         slow: 1 - sms / (SMs - sms) (DeepEP's 20 of 132: 0.82); 1 for NCCL */
     /* [pp] DualPipe: the TP/CP time and compute of a pair's first op
      * (written by that op, read by the pair's second right after it) */
     double pair_comm[LAYOUT_MAX_CHUNKS], pair_comp[LAYOUT_MAX_CHUNKS];
@@ -235,6 +240,7 @@ static void pass_reset(layout_sim *s) {
         s->p_comp[r] = s->p_recomp[r] = s->p_tp[r] = s->p_cp[r] = s->p_dp[r] = s->p_wait[r] = s->p_opt[r] = 0;
         s->stash[r] = s->stash_max[r] = s->nstash[r] = s->nstash_max[r] = 0;
         if (s->moe) s->p_ep[r] = 0;
+        s->p_hid[r] = 0;
     }
 }
 
@@ -249,7 +255,7 @@ static void run_w(layout_sim *s, const ls_pass *ps, int r, int k, int j) {
     s->stash[r] -= s->chunk_layers[k];
     s->nstash[r]--;
     trace_push(s, r, 0, k, j, -1, 'W', t, end);
-    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->m - 1))
+    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->chunk_last_mb[k]))
         for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) { /* the gradients final at W's end */
             const double bs = end > s->dpr[r] ? end : s->dpr[r];
             s->dpr[r] = bs + ps->cs * s->buckets[b].us;
@@ -274,7 +280,7 @@ static double run_f(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, in
     if (++s->nstash[r] > s->nstash_max[r]) s->nstash_max[r] = s->nstash[r];
     trace_push(s, r, 0, k, j, -1, 'F', t, end);
     if (s->tracing) trace_layers(s, c, r, k, j, 0, t);
-    if (k < s->K - 1) {
+    if (!ls_last(s, k)) {
         const size_t idx = (size_t)k * s->m + j;
         const int nx = ls_rank_of(s, k + 1);
         if (nx == r) {
@@ -310,7 +316,7 @@ static double run_b(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, in
     }
     trace_push(s, r, 0, k, j, -1, 'B', t, end);
     if (s->tracing) trace_layers(s, c, r, k, j, 1, t);
-    if (k > 0) {
+    if (!ls_first(s, k)) {
         const size_t idx = (size_t)k * s->m + j;
         const int pv = ls_rank_of(s, k - 1);
         if (pv == r) {
@@ -323,7 +329,7 @@ static double run_b(layout_sim *s, const ls_pass *ps, const ls_chunk_cost *c, in
             trace_push(s, r, 2, k, j, -1, 'g', st, st + x);
         }
     }
-    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->m - 1) && kind != SOP_B)
+    if (ps->dp && ps->p->dp_overlap_grad && (ps->reduce_every || j == s->chunk_last_mb[k]) && kind != SOP_B)
         for (int b = s->bk_start[k]; b < s->bk_start[k + 1]; b++) {
             const double rdy = t + bucket_offset(s, c, &s->buckets[b], k);
             const double bs = rdy > s->dpr[r] ? rdy : s->dpr[r];
@@ -342,7 +348,7 @@ static int run_op(layout_sim *s, ls_pass *ps, int r, const schedule_op *ord, int
     const schedule_op op = ord[pos];
     const int k = op.chunk, j = op.mb, bwd = op.kind != SOP_F; /* chunk: the op's stage (layout_internal.h) */
     const size_t idx = (size_t)k * s->m + j;
-    const double arr = bwd ? (k == s->K - 1 ? 0.0 : s->barr[idx]) : (k == 0 ? 0.0 : s->farr[idx]);
+    const double arr = bwd ? (ls_last(s, k) ? 0.0 : s->barr[idx]) : (ls_first(s, k) ? 0.0 : s->farr[idx]);
     if (arr < 0) return 0;
     double t = s->ct[r];
     if (arr > t) {
@@ -362,20 +368,29 @@ static int run_op(layout_sim *s, ls_pass *ps, int r, const schedule_op *ord, int
         s->prev_start[r] = t;
     }
     double end = bwd ? run_b(s, ps, c, r, k, j, op.kind, t, gwait) : run_f(s, ps, c, r, k, j, t, gwait);
-    /* DualPipe's overlapped pair (one micro-batch's forward beside
-     * another's backward): each op's TP and CP collectives run under the
-     * other's compute, so the pair's second op ends earlier by what the
-     * first's collectives hid */
-    const double comm = bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
-    const double comp = bwd ? c->b_comp : c->f_comp;
-    if (op.overlap) {
-        ps->pair_comm[r] = comm;
-        ps->pair_comp[r] = comp;
-    } else if (pos > 0 && ord[pos - 1].overlap) {
-        const double h1 = ps->pair_comm[r] < comp ? ps->pair_comm[r] : comp;
-        const double h2 = comm < ps->pair_comp[r] ? comm : ps->pair_comp[r];
-        const double hide = h1 + h2 < end - t ? h1 + h2 : end - t;
-        end -= hide;
+    /* an overlapped pair (one micro-batch's forward beside another's
+     * backward: DualPipe, DualPipeV, overlap=ep): each op's communication
+     * that the stack overlaps (ps->ov) runs under the other's compute, so
+     * the pair's second op ends earlier by what the two hid, less what the
+     * communication kernel's SMs cost the compute beside it */
+    if (op.overlap || (pos > 0 && ord[pos - 1].overlap)) {
+        double comm = 0.0;
+        if (ps->ov & FW_OVERLAP_TP) comm += bwd ? c->b_tp + c->b_cp : c->f_tp + c->f_cp;
+        if (ps->ov & FW_OVERLAP_EP) comm += bwd ? c->b_ep : c->f_ep;
+        const double comp = bwd ? c->b_comp - (op.kind == SOP_B ? s->w_us[k] : 0.0) : c->f_comp;
+        if (op.overlap) {
+            ps->pair_comm[r] = comm;
+            ps->pair_comp[r] = comp;
+        } else {
+            const double h1 = ps->pair_comm[r] < comp ? ps->pair_comm[r] : comp;
+            const double h2 = comm < ps->pair_comp[r] ? comm : ps->pair_comp[r];
+            double hide = (h1 + h2) * ps->sm_keep;
+            if (hide > end - t) hide = end - t;
+            if (hide > 0) {
+                end -= hide;
+                s->p_hid[r] += hide;
+            }
+        }
     }
     s->ct[r] = end;
     return 1;
@@ -402,6 +417,14 @@ static void pass_tails(layout_sim *s, const ls_pass *ps) {
             }
         s->ready[r] = s->ct[r] > s->dpr[r] ? s->ct[r] : s->dpr[r];
     }
+    if (s->pair_sync_us > 0) /* dualpipe: rank r's and rank pp-1-r's copies of the same stages */
+        for (int r = 0; r < pp / 2; r++) {
+            const int q = pp - 1 - r;
+            const double t0 = s->ready[r] > s->ready[q] ? s->ready[r] : s->ready[q], t1 = t0 + cs * s->pair_sync_us;
+            trace_push(s, r, 3, -1, -1, -1, 'e', t0, t1);
+            trace_push(s, q, 3, -1, -1, -1, 'e', t0, t1);
+            s->ready[r] = s->ready[q] = t1;
+        }
     if (s->emb_ar_us > 0) {
         const double t0 = s->ready[0] > s->ready[pp - 1] ? s->ready[0] : s->ready[pp - 1];
         const double t1 = t0 + cs * s->emb_ar_us;
@@ -442,6 +465,14 @@ static pl_status simulate(layout_sim *s, const layout_sim_params *p, int free_p2
     ps.reduce_every = dp && l->zero == ZERO_3;
     ps.cs = p->collective_scale;
     ps.xs = free_p2p ? 0.0 : p->p2p_scale;
+    ps.ov = p->framework ? p->framework->overlap : FW_OVERLAP_EP;
+    if (l->ep_overlap) ps.ov |= FW_OVERLAP_EP;
+    if (!s->moe) ps.ov &= ~(unsigned)FW_OVERLAP_EP;
+    {
+        const int sms = l->dispatcher == MOE_DISPATCH_FLEX && (ps.ov & FW_OVERLAP_EP) ? MOE_DEEPEP_SMS : 0;
+        const int all = s->gpu[0]->sm_count > 0 ? s->gpu[0]->sm_count : 132;
+        ps.sm_keep = sms > 0 && sms < all ? 1.0 - (double)sms / (all - sms) : 1.0;
+    }
     pass_reset(s);
     long remaining = 0;
     for (int r = 0; r < s->pp; r++) remaining += s->n_ops_r[r];
@@ -471,23 +502,18 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
     const double v[] = {p->collective_scale, p->step_fixed_us, p->p2p_scale, p->dp_bucket_bytes,
                         p->grad_comm_bytes, p->emb_head_scale, p->compute.gemm_efficiency,
                         p->compute.memory_efficiency, p->compute.kernel_overhead_us, p->zero3_gather_scale,
-                        p->moe.imbalance, p->moe.capacity_factor, p->moe.grouped_m_half, p->moe.grouped_e_inf};
+                        p->moe.imbalance, p->moe.capacity_factor, p->moe.expert_cv};
     static const char *const names[] = {"collective_scale", "step_fixed_us", "p2p_scale", "dp_bucket_bytes",
                                         "grad_comm_bytes", "emb_head_scale", "gemm_efficiency",
                                         "memory_efficiency", "kernel_overhead_us", "zero3_gather_scale",
-                                        "moe imbalance", "moe capacity_factor", "moe grouped_m_half",
-                                        "moe grouped_e_inf"};
+                                        "moe imbalance", "moe capacity_factor", "moe expert_cv"};
     for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
         if (!isfinite(v[i]) || v[i] < 0) {
             ls_msg(msg, len, "layout simulator parameter %s is %g; it must be finite and >= 0", names[i], v[i]);
             return PL_ERR_INVALID;
         }
-    if (!(p->moe.grouped_e_inf > 0) || p->moe.grouped_e_inf > 1) {
-        ls_msg(msg, len, "layout simulator parameter moe grouped_e_inf is %g; it must be in (0, 1]", p->moe.grouped_e_inf);
-        return PL_ERR_INVALID;
-    }
-    if (p->moe.imbalance < 1.0) {
-        ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced)",
+    if (p->moe.imbalance != 0 && p->moe.imbalance < 1.0) {
+        ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced; 0: from expert_cv)",
                p->moe.imbalance);
         return PL_ERR_INVALID;
     }
@@ -502,6 +528,13 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
                        p->moe_layer_load[i]);
                 return PL_ERR_INVALID;
             }
+    }
+    if (p->moe.fit) {
+        char m2[200];
+        if (moe_fit_validate(p->moe.fit, m2, sizeof m2) != PL_OK) {
+            ls_msg(msg, len, "%s", m2);
+            return PL_ERR_INVALID;
+        }
     }
     if (!(p->dp_bucket_bytes > 0) || !(p->grad_comm_bytes > 0) || !(p->compute.gemm_efficiency > 0) ||
         !(p->compute.memory_efficiency > 0)) {
@@ -522,6 +555,7 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     else layout_sim_params_default(&p);
     pl_status st = check_params(&p, msg, len);
     if (st != PL_OK) return st;
+    framework_apply_moe(p.framework, &p.moe); /* the stack's MoE choices where p leaves them open */
     if ((st = ls_ensure_buckets(s, &p)) != PL_OK) {
         ls_msg(msg, len, st == PL_ERR_NOMEM ? "out of memory" : "collective model failed for the gradient buckets");
         return st;
@@ -548,8 +582,24 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     int crit = 0;
     for (int r = 1; r < pp; r++)
         if (s->end[r] > s->end[crit]) crit = r;
-    res->critical_stage = crit;
     res->step_us = s->end[crit] + p.step_fixed_us;
+    /* an MoE model's stages differ (dense first layers, the experts' stages): its breakdown is the
+     * stage with the most work, the one that bounds the step, not the last to end (a dense stage 0
+     * whose idle time is waiting on the MoE stages); the time after its end until the step's is
+     * waiting too (pp), so its parts still sum to the step */
+    double tail = 0.0;
+    if (s->moe) {
+        int b = crit;
+        double most = -1;
+        for (int r = 0; r < pp; r++) {
+            const double busy = s->p_comp[r] + s->p_recomp[r] + s->p_tp[r] + s->p_cp[r] + s->p_ep[r] - s->p_hid[r] +
+                                s->p_dp[r] + s->p_opt[r];
+            if (busy > most * (1 + 1e-9) || (busy >= most * (1 - 1e-9) && r == crit)) most = busy, b = r;
+        }
+        tail = s->end[crit] - s->end[b];
+        crit = b;
+    }
+    res->critical_stage = crit;
     res->micro_batches = s->m;
     res->world = layout_world_size(l);
     double *pt = res->parts_us;
@@ -564,9 +614,18 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
         res->ep_dispatch = s->est_ep;
         res->ep_tokens_per_expert = moe_tokens_per_expert(s->cfg, l, &p.moe);
     }
+    pt[LAYOUT_T_HIDDEN] = s->p_hid[crit];
+    for (int r = 0; r < pp; r++) {
+        res->stage_compute_us[r] = s->p_comp[r] + s->p_recomp[r];
+        res->stage_ep_us[r] = s->moe ? s->p_ep[r] : 0.0;
+        res->stage_idle_us[r] = s->p_wait[r] + (res->step_us - p.step_fixed_us - s->end[r]); /* and after its end */
+        const double c0 = res->stage_compute_us[0], e0 = res->stage_ep_us[0];
+        if (s->moe && (fabs(res->stage_compute_us[r] - c0) > 0.01 * c0 || fabs(res->stage_ep_us[r] - e0) > 0.01 * (c0 + e0)))
+            res->stages_differ = 1; /* MoE models only: a dense layout's report reads as it did */
+    }
     const double idle = s->p_wait[crit];
     pt[LAYOUT_T_BUBBLE] = s->free_wait[crit] < idle ? s->free_wait[crit] : idle;
-    pt[LAYOUT_T_PP] = idle - pt[LAYOUT_T_BUBBLE];
+    pt[LAYOUT_T_PP] = idle - pt[LAYOUT_T_BUBBLE] + tail;
     const double secs = res->step_us * 1e-6;
     res->tokens_per_s = secs > 0 ? (double)l->global_batch * s->cfg->seq_len / secs : 0.0;
     layout_model_flops(s->cfg, l, &res->model_flops, &res->hw_flops);
@@ -596,11 +655,27 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
     int worst = 0;
     for (int r = 0; r < pp; r++) {
         layout_memory mem;
-        const int L = s->stage_layers[r];
-        if (gpt_is_moe(s->cfg)) /* MoE: Megatron's conventions with the expert parts (moe.h) */
-            layout_stage_memory_moe(s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
-        else
-            framework_stage_memory(p.framework, s->cfg, l, &p.compute, r, L, s->nstash_max[r], &mem);
+        int L = s->stage_layers[r];
+        if (l->mem & LAYOUT_MEM_MTP_LAST) /* the MTP module's MoE layer on the stage(s) ending a pipeline */
+            for (int k = 0; k < s->K; k++) L += ls_rank_of(s, k) == r && ls_last(s, k);
+        framework_stage_memory_moe(p.framework, s->cfg, l, &p.compute, &p.moe, r, L, s->nstash_max[r], &mem);
+        if (l->sched == SCHED_DUALPIPE && (r == 0 || r == pp - 1)) {
+            /* both ends hold the embedding (the first stage of one direction) and the head and loss (the
+             * last of the other): the other end's part, as a stage of no layers at that end over one in
+             * the middle of a longer pipeline */
+            layout l2 = *l;
+            l2.pp = pp + 2;
+            l2.sched = SCHED_1F1B;
+            l2.n_stage_layers = 0;
+            layout_memory a, b;
+            framework_stage_memory_moe(p.framework, s->cfg, &l2, &p.compute, &p.moe, r == 0 ? l2.pp - 1 : 0, 0,
+                                       s->nstash_max[r], &a);
+            framework_stage_memory_moe(p.framework, s->cfg, &l2, &p.compute, &p.moe, 1, 0, s->nstash_max[r], &b);
+            if (a.total > b.total) {
+                mem.embedding_head += a.total - b.total;
+                mem.total += a.total - b.total;
+            }
+        }
         res->stage_mem[r] = mem.total;
         if (r == 0 || mem.total > res->stage_mem[worst]) {
             worst = r;

@@ -98,6 +98,11 @@ typedef enum {
     LAYOUT_T_OPTIMIZER,     /* optimizer step */
     LAYOUT_T_EP,            /* MoE token dispatch and combine (all-to-all / all-gather, etp), on the
                                compute stream; 0 for a dense model */
+    LAYOUT_T_HIDDEN,        /* communication hidden under another micro-batch's compute in paired ops
+                               (DualPipe, DualPipeV, overlap=ep), net of the compute the comm kernel's
+                               SMs slow: counted in tp / cp / ep above and taken off here, so
+                               compute + tp + cp + dp + pp + bubble + optimizer + ep - hidden =
+                               step - step_fixed_us; 0 when nothing is paired */
     LAYOUT_T_COUNT
 } layout_time_part;
 
@@ -119,7 +124,9 @@ typedef struct {
     coll_estimate tp_allreduce;        /* one layer's forward TP collective, for --explain */
     coll_estimate dp_reduce;           /* the whole gradient reduction of one stage */
     /* added by the simulator: */
-    int critical_stage;                /* the stage whose breakdown parts_us is */
+    int critical_stage;                /* the stage whose breakdown parts_us is: the last to end (a dense
+                                          model), the one with the most work (an MoE model: the stage
+                                          that bounds the step; its idle after its end counts as pp) */
     coll_estimate tp_allgather;        /* sp: one all-gather of a layer's activation */
     coll_estimate tp_reduce_scatter;   /* sp: one reduce-scatter of it */
     coll_estimate cp_allgather;        /* cp: one layer's key/value all-gather */
@@ -134,6 +141,11 @@ typedef struct {
     /* mixture of experts (0 / zeros for a dense model): */
     coll_estimate ep_dispatch;         /* one dispatch of a micro-batch on stage 0 (all-to-all or all-gather) */
     double ep_tokens_per_expert;       /* routed tokens per local expert on the busiest rank */
+    /* per stage (pp entries; the bounding stage is critical_stage): */
+    double stage_compute_us[LAYOUT_MAX_CHUNKS]; /* compute incl. recompute */
+    double stage_ep_us[LAYOUT_MAX_CHUNKS];      /* MoE dispatch and combine */
+    double stage_idle_us[LAYOUT_MAX_CHUNKS];    /* waiting for pipeline data (bubble + pp) */
+    int stages_differ;                 /* 1: the stages' compute or dispatch differ by more than 1% */
 } layout_result;
 
 typedef struct layout_sim layout_sim;
@@ -166,8 +178,42 @@ pl_status layout_sim_run(layout_sim *s, const layout_sim_params *prm, int trace,
  * (compute), its TP collectives, and its DP / PP comm streams. */
 pl_status layout_sim_write_chrome_trace(const layout_sim *s, FILE *f);
 
-/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep". */
+/* One op of one pipeline replica's last traced run (layout_sim_ops). */
+typedef enum {
+    LAYOUT_OP_F = 0,     /* a forward of one chunk and micro-batch */
+    LAYOUT_OP_B,         /* its backward: the input gradient for the orders that split the
+                            backward (zb-h1, zb-h2, zb-v, dualpipev), else the whole backward */
+    LAYOUT_OP_W,         /* its weight-gradient pass (split orders only) */
+    LAYOUT_OP_SEND_FWD,  /* the activation sent to the next stage (the rank's comm stream) */
+    LAYOUT_OP_SEND_BWD   /* the gradient sent to the previous stage */
+} layout_op_kind;
+
+typedef struct {
+    int rank;            /* pipeline rank 0 .. pp-1 */
+    int stage;           /* the chunk's stage in model order, 0 .. pp * chunks - 1 */
+    int chunk;           /* the rank's own chunk 0 .. chunks per rank - 1 */
+    int mb;              /* micro-batch */
+    layout_op_kind kind;
+    double t0_us, t1_us; /* start and end in the step */
+} layout_op;
+
+/* The ops of the last traced run of s (layout_sim_run with trace != 0):
+ * every F, B and W of every rank with its chunk and micro-batch, and every
+ * pipeline send, sorted by rank then start. A rank is idle where its F, B
+ * and W leave the step uncovered. *out is a heap array the caller frees
+ * (free()); *n its length. PL_ERR_INVALID when s ran without tracing (or
+ * a NULL argument), PL_ERR_NOMEM; *out NULL then. */
+pl_status layout_sim_ops(const layout_sim *s, layout_op **out, int *n);
+
+/* "F", "B", "W", "send_fwd", "send_bwd". */
+const char *layout_op_kind_name(layout_op_kind k);
+
+/* "compute", "recompute", "tp", "cp", "dp", "pp", "bubble", "optimizer", "ep", "hidden". */
 const char *layout_time_part_name(layout_time_part p);
+
+/* 1 for the parts printed only when not 0 (ep: MoE models; hidden: paired
+ * ops), so a dense layout's breakdown reads as it always did. */
+int layout_time_part_optional(layout_time_part p);
 
 /* Parameters of one transformer layer of cfg (attention with GQA, MLP or
  * SwiGLU, biases unless no_bias, two norms), before any split. */

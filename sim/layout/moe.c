@@ -5,22 +5,8 @@
  * terms.
  *
  * Where the constants come from:
- *   grouped_e_inf 0.785, grouped_m_half 235 (q = 2)
- *                          the expert layer's efficiency against the bf16
- *                          peak, eff(m) = e_inf m / sqrt(m^2 + m_half^2), m
- *                          tokens per expert: one curve fitted to the H200
- *                          grouped-GEMM sweep (benchmarks/hw/grouped_gemm_sweep.md,
- *                          the best cuBLAS method of the six training GEMMs
- *                          of Mixtral 8x7B, Qwen3-30B-A3B and DeepSeek-V3
- *                          shapes, m = 16 .. 4,096: 15% rms over all five
- *                          configurations, 2-3% per model); carried to other
- *                          GPUs as the dense figure is, in proportion to
- *                          their base GEMM efficiency (gemm_base_efficiency /
- *                          the H200's 0.738), and to other precisions at
- *                          their peak
- *   imbalance 1.0          balanced routing (DeepSeek-V3's auxiliary-loss-free
- *                          balancing keeps experts near even); a measured
- *                          per-run figure may be given
+ *   the layer's compute   moe_compute.c (the measured MoE layer: the sweep's fit)
+ *   the spread, imbalance moe_params.c
  * The rest (peaks, bandwidths, latencies) is the cluster file's.
  */
 #include "moe.h"
@@ -28,19 +14,9 @@
 #include <math.h>
 
 #include "model_params.h"
+#include "moe_compute.h"
 
-void moe_params_default(moe_params *p) {
-    p->imbalance = 1.0;
-    p->capacity_factor = 0.0;
-    p->grouped_e_inf = 0.785;
-    p->grouped_m_half = 235.0;
-}
-
-double moe_load_factor(const moe_params *p) {
-    if (!p) return 1.0;
-    if (p->capacity_factor > 0) return p->capacity_factor;
-    return p->imbalance >= 1.0 ? p->imbalance : 1.0;
-}
+#include <string.h>
 
 static double act_bytes(precision prec) { return prec == PRECISION_FP8 ? 2.0 : (double)precision_act_bytes(prec); }
 
@@ -55,7 +31,7 @@ double moe_tokens_in(const gpt_config *cfg, const layout *l) {
 
 double moe_tokens_per_expert(const gpt_config *cfg, const layout *l, const moe_params *p) {
     if (!gpt_is_moe(cfg)) return 0.0;
-    return moe_load_factor(p) * moe_tokens_in(cfg, l) * cfg->top_k * l->ep * l->etp / cfg->n_experts;
+    return moe_load_factor(p, cfg, l) * moe_tokens_in(cfg, l) * cfg->top_k * l->ep * l->etp / cfg->n_experts;
 }
 
 pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, double bytes_per_rank, double *us,
@@ -126,84 +102,46 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
     return PL_OK;
 }
 
-/* The grouped expert GEMMs' efficiency at m tokens per expert (the sweep's
- * curve, see the opening comment). */
-double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
-                                 const moe_params *mp) {
-    const double scale = gemm_base_efficiency(gpu, prec, cp) / 0.738; /* the H200's measured base */
-    return mp->grouped_e_inf * scale * m / sqrt(m * m + mp->grouped_m_half * mp->grouped_m_half);
-}
-
-static double peak(const cluster_gpu *gpu, precision prec) {
-    double pk = (prec >= 0 && prec < PRECISION_COUNT) ? gpu->peak_flops[prec] : 0.0;
-    if (!(pk > 0)) pk = gpu->peak_flops[PRECISION_BF16];
-    return pk > 0 ? pk : 1e12;
-}
-
-/* `groups` GEMMs of m x n x k (m the tokens per expert; for a weight
- * gradient the reduction) as one grouped kernel at grouped_efficiency(m). */
-static double grouped_gemm_us(const cluster_gpu *gpu, precision prec, int64_t groups, double m, int64_t n, int64_t k,
-                              const compute_params *cp, const moe_params *mp) {
-    if (groups < 1 || !(m > 0)) return 0.0;
-    const double flops = 2.0 * m * (double)n * (double)k * (double)groups;
-    return flops / (peak(gpu, prec) * moe_grouped_efficiency(gpu, prec, m, cp, mp)) * 1e6 + cp->kernel_overhead_us;
-}
-
 void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                             const compute_params *cpp, const moe_params *mpp, layer_cost *out) {
-    compute_params ct;
-    moe_params mt;
-    if (!cpp) compute_params_default(&ct), cpp = &ct;
-    if (!mpp) moe_params_default(&mt), mpp = &mt;
     *out = (layer_cost){0};
+    moe_layer_time t;
     if (!gpt_is_moe(cfg)) return;
-    const precision prec = l->prec;
-    const double e = act_bytes(prec), n = moe_tokens_in(cfg, l), k = cfg->top_k, f = moe_load_factor(mpp);
-    const int64_t h = cfg->d_model, E = cfg->n_experts, El = E / l->ep, Fl = cfg->moe_d_ff / l->etp;
-    const int gated = cfg->mlp == MLP_SWIGLU;
-    const double m = moe_tokens_per_expert(cfg, l, mpp);
-    const int64_t ni = (int64_t)ceil(n);
-    /* router: GEMM, scores and top-k over n x E in fp32 */
-    out->fwd_us += gemm_time_us(gpu, prec, ni, E, h, cpp) + memory_time_us(gpu, 3.0 * 4.0 * n * E, cpp);
-    out->bwd_us += gemm_time_us(gpu, prec, ni, h, E, cpp) + gemm_time_us(gpu, prec, h, E, ni, cpp) +
-                   memory_time_us(gpu, 2.0 * 4.0 * n * E, cpp);
-    out->fwd_flops += 2.0 * n * E * h;
-    /* permute (gather n k rows) and un-permute (scatter + weighted sum) */
-    const double rows = f * n * k * h * e;
-    out->fwd_us += memory_time_us(gpu, 2.0 * rows, cpp) + memory_time_us(gpu, 3.0 * rows, cpp);
-    out->bwd_us += memory_time_us(gpu, 2.0 * rows, cpp) + memory_time_us(gpu, 3.0 * rows, cpp);
-    /* grouped expert GEMMs on the busiest rank */
-    const int64_t up = gated ? 2 * Fl : Fl;
-    out->fwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, h, Fl, cpp, mpp);
-    out->bwd_us += grouped_gemm_us(gpu, prec, El, m, h, up, cpp, mpp) + /* data gradients */
-                   grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
-    /* weight gradients: (h x up) and (Fl x h) per expert, reduced over its m tokens (the same FLOPs and,
-     * in the sweep's fit, the same curve: the six GEMMs were fitted together) */
-    out->bwd_us += grouped_gemm_us(gpu, prec, El, m, up, h, cpp, mpp) + grouped_gemm_us(gpu, prec, El, m, Fl, h, cpp, mpp);
-    out->fwd_flops += 2.0 * n * k * h * (double)(up + Fl) * l->etp; /* this rank's tokens' share, all of F */
-    /* the activation over the experts' rows */
-    const double tf = El * m * (double)Fl;
-    out->fwd_us += memory_time_us(gpu, (gated ? 3.0 : 2.0) * e * tf, cpp);
-    out->bwd_us += memory_time_us(gpu, (gated ? 5.0 : 3.0) * e * tf, cpp);
-    /* shared experts: a dense MLP of width S / tp on the T tokens */
-    if (cfg->shared_d_ff > 0) {
-        const int64_t T = (int64_t)ceil(tokens_gpu(cfg, l)), tp = l->tp > 0 ? l->tp : 1, S = cfg->shared_d_ff / tp;
-        const int64_t su = gated ? 2 * S : S;
-        out->fwd_us += gemm_time_us(gpu, prec, T, su, h, cpp) + gemm_time_us(gpu, prec, T, h, S, cpp);
-        out->bwd_us += gemm_time_us(gpu, prec, T, h, su, cpp) + gemm_time_us(gpu, prec, h, su, T, cpp) +
-                       gemm_time_us(gpu, prec, T, S, h, cpp) + gemm_time_us(gpu, prec, S, h, T, cpp);
-        out->fwd_us += memory_time_us(gpu, (gated ? 3.0 : 2.0) * e * (double)T * S, cpp);
-        out->bwd_us += memory_time_us(gpu, (gated ? 5.0 : 3.0) * e * (double)T * S, cpp);
-        out->fwd_flops += 2.0 * (double)T * h * (double)(su + S);
+    if (!mpp) { /* a lower bound over the stacks and spreads: balanced, fused, the cheapest implementation */
+        static const int impls[] = {MOE_IMPL_CUBLAS_LOOP, MOE_IMPL_TORCH_GROUPED_MM, MOE_IMPL_CUBLAS_GROUPED};
+        moe_params b;
+        moe_params_default(&b);
+        b.imbalance = 1.0;
+        b.expert_cv = 0.0;
+        b.fused_permute = 1;
+        b.fp32_act = b.weight_cast = b.fp32_gemm = 0;
+        double f = INFINITY, w = INFINITY, fl = 0;
+        for (size_t i = 0; i < sizeof impls / sizeof impls[0]; i++) {
+            b.gemm_impl = impls[i];
+            if (moe_layer_time_us(gpu, cfg, l, &b, cpp, NULL, &t) != PL_OK) continue;
+            if (t.fwd_us < f) f = t.fwd_us;
+            if (t.bwd_us < w) w = t.bwd_us;
+            fl = t.fwd_flops;
+        }
+        if (!isfinite(f) || !isfinite(w)) return;
+        out->fwd_us = f;
+        out->bwd_us = w;
+        out->fwd_flops = fl;
+        out->recompute_us = l->recompute == RECOMPUTE_FULL ? f : 0.0;
+        return;
     }
-    out->recompute_us = l->recompute == RECOMPUTE_FULL ? out->fwd_us : 0.0;
+    if (moe_layer_time_us(gpu, cfg, l, mpp, cpp, NULL, &t) != PL_OK) return;
+    out->fwd_us = t.fwd_us;
+    out->bwd_us = t.bwd_us;
+    out->fwd_flops = t.fwd_flops;
+    out->recompute_us = l->recompute == RECOMPUTE_FULL ? t.fwd_us : 0.0;
 }
 
 double moe_dispatch_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp) {
     if (!gpt_is_moe(cfg)) return 0.0;
     const double e = act_bytes(l->prec), n = moe_tokens_in(cfg, l), h = cfg->d_model;
     if (l->dispatcher == MOE_DISPATCH_ALLGATHER) return (double)l->ep * n * h * e;
-    return moe_load_factor(mp) * n * cfg->top_k * h * e;
+    return moe_load_factor(mp, cfg, l) * n * cfg->top_k * h * e;
 }
 
 double moe_dispatch_buffer_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp) {
@@ -232,6 +170,13 @@ moe_act_parts moe_activation_parts(const gpt_config *cfg, const layout *l, const
     a.router = 2.0 * 4.0 * n * cfg->n_experts;
     a.routed = 2.0 * El * m * h * e;
     a.expert_mlp = g * e * El * m * Fl;
+    if (l->mem & LAYOUT_MEM_FP8_ACT) {
+        /* DeepSeek-V3's FP8 activation caching (report, section 3.3.3): the experts' input rows and
+         * SwiGLU's inputs are kept in FP8 (1 byte and a scale per 128), SwiGLU's output recomputed */
+        const double q = 1.0 + 4.0 / 128;
+        a.routed = El * m * h * (q + e);
+        a.expert_mlp = (g - 1.0) * q * El * m * Fl;
+    }
     if (cfg->shared_d_ff > 0) a.shared = g * e * tokens_gpu(cfg, l) * ((double)cfg->shared_d_ff / (l->tp > 0 ? l->tp : 1));
     return a;
 }
@@ -243,9 +188,18 @@ int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int 
     const int K = l->pp * l->vp;
     if (K < 1 || K > max_chunks || layout_chunk_layers(l, cfg->n_layers, cl, NULL, 0) != PL_OK)
         return (int)llround((double)layers * gpt_moe_layers_in(cfg, 0, cfg->n_layers) / cfg->n_layers);
+    /* the stage's chunks: schedule_stage_of over its vp chunks (the V orders: stages r and 2p-1-r) */
+    int mine[LAYOUT_MAX_CHUNKS] = {0};
+    const schedule_order o = l->sched == SCHED_1F1B && l->vp > 1 ? SCHED_INTERLEAVED : l->sched;
+    for (int c = 0; c < l->vp; c++) {
+        const int k = schedule_stage_of(o, l->pp, stage, c);
+        if (k >= 0 && k < K) mine[k] = 1;
+    }
     int first = 0, have = 0, moe = 0;
+    const int Sp = K / schedule_pipelines(o);
     for (int k = 0; k < K; k++) {
-        if (k % l->pp == stage) {
+        if (k % Sp == 0) first = 0; /* dualpipe: each pipeline runs the whole model */
+        if (mine[k]) {
             have += cl[k];
             moe += gpt_moe_layers_in(cfg, first, cl[k]);
         }

@@ -34,20 +34,19 @@
  * q members per node (the fewest), lat the intra-node latency inside a node
  * and the network's across nodes; eff the cluster's collective_efficiency.
  *
- * Expert compute: grouped GEMMs, E / ep problems of (f m) x (width) x h at
- * once, at the efficiency of the H200 grouped-GEMM sweep's fit, a roofline
- * in the tokens per expert: eff(m) = e_inf m / sqrt(m^2 + m_half^2) of the
- * peak (weight-read bound below the knee, compute bound above; moe.c says
- * where the constants come from). Gated (SwiGLU) experts: gate+up (f m, 2F/etp, h), down (f m, h,
- * F/etp); non-gated: (f m, F/etp, h), (f m, h, F/etp); backward a data and a
- * weight gradient each. Router: the (n, E, h) GEMM and its softmax / sigmoid
- * top-k (3 fp32 passes over n E); permutation and un-permutation: a gather
- * and a scatter of the n k routed rows (read and write), un-permutation
- * weighting them; the shared experts: a dense MLP of width S / tp on T
- * tokens. Backward: two GEMMs per forward GEMM, the permutations again.
+ * Expert compute: the measured MoE layer of moe_compute.h (router,
+ * permutation, grouped expert GEMMs with per-expert and per-launch terms,
+ * tails, shared experts; the sweep's constants, inputs/moe_fit.h), for the
+ * busiest rank (f m rows per local expert on average, spread over the
+ * experts by expert_cv or a measured histogram).
  */
 #ifndef PLACER_SIM_MOE_H
 #define PLACER_SIM_MOE_H
+
+/* SMs DeepEP's dispatch and combine kernels hold while they run: 20 of an
+ * H800's 132 (DeepSeek-V3 report, arXiv 2412.19437, section 3.2.2); the
+ * compute beside a hidden dispatch runs on the rest. */
+#define MOE_DEEPEP_SMS 20
 
 #include <stdint.h>
 
@@ -56,20 +55,8 @@
 #include "compute_model.h"
 #include "graph.h"
 #include "layout.h"
+#include "moe_params.h"
 #include "status.h"
-
-typedef struct {
-    double imbalance;       /* tokens on the busiest expert rank / the mean, >= 1 (1: balanced) */
-    double capacity_factor; /* 0: dropless (imbalance applies); > 0: capacity = this x the mean, padded */
-    double grouped_e_inf;   /* the expert GEMMs' efficiency at many tokens per expert (of the bf16 peak, H200) */
-    double grouped_m_half;  /* tokens per expert at the roofline's knee: eff(m) = e_inf m / sqrt(m^2 + m_half^2) */
-} moe_params;
-
-/* Defaults: balanced dropless routing, the grouped-GEMM curve of moe.c (fitted to the H200 sweep). */
-void moe_params_default(moe_params *p);
-
-/* The load factor f of moe.h: capacity_factor when > 0, else imbalance. */
-double moe_load_factor(const moe_params *p);
 
 /* Tokens per rank entering an MoE layer (n of moe.h), routed copies per
  * rank (n k), and tokens per local expert on the busiest rank (f m). */
@@ -94,14 +81,14 @@ pl_status moe_all_to_all_us(const cluster *c, const int64_t *ranks, int n, doubl
 pl_status moe_flex_dispatch_us(const cluster *c, const gpt_config *cfg, const int64_t *ranks, int n, double tokens,
                                double row_bytes, double load_factor, double *us, coll_estimate *out);
 
-/* The expert GEMMs' fraction of gpu's peak in prec at m tokens per expert
- * (cp, mp: NULL not accepted). */
-double moe_grouped_efficiency(const cluster_gpu *gpu, precision prec, double m, const compute_params *cp,
-                              const moe_params *mp);
-
 /* Compute of one MoE layer's MLP block on one GPU (router, permutations,
  * grouped expert GEMMs and their activation, shared experts), without
- * communication; recompute_us under l->recompute (full: the forward). */
+ * communication: moe_layer_time_us (moe_compute.h) at mp's loads, as fwd_us
+ * and bwd_us (dgrad + wgrad); recompute_us under l->recompute (full: the
+ * forward). mp NULL: a lower bound over the stacks and spreads (balanced
+ * loads, fused permutation, bf16 activations, the cheapest grouped-GEMM
+ * implementation), the planner's pruning bound. A dense model or a bad
+ * fit: zeros. */
 void moe_block_compute_cost(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l,
                             const compute_params *cp, const moe_params *mp, layer_cost *out);
 
@@ -136,7 +123,8 @@ moe_act_parts moe_activation_parts(const gpt_config *cfg, const layout *l, const
 double moe_dispatch_buffer_bytes(const gpt_config *cfg, const layout *l, const moe_params *mp);
 
 /* MoE layers among the transformer layers a pipeline stage holds (its
- * chunks stage, stage + pp, ... of layout_chunk_layers); when layers is not
+ * chunks of layout_chunk_layers: stage, stage + pp, ... interleaved; stage and
+ * 2 pp - 1 - stage under the V orders, zb-v and dualpipev); when layers is not
  * the stage's count from l (a caller's own split), in proportion. */
 int moe_stage_moe_layers(const gpt_config *cfg, const layout *l, int stage, int layers);
 

@@ -3,10 +3,9 @@
  * tokens, cross-node copies per token, the worst NIC's bytes, and the MoE
  * layer's time on the busiest GPU.
  *
- * The layer time goes through one function, layer_compute_us, which calls
- * today's moe.c (moe_block_compute_cost at the placement's load factor):
- * when the MoE layer model takes per-GPU loads itself, that call is the one
- * line to change.
+ * The layer's compute goes through one function, layer_compute_us: the
+ * measured MoE layer of issue 33 (moe_compute.h: moe_layer_time_us) at the
+ * busiest rank's rows.
  */
 #include "moe_balance.h"
 
@@ -16,6 +15,7 @@
 
 #include "expert_map.h"
 #include "model_params.h"
+#include "moe_compute.h"
 
 struct moe_balance_ctx {
     moe_balance_group g;
@@ -174,19 +174,36 @@ pl_status moe_balance_score_layer(moe_balance_ctx *c, const int32_t *phy2log, co
     return PL_OK;
 }
 
-/* The MoE block's compute on the busiest GPU at load factor f (gpu_load,
- * when given, the per-GPU loads it came from): the one call to switch when
- * the MoE model takes per-GPU loads (issue 33: moe_layer_time_us with
- * moe_loads.tokens_per_gpu = gpu_load[g] / mean x n k etp). */
+/* The MoE block's compute on the busiest GPU: the measured MoE layer
+ * (moe_compute.h, moe_layer_time_us) at the busiest rank's routed rows, f
+ * times the mean n k etp (gpu_load, when given, the per-GPU loads f came
+ * from: their largest over their mean is f), its experts spread by the
+ * parameters' expert_cv. */
 static double layer_compute_us(const moe_balance_cost *m, double f, const double *gpu_load, int n_gpus) {
-    (void)gpu_load, (void)n_gpus;
-    moe_params mp = m->moe;
-    mp.imbalance = f >= 1.0 ? f : 1.0;
-    mp.capacity_factor = 0.0;
-    layer_cost lc;
+    if (gpu_load && n_gpus > 0) {
+        double s = 0, mx = 0;
+        for (int g = 0; g < n_gpus; g++) {
+            s += gpu_load[g];
+            if (gpu_load[g] > mx) mx = gpu_load[g];
+        }
+        if (s > 0) f = mx / (s / n_gpus);
+    }
+    if (f < 1.0) f = 1.0;
     const cluster_gpu *gpu = cluster_gpu_of(m->clu, 0);
-    moe_block_compute_cost(gpu, m->cfg, m->lay, &m->compute, &mp, &lc);
-    return m->training ? lc.fwd_us + lc.bwd_us + lc.recompute_us : lc.fwd_us;
+    const double rows = moe_tokens_in(m->cfg, m->lay) * m->cfg->top_k * (m->lay->etp > 0 ? m->lay->etp : 1) * f;
+    moe_loads ld = {&rows, 1, NULL, 0, -1.0};
+    moe_layer_time t;
+    if (moe_layer_time_us(gpu, m->cfg, m->lay, &m->moe, &m->compute, &ld, &t) != PL_OK) {
+        /* the closed form at f (a fit the measured layer refuses) */
+        moe_params mp = m->moe;
+        mp.imbalance = f;
+        mp.capacity_factor = 0.0;
+        layer_cost lc;
+        moe_block_compute_cost(gpu, m->cfg, m->lay, &m->compute, &mp, &lc);
+        return m->training ? lc.fwd_us + lc.bwd_us + lc.recompute_us : lc.fwd_us;
+    }
+    const double rec = m->lay->recompute == RECOMPUTE_FULL ? t.fwd_us : 0.0;
+    return m->training ? t.fwd_us + t.bwd_us + rec : t.fwd_us;
 }
 
 pl_status moe_balance_layer_time(const moe_balance_cost *m, double load_factor, const double *gpu_load, int n_gpus,

@@ -28,9 +28,10 @@
  *                  GPU s sends t (sum_n q_n - q_s) rows; the worst of both,
  *                  times the row's bytes
  * The layer's time (moe_balance_layer_time) on the busiest GPU: the MoE
- * block's compute at load factor f = busiest/mean (moe_block_compute_cost:
- * the grouped GEMMs at f times the mean tokens per expert, not linear in
- * tokens) plus, per dispatch and per combine,
+ * block's compute with the busiest rank taking f = busiest/mean times the
+ * mean routed rows (moe_compute.h's measured layer, moe_layer_time_us:
+ * router, permutation, grouped GEMMs per expert, tails, shared experts; not
+ * linear in tokens) plus, per dispatch and per combine,
  *   lat + max(f t k row / (NVLink eff), worst NIC bytes / (NIC eff))
  * (every routed copy crosses NVLink once into the busiest GPU, as moe.h's
  * flex dispatch; the network part is the placement's own). Training runs
@@ -47,6 +48,7 @@
 #include "graph.h"
 #include "layout.h"
 #include "moe.h"
+#include "moe_params.h"
 #include "status.h"
 
 /* The expert-parallel group a placement is scored on. */

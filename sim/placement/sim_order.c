@@ -161,6 +161,9 @@ static pl_status rank_orders(sim_ctx *c, const schedule *sched, int p) {
 
 pl_status sim_order(sim_ctx *c, const schedule *sched) {
     const schedule_order o = sched->order;
+    if (o == SCHED_DUALPIPE) /* two directions: the layout simulator's order */
+        return sim_fail(c, PL_ERR_SCHEDULE, "dualpipe runs in the layout simulator only (placer layout --layout "
+                        "...,sched=dualpipe); the placement simulator runs dualpipev");
     const int m = c->m, p = c->n_used, v = schedule_rank_chunks(sched);
     pl_status st = PL_OK;
     if (v > 1 && o == SCHED_INTERLEAVED) {

@@ -303,7 +303,7 @@ Test(layout, sched_parses_formats_and_validates) {
     layout_format(&l, buf, sizeof buf);
     cr_assert_null(strstr(buf, "sched"), "%s", buf);
     cr_assert_eq(layout_parse("pp=4,sched=gpipe", &l, msg, sizeof msg), PL_ERR_INVALID);
-    cr_assert_not_null(strstr(msg, "layout sched must be 1f1b, zb-h1, zb-h2, zb-v or dualpipev"), "%s", msg);
+    cr_assert_not_null(strstr(msg, "layout sched must be 1f1b, zb-h1, zb-h2, zb-v, dualpipev or dualpipe"), "%s", msg);
     gpt_config cfg;
     cr_assert_eq(gpt_config_parse("default,layers=8", &cfg, msg, sizeof msg), PL_OK);
     cr_assert_eq(layout_parse("pp=4,mbs=1,gbs=16,sched=zb-v", &l, msg, sizeof msg), PL_OK);
@@ -317,4 +317,66 @@ Test(layout, sched_parses_formats_and_validates) {
     /* the V orders skip interleaving's m % pp rule */
     cr_assert_eq(layout_parse("pp=4,vp=2,mbs=1,gbs=10,sched=zb-v", &l, msg, sizeof msg), PL_OK);
     cr_assert_eq(layout_validate(&l, &cfg, 4, msg, sizeof msg), PL_OK, "%s", msg);
+}
+
+/* issue 33's keys: overlap=none|ep and mem=NAME+NAME, written only when
+ * set (a layout without them formats as it always did), round trips, and
+ * what each needs of the model and the order: one line each. dualpipe's
+ * chunks are the model once each way. */
+Test(layout, overlap_and_mem_keys_parse_format_and_validate) {
+    layout l, back;
+    char msg[256], buf[512];
+    cr_assert_eq(layout_parse("pp=4,vp=2,dp=2,ep=2,gbs=16,sched=dualpipe,overlap=ep,mem=bf16_moments+norm_mla", &l, msg,
+                              sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(l.ep_overlap, 1);
+    cr_assert_eq(l.mem, (unsigned)(LAYOUT_MEM_BF16_MOMENTS | LAYOUT_MEM_NORM_MLA));
+    layout_format(&l, buf, sizeof buf);
+    cr_assert(strstr(buf, ",overlap=ep,mem=norm_mla+bf16_moments") && strstr(buf, "sched=dualpipe"), "%s", buf);
+    cr_assert_eq(layout_parse(buf, &back, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(memcmp(&l, &back, sizeof l), 0);
+    cr_assert_eq(layout_parse("pp=4,gbs=16", &l, msg, sizeof msg), PL_OK);
+    layout_format(&l, buf, sizeof buf);
+    cr_assert(!strstr(buf, "overlap") && !strstr(buf, "mem="), "%s", buf);
+    cr_assert_eq(layout_parse("pp=4,mem=none,overlap=none", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(l.mem, 0u);
+    cr_assert_eq(layout_parse("pp=4,mem=ema_cpu", &l, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "layout mem must be none or norm_mla"), "%s", msg);
+    cr_assert_eq(layout_parse("pp=4,mem=fp8_act+fp8_act", &l, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "twice"), "%s", msg);
+    cr_assert_eq(layout_parse("pp=4,overlap=tp", &l, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "overlap must be none or ep"), "%s", msg);
+    for (int k = 0; k < LAYOUT_KEY_COUNT; k++) cr_assert_str_neq(layout_key_name((layout_key)k), "unknown");
+    cr_assert_str_eq(layout_key_name(LAYOUT_KEY_MEM), "mem");
+    /* against models */
+    gpt_config moe, dense;
+    cr_assert_eq(gpt_config_parse("default,layers=8", &dense, msg, sizeof msg), PL_OK);
+    moe = dense;
+    moe.n_experts = 8;
+    moe.top_k = 2;
+    moe.moe_d_ff = 1024;
+    cr_assert_eq(layout_parse("dp=2,gbs=8,overlap=ep", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &dense, 2, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "overlap=ep is a mixture-of-experts option"), "%s", msg);
+    cr_assert_eq(layout_validate(&l, &moe, 2, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_parse("pp=2,vp=2,dp=1,gbs=8,sched=zb-v,overlap=ep", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &moe, 2, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "sched=zb-v has no such pairs"), "%s", msg);
+    cr_assert_eq(layout_parse("dp=2,gbs=8,mem=norm_mla", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &moe, 2, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "multi-head latent attention"), "%s", msg);
+    cr_assert_eq(layout_parse("dp=2,gbs=8,mem=fp8_act", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &moe, 2, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "precision=fp8 needed"), "%s", msg);
+    /* dualpipe: pp even, the model once each way */
+    cr_assert_eq(layout_parse("pp=4,vp=2,gbs=8,sched=dualpipe", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &dense, 4, msg, sizeof msg), PL_OK, "%s", msg);
+    int cl[8];
+    cr_assert_eq(layout_chunk_layers(&l, 8, cl, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int k = 0; k < 4; k++) cr_assert_eq(cl[k], cl[k + 4], "chunk %d and %d hold the same model stage", k, k + 4);
+    cr_assert_eq(cl[0] + cl[1] + cl[2] + cl[3], 8);
+    cr_assert_eq(layout_parse("pp=4,vp=2,gbs=8,sched=dualpipe,stages=1/2/3/2", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &dense, 4, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_parse("pp=3,vp=2,gbs=12,sched=dualpipe", &l, msg, sizeof msg), PL_OK);
+    cr_assert_eq(layout_validate(&l, &dense, 3, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "even"), "%s", msg);
 }

@@ -154,6 +154,114 @@ ParameterizedTest(zb_case *c, schedule_bubble, dualpipev) {
                  c->W, idle);
 }
 
+/* DualPipe (two directions): p even, m even from 2p to 64, the three cost
+ * triples. Each rank runs m micro-batches' worth of work (half of them on
+ * each of its two stages); the bubble is DeepSeek's (PP/2-1)(F&B + B - 3W)
+ * at F = B = W (PP = p: half DualPipeV's over 2p stages), the V order's
+ * drain (p/2-1)(F+B-W) when F = B, and always under 1F1B's share
+ * (p/2-1)(F+B+W); the peak is PP+1 of its stages' activations. */
+static int dualpipe_cases(zb_case *out) {
+    static const int P[4] = {2, 4, 8, 16};
+    static const double C[3][3] = {{1, 1, 1}, {2, 2, 1}, {1, 2, 1}};
+    int k = 0;
+    for (int a = 0; a < 4; a++)
+        for (int m = 2 * P[a]; m <= 64; m += 2)
+            for (int c = 0; c < 3; c++) out[k++] = (zb_case){SCHED_DUALPIPE, P[a], m, C[c][0], C[c][1], C[c][2]};
+    return k;
+}
+
+ParameterizedTestParameters(schedule_bubble, dualpipe) {
+    static zb_case cs[512];
+    return cr_make_param_array(zb_case, cs, (size_t)dualpipe_cases(cs));
+}
+ParameterizedTest(zb_case *c, schedule_bubble, dualpipe) {
+    double busy[16], first[16], last[16];
+    int peak[16];
+    const schedule s = schedule_make(c->m, SCHED_DUALPIPE);
+    const double step = schedule_eval_ideal(&s, c->p, c->F, c->B, c->W, busy, first, last, peak);
+    cr_assert_geq(step, 0, "dualpipe p=%d m=%d did not run", c->p, c->m);
+    const double fb = c->F + c->B + c->W;
+    double idle = 0;
+    for (int r = 0; r < c->p; r++) {
+        cr_assert_eq(busy[r], c->m * fb, "rank %d runs half the micro-batches on each of its two stages", r);
+        const double i = last[r] - first[r] - busy[r];
+        if (i > idle) idle = i;
+        cr_assert_eq(peak[r], c->p + 1 < c->m ? c->p + 1 : c->m);
+        cr_assert_eq(peak[r], schedule_peak_stash_rule(SCHED_DUALPIPE, c->p, r, c->m));
+    }
+    const double half = c->p / 2 - 1;
+    if (c->F == c->B && c->B == c->W)
+        cr_assert_eq(idle, half * (fb + c->B - 3 * c->W), "p=%d m=%d: idle %g", c->p, c->m, idle);
+    if (c->F == c->B) cr_assert_eq(idle, half * (c->F + c->B - c->W), "p=%d m=%d: idle %g", c->p, c->m, idle);
+    cr_assert_leq(idle, half * fb);
+}
+
+/* DualPipe's two directions: rank r holds stage r of the down pipeline
+ * and stage p-1-r of the up one; micro-batches 0..m/2-1 run down, the rest
+ * up; its needs are one line each */
+Test(schedule, dualpipe_directions_and_needs) {
+    cr_assert_eq(schedule_stage_of(SCHED_DUALPIPE, 4, 0, 0), 0);
+    cr_assert_eq(schedule_stage_of(SCHED_DUALPIPE, 4, 0, 1), 7, "model stage 3 of the up pipeline: stage p + 3");
+    cr_assert_eq(schedule_stage_of(SCHED_DUALPIPE, 4, 3, 1), 4, "the up pipeline starts on the last rank");
+    cr_assert_eq(schedule_pipelines(SCHED_DUALPIPE), 2);
+    cr_assert_eq(schedule_pipelines(SCHED_DUALPIPEV), 1);
+    cr_assert_eq(schedule_mb_pipeline(SCHED_DUALPIPE, 8, 3), 0);
+    cr_assert_eq(schedule_mb_pipeline(SCHED_DUALPIPE, 8, 4), 1);
+    cr_assert(schedule_splits_backward(SCHED_DUALPIPE));
+    schedule_op ops[96];
+    const schedule s = schedule_make(8, SCHED_DUALPIPE);
+    for (int r = 0; r < 4; r++) {
+        const int n = schedule_rank_ops(&s, 4, r, ops);
+        cr_assert_gt(n, 0);
+        for (int k = 0; k < n; k++)
+            cr_assert_eq(ops[k].mb >= 4, ops[k].chunk == 1, "rank %d op %d: chunk %d mb %d", r, k, ops[k].chunk, ops[k].mb);
+    }
+    char msg[256];
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPE, 3, 12, 0, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, "even") && !strchr(msg, '\n'), "%s", msg);
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPE, 4, 6, 0, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, "6 micro-batches over 4 ranks") && strstr(msg, "8 or more"), "%s", msg);
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPE, 4, 9, 0, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert_eq(schedule_check_pipeline(SCHED_DUALPIPE, 4, 10, 8, msg, sizeof msg), PL_OK);
+    const schedule bad = schedule_make(6, SCHED_DUALPIPE);
+    cr_assert_eq(schedule_rank_ops(&bad, 4, 0, ops), -1);
+    schedule_order o;
+    cr_assert_eq(schedule_parse_order("dualpipe", &o, NULL, 0), PL_OK);
+    cr_assert_eq(o, SCHED_DUALPIPE);
+}
+
+/* Megatron's EP all-to-all overlap on 1F1B: one more warm-up forward, then
+ * every steady-state forward paired (overlap) with the next backward, of
+ * an earlier micro-batch; the same ops as the plain order */
+Test(schedule, paired_one_f_one_b_pairs_forwards_with_other_micro_batches_backwards) {
+    schedule s = schedule_make(6, SCHED_1F1B);
+    s.paired = 1;
+    schedule_op ops[32];
+    for (int p = 1; p <= 4; p *= 2)
+        for (int r = 0; r < p; r++) {
+            const int n = schedule_rank_ops(&s, p, r, ops);
+            cr_assert_eq(n, 12);
+            int warm = 0, pairs = 0;
+            while (warm < n && ops[warm].kind == SOP_F) warm++;
+            const int w = p - r < 6 ? p - r : 6; /* 1F1B's p-1-r, one more */
+            cr_assert_eq(warm, w < 6 ? w + 1 : 6, "p=%d rank %d: %d forwards before the first backward", p, r, warm);
+            for (int k = 0; k < n; k++)
+                if (ops[k].overlap) {
+                    cr_assert_eq(ops[k].kind, SOP_F);
+                    cr_assert_eq(ops[k + 1].kind, SOP_BW);
+                    cr_assert_neq(ops[k].mb, ops[k + 1].mb);
+                    pairs++;
+                }
+            cr_assert_eq(pairs, 6 - w);
+        }
+    cr_assert_eq(schedule_eval_ideal(&s, 4, 1, 1, 1, NULL, NULL, NULL, NULL) > 0, 1);
+    char msg[160];
+    s.order = SCHED_ZB_H1;
+    cr_assert_eq(schedule_validate(&s, 6, msg, sizeof msg), PL_ERR_SCHEDULE);
+    cr_assert(strstr(msg, "zb-h1"), "%s", msg);
+    cr_assert_eq(schedule_rank_ops(&s, 4, 0, ops), -1);
+}
+
 /* ZB-V's grid: every m from 2p to 64 (not only multiples of p), F = B = W
  * = 1, and two unequal triples at m = 2p and 4p */
 static int zbv_cases(zb_case *out) {
@@ -462,5 +570,7 @@ Test(schedule, order_names_list_every_order) {
     schedule_order o;
     char msg[256];
     cr_assert_eq(schedule_parse_order("zb", &o, msg, sizeof msg), PL_ERR_SCHEDULE);
-    cr_assert(strstr(msg, all), "%s", msg);
+    char placement[160]; /* the placement path's orders: all but dualpipe (the layout simulator's) */
+    schedule_order_names(placement, sizeof placement, 1u << SCHED_DUALPIPE);
+    cr_assert(strstr(msg, placement) && !strstr(msg, "dualpipe)") && !strstr(msg, "or dualpipe "), "%s", msg);
 }

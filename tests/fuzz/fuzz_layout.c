@@ -3,7 +3,7 @@
  * picks a model (heads, KV heads, layers, sequence) and a GPU count. An
  * accepted text must format and parse back to the same layout; a layout
  * valid for the model must split its layers into pp * vp chunks that sum
- * to the model's, and its rank grid must round-trip at a few ranks. */
+ * to the model's (twice under dualpipe: one pipeline each way), and its rank grid must round-trip at a few ranks. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,7 +54,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (chunks[i] < 0) abort();
         sum += chunks[i];
     }
-    if (sum != m.n_layers) abort();
+    if (sum != (int64_t)m.n_layers * schedule_pipelines(l->sched)) abort(); /* dualpipe: the model once each way */
     int64_t w = layout_world_size(l);
     if (gpus > 0 && w > gpus) abort();
     int64_t ranks[3] = {0, w / 2, w - 1};

@@ -1,16 +1,32 @@
 /* fuzz_model_config.c: libFuzzer target for model_config_parse_json (a
- * Hugging Face config.json, jansson). An accepted config must validate and
- * have a positive closed-form parameter count; a small one is built as a
- * graph whose total must equal that count. A refusal must explain itself
- * in one line. */
+ * Hugging Face config.json, jansson) and model_arch_parse_json (the same
+ * text's architecture fields, for the exports). An accepted config must
+ * validate and have a positive closed-form parameter count; a small one is
+ * built as a graph whose total must equal that count. Accepted architecture
+ * fields are never negative and the family is a terminated string. A
+ * refusal must explain itself in one line. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "model_arch.h"
 #include "model_config.h"
 #include "model_params.h"
 
+static void fuzz_arch(const uint8_t *data, size_t size) {
+    model_arch a;
+    char msg[256] = "";
+    if (model_arch_parse_json((const char *)data, size, &a, msg, sizeof msg) == PL_OK) {
+        if (a.rope_theta < 0 || a.norm_eps < 0 || a.router_scale < 0 || a.mtp_layers < 0) abort();
+        if (a.topk_norm < -1 || a.topk_norm > 1 || (a.qk_norm != 0 && a.qk_norm != 1)) abort();
+        if (memchr(a.family, 0, sizeof a.family) == NULL) abort();
+    } else if (!msg[0] || strchr(msg, '\n')) {
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    fuzz_arch(data, size);
     gpt_config c;
     char msg[256] = "", name[64] = "";
     pl_status st = model_config_parse_json((const char *)data, size, &c, name, sizeof name, msg, sizeof msg);

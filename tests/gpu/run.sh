@@ -4,7 +4,7 @@
 # reduce-overhead, and a bf16 profile, in one go on the device machine. Run
 # from the repository root with build-gpu/ (scripts/gpu-build.sh) carried
 # along (BUILD=dir for another). On one GPU the parts that need two skip with
-# one line each. TORCH_CONFIGS and VS_ROUNDS trim the PyTorch side.
+# one line each. TORCH_CONFIGS and VS_ROUNDS trim the PyTorch side; TORCH=0 skips it.
 # Writes under $OUT: gpu.log (everything), summary.txt, and the Chrome traces
 # of a single-GPU step and of a 2-GPU 1F1B step.
 set -u
@@ -49,9 +49,13 @@ step zero_bubble 120 "$T" zero-bubble
 step train_bf16 150 "$T" train 200
 step invariance 150 "$T" invariance 20
 step bench 200 "$B/benchmarks/hw/bench_step" --warmup 3 --steps 20 --out "$OUT"
-step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20 --configs "${TORCH_CONFIGS:-sdpa:tf32:1,sdpa:bf16:1,manual:tf32:1,sdpa:fp32:1,sdpa:tf32:4}"
-# the engine beside torch.compile(mode="reduce-overhead"), alternating (tests/gpu/vs_torch.sh)
-step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" "${VS_ROUNDS:-3}"
+if [ "${TORCH:-1}" != 0 ]; then
+  step torch 200 python3 benchmarks/hw/pytorch_gpt.py --warmup 3 --steps 20 --configs "${TORCH_CONFIGS:-sdpa:tf32:1,sdpa:bf16:1,manual:tf32:1,sdpa:fp32:1,sdpa:tf32:4}"
+  # the engine beside torch.compile(mode="reduce-overhead"), alternating (tests/gpu/vs_torch.sh)
+  step vs_torch 400 bash tests/gpu/vs_torch.sh "$B" "${VS_ROUNDS:-3}"
+else
+  echo "SKIP torch, vs_torch: TORCH=0 (the PyTorch comparisons, about 2 minutes)" | tee -a "$LOG" "$SUM"
+fi
 step oom 200 "$T" oom 1000
 CS=/usr/local/cuda/bin/compute-sanitizer
 command -v compute-sanitizer >/dev/null 2>&1 && CS=$(command -v compute-sanitizer)

@@ -473,7 +473,10 @@ static int count_all(void *ctx, const layout *l, int64_t index) {
 }
 
 Test(plan, framework_filters_keep_what_it_runs) {
+    /* a shape every framework builds: torchtitan's llama3 8B, cut to 12 layers */
     gpt_config cfg = model("gpt12,seq=1024");
+    cfg.d_model = 4096, cfg.n_heads = 32, cfg.n_kv_heads = 8, cfg.d_ff = 14336, cfg.vocab = 128256;
+    cfg.norm = NORM_RMSNORM, cfg.mlp = MLP_SWIGLU, cfg.pos = POS_ROTARY, cfg.no_bias = 1, cfg.tied = 0;
     cluster c = make_cluster(2, 80);
     plan_options o;
     plan_options_default(&o);

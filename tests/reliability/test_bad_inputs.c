@@ -11,8 +11,10 @@
  * 16 nodes, batch 4), {H2} another machine's profile, {TEXT} a text file,
  * {EMPTY} an empty file, {NEWER} a profile of a newer schema, {FOREIGN} an
  * SQLite file of another program, {MISSING} a path that does not exist,
- * {OUT} a fresh directory path, {ERAGGED} an expert load of the wrong shape,
- * {ENEG} an expert load CSV with a negative count; '' is an empty argument.
+ * {OUT} a fresh directory path, {RUNS} a copy of {DB} holding a training
+ * run (run 1), {G2} a 2-device profile of another graph (tiny,layers=3),
+ * {ERAGGED} an expert load of the wrong shape, {ENEG} an expert load CSV
+ * with a negative count; '' is an empty argument.
  *
  * A few errors depend on the build: without a GPU, a CUDA build says it
  * found no GPU where a CPU build says it has no CUDA engine. The binary is
@@ -151,6 +153,31 @@ static const bad_case CASES[] = {
     {"train --db {DB} --resume 1 --seed 3", 2, "with --resume only --updates and --threads may be given",
      "keeps its own problem"},
     {"confirm --db {DB} --run 7 --timer synthetic", 2, "run 7 is not in this database", "placer train"},
+    /* ---- another machine's runs and placements (docs/transfer.md) ---- */
+    {"search --db {H2} --from {RUNS} --run 42", 2, "run 42 is not in", "give an id placer train printed there"},
+    {"train --db {H2} --resume 42 --from {RUNS}", 2, "run 42 is not in", "give an id placer train printed there"},
+    {"search --db {G2} --from {RUNS} --run 1", 2, "has no profile for graph gpt-L2-C16", "it holds: gpt-L3-C16"},
+    {"train --db {G2} --resume 1 --from {RUNS}", 2, "has no profile for graph gpt-L2-C16", "it holds: gpt-L3-C16"},
+    {"train --db {H2} --resume 1 --from {RUNS}", 2, "the source machine has 4 devices and this one 2",
+     "score its placements with placer search --from instead"},
+    {"train --db {H2} --resume 1 --from {RUNS} --seed 2", 2, "with --resume --from only --updates, --mem-cap",
+     "keeps its own problem"},
+    {"train --db {H2} --from {RUNS}", 2, "--from", "goes with --resume RUN"},
+    {"train --db {H2} --map rank", 2, "--map goes with", "--resume RUN --from OTHER"},
+    {"search --db {H2} --run 1", 2, "score placements of another database", "give it with --from FILE"},
+    {"search --db {H2} --record", 2, "--map, --top and --record go with", "--from FILE"},
+    {"search --db {H2} --from {RUNS}", 2, "--from", "give --run ID (a run trained there) or --placement P"},
+    {"search --db {H2} --from {RUNS} --run 1 --map index", 2, "unknown device map 'index'", "use speed or rank"},
+    {"search --db {H2} --from {RUNS} --run 1 --micro-batches 2", 2, "with --run the problem comes from the run",
+     "leave out --config"},
+    {"search --db {H2} --from {RUNS} --placement 0,9,0,0,0,0,0,0,0,0,0,0,0,0,0,0", 2, "field 2 names device 9",
+     "only devices 0..3 exist"},
+    {"search --db {H2} --from {MISSING} --placement " P16, 2, "does not exist", "placer profile --from-spec NAME"},
+    {"report --transfer {TEXT} --out {OUT}", 2, "has no column 'graph'", "starts with its header"},
+    {"report --transfer {EMPTY} --out {OUT}", 2, "the matrix is empty", "no header"},
+    {"report --transfer {MISSING} --out {OUT}", 2, "cannot open", "give the transfer-matrix.tsv"},
+    {"report --transfer {TEXT} --db {DB} --out {OUT}", 2, "--transfer draws the matrix file alone",
+     "leave out --db"},
     {"calibrate --db {DB} --from-measurements", 2, "only 0 usable measurements", "measure more placements"},
     /* ---- option values ---- */
     {"graph --config bogus", 2, "unknown config 'bogus'", "use default, gpt12 or tiny"},
@@ -185,6 +212,12 @@ static const bad_case CASES[] = {
     {"search --db {DB} --max-evals 0", 2, "--max-evals must be a number >= 1", ">= 1"},
     {"search --db {DB} --threads 0", 2, "--threads must be an integer", "in 1..1024"},
     {"check-published --bogus", 2, "unknown option '--bogus'", "see placer check-published --help"},
+    /* ---- placer serve (its API's bad requests: tests/cli/test_serve_api.c) ---- */
+    {"serve --bogus", 2, "unknown or incomplete option '--bogus'", "see placer serve --help"},
+    {"serve extra", 2, "unexpected argument 'extra'", "see placer serve --help"},
+    {"serve --port 70000", 2, "--port must be an integer in 0..65535", "70000"},
+    {"serve --host example.org --port 0", 2, "--host 'example.org' is not an IPv4 address", "127.0.0.1"},
+    {"serve --db {MISSING} --port 0", 2, "no such readable file", "--db"},
     {"check-published --dir {MISSING}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --dir {OUT}", 2, "cannot read", "--dir names the folder of the three CSV files"},
     {"check-published --gemm-efficiency 2", 2, "--gemm-efficiency must be in (0, 1]", "not '2'"},
@@ -256,6 +289,18 @@ static const bad_case CASES[] = {
     {"layout --model default --cluster h200x2 --layout pp=2,sched=zb-h3", 2, "layout sched must be 1f1b, zb-h1",
      "not 'zb-h3'"},
     {"plan --model gpt12 --cluster h200x2 --schedules zb-h3", 2, "--schedules 'zb-h3'", "use all, or zb-h1"},
+    /* exports the framework cannot run (plan/plan_framework.h), --out (issue 37) */
+    {"plan --model gpt12 --cluster h200x2 --out {OUT}", 2, "--out writes an export's files", "give --export too"},
+    {"plan --model mixtral-8x7b --cluster dgx-h100 --gpus 8 --export torchtitan", 2,
+     "torchtitan 0.2.2 has no model of this shape", "its models are llama3"},
+    {"plan --model llama-3-8b --cluster dgx-h100 --gpus 8 --precision fp8=delayed --export torchtitan", 2,
+     "torchtitan 0.2.2 has no delayed FP8 scaling", "tensorwise or mxfp8"},
+    {"plan --model llama-3-8b --cluster dgx-h100 --gpus 8 --fix zero=2 --framework megatron", 2,
+     "has no ZeRO-2", "(zero=1)"},
+    {"plan --model llama-3-8b --cluster dgx-h100 --gpus 8 --fix vp=2 --export deepspeed", 2,
+     "one 1F1B schedule", "vp=1"},
+    {"plan --model llama-3-8b,layers=4 --cluster h200x2 --global-batch 8 --export megatron --out {TEXT}/sub", 1,
+     "cannot create directory", "--out names a directory"},
     {"layout --model default --cluster h200x2 --layout tp=1 --bogus", 2, "unknown or incomplete option '--bogus'",
      "see placer layout --help"},
     {"layout --model default --cluster h200x2", 2, "no layout", "pass --layout"},
@@ -266,6 +311,37 @@ static const bad_case CASES[] = {
      "ep (8) and etp (1) need a mixture-of-experts model", "mixture-of-experts model"},
     {"layout --model mixtral-8x7b --cluster dgx-h100 --layout tp=1,dp=8,ep=3,gbs=8", 2,
      "etp * ep (1 * 3 = 3) must divide tp * cp * dp (8)", "parallel folding"},
+    /* issue 33: MoE options, overlaps, the fit and histogram files, racks */
+    {"layout --model llama-3-8b --cluster dgx-h100 --layout tp=1,dp=8,gbs=16,overlap=ep", 2,
+     "overlap=ep is a mixture-of-experts option", "the model has no experts"},
+    {"layout --model llama-3-8b --cluster dgx-h100 --layout tp=1,dp=8,gbs=8,dispatcher=flex", 2,
+     "dispatcher is a mixture-of-experts option", "the model has no experts"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout pp=2,vp=2,dp=4,ep=4,gbs=16,sched=zb-v,overlap=ep", 2,
+     "sched=zb-v has no such pairs", "1f1b, interleaved, dualpipev and dualpipe do"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8,overlap=ep", 2,
+     "1 micro-batch per pipeline has no pair", "gbs / (dp * mbs) >= 2 needed"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8,mem=norm_mla", 2,
+     "mem=norm_mla recomputes MLA's up-projections", "no multi-head latent attention"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8,mem=fp8_act", 2,
+     "mem=fp8_act caches the FP8 inputs", "precision=fp8 needed"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8,mem=fp8+ema", 2, "layout mem must be none",
+     "joined by '+'"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout pp=3,vp=2,dp=2,ep=2,gbs=12,sched=dualpipe", 2,
+     "dualpipe needs an even rank count", "use an even pp"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8 --moe-fit {TEXT}", 2,
+     "moe fit file is not valid JSON", "fit_sweeps.py moe --json"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8 --moe-fit {MISSING}", 2,
+     "cannot read moe fit", "No such file"},
+    {"layout --model mixtral-8x7b --cluster dgx-h100 --layout dp=8,ep=8,gbs=8 --expert-cv -1", 2,
+     "--expert-cv takes a coefficient of variation", "from 0 to 10"},
+    {"layout --model mixtral-8x7b --cluster gb200-nvl72 --gpus 128 --domain-gpus 48 --layout dp=128,ep=8,gbs=128", 2,
+     "--domain-gpus 48 must divide the job's 128 GPUs", "every NVLink domain used alike"},
+    {"layout --model mixtral-8x7b --cluster gb200-nvl72 --gpus 64 --domain-gpus 66 --layout dp=64,ep=8,gbs=64", 2,
+     "multiple of the 4 GPUs of a node", "at most the domain's 72"},
+    {"calibrate --layout-runs " PLACER_SOURCE_DIR "/data/frameworks/runs/h100-moe.csv --imbalance {TEXT}", 2,
+     "--imbalance: ", "the columns run, layer, experts, cv and counts are needed"},
+    {"simulate --db {DB} --placement " P16 " --schedule dualpipe", 2, "--schedule dualpipe runs in placer layout only",
+     "runs dualpipev"},
     {"layout --model default --cluster bogus --layout tp=1", 2, "unknown cluster 'bogus'", "shipped: dgx-a100-80gb"},
     {"layout --model bogus --cluster h200x2 --layout tp=1", 2, "unknown model 'bogus'", "a config.json path"},
     {"layout --model {TEXT} --cluster h200x2 --layout tp=1", 2, "not valid JSON", "line"},
@@ -327,17 +403,20 @@ static const bad_case CASES[] = {
 
 typedef struct {
     char dir[256];
-    char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320];
+    char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320], runs[320],
+        g2[320];
     char eragged[320], eneg[320]; /* expert load files: a ragged logical_count, a negative count */
 } files;
 
-static void make_profile(const char *path, const char *spec) {
-    char *args[] = {"profile", "--from-spec", (char *)spec, "--config", "tiny", "--db", (char *)path, "--portable",
-                    NULL};
+static void make_profile_of(const char *path, const char *spec, const char *config) {
+    char *args[] = {"profile", "--from-spec", (char *)spec, "--config", (char *)config, "--db", (char *)path,
+                    "--portable", NULL};
     char *err = NULL;
     cr_assert_eq(rel_run(args, NULL, &err), 0, "%s", err);
     free(err);
 }
+
+static void make_profile(const char *path, const char *spec) { make_profile_of(path, spec, "tiny"); }
 
 static void sql(const char *path, const char *stmt) {
     sqlite3 *h = NULL;
@@ -363,6 +442,14 @@ static void make_files(files *f) {
     snprintf(f->foreign, sizeof f->foreign, "%s/foreign.db", f->dir);
     snprintf(f->missing, sizeof f->missing, "%s/missing.db", f->dir);
     snprintf(f->out, sizeof f->out, "%s/out", f->dir);
+    snprintf(f->runs, sizeof f->runs, "%s/runs.db", f->dir);
+    snprintf(f->g2, sizeof f->g2, "%s/g2.db", f->dir);
+    make_profile(f->runs, "t4x4-pcie");
+    char *train[] = {"train", "--db", f->runs, "--updates", "2", "--samples", "4", "--threads", "1", NULL};
+    char *err = NULL;
+    cr_assert_eq(rel_run(train, NULL, &err), 0, "%s", err);
+    free(err);
+    make_profile_of(f->g2, "h200x2-nvlink", "tiny,layers=3");
     make_profile(f->db, "t4x4-pcie");
     make_profile(f->h2, "h200x2-nvlink");
     make_profile(f->newer, "t4x4-pcie");
@@ -378,9 +465,10 @@ static void make_files(files *f) {
 
 /* Replace the placeholders of one word. */
 static void expand(const files *f, const char *word, char *out, size_t len) {
-    static const char *const keys[] = {"{DB}",      "{H2}",      "{TEXT}", "{EMPTY}",   "{NEWER}",
-                                       "{FOREIGN}", "{MISSING}", "{OUT}",  "{ERAGGED}", "{ENEG}"};
-    const char *vals[] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->missing, f->out, f->eragged, f->eneg};
+    static const char *const keys[] = {"{DB}",  "{H2}", "{TEXT}",    "{EMPTY}", "{NEWER}", "{FOREIGN}",
+                                       "{MISSING}", "{OUT}", "{RUNS}", "{G2}", "{ERAGGED}", "{ENEG}"};
+    const char *vals[] = {f->db,  f->h2, f->text, f->empty, f->newer,   f->foreign,
+                          f->missing, f->out, f->runs, f->g2, f->eragged, f->eneg};
     if (!strcmp(word, "''")) {
         out[0] = 0;
         return;
@@ -407,19 +495,21 @@ static int is_cuda_build(void) {
     return cuda;
 }
 
+#define N_IMAGES 8
+
 typedef struct {
-    char *bytes[6];
-    size_t n[6];
+    char *bytes[N_IMAGES];
+    size_t n[N_IMAGES];
 } images;
 
 static void take_images(const files *f, images *im) {
-    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
-    for (int i = 0; i < 6; i++) im->bytes[i] = rel_read(paths[i], &im->n[i]);
+    const char *paths[N_IMAGES] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->runs, f->g2};
+    for (int i = 0; i < N_IMAGES; i++) im->bytes[i] = rel_read(paths[i], &im->n[i]);
 }
 
 static const char *changed_file(const files *f, const images *im) {
-    const char *paths[6] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign};
-    for (int i = 0; i < 6; i++) {
+    const char *paths[N_IMAGES] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->runs, f->g2};
+    for (int i = 0; i < N_IMAGES; i++) {
         size_t n = 0;
         char *now = rel_read(paths[i], &n);
         int same = now && n == im->n[i] && !memcmp(now, im->bytes[i], n);
@@ -478,7 +568,7 @@ Test(bad_inputs, every_error_is_one_line_naming_the_problem_and_the_fix_and_lose
                                    err ? err : "(no stderr)\n");
             if (fl >= sizeof failures) fl = sizeof failures - 1;
             if (touched) { /* restore, so that one bad row does not fail the rest */
-                for (int i = 0; i < 6; i++) free(im.bytes[i]);
+                for (int i = 0; i < N_IMAGES; i++) free(im.bytes[i]);
                 take_images(&f, &im);
             }
             remove(f.missing);
@@ -490,7 +580,7 @@ Test(bad_inputs, every_error_is_one_line_naming_the_problem_and_the_fix_and_lose
         fprintf(stderr, "bad-input catalogue: %zu cases on a %s build, %d failed\n", N_CASES, cuda ? "CUDA" : "CPU",
                 n_failed);
     cr_assert_eq(n_failed, 0, "%d of %zu catalogue rows failed:\n%s", n_failed, N_CASES, failures);
-    for (int i = 0; i < 6; i++) free(im.bytes[i]);
+    for (int i = 0; i < N_IMAGES; i++) free(im.bytes[i]);
     rel_rmtree(f.dir);
 }
 

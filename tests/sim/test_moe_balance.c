@@ -125,8 +125,9 @@ Test(moe_balance, layout_step_takes_each_layers_factor) {
     layout_sim_params p;
     layout_result r0, r1, r2, r3;
     layout_sim_params_default(&p);
+    p.moe.imbalance = 1.0; /* balanced (the default derives a factor from expert_cv) */
     cr_assert_eq(layout_sim_run(s, &p, 0, &r0, msg, sizeof msg), PL_OK, "%s", msg);
-    /* all ones: the balanced step, exactly */
+    /* all ones: the balanced step */
     for (int i = 0; i < nm; i++) f[i] = 1.0;
     p.moe_layer_load = f, p.moe_layer_load_n = nm, p.moe_layer_load_ep = 64;
     cr_assert_eq(layout_sim_run(s, &p, 0, &r1, msg, sizeof msg), PL_OK, "%s", msg);
