@@ -26,7 +26,8 @@ static pl_status predict(const layout_run *r, const framework_profile *f, double
     framework_apply_time(f, &p.compute, &p.step_fixed_us);
     p.framework = f;
     p.moe.hist = r->hist; /* measured router histograms price the run's experts (NULL: the stated spread) */
-    layout_eval_options o = {r->model, r->cluster, r->layout, r->gpus, r->seq, &p, NULL, NULL};
+    layout_eval_options o = {.model = r->model, .cluster = r->cluster, .layout = r->layout, .gpus = r->gpus,
+                             .seq = r->seq, .params = &p};
     layout_eval_result *x = calloc(1, sizeof *x);
     if (!x) return pl_fail(msg, len, PL_ERR_NOMEM, "out of memory");
     char m2[512] = "";

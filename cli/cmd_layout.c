@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "model_params.h"
 #include "cli_json.h"
 #include "cli_opts.h"
 #include "cli_print.h"

@@ -5,9 +5,12 @@
  * training framework's own format (plan/export_plan.h). plan/plan_run.h
  * does the work (and plan_profile_run for --db, a measured profile's
  * pipelines); this file parses the options, calls it, prints text or JSON.
+ * A search longer than a second shows its progress on a terminal; Ctrl-C
+ * (SIGINT) stops it, prints the best layout found so far and exits 130.
  */
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,7 +33,8 @@ static void plan_usage(FILE *f) {
             "                   [--global-batch B] [--seq S] [--precision P] [--top K]\n"
             "                   [--max-tp N] [--max-cp N] [--max-vp N] [--max-mbs N] [--fix LIST]\n"
             "                   [--compare LAYOUT] [--splits] [--json] [--trace FILE]\n"
-            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json [--out DIR]]\n\n"
+            "                   [--framework F] [--export megatron|torchtitan|deepspeed|json [--out DIR]]\n"
+            "                   [--threads N] [--exhaustive]\n\n"
             "Searches tensor, context, pipeline (with interleaving) and data parallelism,\n"
             "micro-batch size, recomputation, optimizer sharding and the stage boundaries\n"
             "for the fastest layout that fits, predicted by the layout simulator; prints the\n"
@@ -66,6 +70,9 @@ static void plan_usage(FILE *f) {
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
             "  --trace         write the best layout's Chrome trace to FILE\n"
+            "  --threads       threads simulating layouts (default: every core); the plan is the\n"
+            "                  same for any number\n"
+            "  --exhaustive    simulate every layout, no pruning (slow: for checking the search)\n"
             "  --export        the best layout in that framework's own files, at the version\n"
             "                  placer targets (Megatron-LM d98e8a6 with megatron-core 0.16.1,\n"
             "                  torchtitan 0.2.2, DeepSpeed 0.19.8; docs/exports.md); prints the\n"
@@ -86,20 +93,49 @@ static void plan_usage(FILE *f) {
             PLAN_MAX_TOP);
 }
 
+/* Set by SIGINT while a plan searches; the progress callback then stops
+ * the search. Signal handlers need a global. */
+static volatile sig_atomic_t g_interrupted = 0;
+
+static void on_sigint(int sig) {
+    (void)sig;
+    g_interrupted = 1;
+}
+
 typedef struct {
     int tty;
+    int shown;      /* a line is on the terminal */
     double t_last;
 } progress_bar;
 
+static void layout_short(const layout *l, char *buf, size_t n);
+
+/* The search's progress on a terminal, once it has run a second: the
+ * candidates done, what was pruned, the best so far. Non-zero (stop) after
+ * Ctrl-C. */
 static int on_progress(void *ctx, const plan_progress *pp) {
     progress_bar *p = ctx;
+    if (g_interrupted) return 1;
     const int64_t done = pp->done, total = pp->total;
     const double now = pl_now_us();
-    if (!p->tty || (now - p->t_last < 1e5 && done < total)) return 0;
+    if (!p->tty || pp->elapsed_s < 1.0 || (now - p->t_last < 1e5 && done < total)) return 0;
     p->t_last = now;
-    const int width = 30, fill = total > 0 ? (int)(width * done / total) : width;
-    fprintf(stderr, "\r\033[Kplacer plan: [%.*s%*s] %lld/%lld bounded layouts", fill,
-            "##############################", width - fill, "", (long long)done, (long long)total);
+    p->shown = 1;
+    if (total == 0) { /* still enumerating */
+        fprintf(stderr, "\r\033[Kplacer plan: %lld layouts considered, %lld pruned by memory so far",
+                (long long)pp->considered, (long long)pp->pruned_memory);
+        return 0;
+    }
+    const int width = 20, fill = (int)(width * done / total);
+    char best[120] = "none fits yet";
+    if (pp->best) {
+        char lay[96];
+        layout_short(&pp->best->l, lay, sizeof lay);
+        snprintf(best, sizeof best, "%.2f ms %s", pp->best->res.step_us / 1e3, lay);
+    }
+    fprintf(stderr, "\r\033[Kplacer plan: [%.*s%*s] %lld/%lld, %lld pruned, best %s", fill, "####################",
+            width - fill, "", (long long)done, (long long)total, (long long)(pp->pruned_memory + pp->pruned_bound),
+            best);
     return 0;
 }
 
@@ -254,6 +290,8 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
         }
         break;
     case 'j': a->json = 1; break;
+    case 'N': rc = cli_long_arg(CMD, "--threads", arg, 1, 1024, &v); o->threads = (int)v; break;
+    case 'X': o->exhaustive = 1; break;
     case 't': a->run.trace_path = arg; break;
     case 'e':
         if (plan_export_parse_format(arg, &a->fmt, msg, sizeof msg) != PL_OK) return cli_usage_error(CMD, "%s", msg);
@@ -290,6 +328,7 @@ static int parse_args(int argc, char **argv, plan_args *a) {
         {"out", required_argument, 0, 'o'},
         CLI_STACK_OPTIONS,                       {"for", required_argument, 0, CLI_OPT_FRAMEWORK}, /* alias */
         {"reserve", required_argument, 0, 'R'},
+        {"threads", required_argument, 0, 'N'},  {"exhaustive", no_argument, 0, 'X'},
         {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0}};
     optind = 1;
@@ -545,14 +584,31 @@ int cmd_plan(int argc, char **argv) {
     }
     if (a.db) return plan_on_profile(&a);
     if ((rc = check_framework(&a)) != 0) return rc;
-    progress_bar pg = {cli_stderr_is_tty(), 0};
+    progress_bar pg = {cli_stderr_is_tty(), 0, 0};
     a.run.progress = on_progress;
     a.run.progress_ctx = &pg;
+    /* Ctrl-C stops the search; the best found so far is printed */
+    struct sigaction sa, old_int;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    g_interrupted = 0;
+    sigaction(SIGINT, &sa, &old_int);
     plan_run_result x;
     char msg[512] = "";
     pl_status st = plan_run(&a.run, &x, msg, sizeof msg);
-    if (pg.tty) fprintf(stderr, "\r\033[K");
+    sigaction(SIGINT, &old_int, NULL);
+    if (pg.shown) fprintf(stderr, "\r\033[K");
     if (st == PL_OK) cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x.model.cfg);
+    if (st == PL_ERR_INTERRUPTED && g_interrupted) {
+        fprintf(stderr, "placer plan: interrupted: %s; the best layout found so far:\n", msg);
+        if (x.best && !a.json && !a.export_name) print_text(&x, &a.run);
+        else if (x.best && a.json) cli_json_plan(stdout, &x);
+        else if (x.best) print_export(&a, &x);
+        else fprintf(stderr, "placer plan: no layout that fits was found before the interrupt\n");
+        plan_run_free(&x);
+        return 130;
+    }
     if (st != PL_OK) rc = cli_report(CMD, st, msg);
     else if (x.best && a.export_name) rc = print_export(&a, &x);
     else if (a.json) cli_json_plan(stdout, &x);

@@ -6,6 +6,7 @@
 #include "cli_json.h"
 
 #include "cli_print.h"
+#include "model_params.h"
 #include "util.h"
 
 static void print_coll_json(FILE *f, const char *key, const coll_estimate *e, int last) {

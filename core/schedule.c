@@ -326,8 +326,10 @@ static int order_zbv(int p, int r, int m, schedule_op *out) {
  * and B and fewer than lim_w = 2p-1 between F and W (the memory rule).
  * Written for one chunk or two (schedule_v_chunks); zb-v has its own
  * construction above (this list schedule left ZB-V 20 units idle at
- * p = 16, m = 32). */
-static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out) {
+ * p = 16, m = 32). It decides every rank's order together: rank >= 0
+ * writes that rank's into out (returns its count); rank < 0 writes rank
+ * r's into out + r * stride with its count in counts[r] (returns 0). */
+static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out, int stride, int *counts) {
     const int v = schedule_v_chunks(o), S = v * p;
     double *fd = malloc(sizeof *fd * (size_t)S * m), *bd = malloc(sizeof *bd * (size_t)S * m);
     int *cnt = calloc((size_t)p * 6, sizeof *cnt); /* per rank: nf[2], nb[2], inb, inw */
@@ -394,7 +396,8 @@ static int order_list(schedule_order o, int p, int rank, int m, schedule_op *out
         } else {
             wh[2 * br]++; c[5]--;
         }
-        if (br == rank) k = put(out, k, bkind, bc, bj, 0);
+        if (rank < 0) counts[br] = put(out + (size_t)br * stride, counts[br], bkind, bc, bj, 0);
+        else if (br == rank) k = put(out, k, bkind, bc, bj, 0);
     }
 out:
     free(fd); free(bd); free(cnt); free(fr); free(wq); free(wh);
@@ -421,12 +424,23 @@ int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out) {
         if (m % p != 0 || (int64_t)m * v > 0xffffff) return -1;
         return order_interleaved(p, r, v, m, s->paired, out);
     case SCHED_ZB_H1: return order_one_f_one_b(p, r, m, 1, 0, out);
-    case SCHED_ZB_H2: return order_list(o, p, r, m, out);
+    case SCHED_ZB_H2: return order_list(o, p, r, m, out, 0, NULL);
     case SCHED_ZB_V: return order_zbv(p, r, m, out);
     case SCHED_DUALPIPEV: return order_dualpipev(p, r, m, out);
     case SCHED_DUALPIPE: return order_dualpipe(p, r, m, out);
     default: return -1;
     }
+}
+
+int schedule_all_rank_ops(const schedule *s, int p, schedule_op *out, int stride, int *counts) {
+    if (!s || !out || !counts || p < 1 || stride < schedule_max_ops(s)) return -1;
+    if (s->order == SCHED_ZB_H2 && s->chunks == 1 && s->micro_batches >= 1 && s->micro_batches <= 0xffffff) {
+        for (int r = 0; r < p; r++) counts[r] = 0;
+        return order_list(s->order, p, -1, s->micro_batches, out, stride, counts) < 0 ? -1 : 0;
+    }
+    for (int r = 0; r < p; r++)
+        if ((counts[r] = schedule_rank_ops(s, p, r, out + (size_t)r * stride)) < 0) return -1;
+    return 0;
 }
 
 int schedule_peak_stash_rule(schedule_order o, int p, int r, int m) {

@@ -197,6 +197,14 @@ int schedule_max_ops(const schedule *s);
  * order) or no memory. */
 int schedule_rank_ops(const schedule *s, int p, int r, schedule_op *out);
 
+/* Every rank's order of s over p ranks at once: rank r's into out + r *
+ * stride (stride >= schedule_max_ops(s)), its count into counts[r] (p
+ * entries). The lists schedule_rank_ops writes rank by rank; zb-h2's list
+ * schedule, which decides all ranks together, runs once instead of p
+ * times. 0, or -1 where schedule_rank_ops fails for some rank (or NULL
+ * arguments, p < 1, a short stride). */
+int schedule_all_rank_ops(const schedule *s, int p, schedule_op *out, int stride, int *counts);
+
 /* Peak stashed activations on rank r by the order's memory rule, in
  * chunk activations (a micro-batch's activations of one chunk, held from
  * its F to its W or BW): gpipe m; 1f1b min(m, p-r); zb-h1 min(m, p);

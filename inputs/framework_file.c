@@ -31,6 +31,7 @@ static const num_key NUM_KEYS[] = {
     {"logits_bytes", 0, 64, 0, offsetof(framework_profile, logits_bytes)},
     {"weight_copy_bytes", 0, 8, 0, offsetof(framework_profile, weight_copy_bytes)},
     {"reserve_factor", 1, 4, 0, offsetof(framework_profile, reserve_factor)},
+    {"grad_accum_bytes", 0, 64, 0, offsetof(framework_profile, grad_accum_bytes)},
     {"step_fixed_ms", 0, 1e6, 0, (size_t)-1},
 };
 #define N_NUM_KEYS (sizeof NUM_KEYS / sizeof NUM_KEYS[0])
@@ -196,6 +197,7 @@ pl_status framework_write_json(const framework_profile *f, const char *descripti
     json_object_set_new(root, "grads_lazy", json_boolean(f->grads_lazy));
     json_object_set_new(root, "reserve_factor", json_real(f->reserve_factor));
     json_object_set_new(root, "step_fixed_ms", json_real(f->step_fixed_us / 1e3));
+    if (f->grad_accum_bytes > 0) json_object_set_new(root, "grad_accum_bytes", json_real(f->grad_accum_bytes));
     if (f->moe_gemm >= 0) json_object_set_new(root, "moe_gemm", json_string(moe_gemm_impl_name((moe_gemm_impl)f->moe_gemm)));
     if (f->moe_permute_fused >= 0) json_object_set_new(root, "moe_permute", json_string(f->moe_permute_fused ? "fused" : "torch"));
     if (f->moe_fp32_gemm) json_object_set_new(root, "moe_fp32_gemm", json_true());

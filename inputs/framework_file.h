@@ -16,6 +16,8 @@
  *     "grads_lazy": false,                true: gradients allocated during backward
  *     "reserve_factor": 1.0,              [1, 4]
  *     "step_fixed_ms": 0,                 [0, 1e6]
+ *     "grad_accum_bytes": 0,              [0, 64] bytes a held gradient element costs each
+ *                                         micro-batch after the step's first
  *     "moe_gemm": "cublas_loop",          the expert GEMMs' implementation (inputs/moe_fit.h's
  *                                         names); default: Megatron's by precision
  *     "moe_permute": "fused" | "torch",   default fused

@@ -34,6 +34,6 @@ int framework_is_neutral(const framework_profile *f) {
     for (int i = 0; i < FW_K_COUNT; i++)
         if (f->k[i] != 1.0) return 0;
     return f->attention == ATTENTION_FLASH && f->logits_bytes == 0.0 && f->weight_copy_bytes == 0.0 &&
-           f->step_fixed_us == 0.0 && !f->fp32_params && !f->grads_lazy && f->moe_gemm < 0 &&
+           f->step_fixed_us == 0.0 && f->grad_accum_bytes == 0.0 && !f->fp32_params && !f->grads_lazy && f->moe_gemm < 0 &&
            f->moe_permute_fused < 0 && !f->moe_fp32_gemm && !f->moe_warning[0] && f->overlap == FW_OVERLAP_EP;
 }

@@ -35,6 +35,12 @@
  *                                     allocated at the peak (reported beside
  *                                     the allocated peak; 1: not modelled)
  *   fixed        step_fixed_us, added once per step (host gaps), not fitted
+ *   accumulation grad_accum_bytes: what gradient accumulation over a step's
+ *                micro-batches costs a stack that adds each micro-batch's
+ *                gradient to the held one in a kernel of its own (read from
+ *                its source, not fitted); with grads_lazy the held gradients
+ *                then also share the peak with the next micro-batch's
+ *                activations
  *   MoE          how the stack runs a mixture-of-experts layer (read from its
  *                source; sim/layout/moe_compute.h prices them):
  *                  moe_gemm           the grouped-GEMM implementation of the
@@ -82,6 +88,10 @@ typedef struct framework_profile {
     double weight_copy_bytes;       /* bytes per parameter kept as a low-precision copy */
     double reserve_factor;          /* reserved / allocated at the peak, >= 1 */
     double step_fixed_us;           /* added once per step */
+    double grad_accum_bytes;        /* bytes per held gradient element each micro-batch after a
+                                       step's first moves to add its gradient to the held one
+                                       (autograd's AccumulateGrad: read both, write the sum; 0:
+                                       Megatron accumulates inside the weight-gradient GEMM) */
     int fp32_params;                /* 1: the model holds fp32 weights and fp32 gradients and the
                                        optimizer only the two moments (torch autocast, FSDP2's
                                        mixed precision); 0: Megatron's bf16 weights and gradients

@@ -15,35 +15,63 @@
  *        does not try tp without it)
  * and keeps exactly the combinations layout_validate accepts.
  *
- * Every enumerated layout is *considered*; before any simulation it is
+ * Every enumerated layout is *considered* (with a precision list, every
+ * layout under every precision the cluster runs, in one list); before any
+ * simulation it is
  *   pruned by memory  when a lower bound of its peak memory exceeds the
  *                     largest GPU memory of the cluster: the stage that
  *                     holds the most layers (at least ceil(L / pp)) with
  *                     one micro-batch stashed (layout_stage_memory is
  *                     monotone in both), taken at the cheapest stage;
- *   pruned by bound   when a lower bound of its step time is no better
- *                     than the top_k-th best fitting step simulated so far:
- *                       m * (L c_layer + c_embed + c_head) / pp
- *                         + (pp - 1) / 2 * (f_layer + b_layer)
- *                     (the busiest stage does at least the average stage's
- *                     compute; stage s idles at least s one-layer forwards
- *                     before its first and s one-layer backwards after its
- *                     last micro-batch) with per-kernel compute costs on
- *                     the cluster's fastest GPU and no communication.
+ *   pruned by bound   when a lower bound of its step time exceeds the
+ *                     top_k-th best fitting step simulated so far:
+ *                       m * (C + L (t_f + t_b) + e + c_embed + c_head) / pp
+ *                         + (pp - 1) / 2 * (f_1 + b_1)
+ *                     C every layer's compute (an MoE layer with its MoE
+ *                     block) on the cluster's fastest GPU at the layout's
+ *                     own precision and recipe; t_f, t_b one layer's
+ *                     tensor- and context-parallel collectives forward and
+ *                     backward (on the compute stream in the simulator;
+ *                     taken on the stage where they are cheapest; 0 under
+ *                     DualPipeV, whose pairs hide them); e the MoE
+ *                     dispatch and combine; f_1, b_1 the cheapest layer's
+ *                     forward and backward with their collectives (stage s
+ *                     idles at least s of those forwards before its first
+ *                     op, and under 1F1B s backwards after its last; the
+ *                     split orders get the forwards only). The busiest
+ *                     stage does at least the average stage's work.
+ *                     plan_bound.c says why each term is a bound; the
+ *                     tests check it against the simulator on every layout
+ *                     of small cases under every order and recipe.
  *                     Layouts are simulated in increasing order of this
  *                     bound, so once one is pruned by bound every later
  *                     one is too.
  * The rest are *simulated* (layout_sim) with the stage split of
  * plan_split_dp and with the uniform split; the faster of the two is kept.
+ * They are simulated in waves of 64 on plan_options.threads threads; a
+ * wave's results are taken in order, so the layouts simulated, the counts
+ * and the answer are the same for any thread count. Ties in step and
+ * memory go to the layout enumerated first. The fastest layout that does
+ * not fit (res->oom_best) is kept only when it is faster than the k-th
+ * best that fits: every such layout is simulated whatever was pruned.
+ * Once a layout fits, a layout that no stage split fits (plan_stage_split
+ * finds none; for the V orders, which it does not split, the uniform split
+ * over the order's stash rule) is certain to be OOM in the simulator (the
+ * tests check it) and is not simulated unless its bound is under both the
+ * k-th best step and the fastest OOM step (it could be the OOM row); it
+ * counts as pruned by memory. Not with a framework profile that has its
+ * own memory rules for a dense model (the split's are Megatron's).
  * Finally each of the top k layouts' splits is refined against the
  * simulator itself: one layer moved across a chunk boundary, or between
  * neighbouring chunks of one stage, in either direction, kept when the
  * simulated step is shorter and still fits,
- * until no move helps or refine_sims runs are spent (and never more runs
- * in all than the search itself simulated); the list is then
+ * until no move helps or refine_sims runs are spent (each top layout on its
+ * own budget, at most considered / k runs); the list is then
  * sorted again. (The DP's per-micro-batch model misses sends, tensor-
  * parallel collectives and the schedule's exact order; the refinement
  * closes that gap where it matters, e.g. gpt12 pp2x2 on h200x2: 6.9%.)
+ * None of this depends on what was pruned: plan_options.exhaustive
+ * (every layout simulated) gives the same top list and OOM row.
  *
  * Stage split (non-uniform stage boundaries). For a layout with pp stages
  * and m micro-batches, stage s costs c_s(n) = e_s + n (f_s + b_s + r_s)
@@ -124,6 +152,10 @@ typedef struct {
     unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
                                 1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
                                 0 (default): none */
+    int threads;             /* threads simulating candidates (0, the default: every online
+                                core); the result is the same for any count */
+    int exhaustive;          /* 1: no pruning: every enumerated layout simulated (the memory
+                                bound's too), for checking the pruned search; 0 (default) */
 } plan_options;
 
 /* Defaults above; gpus and global_batch 0 (the caller sets them), bf16,
@@ -169,11 +201,13 @@ typedef struct {
     double lb_us;            /* the step-time lower bound it was ranked by */
     int split_dp;            /* 1: the DP split won (or equals the uniform one), 0: uniform */
     int refined;             /* layers moved by the refinement (0: the split as found) */
+    int64_t index;           /* enumeration index over every precision (ties: the lower first) */
 } plan_entry;
 
 typedef struct {
     int64_t considered;      /* layouts enumerated that layout_validate accepts */
-    int64_t pruned_memory;   /* of which dropped by the memory bound */
+    int64_t pruned_memory;   /* of which dropped by the memory bound, or not simulated because
+                                no stage split fits (certain OOM, see above) */
     int64_t pruned_bound;    /* of which dropped by the step-time bound */
     int64_t simulated;       /* of which simulated */
     int64_t sim_runs;        /* simulator runs (a layout takes one or two) */
@@ -184,14 +218,14 @@ typedef struct {
     plan_entry top[PLAN_MAX_TOP]; /* fastest fitting layouts, fastest first */
     int have_oom_best;       /* 1: oom_best holds the fastest simulated OOM layout */
     plan_entry oom_best;     /* for the message when nothing fits */
-    int64_t min_mem_bytes;   /* smallest peak memory of any simulated layout, or
-                                when none was simulated the smallest lower bound */
+    int64_t min_mem_bytes;   /* smallest peak memory of any simulated layout or memory
+                                bound of a layout pruned by memory (depends on what was
+                                simulated, unless nothing fits) */
 } plan_result;
 
-/* A snapshot of the search, handed to the progress callback. Counts are
- * of the precision pass under way (pass of n_passes; one pass unless
- * plan_options.n_prec > 1); best points into the search's own state and is
- * valid only during the call. */
+/* A snapshot of the search, handed to the progress callback. The search
+ * is one pass over every precision (pass 0 of n_passes 1); best points
+ * into the search's own state and is valid only during the call. */
 typedef struct {
     int64_t done;            /* simulation candidates handled so far, of total */
     int64_t total;           /* candidates that passed the memory prune (bounded layouts) */
@@ -204,8 +238,9 @@ typedef struct {
     double elapsed_s;        /* seconds since the search began */
 } plan_progress;
 
-/* Called as the search advances (about every 8 candidates, and once at the
- * end of each pass); may be NULL. Returning non-zero cancels the search:
+/* Called as the search advances (every 65536 layouts enumerated, with done
+ * and total 0; then before each wave of 64 candidates, and once at the
+ * end); may be NULL. Returning non-zero cancels the search:
  * plan_search then returns PL_ERR_INTERRUPTED with *res holding what was
  * found so far (top sorted, counts as far as they got; the refinement of
  * splits is skipped). The server cancels when its client disconnects, the

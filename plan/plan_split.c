@@ -19,6 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compute_model.h"
+#include "layout_memory.h"
+#include "model_params.h"
+#include "moe.h"
+#include "plan_search_internal.h"
+
 typedef struct {
     double mx;   /* heaviest stage so far */
     double sum;  /* sum of the stages so far */
@@ -210,5 +216,139 @@ pl_status plan_deepspeed_parameters_split(const gpt_config *cfg, int pp, int *st
 out:
     free(w);
     free(parts);
+    return st;
+}
+
+/* ---- the stage split of a layout (plan_stage_split) ---------------------- */
+
+/* Per-layer cost (forward + backward + recompute) of l on gpu. */
+static void layer_costs(const cluster_gpu *gpu, const gpt_config *cfg, const layout *l, const compute_params *cp,
+                        double *layer, double *fb, double *embed, double *head) {
+    layer_cost lc, ec, hc;
+    layer_compute_cost(gpu, cfg, l, cp, &lc);
+    if (gpt_is_moe(cfg)) { /* the cheaper of a dense layer and an MoE layer (a bound for either) */
+        layer_cost a, m;
+        layer_compute_cost_mlp(gpu, cfg, l, cp, 0, &a);
+        moe_block_compute_cost(gpu, cfg, l, cp, NULL, &m);
+        if (a.fwd_us + m.fwd_us + a.bwd_us + m.bwd_us < lc.fwd_us + lc.bwd_us) {
+            lc.fwd_us = a.fwd_us + m.fwd_us;
+            lc.bwd_us = a.bwd_us + m.bwd_us;
+            lc.recompute_us = a.recompute_us + m.recompute_us;
+        }
+    }
+    embedding_compute_cost(gpu, cfg, l, cp, &ec);
+    head_compute_cost(gpu, cfg, l, cp, &hc);
+    *layer = lc.fwd_us + lc.bwd_us + lc.recompute_us;
+    if (fb) *fb = lc.fwd_us + lc.bwd_us;
+    *embed = ec.fwd_us + ec.bwd_us + ec.recompute_us;
+    *head = hc.fwd_us + hc.bwd_us + hc.recompute_us;
+}
+
+/* Micro-batches stage s stashes at the peak, in chunk forwards (the unit
+ * of layout_stage_memory): 1F1B min(m, pp - s); interleaved Megatron's
+ * warm-up 2 (pp - s - 1) + (vp - 1) pp + 1, at most m vp. */
+static int stage_in_flight(const layout *l, int m, int s) {
+    if (l->sched != SCHED_1F1B) return schedule_peak_stash_rule(l->sched, l->pp, s, m); /* schedule.h's rules */
+    if (l->vp == 1) return m < l->pp - s ? m : l->pp - s;
+    int64_t n = 2 * (int64_t)(l->pp - s - 1) + (int64_t)(l->vp - 1) * l->pp + 1, cap = (int64_t)m * l->vp;
+    return (int)(n < cap ? n : cap);
+}
+
+pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, layout *l,
+                           double *est_us, char *msg, size_t len) {
+    layout_sim_params dflt;
+    if (!prm) {
+        layout_sim_params_default(&dflt);
+        prm = &dflt;
+    }
+    const int S = l->pp, V = l->vp, L = cfg->n_layers, m = layout_micro_batches(l);
+    if ((int64_t)S * V > L || m < 1) return pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers into %d chunks", L, S * V);
+    if (schedule_v_chunks(l->sched) == 2) /* the split assigns chunk v * pp + s to stage s: not a V */
+        return pl_fail(msg, len, PL_ERR_UNSUPPORTED, "the stage split does not place the chunks of a V (sched=%s)",
+                       schedule_order_name(l->sched));
+    const int64_t R = (int64_t)l->tp * l->cp * l->dp;
+    double *cost = malloc(sizeof *cost * (size_t)S * (size_t)(L + 1));
+    double *per_layer = malloc(sizeof *per_layer * (size_t)S), embed0 = 0, head_last = 0;
+    int *n = malloc(sizeof *n * (size_t)S);
+    pl_status st = PL_ERR_NOMEM;
+    if (!cost || !n || !per_layer) goto out;
+    layout plain = *l;
+    plain.n_stage_layers = 0;
+    /* one GPU type's costs are the same on every stage: computed once */
+    double type_cost[CLUSTER_MAX_GPU_TYPES][3];
+    int type_done[CLUSTER_MAX_GPU_TYPES] = {0};
+    for (int s = 0; s < S; s++) {
+        /* the stage's GPUs: every group its ranks touch; cost on the
+         * slowest, memory against the smallest */
+        const int64_t lo = (int64_t)s * R, hi = lo + R;
+        double layer = 0, embed = 0, head = 0;
+        int64_t cap = INT64_MAX;
+        for (int g = 0; g < c->n_groups; g++) {
+            int64_t glo, ghi;
+            plan_group_range(c, g, &glo, &ghi);
+            if (ghi <= lo || glo >= hi) continue;
+            const int t = c->groups[g].gpu_type;
+            const cluster_gpu *gpu = &c->gpus[t];
+            if (!type_done[t]) {
+                layer_costs(gpu, cfg, &plain, &prm->compute, &type_cost[t][0], NULL, &type_cost[t][1], &type_cost[t][2]);
+                type_done[t] = 1;
+            }
+            const double a = type_cost[t][0], e = type_cost[t][1], h = type_cost[t][2];
+            if (a > layer) layer = a;
+            if (e > embed) embed = e;
+            if (h > head) head = h;
+            if (gpu->hbm_bytes < cap) cap = gpu->hbm_bytes;
+        }
+        const double fixed = (s == 0 ? embed : 0) + (s == S - 1 ? head : 0);
+        per_layer[s] = layer;
+        if (s == 0) embed0 = embed;
+        if (s == S - 1) head_last = head;
+        const int inflight = stage_in_flight(&plain, m, s);
+        /* memory grows with the layers: the most that fit, by bisection
+         * (kmax < V: none) */
+        int klo = V - 1, khi = L;
+        while (klo < khi) {
+            const int mid = klo + (khi - klo + 1) / 2;
+            layout_memory mem;
+            layout_stage_memory_moe(cfg, &plain, &prm->compute, &prm->moe, s, mid, inflight, &mem);
+            if (mem.total <= cap) klo = mid;
+            else khi = mid - 1;
+        }
+        const int kmax = klo;
+        for (int k = 0; k <= L; k++) cost[(size_t)s * (L + 1) + k] = k >= V && k <= kmax ? fixed + k * layer : INFINITY;
+    }
+    const double w = (double)m * V - 1;
+    const double obj = plan_split_dp(S, L, V, cost, w, n);
+    if (isnan(obj)) goto out;
+    if (!isfinite(obj)) {
+        st = pl_fail(msg, len, PL_ERR_INVALID, "no split of %d layers over %d stages fits the GPUs' memory", L, S);
+        goto out;
+    }
+    /* each stage's layers over its vp chunks (chunk v * pp + s): one at a
+     * time to the chunk whose cost (its layers, plus the embedding in the
+     * first chunk and the head in the last) is lowest, first chunk on ties,
+     * after one layer each: the most even chunk costs, so the chunks with
+     * the embedding or the head get fewer layers */
+    for (int s = 0; s < S; s++) {
+        double cc[LAYOUT_MAX_CHUNKS];
+        for (int v = 0; v < V; v++) {
+            l->stage_layers[v * S + s] = 1;
+            cc[v] = per_layer[s] + (s == 0 && v == 0 ? embed0 : 0) + (s == S - 1 && v == V - 1 ? head_last : 0);
+        }
+        for (int k = V; k < n[s]; k++) {
+            int best = 0;
+            for (int v = 1; v < V; v++)
+                if (cc[v] < cc[best]) best = v;
+            l->stage_layers[best * S + s]++;
+            cc[best] += per_layer[s];
+        }
+    }
+    l->n_stage_layers = S * V;
+    if (est_us) *est_us = obj / V;
+    st = PL_OK;
+out:
+    free(cost);
+    free(per_layer);
+    free(n);
     return st;
 }

@@ -1009,10 +1009,11 @@ pl_status reinforce_create_transferred(policy_evaluator *ev, const void *blob, s
     pl_status st = reinforce_create_from_checkpoint(ev, blob, n, updates_target, &r, msg, len);
     if (st != PL_OK) return st;
     if (dev_map && (st = placer_net_permute_devices(r->net, dev_map)) != PL_OK) {
+        const int D = r->D; /* read before the trainer goes */
         reinforce_destroy(r);
         return pl_fail(msg, len, st, st == PL_ERR_NOMEM ? "out of memory"
                                                         : "the device map is not a permutation of the %d devices",
-                       r->D);
+                       D);
     }
     r->done = 0;
     r->ema = 0;

@@ -4,6 +4,7 @@
  * to the compute model, its memory conventions applied to a stage's parts.
  */
 #include "framework.h"
+#include "model_params.h"
 
 #include <math.h>
 #include <string.h>
@@ -84,9 +85,11 @@ void framework_stage_memory_moe(const framework_profile *f, const gpt_config *cf
         copies = (int64_t)llround((double)n * f->weight_copy_bytes);
         out->params += copies;
     }
-    if (f->grads_lazy) {
+    if (f->grads_lazy && layout_micro_batches(l) <= 1) {
         /* the peak: the start of backward (copies, activations, logits, no
-         * gradients yet) or its end (every gradient, the rest freed) */
+         * gradients yet) or its end (every gradient, the rest freed). With
+         * more micro-batches a step, the first one's gradients are held
+         * while the next one's activations pile up: every part at once */
         const int64_t fwd = copies + out->activations + out->embedding_head + out->moe_activations;
         const int64_t grads = out->grads + out->expert_grads;
         out->total = out->params - copies + out->optimizer + out->buffers + out->expert_params + out->expert_optimizer +

@@ -226,16 +226,14 @@ static pl_status expand_orders(layout_sim *s, char *msg, size_t len) {
         s->chunk_end[k] = (unsigned char)((k % Sp == 0 ? LS_FIRST : 0) | (k % Sp == Sp - 1 ? LS_LAST : 0));
         s->chunk_last_mb[k] = (k / Sp + 1) * (s->m / pipes) - 1;
     }
+    if (schedule_all_rank_ops(&s->sched, pp, s->order, s->n_ops_stage, s->n_ops_r) != 0) {
+        ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
+               schedule_order_name(s->l->sched), pp, s->m);
+        return PL_ERR_SCHEDULE;
+    }
     for (int r = 0; r < pp; r++) {
         schedule_op *ops = s->order + (size_t)r * s->n_ops_stage;
-        const int n = schedule_rank_ops(&s->sched, pp, r, ops);
-        if (n < 0) {
-            ls_msg(msg, len, "the %s order of %d ranks and %d micro-batches could not be built",
-                   schedule_order_name(s->l->sched), pp, s->m);
-            return PL_ERR_SCHEDULE;
-        }
-        for (int q = 0; q < n; q++) ops[q].chunk = (unsigned short)ls_stage_of(s, r, ops[q].chunk);
-        s->n_ops_r[r] = n;
+        for (int q = 0; q < s->n_ops_r[r]; q++) ops[q].chunk = (unsigned short)ls_stage_of(s, r, ops[q].chunk);
     }
     return PL_OK;
 }

@@ -396,6 +396,23 @@ static int run_op(layout_sim *s, ls_pass *ps, int r, const schedule_op *ord, int
     return 1;
 }
 
+/* What gradient accumulation costs rank r beyond its compute: a stack that
+ * adds each micro-batch's gradient to the held one in a kernel of its own
+ * (framework_profile.grad_accum_bytes: autograd's AccumulateGrad, torch
+ * without FSDP) moves that many bytes per held gradient element for every
+ * micro-batch after the step's first, priced as the stack's memory-bound
+ * kernels are (compute_model.h's memory_time_us, the profile's
+ * memory_scale in it). The held gradients are the stage's (its shard under
+ * ZeRO 2, 3 and FSDP). 0 for Megatron, which accumulates inside the
+ * weight-gradient GEMM, and for one micro-batch a step. */
+static double grad_accum_us(const layout_sim *s, const layout_sim_params *p, int r) {
+    const framework_profile *f = p->framework;
+    if (!f || !(f->grad_accum_bytes > 0) || s->m <= 1) return 0.0;
+    const int sharded = s->l->dp > 1 && (s->l->zero == ZERO_2 || s->l->zero == ZERO_3 || s->l->zero == ZERO_FSDP);
+    const double held = sharded ? s->opt_params[r] : (double)s->stage_params[r];
+    return (s->m - 1) * memory_time_us(s->gpu[r], held * f->grad_accum_bytes, &p->compute);
+}
+
 /* After every stage's last op: its reductions not overlapped (all of them,
  * after the last backward), the tied embedding's all-reduce between the
  * first and last stage, the optimizer, and zero 1/2's exposed gather. */
@@ -434,6 +451,9 @@ static void pass_tails(layout_sim *s, const ls_pass *ps) {
     }
     for (int r = 0; r < pp; r++) {
         s->p_dp[r] += s->ready[r] - s->ct[r];
+        const double acc = grad_accum_us(s, ps->p, r);
+        s->ready[r] += acc;
+        s->p_comp[r] += acc;
         const double opt = optimizer_time_us(s->gpu[r], (int64_t)s->opt_params[r], &ps->p->compute);
         s->p_opt[r] = opt;
         s->end[r] = s->ready[r] + opt;

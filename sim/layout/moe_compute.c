@@ -16,7 +16,7 @@
  *                     casts; Megatron-Core runs Transformer Engine's
  *                     GroupedLinear (one cuBLAS GEMM per expert on several
  *                     streams: cublas_loop; FP8 cublas_fp8_loop) and its fused
- *                     permutation (data/frameworks/*.json say so per profile)
+ *                     permutation (data/frameworks/ says so per profile)
  *   expert spread     a log-normal of the rows per expert at the stated
  *                     coefficient of variation, in quantile bins (the
  *                     inverse normal by Acklam's rational approximation,

@@ -14,7 +14,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cluster_file.h"
+#include "compute_model.h"
 #include "framework_file.h"
+#include "layout_sim.h"
 #include "layout_memory.h"
 #include "layout_runs.h"
 #include "model_config.h"
@@ -42,6 +45,53 @@ Test(framework, megatron_profile_leaves_every_memory_part_as_it_was) {
         framework_stage_memory(&f, &c, &l, NULL, stage, 4, 3, &b);
         cr_assert(!memcmp(&a, &b, sizeof a), "stage %d differs", stage);
     }
+}
+
+/* Gradient accumulation (framework_profile.grad_accum_bytes, grads_lazy): a
+ * stack that adds each later micro-batch's gradient to the held one pays
+ * (m - 1) memory-bound passes of grad_accum_bytes per held gradient element,
+ * and its lazy gradients stop saving memory once a step has two micro-batches
+ * (the first one's gradients are held through the next one's forward). The
+ * case is the exported torchtitan plan run on one H200 (docs/exports.md):
+ * Llama-3-8B cut to 8 layers, mbs 2, gbs 8. */
+Test(framework, gradient_accumulation_costs_its_passes_and_holds_the_gradients) {
+    gpt_config c = llama8(8, 4096);
+    cluster clu;
+    char msg[512];
+    cr_assert_eq(cluster_load("dgx-h200", NULL, &clu, msg, sizeof msg), PL_OK, "%s", msg);
+    framework_profile f;
+    framework_default(&f);
+    f.fp32_params = f.grads_lazy = 1;
+    f.weight_copy_bytes = 2;
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    p.framework = &f;
+    double step[2][2]; /* [grad_accum_bytes 0 / 12][gbs 2 / 8] */
+    layout_memory mem[2];
+    for (int g = 0; g < 2; g++) {
+        layout l;
+        cr_assert_eq(layout_parse(g ? "mbs=2,gbs=8" : "mbs=2,gbs=2", &l, msg, sizeof msg), PL_OK, "%s", msg);
+        for (int a = 0; a < 2; a++) {
+            f.grad_accum_bytes = a ? 12 : 0;
+            layout_sim *s = NULL;
+            layout_result r;
+            cr_assert_eq(layout_sim_create(&c, &l, &clu, &s, msg, sizeof msg), PL_OK, "%s", msg);
+            cr_assert_eq(layout_sim_run(s, &p, 0, &r, msg, sizeof msg), PL_OK, "%s", msg);
+            layout_sim_destroy(s);
+            step[a][g] = r.step_us;
+            if (a) mem[g] = r.mem;
+        }
+    }
+    cr_assert_eq(step[1][0], step[0][0], "one micro-batch a step accumulates nothing");
+    int64_t total = 0, active = 0;
+    gpt_param_counts(&c, 1, &total, &active);
+    const double want = 3 * memory_time_us(&clu.gpus[0], (double)total * 12, &p.compute);
+    cr_assert(fabs((step[1][1] - step[0][1]) - want) < 1e-6 * want, "accumulation %.3f us, want 3 passes %.3f us",
+              step[1][1] - step[0][1], want);
+    /* memory: at m = 1 the larger of the forward's parts and the gradients; at m = 4 every part at once */
+    cr_assert_eq(mem[1].total - mem[0].total, mem[1].grads,
+                 "m = 4 holds the gradients beside the activations: %lld - %lld != %lld", (long long)mem[1].total,
+                 (long long)mem[0].total, (long long)mem[1].grads);
 }
 
 Test(framework, fp32_params_and_lazy_grads_move_the_parts_they_name) {

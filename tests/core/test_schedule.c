@@ -2,6 +2,7 @@
  * schedule_rank_ops against its closed forms (step, idle time, memory). */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "schedule.h"
@@ -573,4 +574,38 @@ Test(schedule, order_names_list_every_order) {
     char placement[160]; /* the placement path's orders: all but dualpipe (the layout simulator's) */
     schedule_order_names(placement, sizeof placement, 1u << SCHED_DUALPIPE);
     cr_assert(strstr(msg, placement) && !strstr(msg, "dualpipe)") && !strstr(msg, "or dualpipe "), "%s", msg);
+}
+
+/* schedule_all_rank_ops writes the lists schedule_rank_ops writes rank by
+ * rank (zb-h2's list schedule runs once for all ranks there). */
+Test(schedule, all_rank_ops_equal_the_rank_by_rank_lists) {
+    const schedule_order orders[] = {SCHED_GPIPE, SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1,
+                                     SCHED_ZB_H2, SCHED_ZB_V, SCHED_DUALPIPEV};
+    int compared = 0;
+    for (size_t oi = 0; oi < sizeof orders / sizeof orders[0]; oi++)
+        for (int p = 1; p <= 8; p++)
+            for (int m = 1; m <= 3 * p + 1; m++) {
+                schedule s = schedule_make(m, orders[oi]);
+                if (orders[oi] == SCHED_INTERLEAVED) s.chunks = 2;
+                const int cap = schedule_max_ops(&s);
+                schedule_op *all = calloc((size_t)p * cap, sizeof *all), *one = calloc((size_t)cap, sizeof *one);
+                int *n = calloc((size_t)p, sizeof *n);
+                cr_assert(all && one && n);
+                const int rc = schedule_all_rank_ops(&s, p, all, cap, n);
+                const int n0 = schedule_rank_ops(&s, p, 0, one);
+                cr_assert_eq(rc < 0, n0 < 0, "%s p %d m %d: all ranks %d, rank 0 %d", schedule_order_name(s.order), p,
+                             m, rc, n0);
+                for (int r = 0; rc == 0 && r < p; r++) {
+                    const int k = schedule_rank_ops(&s, p, r, one);
+                    cr_assert_eq(n[r], k, "%s p %d m %d rank %d: %d ops, rank by rank %d", schedule_order_name(s.order),
+                                 p, m, r, n[r], k);
+                    cr_assert_eq(memcmp(all + (size_t)r * cap, one, sizeof *one * (size_t)k), 0,
+                                 "%s p %d m %d rank %d: the lists differ", schedule_order_name(s.order), p, m, r);
+                    compared++;
+                }
+                free(all);
+                free(one);
+                free(n);
+            }
+    cr_assert_gt(compared, 500);
 }

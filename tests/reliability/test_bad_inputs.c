@@ -281,6 +281,7 @@ static const bad_case CASES[] = {
     {"plan --model gpt12 --cluster h200x2 --fix tp=0", 2, "--fix: tp=0", "a positive integer is needed"},
     {"plan --model gpt12 --cluster h200x2 --export nemo", 2, "unknown export format 'nemo'", "use megatron, torchtitan"},
     {"plan --model gpt12 --cluster h200x2 --bogus", 2, "unknown or incomplete option '--bogus'", "see placer plan --help"},
+    {"plan --model gpt12 --cluster h200x2 --threads 0", 2, "--threads must be an integer in 1..1024", "not '0'"},
     {"plan --db {MISSING}", 2, "does not exist", "placer profile --from-spec NAME"},
     {"layout --model default --cluster h200x2 --layout pp=2,vp=2,gbs=2,sched=dualpipev", 2,
      "dualpipev needs at least 2 micro-batches per pipeline rank", "2 micro-batches over 2 ranks (use 4 or more)"},
