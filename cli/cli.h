@@ -36,6 +36,7 @@ int calibrate_layout_runs(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_check_published(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
+int cmd_experts(int argc, char **argv);
 
 /* Print "placer <cmd>: <detail or status text>" on stderr and return the
  * exit code for st: 2 for bad input (invalid, placement, schedule, not found,

@@ -37,6 +37,8 @@ void cli_stack_default(cli_stack *s) {
     s->attention_set = 0;
     s->plans = 0;
     s->runs = PLAN_FRAMEWORK_ANY;
+    s->experts_layers = 0;
+    s->experts_ep = 0;
 }
 
 /* 1 when --framework's value reads as a file path rather than a name
@@ -121,6 +123,26 @@ int cli_stack_set(cli_stack *s, int ch, const char *arg, char *msg, size_t len) 
             return snprintf(msg, len, "--expert-cv takes a coefficient of variation from 0 to 10, not '%s'", arg),
                    CLI_EXIT_USAGE;
         s->params.moe.expert_cv = x;
+        break;
+    }
+    case CLI_OPT_EXPERTS: {
+        if (s->experts_layers) return snprintf(msg, len, "--experts given twice"), CLI_EXIT_USAGE;
+        expert_map_file f;
+        char m[512] = "";
+        if (expert_map_file_read(arg, &f, m, sizeof m) != PL_OK) return snprintf(msg, len, "--experts: %s", m), CLI_EXIT_USAGE;
+        if (!f.busiest_over_mean) {
+            expert_map_file_free(&f);
+            return snprintf(msg, len, "--experts %s has no gpu_load or busiest_over_mean (write it with placer experts "
+                                      "--out)", arg),
+                   CLI_EXIT_USAGE;
+        }
+        memcpy(s->moe_layer_load, f.busiest_over_mean, (size_t)f.n_layers * sizeof(double));
+        s->experts_layers = f.n_layers;
+        s->experts_ep = f.n_gpus;
+        expert_map_file_free(&f);
+        s->params.moe_layer_load = s->moe_layer_load;
+        s->params.moe_layer_load_n = s->experts_layers;
+        s->params.moe_layer_load_ep = s->experts_ep;
         break;
     }
     default: return -1;

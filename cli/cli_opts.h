@@ -19,6 +19,7 @@
 
 #include <getopt.h>
 
+#include "expert_map_file.h"
 #include "framework.h"
 #include "layout_sim.h"
 #include "moe_fit.h"
@@ -35,13 +36,14 @@ int cli_double_arg(const char *text, double *out);
 /* getopt_long codes of the stack options (outside the ASCII range, so any
  * command's short codes stay free). */
 enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_OPT_FRAMEWORK, CLI_OPT_MOE_FIT,
-       CLI_OPT_EXPERT_CV };
+       CLI_OPT_EXPERT_CV, CLI_OPT_EXPERTS };
 
 /* The three entries for a command's struct option table. */
 #define CLI_STACK_OPTIONS                                                                                            \
     {"attention", required_argument, 0, CLI_OPT_ATTENTION}, {"dp-overlap", required_argument, 0, CLI_OPT_DP_OVERLAP}, \
         {"grad-bytes", required_argument, 0, CLI_OPT_GRAD_BYTES}, {"framework", required_argument, 0, CLI_OPT_FRAMEWORK}, \
-        {"moe-fit", required_argument, 0, CLI_OPT_MOE_FIT}, {"expert-cv", required_argument, 0, CLI_OPT_EXPERT_CV}
+        {"moe-fit", required_argument, 0, CLI_OPT_MOE_FIT}, {"expert-cv", required_argument, 0, CLI_OPT_EXPERT_CV}, \
+        {"experts", required_argument, 0, CLI_OPT_EXPERTS}
 
 /* Their --help lines (16-column option field, as the commands' own): the
  * simulator's settings, then --framework as placer layout reads it
@@ -56,7 +58,10 @@ enum { CLI_OPT_ATTENTION = 0x1000, CLI_OPT_DP_OVERLAP, CLI_OPT_GRAD_BYTES, CLI_O
     "                  (default: the compiled-in H100 fit; docs/moe.md says how to refit)\n"                        \
     "  --expert-cv X   spread of routed tokens over experts (coefficient of variation, default\n"                  \
     "                  0.1, the stated figure for a trained router; 0: balanced): the busiest\n"                    \
-    "                  expert rank's load follows from it (docs/moe.md)\n"
+    "                  expert rank's load follows from it (docs/moe.md)\n" \
+    "  --experts FILE  an expert placement (placer experts --out FILE): each MoE layer's busiest GPU\n"               \
+    "                  over the mean becomes that layer's load factor, for layouts of the placement's\n"             \
+    "                  ep (docs/experts.md)\n"
 #define CLI_STACK_HELP                                                                                               \
     CLI_STACK_SIM_HELP                                                                                               \
     "  --framework F   the software stack: megatron (default), torchtitan, hf, or a profile\n"              \
@@ -84,6 +89,10 @@ typedef struct {
     plan_framework runs;      /* placer plan: what the named stack runs (ANY when not given,
                                  or for a profile whose name is no plan_framework's) */
     moe_fit moe_fit;          /* --moe-fit: params.moe.fit points here once given */
+    double moe_layer_load[EXPERT_MAP_MAX_LAYERS]; /* --experts: the placement's busiest/mean per MoE layer;
+                                 params.moe_layer_load points here once given */
+    int experts_layers;       /* --experts: its MoE layers (0: none given) */
+    int experts_ep;           /* --experts: its expert-parallel size */
 } cli_stack;
 
 void cli_stack_default(cli_stack *s);

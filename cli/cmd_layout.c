@@ -33,6 +33,7 @@
 #include "cli_print.h"
 #include "coll_load.h"
 #include "layout_eval.h"
+#include "model_params.h"
 #include "util.h"
 
 #define CMD "layout"
@@ -190,6 +191,15 @@ static void print_text(const layout_args *a, const layout_eval_result *x) {
            layout_text(&x->lay, lt, sizeof lt), x->model.cfg.seq_len, note[0] ? " (" : "", note, note[0] ? ")" : "");
     printf("  step          %12.3f ms   (%d micro-batches per pipeline, seq %d)\n", r->step_us / 1e3, r->micro_batches,
            x->model.cfg.seq_len);
+    if (a->stack.experts_layers) { /* --experts: the placement's load factors */
+        double mean = 0, mx = 0;
+        for (int i = 0; i < a->stack.experts_layers; i++) {
+            mean += a->stack.moe_layer_load[i] / a->stack.experts_layers;
+            if (a->stack.moe_layer_load[i] > mx) mx = a->stack.moe_layer_load[i];
+        }
+        printf("  experts       busiest GPU over the mean %.3f (worst layer %.3f) over %d MoE layers: the placement\n",
+               mean, mx, a->stack.experts_layers);
+    }
     printf("  tokens/s      %12.0f\n", r->tokens_per_s);
     printf("  TFLOP/s/GPU   %12.1f      (%s FLOPs; model %.1f, with recomputation %.1f)\n", tflops,
            a->hw_flops ? "hardware" : "model", r->model_tflops_per_gpu, r->hw_tflops_per_gpu);
@@ -328,6 +338,14 @@ int cmd_layout(int argc, char **argv) {
         goto out;
     }
     cli_warn_moe_stack(CMD, a.stack.fw_set ? &a.stack.fw : NULL, &x->model.cfg);
+    if (a.stack.experts_layers) { /* an expert placement must be for this model's MoE layers and this ep */
+        const int nm = gpt_moe_layers_in(&x->model.cfg, 0, x->model.cfg.n_layers);
+        if (nm != a.stack.experts_layers || x->lay.ep != a.stack.experts_ep) {
+            rc = cli_usage_error(CMD, "--experts: the placement is for %d MoE layers on ep %d, the layout has %d on ep %d",
+                                 a.stack.experts_layers, a.stack.experts_ep, nm, x->lay.ep);
+            goto out;
+        }
+    }
     if (a.json) {
         cli_json_layout(stdout, x, a.hw_flops, meas);
     } else {

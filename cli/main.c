@@ -29,6 +29,7 @@ static const subcommand COMMANDS[] = {
     {"report", cmd_report, "draw plots and traces from a profile database"},
     {"check-published", cmd_check_published, "predict the published large training runs and print the errors"},
     {"serve", cmd_serve, "the layout explorer, pipeline view and planner in a browser (a local web server)"},
+    {"experts", cmd_experts, "place a mixture-of-experts model's experts and replicas on GPUs, against EPLB"},
 };
 #define N_COMMANDS (sizeof COMMANDS / sizeof COMMANDS[0])
 

@@ -125,6 +125,8 @@ struct plan_bounds {
     layout_sim_params prm;
     int comm;                 /* 1: the collective terms are used */
     int n_moe;                /* the model's MoE layers */
+    int placed_ep;            /* an expert placement's ep (layout_sim_params.moe_layer_load); 0: none */
+    double placed_lf;         /* the least of its per-layer load factors (>= 1) */
     table compute, colls, dispatch, gathers, reduces;
     int64_t *grp;             /* scratch: one group's ranks */
     int grp_cap;
@@ -146,6 +148,20 @@ plan_bounds *plan_bounds_new(const gpt_config *cfg, const cluster *c, const layo
     }
     b->comm = b->prm.collective_scale > 0;
     b->n_moe = gpt_is_moe(cfg) ? gpt_moe_layers_in(cfg, 0, cfg->n_layers) : 0;
+    /* an expert placement: the simulator gives each MoE layer of a layout of
+     * the placement's ep its own factor (layout_expand.c, unless a capacity
+     * factor is set), which may be below the expert_cv factor; its least
+     * layer bounds them all */
+    const layout_sim_params *q = &b->prm;
+    if (q->moe_layer_load && q->moe_layer_load_n == b->n_moe && b->n_moe > 0 && q->moe_layer_load_ep > 0 &&
+        !(q->moe.capacity_factor > 0)) {
+        double lo = INFINITY;
+        for (int i = 0; i < q->moe_layer_load_n; i++)
+            if (!(q->moe_layer_load[i] >= lo)) lo = q->moe_layer_load[i]; /* a NaN stays */
+        b->placed_ep = q->moe_layer_load_ep;
+        b->placed_lf = lo >= 1.0 && isfinite(lo) ? lo : 1.0; /* the simulator refuses factors below 1 */
+    }
+    b->prm.moe_layer_load = NULL; /* borrowed: not kept past this call */
     return b;
 }
 
@@ -438,6 +454,16 @@ static double reduce_cost(plan_bounds *b, const layout *l) {
 
 /* ---- the bounds ------------------------------------------------------------------ */
 
+/* The least load factor the simulator gives an MoE layer's dispatch of
+ * layout l: an expert placement's least layer where it applies (its ep),
+ * 1 under a histogram (each layer's factor is >= 1), else the uniform
+ * factor (moe_load_factor). */
+static double dispatch_load_factor(const plan_bounds *b, const layout *l) {
+    if (b->placed_ep > 0 && l->ep == b->placed_ep) return b->placed_lf;
+    if (b->prm.moe.hist) return 1.0;
+    return moe_load_factor(&b->prm.moe, b->cfg, l);
+}
+
 double plan_bounds_step_us(plan_bounds *b, const layout *l) {
     const gpt_config *cfg = b->cfg;
     const double *cc = compute_costs(b, l);
@@ -462,8 +488,7 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
          * recomputation) per MoE layer and micro-batch, at the load factor */
         const double d = hide_ep ? 0.0 : dispatch_cost(b, l);
         if (d > 0)
-            ep = b->n_moe * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs *
-                 (b->prm.moe.hist ? 1.0 : moe_load_factor(&b->prm.moe, cfg, l)) * d; /* a histogram's layers: >= 1 */
+            ep = b->n_moe * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs * dispatch_load_factor(b, l) * d;
     }
     const double busy =
         (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + b->prm.emb_head_scale * (cc[1] + cc[2])) / l->pp;

@@ -6,7 +6,7 @@
 # run) and, where natural, as a Criterion test.
 #   ./scripts/fuzz.sh [target ...]        targets: placement schedule store cli serve
 #                                         model_config cluster layout plan collectives frameworks
-#                                         transfer moe
+#                                         transfer moe expert_load
 #   RUNS=100000 ./scripts/fuzz.sh cli     fewer executions
 #   MAX_TIME=600 ./scripts/fuzz.sh cli    stop after ten minutes
 #   REPLAY=1 ./scripts/fuzz.sh            build and replay the regressions only
@@ -21,19 +21,19 @@ REPLAY="${REPLAY:-0}"
 OUT="$ROOT/build-fuzz"
 mkdir -p "$OUT/obj"
 CFLAGS="-g -O1 -std=c11 -D_GNU_SOURCE -fsanitize=address,undefined -fno-sanitize-recover=all
-  -Icore -Iinputs -Iprofile -Isim/placement -Isim/layout -Isim/collective -Ipolicy -Iplan -Icalib
+  -Icore -Iinputs -Iprofile -Isim/placement -Isim/layout -Isim/collective -Ipolicy -Ipolicy/experts -Iplan -Icalib
   -Ihw -Ihw/kernels -Ihw/exec -Ihw/dist -Icli -I$OUT -DPLACER_SOURCE_DIR=\"/nonexistent\"
   -I/usr/include/x86_64-linux-gnu/openblas-pthread"
 printf '#define PLACER_HAVE_CUDA 0\n#define PLACER_VERSION "fuzz"\n' > "$OUT/placer_config.h.new"
 cmp -s "$OUT/placer_config.h.new" "$OUT/placer_config.h" 2>/dev/null || mv "$OUT/placer_config.h.new" "$OUT/placer_config.h"
 CORE="core/status.c core/graph.c core/placement.c core/schedule.c core/util.c core/profile_data.c
-  core/precision.c core/layout.c core/model_params.c"
+  core/precision.c core/layout.c core/model_params.c core/expert_map.c"
 # the readers of model configs, clusters, frameworks, collectives and the check sets (core and jansson only)
 INPUTS="$(ls inputs/*.c)"
 # everything the command line links, but main.c (the harness calls cmd_* itself)
 FULL="$CORE $INPUTS $(ls profile/store*.c) profile/spec.c profile/profiler.c profile/probe.c
   $(ls hw/kernels/*.c hw/exec/*.c hw/dist/*.c)
-  $(ls sim/*/*.c) $(ls policy/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)
+  $(ls sim/*/*.c) $(ls policy/*.c policy/experts/*.c) $(ls plan/*.c) $(ls calib/*.c) $(ls cli/*.c | grep -v cli/main.c)
   $OUT/serve_assets_data.c"
 FULL_LIBS="/usr/lib/x86_64-linux-gnu/libgsl.a -lsqlite3 -ljansson -lmicrohttpd -lpthread -ldl -lm"
 # placer serve's page, embedded as the build does (cli/meson.build)
@@ -56,7 +56,7 @@ fi
 # Compile a source once into build-fuzz/obj (rebuilt when it or a header changed).
 obj() {
   o="$OUT/obj/$(echo "$1" | tr / _).o"
-  newest=$(ls -t "$1" core/*.h inputs/*.h profile/*.h sim/*/*.h policy/*.h plan/*.h calib/*.h hw/*/*.h cli/*.h "$OUT/placer_config.h" | head -1)
+  newest=$(ls -t "$1" core/*.h inputs/*.h profile/*.h sim/*/*.h policy/*.h policy/experts/*.h plan/*.h calib/*.h hw/*/*.h cli/*.h "$OUT/placer_config.h" | head -1)
   if [ ! -f "$o" ] || [ "$newest" -nt "$o" ]; then
     # shellcheck disable=SC2086
     clang $CFLAGS -fsanitize=fuzzer-no-link -c -o "$o" "$1"
@@ -64,7 +64,7 @@ obj() {
   echo "$o"
 }
 
-targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks serve transfer moe}"
+#                                         transfer moe expert_load
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
@@ -81,13 +81,14 @@ for t in $targets; do
       maxlen=4096; extra_flags="" ;;
     frameworks) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=8192; extra_flags="" ;;
     moe) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=20000; extra_flags="" ;;
+    expert_load) srcs="$CORE $INPUTS"; libs="-ljansson -lm"; maxlen=16384; extra_flags="" ;;
     store) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=100000; extra_flags="" ;;
     cli) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=256; extra_flags="-close_fd_mask=3" ;;
     # placer serve's request handler (cli/serve_api.c), the socket aside
     serve) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
     # a run's stored arguments (policy/transfer.c) and the transfer matrix (calib/transfer_report.c)
     transfer) srcs="$FULL"; libs="$FULL_LIBS"; maxlen=4096; extra_flags="" ;;
-    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, serve, transfer, moe)" >&2; exit 2 ;;
+    *) echo "unknown fuzz target '$t' (placement, schedule, store, cli, model_config, cluster, layout, plan, published, collectives, frameworks, serve, transfer, moe, expert_load)" >&2; exit 2 ;;
   esac
   objs=""
   for s in $srcs; do objs="$objs $(obj "$s")"; done

@@ -677,6 +677,30 @@ static void moe_layer_block(const layout_sim *s, const layout_sim_params *p, con
     *lf = ep * best_sum > 1.0 ? ep * best_sum : 1.0;
 }
 
+/* One MoE layer's block cost when an expert placement sets its load factor
+ * f (layout_sim_params.moe_layer_load): the busiest rank takes f times the
+ * mean routed rows, its experts spread by p's expert_cv; *lf = f. */
+static void moe_layer_block_placed(const layout_sim *s, const layout_sim_params *p, const cluster_gpu *gpu, double f,
+                                   layer_cost *blk, double *lf) {
+    const gpt_config *cfg = s->cfg;
+    const layout *l = s->l;
+    const double rows = moe_tokens_in(cfg, l) * cfg->top_k * l->etp * f;
+    moe_loads ld = {&rows, 1, NULL, 0, -1.0};
+    moe_layer_time t;
+    *lf = f;
+    *blk = (layer_cost){0};
+    if (moe_layer_time_us(gpu, cfg, l, &p->moe, &p->compute, &ld, &t) != PL_OK) {
+        moe_params mp = p->moe;
+        mp.imbalance = f;
+        moe_block_compute_cost(gpu, cfg, l, &p->compute, &mp, blk);
+        return;
+    }
+    blk->fwd_us = t.fwd_us;
+    blk->bwd_us = t.bwd_us;
+    blk->fwd_flops = t.fwd_flops;
+    blk->recompute_us = l->recompute == RECOMPUTE_FULL ? t.fwd_us : 0.0;
+}
+
 /* An MoE model's chunks (after the dense pass above): each MoE layer's
  * MLP becomes the MoE block (moe_compute.h: balanced loads at the load
  * factor, or the layer's measured histogram), the dense layers keep
@@ -692,6 +716,10 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     const gpt_config *cfg = s->cfg;
     const int K = s->K, full = l->recompute == RECOMPUTE_FULL;
     const double cs = p->collective_scale;
+    /* an expert placement's per-layer load factors (layout_sim.h): for this layout's ep and model only */
+    const int n_moe = gpt_moe_layers_in(cfg, 0, cfg->n_layers);
+    const int placed = p->moe_layer_load && p->moe_layer_load_ep == l->ep && p->moe_layer_load_n == n_moe &&
+                       !(p->moe.capacity_factor > 0);
     layer_cost with = {0}, without = {0}, blk = {0};
     moe_layer_time bal = {0};
     double lf_bal = 1.0;
@@ -713,7 +741,10 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             layer_cost b = blk;
             double lf = lf_bal, w = bal.us[MOE_T_ROUTER][MOE_PASS_WGRAD] + bal.us[MOE_T_EXPERTS][MOE_PASS_WGRAD] +
                                     bal.us[MOE_T_SHARED][MOE_PASS_WGRAD];
-            if (p->moe.hist) {
+            if (placed) { /* the placement's factor: the busiest rank takes f x the mean rows */
+                moe_layer_block_placed(s, p, s->gpu[r], p->moe_layer_load[first_moe + i], &b, &lf);
+                w *= bal.bwd_us > 0 ? b.bwd_us / bal.bwd_us : 1.0;
+            } else if (p->moe.hist) {
                 moe_layer_block(s, p, s->gpu[r], first_moe + i, &b, &lf);
                 w *= bal.bwd_us > 0 ? b.bwd_us / bal.bwd_us : 1.0;
             }

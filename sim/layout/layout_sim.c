@@ -102,6 +102,9 @@ void layout_sim_params_default(layout_sim_params *p) {
     p->zero3_gather_scale = 1.0;
     p->framework = NULL;
     moe_params_default(&p->moe);
+    p->moe_layer_load = NULL;
+    p->moe_layer_load_n = 0;
+    p->moe_layer_load_ep = 0;
 }
 
 const char *layout_time_part_name(layout_time_part p) {
@@ -533,6 +536,18 @@ static pl_status check_params(const layout_sim_params *p, char *msg, size_t len)
         ls_msg(msg, len, "layout simulator parameter moe imbalance is %g; it must be >= 1 (1: balanced; 0: from expert_cv)",
                p->moe.imbalance);
         return PL_ERR_INVALID;
+    }
+    if (p->moe_layer_load) {
+        if (p->moe_layer_load_n < 1 || p->moe_layer_load_ep < 1) {
+            ls_msg(msg, len, "layout simulator parameter moe_layer_load needs its layer count and ep");
+            return PL_ERR_INVALID;
+        }
+        for (int i = 0; i < p->moe_layer_load_n; i++)
+            if (!(p->moe_layer_load[i] >= 1.0) || !isfinite(p->moe_layer_load[i])) {
+                ls_msg(msg, len, "layout simulator parameter moe_layer_load[%d] is %g; it must be >= 1", i,
+                       p->moe_layer_load[i]);
+                return PL_ERR_INVALID;
+            }
     }
     if (p->moe.fit) {
         char m2[200];

@@ -73,6 +73,13 @@ typedef struct {
                                     applied to compute / step_fixed_us by the caller
                                     (framework_apply_time) */
     moe_params moe;              /* mixture of experts: load factor, grouped GEMMs (moe.h) */
+    /* an expert placement's balance (placer experts --out: busiest_over_mean; docs/experts.md): per
+     * MoE layer of the model, the busiest expert-parallel GPU's tokens over the mean. When set and the
+     * layout's ep is moe_layer_load_ep, each MoE layer's block and dispatch take its own load factor
+     * instead of moe.imbalance (a capacity factor still wins); other layouts keep moe.imbalance. */
+    const double *moe_layer_load;  /* [moe_layer_load_n], each >= 1; NULL: none (borrowed) */
+    int moe_layer_load_n;          /* the model's MoE layers */
+    int moe_layer_load_ep;         /* the expert-parallel size the placement is for */
 } layout_sim_params;
 
 /* Defaults: compute_params_default, scales 1, fixed 0, buckets of 25e6

@@ -4,7 +4,8 @@
  * tests hold properties, not the simulator's numbers):
  *   - the step-time bound is at most the simulated step for every layout
  *     of cases with every pipeline order, FP8 recipes and an MoE model,
- *     under both splits, and for random layouts of a larger case;
+ *     under both splits, and for random layouts of a larger case; also
+ *     with an expert placement's per-layer load factors;
  *   - plan_search's top list (layouts, stage splits, steps, memory) and its
  *     fastest OOM layout equal those of plan_options.exhaustive (every
  *     layout simulated, no pruning) on dense and MoE cases, with and
@@ -237,6 +238,44 @@ Test(plan_search, the_bound_is_below_the_simulator_under_other_settings, .timeou
     o.sim = &prm;
     check_bounds(&dense, &two, &o, 1);
     check_bounds(&moe, &two, &o, 1);
+}
+
+/* With an expert placement (layout_sim_params.moe_layer_load, placer plan
+ * --experts) the simulator gives each MoE layer of a layout of the
+ * placement's ep its own load factor, here far below the uniform factor of
+ * a large expert_cv: the bound stays below the simulator on every layout,
+ * for placements of each ep, and on a layout of the placement's ep it is
+ * below the bound at the uniform factor (which the placement undercuts). */
+Test(plan_search, the_bound_is_below_the_simulator_with_an_expert_placement, .timeout = 240) {
+    plan_options o;
+    layout_sim_params prm;
+    layout_sim_params_default(&prm);
+    prm.moe.expert_cv = 0.8; /* the uniform factor 2.6 at ep 8 */
+    const double f[7] = {1.0, 1.05, 1.3, 1.0, 1.8, 1.1, 1.02}; /* moe_model's 7 MoE layers */
+    prm.moe_layer_load = f;
+    prm.moe_layer_load_n = 7;
+    gpt_config moe = moe_model();
+    cluster two = make_cluster(2, 1.2);
+    small_options(&o, 16, 32);
+    all_orders(&o);
+    o.sim = &prm;
+    const int eps[] = {8, 4, 2};
+    for (int i = 0; i < 3; i++) {
+        prm.moe_layer_load_ep = eps[i];
+        check_bounds(&moe, &two, &o, 1);
+    }
+    layout l;
+    char msg[256];
+    cr_assert_eq(layout_parse("tp=1,pp=2,dp=8,ep=8,mbs=1,gbs=32", &l, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_result r;
+    prm.moe_layer_load_ep = 8;
+    cr_assert_eq(plan_simulate(&moe, &two, &l, &prm, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    const double placed = plan_step_lower_bound_us(&moe, &two, &prm, &l);
+    layout_sim_params uniform = prm;
+    uniform.moe_layer_load = NULL;
+    const double at_cv = plan_step_lower_bound_us(&moe, &two, &uniform, &l);
+    cr_assert(placed <= r.step_us, "the bound %.3f us exceeds the simulated %.3f us", placed, r.step_us);
+    cr_assert(placed < at_cv, "the placement's bound %.3f us is not below the uniform factor's %.3f us", placed, at_cv);
 }
 
 /* The shipped clusters and models of the benchmark (benchmarks/plan), a

@@ -12,8 +12,9 @@
  * {EMPTY} an empty file, {NEWER} a profile of a newer schema, {FOREIGN} an
  * SQLite file of another program, {MISSING} a path that does not exist,
  * {OUT} a fresh directory path, {RUNS} a copy of {DB} holding a training
- * run (run 1), {G2} a 2-device profile of another graph (tiny,layers=3);
- * '' is an empty argument.
+ * run (run 1), {G2} a 2-device profile of another graph (tiny,layers=3),
+ * {ERAGGED} an expert load of the wrong shape, {ENEG} an expert load CSV
+ * with a negative count; '' is an empty argument.
  *
  * A few errors depend on the build: without a GPU, a CUDA build says it
  * found no GPU where a CPU build says it has no CUDA engine. The binary is
@@ -63,6 +64,7 @@ static const bad_case CASES[] = {
     {"confirm --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer confirm --help"},
     {"calibrate --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer calibrate --help"},
     {"report --db {DB} --bogus", 2, "unknown or incomplete option '--bogus'", "see placer report --help"},
+    {"experts --bogus", 2, "unknown or incomplete option '--bogus'", "see placer experts --help"},
     /* ---- missing required options ---- */
     {SIM, 2, "no placement", "pass --placement 0,0,1,... or --placement-file FILE"},
     {SIM "--placement " P16 " --placement-file {TEXT}", 2, "either --placement or --placement-file", "not both"},
@@ -374,6 +376,27 @@ static const bad_case CASES[] = {
     {"confirm --db {DB} --run 0", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU", "--timer cpu"},
     {"confirm --db {DB} --run 0 --timer cuda", 2, "no CUDA engine", "use --timer cpu", 2, "no usable GPU",
      "--timer cpu"},
+    /* ---- expert placement (placer experts; layout / plan --experts) ---- */
+#define EXP " --model deepseek-v3 --cluster h800-deepseek --ep 64"
+    {"experts" EXP, 2, "give one of --load FILE and --generate SETTING", "--generate SETTING"},
+    {"experts --load {ERAGGED}" EXP, 2, "logical_count[1] has 2 entries where the first has 3 (wrong shape)",
+     "docs/experts.md"},
+    {"experts --load {ENEG}" EXP, 2, "count '-2' must be a finite number >= 0", "docs/experts.md"},
+    {"experts --load {TEXT}" EXP, 2, "expert load is not valid JSON", "docs/experts.md"},
+    {"experts --load {MISSING}" EXP, 2, "cannot read expert load file", "missing.db"},
+    {"experts --generate inference-skew" EXP " --slots 300", 2, "300 slots are not divisible by 64 GPUs",
+     "a multiple of --ep"},
+    {"experts --generate inference-skew --model deepseek-v3 --cluster h800-deepseek --ep 60", 2,
+     "--ep 60 does not divide the model's 256 experts", "an ep that divides them"},
+    {"experts --generate inference-skew" EXP " --slots 128", 2, "128 slots cannot hold the model's 256 experts",
+     "--slots at least 256"},
+    {"experts --generate nope" EXP, 2, "no generator settings 'nope'", "inference-skew"},
+    {"experts --generate inference-skew" EXP " --placer best", 2, "unknown --placer 'best'", "search, learned"},
+    {"experts --generate inference-skew --model gpt12 --cluster h800-deepseek --ep 8", 2, "has no routed experts",
+     "a mixture-of-experts model"},
+    {"layout --model gpt12 --cluster h200x2 --layout tp=1 --experts {TEXT}", 2, "expert placement is not valid JSON",
+     "placer experts --out FILE writes one"},
+#undef EXP
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -383,6 +406,7 @@ typedef struct {
     char dir[256];
     char db[320], h2[320], text[320], empty[320], newer[320], foreign[320], missing[320], out[320], runs[320],
         g2[320];
+    char eragged[320], eneg[320]; /* expert load files: a ragged logical_count, a negative count */
 } files;
 
 static void make_profile_of(const char *path, const char *spec, const char *config) {
@@ -433,14 +457,19 @@ static void make_files(files *f) {
     sql(f->newer, "UPDATE meta SET value = '99' WHERE key = 'schema_version'");
     sql(f->foreign, "CREATE TABLE notes(x TEXT); INSERT INTO notes VALUES ('mine')");
     write_file(f->text, "this is not a database\n");
+    snprintf(f->eragged, sizeof f->eragged, "%s/ragged.json", f->dir);
+    snprintf(f->eneg, sizeof f->eneg, "%s/negative.csv", f->dir);
+    write_file(f->eragged, "{\"logical_count\": [[1, 2, 3], [4, 5]]}\n");
+    write_file(f->eneg, "window,layer,expert,count\n0,0,0,4\n0,0,1,-2\n");
     write_file(f->empty, "");
 }
 
 /* Replace the placeholders of one word. */
 static void expand(const files *f, const char *word, char *out, size_t len) {
-    static const char *const keys[] = {"{DB}",      "{H2}",      "{TEXT}", "{EMPTY}", "{NEWER}",
-                                       "{FOREIGN}", "{MISSING}", "{OUT}",  "{RUNS}",  "{G2}"};
-    const char *vals[] = {f->db, f->h2, f->text, f->empty, f->newer, f->foreign, f->missing, f->out, f->runs, f->g2};
+    static const char *const keys[] = {"{DB}",  "{H2}", "{TEXT}",    "{EMPTY}", "{NEWER}", "{FOREIGN}",
+                                       "{MISSING}", "{OUT}", "{RUNS}", "{G2}", "{ERAGGED}", "{ENEG}"};
+    const char *vals[] = {f->db,  f->h2, f->text, f->empty, f->newer,   f->foreign,
+                          f->missing, f->out, f->runs, f->g2, f->eragged, f->eneg};
     if (!strcmp(word, "''")) {
         out[0] = 0;
         return;
@@ -449,7 +478,7 @@ static void expand(const files *f, const char *word, char *out, size_t len) {
     out[0] = 0;
     for (const char *p = word; *p && k + 1 < len;) {
         int hit = 0;
-        for (int i = 0; i < 10 && !hit; i++)
+        for (int i = 0; i < (int)(sizeof keys / sizeof keys[0]) && !hit; i++)
             if (!strncmp(p, keys[i], strlen(keys[i]))) {
                 k += (size_t)snprintf(out + k, len - k, "%s", vals[i]);
                 p += strlen(keys[i]);
