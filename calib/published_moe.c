@@ -16,6 +16,7 @@
 /* One row read, simulated into *row (row->why set when it cannot be). */
 static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     snprintf(row->run_id, sizeof row->run_id, "%s", run->run_id);
+    snprintf(row->model_name, sizeof row->model_name, "%s", run->model_name);
     if (run->why[0]) {
         snprintf(row->why, sizeof row->why, "%s", run->why);
         return;

@@ -161,7 +161,7 @@ void serve_check_layout(serve_ctx *c, json_t *check, serve_reply *r) {
             gpt_config cfg;
             memset(&cfg, 0, sizeof cfg);
             cfg.seq_len = w->seq;
-            rc = fill(x, w->run_id, w->cluster, &cfg, &w->lay, &w->res, msg, sizeof msg);
+            rc = fill(x, w->model_name, w->cluster, &cfg, &w->lay, &w->res, msg, sizeof msg); /* the shipped model: the explorer selects it */
         }
     } else {
         free(x);

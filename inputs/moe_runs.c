@@ -59,6 +59,7 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
         snprintf(row->why, sizeof row->why, "no shipped model '%.60s'", model);
         return;
     }
+    snprintf(row->model_name, sizeof row->model_name, "%s", model);
     if (cluster_load(cname, clusters_dir, &cl, m, sizeof m) != PL_OK) {
         snprintf(row->why, sizeof row->why, "no cluster '%.60s'", cname);
         return;

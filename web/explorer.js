@@ -297,6 +297,8 @@ export class Explorer {
     if (!r.ok) return this.showError(r.data.error);
     this.check = {set, row};
     this.setFromText(r.data.layout);
+    // a shipped model (the MoE set names it): selected, so a control moved next simulates the run's model
+    if (this.models[r.data.model]) { this.modelSel.value = r.data.model; this.paste.hidden = true; }
     if ([...this.clusterSel.options].some(o => o.value === r.data.cluster)) this.clusterSel.value = r.data.cluster;
     this.syncControls();
     this.banner.hidden = false;

@@ -222,10 +222,10 @@ def test_published_scatter_has_every_row_and_a_click_loads_its_step(browser):
         explorer_done(browser, seq)
         step_us = float(browser.find_element(By.ID, "ex-step").get_attribute("data-step-us"))
         assert abs(step_us - want_us) <= tol
-    # the keys with no control (dispatcher, overlap, mem) stay in the loaded layout's text, so a
-    # slider moved next simulates the run's layout with only that slider changed
+    # the run's model is selected and the keys with no control (dispatcher, overlap, mem) stay in the
+    # loaded layout's text, with its ep: a slider moved next simulates the run with only that slider changed
     shown = browser.find_element(By.ID, "ex-layout-text").text.split(",")
-    kept = [kv for kv in moes[0]["layout"].split(",") if kv.split("=")[0] in ("dispatcher", "overlap", "mem")]
+    kept = [kv for kv in moes[0]["layout"].split(",") if kv.split("=")[0] in ("ep", "dispatcher", "overlap", "mem")]
     assert kept, "the first MoE row should carry a dispatcher or memory key"
     for kv in kept:
         assert kv in shown, f"{kv} dropped from the explorer's layout {shown}"
