@@ -320,25 +320,38 @@ static void api_export(serve_ctx *c, const char *body, size_t n, serve_reply *r)
         json_decref(root);
         return serve_error(r, 400, msg[0] ? msg : "no \"format\": megatron, torchtitan, deepspeed or json");
     }
-    json_decref(root);
     layout_request *q = calloc(1, sizeof *q);
     layout_eval_result *x = calloc(1, sizeof *x);
     if (!q || !x) {
         free(q);
         free(x);
+        json_decref(root);
         return serve_error(r, 500, "out of memory");
     }
     if (run_layout(c, body, n, 0, q, x, r) == 0) {
+        /* the architecture fields (norm, rotary base, ...) as placer plan --export reads them: from the shipped
+         * model's file, or from the pasted config's text (run_layout has checked both) */
+        const char *name = json_string_value(json_object_get(root, "model"));
+        const char *config = json_string_value(json_object_get(root, "config"));
+        model_arch arch;
         int chunks[LAYOUT_MAX_CHUNKS];
-        char *text = NULL;
-        pl_status st = layout_chunk_layers(&x->lay, x->model.cfg.n_layers, chunks, msg, sizeof msg);
-        if (st == PL_OK) st = plan_export_string(fmt, &x->model.cfg, &x->lay, chunks, &x->res, &text, msg, sizeof msg);
+        pl_status st = name ? model_arch_load(name, &arch, msg, sizeof msg)
+                            : model_arch_parse_json(config ? config : "", config ? strlen(config) : 0, &arch, msg,
+                                                    sizeof msg);
+        if (st == PL_OK) st = layout_chunk_layers(&x->lay, x->model.cfg.n_layers, chunks, msg, sizeof msg);
+        const plan_export_in in = {&x->model.cfg, &arch, name, &x->lay, chunks, &x->res, PLAN_FRAMEWORK_ANY};
+        plan_export_files out;
+        memset(&out, 0, sizeof out);
+        if (st == PL_OK) st = plan_export_build(fmt, &in, &out, msg, sizeof msg);
         if (st != PL_OK) serve_error(r, serve_status_of(st), msg);
         else {
-            serve_json(r, text, strlen(text));
+            serve_json(r, out.text[0], strlen(out.text[0])); /* the reply owns the text */
             r->type = "text/plain; charset=utf-8";
+            out.text[0] = NULL;
         }
+        plan_export_files_free(&out);
     }
+    json_decref(root);
     free(q);
     free(x);
 }

@@ -186,3 +186,23 @@ Test(serve, plan_stream_ends_with_the_plan_and_a_writer_that_stops_cancels_it) {
     serve_plan_job_free(job);
     serve_ctx_destroy(c);
 }
+
+/* POST /api/export writes what placer plan --export writes for the same
+ * layout: the README's plan (Llama 3 8B on 64 H100, its best layout
+ * tp1 pp1 dp64 mbs1 zero 1 for Megatron), its architecture fields (RMSNorm, the rotary
+ * base, ...) from the shipped model's file as the CLI reads them. */
+Test(serve, export_answers_the_bytes_placer_plan_exports) {
+    serve_ctx *c = ctx_new();
+    serve_reply r = post(c, "/api/export",
+                         "{\"model\": \"llama-3-8b\", \"cluster\": \"dgx-h100\", \"gpus\": 64, \"seq\": 8192, "
+                         "\"layout\": \"tp=1,pp=1,dp=64,zero=1,mbs=1,gbs=512\", \"format\": \"megatron\"}");
+    cr_assert_eq(r.status, 200, "%s", text_of(&r));
+    char *cli = run_placer("plan --model llama-3-8b --cluster dgx-h100 --gpus 64 --global-batch 512 --seq 8192 "
+                           "--export megatron 2>/dev/null");
+    cr_assert(strstr(cli, "--rotary-base 500000"), "the CLI's export lacks the architecture:\n%s", cli);
+    cr_assert_eq(r.len, strlen(cli), "server:\n%s\ncli:\n%s", r.body, cli);
+    cr_assert(memcmp(r.body, cli, r.len) == 0, "server:\n%s\ncli:\n%s", r.body, cli);
+    free(cli);
+    serve_reply_free(&r);
+    serve_ctx_destroy(c);
+}
