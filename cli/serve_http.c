@@ -20,10 +20,12 @@
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "serve_internal.h"
 
@@ -113,6 +115,15 @@ static ssize_t stream_read(void *cls, uint64_t pos, char *out, size_t max) {
     return k;
 }
 
+/* Plans running now, at most one a core (each plan runs its own threads):
+ * one more is answered 503 with one line until one ends. */
+static atomic_int plans_running;
+
+static int plan_slots(void) {
+    const long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 && n <= 1024 ? (int)n : 1;
+}
+
 /* The response is gone (finished, or the client closed): cancel, wait for
  * the worker, free. */
 static void stream_free(void *cls) {
@@ -126,6 +137,7 @@ static void stream_free(void *cls) {
     pthread_mutex_destroy(&s->lock);
     free(s->buf);
     free(s);
+    atomic_fetch_sub(&plans_running, 1);
 }
 
 /* ---- replies ---- */
@@ -161,8 +173,20 @@ static serve_mhd_result start_plan(struct MHD_Connection *conn, serve_ctx *ctx, 
         serve_reply_free(&err);
         return ret;
     }
+    const int slots = plan_slots();
+    if (atomic_fetch_add(&plans_running, 1) >= slots) {
+        atomic_fetch_sub(&plans_running, 1);
+        serve_plan_job_free(job);
+        char line[160];
+        snprintf(line, sizeof line, "%d plans are running (one a core): try again when one ends", slots);
+        serve_error(&err, 503, line);
+        serve_mhd_result ret = send_reply(conn, &err);
+        serve_reply_free(&err);
+        return ret;
+    }
     plan_stream *s = calloc(1, sizeof *s);
     if (!s) {
+        atomic_fetch_sub(&plans_running, 1);
         serve_plan_job_free(job);
         return MHD_NO;
     }
@@ -175,6 +199,7 @@ static serve_mhd_result start_plan(struct MHD_Connection *conn, serve_ctx *ctx, 
         pthread_mutex_destroy(&s->lock);
         serve_plan_job_free(job);
         free(s);
+        atomic_fetch_sub(&plans_running, 1);
         return MHD_NO;
     }
     struct MHD_Response *resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 16384, stream_read, s, stream_free);

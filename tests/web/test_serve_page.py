@@ -273,6 +273,48 @@ def test_a_client_that_disconnects_mid_plan_cancels_it(server):
     pytest.fail("the plan went on after its client disconnected")
 
 
+def test_plans_beyond_one_a_core_are_503_until_one_ends(server):
+    """Each plan runs its own threads: the server runs at most one a core
+    (the machine's online cores, as it counts them) and answers the next with
+    HTTP 503 and one line; once a plan's client leaves, a new plan starts."""
+    slots = os.sysconf("SC_NPROCESSORS_ONLN")
+    body = json.dumps({"model": "llama-3-405b", "cluster": "llama3-h100", "gpus": 2048, "global_batch": 2048}).encode()
+
+    def start():
+        s = socket.create_connection(("127.0.0.1", server["port"]), timeout=120)
+        s.sendall(b"POST /api/plan HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nContent-Length: %d\r\n\r\n"
+                  % (server["port"], len(body)) + body)
+        got = b""
+        while b"\r\n\r\n" not in got:
+            chunk = s.recv(4096)
+            assert chunk, got
+            got += chunk
+        return s, got
+
+    running = []
+    try:
+        for _ in range(slots):
+            s, head = start()
+            assert head.startswith(b"HTTP/1.1 200"), head[:200]
+            running.append(s)
+        s, head = start()
+        s.close()
+        assert head.startswith(b"HTTP/1.1 503"), head[:200]
+        status, text = post(server, "/api/plan", json.loads(body))
+        assert status == 503 and "\n" not in json.loads(text)["error"], text
+    finally:
+        for s in running:
+            s.close()
+    deadline = time.time() + 60  # the cancelled plans end, their slots free
+    while time.time() < deadline:
+        s, head = start()
+        s.close()
+        if head.startswith(b"HTTP/1.1 200"):
+            return
+        time.sleep(0.5)
+    pytest.fail("no plan started after the running ones' clients left")
+
+
 def test_db_view_draws_each_rl_run_and_each_confirmed_side(tmp_path):
     """placer serve --db on the shipped results database (data/results/,
     decompressed here): the placement tab appears, with one training curve
