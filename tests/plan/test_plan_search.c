@@ -24,44 +24,13 @@
 #include "plan.h"
 #include "plan_model.h"
 #include "plan_search_internal.h"
+#include "plan_fixtures.h"
 
 /* A GPU roughly like an H100's datasheet, with FP8. */
-static cluster_gpu gpu_h100(double hbm_gb) {
-    cluster_gpu g;
-    memset(&g, 0, sizeof g);
-    snprintf(g.name, sizeof g.name, "H100");
-    g.peak_flops[PRECISION_BF16] = g.peak_flops[PRECISION_FP16] = 989e12;
-    g.peak_flops[PRECISION_FP8] = 1979e12;
-    g.peak_flops[PRECISION_TF32] = 989e12 / 2;
-    g.peak_flops[PRECISION_FP32] = 989e12 / 15;
-    g.hbm_bw = 3.35e12;
-    g.hbm_bytes = (int64_t)(hbm_gb * 1e9);
-    g.sm_count = 132;
-    g.clock_ghz = 1.8;
-    return g;
-}
+static cluster_gpu gpu_h100(double hbm_gb) { return plan_test_gpu("H100", 989e12, 1979e12, 3.35e12, hbm_gb); }
 
-/* n_nodes nodes of 8 GPUs, NVSwitch inside, 8 x 400 Gb/s between. */
-static cluster make_cluster(int n_nodes, double hbm_gb) {
-    cluster c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.name, sizeof c.name, "test-h100x%d", 8 * n_nodes);
-    c.n_gpu_types = 1;
-    c.gpus[0] = gpu_h100(hbm_gb);
-    c.n_groups = 1;
-    c.groups[0] = (cluster_group){.gpu_type = 0, .n_nodes = n_nodes};
-    c.gpus_per_node = 8;
-    c.intra_bw = 450e9;
-    c.intra_latency_us = 3;
-    c.nics_per_node = 8;
-    c.nic_bw = 50e9;
-    c.inter_latency_us = 6;
-    c.pod_gpus = 0;
-    c.pod_oversubscription = 1;
-    c.p2p_efficiency = 0.9;
-    c.collective_efficiency = 0.8;
-    return c;
-}
+/* n_nodes nodes of 8 H100s, NVSwitch inside, 8 x 400 Gb/s between. */
+static cluster make_cluster(int n_nodes, double hbm_gb) { return plan_test_cluster(n_nodes, gpu_h100(hbm_gb)); }
 
 /* One node of H100s, then one of slower GPUs with less memory. */
 static cluster make_mixed(void) {
@@ -79,12 +48,7 @@ static cluster make_mixed(void) {
     return c;
 }
 
-static gpt_config model(const char *text) {
-    gpt_config cfg;
-    char msg[256];
-    cr_assert_eq(gpt_config_parse(text, &cfg, msg, sizeof msg), PL_OK, "%s", msg);
-    return cfg;
-}
+static gpt_config model(const char *text) { return plan_test_model(text); }
 
 /* gpt12 with 8 layers made a mixture of experts: 8 experts of width 768,
  * 2 a token, a shared expert, the first layer dense. */
