@@ -150,7 +150,8 @@ typedef struct {
     precision precs[PLAN_MAX_PRECISIONS];
     fp8_recipe fp8s[PLAN_MAX_PRECISIONS];
     unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
-                                1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
+                                1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV,
+                                DUALPIPE (vp 2);
                                 0 (default): none */
     int threads;             /* threads simulating candidates (0, the default: every online
                                 core); the result is the same for any count */
@@ -178,7 +179,7 @@ pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t 
  * then. */
 pl_status plan_parse_precisions(const char *text, plan_options *o, char *msg, size_t len);
 /* The best layout's step with each pipeline order beside its own: 1f1b
- * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev (vp 2),
+ * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev, dualpipe (vp 2),
  * the rest of the layout kept (uniform stages). A row whose layout is
  * invalid (dualpipev with m < 2pp, pp 1, ...) has ok 0 and why. */
 typedef struct {
@@ -190,7 +191,7 @@ typedef struct {
     int64_t peak_bytes;
     int fits;
 } plan_sched_row;
-#define PLAN_SCHED_ROWS 6
+#define PLAN_SCHED_ROWS 7
 pl_status plan_schedule_rows(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *best,
                              plan_sched_row rows[PLAN_SCHED_ROWS], char *msg, size_t len);
 

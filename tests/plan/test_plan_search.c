@@ -107,7 +107,8 @@ static void small_options(plan_options *o, int64_t gpus, int B) {
 }
 
 static void all_orders(plan_options *o) {
-    o->sched_mask = 1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V | 1u << SCHED_DUALPIPEV;
+    o->sched_mask =
+        1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V | 1u << SCHED_DUALPIPEV | 1u << SCHED_DUALPIPE;
 }
 
 static void bf16_fp8(plan_options *o) {
