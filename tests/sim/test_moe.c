@@ -190,6 +190,37 @@ Test(moe, tokens_per_expert_and_every_memory_term_are_their_closed_forms) {
     cr_assert_eq(memcmp(&m1, &m2, sizeof m1), 0);
 }
 
+/* mem=fp32_grads (DeepSeek-V3 report, section 3.3.3: gradients retained in
+ * FP32): every gradient is 4 bytes a parameter, not 2, the replicated
+ * part's and the experts' (zero 1: unsharded), and nothing else moves; a
+ * dense layout's gradients double the same way. */
+Test(moe, fp32_grads_keeps_every_gradient_at_four_bytes_and_nothing_else) {
+    gpt_config c = model("deepseek-v3");
+    layout l = lay("tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360,precision=fp8,fp8=blockwise");
+    layout g = l;
+    g.mem |= LAYOUT_MEM_FP32_GRADS;
+    layout_memory a, b;
+    layout_stage_memory_moe(&c, &l, NULL, NULL, 1, 4, 16, &a);
+    layout_stage_memory_moe(&c, &g, NULL, NULL, 1, 4, 16, &b);
+    const int64_t X = 4LL * (256 / 64) * 3 * 7168 * 2048; /* 4 MoE layers' local experts */
+    cr_assert_eq(a.expert_grads, X * 2);
+    cr_assert_eq(b.expert_grads, X * 4);
+    cr_assert_eq(b.grads, 2 * a.grads);
+    cr_assert_eq(b.total - a.total, (b.grads - a.grads) + (b.expert_grads - a.expert_grads));
+    cr_assert_eq(b.params, a.params);
+    cr_assert_eq(b.optimizer, a.optimizer);
+    cr_assert_eq(b.moe_activations, a.moe_activations);
+    gpt_config d = model("llama-3-8b");
+    layout dl = lay("tp=2,pp=2,dp=4,gbs=64,zero=2"), dg = dl;
+    dg.mem |= LAYOUT_MEM_FP32_GRADS;
+    layout_stage_memory_p(&d, &dl, NULL, 0, 16, 2, &a);
+    layout_stage_memory_p(&d, &dg, NULL, 0, 16, 2, &b);
+    const int64_t n = (a.grads + 1) / 2; /* zero 2: the gradient shard's parameters */
+    cr_assert_eq(a.grads, 2 * n);
+    cr_assert_eq(b.grads, 4 * n);
+    cr_assert_eq(b.total - a.total, b.grads - a.grads);
+}
+
 /* The dispatch is its own part: two all-to-alls per MoE layer forward,
  * two backward, per micro-batch, with the estimate the step reports; the
  * parts still sum to the step; an imbalance of 2 doubles it. */
