@@ -60,7 +60,9 @@ static void plan_usage(FILE *f) {
             CLI_PLAN_FRAMEWORK_HELP
             "  --reserve       GB per GPU to leave free (allocator, fragmentation); default 0\n"
             "  --fix           hold dimensions fixed, e.g. tp=8,pp=16 or dp=1,mbs=4 (keys: tp cp\n"
-            "                  pp vp dp mbs recompute zero)\n"
+            "                  pp vp dp mbs recompute zero), and the stack's settings every layout\n"
+            "                  takes: dispatcher=alltoall|allgather|flex, mem=A+B (placer layout's\n"
+            "                  mem names: a run's memory options, docs/moe.md)\n"
             "  --compare       also simulate this layout (placer layout's text form, e.g. a\n"
             "                  published one: tp=8,pp=4,vp=3,dp=32,mbs=2,gbs=1792,recompute=full)\n"
             "  --schedules     search the pipeline orders too: all, or a list of zb-h1, zb-h2,\n"

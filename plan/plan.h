@@ -140,6 +140,13 @@ typedef struct {
      * tp or cp is tried even beyond max_tp / max_cp. */
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
     int fix_recompute, fix_zero;                          /* -1: searched */
+    /* the software stack's settings every layout takes (plan_parse_fixed's
+     * dispatcher= and mem=; they are not searched): the MoE dispatcher (-1:
+     * the layout default, alltoall) and the memory options a stack uses
+     * (LAYOUT_MEM_* bits; 0: none). A layout they do not validate with (mem
+     * options of another precision or attention) is left out. */
+    int fix_dispatcher;
+    unsigned fix_mem;
     const layout_sim_params *sim; /* NULL: layout_sim_params_default */
     /* precisions and FP8 recipes (plan_parse_precisions): with n_prec > 0
      * the search runs once per entry (precs[i], with recipe fp8s[i] when
@@ -165,7 +172,9 @@ void plan_options_default(plan_options *o);
 
 /* Fix dimensions from text "tp=8,pp=16,vp=1,dp=4,cp=1,mbs=1,
  * recompute=none|selective|full,zero=0|1|2|3|fsdp" (any subset, any
- * order; the layout text form's keys). PL_ERR_INVALID naming the bad key
+ * order; the layout text form's keys), and the stack's settings
+ * "dispatcher=alltoall|allgather|flex" and "mem=A+B" (layout.h's mem
+ * names, or none). PL_ERR_INVALID naming the bad key
  * or value; *o untouched then. */
 pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len);
 
