@@ -60,9 +60,15 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
             if (parts[i].b > parts[a].b) b = a, a = i;
             else if (i != a && parts[i].b > parts[b].b) b = i;
         }
-        snprintf(row->oom_why, sizeof row->oom_why, "%.1f GB over the %.1f GB of stage %d's GPU; largest parts: %s %.1f GB, %s %.1f GB",
+        /* the term no row's source states: what the routed activations keep for the gate's gradient */
+        const int routed = a == 0 || b == 0;
+        snprintf(row->oom_why, sizeof row->oom_why,
+                 "%.1f GB over the %.1f GB of stage %d's GPU; largest parts: %s %.1f GB, %s %.1f GB%s",
                  (res.mem.total - res.mem_cap) / 1e9, res.mem_cap / 1e9, res.worst_stage, parts[a].name,
-                 parts[a].b / 1e9, parts[b].name, parts[b].b / 1e9);
+                 parts[a].b / 1e9, parts[b].name, parts[b].b / 1e9,
+                 routed ? "; not sourced: the experts' bf16 outputs the routed activations keep for the gate's "
+                          "gradient (docs/moe.md)"
+                        : "");
     }
     row->simulated = 1;
 }

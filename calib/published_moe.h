@@ -38,7 +38,7 @@ typedef struct {
     int seq;                 /* its sequence length */
     layout lay;              /* the layout simulated */
     layout_result res;       /* the whole simulation */
-    char oom_why[200];       /* an OOM row: its largest memory parts, the reason beside it */
+    char oom_why[320];       /* an OOM row: its largest memory parts, the reason beside it */
 } pub_moe_row;
 
 typedef struct {

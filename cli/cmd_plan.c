@@ -60,12 +60,14 @@ static void plan_usage(FILE *f) {
             CLI_PLAN_FRAMEWORK_HELP
             "  --reserve       GB per GPU to leave free (allocator, fragmentation); default 0\n"
             "  --fix           hold dimensions fixed, e.g. tp=8,pp=16 or dp=1,mbs=4 (keys: tp cp\n"
-            "                  pp vp dp mbs recompute zero)\n"
+            "                  pp vp dp mbs recompute zero), and the stack's settings every layout\n"
+            "                  takes: dispatcher=alltoall|allgather|flex, mem=A+B (placer layout's\n"
+            "                  mem names: a run's memory options, docs/moe.md)\n"
             "  --compare       also simulate this layout (placer layout's text form, e.g. a\n"
             "                  published one: tp=8,pp=4,vp=3,dp=32,mbs=2,gbs=1792,recompute=full)\n"
             "  --schedules     search the pipeline orders too: all, or a list of zb-h1, zb-h2,\n"
-            "                  zb-v, dualpipev (beside 1F1B and interleaved), and print the best\n"
-            "                  layout's step under each order side by side\n"
+            "                  zb-v, dualpipev, dualpipe (beside 1F1B and interleaved), and print\n"
+            "                  the best layout's step under each order side by side\n"
             "  --splits        for the best layout: its stage split against the uniform split,\n"
             "                  DeepSpeed's parameters split and the hand-made near-uniform ones\n"
             "  --json          the whole plan as JSON on stdout\n"
@@ -280,12 +282,12 @@ static int parse_one(int ch, const char *arg, plan_args *a) {
             schedule_order so;
             char sm[160];
             if (!strcmp(name, "all")) o->sched_mask |= 1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V |
-                                                       1u << SCHED_DUALPIPEV;
+                                                       1u << SCHED_DUALPIPEV | 1u << SCHED_DUALPIPE;
             else if (schedule_parse_order(name, &so, sm, sizeof sm) == PL_OK && schedule_splits_backward(so))
                 o->sched_mask |= 1u << so;
             else
                 return cli_usage_error(CMD, "--schedules '%s': use all, or zb-h1, zb-h2, zb-v, dualpipev, dualpipe (all: "
-                                            "the first four)", name);
+                                            "the five)", name);
             q = e ? e + 1 : NULL;
         }
         break;

@@ -83,7 +83,8 @@ static char *trim(char *s) {
 static const char *const KEYS[] = {"tp",  "sp",  "cp",        "pp",        "vp",     "dp",
                                    "zero", "mbs", "gbs", "recompute", "precision", "stages", "fp8", "sched",
                                    "ep",  "etp", "dispatcher", "overlap", "mem"};
-static const char *const MEM_NAMES[LAYOUT_MEM_COUNT] = {"norm_mla", "fp8_act", "bf16_moments", "mtp_last"};
+static const char *const MEM_NAMES[LAYOUT_MEM_COUNT] = {"norm_mla", "fp8_act", "bf16_moments", "mtp_last",
+                                                         "fp32_grads"};
 
 const char *layout_key_name(layout_key k) { return (unsigned)k < LAYOUT_KEY_COUNT ? KEYS[k] : "unknown"; }
 const char *layout_mem_name(int i) { return i >= 0 && i < LAYOUT_MEM_COUNT ? MEM_NAMES[i] : "unknown"; }
@@ -103,7 +104,8 @@ static pl_status parse_mem(const char *val, layout *l, char *msg, size_t len) {
         while (i < LAYOUT_MEM_COUNT && !(strlen(MEM_NAMES[i]) == w && !strncmp(p, MEM_NAMES[i], w))) i++;
         if (i == LAYOUT_MEM_COUNT)
             return pl_fail(msg, len, PL_ERR_INVALID,
-                           "layout mem must be none or norm_mla, fp8_act, bf16_moments, mtp_last joined by '+', not "
+                           "layout mem must be none or norm_mla, fp8_act, bf16_moments, mtp_last, fp32_grads joined by "
+                           "'+', not "
                            "'%.40s'", val);
         if (bits & 1u << i) return pl_fail(msg, len, PL_ERR_INVALID, "layout mem names %s twice", MEM_NAMES[i]);
         bits |= 1u << i;

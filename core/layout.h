@@ -38,8 +38,8 @@
  * dispatcher (alltoall | allgather | flex); layout_format writes these three only
  * when they differ from their defaults, so a dense layout's text is what
  * it always was. overlap (none | ep: the MoE all-to-all hidden in paired
- * ops) and mem (none, or norm_mla, fp8_act, bf16_moments, mtp_last joined
- * by '+') are written only when set. Unknown keys, a key given twice,
+ * ops) and mem (none, or norm_mla, fp8_act, bf16_moments, mtp_last,
+ * fp32_grads joined by '+') are written only when set. Unknown keys, a key given twice,
  * junk values and out-of-range values are errors naming the key. Spaces
  * around keys and values are ignored. layout_format writes zero as
  * 0|1|2|3|fsdp (parse also takes "none" for 0).
@@ -123,10 +123,13 @@ enum {
     LAYOUT_MEM_MTP_LAST = 1u << 3,     /* mtp_last: one multi-token-prediction module (an MoE layer and a
                                           second head and loss, the head and embedding shared) on the last
                                           stage */
-    LAYOUT_MEM_COUNT = 4
+    LAYOUT_MEM_FP32_GRADS = 1u << 4,   /* fp32_grads: mixed precision's gradients held in fp32 (4 bytes a
+                                          parameter, not 2): a cost the run paid, not a saving */
+    LAYOUT_MEM_COUNT = 5
 };
 
-/* "norm_mla", "fp8_act", "bf16_moments", "mtp_last" for bit i (0..LAYOUT_MEM_COUNT-1); "unknown". */
+/* "norm_mla", "fp8_act", "bf16_moments", "mtp_last", "fp32_grads" for bit i
+ * (0..LAYOUT_MEM_COUNT-1); "unknown". */
 const char *layout_mem_name(int i);
 
 /* Coordinates of a rank in the grid, indexed by layout_dim. */

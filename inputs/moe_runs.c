@@ -118,6 +118,7 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
     }
     if (has(recipe, "BF16 AdamW moments") || has(recipe, "BF16 optimizer states")) l.mem |= LAYOUT_MEM_BF16_MOMENTS;
     if (l.prec == PRECISION_FP8 && has(recipe, "DeepSeek")) l.mem |= LAYOUT_MEM_FP8_ACT;
+    if (has(recipe, "FP32 master weights and grads")) l.mem |= LAYOUT_MEM_FP32_GRADS; /* a cost, not a saving */
     if (has(as, "MTP module (depth 1) is trained")) l.mem |= LAYOUT_MEM_MTP_LAST;
     row->forced_balance = has(as, "orced load balance") || has(as, "force-load-balancing");
     /* one or two more chunks than layers (Qwen3-235B's 94 layers on pp 32 x vp 3): the first and last

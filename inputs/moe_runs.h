@@ -26,7 +26,8 @@
  * recomputed" -> mem norm_mla (recompute none unless it also says full or
  * selective), "BF16 AdamW moments" / "BF16 optimizer states" ->
  * bf16_moments, DeepSeek's FP8 (its report's activation caching) ->
- * fp8_act, "MTP" trained on the last stage -> mtp_last. Routing: "forced
+ * fp8_act, "MTP" trained on the last stage -> mtp_last, "FP32 master
+ * weights and grads" -> fp32_grads (a cost the run paid). Routing: "forced
  * load balance" / "force-load-balancing" in the row -> expert_cv 0, else
  * the stated default.
  */

@@ -140,6 +140,13 @@ typedef struct {
      * tp or cp is tried even beyond max_tp / max_cp. */
     int fix_tp, fix_cp, fix_pp, fix_vp, fix_dp, fix_mbs; /* 0: searched */
     int fix_recompute, fix_zero;                          /* -1: searched */
+    /* the software stack's settings every layout takes (plan_parse_fixed's
+     * dispatcher= and mem=; they are not searched): the MoE dispatcher (-1:
+     * the layout default, alltoall) and the memory options a stack uses
+     * (LAYOUT_MEM_* bits; 0: none). A layout they do not validate with (mem
+     * options of another precision or attention) is left out. */
+    int fix_dispatcher;
+    unsigned fix_mem;
     const layout_sim_params *sim; /* NULL: layout_sim_params_default */
     /* precisions and FP8 recipes (plan_parse_precisions): with n_prec > 0
      * the search runs once per entry (precs[i], with recipe fp8s[i] when
@@ -150,7 +157,8 @@ typedef struct {
     precision precs[PLAN_MAX_PRECISIONS];
     fp8_recipe fp8s[PLAN_MAX_PRECISIONS];
     unsigned sched_mask;     /* pipeline orders searched beside 1F1B / interleaved: bits
-                                1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV (vp 2);
+                                1u << SCHED_ZB_H1, ZB_H2 (vp 1), ZB_V, DUALPIPEV,
+                                DUALPIPE (vp 2);
                                 0 (default): none */
     int threads;             /* threads simulating candidates (0, the default: every online
                                 core); the result is the same for any count */
@@ -164,7 +172,9 @@ void plan_options_default(plan_options *o);
 
 /* Fix dimensions from text "tp=8,pp=16,vp=1,dp=4,cp=1,mbs=1,
  * recompute=none|selective|full,zero=0|1|2|3|fsdp" (any subset, any
- * order; the layout text form's keys). PL_ERR_INVALID naming the bad key
+ * order; the layout text form's keys), and the stack's settings
+ * "dispatcher=alltoall|allgather|flex" and "mem=A+B" (layout.h's mem
+ * names, or none). PL_ERR_INVALID naming the bad key
  * or value; *o untouched then. */
 pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t len);
 
@@ -178,7 +188,7 @@ pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t 
  * then. */
 pl_status plan_parse_precisions(const char *text, plan_options *o, char *msg, size_t len);
 /* The best layout's step with each pipeline order beside its own: 1f1b
- * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev (vp 2),
+ * (vp 1), interleaved (vp 2), zb-h1, zb-h2 (vp 1), zb-v, dualpipev, dualpipe (vp 2),
  * the rest of the layout kept (uniform stages). A row whose layout is
  * invalid (dualpipev with m < 2pp, pp 1, ...) has ok 0 and why. */
 typedef struct {
@@ -190,7 +200,7 @@ typedef struct {
     int64_t peak_bytes;
     int fits;
 } plan_sched_row;
-#define PLAN_SCHED_ROWS 6
+#define PLAN_SCHED_ROWS 7
 pl_status plan_schedule_rows(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *best,
                              plan_sched_row rows[PLAN_SCHED_ROWS], char *msg, size_t len);
 

@@ -70,6 +70,7 @@ pl_status plan_enumerate(const gpt_config *cfg, const cluster *c, const plan_opt
                                 l->fp8 = o->fp8;
                                 l->ep = ep;
                                 l->etp = etp;
+                                plan_stack_apply(o, l);
                                 /* 1F1B (interleaved with vp > 1), then the orders of
                                  * sched_mask that take this vp (schedule.h) */
                                 for (int so = SCHED_1F1B; so < SCHED_ORDER_COUNT; so++) {
@@ -96,7 +97,13 @@ out:
     return st;
 }
 
-void plan_cand_layout(const plan_cand *k, int B, precision prec, fp8_recipe fp8, layout *l) {
+void plan_stack_apply(const plan_options *o, layout *l) {
+    if (o->fix_dispatcher >= 0) l->dispatcher = (moe_dispatcher)o->fix_dispatcher;
+    l->mem = o->fix_mem;
+}
+
+void plan_cand_layout(const plan_cand *k, const plan_options *o, precision prec, fp8_recipe fp8, layout *l) {
+    const int B = o->global_batch;
     layout_default(l);
     l->tp = k->tp;
     l->sp = k->tp > 1;
@@ -113,4 +120,5 @@ void plan_cand_layout(const plan_cand *k, int B, precision prec, fp8_recipe fp8,
     l->sched = (schedule_order)k->sched;
     l->ep = k->ep;
     l->etp = k->etp;
+    plan_stack_apply(o, l);
 }

@@ -164,6 +164,8 @@ static int torchtitan_runs(const gpt_config *c, const layout *l, char *why, size
     if (l->pp > 1 && (l->sched == SCHED_ZB_H1 || l->sched == SCHED_ZB_H2))
         return no(why, len, "%s has no %s schedule (its zero-bubble orders are ZBVZeroBubble and DualPipeV, "
                             "sched=zb-v and dualpipev)", v, schedule_order_name(l->sched));
+    if (l->pp > 1 && l->sched == SCHED_DUALPIPE)
+        return no(why, len, "%s has no DualPipe (two directions); its DualPipeV is sched=dualpipev", v);
     if (l->pp > 1 && l->sched == SCHED_DUALPIPEV && (l->tp > 1 || l->cp > 1))
         return no(why, len, "%s's DualPipeV overlaps a pair's expert-parallel traffic only; the plan hides its tp "
                             "and cp collectives under the paired compute (tp=1, cp=1)", v);

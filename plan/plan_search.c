@@ -33,6 +33,7 @@ void plan_options_default(plan_options *o) {
     o->refine_sims = 256;
     o->fix_recompute = -1;
     o->fix_zero = -1;
+    o->fix_dispatcher = -1;
     o->threads = 0;
     o->exhaustive = 0;
 }
@@ -49,13 +50,22 @@ pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t 
     for (char *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *eq = strchr(tok, '=');
         if (!eq || eq == tok || !eq[1])
-            return pl_fail(msg, len, PL_ERR_INVALID, "'%s' is not key=value (keys: tp cp pp vp dp mbs recompute zero)", tok);
+            return pl_fail(msg, len, PL_ERR_INVALID, "'%s' is not key=value (keys: tp cp pp vp dp mbs recompute zero dispatcher mem)", tok);
         *eq = 0;
         const char *key = tok, *val = eq + 1;
         if (!strcmp(key, "recompute")) {
             const int k = recompute_kind_from_name(val);
             if (k < 0) return pl_fail(msg, len, PL_ERR_INVALID, "recompute=%s: use none, selective or full", val);
             t.fix_recompute = k;
+            continue;
+        }
+        if (!strcmp(key, "dispatcher") || !strcmp(key, "mem")) { /* the layout text form's values */
+            char one[160];
+            layout parsed;
+            snprintf(one, sizeof one, "%s=%s", key, val);
+            if (layout_parse(one, &parsed, msg, len) != PL_OK) return PL_ERR_INVALID;
+            if (key[0] == 'd') t.fix_dispatcher = (int)parsed.dispatcher;
+            else t.fix_mem = parsed.mem;
             continue;
         }
         if (!strcmp(key, "zero")) {
@@ -76,7 +86,7 @@ pl_status plan_parse_fixed(const char *text, plan_options *o, char *msg, size_t 
                      : !strcmp(key, "mbs") ? &t.fix_mbs
                                            : NULL;
         if (!field)
-            return pl_fail(msg, len, PL_ERR_INVALID, "unknown key '%s' (keys: tp cp pp vp dp mbs recompute zero)", key);
+            return pl_fail(msg, len, PL_ERR_INVALID, "unknown key '%s' (keys: tp cp pp vp dp mbs recompute zero dispatcher mem)", key);
         char *end = NULL;
         long v = strtol(val, &end, 10);
         if (*end || v < 1 || v > (1L << 24))
@@ -118,7 +128,8 @@ static void top_insert(plan_result *r, int k, const plan_entry *e) {
  * chunk boundary while that shortens the step and the layout still fits. */
 static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
                               const plan_options *o, plan_entry *e, int budget, int64_t *runs, char *msg, size_t len) {
-    const int C = e->l.pp * e->l.vp;
+    /* DualPipe's split is one pipeline's pp chunks, run once each way (layout.h's stages=) */
+    const int C = e->l.sched == SCHED_DUALPIPE ? e->l.pp : e->l.pp * e->l.vp;
     if (C < 2 || budget <= 0) return PL_OK;
     layout *t = malloc(sizeof *t);
     layout_result *r = malloc(sizeof *r);
@@ -133,7 +144,7 @@ static pl_status refine_entry(const gpt_config *cfg, const cluster *c, const lay
     }
     /* moves: one layer between neighbouring chunks of the pipeline (b, b + 1),
      * and between neighbouring chunks of one stage (b, b + pp), which keeps
-     * the stages' totals */
+     * the stages' totals (none under DualPipe: C = pp) */
     const int P = e->l.pp;
     int spent = 0, improved = 1;
     while (improved && spent < budget) {
@@ -296,7 +307,7 @@ static void run_job(void *ctx, int64_t i) {
     jb->skipped = 0;
     jb->st = PL_OK;
     jb->msg[0] = 0;
-    plan_cand_layout(k, sc->o->global_batch, ps->prec, ps->fp8, &e->l);
+    plan_cand_layout(k, sc->o, ps->prec, ps->fp8, &e->l);
     e->lb_us = k->lb_us;
     e->split_dp = 1;
     e->refined = 0;
@@ -323,7 +334,7 @@ static void run_job(void *ctx, int64_t i) {
         jb->runs++;
     }
     if (!have_dp || (!sc->o->no_uniform && e->l.n_stage_layers != 0)) {
-        plan_cand_layout(k, sc->o->global_batch, ps->prec, ps->fp8, &u->l);
+        plan_cand_layout(k, sc->o, ps->prec, ps->fp8, &u->l);
         u->lb_us = k->lb_us;
         u->split_dp = 0;
         u->refined = 0;
@@ -456,6 +467,20 @@ pl_status plan_search(const gpt_config *cfg, const cluster *c, const plan_option
     int n_passes = 0;
     pl_status st = check_options(c, o, passes, &n_passes, msg, len);
     if (st != PL_OK) return st;
+    if (o->fix_dispatcher >= 0 || o->fix_mem) {
+        /* the stack's settings must suit the model at one of the precisions searched */
+        char why[256] = "";
+        int ok = 0;
+        for (int p = 0; p < n_passes && !ok; p++) {
+            layout t;
+            layout_default(&t);
+            plan_stack_apply(o, &t);
+            t.prec = passes[p].prec;
+            t.fp8 = passes[p].fp8;
+            ok = layout_validate(&t, cfg, layout_world_size(&t), why, sizeof why) == PL_OK;
+        }
+        if (!ok) return pl_fail(msg, len, PL_ERR_INVALID, "--fix: %s", why);
+    }
     layout_sim_params dflt;
     const layout_sim_params *prm = o->sim;
     if (!prm) {

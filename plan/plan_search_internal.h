@@ -28,9 +28,13 @@ typedef struct {
     int64_t index;            /* enumeration index over all passes (pass-major): ties and order */
 } plan_cand;
 
-/* The layout of candidate k (uniform stages) for global batch B, precision
- * prec with recipe fp8. */
-void plan_cand_layout(const plan_cand *k, int B, precision prec, fp8_recipe fp8, layout *l);
+/* The layout of candidate k (uniform stages) for o's global batch and
+ * stack settings (plan_stack_apply), precision prec with recipe fp8. */
+void plan_cand_layout(const plan_cand *k, const plan_options *o, precision prec, fp8_recipe fp8, layout *l);
+
+/* Give l the stack settings o holds for every layout (fix_dispatcher,
+ * fix_mem); nothing when they are unset. */
+void plan_stack_apply(const plan_options *o, layout *l);
 
 /* ---- plan_bound.c ---- */
 

@@ -85,7 +85,8 @@ pl_status plan_simulate(const gpt_config *cfg, const cluster *c0, const layout *
 pl_status plan_schedule_rows(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm, const layout *best,
                              plan_sched_row rows[PLAN_SCHED_ROWS], char *msg, size_t len) {
     static const schedule_order ord[PLAN_SCHED_ROWS] = {SCHED_1F1B, SCHED_INTERLEAVED, SCHED_ZB_H1,
-                                                        SCHED_ZB_H2, SCHED_ZB_V, SCHED_DUALPIPEV};
+                                                        SCHED_ZB_H2, SCHED_ZB_V, SCHED_DUALPIPEV,
+                                                        SCHED_DUALPIPE};
     const int64_t N = layout_world_size(best);
     for (int i = 0; i < PLAN_SCHED_ROWS; i++) {
         plan_sched_row *w = &rows[i];

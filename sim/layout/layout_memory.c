@@ -33,7 +33,8 @@
  *   params / grads / optimizer  per GPU: the stage's layers at 1/tp
  *       (layer_params_per_gpu) plus its embedding or head share; bytes per
  *       parameter: mixed precision (bf16, fp16, fp8) 2 weight + 2 gradient
- *       + 12 optimizer (fp32 master weight and two fp32 Adam moments) = 16;
+ *       + 12 optimizer (fp32 master weight and two fp32 Adam moments) = 16
+ *       (mem=fp32_grads: 4 gradient bytes; mem=bf16_moments: 8 optimizer);
  *       fp32 / tf32 4 + 4 + 8. Sharded (ceil) over the ranks that hold the
  *       same weights, dp x cp (zero_shard_ranks): zero 1 the optimizer,
  *       zero 2 also the gradients, zero 3 also the weights. Context-parallel
@@ -103,6 +104,15 @@ static int mixed(precision p) { return p == PRECISION_BF16 || p == PRECISION_FP1
 static double optimizer_bytes(const layout *l) {
     const int mx = mixed(l->prec), bf = (l->mem & LAYOUT_MEM_BF16_MOMENTS) != 0;
     return mx ? (bf ? 8 : 12) : (bf ? 4 : 8);
+}
+
+/* Gradient bytes a parameter: mixed precision's bf16 / fp16 gradient (2),
+ * fp32 training's (4); mem=fp32_grads keeps mixed precision's gradients in
+ * fp32 (DeepSeek-V3 report, section 3.3.3: "the master weights (stored by
+ * the optimizer) and gradients (used for batch size accumulation) are still
+ * retained in FP32"). */
+static double gradient_bytes(const layout *l) {
+    return mixed(l->prec) && !(l->mem & LAYOUT_MEM_FP32_GRADS) ? 2 : 4;
 }
 
 static int64_t kv_heads(const gpt_config *c) { return c->n_kv_heads > 0 ? c->n_kv_heads : c->n_heads; }
@@ -250,7 +260,7 @@ void layout_stage_memory_p(const gpt_config *cfg, const layout *l, const compute
     const int64_t dp = l->dp > 0 ? l->dp : 1, t = l->tp > 0 ? l->tp : 1, vp = l->vp > 0 ? l->vp : 1;
     const int64_t pp = l->pp > 0 ? l->pp : 1;
     const int mx = mixed(l->prec);
-    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = optimizer_bytes(l);
+    const double wb = mx ? 2 : 4, gb = gradient_bytes(l), ob = optimizer_bytes(l);
     const int64_t lp = layer_params_per_gpu(cfg, l);
     const int64_t n = lp * layers + stage_extra_params_per_gpu(cfg, l, stage);
     int64_t nw = n, ng = n, no = n;
@@ -337,6 +347,7 @@ void layout_stage_memory(const gpt_config *cfg, const layout *l, int stage, int 
  *   expert_grads      nm X gb   (zero >= 2: / edp)
  *   expert_optimizer  nm X ob   (zero >= 1: / edp)
  *       wb, gb, ob = 2, 2, 12 (mixed precision) or 4, 4, 8, as the dense part
+ *       (mem=fp32_grads: gb 4; mem=bf16_moments: ob 8 or 4)
  *   moe_activations   nm / vp x in_flight x (router + routed + expert_mlp +
  *       shared) of moe_activation_parts, minus the dense MLP's own stash the
  *       dense formula counted for those layers ((gated 3, else 2) e s'b f / t
@@ -354,7 +365,7 @@ void layout_stage_memory_moe(const gpt_config *cfg, const layout *l, const compu
     const int nm = moe_stage_moe_layers(cfg, l, stage, layers);
     const int64_t dp = l->dp > 0 ? l->dp : 1, edp = layout_expert_dim_size(l, LAYOUT_EDIM_EDP);
     const int mx = mixed(l->prec);
-    const double wb = mx ? 2 : 4, gb = mx ? 2 : 4, ob = optimizer_bytes(l);
+    const double wb = mx ? 2 : 4, gb = gradient_bytes(l), ob = optimizer_bytes(l);
     /* the replicated part: each layer's dense part instead of a dense layer */
     const int64_t n = (int64_t)(layers - nm) * moe_layer_dense_params_per_gpu(cfg, l, 0) +
                       (int64_t)nm * moe_layer_dense_params_per_gpu(cfg, l, 1) + stage_extra_params_per_gpu(cfg, l, stage);

@@ -311,6 +311,17 @@ Test(check_published, moe_check_set_simulates_what_it_can_and_says_why_not) {
         }
     }
     cr_assert(found_ep32);
+    /* DeepSeek-V3 as trained: the memory options its report states (fp32 gradients among them), and
+     * an OOM that names the term no source states */
+    for (int i = 0; i < r.n; i++) {
+        const pub_moe_row *w = &r.rows[i];
+        if (strcmp(w->run_id, "dsv3-h800-2048-pretrain")) continue;
+        cr_assert(w->simulated);
+        cr_assert(strstr(w->layout_text, "mem=norm_mla+fp8_act+bf16_moments+mtp_last+fp32_grads") != NULL, "%s",
+                  w->layout_text);
+        if (w->oom)
+            cr_assert(strstr(w->oom_why, "not sourced: the experts' bf16 outputs") != NULL, "%s", w->oom_why);
+    }
     cr_assert_float_eq(r.mean_abs_err, sum / r.n_simulated, 1e-12);
     cr_assert_float_eq(r.max_abs_err, mx, 1e-12);
 }

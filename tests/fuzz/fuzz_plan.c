@@ -1,5 +1,6 @@
 /* fuzz_plan.c: libFuzzer target for `placer plan`'s own text inputs: the
- * --fix list (plan_parse_fixed), the --export format name, and the
+ * --fix list (plan_parse_fixed, its stack keys dispatcher= and mem=
+ * included), the --export format name, and the
  * exports of layouts built from the input's bytes (chunk counts, the model
  * a GPT-2 or a cut Llama 3 8B, the order and FP8 recipe included), each
  * built into memory: a chunk without layers in the middle must be refused,
@@ -28,6 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 if (o.fix_tp < 0 || o.fix_cp < 0 || o.fix_pp < 0 || o.fix_vp < 0 || o.fix_dp < 0 || o.fix_mbs < 0) abort();
                 if (o.fix_recompute < -1 || o.fix_recompute > RECOMPUTE_FULL || o.fix_zero < -1 || o.fix_zero > ZERO_FSDP)
                     abort();
+                if (o.fix_dispatcher < -1 || o.fix_dispatcher > MOE_DISPATCH_FLEX || o.fix_mem >> LAYOUT_MEM_COUNT) abort();
             }
         } else {
             plan_export_format f;

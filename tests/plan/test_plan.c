@@ -410,7 +410,14 @@ Test(plan, fixed_dimensions_restrict_the_enumeration) {
     o.max_tp = 1;
     cr_assert_eq(plan_parse_fixed("tp=4", &o, msg, sizeof msg), PL_OK);
     cr_assert_eq(o.fix_tp, 4);
-    const char *bad[] = {"", "tp", "tp=", "tp=0", "tp=x", "tp=2,bogus=1", "recompute=some", "zero=4", "=3", "pp=2,,"};
+    /* the stack's settings: the layout text form's values, every layout takes them */
+    cr_assert_eq(o.fix_dispatcher, -1);
+    cr_assert_eq(plan_parse_fixed("dispatcher=flex,mem=bf16_moments+fp32_grads", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(o.fix_dispatcher, (int)MOE_DISPATCH_FLEX);
+    cr_assert_eq(o.fix_mem, (unsigned)(LAYOUT_MEM_BF16_MOMENTS | LAYOUT_MEM_FP32_GRADS));
+    const char *bad[] = {"",           "tp",           "tp=",          "tp=0",           "tp=x",
+                         "tp=2,bogus=1", "recompute=some", "zero=4",     "=3",             "pp=2,,",
+                         "dispatcher=bogus", "mem=ema",    "mem=fp32_grads+fp32_grads"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         plan_options before = o;
         cr_assert_eq(plan_parse_fixed(bad[i], &o, msg, sizeof msg), PL_ERR_INVALID, "'%s' accepted", bad[i]);

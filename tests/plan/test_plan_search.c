@@ -72,7 +72,8 @@ static void small_options(plan_options *o, int64_t gpus, int B) {
 }
 
 static void all_orders(plan_options *o) {
-    o->sched_mask = 1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V | 1u << SCHED_DUALPIPEV;
+    o->sched_mask =
+        1u << SCHED_ZB_H1 | 1u << SCHED_ZB_H2 | 1u << SCHED_ZB_V | 1u << SCHED_DUALPIPEV | 1u << SCHED_DUALPIPE;
 }
 
 static void bf16_fp8(plan_options *o) {
@@ -245,7 +246,7 @@ Test(plan_search, the_bound_is_below_the_simulator_with_an_expert_placement, .ti
 /* The shipped clusters and models of the benchmark (benchmarks/plan), a
  * sample of their layouts with every option. */
 static void check_shipped(const char *model_name, const char *cluster_name, int64_t gpus, int B, int seq,
-                          int64_t stride) {
+                          int64_t stride, const char *fix) {
     plan_model m;
     cluster c;
     char msg[512];
@@ -259,12 +260,16 @@ static void check_shipped(const char *model_name, const char *cluster_name, int6
     o.global_batch = B;
     all_orders(&o);
     bf16_fp8(&o);
+    if (fix) cr_assert_eq(plan_parse_fixed(fix, &o, msg, sizeof msg), PL_OK, "%s", msg);
     check_bounds(&m.cfg, &c, &o, stride);
 }
 
 Test(plan_search, the_bound_is_below_the_simulator_on_shipped_models, .timeout = 300) {
-    check_shipped("llama-3-70b", "dgx-h100", 128, 512, 8192, 211);
-    check_shipped("deepseek-v3", "h800-deepseek", 2048, 15360, 4096, 3001);
+    check_shipped("llama-3-70b", "dgx-h100", 128, 512, 8192, 211, NULL);
+    check_shipped("deepseek-v3", "h800-deepseek", 2048, 15360, 4096, 3001, NULL);
+    /* DeepSeek's own stack held for every layout (DeepEP, its memory options) */
+    check_shipped("deepseek-v3", "h800-deepseek", 2048, 15360, 4096, 3001,
+                  "dispatcher=flex,mem=norm_mla+fp8_act+bf16_moments+mtp_last+fp32_grads");
 }
 
 /* The ZeRO 3 reduction bound (plan_bound.c) takes n bytes reduced in
@@ -358,11 +363,50 @@ Test(plan_search, the_pruned_search_equals_the_exhaustive_one, .timeout = 300) {
     bf16_fp8(&o);
     check_exhaustive("gpt12-moe on 16, every option", &moe, &two, &o);
     small_options(&o, 16, 32);
+    all_orders(&o);
+    bf16_fp8(&o);
+    char msg[256];
+    cr_assert_eq(plan_parse_fixed("dispatcher=flex,mem=bf16_moments+fp32_grads+mtp_last", &o, msg, sizeof msg), PL_OK,
+                 "%s", msg);
+    check_exhaustive("gpt12-moe on 16, every option, a stack's dispatcher and memory options", &moe, &two, &o);
+    small_options(&o, 16, 32);
     o.top_k = 3;
     check_exhaustive("default 12 layers on 16", &deep, &two, &o);
     small_options(&o, 16, 32);
     all_orders(&o);
     check_exhaustive("gpt12 on mixed GPUs, every order", &dense, &mixed, &o);
+}
+
+/* Stack settings (--fix dispatcher=, mem=) reach every layout the search
+ * returns; settings the model cannot take at any searched precision are
+ * refused before the search with the layout's reason. */
+Test(plan_search, a_fixed_stack_reaches_every_layout_and_one_the_model_cannot_take_is_refused, .timeout = 120) {
+    plan_options o;
+    gpt_config moe = moe_model(), dense = model("gpt12,layers=8");
+    cluster two = make_cluster(2, 1.5);
+    char msg[256];
+    small_options(&o, 16, 32);
+    cr_assert_eq(plan_parse_fixed("dispatcher=flex,mem=bf16_moments", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    plan_result *p = calloc(1, sizeof *p);
+    cr_assert_eq(plan_search(&moe, &two, &o, NULL, NULL, p, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_gt(p->n_top, 0);
+    for (int i = 0; i < p->n_top; i++) {
+        cr_assert_eq(p->top[i].l.dispatcher, MOE_DISPATCH_FLEX);
+        cr_assert_eq(p->top[i].l.mem, (unsigned)LAYOUT_MEM_BF16_MOMENTS);
+    }
+    small_options(&o, 16, 32);
+    cr_assert_eq(plan_parse_fixed("mem=norm_mla", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(plan_search(&moe, &two, &o, NULL, NULL, p, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "--fix: mem=norm_mla"), "%s", msg);
+    small_options(&o, 16, 32);
+    cr_assert_eq(plan_parse_fixed("mem=fp8_act", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(plan_search(&moe, &two, &o, NULL, NULL, p, msg, sizeof msg), PL_ERR_INVALID, "bf16 alone");
+    cr_assert(strstr(msg, "precision=fp8 needed"), "%s", msg);
+    small_options(&o, 16, 32);
+    cr_assert_eq(plan_parse_fixed("dispatcher=flex", &o, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(plan_search(&dense, &two, &o, NULL, NULL, p, msg, sizeof msg), PL_ERR_INVALID);
+    cr_assert(strstr(msg, "no experts"), "%s", msg);
+    free(p);
 }
 
 /* ---- threads ---------------------------------------------------------------- */

@@ -190,6 +190,103 @@ Test(moe, tokens_per_expert_and_every_memory_term_are_their_closed_forms) {
     cr_assert_eq(memcmp(&m1, &m2, sizeof m1), 0);
 }
 
+/* mem=fp32_grads (DeepSeek-V3 report, section 3.3.3: gradients retained in
+ * FP32): every gradient is 4 bytes a parameter, not 2, the replicated
+ * part's and the experts' (zero 1: unsharded), and nothing else moves; a
+ * dense layout's gradients double the same way. */
+Test(moe, fp32_grads_keeps_every_gradient_at_four_bytes_and_nothing_else) {
+    gpt_config c = model("deepseek-v3");
+    layout l = lay("tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360,precision=fp8,fp8=blockwise");
+    layout g = l;
+    g.mem |= LAYOUT_MEM_FP32_GRADS;
+    layout_memory a, b;
+    layout_stage_memory_moe(&c, &l, NULL, NULL, 1, 4, 16, &a);
+    layout_stage_memory_moe(&c, &g, NULL, NULL, 1, 4, 16, &b);
+    const int64_t X = 4LL * (256 / 64) * 3 * 7168 * 2048; /* 4 MoE layers' local experts */
+    cr_assert_eq(a.expert_grads, X * 2);
+    cr_assert_eq(b.expert_grads, X * 4);
+    cr_assert_eq(b.grads, 2 * a.grads);
+    cr_assert_eq(b.total - a.total, (b.grads - a.grads) + (b.expert_grads - a.expert_grads));
+    cr_assert_eq(b.params, a.params);
+    cr_assert_eq(b.optimizer, a.optimizer);
+    cr_assert_eq(b.moe_activations, a.moe_activations);
+    gpt_config d = model("llama-3-8b");
+    layout dl = lay("tp=2,pp=2,dp=4,gbs=64,zero=2"), dg = dl;
+    dg.mem |= LAYOUT_MEM_FP32_GRADS;
+    layout_stage_memory_p(&d, &dl, NULL, 0, 16, 2, &a);
+    layout_stage_memory_p(&d, &dg, NULL, 0, 16, 2, &b);
+    const int64_t n = (a.grads + 1) / 2; /* zero 2: the gradient shard's parameters */
+    cr_assert_eq(a.grads, 2 * n);
+    cr_assert_eq(b.grads, 4 * n);
+    cr_assert_eq(b.total - a.total, b.grads - a.grads);
+}
+
+/* The DeepSeek-V3 report's memory options, each against its closed form
+ * (docs/moe.md gives the sections): bf16_moments 8 optimizer bytes a
+ * parameter, not 12; fp8_act the experts' input rows and SwiGLU's inputs in
+ * FP8 (a byte and a scale per 128) with SwiGLU's output recomputed; norm_mla
+ * drops MLA's q, k, v (a (2 dqk + dv) per token), the norms' outputs (two
+ * h-wide) and the latents' norm outputs; mtp_last one more layer on the
+ * last stage alone (counted as the stage's layers are: docs/moe.md). */
+Test(moe, each_memory_option_is_its_closed_form) {
+    gpt_config c = model("deepseek-v3");
+    layout l = lay("tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360,precision=fp8,fp8=blockwise");
+    layout_memory a, b;
+    /* bf16_moments */
+    layout m = l;
+    m.mem = LAYOUT_MEM_BF16_MOMENTS;
+    layout_stage_memory_moe(&c, &l, NULL, NULL, 1, 4, 16, &a);
+    layout_stage_memory_moe(&c, &m, NULL, NULL, 1, 4, 16, &b);
+    cr_assert_eq(b.optimizer * 12, a.optimizer * 8);
+    cr_assert_eq(b.expert_optimizer * 12, a.expert_optimizer * 8);
+    cr_assert_eq(b.total - a.total, (b.optimizer - a.optimizer) + (b.expert_optimizer - a.expert_optimizer));
+    /* fp8_act */
+    moe_params mp;
+    moe_params_default(&mp);
+    mp.imbalance = 1.0;
+    layout f = l;
+    f.mem = LAYOUT_MEM_FP8_ACT;
+    const moe_act_parts p0 = moe_activation_parts(&c, &l, &mp), p1 = moe_activation_parts(&c, &f, &mp);
+    const double q = 1.0 + 4.0 / 128, h = 7168, e = 2, F = 2048, El = 256 / 64;
+    const double m_rows = moe_tokens_per_expert(&c, &l, &mp);
+    cr_assert_float_eq(p0.routed, 2 * El * m_rows * h * e, 1e-3);
+    cr_assert_float_eq(p1.routed, El * m_rows * h * (q + e), 1e-3, "FP8 input rows, the bf16 output kept");
+    cr_assert_float_eq(p0.expert_mlp, 3 * e * El * m_rows * F, 1e-3);
+    cr_assert_float_eq(p1.expert_mlp, 2 * q * El * m_rows * F, 1e-3, "SwiGLU's two FP8 inputs, its output recomputed");
+    cr_assert_float_eq(p1.router, p0.router, 1e-9);
+    cr_assert_float_eq(p1.shared, p0.shared, 1e-9);
+    /* norm_mla: one layer's stash, bf16, no tp, the flash core kept either way */
+    layout d = lay("tp=1,pp=16,dp=128,ep=64,zero=1,mbs=1,gbs=15360"), n = d;
+    n.mem = LAYOUT_MEM_NORM_MLA;
+    const double s = 4096, a_heads = 128, dqk = 128 + 64, dv = 128, lat_norm = 1536 + 512;
+    const double dropped = e * s * a_heads * (2 * dqk + dv) + 2 * e * s * h + e * s * lat_norm;
+    cr_assert_eq(layer_activation_bytes(&c, &d) - layer_activation_bytes(&c, &n), (int64_t)llround(dropped));
+    /* mtp_last: pp 4, 1F1B: the last stage alone gains one MoE layer's memory (one micro-batch in flight) */
+    cluster cl = h800();
+    layout t = lay("tp=1,pp=4,dp=8,ep=8,zero=1,mbs=1,gbs=64,precision=fp8,fp8=blockwise"), tm = t;
+    tm.mem = LAYOUT_MEM_MTP_LAST;
+    cl.groups[0].n_nodes = 4;
+    layout_sim_params prm;
+    layout_sim_params_default(&prm);
+    layout_result r0, r1;
+    char msg[256] = "";
+    layout_sim *s0 = NULL, *s1 = NULL;
+    cr_assert_eq(layout_sim_create(&c, &t, &cl, &s0, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_create(&c, &tm, &cl, &s1, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_run(s0, &prm, 0, &r0, msg, sizeof msg), PL_OK, "%s", msg);
+    cr_assert_eq(layout_sim_run(s1, &prm, 0, &r1, msg, sizeof msg), PL_OK, "%s", msg);
+    for (int r = 0; r < 3; r++) cr_assert_eq(r1.stage_mem[r], r0.stage_mem[r], "stage %d", r);
+    int cl_layers[4];
+    cr_assert_eq(layout_chunk_layers(&t, c.n_layers, cl_layers, NULL, 0), PL_OK);
+    layout_memory with, without;
+    layout_stage_memory_moe(&c, &tm, &prm.compute, &prm.moe, 3, cl_layers[3] + 1, 1, &with);
+    layout_stage_memory_moe(&c, &tm, &prm.compute, &prm.moe, 3, cl_layers[3], 1, &without);
+    cr_assert_eq(r1.stage_mem[3] - r0.stage_mem[3], with.total - without.total);
+    cr_assert_gt(with.total, without.total);
+    layout_sim_destroy(s0);
+    layout_sim_destroy(s1);
+}
+
 /* The dispatch is its own part: two all-to-alls per MoE layer forward,
  * two backward, per micro-batch, with the estimate the step reports; the
  * parts still sum to the step; an imbalance of 2 doubles it. */
