@@ -23,7 +23,7 @@
 
 typedef struct {
     char run_id[96];
-    char model_name[64];     /* the shipped model it ran (data/models/NAME.json) */
+    char model_name[128];    /* the shipped model it ran (data/models/NAME.json) */
     int simulated;           /* 1: predicted; 0: skipped (why) */
     char why[160];           /* the reason a row was skipped */
     char layout_text[256];   /* the layout simulated */

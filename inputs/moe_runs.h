@@ -45,7 +45,7 @@
 
 typedef struct {
     char run_id[96];
-    char model_name[64];     /* the shipped model's name (data/models/NAME.json) */
+    char model_name[128];    /* the shipped model's name (data/models/NAME.json) */
     char why[160];           /* non-empty: why the row cannot be simulated (the rest unset) */
     gpt_config model;        /* at the row's sequence length */
     cluster cl;              /* the row's cluster, cut to its GPUs */
