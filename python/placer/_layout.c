@@ -142,10 +142,7 @@ PyObject *mod_plan(PyObject *mod, PyObject *args, PyObject *kwds) {
     pl_status st = plan_parse_precisions(prec, &o, msg, sizeof msg); /* "bf16", "fp8", "bf16,fp8=delayed" */
     if (st == PL_OK && fix) st = plan_parse_fixed(fix, &o, msg, sizeof msg);
     if (st == PL_OK) {
-        o.framework = -1;
-        for (int f = 0; f < PLAN_FRAMEWORK_COUNT; f++)
-            if (!strcmp(framework, plan_framework_name((plan_framework)f))) o.framework = f;
-        if (o.framework < 0)
+        if (!plan_framework_parse(framework, &o.framework))
             st = pl_fail(msg, sizeof msg, PL_ERR_INVALID,
                          "unknown framework '%s' (use any, megatron, torchtitan or deepspeed)", framework);
     }
