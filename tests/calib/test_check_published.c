@@ -349,6 +349,7 @@ Test(check_published, a_token_drop_row_is_simulated_at_its_capacity) {
     cr_assert_eq(layout_sim_run(s, &p, 0, &capped, msg, sizeof msg), PL_OK, "%s", msg);
     layout_sim_destroy(s);
     cr_assert_float_eq(row->predicted_step_s, capped.step_us * 1e-6, 1e-12);
+    cr_assert(strstr(row->routing, "token drop at capacity 1, padded") != NULL, "%s", row->routing);
     cr_assert_lt(capped.step_us, dropless.step_us);
     free(runs);
 }
