@@ -28,6 +28,18 @@ static void run_row(const pub_moe_run *run, pub_moe_row *row) {
     layout_sim_params p;
     layout_sim_params_default(&p);
     if (run->forced_balance) p.moe.expert_cv = 0.0; /* the run forced balanced routing */
+    if (run->capacity_factor > 0) { /* dropped at the capacity, each expert padded to it: every local
+                                       expert computes capacity rows, the busiest rank capacity x the mean */
+        p.moe.capacity_factor = run->capacity_factor;
+        p.moe.expert_cv = 0.0;
+    }
+    if (run->capacity_factor > 0)
+        snprintf(row->routing, sizeof row->routing, "token drop at capacity %.2g, padded (expert_cv 0)",
+                 run->capacity_factor);
+    else if (run->forced_balance)
+        snprintf(row->routing, sizeof row->routing, "forced balance (expert_cv 0)");
+    else
+        snprintf(row->routing, sizeof row->routing, "dropless (expert_cv %.2g)", p.moe.expert_cv);
     if (layout_sim_create(&run->model, &run->lay, &run->cl, &s, m, sizeof m) != PL_OK ||
         layout_sim_run(s, &p, 0, &res, m, sizeof m) != PL_OK) {
         layout_sim_destroy(s);

@@ -27,6 +27,8 @@ typedef struct {
     int simulated;           /* 1: predicted; 0: skipped (why) */
     char why[160];           /* the reason a row was skipped */
     char layout_text[256];   /* the layout simulated */
+    char routing[96];        /* how its tokens were routed as simulated: dropless at the default
+                                expert_cv, forced balance, or token drop at a capacity */
     double published_step_s; /* from tokens/s per GPU */
     double predicted_step_s;
     double err;              /* predicted / published - 1 */

@@ -244,8 +244,9 @@ static int run_moe(const cp_args *a) {
     for (int i = 0; i < r->n; i++) {
         const pub_moe_row *w = &r->rows[i];
         if (!w->simulated) continue;
-        printf("%-48.48s %9.2fs %9.2fs %+7.1f%% %8.1f%s\n      %s\n", w->run_id, w->published_step_s,
-               w->predicted_step_s, 100 * w->err, w->mem_gb, w->oom ? " OOM" : "", w->layout_text);
+        printf("%-48.48s %9.2fs %9.2fs %+7.1f%% %8.1f%s\n      %s\n      routing: %s\n", w->run_id,
+               w->published_step_s, w->predicted_step_s, 100 * w->err, w->mem_gb, w->oom ? " OOM" : "",
+               w->layout_text, w->routing);
         if (w->oom) printf("      predicted OOM for a run that ran: %s\n", w->oom_why);
     }
     printf("\nsimulated rows: mean |error| %.1f%%, max %.1f%% (target: mean within 10%%, worst within 20%%)\n",

@@ -110,6 +110,8 @@ void cli_json_published_moe(FILE *out, const pub_moe_result *r) {
         pl_json_string(out, w->cluster);
         fprintf(out, ", \"gpus\": %lld, \"seq_len\": %d, \"layout\": ", (long long)w->gpus, w->seq);
         pl_json_string(out, w->layout_text);
+        fprintf(out, ", \"routing\": ");
+        pl_json_string(out, w->routing);
         fprintf(out, ", \"published_step_s\": %.6f, \"predicted_step_s\": %.6f, \"error\": %.6f, \"mem_peak_bytes\": "
                      "%lld, \"oom\": %s}",
                 w->published_step_s, w->predicted_step_s, w->err, (long long)w->res.mem.total,

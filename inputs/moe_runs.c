@@ -121,6 +121,13 @@ static void read_row(const pub_csv *c, int r, const char *clusters_dir, pub_moe_
     if (has(recipe, "FP32 master weights and grads")) l.mem |= LAYOUT_MEM_FP32_GRADS; /* a cost, not a saving */
     if (has(as, "MTP module (depth 1) is trained")) l.mem |= LAYOUT_MEM_MTP_LAST;
     row->forced_balance = has(as, "orced load balance") || has(as, "force-load-balancing");
+    /* token drop (NeMo's performance-mode recipes add MegatronTokenDropCallback: capacity factor
+     * 1.0, every expert's input padded to the capacity) */
+    const char *cap = strstr(as, "capacity factor ");
+    if (cap && strstr(cap, "padded")) {
+        const double f = atof(cap + strlen("capacity factor "));
+        if (f > 0 && f < 100) row->capacity_factor = f;
+    }
     /* one or two more chunks than layers (Qwen3-235B's 94 layers on pp 32 x vp 3): the first and last
      * chunks hold only the embedding and the loss, as a Megatron pipeline layout "E|t|...|t|L" does */
     const int K = l.pp * l.vp;

@@ -54,6 +54,8 @@ typedef struct {
     int seq;
     double tokens_per_s;     /* published, per GPU */
     int forced_balance;      /* 1: the run forced balanced routing (expert_cv 0) */
+    double capacity_factor;  /* > 0: the run dropped tokens at this capacity, each expert padded to it
+                                (its assumptions say "capacity factor X, padded"); 0: dropless */
 } pub_moe_run;
 
 /* Read csv_path (NULL: the shipped data/published-runs/moe-runs.csv), its

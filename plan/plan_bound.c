@@ -490,12 +490,16 @@ double plan_bounds_step_us(plan_bounds *b, const layout *l) {
         if (d > 0)
             ep = b->n_moe * (l->recompute == RECOMPUTE_FULL ? 6.0 : 4.0) * cs * dispatch_load_factor(b, l) * d;
     }
+    /* an MoE layer without shared experts under sequence parallelism keeps only its attention's
+     * tensor-parallel collectives, half the dense layer's (layout_expand.c's moe_chunk_costs) */
+    const int moe_half = l->sp && l->tp > 1 && b->n_moe > 0 && cfg->shared_d_ff == 0;
+    const double tp_layers = cfg->n_layers - (moe_half ? 0.5 * b->n_moe : 0.0);
     const double busy =
-        (double)m * (cc[0] + cfg->n_layers * (comm_f + comm_b) + ep + b->prm.emb_head_scale * (cc[1] + cc[2])) / l->pp;
+        (double)m * (cc[0] + tp_layers * (comm_f + comm_b) + ep + b->prm.emb_head_scale * (cc[1] + cc[2])) / l->pp;
     /* idle: stage s starts after s one-layer forwards upstream; under 1F1B
      * (interleaved too) s one-layer backwards follow its last op; the
      * split orders may run weight gradients there, so only the start */
-    const double f1 = cc[3] + comm_f, b1 = cc[4] + comm_b;
+    const double f1 = cc[3] + (moe_half ? 0.5 : 1.0) * comm_f, b1 = cc[4] + (moe_half ? 0.5 : 1.0) * comm_b;
     const double idle = 0.5 * (l->pp - 1) * (l->sched == SCHED_1F1B ? f1 + b1 : f1);
     double lb = busy + idle;
     /* ZeRO 3 gathers every layer's parameters before each forward and each

@@ -710,11 +710,14 @@ static void moe_layer_block_placed(const layout_sim *s, const layout_sim_params 
  * per-layer figures the trace and the buckets use become the chunk's
  * means. Split orders: W of an MoE layer is its attention's weight
  * gradients (the dense rule's share of the layer without its MLP) and the
- * MoE block's wgrad (router, experts, shared experts). */
+ * MoE block's wgrad (router, experts, shared experts). Under sequence
+ * parallelism an MoE layer without shared experts keeps only its
+ * attention's tensor-parallel gather and reduce-scatter (Megatron-Core's
+ * token dispatchers move the tokens over the expert groups). */
 static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
     const layout *l = s->l;
     const gpt_config *cfg = s->cfg;
-    const int K = s->K, full = l->recompute == RECOMPUTE_FULL;
+    const int K = s->K, full = l->recompute == RECOMPUTE_FULL, sp = l->sp && l->tp > 1;
     const double cs = p->collective_scale;
     /* an expert placement's per-layer load factors (layout_sim.h): for this layout's ep and model only */
     const int n_moe = gpt_moe_layers_in(cfg, 0, cfg->n_layers);
@@ -763,6 +766,22 @@ static void moe_chunk_costs(layout_sim *s, const layout_sim_params *p) {
             db += without.bwd_us + blk.bwd_us + p->emb_head_scale * hc.bwd_us;
             dr += without.recompute_us + blk.recompute_us;
             disp += cs * lf_bal * s->ep_disp[r];
+        }
+        /* the routed experts' MLP moves no tensor-parallel activations: under sequence parallelism
+         * Megatron-Core's MoE layer routes each rank's own 1/tp of the tokens (its dispatchers work
+         * over the expert groups, ep x etp), so of the dense layer's two gathers and two
+         * reduce-scatters only the attention's remain; shared experts are a tensor-parallel MLP
+         * (SharedExpertMLP: the same gather and reduce-scatter over tp), so they keep the MLP's */
+        if (sp && cfg->shared_d_ff == 0 && nm > 0) {
+            const double mlp_f = cs * ((s->tp_ag8 ? s->tp_ag8[r] : s->tp_ag[r]) + s->tp_rs[r]);
+            const double mlp_b = cs * (s->tp_ag[r] + s->tp_rs[r]) + (full ? mlp_f : 0.0);
+            c->f_tp -= nm * mlp_f;
+            c->b_tp -= nm * mlp_b;
+            if (L > 0) {
+                c->f_ltp -= nm * mlp_f / L;
+                c->b_ltp -= nm * mlp_b / L;
+                c->b_layer -= nm * mlp_b / L;
+            }
         }
         c->f_comp += df;
         c->b_comp += db;

@@ -325,3 +325,42 @@ Test(check_published, moe_check_set_simulates_what_it_can_and_says_why_not) {
     cr_assert_float_eq(r.mean_abs_err, sum / r.n_simulated, 1e-12);
     cr_assert_float_eq(r.max_abs_err, mx, 1e-12);
 }
+
+/* A row that dropped tokens (NeMo's performance recipes: capacity 1.0,
+ * padded) is simulated at that capacity with every expert at it: the check
+ * set's prediction is the simulator's at capacity_factor 1 and expert_cv 0,
+ * below the dropless default's (expert_cv 0.1: one expert a rank, the
+ * busiest rank above the mean). */
+#include "layout_sim.h"
+#include "moe_runs.h"
+
+Test(check_published, a_token_drop_row_is_simulated_at_its_capacity) {
+    static pub_moe_result r;
+    char msg[512] = "";
+    cr_assert_eq(pub_moe_check(NULL, NULL, &r, msg, sizeof msg), PL_OK, "%s", msg);
+    pub_moe_run *runs = NULL;
+    int n = 0;
+    cr_assert_eq(pub_moe_runs_load(NULL, NULL, &runs, &n, msg, sizeof msg), PL_OK, "%s", msg);
+    const char *id = "nemo2502-b200-mixtral8x7b-fp8";
+    const pub_moe_run *w = NULL;
+    const pub_moe_row *row = NULL;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(runs[i].run_id, id)) w = &runs[i];
+    for (int i = 0; i < r.n; i++)
+        if (!strcmp(r.rows[i].run_id, id)) row = &r.rows[i];
+    cr_assert(w && row && row->simulated && w->capacity_factor == 1.0);
+    layout_sim *s = NULL;
+    cr_assert_eq(layout_sim_create(&w->model, &w->lay, &w->cl, &s, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_params p;
+    layout_sim_params_default(&p);
+    layout_result dropless, capped;
+    cr_assert_eq(layout_sim_run(s, &p, 0, &dropless, msg, sizeof msg), PL_OK, "%s", msg);
+    p.moe.capacity_factor = 1.0;
+    p.moe.expert_cv = 0.0;
+    cr_assert_eq(layout_sim_run(s, &p, 0, &capped, msg, sizeof msg), PL_OK, "%s", msg);
+    layout_sim_destroy(s);
+    cr_assert_float_eq(row->predicted_step_s, capped.step_us * 1e-6, 1e-12);
+    cr_assert(strstr(row->routing, "token drop at capacity 1, padded") != NULL, "%s", row->routing);
+    cr_assert_lt(capped.step_us, dropless.step_us);
+    free(runs);
+}

@@ -1,7 +1,8 @@
 /*
  * test_moe_runs.c: the MoE check set's reader (inputs/moe_runs.h): the
  * shipped rows read into a model, a cluster cut to the row's GPUs and a
- * layout that validates, or say why not; a file without the key columns is
+ * layout that validates, or say why not; NeMo's rows carry their token drop
+ * (capacity 1.0, padded); a file without the key columns is
  * one line.
  */
 #include <criterion/criterion.h>
@@ -14,7 +15,7 @@
 
 Test(moe_runs, shipped_rows_read_or_say_why) {
     pub_moe_run *runs = NULL;
-    int n = 0, read = 0, found_ep32 = 0;
+    int n = 0, read = 0, found_ep32 = 0, n_nemo = 0;
     char msg[512] = "";
     cr_assert_eq(pub_moe_runs_load(NULL, NULL, &runs, &n, msg, sizeof msg), PL_OK, "%s", msg);
     cr_assert_eq(n, 27);
@@ -29,9 +30,18 @@ Test(moe_runs, shipped_rows_read_or_say_why) {
             found_ep32 = 1;
             cr_assert(w->lay.ep == 32 && w->lay.dispatcher == MOE_DISPATCH_FLEX && w->gpus == 256);
         }
+        /* NeMo's performance-mode recipes drop tokens at capacity 1.0, padded; the Megatron-Core
+         * rows are dropless */
+        if (!strncmp(w->run_id, "nemo", 4)) {
+            n_nemo++;
+            cr_assert_float_eq(w->capacity_factor, 1.0, 1e-12, "%s", w->run_id);
+        } else {
+            cr_assert_eq(w->capacity_factor, 0.0, "%s", w->run_id);
+        }
     }
     cr_assert_geq(read, 5);
     cr_assert(found_ep32);
+    cr_assert_eq(n_nemo, 5);
     free(runs);
 }
 

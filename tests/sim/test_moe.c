@@ -3,7 +3,8 @@
  * their closed forms: the expert grid (Megatron-Core's parallel folding),
  * the all-to-all's time against its bandwidth formula on one node and
  * across nodes, the tokens per expert, every MoE memory term, the
- * dispatch as the step's "ep" part, DeepSeek-V3's layout on 2,048 H800s
+ * dispatch as the step's "ep" part, the tensor-parallel collectives an
+ * MoE layer keeps (the attention's; shared experts the MLP's), DeepSeek-V3's layout on 2,048 H800s
  * (fits) and an impossible one (OOM), and the bad layouts refused.
  */
 #include <criterion/criterion.h>
@@ -323,6 +324,49 @@ Test(moe, dispatch_is_the_ep_part_and_the_parts_sum_to_the_step) {
     p.moe.imbalance = 0.5;
     cr_assert_eq(layout_sim_run(s, &p, 0, &r2, msg, sizeof msg), PL_ERR_INVALID);
     layout_sim_destroy(s);
+}
+
+/* Under sequence parallelism an MoE layer's routed experts move no
+ * tensor-parallel activations (Megatron-Core routes each rank's 1/tp of the
+ * tokens over the expert groups): per layer and micro-batch its tp part is
+ * the attention's gather and reduce-scatter, forward and backward (and the
+ * forward's again under full recomputation), half the dense layer's four;
+ * shared experts (a tensor-parallel MLP) bring the MLP's two back. */
+Test(moe, routed_experts_drop_the_mlp_tensor_parallel_collectives) {
+    gpt_config c = model("mixtral-8x7b");
+    gpt_config sh = c;
+    sh.shared_d_ff = c.moe_d_ff; /* the same model with one shared expert */
+    cluster cl = costfix_a100(2);
+    const char *texts[2] = {"tp=2,sp=1,pp=1,dp=8,ep=8,zero=1,mbs=1,gbs=8,recompute=none",
+                            "tp=2,sp=1,pp=1,dp=8,ep=8,zero=1,mbs=1,gbs=8,recompute=full"};
+    for (int f = 0; f < 2; f++) {
+        layout l = lay(texts[f]);
+        layout_result r[2];
+        for (int k = 0; k < 2; k++) {
+            layout_sim *s = NULL;
+            char msg[256] = "";
+            cr_assert_eq(layout_sim_create(k ? &sh : &c, &l, &cl, &s, msg, sizeof msg), PL_OK, "%s", msg);
+            layout_sim_params p;
+            layout_sim_params_default(&p);
+            p.moe.imbalance = 1.0;
+            cr_assert_eq(layout_sim_run(s, &p, 0, &r[k], msg, sizeof msg), PL_OK, "%s", msg);
+            layout_sim_destroy(s);
+            double sum = 0;
+            for (int i = 0; i < LAYOUT_T_COUNT; i++)
+                if (i != LAYOUT_T_RECOMPUTE) sum += r[k].parts_us[i];
+            cr_assert(fabs(sum - r[k].step_us) <= 1e-6 * r[k].step_us, "%.3f vs %.3f", sum, r[k].step_us);
+        }
+        const double ag = r[0].tp_allgather.time_us, rs = r[0].tp_reduce_scatter.time_us;
+        cr_assert_gt(ag, 0);
+        cr_assert_gt(rs, 0);
+        cr_assert_float_eq(r[1].tp_allgather.time_us, ag, 1e-9);
+        /* one micro-batch, 32 MoE layers: the MLP's gather and reduce-scatter, forward, backward and
+         * (full) the recomputed forward */
+        const double want = 32.0 * (f ? 3.0 : 2.0) * (ag + rs);
+        const double got = r[1].parts_us[LAYOUT_T_TP] - r[0].parts_us[LAYOUT_T_TP];
+        cr_assert(fabs(got - want) <= 1e-6 * want, "%s: tp with shared experts - without %.3f us, want %.3f",
+                  texts[f], got, want);
+    }
 }
 
 /* DeepSeek-V3 as its report ran it (PP16, EP64 over 8 nodes, ZeRO-1, data
