@@ -297,7 +297,9 @@ pl_status plan_stage_split(const gpt_config *cfg, const cluster *c, const layout
 
 /* The lower bounds the search prunes with (above), for layout l of cfg
  * on c: the step time in microseconds, and the peak memory in bytes
- * (layout_stage_memory_p with prm's compute parameters; prm NULL: defaults). */
+ * (layout_stage_memory_moe with prm's compute parameters at one micro-batch
+ * in flight, the busiest rank's fewest layers: ceil(L / pp), DualPipe's two
+ * stages a rank ceil(2 L / pp); prm NULL: defaults). */
 double plan_step_lower_bound_us(const gpt_config *cfg, const cluster *c, const layout_sim_params *prm,
                                 const layout *l);
 int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *prm, const layout *l);

@@ -530,14 +530,20 @@ int64_t plan_memory_lower_bound(const gpt_config *cfg, const layout_sim_params *
     /* the stage holding the most layers has at least ceil(L / pp) of them
      * and at least one micro-batch stashed; it is one of the stages, so its
      * memory is at least the smallest of these over the stage kinds
-     * (first, middle, last: the only ones that differ) */
-    const int per = (cfg->n_layers + l->pp - 1) / l->pp;
+     * (first, middle, last: the only ones that differ). DualPipe: a rank
+     * holds two stages (2L layers over the ranks) and every rank stashes
+     * min(pp + 1, m) micro-batches (its down stage pp - r, its up stage
+     * r + 1; tests/plan/test_plan_search.c holds it below the simulator) */
+    const int dualpipe = l->sched == SCHED_DUALPIPE && l->vp == 2;
+    const int per = dualpipe ? (2 * cfg->n_layers + l->pp - 1) / l->pp : (cfg->n_layers + l->pp - 1) / l->pp;
+    const int in_flight = dualpipe ? schedule_peak_stash_rule(SCHED_DUALPIPE, l->pp, 0, layout_micro_batches(l)) : 1;
     int64_t lb = INT64_MAX;
     const int kinds[3] = {0, l->pp > 2 ? 1 : 0, l->pp - 1};
     for (int i = 0; i < 3; i++) {
         if (i > 0 && kinds[i] == kinds[i - 1]) continue;
         layout_memory m;
-        layout_stage_memory_moe(cfg, l, prm ? &prm->compute : NULL, prm ? &prm->moe : NULL, kinds[i], per, 1, &m);
+        layout_stage_memory_moe(cfg, l, prm ? &prm->compute : NULL, prm ? &prm->moe : NULL, kinds[i], per,
+                                in_flight > 1 ? in_flight : 1, &m);
         if (m.total < lb) lb = m.total;
     }
     return lb;

@@ -215,7 +215,7 @@ typedef struct {
     /* the memory bound of the last layout enumerated (on_layout) */
     int have_prev;
     int64_t prev_mem;
-    int prev[14];
+    int prev[15];
 } search_ctx;
 
 /* One candidate's simulation (a wave's slot). */
@@ -246,10 +246,11 @@ static int on_layout(void *ctx, const layout *l, int64_t index) {
         sc->stopped = 1;
         return -1;
     }
-    /* the memory does not depend on the order, which the enumeration
-     * varies innermost: one bound for the orders of one layout */
-    const int key[14] = {l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, l->global_batch, (int)l->recompute,
-                         (int)l->zero, (int)l->prec, (int)l->fp8, l->ep, l->etp};
+    /* the memory depends on the order only through DualPipe's two copies
+     * of each stage, and the enumeration varies the order innermost: one
+     * bound for the other orders of one layout */
+    const int key[15] = {l->tp, l->sp, l->cp, l->pp, l->vp, l->dp, l->micro_batch, l->global_batch, (int)l->recompute,
+                         (int)l->zero, (int)l->prec, (int)l->fp8, l->ep, l->etp, l->sched == SCHED_DUALPIPE};
     if (!sc->have_prev || memcmp(key, sc->prev, sizeof key)) {
         memcpy(sc->prev, key, sizeof key);
         sc->have_prev = 1;

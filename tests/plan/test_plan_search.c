@@ -121,6 +121,13 @@ static void check_layout(bound_ctx *b, const layout *l0, int64_t index) {
         }
         cr_assert(lb <= r.step_us * (1 + 1e-12), "layout %lld (%s): the bound %.3f us exceeds the simulated %.3f us",
                   (long long)index, text, lb, r.step_us);
+        /* the memory bound the search prunes with, under every order (DualPipe's two stages a rank) */
+        const int64_t mlb = plan_memory_lower_bound(b->cfg, b->prm, &l);
+        int64_t peak = 0;
+        for (int s = 0; s < l.pp; s++)
+            if (r.stage_mem[s] > peak) peak = r.stage_mem[s];
+        cr_assert(mlb <= peak, "layout %lld (%s): the memory bound %lld exceeds the simulated %lld bytes",
+                  (long long)index, text, (long long)mlb, (long long)peak);
         if (lb / r.step_us > b->worst) b->worst = lb / r.step_us;
     }
     b->checked++;
