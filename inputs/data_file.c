@@ -121,6 +121,12 @@ int data_find(const data_dirs *d, const char *name, size_t n, char *path, size_t
     return 0;
 }
 
+const char *data_shipped_path(const data_dirs *d, const char *name_or_path, char *found, size_t flen) {
+    if (data_is_path(name_or_path)) return name_or_path;
+    const size_t n = strlen(name_or_path);
+    return data_name_ok(name_or_path, n) && data_find(d, name_or_path, n, found, flen) ? found : NULL;
+}
+
 int data_list(const data_dirs *d, char *buf, size_t len) {
     int count = 0;
     if (buf && len) buf[0] = 0;

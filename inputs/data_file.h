@@ -48,6 +48,11 @@ int data_name_ok(const char *s, size_t n);
  * fit plen). */
 int data_find(const data_dirs *d, const char *name, size_t n, char *path, size_t plen);
 
+/* The file name_or_path means: itself when it is a path (data_is_path),
+ * else the path of its NAME.json found in d, written to found (flen
+ * bytes); NULL when it is neither (a malformed name or none shipped). */
+const char *data_shipped_path(const data_dirs *d, const char *name_or_path, char *found, size_t flen);
+
 /* The shipped names of the first directory of d that has any *.json file,
  * sorted, comma-separated into buf (may be NULL; truncated to len).
  * Returns how many there are (at most 128 are read); 0 when none. */

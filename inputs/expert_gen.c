@@ -151,19 +151,15 @@ static pl_status read_gen(const char *text, size_t n, void *out, char *msg, size
 
 pl_status expert_gen_params_load(const char *name_or_path, expert_gen_params *out, char *msg, size_t len) {
     if (!name_or_path || !*name_or_path) return pl_fail(msg, len, PL_ERR_INVALID, "no generator settings named");
-    const char *path = name_or_path;
     char found[4200];
-    if (!data_is_path(name_or_path)) {
-        data_dirs d;
-        data_dirs_of("PLACER_EXPERTS", "experts", &d);
-        const size_t nl = strlen(name_or_path);
-        if (!data_name_ok(name_or_path, nl) || !data_find(&d, name_or_path, nl, found, sizeof found)) {
-            char names[1024] = "";
-            data_list(&d, names, sizeof names);
-            return pl_fail(msg, len, PL_ERR_INVALID, "no generator settings '%s' (shipped: %s)", name_or_path,
-                           names[0] ? names : "none");
-        }
-        path = found;
+    data_dirs d;
+    data_dirs_of("PLACER_EXPERTS", "experts", &d);
+    const char *path = data_shipped_path(&d, name_or_path, found, sizeof found);
+    if (!path) {
+        char names[1024] = "";
+        data_list(&d, names, sizeof names);
+        return pl_fail(msg, len, PL_ERR_INVALID, "no generator settings '%s' (shipped: %s)", name_or_path,
+                       names[0] ? names : "none");
     }
     return json_doc_load(path, GEN_FILE_MAX, "expert generator settings", read_gen, out, NULL, msg, len);
 }

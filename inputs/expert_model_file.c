@@ -73,16 +73,11 @@ static pl_status read_model(const char *text, size_t n, void *out, char *msg, si
 
 pl_status expert_model_load(const char *name_or_path, expert_model_params *out, char *msg, size_t len) {
     if (!name_or_path || !*name_or_path) return pl_fail(msg, len, PL_ERR_INVALID, "no expert placer model named");
-    const char *path = name_or_path;
     char found[4200];
-    if (!data_is_path(name_or_path)) {
-        data_dirs d;
-        data_dirs_of("PLACER_EXPERTS", "experts", &d);
-        const size_t nl = strlen(name_or_path);
-        if (!data_name_ok(name_or_path, nl) || !data_find(&d, name_or_path, nl, found, sizeof found))
-            return pl_fail(msg, len, PL_ERR_NOT_FOUND, "no expert placer model '%s' in data/experts", name_or_path);
-        path = found;
-    }
+    data_dirs d;
+    data_dirs_of("PLACER_EXPERTS", "experts", &d);
+    const char *path = data_shipped_path(&d, name_or_path, found, sizeof found);
+    if (!path) return pl_fail(msg, len, PL_ERR_NOT_FOUND, "no expert placer model '%s' in data/experts", name_or_path);
     return json_doc_load(path, 1 << 20, "expert placer model", read_model, out, NULL, msg, len);
 }
 
