@@ -64,7 +64,7 @@ obj() {
   echo "$o"
 }
 
-#                                         transfer moe expert_load
+targets="${*:-placement schedule store cli model_config cluster layout plan published collectives frameworks serve transfer moe expert_load}"
 for t in $targets; do
   case "$t" in
     placement|schedule) srcs="$CORE"; libs="-ljansson -lm"; maxlen=512; extra_flags="" ;;
