@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include "calib_db.h"
+#include "gnuplot.h"
 #include "graph.h"
 #include "placement.h"
 #include "sim.h"
@@ -78,27 +79,11 @@ static FILE *open_out(report *r, const char *name, const char *mode) {
     return f;
 }
 
-/* Which PNG terminal this gnuplot has; PL_ERR_UNSUPPORTED when gnuplot is
- * missing or has neither PNG nor SVG. */
+/* Which PNG terminal this gnuplot has (gnuplot.h). */
 static pl_status probe_gnuplot(report *r) {
-    char cmd[PATH_LEN];
-    snprintf(cmd, sizeof cmd, "%s -e 'set terminal' </dev/null 2>&1", r->opt->gnuplot ? r->opt->gnuplot : "gnuplot");
-    FILE *f = popen(cmd, "r");
-    if (!f) return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "cannot run gnuplot");
-    int cairo = 0, png = 0, svg = 0;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char name[64];
-        if (sscanf(line, " %63s", name) != 1) continue;
-        cairo |= !strcmp(name, "pngcairo");
-        png |= !strcmp(name, "png");
-        svg |= !strcmp(name, "svg");
-    }
-    int rc = pclose(f);
-    if (rc != 0 || (!cairo && !png) || !svg)
-        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED,
-                       "gnuplot with png and svg terminals is needed for the report; install gnuplot-nox "
-                       "(scripts/install-deps.sh)");
+    int cairo = 0;
+    pl_status st = gnuplot_probe(r->opt->gnuplot, &cairo, r->msg, r->len);
+    if (st != PL_OK) return st;
     snprintf(r->png_term, sizeof r->png_term, "%s", cairo ? "pngcairo size 1000,620 font ',11'" : "png size 1000,620");
     return PL_OK;
 }
@@ -115,13 +100,8 @@ static pl_status draw(report *r, const char *base, const char *body) {
     fprintf(f, "set terminal %s\nset output '%s.png'\n%s\n", r->png_term, base, body);
     fprintf(f, "set terminal svg size 1000,620 dynamic font ',11'\nset output '%s.svg'\nreplot\nunset output\n", base);
     if (fclose(f)) return pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s", name);
-    char cmd[3 * PATH_LEN];
-    if (strchr(r->opt->out_dir, '\'')) return pl_fail(r->msg, r->len, PL_ERR_INVALID, "output directory has a quote");
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s '%s.gp' </dev/null >>gnuplot.log 2>&1", r->opt->out_dir,
-             r->opt->gnuplot ? r->opt->gnuplot : "gnuplot", base);
-    if (system(cmd) != 0)
-        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "gnuplot failed on %s/%s.gp (see %s/gnuplot.log)",
-                       r->opt->out_dir, base, r->opt->out_dir);
+    pl_status st = gnuplot_run(r->opt->gnuplot, r->opt->out_dir, name, r->msg, r->len);
+    if (st != PL_OK) return st;
     r->sum.n_figures++;
     return PL_OK;
 }

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "gnuplot.h"
+
 #define PATH_LEN 4096
 #define MAX_COLS 64
 #define MAX_NAMES 32
@@ -214,23 +216,9 @@ typedef struct {
 } ctx;
 
 static pl_status probe(ctx *r) {
-    char cmd[PATH_LEN];
-    snprintf(cmd, sizeof cmd, "%s -e 'set terminal' </dev/null 2>&1", r->o->gnuplot ? r->o->gnuplot : "gnuplot");
-    FILE *f = popen(cmd, "r");
-    if (!f) return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "cannot run gnuplot");
-    int cairo = 0, png = 0, svg = 0;
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-        char name[64];
-        if (sscanf(line, " %63s", name) != 1) continue;
-        cairo |= !strcmp(name, "pngcairo");
-        png |= !strcmp(name, "png");
-        svg |= !strcmp(name, "svg");
-    }
-    int rc = pclose(f);
-    if (rc != 0 || (!cairo && !png) || !svg)
-        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "gnuplot with png and svg terminals is needed for the "
-                       "report; install gnuplot-nox (scripts/install-deps.sh)");
+    int cairo = 0;
+    pl_status st = gnuplot_probe(r->o->gnuplot, &cairo, r->msg, r->len);
+    if (st != PL_OK) return st;
     snprintf(r->png_term, sizeof r->png_term, "%s", cairo ? "pngcairo" : "png");
     return PL_OK;
 }
@@ -356,14 +344,7 @@ static pl_status draw_graph(ctx *r, const transfer_matrix *m, const char *graph,
         fprintf(f, "unset multiplot\nunset output\n");
     }
     if (fclose(f)) return pl_fail(r->msg, r->len, PL_ERR_IO, "cannot write %s", name);
-    char cmd[3 * PATH_LEN];
-    if (strchr(r->o->out_dir, '\'')) return pl_fail(r->msg, r->len, PL_ERR_INVALID, "output directory has a quote");
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s 'transfer-%s.gp' </dev/null >>gnuplot.log 2>&1", r->o->out_dir,
-             r->o->gnuplot ? r->o->gnuplot : "gnuplot", gs);
-    if (system(cmd) != 0)
-        return pl_fail(r->msg, r->len, PL_ERR_UNSUPPORTED, "gnuplot failed on %s/transfer-%s.gp (see %s/gnuplot.log)",
-                       r->o->out_dir, gs, r->o->out_dir);
-    return PL_OK;
+    return gnuplot_run(r->o->gnuplot, r->o->out_dir, name, r->msg, r->len);
 }
 
 static void ms(char *buf, size_t len, double v) {
