@@ -118,6 +118,15 @@ static slot *table_find(table *t, const int *key, int *found) {
     return &t->s[h];
 }
 
+/* Fill slot s, which table_find returned for key (not found): the key
+ * kept, the slot counted; its values to write. */
+static double *table_claim(table *t, slot *s, const int *key) {
+    memcpy(s->key, key, sizeof s->key);
+    s->used = 1;
+    t->n++;
+    return s->v;
+}
+
 struct plan_bounds {
     const gpt_config *cfg;
     const cluster *c0;        /* the caller's cluster (compute) */
@@ -212,15 +221,13 @@ static const double *compute_costs(plan_bounds *b, const layout *l) {
     }
     embedding_compute_cost(gpu, cfg, l, cp, &ec);
     head_compute_cost(gpu, cfg, l, cp, &hc);
-    memcpy(s->key, key, sizeof key);
-    s->used = 1;
-    b->compute.n++;
-    s->v[0] = all;
-    s->v[1] = ec.fwd_us + ec.bwd_us + ec.recompute_us;
-    s->v[2] = hc.fwd_us + hc.bwd_us + hc.recompute_us;
-    s->v[3] = f1;
-    s->v[4] = b1;
-    s->v[5] = 0;
+    double *v = table_claim(&b->compute, s, key);
+    v[0] = all;
+    v[1] = ec.fwd_us + ec.bwd_us + ec.recompute_us;
+    v[2] = hc.fwd_us + hc.bwd_us + hc.recompute_us;
+    v[3] = f1;
+    v[4] = b1;
+    v[5] = 0;
     return s->v;
 }
 
@@ -288,13 +295,11 @@ static const double *coll_costs(plan_bounds *b, const layout *l) {
         if (tb + cb < bwd) bwd = tb + cb;
         if (tf + cf < full) full = tf + cf;
     }
-    memcpy(s->key, key, sizeof key);
-    s->used = 1;
-    b->colls.n++;
-    s->v[0] = isfinite(fwd) ? fwd : 0;
-    s->v[1] = isfinite(bwd) ? bwd : 0;
-    s->v[2] = isfinite(full) ? full : 0;
-    s->v[3] = s->v[4] = s->v[5] = 0;
+    double *v = table_claim(&b->colls, s, key);
+    v[0] = isfinite(fwd) ? fwd : 0;
+    v[1] = isfinite(bwd) ? bwd : 0;
+    v[2] = isfinite(full) ? full : 0;
+    v[3] = v[4] = v[5] = 0;
     return s->v;
 }
 
@@ -339,10 +344,7 @@ static double dispatch_cost(plan_bounds *b, const layout *l) {
         }
         if (!isfinite(a2a)) a2a = 0;
     }
-    memcpy(s->key, key, sizeof key);
-    s->used = 1;
-    b->dispatch.n++;
-    s->v[0] = a2a;
+    table_claim(&b->dispatch, s, key)[0] = a2a;
     return a2a;
 }
 
@@ -387,10 +389,7 @@ static double gather_cost(plan_bounds *b, const layout *l) {
         if (t < g) g = t;
     }
     if (!isfinite(g)) g = 0;
-    memcpy(s->key, key, sizeof key);
-    s->used = 1;
-    b->gathers.n++;
-    s->v[0] = g;
+    table_claim(&b->gathers, s, key)[0] = g;
     return g;
 }
 
@@ -445,10 +444,7 @@ static double reduce_cost(plan_bounds *b, const layout *l) {
     double v = 0;
     if (isfinite(rho) && X > 0) v += (double)cfg->n_layers * layer * rho;
     if (isfinite(rho_e)) v += experts * rho_e;
-    memcpy(s->key, key, sizeof key);
-    s->used = 1;
-    b->reduces.n++;
-    s->v[0] = v;
+    table_claim(&b->reduces, s, key)[0] = v;
     return v;
 }
 
