@@ -17,30 +17,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Run the placer binary with args; capture stdout and stderr. Exit code. */
-static int run_plan(const char *args, char **out, char **err) {
-    char cmd[2048], of[] = "/tmp/placer-test-plan-out-XXXXXX", ef[] = "/tmp/placer-test-plan-err-XXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >%s 2>%s", PLACER_SOURCE_DIR, PLACER_BIN, args, of, ef);
-    int rc = system(cmd);
-    const char *files[2] = {of, ef};
-    char **dst[2] = {out, err};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t cap = 1 << 16, n = 0, k;
-        char *buf = malloc(cap);
-        while (f && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-            n += k;
-            if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-        }
-        buf[n] = 0;
-        if (f) fclose(f);
-        unlink(files[i]);
-        *dst[i] = buf;
-    }
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+#include "../placer_run.h"
+
+static int run_plan(const char *args, char **out, char **err) { return placer_run(PLACER_SOURCE_DIR, args, out, err); }
 
 static int lines(const char *s) {
     int n = 0;

@@ -13,6 +13,8 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include "../placer_run.h"
+
 #include "graph.h"
 #include "spec.h"
 #include "store.h"
@@ -48,33 +50,7 @@ static void drop_db(const char *path) {
     unlink(b);
 }
 
-/* Run the placer binary with args (a shell word list); capture stdout and
- * stderr into malloc'd strings. Returns the exit code. */
-static int run_placer(const char *args, char **out, char **err) {
-    char cmd[2048], of[] = "/tmp/placer-test-out-XXXXXX", ef[] = "/tmp/placer-test-err-XXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", PLACER_BIN, args, of, ef);
-    int rc = system(cmd);
-    const char *files[2] = {of, ef};
-    char **dst[2] = {out, err};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t cap = 1 << 16, n = 0;
-        char *buf = malloc(cap);
-        size_t k;
-        while (f && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-            n += k;
-            if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-        }
-        buf[n] = 0;
-        if (f) fclose(f);
-        unlink(files[i]);
-        if (dst[i]) *dst[i] = buf;
-        else free(buf);
-    }
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int run_placer(const char *args, char **out, char **err) { return placer_run(NULL, args, out, err); }
 
 static int count_lines(const char *s) {
     int n = 0;

@@ -15,32 +15,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* Run the placer binary with args (a shell word list); stdout and stderr
- * into malloc'd strings. The exit code. */
-static int run(const char *args, char **out, char **err) {
-    char cmd[4096], of[] = "/tmp/placer-test-tr-out-XXXXXX", ef[] = "/tmp/placer-test-tr-err-XXXXXX";
-    close(mkstemp(of));
-    close(mkstemp(ef));
-    snprintf(cmd, sizeof cmd, "%s %s >%s 2>%s", PLACER_BIN, args, of, ef);
-    int rc = system(cmd);
-    const char *files[2] = {of, ef};
-    char **dst[2] = {out, err};
-    for (int i = 0; i < 2; i++) {
-        FILE *f = fopen(files[i], "r");
-        size_t cap = 1 << 16, n = 0, k;
-        char *buf = malloc(cap);
-        while (f && (k = fread(buf + n, 1, cap - n - 1, f)) > 0) {
-            n += k;
-            if (n + 1 >= cap) buf = realloc(buf, cap *= 2);
-        }
-        buf[n] = 0;
-        if (f) fclose(f);
-        unlink(files[i]);
-        if (dst[i]) *dst[i] = buf;
-        else free(buf);
-    }
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+#include "../placer_run.h"
+
+static int run(const char *args, char **out, char **err) { return placer_run(NULL, args, out, err); }
 
 static char g_dir[256];
 
